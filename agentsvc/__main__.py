@@ -1,0 +1,5 @@
+"""Allow `python -m agentsvc`."""
+
+from agentsvc.cli import main
+
+raise SystemExit(main())

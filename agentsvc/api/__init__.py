@@ -1,0 +1,13 @@
+"""HTTP only: parse, authorize, call a service, shape the response."""
+
+from __future__ import annotations
+
+from agentsvc.api.routing import Endpoint
+
+
+def all_endpoints() -> list[Endpoint]:
+    """Every endpoint of the service, in the order they are documented."""
+    from agentsvc.api import agents, system
+
+    tables = [system.routes, agents.routes]
+    return [endpoint for table in tables for endpoint in table.endpoints]

@@ -1,0 +1,79 @@
+"""Middlewares: every error rendered as the envelope; CORS for the widget's endpoints."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from aiohttp import web
+
+from agentsvc.errors import (
+    ApiError,
+    InternalError,
+    MethodNotAllowed,
+    NotFound,
+    PayloadTooLarge,
+    error_response,
+)
+
+log = logging.getLogger("agentsvc.api")
+
+CORS_HEADERS = {
+    "Access-Control-Allow-Origin": "*",
+    "Access-Control-Allow-Methods": "GET, POST, OPTIONS",
+    "Access-Control-Allow-Headers": "Content-Type, Authorization, X-Session-Id",
+    "Access-Control-Max-Age": "86400",
+}
+
+
+def _from_http_exception(exc: web.HTTPException) -> ApiError:
+    if exc.status == 404:
+        return NotFound("No such endpoint")
+    if exc.status == 405:
+        allow = exc.headers.get("Allow", "")
+        return MethodNotAllowed(f"Method not allowed; allowed: {allow}", headers={"Allow": allow})
+    if exc.status == 413:
+        return PayloadTooLarge()
+    error = ApiError(exc.reason)
+    error.status = exc.status
+    error.code = exc.reason.upper().replace(" ", "_") if exc.reason else "ERROR"
+    return error
+
+
+@web.middleware
+async def error_middleware(request: web.Request, handler) -> web.StreamResponse:
+    """Answer every failure with the JSON error envelope; log and mask the unexpected."""
+    try:
+        return await handler(request)
+    except ApiError as exc:
+        return error_response(exc)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        return error_response(_from_http_exception(exc))
+    except (asyncio.CancelledError, ConnectionResetError):
+        raise
+    except Exception:
+        log.exception("unhandled error on %s %s", request.method, request.path)
+        return error_response(InternalError())
+
+
+def _endpoint(request: web.Request):
+    return getattr(request.match_info.handler, "endpoint", None)
+
+
+@web.middleware
+async def cors_middleware(request: web.Request, handler) -> web.StreamResponse:
+    """Allow the widget's public endpoints to be called from any site."""
+    if request.method == "OPTIONS" and request.headers.get("Access-Control-Request-Method"):
+        return web.Response(status=204, headers=CORS_HEADERS)
+    endpoint = _endpoint(request)
+    if endpoint is None or not endpoint.cors:
+        return await handler(request)
+    try:
+        response = await handler(request)
+    except ApiError as exc:
+        response = error_response(exc)
+    if not response.prepared:
+        response.headers.update(CORS_HEADERS)
+    return response

@@ -1,0 +1,50 @@
+"""Base classes for request and response models (camelCase on the wire)."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic.alias_generators import to_camel
+
+
+class RequestModel(BaseModel):
+    """A JSON body: strict types, unknown fields refused, null only where declared.
+
+    Fields typed `X | SkipJsonSchema[None] = None` are optional but may not be sent as
+    null; list a field in `nullable` to allow an explicit null.
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+        strict=True,
+        alias_generator=to_camel,
+        populate_by_name=False,
+        frozen=True,
+    )
+    nullable: ClassVar[frozenset[str]] = frozenset()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _refuse_nulls(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            for key, value in data.items():
+                if value is None and key not in cls.nullable:
+                    raise ValueError(f"{key}: may not be null")
+        return data
+
+    def given(self) -> dict[str, Any]:
+        """The fields the client actually sent, by Python name (for partial updates)."""
+        return {name: getattr(self, name) for name in self.model_fields_set}
+
+
+class QueryModel(BaseModel):
+    """Query-string parameters: values arrive as text, so types are parsed leniently."""
+
+    model_config = ConfigDict(extra="ignore", alias_generator=to_camel, populate_by_name=False)
+
+
+class ResponseModel(BaseModel):
+    """A documented response shape; handlers build plain dicts that match it."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)

@@ -1,0 +1,192 @@
+"""The OpenAPI 3.1 document, generated from the route table and its pydantic models."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import TypeAdapter
+
+from agentsvc import __version__
+from agentsvc.api.routing import Endpoint
+from agentsvc.errors import ERROR_CLASSES
+
+_REF = "#/components/schemas/{model}"
+_PATH_PARAM = re.compile(r"{([^}:]+)(?::[^}]*)?}")
+
+ERROR_SCHEMA = {
+    "type": "object",
+    "required": ["data", "error"],
+    "properties": {
+        "data": {"type": "null"},
+        "error": {
+            "type": "object",
+            "required": ["code", "message"],
+            "properties": {"code": {"type": "string"}, "message": {"type": "string"}},
+        },
+    },
+}
+
+RATE_LIMIT_HEADERS = {
+    "X-RateLimit-Limit": {
+        "description": "Requests allowed per minute for the team's plan",
+        "schema": {"type": "integer"},
+    },
+    "X-RateLimit-Remaining": {
+        "description": "Requests left in the current window",
+        "schema": {"type": "integer"},
+    },
+    "X-RateLimit-Reset": {
+        "description": "Epoch seconds at which the bucket is full again",
+        "schema": {"type": "integer"},
+    },
+}
+
+_STATUS_TEXT = {
+    400: "Invalid request",
+    401: "Missing or invalid credential",
+    403: "Not allowed for this role or plan",
+    404: "Not found",
+    405: "Method not allowed",
+    413: "Request body too large",
+    415: "Unsupported media type",
+    429: "Rate limit exceeded",
+    500: "Unexpected error",
+}
+
+
+class _Schemas:
+    """Collects component schemas while describing types."""
+
+    def __init__(self) -> None:
+        self.components: dict[str, Any] = {}
+
+    def describe(self, tp: Any, mode: str) -> dict[str, Any]:
+        schema = TypeAdapter(tp).json_schema(ref_template=_REF, mode=mode)
+        for name, sub in schema.pop("$defs", {}).items():
+            self.components.setdefault(name, sub)
+        title = schema.get("title")
+        if schema.get("type") == "object" and title and "properties" in schema:
+            self.components.setdefault(title, schema)
+            return {"$ref": _REF.format(model=title)}
+        return schema
+
+
+def _error_codes(status: int) -> list[str]:
+    return [cls.code for cls in ERROR_CLASSES if cls.status == status]
+
+
+def _statuses(endpoint: Endpoint) -> list[int]:
+    statuses = {400, 500}
+    if endpoint.auth != "public":
+        statuses |= {401, 429}
+    if endpoint.body is not None:
+        statuses.add(413)
+    if endpoint.owner_only:
+        statuses.add(403)
+    if _PATH_PARAM.search(endpoint.path):
+        statuses.add(404)
+    statuses |= set(endpoint.errors)
+    return sorted(statuses)
+
+
+def _operation(endpoint: Endpoint, schemas: _Schemas) -> dict[str, Any]:
+    op: dict[str, Any] = {
+        "operationId": endpoint.handler.__name__,
+        "summary": endpoint.summary,
+        "tags": [endpoint.tag],
+    }
+    params: list[dict[str, Any]] = [
+        {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+        for name in _PATH_PARAM.findall(endpoint.path)
+    ]
+    if endpoint.query is not None:
+        qschema = TypeAdapter(endpoint.query).json_schema(ref_template=_REF, mode="validation")
+        required = set(qschema.get("required", []))
+        for name, prop in qschema.get("properties", {}).items():
+            prop = {k: v for k, v in prop.items() if k != "title"}
+            param = {"name": name, "in": "query", "required": name in required, "schema": prop}
+            if "description" in prop:
+                param["description"] = prop.pop("description")
+            params.append(param)
+    if params:
+        op["parameters"] = params
+    if endpoint.body is not None:
+        op["requestBody"] = {
+            "required": True,
+            "content": {
+                "application/json": {"schema": schemas.describe(endpoint.body, "validation")}
+            },
+        }
+    if endpoint.auth == "public":
+        op["security"] = []
+    elif endpoint.auth == "optional":
+        op["security"] = [{"bearerAuth": []}, {}]
+
+    rate_headers = RATE_LIMIT_HEADERS if endpoint.auth != "public" else {}
+    responses: dict[str, Any] = {}
+    success: dict[str, Any] = {"description": "Success"}
+    if endpoint.stream:
+        success["content"] = {"text/event-stream": {"schema": {"type": "string"}}}
+    elif endpoint.response is not None:
+        schema = schemas.describe(endpoint.response, "serialization")
+        if endpoint.envelope:
+            schema = {
+                "type": "object",
+                "required": ["data"],
+                "properties": {"data": schema, "error": {"type": "null"}},
+                **endpoint.extra.get("envelope_extra", {}),
+            }
+        success["content"] = {"application/json": {"schema": schema}}
+    headers = dict(rate_headers)
+    for name in endpoint.response_headers:
+        headers[name] = {"schema": {"type": "string"}}
+    if headers:
+        success["headers"] = headers
+    responses[str(endpoint.status)] = success
+    for status in _statuses(endpoint):
+        codes = ", ".join(_error_codes(status))
+        response: dict[str, Any] = {
+            "description": f"{_STATUS_TEXT.get(status, 'Error')} ({codes})",
+            "content": {"application/json": {"schema": {"$ref": _REF.format(model="Error")}}},
+        }
+        error_headers = dict(rate_headers)
+        if status == 429:
+            error_headers["Retry-After"] = {
+                "description": "Seconds to wait before retrying",
+                "schema": {"type": "integer"},
+            }
+        if status == 405:
+            error_headers["Allow"] = {"schema": {"type": "string"}}
+        if error_headers:
+            response["headers"] = error_headers
+        responses[str(status)] = response
+    op["responses"] = responses
+    return op
+
+
+def build_document(endpoints: list[Endpoint]) -> dict[str, Any]:
+    """Return the OpenAPI 3.1 document describing every endpoint."""
+    schemas = _Schemas()
+    paths: dict[str, dict[str, Any]] = {}
+    for endpoint in endpoints:
+        path = _PATH_PARAM.sub(r"{\1}", endpoint.full_path)
+        paths.setdefault(path, {})[endpoint.method.lower()] = _operation(endpoint, schemas)
+    schemas.components["Error"] = ERROR_SCHEMA
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "agentsvc",
+            "version": __version__,
+            "description": "Self-hosted configurable AI chat agents. Errors always use the "
+            "envelope {data: null, error: {code, message}}.",
+        },
+        "paths": paths,
+        "components": {
+            "schemas": dict(sorted(schemas.components.items())),
+            "securitySchemes": {
+                "bearerAuth": {"type": "http", "scheme": "bearer"},
+            },
+        },
+        "security": [{"bearerAuth": []}],
+    }

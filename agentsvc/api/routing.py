@@ -1,0 +1,207 @@
+"""The route table: each endpoint's handler with the models it validates and answers with.
+
+An `Endpoint` carries everything the HTTP layer needs to run a handler (authentication,
+role, body and query models, body size) and everything the OpenAPI document says about it,
+so the document cannot drift from what the handlers accept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import orjson
+from aiohttp import web
+from pydantic import BaseModel, ValidationError
+
+from agentsvc import keys
+from agentsvc.api import auth
+from agentsvc.errors import (
+    Forbidden,
+    PayloadTooLarge,
+    Unauthorized,
+    ValidationFailed,
+    describe_validation_error,
+)
+from agentsvc.services.access import Principal
+
+API_PREFIX = "/api/v1"
+
+AuthMode = Literal["required", "optional", "public"]
+
+
+@dataclass(slots=True)
+class Call:
+    """One validated request, as a handler sees it."""
+
+    request: web.Request
+    principal: Principal | None
+    body: Any
+    query: Any
+    params: Mapping[str, str]
+
+    @property
+    def app(self) -> web.Application:
+        return self.request.app
+
+    @property
+    def team_id(self) -> str:
+        assert self.principal is not None
+        return self.principal.team_id
+
+
+Handler = Callable[[Call], Awaitable[web.StreamResponse]]
+
+
+@dataclass(slots=True)
+class Endpoint:
+    method: str
+    path: str
+    handler: Handler
+    summary: str
+    tag: str
+    auth: AuthMode = "required"
+    owner_only: bool = False
+    body: type[BaseModel] | None = None
+    query: type[BaseModel] | None = None
+    response: Any = None  # a type pydantic can describe; None means no JSON body
+    envelope: bool = False  # success body is {"data": response, "error": null}
+    status: int = 200
+    errors: tuple[int, ...] = ()
+    stream: bool = False  # text/event-stream instead of JSON
+    cors: bool = False  # callable from any site (the widget's endpoints)
+    max_body_mb: float | None = None  # None: [server] max_body_mb
+    below_api: bool = True  # path is under /api/v1
+    response_headers: tuple[str, ...] = ()
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def full_path(self) -> str:
+        return API_PREFIX + self.path if self.below_api else self.path
+
+
+class RouteTable:
+    """A list of endpoints filled by decorators in each api module."""
+
+    def __init__(self, tag: str):
+        self.tag = tag
+        self.endpoints: list[Endpoint] = []
+
+    def route(self, method: str, path: str, **meta: Any) -> Callable[[Handler], Handler]:
+        def register(handler: Handler) -> Handler:
+            summary = meta.pop("summary", None) or (handler.__doc__ or "").strip().split("\n")[0]
+            tag = meta.pop("tag", self.tag)
+            endpoint = Endpoint(
+                method=method, path=path, handler=handler, summary=summary, tag=tag, **meta
+            )
+            self.endpoints.append(endpoint)
+            return handler
+
+        return register
+
+    def get(self, path: str, **meta: Any):
+        return self.route("GET", path, **meta)
+
+    def post(self, path: str, **meta: Any):
+        return self.route("POST", path, **meta)
+
+    def put(self, path: str, **meta: Any):
+        return self.route("PUT", path, **meta)
+
+    def patch(self, path: str, **meta: Any):
+        return self.route("PATCH", path, **meta)
+
+    def delete(self, path: str, **meta: Any):
+        return self.route("DELETE", path, **meta)
+
+
+def json_response(
+    payload: Any, status: int = 200, headers: Mapping[str, str] | None = None
+) -> web.Response:
+    """A bare JSON response, serialised with orjson."""
+    return web.Response(
+        body=orjson.dumps(payload),
+        status=status,
+        content_type="application/json",
+        headers=headers,
+    )
+
+
+def envelope_response(payload: Any, status: int = 200, **extra: Any) -> web.Response:
+    """A `{"data": ..., "error": null}` response (plus top-level extras such as pagination)."""
+    return json_response({"data": payload, "error": None, **extra}, status=status)
+
+
+def _parse_query(model: type[BaseModel], request: web.Request) -> BaseModel:
+    data: dict[str, Any] = {}
+    for name in request.query:
+        values = request.query.getall(name)
+        data[name] = values if len(values) > 1 else values[0]
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise ValidationFailed(describe_validation_error(exc, prefix="query.")) from exc
+
+
+async def read_body(request: web.Request, max_mb: float) -> bytes:
+    """Read the request body, refusing more than `max_mb` megabytes with 413."""
+    limit = int(max_mb * 1024 * 1024)
+    too_large = PayloadTooLarge(f"Request body over {max_mb:g} MB")
+    if request.content_length is not None and request.content_length > limit:
+        raise too_large
+    # aiohttp's client_max_size caps chunked bodies (413 through the error middleware).
+    raw = await request.read()
+    if len(raw) > limit:
+        raise too_large
+    return raw
+
+
+def parse_json(raw: bytes) -> Any:
+    """Parse a JSON request body or raise VALIDATION_ERROR."""
+    if not raw.strip():
+        raise ValidationFailed("body: a JSON object is required")
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise ValidationFailed(f"body: malformed JSON ({exc.args[0]})") from exc
+
+
+def validate_model(model: type[BaseModel], data: Any, prefix: str = "") -> BaseModel:
+    """Validate data with a request model, turning errors into VALIDATION_ERROR."""
+    if not isinstance(data, dict):
+        raise ValidationFailed(f"{prefix or 'body'}: must be a JSON object")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise ValidationFailed(describe_validation_error(exc, prefix=prefix)) from exc
+
+
+def make_handler(endpoint: Endpoint) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    """Wrap an endpoint's handler with authentication, limits and validation."""
+    settings_max_mb = None
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        nonlocal settings_max_mb
+        principal = None
+        if endpoint.auth != "public":
+            principal = await auth.authenticate(request)
+            if principal is None and endpoint.auth == "required":
+                raise Unauthorized()
+            if principal is not None:
+                auth.enforce_rate_limit(request, principal)
+                if endpoint.method != "GET":
+                    auth.check_origin(request, principal)
+                if endpoint.owner_only and not principal.is_owner:
+                    raise Forbidden("Only the team owner can do this")
+        query = _parse_query(endpoint.query, request) if endpoint.query else None
+        body = None
+        if endpoint.body is not None:
+            if settings_max_mb is None:
+                settings_max_mb = request.app[keys.settings_key].server.max_body_mb
+            raw = await read_body(request, endpoint.max_body_mb or settings_max_mb)
+            body = validate_model(endpoint.body, parse_json(raw))
+        return await endpoint.handler(Call(request, principal, body, query, request.match_info))
+
+    handle.endpoint = endpoint  # type: ignore[attr-defined]
+    return handle

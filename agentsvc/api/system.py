@@ -1,0 +1,28 @@
+"""Health check and the OpenAPI document."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from agentsvc.api.models import ResponseModel
+from agentsvc.api.routing import Call, RouteTable, json_response
+
+routes = RouteTable("system")
+
+openapi_body_key: web.AppKey[bytes] = web.AppKey("openapi_body")
+
+
+class Health(ResponseModel):
+    status: str
+
+
+@routes.get("/healthz", auth="public", response=Health, below_api=False)
+async def get_healthz(call: Call):
+    """Report that the service is up."""
+    return json_response({"status": "ok"})
+
+
+@routes.get("/openapi.json", auth="public", response=dict, cors=True)
+async def get_openapi(call: Call):
+    """The OpenAPI 3.1 document of every endpoint."""
+    return web.Response(body=call.app[openapi_body_key], content_type="application/json")

@@ -1,0 +1,51 @@
+"""create_app(settings): the aiohttp application with its resources and routes."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import orjson
+from aiohttp import web
+
+from agentsvc import keys
+from agentsvc.api import all_endpoints, auth
+from agentsvc.api.middleware import cors_middleware, error_middleware
+from agentsvc.api.openapi import build_document
+from agentsvc.api.routing import make_handler
+from agentsvc.api.system import openapi_body_key
+from agentsvc.config import Settings
+from agentsvc.db import Database
+from agentsvc.jobs import scheduler_ctx
+from agentsvc.ratelimit import TokenBuckets
+from agentsvc.services.access import KeyResolver
+
+
+async def _database_ctx(app: web.Application) -> AsyncIterator[None]:
+    db = Database(app[keys.settings_key].db_path)
+    await db.open()
+    app[keys.db_key] = db
+    app[keys.key_resolver_key] = KeyResolver(db)
+    yield
+    await db.close()
+
+
+def create_app(settings: Settings) -> web.Application:
+    """Build the application; resources open on startup and close on cleanup."""
+    server = settings.server
+    # aiohttp's own cap is the largest body any endpoint takes; endpoints check their own.
+    max_mb = max(server.max_body_mb, server.submit_max_body_mb)
+    app = web.Application(
+        middlewares=[error_middleware, cors_middleware],
+        client_max_size=int(max_mb * 1024 * 1024),
+    )
+    app[keys.settings_key] = settings
+    app[keys.rate_buckets_key] = TokenBuckets()
+    app.cleanup_ctx.append(_database_ctx)
+    app.cleanup_ctx.append(scheduler_ctx)
+    app.on_response_prepare.append(auth.add_rate_limit_headers)
+
+    endpoints = all_endpoints()
+    for endpoint in endpoints:
+        app.router.add_route(endpoint.method, endpoint.full_path, make_handler(endpoint))
+    app[openapi_body_key] = orjson.dumps(build_document(endpoints))
+    return app

@@ -1,0 +1,212 @@
+"""The `agentsvc` command: serve, apikey create, user create, team set-plan."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from aiohttp import web
+
+from agentsvc.config import ConfigError, Settings, load_settings
+from agentsvc.db import Database
+
+log = logging.getLogger("agentsvc")
+
+
+class CommandError(Exception):
+    """A failure reported as one line on stderr with a non-zero exit."""
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    server: dict[str, Any] = {}
+    for name in ("host", "port", "data_dir"):
+        value = getattr(args, name, None)
+        if value is not None:
+            server[name] = value
+    return load_settings(args.config, overrides={"server": server} if server else None)
+
+
+async def _serve(settings: Settings) -> None:
+    from agentsvc.app import create_app
+
+    app = create_app(settings)
+    runner = web.AppRunner(app, access_log=log if settings.server.access_log else None)
+    await runner.setup()
+    site = web.TCPSite(runner, settings.server.host, settings.server.port)
+    try:
+        await site.start()
+    except OSError as exc:
+        await runner.cleanup()
+        where = f"{settings.server.host}:{settings.server.port}"
+        raise CommandError(f"cannot listen on {where}: {exc}") from exc
+    host, port = site._server.sockets[0].getsockname()[:2]  # noqa: SLF001 (real port if 0)
+    log.info("agentsvc listening on http://%s:%s (data: %s)", host, port, settings.db_path)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    log.info("agentsvc stopping")
+    await runner.cleanup()
+    log.info("agentsvc stopped")
+
+
+def _run(coro_fn: Callable[[], Awaitable[Any]], fast_loop: bool = False) -> Any:
+    if fast_loop:
+        try:
+            import uvloop
+
+            return uvloop.run(coro_fn())
+        except ImportError:  # pragma: no cover - uvloop is Linux/macOS only
+            pass
+    return asyncio.run(coro_fn())
+
+
+async def _with_db(settings: Settings, fn: Callable[[Database], Awaitable[Any]]) -> Any:
+    db = Database(settings.db_path)
+    await db.open()
+    try:
+        return await fn(db)
+    finally:
+        await db.close()
+
+
+def cmd_serve(args: argparse.Namespace) -> None:
+    settings = _settings(args)
+    if settings.server.cpu_affinity and hasattr(os, "sched_setaffinity"):
+        # Keeps the loop and aiosqlite's threads on one core (see PERFORMANCE.md).
+        os.sched_setaffinity(0, settings.server.cpu_affinity)
+    _run(lambda: _serve(settings), fast_loop=True)
+
+
+def cmd_apikey_create(args: argparse.Namespace) -> None:
+    from agentsvc.services import accounts
+
+    settings = _settings(args)
+
+    async def create(db: Database) -> str:
+        user, team = await accounts.ensure_user_with_team(
+            db, email=args.email, name=args.name or "", plan=settings.plans.default
+        )
+        async with db.write() as conn:
+            created = await accounts.create_api_key(
+                conn, team_id=team.id, user_id=user.id, name=args.key_name or "cli"
+            )
+        return created.key
+
+    print(_run(lambda: _with_db(settings, create)))
+
+
+def cmd_user_create(args: argparse.Namespace) -> None:
+    from agentsvc.passwords import MIN_PASSWORD_LENGTH, hash_password
+    from agentsvc.services import accounts
+    from agentsvc.store import accounts as accounts_store
+
+    settings = _settings(args)
+    if len(args.password) < MIN_PASSWORD_LENGTH:
+        raise CommandError(f"password must be at least {MIN_PASSWORD_LENGTH} characters")
+    password_hash = hash_password(args.password)
+
+    async def create(db: Database) -> str:
+        async with db.write() as conn:
+            if await accounts_store.get_user_by_email(conn, args.email):
+                raise CommandError(f"a user with e-mail {args.email} already exists")
+            user, _ = await accounts.create_user_with_team(
+                conn,
+                email=args.email,
+                name=args.name or "",
+                password_hash=password_hash,
+                plan=settings.plans.default,
+            )
+        return user.id
+
+    print(_run(lambda: _with_db(settings, create)))
+
+
+def cmd_team_set_plan(args: argparse.Namespace) -> None:
+    from agentsvc.services import accounts
+
+    settings = _settings(args)
+    if args.plan not in settings.plans.plans:
+        raise CommandError(
+            f"unknown plan {args.plan!r}; plans: {', '.join(sorted(settings.plans.plans))}"
+        )
+
+    async def set_plan(db: Database) -> None:
+        try:
+            await accounts.set_team_plan(db, email=args.email, plan=args.plan)
+        except LookupError as exc:
+            raise CommandError(str(exc)) from exc
+
+    _run(lambda: _with_db(settings, set_plan))
+    print(f"{args.email}: plan {args.plan}")
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", help="TOML configuration file (or AGENTSVC_CONFIG)")
+    parser.add_argument("--data-dir", dest="data_dir", help="data directory (default ./data)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="agentsvc", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser("serve", help="run the service in the foreground")
+    _common(serve)
+    serve.add_argument("--host")
+    serve.add_argument("--port", type=int)
+    serve.set_defaults(func=cmd_serve)
+
+    apikey = commands.add_parser("apikey", help="manage API keys").add_subparsers(
+        dest="subcommand", required=True
+    )
+    create_key = apikey.add_parser("create", help="create a key; prints it alone on stdout")
+    _common(create_key)
+    create_key.add_argument("--email", required=True)
+    create_key.add_argument("--name", help="the user's name when the user is created")
+    create_key.add_argument("--key-name", dest="key_name", help="a label for the key")
+    create_key.set_defaults(func=cmd_apikey_create)
+
+    user = commands.add_parser("user", help="manage users").add_subparsers(
+        dest="subcommand", required=True
+    )
+    create_user = user.add_parser("create", help="create a user with a password")
+    _common(create_user)
+    create_user.add_argument("--email", required=True)
+    create_user.add_argument("--password", required=True)
+    create_user.add_argument("--name")
+    create_user.set_defaults(func=cmd_user_create)
+
+    team = commands.add_parser("team", help="manage teams").add_subparsers(
+        dest="subcommand", required=True
+    )
+    set_plan = team.add_parser("set-plan", help="set the plan of the team a user owns")
+    _common(set_plan)
+    set_plan.add_argument("--email", required=True)
+    set_plan.add_argument("--plan", required=True)
+    set_plan.set_defaults(func=cmd_team_set_plan)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `agentsvc` command."""
+    logging.basicConfig(
+        level=os.environ.get("AGENTSVC_LOG_LEVEL", "INFO"),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    args = build_parser().parse_args(argv)
+    try:
+        args.func(args)
+    except (ConfigError, CommandError) as exc:
+        print(f"agentsvc: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    return 0

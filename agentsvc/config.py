@@ -1,0 +1,217 @@
+"""Configuration: the only place settings are read (TOML file, then AGENTSVC_* environment)."""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+
+class ConfigError(Exception):
+    """A configuration file or variable that cannot be used; the message names the key."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ServerSettings(_Section):
+    host: str = "127.0.0.1"
+    port: int = Field(8080, ge=0, le=65535)
+    public_url: str = "http://127.0.0.1:8080"
+    data_dir: Path = Path("./data")
+    max_body_mb: float = Field(2, gt=0)
+    submit_max_body_mb: float = Field(25, gt=0)
+    secret_key: str = ""
+    cpu_affinity: list[int] = Field(default_factory=list)
+    access_log: bool = False
+
+
+class ModelSettings(_Section):
+    default: str = "builtin"
+
+
+class ProviderSettings(_Section):
+    kind: Literal["openai", "anthropic"]
+    base_url: str
+    api_key_env: str = ""
+    api_key: str = ""
+    max_retries: int = Field(2, ge=0, le=10)
+    timeout_seconds: float = Field(120, gt=0)
+    max_tokens: int = Field(4096, gt=0)
+
+
+class OutboundSettings(_Section):
+    allow_private: bool = False
+
+
+class WebhookSettings(_Section):
+    retry_schedule_seconds: list[float] = Field(default_factory=lambda: [0, 60, 300, 1800, 7200])
+    timeout_seconds: float = Field(30, gt=0)
+
+    @field_validator("retry_schedule_seconds")
+    @classmethod
+    def _non_empty(cls, value: list[float]) -> list[float]:
+        if not value or any(v < 0 for v in value):
+            raise ValueError("must be a non-empty list of non-negative seconds")
+        return value
+
+
+class SmtpSettings(_Section):
+    host: str = ""
+    port: int = Field(587, ge=1, le=65535)
+    username: str = ""
+    password: str = ""
+    from_address: str = "agentsvc@localhost"
+    starttls: bool = True
+
+
+class AuthSettings(_Section):
+    trusted_origins: list[str] = Field(default_factory=list)
+    magic_link_ttl_seconds: float = Field(900, gt=0)
+    invitation_ttl_seconds: float = Field(604800, gt=0)
+
+
+class PlanLimits(_Section):
+    requests_per_minute: int | None = Field(None, gt=0)
+    tool_limit: int | None = Field(None, ge=0)
+
+
+def _default_plans() -> dict[str, PlanLimits]:
+    return {
+        "free": PlanLimits(requests_per_minute=20, tool_limit=3),
+        "starter": PlanLimits(requests_per_minute=60, tool_limit=10),
+        "growth": PlanLimits(requests_per_minute=200, tool_limit=50),
+        "pro": PlanLimits(requests_per_minute=1000),
+    }
+
+
+class PlanSettings(_Section):
+    """`[plans]`: `default` names the plan of new teams; every other table is a plan."""
+
+    default: str = "pro"
+    plans: dict[str, PlanLimits] = Field(default_factory=_default_plans)
+
+    def limits(self, plan_id: str) -> PlanLimits:
+        """Return the limits of a plan; an unknown plan id is unlimited."""
+        return self.plans.get(plan_id) or PlanLimits()
+
+
+class RateLimitSettings(_Section):
+    trigger_events_per_minute: int = Field(100, gt=0)
+    public_chat_per_minute: int = Field(30, gt=0)
+
+
+class Settings(_Section):
+    server: ServerSettings = ServerSettings()
+    models: ModelSettings = ModelSettings()
+    providers: dict[str, ProviderSettings] = Field(default_factory=dict)
+    outbound: OutboundSettings = OutboundSettings()
+    webhooks: WebhookSettings = WebhookSettings()
+    smtp: SmtpSettings = SmtpSettings()
+    auth: AuthSettings = AuthSettings()
+    plans: PlanSettings = PlanSettings()
+    ratelimit: RateLimitSettings = RateLimitSettings()
+
+    @property
+    def db_path(self) -> Path:
+        return self.server.data_dir / "agentsvc.db"
+
+
+ENV_PREFIX = "AGENTSVC_"
+# Variables that are not configuration keys.
+_ENV_RESERVED = {"AGENTSVC_CONFIG", "AGENTSVC_LOG_LEVEL"}
+
+
+def _env_overrides(environ: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """Turn AGENTSVC_<SECTION>_<KEY> variables into nested TOML-like data."""
+    sections = {name for name in Settings.model_fields if name != "providers"}
+    out: dict[str, dict[str, Any]] = {}
+    for var, raw in environ.items():
+        if not var.startswith(ENV_PREFIX) or var in _ENV_RESERVED:
+            continue
+        rest = var[len(ENV_PREFIX) :].lower()
+        section, _, key = rest.partition("_")
+        if section not in sections or not key:
+            raise ConfigError(f"{var}: unknown configuration variable")
+        out.setdefault(section, {})[key] = _parse_env_value(raw)
+    return out
+
+
+def _parse_env_value(raw: str) -> Any:
+    # JSON lets lists and numbers through ("[0, 1]", "8081"); anything else stays a string.
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
+
+
+def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _normalise_plans(data: dict[str, Any]) -> dict[str, Any]:
+    """Move the plan tables of `[plans]` under `plans.plans`, keeping built-in plans."""
+    plans = data.get("plans")
+    if not isinstance(plans, dict):
+        return data
+    tables = {k: v for k, v in plans.items() if isinstance(v, dict)}
+    rest = {k: v for k, v in plans.items() if not isinstance(v, dict)}
+    defaults = {name: limits.model_dump() for name, limits in _default_plans().items()}
+    merged_tables = dict(defaults)
+    for name, table in tables.items():
+        # A plan table replaces the built-in one: a key left out means unlimited.
+        merged_tables[name] = table
+    return {**data, "plans": {**rest, "plans": merged_tables}}
+
+
+def _describe(error: ValidationError) -> str:
+    parts = []
+    for item in error.errors():
+        loc = [str(p) for p in item["loc"]]
+        if len(loc) >= 2 and loc[0] == "plans" and loc[1] == "plans":
+            loc = ["plans", *loc[2:]]
+        parts.append(f"{'.'.join(loc)}: {item['msg']}")
+    return "; ".join(parts)
+
+
+def load_settings(
+    path: str | Path | None = None,
+    environ: dict[str, str] | None = None,
+    overrides: dict[str, Any] | None = None,
+) -> Settings:
+    """Load settings from an optional TOML file, the environment and explicit overrides."""
+    environ = dict(os.environ if environ is None else environ)
+    path = path or environ.get("AGENTSVC_CONFIG") or None
+    data: dict[str, Any] = {}
+    if path:
+        try:
+            data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        except FileNotFoundError as exc:
+            raise ConfigError(f"configuration file not found: {path}") from exc
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
+    data = _merge(data, _env_overrides(environ))
+    if overrides:
+        data = _merge(data, overrides)
+    try:
+        settings = Settings.model_validate(_normalise_plans(data))
+    except ValidationError as exc:
+        raise ConfigError(f"invalid configuration: {_describe(exc)}") from exc
+    if settings.plans.default not in settings.plans.plans:
+        raise ConfigError(f"plans.default: unknown plan {settings.plans.default!r}")
+    if settings.models.default != "builtin":
+        provider = settings.models.default.partition("/")[0]
+        if provider not in settings.providers:
+            raise ConfigError(f"models.default: no provider named {provider!r}")
+    return settings

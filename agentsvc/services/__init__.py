@@ -1,0 +1,1 @@
+"""Rules and orchestration; no aiohttp request objects, no SQL."""

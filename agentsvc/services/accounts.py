@@ -1,0 +1,120 @@
+"""Users, their own teams, and API keys."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass
+
+from agentsvc.db import Database
+from agentsvc.ids import new_id, now_iso
+from agentsvc.store import accounts, api_keys
+from agentsvc.store.accounts import Team, User
+
+API_KEY_PREFIX = "asvc_"
+
+
+def hash_api_key(key: str) -> str:
+    """Return the SHA-256 hex digest under which a key is stored."""
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def generate_api_key() -> str:
+    """Return a new key: a recognisable prefix and 256 random bits."""
+    return API_KEY_PREFIX + secrets.token_urlsafe(32)
+
+
+@dataclass(frozen=True, slots=True)
+class CreatedKey:
+    id: str
+    key: str
+    name: str
+    prefix: str
+    last4: str
+    created_at: str
+
+
+async def create_user_with_team(
+    conn, *, email: str, name: str, password_hash: str | None, plan: str
+) -> tuple[User, Team]:
+    """Create a user and the user's own team (as owner) inside a write transaction."""
+    now = now_iso()
+    user = await accounts.insert_user(
+        conn, id=new_id("user"), email=email, name=name, password_hash=password_hash, now=now
+    )
+    team_name = f"{name or email.split('@')[0]}'s team"
+    team = await accounts.insert_team(
+        conn, id=new_id("team"), name=team_name, owner_user_id=user.id, plan=plan, now=now
+    )
+    await accounts.insert_membership(
+        conn, id=new_id("membership"), team_id=team.id, user_id=user.id, role="owner", now=now
+    )
+    return user, team
+
+
+async def ensure_user_with_team(
+    db: Database, *, email: str, name: str, plan: str
+) -> tuple[User, Team]:
+    """Return the user with this e-mail and the team it owns, creating either when missing."""
+    async with db.write() as conn:
+        user = await accounts.get_user_by_email(conn, email)
+        if user is None:
+            return await create_user_with_team(
+                conn, email=email, name=name, password_hash=None, plan=plan
+            )
+        team = await accounts.get_owned_team(conn, user.id)
+        if team is None:
+            now = now_iso()
+            team = await accounts.insert_team(
+                conn,
+                id=new_id("team"),
+                name=f"{user.name or email}'s team",
+                owner_user_id=user.id,
+                plan=plan,
+                now=now,
+            )
+            await accounts.insert_membership(
+                conn,
+                id=new_id("membership"),
+                team_id=team.id,
+                user_id=user.id,
+                role="owner",
+                now=now,
+            )
+        return user, team
+
+
+async def create_api_key(conn, *, team_id: str, user_id: str, name: str) -> CreatedKey:
+    """Create a key for a user acting in a team; the clear key is returned only here."""
+    key = generate_api_key()
+    created = CreatedKey(
+        id=new_id("api_key"),
+        key=key,
+        name=name,
+        prefix=key[: len(API_KEY_PREFIX) + 4],
+        last4=key[-4:],
+        created_at=now_iso(),
+    )
+    await api_keys.insert(
+        conn,
+        id=created.id,
+        team_id=team_id,
+        user_id=user_id,
+        name=name,
+        key_hash=hash_api_key(key),
+        prefix=created.prefix,
+        last4=created.last4,
+        now=created.created_at,
+    )
+    return created
+
+
+async def set_team_plan(db: Database, *, email: str, plan: str) -> Team:
+    """Set the plan of the team the user owns; raise LookupError when there is none."""
+    async with db.write() as conn:
+        user = await accounts.get_user_by_email(conn, email)
+        team = await accounts.get_owned_team(conn, user.id) if user else None
+        if team is None:
+            raise LookupError(f"no team owned by {email}")
+        await accounts.set_plan(conn, team.id, plan, now_iso())
+        return team

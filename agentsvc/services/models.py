@@ -1,0 +1,26 @@
+"""Model identifiers: `builtin` or `PROVIDER/MODEL` with a configured provider."""
+
+from __future__ import annotations
+
+from agentsvc.config import Settings
+
+BUILTIN = "builtin"
+
+
+def split_model_id(model_id: str) -> tuple[str, str]:
+    """Split `PROVIDER/MODEL` on the first `/` only (model names hold `/` and `:`)."""
+    provider, _, model = model_id.partition("/")
+    return provider, model
+
+
+def model_error(settings: Settings, model_id: str) -> str | None:
+    """Return why a model id cannot be used, or None when it can."""
+    if model_id == BUILTIN:
+        return None
+    provider, model = split_model_id(model_id)
+    if not model:
+        return f"must be '{BUILTIN}' or PROVIDER/MODEL, got {model_id!r}"
+    if provider not in settings.providers:
+        known = ", ".join(sorted(settings.providers)) or "none configured"
+        return f"unknown provider {provider!r} (providers: {known})"
+    return None

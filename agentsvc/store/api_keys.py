@@ -1,0 +1,81 @@
+"""API keys, stored only as SHA-256 hashes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import aiosqlite
+
+
+@dataclass(frozen=True, slots=True)
+class KeyOwner:
+    """Who a key acts for: its team, user, role in that team and the team's plan."""
+
+    key_id: str
+    team_id: str
+    user_id: str
+    role: str
+    plan: str
+
+
+@dataclass(frozen=True, slots=True)
+class ApiKey:
+    id: str
+    name: str
+    prefix: str
+    last4: str
+    user_id: str
+    created_at: str
+    last_used_at: str | None
+
+
+async def insert(
+    conn: aiosqlite.Connection,
+    *,
+    id: str,
+    team_id: str,
+    user_id: str,
+    name: str,
+    key_hash: str,
+    prefix: str,
+    last4: str,
+    now: str,
+) -> None:
+    await conn.execute(
+        "INSERT INTO api_keys (id, team_id, user_id, name, key_hash, prefix, last4, created_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (id, team_id, user_id, name, key_hash, prefix, last4, now),
+    )
+
+
+async def get_owner(conn: aiosqlite.Connection, key_hash: str) -> KeyOwner | None:
+    """Resolve a key hash to its owner in one query; revoked keys and ex-members resolve to None."""
+    rows = await conn.execute_fetchall(
+        "SELECT k.id, k.team_id, k.user_id, m.role, t.plan"
+        " FROM api_keys k"
+        " JOIN memberships m ON m.team_id = k.team_id AND m.user_id = k.user_id"
+        " JOIN teams t ON t.id = k.team_id"
+        " WHERE k.key_hash = ? AND k.revoked_at IS NULL",
+        (key_hash,),
+    )
+    if not rows:
+        return None
+    r = rows[0]
+    return KeyOwner(r[0], r[1], r[2], r[3], r[4])
+
+
+async def list_for_team(conn: aiosqlite.Connection, team_id: str) -> list[ApiKey]:
+    rows = await conn.execute_fetchall(
+        "SELECT id, name, prefix, last4, user_id, created_at, last_used_at FROM api_keys"
+        " WHERE team_id = ? AND revoked_at IS NULL ORDER BY created_at DESC",
+        (team_id,),
+    )
+    return [ApiKey(*r) for r in rows]
+
+
+async def revoke(conn: aiosqlite.Connection, team_id: str, key_id: str, now: str) -> bool:
+    cur = await conn.execute(
+        "UPDATE api_keys SET revoked_at = ? WHERE id = ? AND team_id = ? AND revoked_at IS NULL",
+        (now, key_id, team_id),
+    )
+    return cur.rowcount > 0

@@ -1,0 +1,91 @@
+-- agentsvc schema: the current shape of the database, applied to a new database file.
+-- Later changes are numbered migrations in agentsvc/migrations.py (PRAGMA user_version).
+-- Times are ISO 8601 UTC text with milliseconds ("2026-11-21T10:00:00.000Z"), so they sort.
+-- Everything a team owns cascades from teams; everything an agent owns cascades from agents.
+
+-- ── foundation: users, teams, memberships, API keys, agents ─────────────────────────────
+CREATE TABLE users (
+    id            TEXT PRIMARY KEY,
+    email         TEXT NOT NULL UNIQUE COLLATE NOCASE,
+    name          TEXT NOT NULL DEFAULT '',
+    password_hash TEXT,
+    created_at    TEXT NOT NULL,
+    updated_at    TEXT NOT NULL
+);
+
+CREATE TABLE teams (
+    id            TEXT PRIMARY KEY,
+    name          TEXT NOT NULL,
+    owner_user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    plan          TEXT NOT NULL,
+    created_at    TEXT NOT NULL,
+    updated_at    TEXT NOT NULL
+);
+CREATE UNIQUE INDEX teams_owner ON teams(owner_user_id);
+
+CREATE TABLE memberships (
+    id         TEXT PRIMARY KEY,
+    team_id    TEXT NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
+    user_id    TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    role       TEXT NOT NULL CHECK (role IN ('owner', 'member')),
+    created_at TEXT NOT NULL,
+    UNIQUE (team_id, user_id)
+);
+CREATE INDEX memberships_user ON memberships(user_id);
+
+CREATE TABLE api_keys (
+    id           TEXT PRIMARY KEY,
+    team_id      TEXT NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
+    user_id      TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    name         TEXT NOT NULL DEFAULT '',
+    key_hash     TEXT NOT NULL UNIQUE,      -- SHA-256 hex of the key; the key itself is never stored
+    prefix       TEXT NOT NULL,             -- first characters, to recognise a key in a list
+    last4        TEXT NOT NULL,
+    created_at   TEXT NOT NULL,
+    last_used_at TEXT,
+    revoked_at   TEXT
+);
+CREATE INDEX api_keys_team ON api_keys(team_id);
+
+CREATE TABLE agents (
+    id              TEXT PRIMARY KEY,
+    team_id         TEXT NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
+    name            TEXT NOT NULL,
+    slug            TEXT NOT NULL,
+    model           TEXT NOT NULL,
+    temperature     REAL NOT NULL,
+    system_prompt   TEXT NOT NULL DEFAULT '',
+    identity_secret TEXT,                   -- widget identity signing (encrypted), optional
+    created_at      TEXT NOT NULL,
+    updated_at      TEXT NOT NULL,
+    UNIQUE (team_id, slug)
+);
+CREATE INDEX agents_team_created ON agents(team_id, created_at);
+
+-- ── tools ───────────────────────────────────────────────────────────────────────────────
+-- JSON columns hold JSON text; NULL means "not set".
+CREATE TABLE tools (
+    id                  TEXT PRIMARY KEY,
+    agent_id            TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+    team_id             TEXT NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
+    name                TEXT NOT NULL,
+    description         TEXT NOT NULL,
+    execution_type      TEXT NOT NULL CHECK (execution_type IN ('mock', 'http', 'form')),
+    input_schema        TEXT NOT NULL,
+    is_enabled          INTEGER NOT NULL DEFAULT 1,
+    display_config      TEXT,
+    mock_response       TEXT,
+    http_url            TEXT,
+    http_method         TEXT,
+    http_headers        TEXT,
+    form_schema         TEXT,
+    form_execution_mode TEXT,
+    form_webhook_url    TEXT,
+    form_client_handler TEXT,
+    form_post_actions   TEXT,
+    form_webhook_secret TEXT,               -- encrypted with the secret box
+    created_at          TEXT NOT NULL,
+    updated_at          TEXT NOT NULL,
+    UNIQUE (agent_id, name)
+);
+CREATE INDEX tools_team ON tools(team_id);

@@ -1,0 +1,133 @@
+"""Configuration: defaults, TOML, environment overrides, loud failures, documentation."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel, ValidationError
+
+from agentsvc.config import ConfigError, PlanSettings, Settings, load_settings
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "config.example.toml"
+
+
+def test_defaults_need_no_configuration():
+    settings = load_settings(None, environ={})
+    assert settings.server.host == "127.0.0.1"
+    assert settings.server.port == 8080
+    assert settings.db_path == Path("data/agentsvc.db")
+    assert settings.models.default == "builtin"
+    assert settings.webhooks.retry_schedule_seconds == [0, 60, 300, 1800, 7200]
+    assert settings.plans.default == "pro"
+    assert settings.plans.limits("free").requests_per_minute == 20
+    assert settings.plans.limits("free").tool_limit == 3
+    assert settings.plans.limits("pro").tool_limit is None
+
+
+def test_example_file_loads_to_the_defaults():
+    assert load_settings(EXAMPLE, environ={}) == load_settings(None, environ={})
+
+
+def _documented_keys() -> set[str]:
+    """Every key in the example file, commented-out provider keys included."""
+    text = EXAMPLE.read_text()
+    setting = re.compile(r"^# (\[[a-z_.]+\]|[a-z_]+ = )")
+    uncommented = "\n".join(line[2:] if setting.match(line) else line for line in text.splitlines())
+    data = tomllib.loads(uncommented)
+    keys = set()
+    for section, values in data.items():
+        for key, value in values.items():
+            if isinstance(value, dict):
+                keys |= {f"{section}.*.{k}" for k in value}
+            else:
+                keys.add(f"{section}.{key}")
+    return keys
+
+
+def _model_keys() -> set[str]:
+    keys = set()
+    for section, field in Settings.model_fields.items():
+        model = field.annotation
+        if section == "providers":
+            from agentsvc.config import ProviderSettings
+
+            keys |= {f"providers.*.{k}" for k in ProviderSettings.model_fields}
+        elif section == "plans":
+            from agentsvc.config import PlanLimits
+
+            keys.add("plans.default")
+            keys |= {f"plans.*.{k}" for k in PlanLimits.model_fields}
+        else:
+            assert isinstance(model, type) and issubclass(model, BaseModel)
+            keys |= {f"{section}.{k}" for k in model.model_fields}
+    return keys
+
+
+def test_every_key_is_documented():
+    missing = _model_keys() - _documented_keys()
+    assert not missing, f"keys missing from config.example.toml: {sorted(missing)}"
+    unknown = _documented_keys() - _model_keys()
+    assert not unknown, f"config.example.toml documents unknown keys: {sorted(unknown)}"
+
+
+def test_toml_file_and_environment(tmp_path):
+    path = tmp_path / "c.toml"
+    path.write_text(
+        '[server]\nport = 9000\n[plans]\ndefault = "free"\n[plans.free]\nrequests_per_minute = 5\n'
+        '[providers.local]\nkind = "openai"\nbase_url = "http://127.0.0.1:11434/v1"\n'
+    )
+    settings = load_settings(
+        path,
+        environ={
+            "AGENTSVC_SERVER_HOST": "0.0.0.0",
+            "AGENTSVC_WEBHOOKS_RETRY_SCHEDULE_SECONDS": "[0, 2]",
+        },
+    )
+    assert settings.server.port == 9000
+    assert settings.server.host == "0.0.0.0"
+    assert settings.webhooks.retry_schedule_seconds == [0, 2]
+    assert settings.plans.default == "free"
+    assert settings.plans.limits("free").requests_per_minute == 5
+    assert settings.plans.limits("free").tool_limit is None  # a key left out means unlimited
+    assert settings.plans.limits("starter").requests_per_minute == 60
+    assert settings.providers["local"].kind == "openai"
+    with pytest.raises(ValidationError):
+        settings.server.port = 1  # frozen
+
+
+@pytest.mark.parametrize(
+    ("toml", "environ", "named"),
+    [
+        ("[server]\nprot = 1\n", {}, "server.prot"),
+        ("[sevrer]\nport = 1\n", {}, "sevrer"),
+        ("[server]\nport = 'x'\n", {}, "server.port"),
+        ("[server]\nport = 70000\n", {}, "server.port"),
+        ("", {"AGENTSVC_SERVER_PORT": "abc"}, "server.port"),
+        ("", {"AGENTSVC_SERVR_PORT": "1"}, "AGENTSVC_SERVR_PORT"),
+        ("[plans]\ndefault = 'gold'\n", {}, "plans.default"),
+        ("[plans.free]\nrequests_per_minute = 0\n", {}, "plans.free.requests_per_minute"),
+        ("[providers.x]\nkind = 'bogus'\nbase_url = 'http://a'\n", {}, "providers.x.kind"),
+        ("[models]\ndefault = 'nope/model'\n", {}, "models.default"),
+        ("[webhooks]\nretry_schedule_seconds = []\n", {}, "webhooks.retry_schedule_seconds"),
+        ("not toml [", {}, "invalid TOML"),
+    ],
+)
+def test_bad_configuration_names_the_key(tmp_path, toml, environ, named):
+    path = tmp_path / "c.toml"
+    path.write_text(toml)
+    with pytest.raises(ConfigError) as excinfo:
+        load_settings(path, environ=environ)
+    assert named in str(excinfo.value)
+
+
+def test_missing_file_is_named(tmp_path):
+    with pytest.raises(ConfigError, match="nowhere.toml"):
+        load_settings(tmp_path / "nowhere.toml", environ={})
+
+
+def test_plan_settings_unknown_plan_is_unlimited():
+    assert PlanSettings().limits("enterprise").requests_per_minute is None

@@ -1,0 +1,135 @@
+"""HTTP behaviour shared by every route: errors, API keys, rate limits, body limits, CORS."""
+
+from __future__ import annotations
+
+import asyncio
+
+from agentsvc import keys
+from agentsvc.api import all_endpoints
+from agentsvc.api.routing import Call, RouteTable
+from agentsvc.store import accounts
+from tests.conftest import assert_error, bearer, new_api_key
+
+
+async def test_healthz(client):
+    resp = await client.get("/healthz")
+    assert resp.status == 200
+    assert await resp.json() == {"status": "ok"}
+
+
+async def test_missing_and_invalid_keys_are_401(client, api_key):
+    for headers in (
+        {},
+        bearer("asvc_nope"),
+        {"Authorization": "Basic abc"},
+        {"Authorization": "Bearer "},
+        bearer(api_key + "x"),
+    ):
+        resp = await client.get("/api/v1/agents", headers=headers)
+        await assert_error(resp, 401, "UNAUTHORIZED", "Invalid API key")
+
+
+async def test_keys_are_stored_hashed(client, api_key):
+    db = client.app[keys.db_key]
+    rows = await db.reader.execute_fetchall("SELECT key_hash, prefix, last4 FROM api_keys")
+    assert api_key.startswith("asvc_") and len(api_key) > 40
+    assert all(api_key not in r[0] for r in rows)
+    assert db.path.read_bytes().find(api_key.encode()) == -1
+
+
+async def test_unknown_route_and_method(client, auth):
+    await assert_error(await client.get("/api/v1/nothing", headers=auth), 404, "NOT_FOUND")
+    resp = await client.put("/api/v1/agents", headers=auth)
+    await assert_error(resp, 405, "METHOD_NOT_ALLOWED")
+    assert "GET" in resp.headers["Allow"]
+
+
+async def test_body_over_the_limit_is_413(make_client):
+    client = await make_client(server={"max_body_mb": 0.001})
+    auth = bearer(await new_api_key(client))
+    big = b'{"name":"' + b"x" * 5000 + b'"}'
+    resp = await client.post("/api/v1/agents", data=big, headers=auth)
+    await assert_error(resp, 413, "PAYLOAD_TOO_LARGE")
+
+    async def chunked():
+        yield b'{"name":"'
+        yield b"x" * 5000
+        yield b'"}'
+
+    resp = await client.post("/api/v1/agents", data=chunked(), headers=auth)
+    await assert_error(resp, 413, "PAYLOAD_TOO_LARGE")
+    resp = await client.get("/api/v1/agents", headers=auth)
+    assert (await resp.json())["data"] == []
+
+
+async def test_rate_limit_by_plan_with_headers(client):
+    auth = bearer(await new_api_key(client, "free@example.com", plan="free"))
+    for i in range(20):
+        resp = await client.get("/api/v1/agents", headers=auth)
+        assert resp.status == 200
+        assert resp.headers["X-RateLimit-Limit"] == "20"
+        assert int(resp.headers["X-RateLimit-Remaining"]) == 19 - i
+        assert int(resp.headers["X-RateLimit-Reset"]) > 1_700_000_000
+    resp = await client.get("/api/v1/agents", headers=auth)
+    await assert_error(resp, 429, "RATE_LIMITED")
+    assert int(resp.headers["Retry-After"]) >= 1
+    assert resp.headers["X-RateLimit-Remaining"] == "0"
+    # Another team is not affected.
+    other = bearer(await new_api_key(client, "pro@example.com"))
+    resp = await client.get("/api/v1/agents", headers=other)
+    assert resp.status == 200 and resp.headers["X-RateLimit-Limit"] == "1000"
+
+
+async def test_plan_change_applies_within_seconds(client):
+    key = await new_api_key(client, "up@example.com", plan="free")
+    resp = await client.get("/api/v1/agents", headers=bearer(key))
+    assert resp.headers["X-RateLimit-Limit"] == "20"
+    db = client.app[keys.db_key]
+    user = await accounts.get_user_by_email(db.reader, "up@example.com")
+    team = await accounts.get_owned_team(db.reader, user.id)
+    async with db.write() as conn:  # what `agentsvc team set-plan` does from another process
+        await accounts.set_plan(conn, team.id, "growth", "2026-01-01T00:00:00.000Z")
+    for _ in range(60):
+        resp = await client.get("/api/v1/agents", headers=bearer(key))
+        if resp.headers["X-RateLimit-Limit"] == "200":
+            break
+        await asyncio.sleep(0.1)
+    assert resp.headers["X-RateLimit-Limit"] == "200"
+
+
+async def test_unexpected_errors_are_masked_and_logged(make_client, caplog):
+    from agentsvc.app import create_app
+
+    client = await make_client()
+    table = RouteTable("test")
+
+    @table.get("/boom", auth="public")
+    async def boom(call: Call):
+        """Fail."""
+        raise RuntimeError("secret detail")
+
+    app = create_app(client.app[keys.settings_key])
+    from agentsvc.api.routing import make_handler
+
+    app.router.add_route("GET", "/boom", make_handler(table.endpoints[0]))
+    from aiohttp.test_utils import TestClient, TestServer
+
+    async with TestClient(TestServer(app)) as other:
+        resp = await other.get("/boom")
+        error = await assert_error(resp, 500, "INTERNAL_ERROR")
+        assert "secret" not in error["message"]
+    assert "secret detail" in caplog.text and "Traceback" in caplog.text
+
+
+async def test_cors_preflight(client):
+    resp = await client.options(
+        "/api/v1/openapi.json",
+        headers={"Origin": "https://shop.example", "Access-Control-Request-Method": "GET"},
+    )
+    assert resp.status == 204
+    assert resp.headers["Access-Control-Allow-Origin"] == "*"
+
+
+def test_every_route_has_a_docstring_summary():
+    for endpoint in all_endpoints():
+        assert endpoint.summary, endpoint.path

@@ -1,0 +1,36 @@
+"""The OpenAPI document covers every registered route and matches what handlers accept."""
+
+from __future__ import annotations
+
+import re
+
+from aiohttp import web
+
+
+async def test_every_route_is_documented(client):
+    doc = await (await client.get("/api/v1/openapi.json")).json()
+    assert doc["openapi"].startswith("3.1")
+    documented = {(method.upper(), path) for path, ops in doc["paths"].items() for method in ops}
+    registered = set()
+    for route in client.app.router.routes():
+        if route.method in ("HEAD", "*") or not isinstance(route.resource, web.Resource):
+            continue
+        info = route.resource.get_info()
+        path = info.get("path") or info.get("formatter")
+        registered.add((route.method, re.sub(r"{([^}:]+)(:[^}]*)?}", r"{\1}", path)))
+    missing = registered - documented
+    assert not missing, f"routes missing from the OpenAPI document: {sorted(missing)}"
+
+
+async def test_operations_declare_errors_and_rate_limit_headers(client):
+    doc = await (await client.get("/api/v1/openapi.json")).json()
+    op = doc["paths"]["/api/v1/agents"]["post"]
+    assert {"201", "400", "401", "403", "413", "429", "500"} <= set(op["responses"])
+    assert "X-RateLimit-Limit" in op["responses"]["201"]["headers"]
+    assert "Retry-After" in op["responses"]["429"]["headers"]
+    body = op["requestBody"]["content"]["application/json"]["schema"]
+    schema = doc["components"]["schemas"][body["$ref"].split("/")[-1]]
+    assert schema["required"] == ["name"]
+    assert schema["additionalProperties"] is False
+    assert schema["properties"]["temperature"]["maximum"] == 100
+    assert "systemPrompt" in schema["properties"]
