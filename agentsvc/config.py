@@ -181,7 +181,8 @@ def _describe(error: ValidationError) -> str:
         loc = [str(p) for p in item["loc"]]
         if len(loc) >= 2 and loc[0] == "plans" and loc[1] == "plans":
             loc = ["plans", *loc[2:]]
-        parts.append(f"{'.'.join(loc)}: {item['msg']}")
+        msg = "unknown key" if item["type"] == "extra_forbidden" else item["msg"]
+        parts.append(f"{'.'.join(loc)}: {msg}")
     return "; ".join(parts)
 
 
