@@ -106,6 +106,12 @@ class RateLimitSettings(_Section):
     public_chat_per_minute: int = Field(30, gt=0)
 
 
+class ChatSettings(_Section):
+    keepalive_seconds: float = Field(15, gt=0)
+    flush_interval_ms: float = Field(30, ge=0)
+    builtin_chunk_delay_ms: float = Field(0, ge=0)
+
+
 class Settings(_Section):
     server: ServerSettings = ServerSettings()
     models: ModelSettings = ModelSettings()
@@ -116,6 +122,7 @@ class Settings(_Section):
     auth: AuthSettings = AuthSettings()
     plans: PlanSettings = PlanSettings()
     ratelimit: RateLimitSettings = RateLimitSettings()
+    chat: ChatSettings = ChatSettings()
 
     @property
     def db_path(self) -> Path:
