@@ -47,5 +47,5 @@ def create_app(settings: Settings) -> web.Application:
     endpoints = all_endpoints()
     for endpoint in endpoints:
         app.router.add_route(endpoint.method, endpoint.full_path, make_handler(endpoint))
-    app[openapi_body_key] = orjson.dumps(build_document(endpoints))
+    app[openapi_body_key] = orjson.dumps(build_document(endpoints, list(settings.providers)))
     return app

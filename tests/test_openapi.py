@@ -34,3 +34,12 @@ async def test_operations_declare_errors_and_rate_limit_headers(client):
     assert schema["additionalProperties"] is False
     assert schema["properties"]["temperature"]["maximum"] == 100
     assert "systemPrompt" in schema["properties"]
+
+
+async def test_model_ids_are_narrowed_to_configured_providers(make_client):
+    client = await make_client(
+        providers={"ollama": {"kind": "openai", "base_url": "http://127.0.0.1:1/v1"}}
+    )
+    doc = await (await client.get("/api/v1/openapi.json")).json()
+    model = doc["components"]["schemas"]["AgentCreate"]["properties"]["model"]
+    assert model["pattern"] == "^(builtin|(ollama)/.+)$"

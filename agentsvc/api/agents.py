@@ -8,7 +8,7 @@ from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
 from agentsvc import keys
-from agentsvc.api.models import RequestModel, ResponseModel
+from agentsvc.api.models import MODEL_ID_MARKER, RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, envelope_response
 from agentsvc.errors import ValidationFailed
 from agentsvc.services import agents as agent_service
@@ -18,7 +18,10 @@ from agentsvc.store.agents import Agent
 routes = RouteTable("agents")
 
 Name = Annotated[str, Field(min_length=1, max_length=200, pattern=r"\S")]
-ModelId = Annotated[str, Field(min_length=1, max_length=300)]
+# The OpenAPI document narrows this to the configured providers (see api/openapi.py).
+ModelId = Annotated[
+    str, Field(min_length=1, max_length=300, json_schema_extra={MODEL_ID_MARKER: True})
+]
 Temperature = Annotated[float, Field(ge=0, le=100)]
 Prompt = Annotated[str, Field(max_length=100_000)]
 

@@ -7,6 +7,10 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, model_validator
 from pydantic.alias_generators import to_camel
 
+# Marks a string field holding a model id; the OpenAPI document gives it a pattern built
+# from the configured providers, so schema-valid ids are exactly the accepted ones.
+MODEL_ID_MARKER = "x-agentsvc-model-id"
+
 
 class RequestModel(BaseModel):
     """A JSON body: strict types, unknown fields refused, null only where declared.

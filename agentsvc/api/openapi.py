@@ -8,8 +8,10 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from agentsvc import __version__
+from agentsvc.api.models import MODEL_ID_MARKER
 from agentsvc.api.routing import Endpoint
 from agentsvc.errors import ERROR_CLASSES
+from agentsvc.services.models import BUILTIN
 
 _REF = "#/components/schemas/{model}"
 _PATH_PARAM = re.compile(r"{([^}:]+)(?::[^}]*)?}")
@@ -165,7 +167,26 @@ def _operation(endpoint: Endpoint, schemas: _Schemas) -> dict[str, Any]:
     return op
 
 
-def build_document(endpoints: list[Endpoint]) -> dict[str, Any]:
+def _narrow_model_ids(node: Any, pattern: str) -> None:
+    if isinstance(node, dict):
+        if node.pop(MODEL_ID_MARKER, False):
+            node["pattern"] = pattern
+        for value in node.values():
+            _narrow_model_ids(value, pattern)
+    elif isinstance(node, list):
+        for value in node:
+            _narrow_model_ids(value, pattern)
+
+
+def model_id_pattern(providers: list[str]) -> str:
+    """The regular expression of the model ids this configuration accepts."""
+    if not providers:
+        return f"^{BUILTIN}$"
+    names = "|".join(re.escape(p) for p in sorted(providers))
+    return f"^({BUILTIN}|({names})/.+)$"
+
+
+def build_document(endpoints: list[Endpoint], providers: list[str]) -> dict[str, Any]:
     """Return the OpenAPI 3.1 document describing every endpoint."""
     schemas = _Schemas()
     paths: dict[str, dict[str, Any]] = {}
@@ -173,6 +194,7 @@ def build_document(endpoints: list[Endpoint]) -> dict[str, Any]:
         path = _PATH_PARAM.sub(r"{\1}", endpoint.full_path)
         paths.setdefault(path, {})[endpoint.method.lower()] = _operation(endpoint, schemas)
     schemas.components["Error"] = ERROR_SCHEMA
+    _narrow_model_ids(schemas.components, model_id_pattern(providers))
     return {
         "openapi": "3.1.0",
         "info": {
