@@ -89,3 +89,72 @@ CREATE TABLE tools (
     UNIQUE (agent_id, name)
 );
 CREATE INDEX tools_team ON tools(team_id);
+
+-- ── team and sessions ───────────────────────────────────────────────────────────────────
+-- Secrets (session tokens, magic-link and invitation tokens, OAuth states) are stored only
+-- as SHA-256 hex digests; the clear value exists only in the cookie or the e-mailed link.
+CREATE TABLE sessions (
+    id           TEXT PRIMARY KEY,
+    token_hash   TEXT NOT NULL UNIQUE,
+    user_id      TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    team_id      TEXT NOT NULL REFERENCES teams(id) ON DELETE CASCADE,  -- the team it acts in
+    created_at   TEXT NOT NULL,
+    expires_at   TEXT NOT NULL                -- rolling: pushed forward as the session is used
+);
+CREATE INDEX sessions_user_team ON sessions(user_id, team_id);
+CREATE INDEX sessions_expires ON sessions(expires_at);
+
+CREATE TABLE magic_links (
+    token_hash   TEXT PRIMARY KEY,
+    user_id      TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    callback_url TEXT NOT NULL,
+    created_at   TEXT NOT NULL,
+    expires_at   TEXT NOT NULL,
+    used_at      TEXT                          -- set once, atomically, when the link is opened
+);
+
+CREATE TABLE oauth_states (
+    state_hash    TEXT PRIMARY KEY,
+    provider      TEXT NOT NULL,
+    code_verifier TEXT NOT NULL,               -- PKCE verifier, sent to the token endpoint
+    callback_url  TEXT NOT NULL,
+    created_at    TEXT NOT NULL,
+    expires_at    TEXT NOT NULL
+);
+
+CREATE TABLE invitations (
+    id                 TEXT PRIMARY KEY,
+    team_id            TEXT NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
+    email              TEXT NOT NULL COLLATE NOCASE,
+    role               TEXT NOT NULL CHECK (role IN ('owner', 'member')),
+    status             TEXT NOT NULL CHECK (status IN ('pending', 'accepted', 'expired', 'cancelled')),
+    token_hash         TEXT NOT NULL UNIQUE,
+    invited_by_user_id TEXT REFERENCES users(id) ON DELETE SET NULL,
+    created_at         TEXT NOT NULL,
+    updated_at         TEXT NOT NULL,
+    expires_at         TEXT NOT NULL
+);
+CREATE INDEX invitations_team ON invitations(team_id, created_at);
+CREATE INDEX invitations_pending ON invitations(status, expires_at);
+
+-- Mail that could not go through SMTP (none configured, or the server failed): kept so the
+-- links it carries still reach a self-hoster.
+CREATE TABLE mail_outbox (
+    id         TEXT PRIMARY KEY,
+    to_address TEXT NOT NULL,
+    subject    TEXT NOT NULL,
+    body       TEXT NOT NULL,
+    reason     TEXT NOT NULL,                 -- "no SMTP configured" or the SMTP error
+    created_at TEXT NOT NULL
+);
+
+-- ── secrets ─────────────────────────────────────────────────────────────────────────────
+-- Team secrets filled into HTTP tools' `{{NAME}}` placeholders; values sealed (AES-GCM).
+CREATE TABLE team_secrets (
+    team_id      TEXT NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
+    name         TEXT NOT NULL,
+    sealed_value TEXT NOT NULL,
+    created_at   TEXT NOT NULL,
+    updated_at   TEXT NOT NULL,
+    PRIMARY KEY (team_id, name)
+);

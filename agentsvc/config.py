@@ -74,6 +74,42 @@ class AuthSettings(_Section):
     trusted_origins: list[str] = Field(default_factory=list)
     magic_link_ttl_seconds: float = Field(900, gt=0)
     invitation_ttl_seconds: float = Field(604800, gt=0)
+    invitation_sweep_seconds: float = Field(60, gt=0)
+    session_ttl_seconds: float = Field(604800, gt=0)
+    sign_in_per_minute_ip: int = Field(30, gt=0)
+    sign_in_per_minute_email: int = Field(10, gt=0)
+
+
+class OAuthProviderSettings(_Section):
+    """One OAuth provider; sign-in through it is offered only when client_id is set."""
+
+    client_id: str = ""
+    client_secret: str = ""
+    authorize_url: str
+    token_url: str
+    userinfo_url: str
+    emails_url: str = ""
+    scope: str
+
+
+class GitHubOAuthSettings(OAuthProviderSettings):
+    authorize_url: str = "https://github.com/login/oauth/authorize"
+    token_url: str = "https://github.com/login/oauth/access_token"
+    userinfo_url: str = "https://api.github.com/user"
+    emails_url: str = "https://api.github.com/user/emails"
+    scope: str = "read:user user:email"
+
+
+class GoogleOAuthSettings(OAuthProviderSettings):
+    authorize_url: str = "https://accounts.google.com/o/oauth2/v2/auth"
+    token_url: str = "https://oauth2.googleapis.com/token"
+    userinfo_url: str = "https://openidconnect.googleapis.com/v1/userinfo"
+    scope: str = "openid email profile"
+
+
+class OAuthSettings(_Section):
+    github: GitHubOAuthSettings = GitHubOAuthSettings()
+    google: GoogleOAuthSettings = GoogleOAuthSettings()
 
 
 class PlanLimits(_Section):
@@ -120,6 +156,7 @@ class Settings(_Section):
     webhooks: WebhookSettings = WebhookSettings()
     smtp: SmtpSettings = SmtpSettings()
     auth: AuthSettings = AuthSettings()
+    oauth: OAuthSettings = OAuthSettings()
     plans: PlanSettings = PlanSettings()
     ratelimit: RateLimitSettings = RateLimitSettings()
     chat: ChatSettings = ChatSettings()
@@ -145,8 +182,26 @@ def _env_overrides(environ: dict[str, str]) -> dict[str, dict[str, Any]]:
         section, _, key = rest.partition("_")
         if section not in sections or not key:
             raise ConfigError(f"{var}: unknown configuration variable")
-        out.setdefault(section, {})[key] = _parse_env_value(raw)
+        table = out.setdefault(section, {})
+        sub = _subtable(section, key)
+        if sub:
+            # AGENTSVC_OAUTH_GITHUB_CLIENT_ID -> [oauth.github] client_id
+            table = table.setdefault(sub, {})
+            key = key[len(sub) + 1 :]
+        table[key] = _parse_env_value(raw)
     return out
+
+
+def _subtable(section: str, key: str) -> str | None:
+    """Name the nested table a variable's key starts with (`github_client_id` -> `github`)."""
+    model = Settings.model_fields[section].annotation
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        return None
+    for name, field in model.model_fields.items():
+        sub = field.annotation
+        if isinstance(sub, type) and issubclass(sub, BaseModel) and key.startswith(name + "_"):
+            return name
+    return None
 
 
 def _parse_env_value(raw: str) -> Any:

@@ -17,6 +17,8 @@ PREFIXES = {
     "invitation": "inv",
     "api_key": "key",
     "team": "team",
+    "session": "ses",
+    "mail": "mail",
 }
 
 

@@ -42,7 +42,9 @@ def _documented_keys() -> set[str]:
     for section, values in data.items():
         for key, value in values.items():
             if isinstance(value, dict):
-                keys |= {f"{section}.*.{k}" for k in value}
+                # Providers and plans are named freely; other nested tables by their name.
+                name = "*" if section in ("providers", "plans") else key
+                keys |= {f"{section}.{name}.{k}" for k in value}
             else:
                 keys.add(f"{section}.{key}")
     return keys
@@ -63,7 +65,12 @@ def _model_keys() -> set[str]:
             keys |= {f"plans.*.{k}" for k in PlanLimits.model_fields}
         else:
             assert isinstance(model, type) and issubclass(model, BaseModel)
-            keys |= {f"{section}.{k}" for k in model.model_fields}
+            for key, sub in model.model_fields.items():
+                table = sub.annotation
+                if isinstance(table, type) and issubclass(table, BaseModel):
+                    keys |= {f"{section}.{key}.{k}" for k in table.model_fields}
+                else:
+                    keys.add(f"{section}.{key}")
     return keys
 
 
@@ -122,6 +129,22 @@ def test_bad_configuration_names_the_key(tmp_path, toml, environ, named):
     with pytest.raises(ConfigError) as excinfo:
         load_settings(path, environ=environ)
     assert named in str(excinfo.value)
+
+
+def test_nested_tables_from_the_environment():
+    settings = load_settings(
+        None,
+        environ={
+            "AGENTSVC_OAUTH_GITHUB_CLIENT_ID": "abc",
+            "AGENTSVC_OAUTH_GITHUB_CLIENT_SECRET": "s3cret",
+        },
+    )
+    assert settings.oauth.github.client_id == "abc"
+    assert settings.oauth.github.client_secret == "s3cret"
+    assert settings.oauth.github.token_url == "https://github.com/login/oauth/access_token"
+    assert settings.oauth.google.client_id == ""
+    with pytest.raises(ConfigError, match="oauth.github.client_idd"):
+        load_settings(None, environ={"AGENTSVC_OAUTH_GITHUB_CLIENT_IDD": "x"})
 
 
 def test_missing_file_is_named(tmp_path):
