@@ -158,3 +158,40 @@ CREATE TABLE team_secrets (
     updated_at   TEXT NOT NULL,
     PRIMARY KEY (team_id, name)
 );
+
+-- ── chat: conversations and messages ────────────────────────────────────────────────────
+-- session_id binds a public (widget) conversation to the anonymous session that started
+-- it; user_* hold the identified end user the widget declared, if any.
+CREATE TABLE conversations (
+    id          TEXT PRIMARY KEY,
+    agent_id    TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+    team_id     TEXT NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
+    title       TEXT NOT NULL,
+    session_id  TEXT,
+    user_ref    TEXT,                          -- the end user's id in the embedding site
+    user_email  TEXT,
+    user_name   TEXT,
+    created_at  TEXT NOT NULL,
+    updated_at  TEXT NOT NULL
+);
+CREATE INDEX conversations_agent_created ON conversations(agent_id, created_at);
+CREATE INDEX conversations_team ON conversations(team_id);
+
+-- An assistant message's content is its text; its tool calls (with their results), token
+-- usage and knowledge sources are JSON columns. status: complete, interrupted (client gone,
+-- server stopping) or failed (provider error), with whatever was produced.
+CREATE TABLE messages (
+    id              TEXT PRIMARY KEY,
+    conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+    role            TEXT NOT NULL CHECK (role IN ('user', 'assistant')),
+    content         TEXT NOT NULL,
+    tool_calls      TEXT,                      -- [{toolUseId, toolName, input, output, isError}]
+    usage           TEXT,                      -- {inputTokens, outputTokens}
+    sources         TEXT,                      -- knowledge passages used (filled by knowledge)
+    status          TEXT NOT NULL DEFAULT 'complete',
+    model           TEXT,
+    rating          TEXT CHECK (rating IN ('up', 'down')),
+    rated_at        TEXT,
+    created_at      TEXT NOT NULL
+);
+CREATE INDEX messages_conversation ON messages(conversation_id, created_at);
