@@ -195,3 +195,14 @@ CREATE TABLE messages (
     created_at      TEXT NOT NULL
 );
 CREATE INDEX messages_conversation ON messages(conversation_id, created_at);
+
+-- ── secrets ─────────────────────────────────────────────────────────────────────────────
+-- Team secrets filled into HTTP tools' `{{NAME}}` placeholders; values sealed (AES-GCM).
+CREATE TABLE team_secrets (
+    team_id      TEXT NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
+    name         TEXT NOT NULL,
+    sealed_value TEXT NOT NULL,
+    created_at   TEXT NOT NULL,
+    updated_at   TEXT NOT NULL,
+    PRIMARY KEY (team_id, name)
+);

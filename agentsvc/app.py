@@ -16,8 +16,11 @@ from agentsvc.api.system import openapi_body_key
 from agentsvc.config import Settings
 from agentsvc.db import Database
 from agentsvc.jobs import scheduler_ctx
+from agentsvc.outbound import OutboundClient
 from agentsvc.ratelimit import TokenBuckets
+from agentsvc.secretbox import SecretBox
 from agentsvc.services.access import KeyResolver
+from agentsvc.services.tool_runner import ToolRunner
 
 
 async def _database_ctx(app: web.Application) -> AsyncIterator[None]:
@@ -27,6 +30,22 @@ async def _database_ctx(app: web.Application) -> AsyncIterator[None]:
     app[keys.key_resolver_key] = KeyResolver(db)
     yield
     await db.close()
+
+
+async def _tools_ctx(app: web.Application) -> AsyncIterator[None]:
+    """The secret box, the guarded outbound client and the tool runner built on them."""
+    settings = app[keys.settings_key]
+    box = SecretBox.from_settings(settings.server.secret_key, settings.server.data_dir)
+    outbound = OutboundClient(
+        allow_private=settings.outbound.allow_private,
+        resolver=app.get(keys.outbound_resolver_key),
+    )
+    await outbound.open()
+    app[keys.secret_box_key] = box
+    app[keys.outbound_key] = outbound
+    app[keys.tool_runner_key] = ToolRunner(app[keys.db_key], box, outbound)
+    yield
+    await outbound.close()
 
 
 def create_app(settings: Settings) -> web.Application:
@@ -42,6 +61,7 @@ def create_app(settings: Settings) -> web.Application:
     app[keys.rate_buckets_key] = TokenBuckets()
     app.cleanup_ctx.append(_database_ctx)
     app.cleanup_ctx.append(scheduler_ctx)
+    app.cleanup_ctx.append(_tools_ctx)
     app.on_response_prepare.append(auth.add_rate_limit_headers)
 
     endpoints = all_endpoints()

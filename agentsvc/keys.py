@@ -7,18 +7,27 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 if TYPE_CHECKING:
+    from aiohttp.abc import AbstractResolver
     from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
     from agentsvc.config import Settings
     from agentsvc.db import Database
+    from agentsvc.outbound import OutboundClient
     from agentsvc.ratelimit import Decision, TokenBuckets
+    from agentsvc.secretbox import SecretBox
     from agentsvc.services.access import KeyResolver, Principal
+    from agentsvc.services.tool_runner import ToolRunner
 
 settings_key: web.AppKey[Settings] = web.AppKey("settings")
 db_key: web.AppKey[Database] = web.AppKey("db")
 key_resolver_key: web.AppKey[KeyResolver] = web.AppKey("key_resolver")
 rate_buckets_key: web.AppKey[TokenBuckets] = web.AppKey("rate_buckets")
 scheduler_key: web.AppKey[AsyncIOScheduler] = web.AppKey("scheduler")
+secret_box_key: web.AppKey[SecretBox] = web.AppKey("secret_box")
+outbound_key: web.AppKey[OutboundClient] = web.AppKey("outbound")
+# Optional, set before startup: the resolver under the outbound guard (tests stub DNS with it).
+outbound_resolver_key: web.AppKey[AbstractResolver] = web.AppKey("outbound_resolver")
+tool_runner_key: web.AppKey[ToolRunner] = web.AppKey("tool_runner")
 
 # Request-scoped values.
 principal_request_key: web.RequestKey[Principal] = web.RequestKey("principal")

@@ -1,0 +1,62 @@
+"""Team secrets: set, list (names only), delete, and fill `{{NAME}}` placeholders."""
+
+from __future__ import annotations
+
+import re
+
+from agentsvc.db import Database
+from agentsvc.errors import NotFound, ValidationFailed
+from agentsvc.ids import now_iso
+from agentsvc.secretbox import SecretBox
+from agentsvc.store import secrets as secrets_store
+from agentsvc.store.secrets import SecretInfo
+
+NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"
+MAX_VALUE_CHARS = 8192
+SECRET_PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]{0,63})\s*\}\}")
+_NAME = re.compile(NAME_PATTERN)
+
+
+def _context(team_id: str, name: str) -> str:
+    return f"secret:{team_id}:{name}"
+
+
+def check_name(name: str) -> None:
+    """Raise VALIDATION_ERROR unless the name can be used in a `{{NAME}}` placeholder."""
+    if not _NAME.match(name):
+        raise ValidationFailed(
+            "name: must start with a letter or _ and hold only letters, digits and _ (max 64)"
+        )
+
+
+def placeholder_names(*texts: str | None) -> set[str]:
+    """Names of the `{{NAME}}` placeholders in some texts."""
+    return {m.group(1) for text in texts if text for m in SECRET_PLACEHOLDER.finditer(text)}
+
+
+async def list_secrets(db: Database, team_id: str) -> list[SecretInfo]:
+    """Return the team's secrets by name (never their values)."""
+    return await secrets_store.list_for_team(db.reader, team_id)
+
+
+async def put_secret(
+    db: Database, box: SecretBox, team_id: str, name: str, value: str
+) -> SecretInfo:
+    """Create or replace a team secret, sealed at rest."""
+    check_name(name)
+    sealed = box.seal(value, _context(team_id, name))
+    async with db.write() as conn:
+        return await secrets_store.upsert(conn, team_id, name, sealed, now_iso())
+
+
+async def delete_secret(db: Database, team_id: str, name: str) -> None:
+    """Delete a team secret or raise NotFound."""
+    async with db.write() as conn:
+        if not await secrets_store.delete(conn, team_id, name):
+            raise NotFound("Secret not found")
+
+
+async def reveal(db: Database, box: SecretBox, team_id: str, names: set[str]) -> dict[str, str]:
+    """Return the clear values of those of `names` the team has (for an outbound call only)."""
+    sealed = await secrets_store.sealed_values(db.reader, team_id, names)
+    return {name: box.open(token, _context(team_id, name)) for name, token in sealed.items()}

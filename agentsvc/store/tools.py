@@ -1,0 +1,151 @@
+"""Tools of agents (JSON columns hold JSON text; NULL means not set)."""
+
+from __future__ import annotations
+
+from dataclasses import astuple, dataclass
+from typing import Any
+
+import aiosqlite
+
+from agentsvc.store.rows import dump_json, load_json
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    id: str
+    agent_id: str
+    team_id: str
+    name: str
+    description: str
+    execution_type: str  # "mock" | "http" | "form"
+    input_schema: dict
+    is_enabled: bool
+    display_config: dict | None
+    mock_response: str | None
+    http_url: str | None
+    http_method: str | None
+    http_headers: dict | None
+    form_schema: dict | None
+    form_execution_mode: str | None
+    form_webhook_url: str | None
+    form_client_handler: str | None
+    form_post_actions: list | None
+    form_webhook_secret: str | None  # sealed with the secret box
+    created_at: str
+    updated_at: str
+
+
+_FIELDS = tuple(Tool.__dataclass_fields__)
+_COLUMNS = ", ".join(_FIELDS)
+_JSON = {
+    "input_schema",
+    "display_config",
+    "http_headers",
+    "form_schema",
+    "form_post_actions",
+}
+# Columns a partial update may set.
+UPDATABLE = frozenset(_FIELDS) - {"id", "agent_id", "team_id", "created_at", "updated_at"}
+
+
+def _to_db(name: str, value: Any) -> Any:
+    if name in _JSON:
+        return dump_json(value)
+    if name == "is_enabled":
+        return 1 if value else 0
+    return value
+
+
+def _from_row(row: Any) -> Tool:
+    values = {}
+    for name, value in zip(_FIELDS, row, strict=True):
+        if name in _JSON:
+            value = load_json(value)
+        elif name == "is_enabled":
+            value = bool(value)
+        values[name] = value
+    return Tool(**values)
+
+
+async def insert(conn: aiosqlite.Connection, tool: Tool) -> None:
+    placeholders = ", ".join("?" for _ in _FIELDS)
+    await conn.execute(
+        f"INSERT INTO tools ({_COLUMNS}) VALUES ({placeholders})",
+        tuple(_to_db(n, v) for n, v in zip(_FIELDS, astuple(tool), strict=True)),
+    )
+
+
+async def get(conn: aiosqlite.Connection, team_id: str, tool_id: str) -> Tool | None:
+    """Return the team's tool, or None when absent or another team's."""
+    rows = await conn.execute_fetchall(
+        f"SELECT {_COLUMNS} FROM tools WHERE id = ? AND team_id = ?", (tool_id, team_id)
+    )
+    return _from_row(rows[0]) if rows else None
+
+
+async def get_public(conn: aiosqlite.Connection, tool_id: str) -> Tool | None:
+    """Return a tool by id alone, for public endpoints addressed by tool id."""
+    rows = await conn.execute_fetchall(f"SELECT {_COLUMNS} FROM tools WHERE id = ?", (tool_id,))
+    return _from_row(rows[0]) if rows else None
+
+
+async def get_by_name(conn: aiosqlite.Connection, agent_id: str, name: str) -> Tool | None:
+    """Return an agent's tool by its name."""
+    rows = await conn.execute_fetchall(
+        f"SELECT {_COLUMNS} FROM tools WHERE agent_id = ? AND name = ?", (agent_id, name)
+    )
+    return _from_row(rows[0]) if rows else None
+
+
+async def list_for_agent(conn: aiosqlite.Connection, team_id: str, agent_id: str) -> list[Tool]:
+    """Return the team agent's tools, oldest first."""
+    rows = await conn.execute_fetchall(
+        f"SELECT {_COLUMNS} FROM tools WHERE agent_id = ? AND team_id = ?"
+        " ORDER BY created_at, rowid",
+        (agent_id, team_id),
+    )
+    return [_from_row(r) for r in rows]
+
+
+async def list_enabled_for_agent(conn: aiosqlite.Connection, agent_id: str) -> list[Tool]:
+    """Return an agent's enabled tools, oldest first (what the chat loop offers the model)."""
+    rows = await conn.execute_fetchall(
+        f"SELECT {_COLUMNS} FROM tools WHERE agent_id = ? AND is_enabled = 1"
+        " ORDER BY created_at, rowid",
+        (agent_id,),
+    )
+    return [_from_row(r) for r in rows]
+
+
+async def count_for_agent(conn: aiosqlite.Connection, agent_id: str) -> int:
+    rows = await conn.execute_fetchall("SELECT COUNT(*) FROM tools WHERE agent_id = ?", (agent_id,))
+    return int(rows[0][0])
+
+
+async def name_taken(
+    conn: aiosqlite.Connection, agent_id: str, name: str, except_id: str | None = None
+) -> bool:
+    """Whether another tool of the agent already has this name."""
+    rows = await conn.execute_fetchall(
+        "SELECT 1 FROM tools WHERE agent_id = ? AND name = ? AND id IS NOT ?",
+        (agent_id, name, except_id),
+    )
+    return bool(rows)
+
+
+async def update(
+    conn: aiosqlite.Connection, team_id: str, tool_id: str, fields: dict[str, Any], now: str
+) -> bool:
+    """Set some columns of a tool (see UPDATABLE); return False when absent."""
+    assert set(fields) <= UPDATABLE, fields
+    assignments = "".join(f"{col} = ?, " for col in fields)
+    cur = await conn.execute(
+        f"UPDATE tools SET {assignments}updated_at = ? WHERE id = ? AND team_id = ?",
+        (*(_to_db(k, v) for k, v in fields.items()), now, tool_id, team_id),
+    )
+    return cur.rowcount > 0
+
+
+async def delete(conn: aiosqlite.Connection, team_id: str, tool_id: str) -> bool:
+    cur = await conn.execute("DELETE FROM tools WHERE id = ? AND team_id = ?", (tool_id, team_id))
+    return cur.rowcount > 0
