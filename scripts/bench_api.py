@@ -1,0 +1,72 @@
+"""Benchmark authenticated agent reads against a raw aiohttp hello-world in the same run.
+
+Usage: python scripts/bench_api.py [--seconds 5] [--cycles 3]
+Target: GET /agents/:id reaches at least 50 % of hello-world req/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import urllib.request
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import benchlib  # noqa: E402
+
+UNLIMITED = '[plans]\ndefault = "bench"\n[plans.bench]\n'
+
+
+def create_agent(base: str, key: str, name: str) -> str:
+    request = urllib.request.Request(
+        f"{base}/api/v1/agents",
+        data=json.dumps({"name": name, "systemPrompt": "Benchmark agent."}).encode(),
+        headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request) as resp:
+        return json.loads(resp.read())["data"]["id"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--seconds", type=int, default=5)
+    parser.add_argument("--cycles", type=int, default=3)
+    parser.add_argument("--connections", type=int, default=64)
+    args = parser.parse_args()
+    opts = {"seconds": args.seconds, "connections": args.connections}
+
+    with benchlib.service(UNLIMITED) as (base, _, config), benchlib.hello_world() as hello:
+        key = benchlib.api_key(config)
+        agent_ids = [create_agent(base, key, f"Agent {i}") for i in range(10)]
+        auth = {"Authorization": f"Bearer {key}"}
+        samples: dict[str, list] = {"hello": [], "get": [], "list": []}
+        # Interleave A/B cycles: the machine's speed drifts, ratios within a cycle do not.
+        for _ in range(args.cycles):
+            samples["hello"].append(benchlib.load(hello + "/", **opts))
+            samples["get"].append(
+                benchlib.load(f"{base}/api/v1/agents/{agent_ids[0]}", headers=auth, **opts)
+            )
+            samples["list"].append(benchlib.load(f"{base}/api/v1/agents", headers=auth, **opts))
+
+    def median(results):
+        return benchlib.LoadResult(
+            statistics.median(r.rps for r in results),
+            statistics.median(r.p50_ms for r in results),
+            statistics.median(r.p99_ms for r in results),
+            sum(r.errors for r in results),
+        )
+
+    hello_m = median(samples["hello"])
+    benchlib.print_table(
+        [
+            ("hello-world (raw aiohttp)", hello_m, hello_m),
+            ("GET /api/v1/agents/:id (API key)", median(samples["get"]), hello_m),
+            ("GET /api/v1/agents (10 agents)", median(samples["list"]), hello_m),
+        ]
+    )
+
+
+if __name__ == "__main__":
+    main()

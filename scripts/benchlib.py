@@ -1,0 +1,186 @@
+"""Shared pieces of the benchmarks: start the service and a raw aiohttp hello-world, drive
+them with wrk (or a bounded asyncio client when wrk is missing), and print one table."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+HELLO_WORLD = """
+import sys, uvloop
+from aiohttp import web
+import orjson
+async def hello(request):
+    return web.Response(body=orjson.dumps({"status": "ok"}), content_type="application/json")
+app = web.Application()
+app.router.add_get("/", hello)
+uvloop.install()
+web.run_app(app, host="127.0.0.1", port=int(sys.argv[1]), print=None, access_log=None)
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_http(url: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(url, timeout=1).read()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"{url} did not come up")
+
+
+def _pin(core: int) -> list[str]:
+    return ["taskset", "-c", str(core)] if shutil.which("taskset") and os.cpu_count() > 1 else []
+
+
+@contextmanager
+def hello_world():
+    """A minimal aiohttp + uvloop JSON server, pinned like the service."""
+    port = free_port()
+    proc = subprocess.Popen([*_pin(0), sys.executable, "-c", HELLO_WORLD, str(port)])
+    try:
+        wait_http(f"http://127.0.0.1:{port}/")
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+@contextmanager
+def service(extra_toml: str = ""):
+    """`agentsvc serve` on a temporary data directory; yields (base_url, data_dir, config)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        port = free_port()
+        config = Path(tmp) / "bench.toml"
+        config.write_text(
+            f'[server]\ndata_dir = "{tmp}/data"\nport = {port}\ncpu_affinity = [0]\n{extra_toml}'
+        )
+        env = {**os.environ, "AGENTSVC_CONFIG": str(config), "AGENTSVC_LOG_LEVEL": "WARNING"}
+        proc = subprocess.Popen([sys.executable, "-m", "agentsvc", "serve"], env=env)
+        try:
+            wait_http(f"http://127.0.0.1:{port}/healthz")
+            yield f"http://127.0.0.1:{port}", Path(tmp), config
+        finally:
+            proc.terminate()
+            proc.wait(30)
+
+
+def api_key(config: Path, email: str = "bench@example.com") -> str:
+    env = {**os.environ, "AGENTSVC_CONFIG": str(config)}
+    out = subprocess.run(
+        [sys.executable, "-m", "agentsvc", "apikey", "create", "--email", email],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return out.stdout.strip()
+
+
+@dataclass
+class LoadResult:
+    rps: float
+    p50_ms: float
+    p99_ms: float
+    errors: int
+
+
+def _ms(text: str) -> float:
+    match = re.match(r"([\d.]+)(\w+)", text)
+    if match is None:
+        raise RuntimeError(f"cannot parse wrk latency {text!r}")
+    value, unit = match.groups()
+    return float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60000.0}[unit]
+
+
+def run_wrk(
+    url: str,
+    *,
+    seconds: int = 5,
+    connections: int = 64,
+    headers: dict[str, str] | None = None,
+    lua: str | None = None,
+) -> LoadResult:
+    """Drive a URL with wrk on the other core (closed loop) and parse its report."""
+    args = [*_pin(1), "wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--latency"]
+    for name, value in (headers or {}).items():
+        args += ["-H", f"{name}: {value}"]
+    script = None
+    if lua:
+        script = tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False)
+        script.write(lua)
+        script.close()
+        args += ["-s", script.name]
+    out = subprocess.run([*args, url], capture_output=True, text=True, check=True).stdout
+    if script:
+        os.unlink(script.name)
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    dist = out[out.index("Latency Distribution") :]
+    p50 = _ms(re.search(r"50%\s+(\S+)", dist).group(1))
+    p99 = _ms(re.search(r"99%\s+(\S+)", dist).group(1))
+    bad = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
+    sock = re.search(r"Socket errors:.*?(\d+).*?(\d+).*?(\d+).*?(\d+)", out)
+    errors = (int(bad.group(1)) if bad else 0) + (sum(map(int, sock.groups())) if sock else 0)
+    return LoadResult(rps, p50, p99, errors)
+
+
+async def _asyncio_load(url, seconds, connections, headers):
+    import aiohttp
+
+    latencies: list[float] = []
+    errors = 0
+    deadline = time.monotonic() + seconds
+
+    async def worker(session):
+        nonlocal errors
+        while time.monotonic() < deadline:
+            start = time.perf_counter()
+            async with session.get(url, headers=headers) as resp:
+                await resp.read()
+                if resp.status >= 400:
+                    errors += 1
+            latencies.append(time.perf_counter() - start)
+
+    async with aiohttp.ClientSession() as session:
+        await asyncio.gather(*(worker(session) for _ in range(connections)))
+    latencies.sort()
+    n = len(latencies)
+    return LoadResult(
+        n / seconds, latencies[n // 2] * 1000, latencies[int(n * 0.99)] * 1000, errors
+    )
+
+
+def load(url: str, *, seconds: int = 5, connections: int = 64, headers=None) -> LoadResult:
+    """wrk when installed (apt-get install wrk), else a bounded asyncio client."""
+    if shutil.which("wrk"):
+        return run_wrk(url, seconds=seconds, connections=connections, headers=headers)
+    return asyncio.run(_asyncio_load(url, seconds, connections, headers or {}))
+
+
+def print_table(rows: list[tuple[str, LoadResult, LoadResult]]) -> None:
+    """Print name, req/s, p50, p99 and the ratio to the hello-world measured beside it."""
+    print(f"{'endpoint':34} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'errors':>7} {'vs hello':>9}")
+    for name, result, baseline in rows:
+        ratio = result.rps / baseline.rps if baseline.rps else 0.0
+        print(
+            f"{name:34} {result.rps:9.0f} {result.p50_ms:8.2f} {result.p99_ms:8.2f} "
+            f"{result.errors:7d} {ratio:9.0%}"
+        )
