@@ -9,7 +9,7 @@ from aiohttp import web
 
 from agentsvc import keys
 from agentsvc.api import all_endpoints, auth
-from agentsvc.api.middleware import cors_middleware, error_middleware
+from agentsvc.api.middleware import add_cors_headers, error_middleware
 from agentsvc.api.openapi import build_document
 from agentsvc.api.routing import make_handler
 from agentsvc.api.system import openapi_body_key
@@ -54,7 +54,7 @@ def create_app(settings: Settings) -> web.Application:
     # aiohttp's own cap is the largest body any endpoint takes; endpoints check their own.
     max_mb = max(server.max_body_mb, server.submit_max_body_mb)
     app = web.Application(
-        middlewares=[error_middleware, cors_middleware],
+        middlewares=[error_middleware],
         client_max_size=int(max_mb * 1024 * 1024),
     )
     app[keys.settings_key] = settings

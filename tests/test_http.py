@@ -133,3 +133,10 @@ async def test_cors_preflight(client):
 def test_every_route_has_a_docstring_summary():
     for endpoint in all_endpoints():
         assert endpoint.summary, endpoint.path
+
+
+async def test_public_endpoints_carry_cors_headers_even_on_errors(client):
+    resp = await client.get("/api/v1/openapi.json")
+    assert resp.headers["Access-Control-Allow-Origin"] == "*"
+    resp = await client.get("/api/v1/agents")
+    assert "Access-Control-Allow-Origin" not in resp.headers
