@@ -9,6 +9,7 @@ from aiohttp import web
 
 from agentsvc import keys
 from agentsvc.api import all_endpoints, auth
+from agentsvc.api.chat import chat_ctx, close_streams
 from agentsvc.api.middleware import add_cors_headers, error_middleware
 from agentsvc.api.openapi import build_document
 from agentsvc.api.routing import make_handler
@@ -62,6 +63,8 @@ def create_app(settings: Settings) -> web.Application:
     app.cleanup_ctx.append(_database_ctx)
     app.cleanup_ctx.append(scheduler_ctx)
     app.cleanup_ctx.append(_tools_ctx)
+    app.cleanup_ctx.append(chat_ctx)
+    app.on_shutdown.append(close_streams)
     app.on_response_prepare.append(auth.add_rate_limit_headers)
 
     endpoints = all_endpoints()

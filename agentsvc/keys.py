@@ -10,8 +10,10 @@ if TYPE_CHECKING:
     from aiohttp.abc import AbstractResolver
     from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
+    from agentsvc.api.chat import OpenStreams
     from agentsvc.config import Settings
     from agentsvc.db import Database
+    from agentsvc.llm.base import Providers
     from agentsvc.outbound import OutboundClient
     from agentsvc.ratelimit import Decision, TokenBuckets
     from agentsvc.secretbox import SecretBox
@@ -28,6 +30,8 @@ outbound_key: web.AppKey[OutboundClient] = web.AppKey("outbound")
 # Optional, set before startup: the resolver under the outbound guard (tests stub DNS with it).
 outbound_resolver_key: web.AppKey[AbstractResolver] = web.AppKey("outbound_resolver")
 tool_runner_key: web.AppKey[ToolRunner] = web.AppKey("tool_runner")
+providers_key: web.AppKey[Providers] = web.AppKey("providers")
+chat_streams_key: web.AppKey[OpenStreams] = web.AppKey("chat_streams")
 
 # Request-scoped values.
 principal_request_key: web.RequestKey[Principal] = web.RequestKey("principal")

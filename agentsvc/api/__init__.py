@@ -7,7 +7,12 @@ from agentsvc.api.routing import Endpoint
 
 def all_endpoints() -> list[Endpoint]:
     """Every endpoint of the service, in the order they are documented."""
-    from agentsvc.api import agents, system
+    from agentsvc.api import agents, chat, conversations, system
 
-    tables = [system.routes, agents.routes]
+    tables = [
+        system.routes,
+        agents.routes,
+        chat.routes,
+        conversations.routes,
+    ]
     return [endpoint for table in tables for endpoint in table.endpoints]

@@ -1,0 +1,259 @@
+"""POST /chat: validate and load, then stream the turn as Server-Sent Events.
+
+A plain `StreamResponse` carries the stream (aiohttp-sse adds a ping task per stream and
+its own framing, neither needed here): events are written as `event:` and `data:` lines,
+text deltas are grouped into one write per `[chat] flush_interval_ms`, keep-alive comments
+flow while tools run, and open streams are registered on the app so shutdown ends them
+with an `error` event instead of cutting them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Annotated, Any, Literal
+
+import aiohttp
+import orjson
+from aiohttp import web
+from pydantic import Field
+from pydantic.json_schema import SkipJsonSchema
+
+from agentsvc import keys
+from agentsvc.api.models import RequestModel
+from agentsvc.api.routing import Call, RouteTable
+from agentsvc.errors import RateLimited
+from agentsvc.llm.base import Providers
+from agentsvc.services import chat as chat_service
+
+routes = RouteTable("chat")
+
+SHUTDOWN_GRACE_SECONDS = 5.0
+
+
+class ChatMessageIn(RequestModel):
+    role: Literal["user", "assistant"]
+    content: Annotated[str, Field(max_length=100_000)]
+
+
+class ChatUser(RequestModel):
+    nullable = frozenset({"id", "email", "name"})
+
+    id: Annotated[str, Field(max_length=200)] | None = None
+    email: Annotated[str, Field(max_length=320)] | None = None
+    name: Annotated[str, Field(max_length=200)] | None = None
+
+
+class ChatBody(RequestModel):
+    nullable = frozenset({"conversationId", "sessionId", "user"})
+
+    agent_id: Annotated[str, Field(min_length=1, max_length=100)]
+    messages: Annotated[list[ChatMessageIn], Field(min_length=1, max_length=500)]
+    conversation_id: Annotated[str, Field(min_length=1, max_length=100)] | None = None
+    session_id: Annotated[str, Field(min_length=1, max_length=200)] | None = None
+    user: ChatUser | SkipJsonSchema[None] = None
+
+
+class SseSink:
+    """Writes a turn's events to the response, grouping text deltas into timed writes."""
+
+    def __init__(self, response: web.StreamResponse, flush_interval: float):
+        self._response = response
+        self._interval = flush_interval
+        self._loop = asyncio.get_running_loop()
+        self._pending: list[str] = []
+        self._pending_index = 0
+        self._last_flush = 0.0
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_task: asyncio.Task | None = None
+        self._gone = False
+
+    @staticmethod
+    def frame(name: str, data: dict[str, Any]) -> bytes:
+        """One SSE event: `event:` line, `data:` line, blank line."""
+        return b"event: " + name.encode() + b"\ndata: " + orjson.dumps(data) + b"\n\n"
+
+    def _take_pending(self) -> bytes:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if not self._pending:
+            return b""
+        text = "".join(self._pending)
+        self._pending = []
+        data = {
+            "type": "content_block_delta",
+            "index": self._pending_index,
+            "delta": {"type": "text_delta", "text": text},
+        }
+        return self.frame("content_block_delta", data)
+
+    async def _write(self, payload: bytes) -> None:
+        if self._gone:
+            raise chat_service.ClientGone()
+        if not payload:
+            return
+        try:
+            await self._response.write(payload)
+        except (ConnectionError, aiohttp.ClientConnectionResetError) as exc:
+            self._gone = True
+            raise chat_service.ClientGone() from exc
+
+    async def event(self, name: str, data: dict[str, Any]) -> None:
+        await self._write(self._take_pending() + self.frame(name, data))
+
+    async def delta(self, index: int, text: str) -> None:
+        self._pending.append(text)
+        self._pending_index = index
+        now = self._loop.time()
+        if now - self._last_flush >= self._interval:
+            self._last_flush = now
+            await self._write(self._take_pending())
+        elif self._timer is None:
+            self._timer = self._loop.call_later(
+                self._interval - (now - self._last_flush), self._on_timer
+            )
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self._last_flush = self._loop.time()
+        payload = self._take_pending()
+        if payload and not self._gone:
+            self._timer_task = asyncio.ensure_future(self._write_quietly(payload))
+
+    async def _write_quietly(self, payload: bytes) -> None:
+        # A failure here is noticed by the next write of the turn (self._gone).
+        with contextlib.suppress(chat_service.ClientGone):
+            await self._write(payload)
+
+    async def keepalive(self) -> None:
+        await self._write(self._take_pending() + b": keep-alive\n\n")
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+
+class OpenStreams:
+    """The chat streams in flight, so shutdown can end them cleanly."""
+
+    def __init__(self) -> None:
+        self._tasks: set[asyncio.Task] = set()
+        self.closing = False
+
+    def add(self, task: asyncio.Task) -> None:
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def __len__(self) -> int:
+        return len(self._tasks)
+
+    async def close_all(self) -> None:
+        """Stop every turn (each stores what it produced) and wait for the streams to end."""
+        self.closing = True
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=SHUTDOWN_GRACE_SECONDS)
+
+
+def _client_ip(call: Call) -> str:
+    return call.request.remote or "unknown"
+
+
+def _check_public_rate(call: Call) -> None:
+    per_minute = call.app[keys.settings_key].ratelimit.public_chat_per_minute
+    decision = call.app[keys.rate_buckets_key].take(f"chat-ip:{_client_ip(call)}", per_minute)
+    call.request[keys.rate_decision_request_key] = decision
+    if not decision.allowed:
+        raise RateLimited(
+            f"Chat rate limit of {per_minute} messages per minute exceeded",
+            headers={"Retry-After": str(decision.retry_after)},
+        )
+
+
+@routes.post(
+    "/chat",
+    auth="optional",
+    cors=True,
+    body=ChatBody,
+    stream=True,
+    errors=(400, 404, 429),
+)
+async def post_chat(call: Call):
+    """Send a message to an agent and stream the reply as Server-Sent Events."""
+    body: ChatBody = call.body
+    if call.principal is None:
+        _check_public_rate(call)
+    app = call.app
+    chat = chat_service.ChatInput(
+        agent_id=body.agent_id,
+        messages=tuple((m.role, m.content) for m in body.messages),
+        conversation_id=body.conversation_id,
+        session_id=body.session_id,
+        user=body.user.model_dump() if body.user else None,
+        team_id=call.principal.team_id if call.principal else None,
+    )
+    db = app[keys.db_key]
+    turn = await chat_service.prepare_turn(db, app[keys.providers_key], chat)
+
+    response = web.StreamResponse(
+        headers={
+            "Content-Type": "text/event-stream; charset=utf-8",
+            "Cache-Control": "no-cache",
+            "X-Accel-Buffering": "no",  # nginx: do not buffer the stream
+        }
+    )
+    await response.prepare(call.request)
+    settings = app[keys.settings_key].chat
+    sink = SseSink(response, settings.flush_interval_ms / 1000.0)
+    runner = chat_service.TurnRunner(
+        db, turn, sink, app[keys.tool_runner_key], settings.keepalive_seconds
+    )
+    streams = app[keys.chat_streams_key]
+    task = asyncio.ensure_future(runner.run())
+    streams.add(task)
+    try:
+        await asyncio.wait({task})
+    except asyncio.CancelledError:
+        task.cancel()
+        await asyncio.wait({task})
+        raise
+    finally:
+        sink.close()
+    if task.cancelled():
+        if streams.closing:
+            error = {"code": "SHUTTING_DOWN", "message": "The server is shutting down"}
+            with contextlib.suppress(chat_service.ClientGone):
+                await sink.event("error", {"type": "error", "error": error})
+    elif isinstance(task.exception(), chat_service.ClientGone):
+        return response
+    elif task.exception() is not None:
+        raise task.exception()  # type: ignore[misc]
+    with contextlib.suppress(ConnectionError, aiohttp.ClientConnectionResetError):
+        await response.write_eof()
+    return response
+
+
+async def chat_ctx(app: web.Application) -> AsyncIterator[None]:
+    """The providers' shared ClientSession and the registry of open streams."""
+    # Provider URLs are set by the operator (Ollama on loopback is normal), so model calls
+    # use their own session, not the guarded outbound client of tools and webhooks.
+    session = aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=0, limit_per_host=0),
+        json_serialize=lambda value: orjson.dumps(value).decode(),
+    )
+    app[keys.providers_key] = Providers(app[keys.settings_key], session)
+    app[keys.chat_streams_key] = OpenStreams()
+    yield
+    await session.close()
+
+
+async def close_streams(app: web.Application) -> None:
+    """on_shutdown: end every open chat stream cleanly."""
+    streams = app.get(keys.chat_streams_key)
+    if streams is not None:
+        await streams.close_all()

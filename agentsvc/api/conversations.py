@@ -1,0 +1,193 @@
+"""Conversation endpoints: list, get with messages, delete, and message feedback."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from agentsvc import keys
+from agentsvc.api.models import QueryModel, RequestModel, ResponseModel
+from agentsvc.api.routing import Call, RouteTable, envelope_response
+from agentsvc.services import conversations as conv_service
+from agentsvc.store.conversations import Conversation, StoredMessage
+
+routes = RouteTable("conversations")
+
+SESSION_HEADER = "X-Session-Id"
+
+
+class ConversationQuery(QueryModel):
+    agent_id: Annotated[str, Field(min_length=1)]
+    limit: Annotated[int, Field(ge=1, le=100)] = 20
+    offset: Annotated[int, Field(ge=0)] = 0
+
+
+class FeedbackBody(RequestModel):
+    message_id: Annotated[str, Field(min_length=1, max_length=100)]
+    rating: Literal["up", "down"]
+
+
+class EndUser(ResponseModel):
+    id: str | None
+    email: str | None
+    name: str | None
+
+
+class ConversationSummary(ResponseModel):
+    id: str
+    agent_id: str
+    title: str
+    message_count: int
+    session_id: str | None
+    user: EndUser | None
+    created_at: str
+    updated_at: str
+
+
+class ToolCallOut(ResponseModel):
+    tool_use_id: str
+    tool_name: str
+    input: Any
+    output: Any
+    is_error: bool
+
+
+class Usage(ResponseModel):
+    input_tokens: int | None
+    output_tokens: int | None
+
+
+class MessageOut(ResponseModel):
+    id: str
+    role: Literal["user", "assistant"]
+    content: str
+    created_at: str
+    rating: Literal["up", "down"] | None
+    tool_calls: list[ToolCallOut] | None
+    usage: Usage | None
+    status: Literal["complete", "interrupted", "failed"]
+
+
+class ConversationOut(ResponseModel):
+    id: str
+    agent_id: str
+    title: str
+    session_id: str | None
+    user: EndUser | None
+    messages: list[MessageOut]
+    created_at: str
+    updated_at: str
+
+
+class ConversationDeleted(ResponseModel):
+    id: str
+    deleted: bool
+
+
+class FeedbackOut(ResponseModel):
+    message_id: str
+    rating: Literal["up", "down"]
+
+
+def _user_json(conv: Conversation) -> dict | None:
+    if conv.user_ref is None and conv.user_email is None and conv.user_name is None:
+        return None
+    return {"id": conv.user_ref, "email": conv.user_email, "name": conv.user_name}
+
+
+def _base_json(conv: Conversation) -> dict:
+    return {
+        "id": conv.id,
+        "agentId": conv.agent_id,
+        "title": conv.title,
+        "sessionId": conv.session_id,
+        "user": _user_json(conv),
+    }
+
+
+def summary_json(conv: Conversation) -> dict:
+    return {
+        **_base_json(conv),
+        "messageCount": conv.message_count,
+        "createdAt": conv.created_at,
+        "updatedAt": conv.updated_at,
+    }
+
+
+def message_json(msg: StoredMessage) -> dict:
+    return {
+        "id": msg.id,
+        "role": msg.role,
+        "content": msg.content,
+        "createdAt": msg.created_at,
+        "rating": msg.rating,
+        "toolCalls": msg.tool_calls,
+        "usage": msg.usage,
+        "status": msg.status,
+    }
+
+
+@routes.get(
+    "/conversations",
+    query=ConversationQuery,
+    response=list[ConversationSummary],
+    envelope=True,
+    errors=(400, 404),
+)
+async def list_conversations(call: Call):
+    """List an agent's conversations, newest first, with pagination."""
+    query: ConversationQuery = call.query
+    convs, total = await conv_service.list_conversations(
+        call.app[keys.db_key], call.team_id, query.agent_id, query.limit, query.offset
+    )
+    return envelope_response(
+        [summary_json(c) for c in convs],
+        pagination={"total": total, "limit": query.limit, "offset": query.offset},
+    )
+
+
+@routes.get("/conversations/{id}", response=ConversationOut, envelope=True, errors=(404,))
+async def get_conversation(call: Call):
+    """Get a conversation with its messages in order."""
+    conv, messages = await conv_service.get_conversation(
+        call.app[keys.db_key], call.team_id, call.params["id"]
+    )
+    return envelope_response(
+        {
+            **_base_json(conv),
+            "messages": [message_json(m) for m in messages],
+            "createdAt": conv.created_at,
+            "updatedAt": conv.updated_at,
+        }
+    )
+
+
+@routes.delete("/conversations/{id}", response=ConversationDeleted, envelope=True, errors=(404,))
+async def delete_conversation(call: Call):
+    """Delete a conversation and its messages."""
+    await conv_service.delete_conversation(call.app[keys.db_key], call.team_id, call.params["id"])
+    return envelope_response({"id": call.params["id"], "deleted": True})
+
+
+@routes.post(
+    "/conversations/{id}/feedback",
+    auth="optional",
+    cors=True,
+    body=FeedbackBody,
+    response=FeedbackOut,
+    envelope=True,
+    errors=(400, 401, 404),
+)
+async def post_feedback(call: Call):
+    """Rate a message up or down (API key, or the widget with X-Session-Id)."""
+    body: FeedbackBody = call.body
+    await conv_service.rate_message(
+        call.app[keys.db_key],
+        team_id=call.principal.team_id if call.principal else None,
+        session_id=call.request.headers.get(SESSION_HEADER),
+        conversation_id=call.params["id"],
+        message_id=body.message_id,
+        rating=body.rating,
+    )
+    return envelope_response({"messageId": body.message_id, "rating": body.rating})

@@ -1,0 +1,65 @@
+"""Conversations: team-scoped listing, reading, deletion, and message feedback."""
+
+from __future__ import annotations
+
+from agentsvc.db import Database
+from agentsvc.errors import NotFound, Unauthorized
+from agentsvc.ids import now_iso
+from agentsvc.store import agents as agents_store
+from agentsvc.store import conversations as conv_store
+from agentsvc.store.conversations import Conversation, StoredMessage
+
+
+async def list_conversations(
+    db: Database, team_id: str, agent_id: str, limit: int, offset: int
+) -> tuple[list[Conversation], int]:
+    """A page of an agent's conversations (newest first) and the total count."""
+    if await agents_store.get(db.reader, team_id, agent_id) is None:
+        raise NotFound("Agent not found")
+    return await conv_store.list_for_agent(db.reader, agent_id, limit, offset)
+
+
+async def get_conversation(
+    db: Database, team_id: str, conversation_id: str
+) -> tuple[Conversation, list[StoredMessage]]:
+    """The team's conversation with its messages in order, or NotFound."""
+    conv = await conv_store.get(db.reader, team_id, conversation_id)
+    if conv is None:
+        raise NotFound("Conversation not found")
+    return conv, await conv_store.list_messages(db.reader, conv.id)
+
+
+async def delete_conversation(db: Database, team_id: str, conversation_id: str) -> None:
+    """Delete the team's conversation and its messages, or raise NotFound."""
+    async with db.write() as conn:
+        if not await conv_store.delete(conn, team_id, conversation_id):
+            raise NotFound("Conversation not found")
+
+
+async def rate_message(
+    db: Database,
+    *,
+    team_id: str | None,
+    session_id: str | None,
+    conversation_id: str,
+    message_id: str,
+    rating: str,
+) -> None:
+    """Rate a message `up` or `down`, replacing an earlier rating.
+
+    A team member (API key or session) may rate any of the team's conversations; without
+    one, the widget's anonymous session id must be the one that started the conversation.
+    """
+    if team_id is None and not session_id:
+        raise Unauthorized("An API key or the X-Session-Id header is required")
+    async with db.write() as conn:
+        if team_id is not None:
+            conv = await conv_store.get(conn, team_id, conversation_id)
+        else:
+            conv = await conv_store.get_public(conn, conversation_id)
+            if conv is not None and conv.session_id != session_id:
+                conv = None
+        if conv is None:
+            raise NotFound("Conversation not found")
+        if not await conv_store.rate_message(conn, conv.id, message_id, rating, now_iso()):
+            raise NotFound("Message not found in this conversation")

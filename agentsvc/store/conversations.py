@@ -1,0 +1,182 @@
+"""Conversations and their messages (with feedback ratings)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import aiosqlite
+
+from agentsvc.store.rows import dump_json, load_json
+
+
+@dataclass(frozen=True, slots=True)
+class Conversation:
+    id: str
+    agent_id: str
+    team_id: str
+    title: str
+    session_id: str | None
+    user_ref: str | None
+    user_email: str | None
+    user_name: str | None
+    created_at: str
+    updated_at: str
+    message_count: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class StoredMessage:
+    id: str
+    conversation_id: str
+    role: str
+    content: str
+    tool_calls: list[dict[str, Any]] | None
+    usage: dict[str, Any] | None
+    sources: list[Any] | None
+    status: str
+    model: str | None
+    rating: str | None
+    created_at: str
+
+
+_CONV = (
+    "id, agent_id, team_id, title, session_id, user_ref, user_email, user_name,"
+    " created_at, updated_at"
+)
+_MSG = (
+    "id, conversation_id, role, content, tool_calls, usage, sources, status, model, rating,"
+    " created_at"
+)
+
+
+def _message(row: Any) -> StoredMessage:
+    values = list(row)
+    for i in (4, 5, 6):
+        values[i] = load_json(values[i])
+    return StoredMessage(*values)
+
+
+async def insert_conversation(conn: aiosqlite.Connection, conv: Conversation) -> None:
+    await conn.execute(
+        f"INSERT INTO conversations ({_CONV}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            conv.id,
+            conv.agent_id,
+            conv.team_id,
+            conv.title,
+            conv.session_id,
+            conv.user_ref,
+            conv.user_email,
+            conv.user_name,
+            conv.created_at,
+            conv.updated_at,
+        ),
+    )
+
+
+async def get_for_agent(
+    conn: aiosqlite.Connection, agent_id: str, conversation_id: str
+) -> Conversation | None:
+    """Return a conversation of the agent, or None."""
+    rows = await conn.execute_fetchall(
+        f"SELECT {_CONV} FROM conversations WHERE id = ? AND agent_id = ?",
+        (conversation_id, agent_id),
+    )
+    return Conversation(*rows[0]) if rows else None
+
+
+async def get(
+    conn: aiosqlite.Connection, team_id: str, conversation_id: str
+) -> Conversation | None:
+    """Return the team's conversation, or None when absent or another team's."""
+    rows = await conn.execute_fetchall(
+        f"SELECT {_CONV} FROM conversations WHERE id = ? AND team_id = ?",
+        (conversation_id, team_id),
+    )
+    return Conversation(*rows[0]) if rows else None
+
+
+async def get_public(conn: aiosqlite.Connection, conversation_id: str) -> Conversation | None:
+    """Return a conversation by id alone (the caller checks the session id)."""
+    rows = await conn.execute_fetchall(
+        f"SELECT {_CONV} FROM conversations WHERE id = ?", (conversation_id,)
+    )
+    return Conversation(*rows[0]) if rows else None
+
+
+async def list_for_agent(
+    conn: aiosqlite.Connection, agent_id: str, limit: int, offset: int
+) -> tuple[list[Conversation], int]:
+    """A page of the agent's conversations, newest first, with message counts and the total."""
+    rows = await conn.execute_fetchall(
+        f"""
+        SELECT {", ".join("c." + c.strip() for c in _CONV.split(","))},
+               (SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id),
+               (SELECT COUNT(*) FROM conversations WHERE agent_id = ?)
+        FROM conversations c
+        WHERE c.agent_id = ?
+        ORDER BY c.created_at DESC, c.rowid DESC
+        LIMIT ? OFFSET ?
+        """,
+        (agent_id, agent_id, limit, offset),
+    )
+    if not rows:
+        count = await conn.execute_fetchall(
+            "SELECT COUNT(*) FROM conversations WHERE agent_id = ?", (agent_id,)
+        )
+        return [], count[0][0]
+    return [Conversation(*r[:-1]) for r in rows], rows[0][-1]
+
+
+async def touch(conn: aiosqlite.Connection, conversation_id: str, now: str) -> None:
+    await conn.execute(
+        "UPDATE conversations SET updated_at = ? WHERE id = ?", (now, conversation_id)
+    )
+
+
+async def delete(conn: aiosqlite.Connection, team_id: str, conversation_id: str) -> bool:
+    """Delete a conversation and its messages; False when absent or another team's."""
+    cur = await conn.execute(
+        "DELETE FROM conversations WHERE id = ? AND team_id = ?", (conversation_id, team_id)
+    )
+    return cur.rowcount > 0
+
+
+async def insert_message(conn: aiosqlite.Connection, msg: StoredMessage) -> None:
+    await conn.execute(
+        f"INSERT INTO messages ({_MSG}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            msg.id,
+            msg.conversation_id,
+            msg.role,
+            msg.content,
+            dump_json(msg.tool_calls),
+            dump_json(msg.usage),
+            dump_json(msg.sources),
+            msg.status,
+            msg.model,
+            msg.rating,
+            msg.created_at,
+        ),
+    )
+
+
+async def list_messages(conn: aiosqlite.Connection, conversation_id: str) -> list[StoredMessage]:
+    """The conversation's messages in the order they were written."""
+    rows = await conn.execute_fetchall(
+        f"SELECT {_MSG} FROM messages WHERE conversation_id = ? ORDER BY rowid",
+        (conversation_id,),
+    )
+    return [_message(r) for r in rows]
+
+
+async def rate_message(
+    conn: aiosqlite.Connection, conversation_id: str, message_id: str, rating: str, now: str
+) -> bool:
+    """Set (or replace) a message's rating; False when it is not in that conversation."""
+    cur = await conn.execute(
+        "UPDATE messages SET rating = ?, rated_at = ? WHERE id = ? AND conversation_id = ?",
+        (rating, now, message_id, conversation_id),
+    )
+    return cur.rowcount > 0
