@@ -17,6 +17,7 @@ from agentsvc.api.system import openapi_body_key
 from agentsvc.config import Settings
 from agentsvc.db import Database
 from agentsvc.jobs import scheduler_ctx
+from agentsvc.observability import Metrics, add_request_id_header, metrics_key, observe
 from agentsvc.outbound import OutboundClient
 from agentsvc.ratelimit import TokenBuckets
 from agentsvc.secretbox import SecretBox
@@ -68,6 +69,10 @@ def create_app(settings: Settings) -> web.Application:
     app.on_response_prepare.append(auth.add_rate_limit_headers)
 
     endpoints = all_endpoints()
+    app.on_response_prepare.append(add_cors_headers)
+    app.on_response_prepare.append(add_request_id_header)
+    app.on_response_prepare.append(observe)
+    app[metrics_key] = Metrics()
     for endpoint in endpoints:
         app.router.add_route(endpoint.method, endpoint.full_path, make_handler(endpoint))
     app[openapi_body_key] = orjson.dumps(build_document(endpoints, list(settings.providers)))

@@ -1,4 +1,4 @@
-"""The `agentsvc` command: serve, apikey create, user create, team set-plan."""
+"""The `agentsvc` command: serve, apikey create, user create, team set-plan, backup, migrate."""
 
 from __future__ import annotations
 
@@ -34,9 +34,14 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 async def _serve(settings: Settings) -> None:
     from agentsvc.app import create_app
+    from agentsvc.observability import JsonAccessLogger, access_log
 
     app = create_app(settings)
-    runner = web.AppRunner(app, access_log=log if settings.server.access_log else None)
+    runner = web.AppRunner(
+        app,
+        access_log=access_log if settings.server.access_log else None,
+        access_log_class=JsonAccessLogger,
+    )
     await runner.setup()
     site = web.TCPSite(runner, settings.server.host, settings.server.port)
     try:
@@ -148,6 +153,41 @@ def cmd_team_set_plan(args: argparse.Namespace) -> None:
     print(f"{args.email}: plan {args.plan}")
 
 
+def cmd_backup(args: argparse.Namespace) -> None:
+    import sqlite3
+    from pathlib import Path
+
+    settings = _settings(args)
+    source_path = settings.db_path
+    if not source_path.is_file():
+        raise CommandError(f"no database at {source_path}")
+    target = Path(args.path)
+    if target.exists():
+        raise CommandError(f"{target} already exists; choose a new file")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # SQLite's online backup copies a consistent snapshot while the server keeps writing.
+    source = sqlite3.connect(f"file:{source_path}?mode=ro", uri=True)
+    dest = sqlite3.connect(target)
+    try:
+        with dest:
+            source.backup(dest, pages=1024)
+        check = dest.execute("PRAGMA integrity_check").fetchone()[0]
+        if check != "ok":
+            raise CommandError(f"backup failed its integrity check: {check}")
+    finally:
+        dest.close()
+        source.close()
+    print(target)
+
+
+def cmd_migrate(args: argparse.Namespace) -> None:
+    from agentsvc.db import schema_version
+
+    settings = _settings(args)
+    _run(lambda: _with_db(settings, lambda db: asyncio.sleep(0)))
+    print(f"{settings.db_path}: schema version {schema_version()}")
+
+
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", help="TOML configuration file (or AGENTSVC_CONFIG)")
     parser.add_argument("--data-dir", dest="data_dir", help="data directory (default ./data)")
@@ -191,6 +231,17 @@ def build_parser() -> argparse.ArgumentParser:
     set_plan.add_argument("--email", required=True)
     set_plan.add_argument("--plan", required=True)
     set_plan.set_defaults(func=cmd_team_set_plan)
+
+    backup = commands.add_parser(
+        "backup", help="write a consistent copy of the database to PATH (safe while serving)"
+    )
+    _common(backup)
+    backup.add_argument("path")
+    backup.set_defaults(func=cmd_backup)
+
+    migrate = commands.add_parser("migrate", help="create or upgrade the database schema")
+    _common(migrate)
+    migrate.set_defaults(func=cmd_migrate)
     return parser
 
 

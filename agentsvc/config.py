@@ -29,6 +29,7 @@ class ServerSettings(_Section):
     secret_key: str = ""
     cpu_affinity: list[int] = Field(default_factory=list)
     access_log: bool = False
+    metrics: bool = True
 
 
 class ModelSettings(_Section):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 
 from aiohttp import web
 
@@ -15,6 +16,7 @@ from agentsvc.errors import (
     PayloadTooLarge,
     error_response,
 )
+from agentsvc.observability import request_id, started_request_key
 
 log = logging.getLogger("agentsvc.api")
 
@@ -51,6 +53,7 @@ async def error_middleware(request: web.Request, handler) -> web.StreamResponse:
     It also answers CORS preflights (one middleware rather than two: each costs a call per
     request on the hot path).
     """
+    request[started_request_key] = time.perf_counter()
     if request.method == "OPTIONS" and request.headers.get("Access-Control-Request-Method"):
         return web.Response(status=204, headers=CORS_HEADERS)
     try:
@@ -64,7 +67,12 @@ async def error_middleware(request: web.Request, handler) -> web.StreamResponse:
     except (asyncio.CancelledError, ConnectionResetError):
         raise
     except Exception:
-        log.exception("unhandled error on %s %s", request.method, request.path)
+        log.exception(
+            "unhandled error on %s %s (request %s)",
+            request.method,
+            request.path,
+            request_id(request),
+        )
         response = error_response(InternalError())
     return response
 

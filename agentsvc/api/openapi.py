@@ -130,6 +130,8 @@ def _operation(endpoint: Endpoint, schemas: _Schemas) -> dict[str, Any]:
     success: dict[str, Any] = {"description": "Success"}
     if endpoint.stream:
         success["content"] = {"text/event-stream": {"schema": {"type": "string"}}}
+    elif endpoint.media_type != "application/json":
+        success["content"] = {endpoint.media_type: {"schema": {"type": "string"}}}
     elif endpoint.response is not None:
         schema = schemas.describe(endpoint.response, "serialization")
         if endpoint.envelope:

@@ -70,6 +70,7 @@ class Endpoint:
     status: int = 200
     errors: tuple[int, ...] = ()
     stream: bool = False  # text/event-stream instead of JSON
+    media_type: str = "application/json"  # of the success body
     cors: bool = False  # callable from any site (the widget's endpoints)
     max_body_mb: float | None = None  # None: [server] max_body_mb
     below_api: bool = True  # path is under /api/v1

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from agentsvc import keys
 from agentsvc.api.models import ResponseModel
 from agentsvc.api.routing import Call, RouteTable, json_response
+from agentsvc.errors import NotFound
+from agentsvc.observability import CONTENT_TYPE, metrics_key
 
 routes = RouteTable("system")
 
@@ -20,6 +23,15 @@ class Health(ResponseModel):
 async def get_healthz(call: Call):
     """Report that the service is up."""
     return json_response({"status": "ok"})
+
+
+@routes.get("/metrics", auth="public", below_api=False, media_type="text/plain", errors=(404,))
+async def get_metrics(call: Call):
+    """Prometheus metrics: requests, latencies, open streams, outbox depth, deliveries."""
+    if not call.app[keys.settings_key].server.metrics:
+        raise NotFound("Metrics are disabled ([server] metrics = false)")
+    body = await call.app[metrics_key].render()
+    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})
 
 
 @routes.get("/openapi.json", auth="public", response=dict, cors=True)
