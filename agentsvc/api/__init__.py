@@ -7,12 +7,14 @@ from agentsvc.api.routing import Endpoint
 
 def all_endpoints() -> list[Endpoint]:
     """Every endpoint of the service, in the order they are documented."""
-    from agentsvc.api import agents, chat, conversations, system
+    from agentsvc.api import agents, chat, conversations, secrets, system, tools
 
     tables = [
         system.routes,
         agents.routes,
         chat.routes,
         conversations.routes,
+        tools.routes,
+        secrets.routes,
     ]
     return [endpoint for table in tables for endpoint in table.endpoints]

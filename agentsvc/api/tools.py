@@ -1,0 +1,196 @@
+"""Tool endpoints: list by agent, get, limits, create, partial update, delete (bare bodies)."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import Field
+from pydantic.json_schema import SkipJsonSchema
+
+from agentsvc import keys
+from agentsvc.api.models import QueryModel, RequestModel, ResponseModel
+from agentsvc.api.routing import Call, RouteTable, json_response
+from agentsvc.services import tools as tool_service
+from agentsvc.store.tools import Tool
+
+routes = RouteTable("tools")
+
+JsonObject = dict[str, Any]
+
+_NULLABLE = frozenset(
+    {"displayConfig", "httpHeaders", "formWebhookUrl", "formClientHandler", "formPostActions"}
+)
+
+
+class _ToolFields(RequestModel):
+    """Fields shared by create and update; nested shapes are checked by tool_rules."""
+
+    nullable: ClassVar[frozenset[str]] = _NULLABLE
+
+    name: str | SkipJsonSchema[None] = Field(None, description="^[a-z][a-z0-9_]{0,63}$")
+    description: str | SkipJsonSchema[None] = None
+    execution_type: str | SkipJsonSchema[None] = Field(None, description="mock, http or form")
+    type: str | SkipJsonSchema[None] = Field(None, description='"form": synonym spelling')
+    input_schema: JsonObject | SkipJsonSchema[None] = None
+    is_enabled: bool | SkipJsonSchema[None] = None
+    display_config: JsonObject | None = None
+    mock_response: str | SkipJsonSchema[None] = None
+    http_url: str | SkipJsonSchema[None] = None
+    http_method: str | SkipJsonSchema[None] = None
+    http_headers: dict[str, str] | None = None
+    form_schema: JsonObject | SkipJsonSchema[None] = None
+    form_fields_schema: list[JsonObject] | SkipJsonSchema[None] = None
+    form_execution_mode: str | SkipJsonSchema[None] = None
+    form_webhook_url: str | None = None
+    form_client_handler: str | None = None
+    form_post_actions: list[JsonObject] | None = None
+
+
+class ToolCreate(_ToolFields):
+    agent_id: str
+    name: str = Field(description="^[a-z][a-z0-9_]{0,63}$")
+    description: str
+
+
+class ToolUpdate(_ToolFields):
+    pass
+
+
+class AgentQuery(QueryModel):
+    agent_id: str = Field(min_length=1)
+
+
+class ToolOut(ResponseModel):
+    id: str
+    agent_id: str
+    name: str
+    description: str
+    execution_type: str
+    input_schema: JsonObject
+    is_enabled: bool
+    display_config: JsonObject | None
+    mock_response: str | None
+    http_url: str | None
+    http_method: str | None
+    http_headers: dict[str, str] | None
+    form_schema: JsonObject | None
+    form_execution_mode: str | None
+    form_webhook_url: str | None
+    form_client_handler: str | None
+    form_post_actions: list[JsonObject] | None
+    form_webhook_secret: str | None
+    created_at: str
+    updated_at: str
+
+
+class ToolLimitsOut(ResponseModel):
+    current: int
+    limit: int | None
+    plan_id: str
+    can_create: bool
+
+
+class Success(ResponseModel):
+    success: bool
+
+
+def tool_json(call: Call, tool: Tool) -> dict:
+    """A tool as its team sees it, including a form tool's webhook signing secret."""
+    return {
+        "id": tool.id,
+        "agentId": tool.agent_id,
+        "name": tool.name,
+        "description": tool.description,
+        "executionType": tool.execution_type,
+        "inputSchema": tool.input_schema,
+        "isEnabled": tool.is_enabled,
+        "displayConfig": tool.display_config,
+        "mockResponse": tool.mock_response,
+        "httpUrl": tool.http_url,
+        "httpMethod": tool.http_method,
+        "httpHeaders": tool.http_headers,
+        "formSchema": tool.form_schema,
+        "formExecutionMode": tool.form_execution_mode,
+        "formWebhookUrl": tool.form_webhook_url,
+        "formClientHandler": tool.form_client_handler,
+        "formPostActions": tool.form_post_actions,
+        "formWebhookSecret": tool_service.webhook_secret(call.app[keys.secret_box_key], tool),
+        "createdAt": tool.created_at,
+        "updatedAt": tool.updated_at,
+    }
+
+
+def _plan(call: Call) -> tuple[str, int | None]:
+    assert call.principal is not None
+    plan_id = call.principal.plan
+    return plan_id, call.app[keys.settings_key].plans.limits(plan_id).tool_limit
+
+
+@routes.get("/tools", query=AgentQuery, response=list[ToolOut], errors=(404,))
+async def list_tools(call: Call):
+    """List an agent's tools, oldest first."""
+    tools = await tool_service.list_tools(call.app[keys.db_key], call.team_id, call.query.agent_id)
+    return json_response([tool_json(call, t) for t in tools])
+
+
+@routes.get("/tools/limits", query=AgentQuery, response=ToolLimitsOut, errors=(404,))
+async def get_tool_limits(call: Call):
+    """Report the agent's tool count against the plan's per-agent tool limit."""
+    plan_id, limit = _plan(call)
+    limits = await tool_service.tool_limits(
+        call.app[keys.db_key], call.team_id, call.query.agent_id, plan_id, limit
+    )
+    return json_response(
+        {
+            "current": limits.current,
+            "limit": limits.limit,
+            "planId": limits.plan_id,
+            "canCreate": limits.can_create,
+        }
+    )
+
+
+@routes.get("/tools/{id}", response=ToolOut, errors=(404,))
+async def get_tool(call: Call):
+    """Get one tool."""
+    tool = await tool_service.get_tool(call.app[keys.db_key], call.team_id, call.params["id"])
+    return json_response(tool_json(call, tool))
+
+
+@routes.post("/tools", body=ToolCreate, response=ToolOut, status=201, errors=(403, 404))
+async def post_tool(call: Call):
+    """Create a tool for an agent (403 TOOL_LIMIT_REACHED beyond the plan's limit)."""
+    body: ToolCreate = call.body
+    plan_id, limit = _plan(call)
+    given = body.given()
+    given.pop("agent_id")
+    tool = await tool_service.create_tool(
+        call.app[keys.db_key],
+        call.app[keys.secret_box_key],
+        team_id=call.team_id,
+        agent_id=body.agent_id,
+        plan_id=plan_id,
+        limit=limit,
+        given=given,
+    )
+    return json_response(tool_json(call, tool), status=201)
+
+
+@routes.put("/tools/{id}", body=ToolUpdate, response=ToolOut, errors=(404,))
+async def put_tool(call: Call):
+    """Update some fields of a tool; the result is checked as a whole."""
+    tool = await tool_service.update_tool(
+        call.app[keys.db_key],
+        call.app[keys.secret_box_key],
+        call.team_id,
+        call.params["id"],
+        call.body.given(),
+    )
+    return json_response(tool_json(call, tool))
+
+
+@routes.delete("/tools/{id}", response=Success, errors=(404,))
+async def delete_tool(call: Call):
+    """Delete a tool."""
+    await tool_service.delete_tool(call.app[keys.db_key], call.team_id, call.params["id"])
+    return json_response({"success": True})
