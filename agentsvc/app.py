@@ -14,6 +14,7 @@ from agentsvc.api.middleware import add_cors_headers, error_middleware
 from agentsvc.api.openapi import build_document
 from agentsvc.api.routing import make_handler
 from agentsvc.api.system import openapi_body_key
+from agentsvc.auth_runtime import auth_ctx
 from agentsvc.config import Settings
 from agentsvc.db import Database
 from agentsvc.jobs import scheduler_ctx
@@ -65,8 +66,10 @@ def create_app(settings: Settings) -> web.Application:
     app.cleanup_ctx.append(scheduler_ctx)
     app.cleanup_ctx.append(_tools_ctx)
     app.cleanup_ctx.append(chat_ctx)
+    app.cleanup_ctx.append(auth_ctx)
     app.on_shutdown.append(close_streams)
     app.on_response_prepare.append(auth.add_rate_limit_headers)
+    app.on_response_prepare.append(auth.refresh_session_cookie)
 
     endpoints = all_endpoints()
     app.on_response_prepare.append(add_cors_headers)

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 if TYPE_CHECKING:
+    from aiohttp import ClientSession
     from aiohttp.abc import AbstractResolver
     from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
@@ -14,10 +15,12 @@ if TYPE_CHECKING:
     from agentsvc.config import Settings
     from agentsvc.db import Database
     from agentsvc.llm.base import Providers
+    from agentsvc.mail import Mailer
     from agentsvc.outbound import OutboundClient
     from agentsvc.ratelimit import Decision, TokenBuckets
     from agentsvc.secretbox import SecretBox
     from agentsvc.services.access import KeyResolver, Principal
+    from agentsvc.services.event_ingest import EventWriter
     from agentsvc.services.tool_runner import ToolRunner
 
 settings_key: web.AppKey[Settings] = web.AppKey("settings")
@@ -25,14 +28,19 @@ db_key: web.AppKey[Database] = web.AppKey("db")
 key_resolver_key: web.AppKey[KeyResolver] = web.AppKey("key_resolver")
 rate_buckets_key: web.AppKey[TokenBuckets] = web.AppKey("rate_buckets")
 scheduler_key: web.AppKey[AsyncIOScheduler] = web.AppKey("scheduler")
+event_writer_key: web.AppKey[EventWriter] = web.AppKey("event_writer")
 secret_box_key: web.AppKey[SecretBox] = web.AppKey("secret_box")
 outbound_key: web.AppKey[OutboundClient] = web.AppKey("outbound")
 # Optional, set before startup: the resolver under the outbound guard (tests stub DNS with it).
 outbound_resolver_key: web.AppKey[AbstractResolver] = web.AppKey("outbound_resolver")
 tool_runner_key: web.AppKey[ToolRunner] = web.AppKey("tool_runner")
+mailer_key: web.AppKey[Mailer] = web.AppKey("mailer")
+oauth_http_key: web.AppKey[ClientSession] = web.AppKey("oauth_http")
 providers_key: web.AppKey[Providers] = web.AppKey("providers")
 chat_streams_key: web.AppKey[OpenStreams] = web.AppKey("chat_streams")
 
 # Request-scoped values.
 principal_request_key: web.RequestKey[Principal] = web.RequestKey("principal")
 rate_decision_request_key: web.RequestKey[Decision] = web.RequestKey("rate_decision")
+# A session token whose expiry moved forward: its cookie is sent again with the new Max-Age.
+session_refresh_request_key: web.RequestKey[str] = web.RequestKey("session_refresh")

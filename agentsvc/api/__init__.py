@@ -8,6 +8,7 @@ from agentsvc.api.routing import Endpoint
 def all_endpoints() -> list[Endpoint]:
     """Every endpoint of the service, in the order they are documented."""
     from agentsvc.api import agents, chat, conversations, secrets, system, tools
+    from agentsvc.api import api_keys, session_auth, team
 
     tables = [
         system.routes,
@@ -16,5 +17,8 @@ def all_endpoints() -> list[Endpoint]:
         conversations.routes,
         tools.routes,
         secrets.routes,
+        session_auth.routes,
+        team.routes,
+        api_keys.routes,
     ]
     return [endpoint for table in tables for endpoint in table.endpoints]

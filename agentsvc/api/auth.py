@@ -1,12 +1,17 @@
-"""Request authentication (API keys; cookie sessions later), team rate limits, origins."""
+"""Request authentication (API keys, cookie sessions), team rate limits, trusted origins."""
 
 from __future__ import annotations
 
 from aiohttp import web
 
 from agentsvc import keys
-from agentsvc.errors import RateLimited, Unauthorized
+from agentsvc.errors import Forbidden, RateLimited, Unauthorized
 from agentsvc.services.access import Principal
+from agentsvc.services.sessions import SESSION_COOKIE
+from agentsvc.services.trust import is_trusted_origin
+
+# Longer than any token we issue: not worth a lookup.
+_MAX_COOKIE_LENGTH = 128
 
 
 def bearer_token(request: web.Request) -> str | None:
@@ -23,18 +28,33 @@ def bearer_token(request: web.Request) -> str | None:
 async def authenticate(request: web.Request) -> Principal | None:
     """Return the caller's principal, None when no credential was sent.
 
-    A credential that was sent but is not valid is always a 401, even on endpoints
-    where authentication is optional.
+    A Bearer key wins over the session cookie. A key that was sent but is not valid is
+    always a 401, even where authentication is optional; a stale session cookie counts as
+    no credential (browsers keep sending it), so required endpoints still answer 401.
     """
     principal = request.get(keys.principal_request_key)
     if principal is not None:
         return principal
     token = bearer_token(request)
     if token is None:
-        return None
+        return await _session_principal(request)
     principal = await request.app[keys.key_resolver_key].resolve(token)
     if principal is None:
         raise Unauthorized()
+    request[keys.principal_request_key] = principal
+    return principal
+
+
+async def _session_principal(request: web.Request) -> Principal | None:
+    cookie = request.cookies.get(SESSION_COOKIE)
+    if not cookie or len(cookie) > _MAX_COOKIE_LENGTH:
+        return None
+    ttl = request.app[keys.settings_key].auth.session_ttl_seconds
+    principal, extended = await request.app[keys.key_resolver_key].resolve_session(cookie, ttl)
+    if principal is None:
+        return None
+    if extended:
+        request[keys.session_refresh_request_key] = cookie
     request[keys.principal_request_key] = principal
     return principal
 
@@ -55,9 +75,49 @@ def enforce_rate_limit(request: web.Request, principal: Principal) -> None:
 
 
 def check_origin(request: web.Request, principal: Principal) -> None:
-    """Refuse state changes by cookie sessions from untrusted origins (API keys are exempt)."""
-    # Cookie sessions arrive with the team-and-sessions work; API keys need no origin.
-    return None
+    """Refuse state changes by cookie sessions from untrusted origins (API keys are exempt).
+
+    Browsers attach the cookie to cross-site requests too; a key is never sent by a browser
+    on its own, so only session callers must show an Origin (or Referer) we trust.
+    """
+    if principal.session_id is None:
+        return
+    origin = request.headers.get("Origin") or request.headers.get("Referer")
+    if not is_trusted_origin(request.app[keys.settings_key], origin):
+        raise Forbidden("Cross-origin request refused: Origin is not a trusted origin")
+
+
+def refuse_foreign_origin(request: web.Request) -> None:
+    """On sign-in endpoints: a browser's Origin, when sent, must be trusted (login CSRF)."""
+    origin = request.headers.get("Origin")
+    if origin is not None and not is_trusted_origin(request.app[keys.settings_key], origin):
+        raise Forbidden("Cross-origin request refused: Origin is not a trusted origin")
+
+
+def set_session_cookie(request: web.Request, response: web.StreamResponse, token: str) -> None:
+    """Put the session cookie on a response: HttpOnly, SameSite=Lax, Secure behind HTTPS."""
+    settings = request.app[keys.settings_key]
+    response.set_cookie(
+        SESSION_COOKIE,
+        token,
+        max_age=int(settings.auth.session_ttl_seconds),
+        path="/",
+        httponly=True,
+        samesite="Lax",
+        secure=settings.server.public_url.startswith("https://") or request.secure,
+    )
+
+
+def clear_session_cookie(response: web.StreamResponse) -> None:
+    """Tell the browser to forget the session cookie."""
+    response.del_cookie(SESSION_COOKIE, path="/")
+
+
+async def refresh_session_cookie(request: web.Request, response: web.StreamResponse) -> None:
+    """on_response_prepare: send the cookie again when its session's expiry moved forward."""
+    token = request.get(keys.session_refresh_request_key)
+    if token is not None and SESSION_COOKIE not in response.cookies:
+        set_session_cookie(request, response, token)
 
 
 async def add_rate_limit_headers(request: web.Request, response: web.StreamResponse) -> None:

@@ -123,7 +123,7 @@ def _operation(endpoint: Endpoint, schemas: _Schemas) -> dict[str, Any]:
     if endpoint.auth == "public":
         op["security"] = []
     elif endpoint.auth == "optional":
-        op["security"] = [{"bearerAuth": []}, {}]
+        op["security"] = [{"bearerAuth": []}, {"cookieAuth": []}, {}]
 
     rate_headers = RATE_LIMIT_HEADERS if endpoint.auth != "public" else {}
     responses: dict[str, Any] = {}
@@ -210,7 +210,9 @@ def build_document(endpoints: list[Endpoint], providers: list[str]) -> dict[str,
             "schemas": dict(sorted(schemas.components.items())),
             "securitySchemes": {
                 "bearerAuth": {"type": "http", "scheme": "bearer"},
+                # Dashboard sessions; state changes also need a trusted Origin.
+                "cookieAuth": {"type": "apiKey", "in": "cookie", "name": "agentsvc_session"},
             },
         },
-        "security": [{"bearerAuth": []}],
+        "security": [{"bearerAuth": []}, {"cookieAuth": []}],
     }

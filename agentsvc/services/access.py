@@ -1,13 +1,16 @@
-"""Who is calling: API-key principals, resolved through a short-lived cache."""
+"""Who is calling: API-key and session principals, resolved through a short-lived cache."""
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
 
 from agentsvc.db import Database
+from agentsvc.ids import iso, now_iso, parse_iso
 from agentsvc.services.accounts import hash_api_key
-from agentsvc.store import api_keys
+from agentsvc.store import api_keys, sessions
 
 # Plan and key changes made by another process (the CLI) must apply within 5 seconds.
 CACHE_TTL_SECONDS = 2.0
@@ -36,7 +39,7 @@ class KeyResolver:
     def __init__(self, db: Database, ttl: float = CACHE_TTL_SECONDS):
         self._db = db
         self._ttl = ttl
-        self._cache: dict[str, tuple[float, Principal | None]] = {}
+        self._cache: dict[str, tuple[float, Any]] = {}
 
     async def resolve(self, key: str) -> Principal | None:
         """Return the key's principal, or None for an unknown or revoked key."""
@@ -56,6 +59,45 @@ class KeyResolver:
         self._cache[key_hash] = (now + self._ttl, principal)
         return principal
 
+    async def resolve_session(
+        self, token: str, ttl_seconds: float
+    ) -> tuple[Principal | None, bool]:
+        """Return a session token's principal and whether its rolling expiry moved forward.
+
+        The expiry is pushed to `ttl_seconds` from now at most every tenth of the TTL (and
+        at least hourly), so a busy session costs a write now and then, not per request.
+        """
+        token_hash = "s:" + hash_api_key(token)
+        now = time.monotonic()
+        now_text = now_iso()
+        hit = self._cache.get(token_hash)
+        if hit is not None and hit[0] > now:
+            principal, expires_at = hit[1]
+            if principal is None or expires_at > now_text:
+                return principal, False
+        owner = await sessions.get_owner(self._db.reader, token_hash[2:], now_text)
+        if owner is None:
+            self._remember(token_hash, now, (None, ""))
+            return None, False
+        principal = Principal(
+            owner.user_id, owner.team_id, owner.role, owner.plan, session_id=owner.session_id
+        )
+        expires_at = owner.expires_at
+        renewed = parse_iso(now_text) + timedelta(seconds=ttl_seconds)
+        step = timedelta(seconds=min(3600.0, ttl_seconds / 10))
+        extended = parse_iso(expires_at) < renewed - step
+        if extended:
+            expires_at = iso(renewed)
+            async with self._db.write() as conn:
+                await sessions.extend(conn, owner.session_id, expires_at)
+        self._remember(token_hash, now, (principal, expires_at))
+        return principal, extended
+
+    def _remember(self, cache_key: str, now: float, value) -> None:
+        if len(self._cache) >= CACHE_MAX_ENTRIES:
+            self._cache.clear()
+        self._cache[cache_key] = (now + self._ttl, value)
+
     def invalidate(self) -> None:
-        """Forget every cached key (after a revocation, removal or plan change)."""
+        """Forget every cached key and session (after a revocation, removal, sign-out...)."""
         self._cache.clear()

@@ -79,3 +79,34 @@ async def revoke(conn: aiosqlite.Connection, team_id: str, key_id: str, now: str
         (now, key_id, team_id),
     )
     return cur.rowcount > 0
+
+
+async def list_for_user(conn: aiosqlite.Connection, team_id: str, user_id: str) -> list[ApiKey]:
+    rows = await conn.execute_fetchall(
+        "SELECT id, name, prefix, last4, user_id, created_at, last_used_at FROM api_keys"
+        " WHERE team_id = ? AND user_id = ? AND revoked_at IS NULL ORDER BY created_at DESC",
+        (team_id, user_id),
+    )
+    return [ApiKey(*r) for r in rows]
+
+
+async def get(conn: aiosqlite.Connection, team_id: str, key_id: str) -> ApiKey | None:
+    """Return a live key of the team, or None (unknown, revoked, or another team's)."""
+    rows = await conn.execute_fetchall(
+        "SELECT id, name, prefix, last4, user_id, created_at, last_used_at FROM api_keys"
+        " WHERE id = ? AND team_id = ? AND revoked_at IS NULL",
+        (key_id, team_id),
+    )
+    return ApiKey(*rows[0]) if rows else None
+
+
+async def revoke_for_member(
+    conn: aiosqlite.Connection, team_id: str, user_id: str, now: str
+) -> int:
+    """Revoke every key a user holds in a team (the user was removed from it)."""
+    cur = await conn.execute(
+        "UPDATE api_keys SET revoked_at = ?"
+        " WHERE team_id = ? AND user_id = ? AND revoked_at IS NULL",
+        (now, team_id, user_id),
+    )
+    return cur.rowcount

@@ -1,0 +1,195 @@
+"""Team endpoints (bare bodies): context, members, invitations, acceptance, removal."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+from pydantic.json_schema import SkipJsonSchema
+
+from agentsvc import keys
+from agentsvc.api import auth
+from agentsvc.api.models import RequestModel, ResponseModel
+from agentsvc.api.routing import Call, RouteTable, json_response
+from agentsvc.api.session_auth import Email, UserOut, limit_sign_in, user_json
+from agentsvc.passwords import MAX_PASSWORD_LENGTH
+from agentsvc.services import team as team_service
+from agentsvc.store.invitations import Invitation
+from agentsvc.store.team import Member
+
+routes = RouteTable("team")
+
+Name = Annotated[str, Field(max_length=200, pattern=r"^[^\x00-\x1f\x7f]*$")]
+
+
+class InviteIn(RequestModel):
+    email: Email
+    role: Literal["member", "owner"] = "member"
+
+
+class AcceptIn(RequestModel):
+    token: Annotated[str, Field(min_length=1, max_length=200)]
+    password: Annotated[str, Field(max_length=MAX_PASSWORD_LENGTH)] | SkipJsonSchema[None] = None
+    name: Name | SkipJsonSchema[None] = None
+
+
+class MemberOut(ResponseModel):
+    id: str
+    member_id: str
+    role: str
+    email: str
+    name: str
+    created_at: str
+
+
+class TeamContextOut(ResponseModel):
+    role: str
+    is_owner: bool
+    owner: UserOut
+    members: list[MemberOut]
+
+
+class InvitationOut(ResponseModel):
+    id: str
+    email: str
+    role: str
+    status: str
+    expires_at: str
+    created_at: str
+
+
+class AcceptedOut(ResponseModel):
+    success: bool
+    team_id: str
+    role: str
+    user: UserOut
+
+
+class Success(ResponseModel):
+    success: bool
+
+
+def member_json(member: Member) -> dict:
+    return {
+        "id": member.user_id,
+        "memberId": member.member_id,
+        "role": member.role,
+        "email": member.email,
+        "name": member.name,
+        "createdAt": member.created_at,
+    }
+
+
+def invitation_json(invitation: Invitation) -> dict:
+    return {
+        "id": invitation.id,
+        "email": invitation.email,
+        "role": invitation.role,
+        "status": invitation.status,
+        "expiresAt": invitation.expires_at,
+        "createdAt": invitation.created_at,
+    }
+
+
+@routes.get("/team/context", response=TeamContextOut)
+async def get_team_context(call: Call):
+    """The caller's role, the team's owner and its members."""
+    assert call.principal is not None
+    context = await team_service.team_context(call.app[keys.db_key], call.team_id)
+    return json_response(
+        {
+            "role": call.principal.role,
+            "isOwner": call.principal.is_owner,
+            "owner": user_json(context.owner),
+            "members": [member_json(m) for m in context.members],
+        }
+    )
+
+
+@routes.get("/team/members", response=list[MemberOut])
+async def get_team_members(call: Call):
+    """Every member of the team, the owner first."""
+    members = await team_service.list_members(call.app[keys.db_key], call.team_id)
+    return json_response([member_json(m) for m in members])
+
+
+@routes.post("/team/invite", body=InviteIn, response=InvitationOut, status=201, owner_only=True)
+async def post_team_invite(call: Call):
+    """Invite an address (owner only); it receives an e-mail with a link to accept."""
+    assert call.principal is not None
+    invitation = await team_service.invite(
+        call.app[keys.db_key],
+        call.app[keys.mailer_key],
+        call.app[keys.settings_key],
+        call.principal,
+        call.body.email,
+        call.body.role,
+    )
+    return json_response(invitation_json(invitation), status=201)
+
+
+@routes.get("/team/invitations", response=list[InvitationOut], owner_only=True)
+async def get_team_invitations(call: Call):
+    """The team's invitations, newest first, with their status (owner only)."""
+    found = await team_service.list_invitations(call.app[keys.db_key], call.team_id)
+    return json_response([invitation_json(i) for i in found])
+
+
+@routes.delete("/team/invitations/{id}", response=InvitationOut, owner_only=True)
+async def delete_team_invitation(call: Call):
+    """Cancel a pending invitation (owner only); its link stops working."""
+    invitation = await team_service.cancel_invitation(
+        call.app[keys.db_key], call.team_id, call.params["id"]
+    )
+    return json_response(invitation_json(invitation))
+
+
+@routes.post(
+    "/team/invitations/accept",
+    auth="optional",
+    body=AcceptIn,
+    response=AcceptedOut,
+    errors=(401, 403, 404, 429),
+    response_headers=("Set-Cookie",),
+)
+async def post_team_invitation_accept(call: Call):
+    """Accept an invitation: signed in as the invited address, or with a password."""
+    body: AcceptIn = call.body
+    if call.principal is None:
+        auth.refuse_foreign_origin(call.request)
+    limit_sign_in(call)
+    db = call.app[keys.db_key]
+    settings = call.app[keys.settings_key]
+    accepted = await team_service.accept_invitation(
+        db, settings, body.token, call.principal, body.password, body.name
+    )
+    response = json_response(
+        {
+            "success": True,
+            "teamId": accepted.team_id,
+            "role": accepted.role,
+            "user": user_json(accepted.user),
+        }
+    )
+    principal = call.principal
+    if principal is None:
+        # The invitee is signed in, acting in the team just joined.
+        signed_in = await team_service.sign_in_to_team(db, settings, accepted)
+        auth.set_session_cookie(call.request, response, signed_in.token)
+    elif principal.session_id is not None:
+        await team_service.move_session(
+            db, call.app[keys.key_resolver_key], principal.session_id, accepted.team_id
+        )
+    return response
+
+
+@routes.delete("/team/members/{memberId}", response=Success, owner_only=True)
+async def delete_team_member(call: Call):
+    """Remove a member (owner only): their sessions and API keys lose the team at once."""
+    await team_service.remove_member(
+        call.app[keys.db_key],
+        call.app[keys.key_resolver_key],
+        call.team_id,
+        call.params["memberId"],
+    )
+    return json_response({"success": True})

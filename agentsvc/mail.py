@@ -1,0 +1,114 @@
+"""Outgoing e-mail: SMTP through aiosmtplib, or the log and the outbox table without it."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from email.message import EmailMessage
+from email.utils import formatdate, make_msgid
+
+import aiosmtplib
+from aiohttp import web
+
+from agentsvc import keys
+from agentsvc.config import SmtpSettings
+from agentsvc.db import Database
+from agentsvc.ids import new_id, now_iso
+from agentsvc.store import mail_outbox
+from agentsvc.store.mail_outbox import OutboxMessage
+
+log = logging.getLogger("agentsvc.mail")
+
+SMTP_TIMEOUT_SECONDS = 30
+NO_SMTP = "no SMTP configured"
+
+
+class UnsafeHeader(ValueError):
+    """A header value (recipient, subject) holding CR or LF, which could inject headers."""
+
+
+def check_header(name: str, value: str) -> str:
+    """Return the value, or raise UnsafeHeader when it could start a new header line."""
+    if "\r" in value or "\n" in value:
+        raise UnsafeHeader(f"{name}: line breaks are not allowed in a mail header")
+    return value
+
+
+class Mailer:
+    """Sends plain-text mail; without `[smtp] host` logs it and keeps it in the outbox."""
+
+    def __init__(self, smtp: SmtpSettings, db: Database):
+        self._smtp = smtp
+        self._db = db
+        self._tasks: set[asyncio.Task] = set()
+
+    def _message(self, to: str, subject: str, text: str) -> EmailMessage:
+        message = EmailMessage()
+        message["From"] = check_header("from", self._smtp.from_address)
+        message["To"] = check_header("to", to)
+        message["Subject"] = check_header("subject", subject)
+        message["Date"] = formatdate(usegmt=True)
+        message["Message-ID"] = make_msgid(domain=self._smtp.from_address.rpartition("@")[2])
+        message.set_content(text)
+        return message
+
+    async def send(self, to: str, subject: str, text: str) -> None:
+        """Send one message now; raises UnsafeHeader, or the SMTP error when delivery fails."""
+        message = self._message(to, subject, text)
+        if not self._smtp.host:
+            # The body is logged on purpose: it holds the link a self-hoster needs.
+            log.warning("mail (%s) to %s: %s\n%s", NO_SMTP, to, subject, text)
+            await self._keep(to, subject, text, NO_SMTP)
+            return
+        smtp = self._smtp
+        await aiosmtplib.send(
+            message,
+            hostname=smtp.host,
+            port=smtp.port,
+            username=smtp.username or None,
+            password=smtp.password or None,
+            start_tls=smtp.starttls,
+            timeout=SMTP_TIMEOUT_SECONDS,
+        )
+
+    def send_soon(self, to: str, subject: str, text: str) -> None:
+        """Send in the background (the caller answers at once); failures go to the outbox.
+
+        Header values are checked here, so an unsafe one fails the caller, not the task.
+        """
+        self._message(to, subject, text)
+        task = asyncio.get_running_loop().create_task(self._send_or_keep(to, subject, text))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _send_or_keep(self, to: str, subject: str, text: str) -> None:
+        try:
+            await self.send(to, subject, text)
+        except (aiosmtplib.SMTPException, OSError, TimeoutError) as exc:
+            log.error("mail to %s failed (%s); kept in the outbox: %s", to, exc, subject)
+            await self._keep(to, subject, text, f"SMTP error: {exc}"[:500])
+
+    async def _keep(self, to: str, subject: str, text: str, reason: str) -> None:
+        message = OutboxMessage(new_id("mail"), to, subject, text, reason, now_iso())
+        async with self._db.write() as conn:
+            await mail_outbox.insert(conn, message)
+
+    async def drain(self, within: float = 10.0) -> None:
+        """Wait up to `within` seconds for background sends to finish (shutdown, tests)."""
+        if self._tasks:
+            await asyncio.wait(set(self._tasks), timeout=within)
+
+    async def close(self) -> None:
+        """Finish what is in flight, then cancel anything that would not finish."""
+        await self.drain()
+        for task in list(self._tasks):
+            task.cancel()
+
+
+async def mailer_ctx(app: web.Application) -> AsyncIterator[None]:
+    """cleanup_ctx: the app's Mailer (after the database opens; closed before it closes)."""
+    mailer = Mailer(app[keys.settings_key].smtp, app[keys.db_key])
+    app[keys.mailer_key] = mailer
+    yield
+    await mailer.close()

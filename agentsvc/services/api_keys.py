@@ -1,0 +1,40 @@
+"""API key management for the dashboard: list, create (shown once), revoke at once."""
+
+from __future__ import annotations
+
+from agentsvc.db import Database
+from agentsvc.errors import Forbidden, NotFound
+from agentsvc.ids import now_iso
+from agentsvc.services.access import KeyResolver, Principal
+from agentsvc.services.accounts import CreatedKey, create_api_key
+from agentsvc.store import api_keys
+from agentsvc.store.api_keys import ApiKey
+
+
+async def list_keys(db: Database, principal: Principal) -> list[ApiKey]:
+    """The owner sees every live key of the team; a member sees their own."""
+    if principal.is_owner:
+        return await api_keys.list_for_team(db.reader, principal.team_id)
+    return await api_keys.list_for_user(db.reader, principal.team_id, principal.user_id)
+
+
+async def create_key(db: Database, principal: Principal, name: str) -> CreatedKey:
+    """Create a key acting for the caller in the caller's team, with the caller's role."""
+    async with db.write() as conn:
+        return await create_api_key(
+            conn, team_id=principal.team_id, user_id=principal.user_id, name=name
+        )
+
+
+async def revoke_key(
+    db: Database, resolver: KeyResolver, principal: Principal, key_id: str
+) -> None:
+    """Revoke a key so that it stops working at once; members revoke only their own."""
+    async with db.write() as conn:
+        key = await api_keys.get(conn, principal.team_id, key_id)
+        if key is None:
+            raise NotFound("API key not found")
+        if key.user_id != principal.user_id and not principal.is_owner:
+            raise Forbidden("Only the team owner can revoke another member's key")
+        await api_keys.revoke(conn, principal.team_id, key_id, now_iso())
+    resolver.invalidate()

@@ -1,0 +1,201 @@
+"""Sign-in sessions: passwords, sign-out, magic links, team switching."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import secrets
+from dataclasses import dataclass
+from datetime import timedelta
+
+from agentsvc.config import Settings
+from agentsvc.db import Database
+from agentsvc.errors import NotFound, Unauthorized, ValidationFailed
+from agentsvc.ids import iso, new_id, now_iso, parse_iso
+from agentsvc.mail import Mailer
+from agentsvc.passwords import verify_password_async
+from agentsvc.services.access import KeyResolver, Principal
+from agentsvc.services.trust import UntrustedUrl, safe_callback
+from agentsvc.store import accounts, sessions, sign_in
+from agentsvc.store import team as team_store
+from agentsvc.store.accounts import User
+
+log = logging.getLogger("agentsvc.sessions")
+
+SESSION_COOKIE = "agentsvc_session"
+MAGIC_LINK_PATH = "/api/v1/auth/magic-link/verify"
+BAD_CREDENTIALS = "Invalid email or password"
+
+
+def new_token() -> str:
+    """A fresh secret for a cookie or a link: 256 random bits, URL-safe."""
+    return secrets.token_urlsafe(32)
+
+
+def hash_token(token: str) -> str:
+    """The SHA-256 hex digest under which a secret token is stored."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def normalise_email(email: str) -> str:
+    """Trim and lower-case an address (addresses are compared case-insensitively)."""
+    return email.strip().lower()
+
+
+def after(seconds: float, start: str | None = None) -> str:
+    """The timestamp `seconds` after `start` (default now)."""
+    return iso(parse_iso(start or now_iso()) + timedelta(seconds=seconds))
+
+
+@dataclass(frozen=True, slots=True)
+class SignedIn:
+    """A new session: its user, the clear token for the cookie, and the team it acts in."""
+
+    user: User
+    token: str
+    team_id: str
+
+
+async def start_session(
+    conn, settings: Settings, user: User, team_id: str | None = None
+) -> SignedIn:
+    """Create a session inside a write transaction (team: given, or the latest joined)."""
+    team_id = team_id or await team_store.latest_team_of_user(conn, user.id)
+    if team_id is None:
+        # A user who belongs to no team at all (every membership removed) gets a new one.
+        now = now_iso()
+        team = await accounts.insert_team(
+            conn,
+            id=new_id("team"),
+            name=f"{user.name or user.email.split('@')[0]}'s team",
+            owner_user_id=user.id,
+            plan=settings.plans.default,
+            now=now,
+        )
+        await accounts.insert_membership(
+            conn, id=new_id("membership"), team_id=team.id, user_id=user.id, role="owner", now=now
+        )
+        team_id = team.id
+    token = new_token()
+    now = now_iso()
+    await sessions.insert(
+        conn,
+        id=new_id("session"),
+        token_hash=hash_token(token),
+        user_id=user.id,
+        team_id=team_id,
+        now=now,
+        expires_at=after(settings.auth.session_ttl_seconds, now),
+    )
+    return SignedIn(user, token, team_id)
+
+
+async def sign_in_with_password(
+    db: Database, settings: Settings, email: str, password: str
+) -> SignedIn:
+    """Check e-mail and password; unknown address and wrong password fail alike."""
+    user = await accounts.get_user_by_email(db.reader, normalise_email(email))
+    # Always one argon2 verification, so an unknown address takes as long as a wrong password.
+    ok = await verify_password_async(user.password_hash if user else None, password)
+    if user is None or not ok:
+        raise Unauthorized(BAD_CREDENTIALS)
+    async with db.write() as conn:
+        return await start_session(conn, settings, user)
+
+
+async def sign_out(db: Database, resolver: KeyResolver, token: str) -> None:
+    """End the session of this token (nothing happens for an unknown token)."""
+    async with db.write() as conn:
+        await sessions.delete_by_hash(conn, hash_token(token))
+    resolver.invalidate()
+
+
+async def request_magic_link(
+    db: Database, mailer: Mailer, settings: Settings, email: str, callback_url: str
+) -> None:
+    """E-mail a single-use sign-in link when the address has an account; answer alike if not."""
+    try:
+        callback = safe_callback(settings, callback_url)
+    except UntrustedUrl as exc:
+        raise ValidationFailed(f"callbackUrl: {exc}") from exc
+    user = await accounts.get_user_by_email(db.reader, normalise_email(email))
+    if user is None:
+        log.info("magic link asked for an address without an account")
+        return
+    token = new_token()
+    now = now_iso()
+    ttl = settings.auth.magic_link_ttl_seconds
+    async with db.write() as conn:
+        await sign_in.insert_magic_link(
+            conn,
+            token_hash=hash_token(token),
+            user_id=user.id,
+            callback_url=callback,
+            now=now,
+            expires_at=after(ttl, now),
+        )
+    link = f"{settings.server.public_url.rstrip('/')}{MAGIC_LINK_PATH}?token={token}"
+    minutes = max(1, round(ttl / 60))
+    mailer.send_soon(
+        user.email,
+        "Your sign-in link",
+        f"Open this link to sign in to agentsvc:\n\n{link}\n\n"
+        f"It works once, within {minutes} minutes. If you did not ask for it, ignore this "
+        "message.\n",
+    )
+
+
+async def use_magic_link(db: Database, settings: Settings, token: str) -> tuple[SignedIn, str]:
+    """Consume a magic link (once, atomically) and start a session; return it and the callback."""
+    async with db.write() as conn:
+        found = await sign_in.consume_magic_link(conn, hash_token(token), now_iso())
+        if found is None:
+            raise Unauthorized("This sign-in link is invalid, used or expired")
+        user_id, callback = found
+        try:
+            # Checked again on use: the trusted origins may have changed since.
+            callback = safe_callback(settings, callback)
+        except UntrustedUrl as exc:
+            raise Unauthorized("This sign-in link's callback is no longer trusted") from exc
+        user = await accounts.get_user(conn, user_id)
+        assert user is not None  # magic links cascade with their user
+        signed_in = await start_session(conn, settings, user)
+    return signed_in, callback
+
+
+async def session_info(db: Database, principal: Principal) -> dict:
+    """The signed-in user, the team acted in with its role, and every team of the user."""
+    user = await accounts.get_user(db.reader, principal.user_id)
+    team = await accounts.get_team(db.reader, principal.team_id)
+    if user is None or team is None:
+        raise Unauthorized()
+    teams = await team_store.teams_of_user(db.reader, user.id)
+    return {
+        "user": {"id": user.id, "email": user.email, "name": user.name},
+        "team": {"id": team.id, "name": team.name, "role": principal.role, "plan": team.plan},
+        "teams": [{"id": t[0], "name": t[1], "role": t[2]} for t in teams],
+        "authenticatedBy": "session" if principal.session_id else "apiKey",
+    }
+
+
+async def switch_team(
+    db: Database, resolver: KeyResolver, principal: Principal, team_id: str
+) -> Principal:
+    """Make the caller's session act in another team the user belongs to; return its principal."""
+    assert principal.session_id is not None
+    async with db.write() as conn:
+        role = await accounts.get_role(conn, team_id, principal.user_id)
+        team = await accounts.get_team(conn, team_id)
+        if role is None or team is None:
+            raise NotFound("Team not found")
+        await sessions.set_team(conn, principal.session_id, team_id)
+    resolver.invalidate()
+    return Principal(principal.user_id, team_id, role, team.plan, session_id=principal.session_id)
+
+
+async def prune(db: Database) -> None:
+    """Delete expired sessions, magic links and OAuth states (a periodic job)."""
+    now = now_iso()
+    async with db.write() as conn:
+        await sessions.delete_expired(conn, now)
+        await sign_in.delete_expired(conn, now)

@@ -1,0 +1,259 @@
+"""Team membership: context, invitations by e-mail, acceptance, removal, expiry."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from agentsvc.config import Settings
+from agentsvc.db import Database
+from agentsvc.errors import Forbidden, NotFound, Unauthorized, ValidationFailed
+from agentsvc.ids import new_id, now_iso
+from agentsvc.mail import Mailer
+from agentsvc.passwords import MIN_PASSWORD_LENGTH, hash_password_async, verify_password_async
+from agentsvc.services.access import KeyResolver, Principal
+from agentsvc.services.accounts import create_user_with_team
+from agentsvc.services.sessions import (
+    SignedIn,
+    after,
+    hash_token,
+    new_token,
+    normalise_email,
+    start_session,
+)
+from agentsvc.store import accounts, api_keys, invitations, sessions
+from agentsvc.store import team as team_store
+from agentsvc.store.accounts import Team, User
+from agentsvc.store.invitations import Invitation
+from agentsvc.store.team import Member
+
+log = logging.getLogger("agentsvc.team")
+
+ACCEPT_PATH = "/accept-invitation"
+
+
+@dataclass(frozen=True, slots=True)
+class TeamContext:
+    team: Team
+    owner: User
+    members: list[Member]
+
+
+@dataclass(frozen=True, slots=True)
+class Accepted:
+    """An accepted invitation: who joined which team with which role."""
+
+    user: User
+    team_id: str
+    role: str
+
+
+async def team_context(db: Database, team_id: str) -> TeamContext:
+    """The team, its owner and its members."""
+    team = await accounts.get_team(db.reader, team_id)
+    assert team is not None  # a principal's team exists
+    owner = await accounts.get_user(db.reader, team.owner_user_id)
+    assert owner is not None
+    return TeamContext(team, owner, await team_store.list_members(db.reader, team_id))
+
+
+async def list_members(db: Database, team_id: str) -> list[Member]:
+    """The team's members, owner first."""
+    return await team_store.list_members(db.reader, team_id)
+
+
+def _one_line(text: str) -> str:
+    # Names go into a mail subject: never let a line break through.
+    return " ".join(text.split())
+
+
+async def invite(
+    db: Database,
+    mailer: Mailer,
+    settings: Settings,
+    principal: Principal,
+    email: str,
+    role: str,
+) -> Invitation:
+    """Invite an address to the team and e-mail it a link; an earlier pending one is replaced."""
+    email = normalise_email(email)
+    token = new_token()
+    now = now_iso()
+    async with db.write() as conn:
+        existing = await accounts.get_user_by_email(conn, email)
+        if existing and await team_store.is_member(conn, principal.team_id, existing.id):
+            raise ValidationFailed("email: already a member of this team")
+        team = await accounts.get_team(conn, principal.team_id)
+        inviter = await accounts.get_user(conn, principal.user_id)
+        assert team is not None and inviter is not None
+        await invitations.cancel_pending_for_email(conn, team.id, email, now)
+        invitation = Invitation(
+            id=new_id("invitation"),
+            team_id=team.id,
+            email=email,
+            role=role,
+            status="pending",
+            invited_by_user_id=inviter.id,
+            created_at=now,
+            updated_at=now,
+            expires_at=after(settings.auth.invitation_ttl_seconds, now),
+        )
+        await invitations.insert(conn, invitation, hash_token(token))
+    link = f"{settings.server.public_url.rstrip('/')}{ACCEPT_PATH}?token={token}"
+    inviter_label = _one_line(
+        f"{inviter.name} <{inviter.email}>" if inviter.name else inviter.email
+    )
+    team_name = _one_line(team.name)
+    days = settings.auth.invitation_ttl_seconds / 86400
+    lasts = f"{days:g} days" if days >= 1 else f"{settings.auth.invitation_ttl_seconds:g} seconds"
+    mailer.send_soon(
+        email,
+        f"You are invited to join {team_name} on agentsvc"[:200],
+        f"{inviter_label} invited you to join the team {team_name} as {role}.\n\n"
+        f"Accept the invitation here:\n\n{link}\n\n"
+        f"The link works once and expires in {lasts} (at {invitation.expires_at}).\n",
+    )
+    return invitation
+
+
+async def list_invitations(db: Database, team_id: str) -> list[Invitation]:
+    """The team's invitations, newest first, whatever their status."""
+    return await invitations.list_for_team(db.reader, team_id)
+
+
+async def cancel_invitation(db: Database, team_id: str, invitation_id: str) -> Invitation:
+    """Cancel a pending invitation; its link stops working."""
+    async with db.write() as conn:
+        invitation = await invitations.get(conn, team_id, invitation_id)
+        if invitation is None:
+            raise NotFound("Invitation not found")
+        if not await invitations.transition(conn, invitation.id, "cancelled", now_iso()):
+            raise ValidationFailed(f"id: the invitation is {invitation.status}, not pending")
+        cancelled = await invitations.get(conn, team_id, invitation_id)
+    assert cancelled is not None
+    return cancelled
+
+
+async def _expire(db: Database, invitation: Invitation) -> None:
+    async with db.write() as conn:
+        await invitations.transition(conn, invitation.id, "expired", now_iso())
+
+
+async def accept_invitation(
+    db: Database,
+    settings: Settings,
+    token: str,
+    principal: Principal | None,
+    password: str | None,
+    name: str | None,
+) -> Accepted:
+    """Accept an invitation for the signed-in user, or for the invitee's (new) account.
+
+    Signed in, the user's address must be the invited one. Not signed in, an existing
+    account proves itself with its password and a new account is created with the given
+    password. The token works once.
+    """
+    invitation = await invitations.get_by_token(db.reader, hash_token(token))
+    if invitation is None:
+        raise NotFound("Invitation not found")
+    if invitation.status == "pending" and invitation.expires_at <= now_iso():
+        await _expire(db, invitation)
+        raise ValidationFailed("token: the invitation has expired")
+    if invitation.status != "pending":
+        raise ValidationFailed(f"token: the invitation is {invitation.status}")
+
+    new_password_hash = None
+    if principal is not None:
+        user = await accounts.get_user(db.reader, principal.user_id)
+        assert user is not None
+        if normalise_email(user.email) != normalise_email(invitation.email):
+            raise Forbidden("This invitation is for another e-mail address")
+    else:
+        user = await accounts.get_user_by_email(db.reader, invitation.email)
+        if user is not None:
+            ok = await verify_password_async(user.password_hash, password or "")
+            if not ok:
+                raise Unauthorized(
+                    "An account with this address exists: sign in, or give its password"
+                )
+        else:
+            if password is None:
+                raise ValidationFailed("password: is required to create your account")
+            if len(password) < MIN_PASSWORD_LENGTH:
+                raise ValidationFailed(
+                    f"password: must be at least {MIN_PASSWORD_LENGTH} characters"
+                )
+            new_password_hash = await hash_password_async(password)
+
+    now = now_iso()
+    async with db.write() as conn:
+        # Pending and unexpired, checked again where it counts: in the accepting write.
+        if invitation.expires_at <= now:
+            await invitations.transition(conn, invitation.id, "expired", now)
+            accepted = False
+        else:
+            accepted = await invitations.transition(conn, invitation.id, "accepted", now)
+        if not accepted:
+            current = await invitations.get(conn, invitation.team_id, invitation.id)
+            status = current.status if current else "gone"
+            raise ValidationFailed(f"token: the invitation is {status}")
+        if user is None:
+            user, _ = await create_user_with_team(
+                conn,
+                email=invitation.email,
+                name=(name or "").strip(),
+                password_hash=new_password_hash,
+                plan=settings.plans.default,
+            )
+        await team_store.add_membership(
+            conn,
+            id=new_id("membership"),
+            team_id=invitation.team_id,
+            user_id=user.id,
+            role=invitation.role,
+            now=now,
+        )
+        role = await accounts.get_role(conn, invitation.team_id, user.id)
+    return Accepted(user, invitation.team_id, role or invitation.role)
+
+
+async def remove_member(
+    db: Database, resolver: KeyResolver, team_id: str, member_id: str
+) -> Member:
+    """Remove a member: membership, sessions in the team and API keys go at once."""
+    async with db.write() as conn:
+        member = await team_store.get_member(conn, team_id, member_id)
+        if member is None:
+            raise NotFound("Member not found")
+        team = await accounts.get_team(conn, team_id)
+        assert team is not None
+        if member.user_id == team.owner_user_id:
+            raise Forbidden("The team owner cannot be removed")
+        await team_store.delete_membership(conn, team_id, member_id)
+        await sessions.delete_for_member(conn, team_id, member.user_id)
+        await api_keys.revoke_for_member(conn, team_id, member.user_id, now_iso())
+    # Cached principals of that user would otherwise live on for a moment.
+    resolver.invalidate()
+    return member
+
+
+async def expire_invitations(db: Database) -> int:
+    """Mark pending invitations past their time expired (the scheduler's job)."""
+    async with db.write() as conn:
+        count = await invitations.expire_due(conn, now_iso())
+    if count:
+        log.info("expired %d invitation(s)", count)
+    return count
+
+
+async def sign_in_to_team(db: Database, settings: Settings, accepted: Accepted) -> SignedIn:
+    """Start a session for a user who just accepted, acting in the team joined."""
+    async with db.write() as conn:
+        return await start_session(conn, settings, accepted.user, accepted.team_id)
+
+
+async def move_session(db: Database, resolver: KeyResolver, session_id: str, team_id: str) -> None:
+    """Make a session act in the team its user just joined."""
+    async with db.write() as conn:
+        await sessions.set_team(conn, session_id, team_id)
+    resolver.invalidate()

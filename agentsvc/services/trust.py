@@ -1,0 +1,75 @@
+"""Which origins and callback addresses are trusted: public_url and [auth] trusted_origins."""
+
+from __future__ import annotations
+
+from urllib.parse import unquote, urlsplit
+
+from agentsvc.config import Settings
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+class UntrustedUrl(ValueError):
+    """A callback address that is not on a trusted origin (or is ambiguous)."""
+
+
+def origin_of(url: str) -> str | None:
+    """Return `scheme://host[:port]` of an absolute http(s) URL, normalised; else None."""
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError:
+        return None
+    if parts.scheme not in _DEFAULT_PORTS or not parts.hostname:
+        return None
+    if parts.username is not None or parts.password is not None:
+        return None
+    host = parts.hostname.lower()
+    if ":" in host:
+        host = f"[{host}]"
+    if port is None or port == _DEFAULT_PORTS[parts.scheme]:
+        return f"{parts.scheme}://{host}"
+    return f"{parts.scheme}://{host}:{port}"
+
+
+def trusted_origins(settings: Settings) -> frozenset[str]:
+    """The origin of public_url plus every `[auth] trusted_origins` entry."""
+    found = {origin_of(settings.server.public_url)}
+    found |= {origin_of(origin) for origin in settings.auth.trusted_origins}
+    return frozenset(o for o in found if o)
+
+
+def is_trusted_origin(settings: Settings, origin: str | None) -> bool:
+    """True when `origin` (an Origin header, or any URL) is on a trusted origin."""
+    return origin is not None and origin_of(origin) in trusted_origins(settings)
+
+
+def _decoded_forms(url: str) -> list[str]:
+    forms = [url]
+    for _ in range(3):  # %252f%252f and friends
+        forms.append(unquote(forms[-1]))
+    return forms
+
+
+def safe_callback(settings: Settings, url: str) -> str:
+    """Return the absolute callback address, or raise UntrustedUrl.
+
+    A path (`/dashboard`) is taken relative to public_url. Protocol-relative and
+    backslash tricks (`//evil`, `/\\evil`, `/%2f%2fevil`) are refused outright, as is any
+    control character, rather than guessing how a browser would read them.
+    """
+    if not url or len(url) > 2048:
+        raise UntrustedUrl("must be a path or an address on a trusted origin")
+    for form in _decoded_forms(url):
+        if "\\" in form or any(ord(c) < 32 or ord(c) == 127 for c in form):
+            raise UntrustedUrl("may not contain backslashes or control characters")
+        if form.startswith("//"):
+            raise UntrustedUrl("may not start with //")
+    if url.startswith("/"):
+        public = origin_of(settings.server.public_url)
+        if public is None:
+            raise UntrustedUrl("[server] public_url is not an http(s) address")
+        return public + url
+    if not is_trusted_origin(settings, url):
+        raise UntrustedUrl("must be a path or an address on a trusted origin")
+    return url

@@ -1,0 +1,52 @@
+"""The mail outbox: messages kept because no SMTP server took them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import aiosqlite
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxMessage:
+    id: str
+    to_address: str
+    subject: str
+    body: str
+    reason: str
+    created_at: str
+
+
+_COLUMNS = "id, to_address, subject, body, reason, created_at"
+
+
+async def insert(conn: aiosqlite.Connection, message: OutboxMessage) -> None:
+    await conn.execute(
+        f"INSERT INTO mail_outbox ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
+        (
+            message.id,
+            message.to_address,
+            message.subject,
+            message.body,
+            message.reason,
+            message.created_at,
+        ),
+    )
+
+
+async def list_recent(
+    conn: aiosqlite.Connection, to_address: str | None = None, limit: int = 100
+) -> list[OutboxMessage]:
+    """Return the newest messages first, optionally only those to one address."""
+    if to_address is None:
+        rows = await conn.execute_fetchall(
+            f"SELECT {_COLUMNS} FROM mail_outbox ORDER BY created_at DESC, rowid DESC LIMIT ?",
+            (limit,),
+        )
+    else:
+        rows = await conn.execute_fetchall(
+            f"SELECT {_COLUMNS} FROM mail_outbox WHERE to_address = ? COLLATE NOCASE"
+            " ORDER BY created_at DESC, rowid DESC LIMIT ?",
+            (to_address, limit),
+        )
+    return [OutboxMessage(*r) for r in rows]

@@ -1,0 +1,86 @@
+"""Team membership as the team endpoints see it: members with their user details."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import aiosqlite
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    user_id: str
+    member_id: str
+    role: str
+    email: str
+    name: str
+    created_at: str
+
+
+_MEMBER = (
+    "SELECT u.id, m.id, m.role, u.email, u.name, m.created_at"
+    " FROM memberships m JOIN users u ON u.id = m.user_id"
+)
+
+
+async def list_members(conn: aiosqlite.Connection, team_id: str) -> list[Member]:
+    """The team's members, the team's owner first, then by joining time."""
+    rows = await conn.execute_fetchall(
+        f"{_MEMBER} JOIN teams t ON t.id = m.team_id WHERE m.team_id = ?"
+        " ORDER BY (u.id = t.owner_user_id) DESC, m.created_at, m.rowid",
+        (team_id,),
+    )
+    return [Member(*r) for r in rows]
+
+
+async def get_member(conn: aiosqlite.Connection, team_id: str, member_id: str) -> Member | None:
+    rows = await conn.execute_fetchall(
+        f"{_MEMBER} WHERE m.team_id = ? AND m.id = ?", (team_id, member_id)
+    )
+    return Member(*rows[0]) if rows else None
+
+
+async def delete_membership(conn: aiosqlite.Connection, team_id: str, member_id: str) -> bool:
+    cur = await conn.execute(
+        "DELETE FROM memberships WHERE team_id = ? AND id = ?", (team_id, member_id)
+    )
+    return cur.rowcount > 0
+
+
+async def add_membership(
+    conn: aiosqlite.Connection, *, id: str, team_id: str, user_id: str, role: str, now: str
+) -> bool:
+    """Add a user to a team; False when the user already belongs to it."""
+    cur = await conn.execute(
+        "INSERT OR IGNORE INTO memberships (id, team_id, user_id, role, created_at)"
+        " VALUES (?, ?, ?, ?, ?)",
+        (id, team_id, user_id, role, now),
+    )
+    return cur.rowcount > 0
+
+
+async def latest_team_of_user(conn: aiosqlite.Connection, user_id: str) -> str | None:
+    """The team the user joined most recently (an invited user lands in the inviting team)."""
+    rows = await conn.execute_fetchall(
+        "SELECT team_id FROM memberships WHERE user_id = ?"
+        " ORDER BY created_at DESC, rowid DESC LIMIT 1",
+        (user_id,),
+    )
+    return rows[0][0] if rows else None
+
+
+async def is_member(conn: aiosqlite.Connection, team_id: str, user_id: str) -> bool:
+    rows = await conn.execute_fetchall(
+        "SELECT 1 FROM memberships WHERE team_id = ? AND user_id = ?", (team_id, user_id)
+    )
+    return bool(rows)
+
+
+async def teams_of_user(conn: aiosqlite.Connection, user_id: str) -> list[tuple[str, str, str]]:
+    """Every team the user belongs to, as (team id, team name, role), oldest first."""
+    rows = await conn.execute_fetchall(
+        "SELECT t.id, t.name, m.role FROM memberships m JOIN teams t ON t.id = m.team_id"
+        " WHERE m.user_id = ? ORDER BY m.created_at, m.rowid",
+        (user_id,),
+    )
+    return [(r[0], r[1], r[2]) for r in rows]
