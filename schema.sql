@@ -206,3 +206,43 @@ CREATE TABLE team_secrets (
     updated_at   TEXT NOT NULL,
     PRIMARY KEY (team_id, name)
 );
+
+-- ── triggers ────────────────────────────────────────────────────────────────────────────
+-- conditions / action_config hold JSON text. fired_count / converted_count are updated in
+-- the same transaction as each batch of trigger_events rows, so the stats stay exact.
+CREATE TABLE triggers (
+    id              TEXT PRIMARY KEY,
+    agent_id        TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+    team_id         TEXT NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
+    name            TEXT NOT NULL,
+    description     TEXT,
+    trigger_type    TEXT NOT NULL CHECK (trigger_type IN
+                        ('time_on_page', 'scroll_depth', 'exit_intent', 'page_view', 'custom_event')),
+    conditions      TEXT NOT NULL,
+    action_type     TEXT NOT NULL CHECK (action_type IN ('open_chat', 'show_form', 'show_bubble')),
+    action_config   TEXT NOT NULL,
+    trigger_once    INTEGER NOT NULL DEFAULT 1,
+    is_enabled      INTEGER NOT NULL DEFAULT 1,
+    priority        INTEGER NOT NULL DEFAULT 0,
+    fired_count     INTEGER NOT NULL DEFAULT 0,
+    converted_count INTEGER NOT NULL DEFAULT 0,
+    created_at      TEXT NOT NULL,
+    updated_at      TEXT NOT NULL
+);
+CREATE INDEX triggers_agent ON triggers(agent_id, priority, created_at);
+CREATE INDEX triggers_team ON triggers(team_id);
+
+-- One row per accepted widget event (history; the counters above are the stats).
+CREATE TABLE trigger_events (
+    id           INTEGER PRIMARY KEY,
+    trigger_id   TEXT NOT NULL REFERENCES triggers(id) ON DELETE CASCADE,
+    agent_id     TEXT NOT NULL,
+    trigger_name TEXT NOT NULL,
+    trigger_type TEXT NOT NULL,
+    action_type  TEXT NOT NULL,
+    event_type   TEXT NOT NULL CHECK (event_type IN ('fired', 'converted')),
+    session_id   TEXT,
+    page_path    TEXT,
+    created_at   TEXT NOT NULL
+);
+CREATE INDEX trigger_events_trigger ON trigger_events(trigger_id);

@@ -7,7 +7,7 @@ from agentsvc.api.routing import Endpoint
 
 def all_endpoints() -> list[Endpoint]:
     """Every endpoint of the service, in the order they are documented."""
-    from agentsvc.api import agents, chat, conversations, secrets, system, tools
+    from agentsvc.api import agents, chat, conversations, secrets, system, tools, triggers
     from agentsvc.api import api_keys, session_auth, team
 
     tables = [
@@ -17,6 +17,7 @@ def all_endpoints() -> list[Endpoint]:
         conversations.routes,
         tools.routes,
         secrets.routes,
+        triggers.routes,
         session_auth.routes,
         team.routes,
         api_keys.routes,

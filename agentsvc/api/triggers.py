@@ -1,0 +1,311 @@
+"""Trigger endpoints: management (bare objects), templates, stats, the public feed and events.
+
+Fixed paths (`/triggers/stats`, `/triggers/templates`, `/triggers/widget/...`,
+`/triggers/event`) are registered before `/triggers/{id}`, which would otherwise capture
+them: aiohttp matches routes in registration order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Annotated, Any, Literal
+
+import orjson
+from aiohttp import web
+from pydantic import Field
+from pydantic.json_schema import SkipJsonSchema
+
+from agentsvc import keys
+from agentsvc.api.models import QueryModel, RequestModel, ResponseModel
+from agentsvc.api.routing import Call, RouteTable, json_response
+from agentsvc.errors import NotFound, RateLimited, ValidationFailed
+from agentsvc.ids import now_iso
+from agentsvc.services import trigger_templates
+from agentsvc.services import triggers as trigger_service
+from agentsvc.store.trigger_events import TriggerEvent
+from agentsvc.store.triggers import Trigger
+
+routes = RouteTable("triggers")
+
+# Widgets on busy sites revalidate the feed at most this often (then a cheap 304).
+WIDGET_MAX_AGE_SECONDS = 60
+
+TriggerType = Literal["time_on_page", "scroll_depth", "exit_intent", "page_view", "custom_event"]
+ActionType = Literal["open_chat", "show_form", "show_bubble"]
+Name = Annotated[str, Field(min_length=1, max_length=200, pattern=r"\S")]
+Description = Annotated[str, Field(max_length=2000)]
+Priority = Annotated[int, Field(ge=-1_000_000, le=1_000_000)]
+Id = Annotated[str, Field(min_length=1, max_length=100)]
+
+
+class AgentQuery(QueryModel):
+    agent_id: Id
+
+
+class OptionalAgentQuery(QueryModel):
+    agent_id: Id | None = None
+
+
+class TriggerCreate(RequestModel):
+    nullable = frozenset({"description"})
+
+    agent_id: Id | SkipJsonSchema[None] = Field(
+        None, description="Alternative to the agentId query parameter"
+    )
+    name: Name
+    description: Description | None = None
+    trigger_type: TriggerType
+    conditions: dict[str, Any]
+    action_type: ActionType
+    action_config: dict[str, Any]
+    trigger_once: bool = True
+    is_enabled: bool = True
+    priority: Priority = 0
+
+
+class TriggerUpdate(RequestModel):
+    nullable = frozenset({"description"})
+
+    name: Name | SkipJsonSchema[None] = None
+    description: Description | None = None
+    trigger_type: TriggerType | SkipJsonSchema[None] = None
+    conditions: dict[str, Any] | SkipJsonSchema[None] = None
+    action_type: ActionType | SkipJsonSchema[None] = None
+    action_config: dict[str, Any] | SkipJsonSchema[None] = None
+    trigger_once: bool | SkipJsonSchema[None] = None
+    is_enabled: bool | SkipJsonSchema[None] = None
+    priority: Priority | SkipJsonSchema[None] = None
+
+
+class TriggerEventIn(RequestModel):
+    nullable = frozenset({"triggerId", "sessionId", "pagePath"})
+
+    agent_id: Id
+    trigger_id: Id | None = None
+    trigger_name: Name
+    trigger_type: TriggerType
+    action_type: ActionType
+    event_type: Literal["fired", "converted"]
+    session_id: Annotated[str, Field(max_length=200)] | None = None
+    page_path: Annotated[str, Field(max_length=2000)] | None = None
+
+
+class WidgetTrigger(ResponseModel):
+    id: str
+    name: str
+    trigger_type: TriggerType
+    conditions: dict[str, Any]
+    action_type: ActionType
+    action_config: dict[str, Any]
+    trigger_once: bool
+    priority: int
+
+
+class TriggerOut(WidgetTrigger):
+    agent_id: str
+    description: str | None
+    is_enabled: bool
+    created_at: str
+    updated_at: str
+
+
+class TriggerTemplate(ResponseModel):
+    id: str
+    name: str
+    description: str
+    trigger_type: TriggerType
+    conditions: dict[str, Any]
+    action_type: ActionType
+    action_config: dict[str, Any]
+
+
+class TriggerCounts(ResponseModel):
+    fired_count: int
+    converted_count: int
+
+
+class Success(ResponseModel):
+    success: bool
+
+
+def widget_json(trigger: Trigger) -> dict[str, Any]:
+    return {
+        "id": trigger.id,
+        "name": trigger.name,
+        "triggerType": trigger.trigger_type,
+        "conditions": trigger.conditions,
+        "actionType": trigger.action_type,
+        "actionConfig": trigger.action_config,
+        "triggerOnce": trigger.trigger_once,
+        "priority": trigger.priority,
+    }
+
+
+def trigger_json(trigger: Trigger) -> dict[str, Any]:
+    return {
+        "id": trigger.id,
+        "agentId": trigger.agent_id,
+        "name": trigger.name,
+        "description": trigger.description,
+        "triggerType": trigger.trigger_type,
+        "conditions": trigger.conditions,
+        "actionType": trigger.action_type,
+        "actionConfig": trigger.action_config,
+        "triggerOnce": trigger.trigger_once,
+        "isEnabled": trigger.is_enabled,
+        "priority": trigger.priority,
+        "createdAt": trigger.created_at,
+        "updatedAt": trigger.updated_at,
+    }
+
+
+def _etag_matches(header: str, etag: str) -> bool:
+    candidates = [c.strip() for c in header.split(",")]
+    # Weak comparison (RFC 9110): a W/ prefix does not prevent a match.
+    return "*" in candidates or etag in (c.removeprefix("W/") for c in candidates)
+
+
+@routes.get("/triggers/stats", query=AgentQuery, response=dict[str, TriggerCounts], errors=(404,))
+async def get_trigger_stats(call: Call):
+    """Fired and converted counts of every trigger of an agent."""
+    stats = await trigger_service.trigger_stats(
+        call.app[keys.db_key], call.team_id, call.query.agent_id
+    )
+    return json_response(stats)
+
+
+@routes.get("/triggers/templates", response=list[TriggerTemplate])
+async def get_trigger_templates(call: Call):
+    """Ready-made triggers covering every trigger type and action."""
+    return json_response(trigger_templates.list_templates())
+
+
+@routes.get(
+    "/triggers/widget/{agentId}",
+    auth="public",
+    cors=True,
+    response=list[WidgetTrigger],
+    response_headers=("ETag", "Cache-Control"),
+    errors=(404,),
+)
+async def get_widget_triggers(call: Call):
+    """The enabled triggers of an agent for the widget (public; ETag and If-None-Match)."""
+    triggers = await trigger_service.widget_triggers(call.app[keys.db_key], call.params["agentId"])
+    body = orjson.dumps([widget_json(t) for t in triggers])
+    etag = '"' + hashlib.blake2b(body, digest_size=16).hexdigest() + '"'
+    headers = {"ETag": etag, "Cache-Control": f"public, max-age={WIDGET_MAX_AGE_SECONDS}"}
+    if_none_match = call.request.headers.get("If-None-Match")
+    if if_none_match and _etag_matches(if_none_match, etag):
+        return web.Response(status=304, headers=headers)
+    return web.Response(body=body, content_type="application/json", headers=headers)
+
+
+@routes.post(
+    "/triggers/event",
+    auth="public",
+    cors=True,
+    body=TriggerEventIn,
+    response=Success,
+    status=202,
+    errors=(404, 429),
+)
+async def post_trigger_event(call: Call):
+    """Record a widget's fired/converted event (public; limited per session id and per IP)."""
+    body: TriggerEventIn = call.body
+    app = call.app
+    per_minute = app[keys.settings_key].ratelimit.trigger_events_per_minute
+    buckets = app[keys.rate_buckets_key]
+    decision = buckets.take(f"trigger-events:ip:{call.request.remote}", per_minute)
+    if decision.allowed and body.session_id:
+        by_session = buckets.take(
+            f"trigger-events:session:{body.agent_id}:{body.session_id}", per_minute
+        )
+        if not by_session.allowed or by_session.remaining < decision.remaining:
+            decision = by_session
+    if not decision.allowed:
+        raise RateLimited(
+            f"More than {per_minute} trigger events per minute from this session or address",
+            headers=decision.headers(),
+        )
+    call.request[keys.rate_decision_request_key] = decision
+    event = TriggerEvent(
+        agent_id=body.agent_id,
+        trigger_id=body.trigger_id,
+        trigger_name=body.trigger_name,
+        trigger_type=body.trigger_type,
+        action_type=body.action_type,
+        event_type=body.event_type,
+        session_id=body.session_id,
+        page_path=body.page_path,
+        created_at=now_iso(),
+    )
+    if await app[keys.event_writer_key].record(event) is None:
+        raise NotFound("No such trigger for this agent")
+    return json_response({"success": True}, status=202)
+
+
+@routes.get("/triggers", query=AgentQuery, response=list[TriggerOut], errors=(404,))
+async def list_triggers(call: Call):
+    """List an agent's triggers in execution order (lower priority first)."""
+    triggers = await trigger_service.list_triggers(
+        call.app[keys.db_key], call.team_id, call.query.agent_id
+    )
+    return json_response([trigger_json(t) for t in triggers])
+
+
+@routes.post(
+    "/triggers",
+    query=OptionalAgentQuery,
+    body=TriggerCreate,
+    response=TriggerOut,
+    status=201,
+    errors=(404,),
+)
+async def post_trigger(call: Call):
+    """Create a trigger for the agent named by the agentId query parameter."""
+    body: TriggerCreate = call.body
+    agent_id = call.query.agent_id or body.agent_id
+    if agent_id is None:
+        raise ValidationFailed("query.agentId: is required")
+    if body.agent_id is not None and body.agent_id != agent_id:
+        raise ValidationFailed("agentId: the body and the query name different agents")
+    fields = body.model_dump(exclude={"agent_id"})
+    trigger = await trigger_service.create_trigger(
+        call.app[keys.db_key], call.team_id, agent_id, fields
+    )
+    return json_response(trigger_json(trigger), status=201)
+
+
+@routes.get("/triggers/{id}", response=TriggerOut, errors=(404,))
+async def get_trigger(call: Call):
+    """Get one trigger."""
+    trigger = await trigger_service.get_trigger(
+        call.app[keys.db_key], call.team_id, call.params["id"]
+    )
+    return json_response(trigger_json(trigger))
+
+
+@routes.put("/triggers/{id}", body=TriggerUpdate, response=TriggerOut, errors=(404,))
+async def put_trigger(call: Call):
+    """Update some fields of a trigger; the result is validated as a whole."""
+    body: TriggerUpdate = call.body
+    trigger = await trigger_service.update_trigger(
+        call.app[keys.db_key], call.team_id, call.params["id"], body.given()
+    )
+    return json_response(trigger_json(trigger))
+
+
+@routes.delete("/triggers/{id}", response=Success, errors=(404,))
+async def delete_trigger(call: Call):
+    """Delete a trigger with its stats."""
+    await trigger_service.delete_trigger(call.app[keys.db_key], call.team_id, call.params["id"])
+    return json_response({"success": True})
+
+
+@routes.post("/triggers/{id}/toggle", response=TriggerOut, errors=(404,))
+async def post_trigger_toggle(call: Call):
+    """Invert a trigger's isEnabled."""
+    trigger = await trigger_service.toggle_trigger(
+        call.app[keys.db_key], call.team_id, call.params["id"]
+    )
+    return json_response(trigger_json(trigger))

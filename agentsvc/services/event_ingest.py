@@ -1,0 +1,107 @@
+"""The batching writer of trigger events: queued in memory, written in one transaction each.
+
+Requests put their event on a queue and wait for its commit. One task drains whatever is
+queued (no fixed sleep window: while one batch is being written the next one fills up) and
+writes it with the stats counters in one transaction via `Database.run_sync`. Replying after
+the commit means a 202 is a recorded, counted event; on shutdown the server first lets the
+in-flight requests finish, then `close()` drains the queue, so SIGTERM loses nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from functools import partial
+
+from aiohttp import web
+
+from agentsvc import keys
+from agentsvc.db import Database
+from agentsvc.store import trigger_events
+from agentsvc.store.trigger_events import TriggerEvent
+
+log = logging.getLogger("agentsvc.events")
+
+_Item = tuple[TriggerEvent, "asyncio.Future[str | None]"]
+
+
+class WriterClosed(RuntimeError):
+    """The writer no longer accepts events (the service is stopping)."""
+
+
+class EventWriter:
+    """Queue of trigger events drained by one task into batched transactions."""
+
+    def __init__(self, db: Database):
+        self._db = db
+        self._pending: list[_Item] = []
+        self._wake = asyncio.Event()
+        self._closing = False
+        self._task: asyncio.Task[None] | None = None
+        self.batches = 0  # batches written, for logs and tests
+        self.written = 0  # events counted
+
+    def start(self) -> None:
+        """Start the draining task."""
+        self._task = asyncio.create_task(self._run(), name="trigger-event-writer")
+
+    async def record(self, event: TriggerEvent) -> str | None:
+        """Queue an event and wait until its batch commits.
+
+        Returns the id of the trigger it was counted for, None when it names no trigger of
+        its agent.
+        """
+        if self._closing:
+            raise WriterClosed("the service is stopping")
+        future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+        self._pending.append((event, future))
+        self._wake.set()
+        # Shielded: a request cancelled while waiting leaves its event queued and counted.
+        return await asyncio.shield(future)
+
+    async def close(self) -> None:
+        """Stop accepting events, write everything still queued, then stop the task."""
+        self._closing = True
+        self._wake.set()
+        if self._task is not None:
+            await self._task
+        log.info(
+            "trigger event writer stopped: %d events in %d batches", self.written, self.batches
+        )
+
+    async def _run(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            # Events queued while a batch is written form the next batch, at once.
+            while self._pending:
+                batch, self._pending = self._pending, []
+                await self._write(batch)
+            if self._closing:
+                return
+
+    async def _write(self, batch: list[_Item]) -> None:
+        events = [event for event, _ in batch]
+        try:
+            results = await self._db.run_sync(partial(trigger_events.write_batch, events=events))
+        except Exception as exc:
+            log.exception("writing %d trigger events failed", len(batch))
+            for _, future in batch:
+                if not future.done():
+                    future.set_exception(exc)
+            return
+        self.batches += 1
+        self.written += sum(1 for r in results if r is not None)  # type: ignore[union-attr]
+        for (_, future), result in zip(batch, results, strict=True):  # type: ignore[arg-type]
+            if not future.done():
+                future.set_result(result)
+
+
+async def event_writer_ctx(app: web.Application) -> AsyncIterator[None]:
+    """cleanup_ctx: run the event writer for the app's life and drain it on shutdown."""
+    writer = EventWriter(app[keys.db_key])
+    writer.start()
+    app[keys.event_writer_key] = writer
+    yield
+    await writer.close()
