@@ -97,6 +97,10 @@ def forbidden_reason(addr: IPAddress) -> str | None:
     if isinstance(addr, ipaddress.IPv6Address):
         if addr.scope_id:
             return "is a scoped (link-local) address"
+        if addr.ipv4_mapped is not None:
+            # The socket talks IPv4 to the mapped address: judge that address alone.
+            inner_reason = forbidden_reason(addr.ipv4_mapped)
+            return f"maps {addr.ipv4_mapped}, which {inner_reason}" if inner_reason else None
         for inner in _embedded_ipv4(addr):
             reason = forbidden_reason(inner)
             if reason:
