@@ -9,15 +9,18 @@ def all_endpoints() -> list[Endpoint]:
     """Every endpoint of the service, in the order they are documented."""
     from agentsvc.api import agents, chat, conversations, secrets, system, tools, triggers
     from agentsvc.api import api_keys, session_auth, team
+    from agentsvc.api import identity, widget
 
     tables = [
         system.routes,
         agents.routes,
+        identity.routes,
         chat.routes,
         conversations.routes,
         tools.routes,
         secrets.routes,
         triggers.routes,
+        widget.routes,
         session_auth.routes,
         team.routes,
         api_keys.routes,

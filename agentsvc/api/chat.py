@@ -26,6 +26,7 @@ from agentsvc.api.routing import Call, RouteTable
 from agentsvc.errors import RateLimited
 from agentsvc.llm.base import Providers
 from agentsvc.services import chat as chat_service
+from agentsvc.services import identity as identity_service
 
 routes = RouteTable("chat")
 
@@ -46,13 +47,16 @@ class ChatUser(RequestModel):
 
 
 class ChatBody(RequestModel):
-    nullable = frozenset({"conversationId", "sessionId", "user"})
+    nullable = frozenset({"conversationId", "sessionId", "user", "userHash"})
 
     agent_id: Annotated[str, Field(min_length=1, max_length=100)]
     messages: Annotated[list[ChatMessageIn], Field(min_length=1, max_length=500)]
     conversation_id: Annotated[str, Field(min_length=1, max_length=100)] | None = None
     session_id: Annotated[str, Field(min_length=1, max_length=200)] | None = None
     user: ChatUser | SkipJsonSchema[None] = None
+    user_hash: Annotated[str, Field(max_length=200)] | None = Field(
+        None, description="HMAC-SHA256 of user.id with the agent's identity secret (hex)"
+    )
 
 
 class SseSink:
@@ -189,12 +193,18 @@ async def post_chat(call: Call):
     if call.principal is None:
         _check_public_rate(call)
     app = call.app
+    user = body.user.model_dump() if body.user else None
+    if call.principal is None:
+        # Public callers: with an identity secret set, only a signed user stands.
+        user = await identity_service.verify_user_hash(
+            app[keys.db_key], app[keys.secret_box_key], body.agent_id, user, body.user_hash
+        )
     chat = chat_service.ChatInput(
         agent_id=body.agent_id,
         messages=tuple((m.role, m.content) for m in body.messages),
         conversation_id=body.conversation_id,
         session_id=body.session_id,
-        user=body.user.model_dump() if body.user else None,
+        user=user,
         team_id=call.principal.team_id if call.principal else None,
     )
     db = app[keys.db_key]
