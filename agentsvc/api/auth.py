@@ -116,8 +116,12 @@ def clear_session_cookie(response: web.StreamResponse) -> None:
 async def refresh_session_cookie(request: web.Request, response: web.StreamResponse) -> None:
     """on_response_prepare: send the cookie again when its session's expiry moved forward."""
     token = request.get(keys.session_refresh_request_key)
-    if token is not None and SESSION_COOKIE not in response.cookies:
-        set_session_cookie(request, response, token)
+    if token is None or SESSION_COOKIE in response.cookies:
+        return
+    # Cookies are already turned into headers when this hook runs: add the header itself.
+    carrier = web.Response()
+    set_session_cookie(request, carrier, token)
+    response.headers.add("Set-Cookie", carrier.cookies[SESSION_COOKIE].output(header="")[1:])
 
 
 async def add_rate_limit_headers(request: web.Request, response: web.StreamResponse) -> None:
