@@ -196,17 +196,6 @@ CREATE TABLE messages (
 );
 CREATE INDEX messages_conversation ON messages(conversation_id, created_at);
 
--- ── secrets ─────────────────────────────────────────────────────────────────────────────
--- Team secrets filled into HTTP tools' `{{NAME}}` placeholders; values sealed (AES-GCM).
-CREATE TABLE team_secrets (
-    team_id      TEXT NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
-    name         TEXT NOT NULL,
-    sealed_value TEXT NOT NULL,
-    created_at   TEXT NOT NULL,
-    updated_at   TEXT NOT NULL,
-    PRIMARY KEY (team_id, name)
-);
-
 -- ── triggers ────────────────────────────────────────────────────────────────────────────
 -- conditions / action_config hold JSON text. fired_count / converted_count are updated in
 -- the same transaction as each batch of trigger_events rows, so the stats stay exact.
