@@ -235,3 +235,86 @@ CREATE TABLE trigger_events (
     created_at   TEXT NOT NULL
 );
 CREATE INDEX trigger_events_trigger ON trigger_events(trigger_id);
+
+-- ── form submissions and their delivery ─────────────────────────────────────────────────
+-- A submission outlives its tool (tool_id is kept as text, tool_name copied); it goes with
+-- its agent. form_data is JSON: files are described there ({fileName, contentType, size})
+-- and kept under data_dir, their relative paths in `files` ({field: path}).
+-- status is derived from the primary delivery and the client result (services/forms.py).
+CREATE TABLE form_submissions (
+    id               TEXT PRIMARY KEY,
+    team_id          TEXT NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
+    agent_id         TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+    tool_id          TEXT NOT NULL,
+    tool_name        TEXT NOT NULL,
+    conversation_id  TEXT,                     -- as given; may name no conversation
+    form_data        TEXT NOT NULL,
+    files            TEXT,
+    fields_completed TEXT NOT NULL,            -- JSON list of field names
+    execution_mode   TEXT NOT NULL CHECK (execution_mode IN ('webhook', 'client', 'both')),
+    client_handler   TEXT,
+    status           TEXT NOT NULL CHECK (status IN ('pending', 'submitted', 'webhook_success',
+                         'webhook_failed', 'client_success', 'client_failed', 'success', 'failed')),
+    webhook_attempts INTEGER NOT NULL DEFAULT 0,
+    last_error       TEXT,
+    client_result    TEXT,                     -- JSON {success, message, data, reportedAt}
+    impression_at    TEXT,
+    started_at       TEXT,
+    created_at       TEXT NOT NULL,
+    updated_at       TEXT NOT NULL
+);
+CREATE INDEX form_submissions_team_created ON form_submissions(team_id, created_at);
+CREATE INDEX form_submissions_tool ON form_submissions(tool_id, status);
+
+-- The outbox: one row per target (position 0 the primary webhook, 1.. the post actions),
+-- written in the submission's transaction. A row is due when status = 'pending',
+-- next_attempt_at has passed and no live lease holds it; an attempt takes a lease first, so
+-- an attempt cut off by a crash is retried once the lease runs out (or at the next start).
+-- spec: the target as of the submission (url/headers/payload template, or recipients).
+-- sealed_secret: the tool's signing secret (sealed with context tool-webhook:<tool_id>).
+CREATE TABLE form_deliveries (
+    id              TEXT PRIMARY KEY,
+    submission_id   TEXT NOT NULL REFERENCES form_submissions(id) ON DELETE CASCADE,
+    position        INTEGER NOT NULL,
+    kind            TEXT NOT NULL CHECK (kind IN ('webhook', 'post_webhook', 'team_chat', 'email')),
+    webhook_id      TEXT NOT NULL,             -- the stable `webhook-id` header value
+    spec            TEXT NOT NULL,
+    sealed_secret   TEXT,
+    status          TEXT NOT NULL CHECK (status IN ('pending', 'success', 'failed')),
+    attempts        INTEGER NOT NULL DEFAULT 0,
+    cycle_start     INTEGER NOT NULL DEFAULT 0, -- attempts made before the current schedule
+    next_attempt_at TEXT,
+    lease_until     TEXT,
+    last_error      TEXT,
+    created_at      TEXT NOT NULL,
+    updated_at      TEXT NOT NULL,
+    completed_at    TEXT,
+    UNIQUE (submission_id, position)
+);
+CREATE INDEX form_deliveries_due ON form_deliveries(status, next_attempt_at);
+
+-- Every attempt, in order: when, HTTP status (NULL when none came back), latency, error, and
+-- the start of the response body (capped).
+CREATE TABLE form_delivery_attempts (
+    id            INTEGER PRIMARY KEY,
+    delivery_id   TEXT NOT NULL REFERENCES form_deliveries(id) ON DELETE CASCADE,
+    attempt       INTEGER NOT NULL,
+    started_at    TEXT NOT NULL,
+    status_code   INTEGER,
+    latency_ms    INTEGER NOT NULL,
+    success       INTEGER NOT NULL,
+    error         TEXT,
+    response_body TEXT
+);
+CREATE INDEX form_delivery_attempts_delivery ON form_delivery_attempts(delivery_id, attempt);
+
+-- Form impressions and starts reported by the widget (analytics).
+CREATE TABLE form_events (
+    id         INTEGER PRIMARY KEY,
+    tool_id    TEXT NOT NULL,
+    agent_id   TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+    event_type TEXT NOT NULL CHECK (event_type IN ('impression', 'started')),
+    session_id TEXT,
+    created_at TEXT NOT NULL
+);
+CREATE INDEX form_events_tool ON form_events(tool_id, event_type);

@@ -23,6 +23,7 @@ from agentsvc.outbound import OutboundClient
 from agentsvc.ratelimit import TokenBuckets
 from agentsvc.secretbox import SecretBox
 from agentsvc.services.access import KeyResolver
+from agentsvc.services.delivery import delivery_ctx
 from agentsvc.services.event_ingest import event_writer_ctx
 from agentsvc.services.tool_runner import ToolRunner
 
@@ -69,6 +70,7 @@ def create_app(settings: Settings) -> web.Application:
     app.cleanup_ctx.append(event_writer_ctx)
     app.cleanup_ctx.append(chat_ctx)
     app.cleanup_ctx.append(auth_ctx)
+    app.cleanup_ctx.append(delivery_ctx)
     app.on_shutdown.append(close_streams)
     app.on_response_prepare.append(auth.add_rate_limit_headers)
     app.on_response_prepare.append(auth.refresh_session_cookie)

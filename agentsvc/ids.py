@@ -12,6 +12,7 @@ PREFIXES = {
     "tool": "tool",
     "trigger": "trg",
     "submission": "sub",
+    "delivery": "dlv",
     "user": "usr",
     "membership": "mem",
     "invitation": "inv",

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from agentsvc.ratelimit import Decision, TokenBuckets
     from agentsvc.secretbox import SecretBox
     from agentsvc.services.access import KeyResolver, Principal
+    from agentsvc.services.delivery import Deliverer
     from agentsvc.services.event_ingest import EventWriter
     from agentsvc.services.event_ingest import EventWriter
     from agentsvc.services.tool_runner import ToolRunner
@@ -37,6 +38,7 @@ outbound_key: web.AppKey[OutboundClient] = web.AppKey("outbound")
 outbound_resolver_key: web.AppKey[AbstractResolver] = web.AppKey("outbound_resolver")
 tool_runner_key: web.AppKey[ToolRunner] = web.AppKey("tool_runner")
 mailer_key: web.AppKey[Mailer] = web.AppKey("mailer")
+deliverer_key: web.AppKey[Deliverer] = web.AppKey("deliverer")
 oauth_http_key: web.AppKey[ClientSession] = web.AppKey("oauth_http")
 providers_key: web.AppKey[Providers] = web.AppKey("providers")
 chat_streams_key: web.AppKey[OpenStreams] = web.AppKey("chat_streams")

@@ -10,6 +10,7 @@ def all_endpoints() -> list[Endpoint]:
     from agentsvc.api import agents, chat, conversations, secrets, system, tools, triggers
     from agentsvc.api import api_keys, session_auth, team
     from agentsvc.api import identity, widget
+    from agentsvc.api import forms
 
     tables = [
         system.routes,
@@ -19,6 +20,7 @@ def all_endpoints() -> list[Endpoint]:
         conversations.routes,
         tools.routes,
         secrets.routes,
+        forms.routes,  # before triggers: GET /triggers/form/... is a fixed path
         triggers.routes,
         widget.routes,
         session_auth.routes,

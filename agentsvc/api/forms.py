@@ -1,0 +1,408 @@
+"""Form endpoints: the public form, submit, client result, events; management, analytics."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+from pydantic.json_schema import SkipJsonSchema
+
+from agentsvc import keys
+from agentsvc.api.models import QueryModel, RequestModel, ResponseModel
+from agentsvc.api.routing import Call, RouteTable, json_response
+from agentsvc.errors import RateLimited
+from agentsvc.services import forms as form_service
+from agentsvc.services.delivery import Outcome
+from agentsvc.store.submissions import Attempt, Delivery, Submission
+
+routes = RouteTable("form submissions")
+
+Id = Annotated[str, Field(min_length=1, max_length=200)]
+Status = Literal[
+    "pending",
+    "submitted",
+    "webhook_success",
+    "webhook_failed",
+    "client_success",
+    "client_failed",
+    "success",
+    "failed",
+]
+EpochMs = Annotated[float, Field(ge=0, le=253_402_300_799_000)]
+
+
+class SubmitBody(RequestModel):
+    tool_id: Id
+    conversation_id: Id | SkipJsonSchema[None] = None
+    form_data: dict[str, Any]
+    fields_completed: Annotated[list[Annotated[str, Field(max_length=200)]], Field(max_length=200)]
+    impression_at: EpochMs | SkipJsonSchema[None] = None
+    started_at: EpochMs | SkipJsonSchema[None] = None
+
+    nullable = frozenset({"conversationId", "impressionAt", "startedAt"})
+
+
+class ClientResultBody(RequestModel):
+    submission_id: Id
+    success: bool
+    message: Annotated[str, Field(max_length=2000)] | SkipJsonSchema[None] = None
+    data: dict[str, Any] | SkipJsonSchema[None] = None
+
+    nullable = frozenset({"message", "data"})
+
+
+class EventBody(RequestModel):
+    tool_id: Id
+    event_type: Literal["impression", "started"]
+    session_id: Annotated[str, Field(max_length=200)] | SkipJsonSchema[None] = None
+
+    nullable = frozenset({"sessionId"})
+
+
+class FormQuery(QueryModel):
+    agent_id: str | None = None
+
+
+class ListQuery(QueryModel):
+    status: Status | None = None
+    agent_id: str | None = None
+    tool_id: str | None = None
+    limit: int = Field(20, ge=1, le=100)
+    offset: int = Field(0, ge=0)
+
+
+class AnalyticsQuery(QueryModel):
+    agent_id: str
+
+
+class PublicForm(ResponseModel):
+    tool_id: str
+    tool_name: str
+    form_schema: dict[str, Any]
+    execution_mode: str
+    client_handler: str | None
+
+
+class WebhookResult(ResponseModel):
+    success: bool
+    error: str | None
+
+
+class PostActionResult(ResponseModel):
+    type: Literal["webhook", "team_chat", "email"]
+    success: bool
+    error: str | None
+
+
+class SubmitResult(ResponseModel):
+    success: bool
+    submission_id: str
+    status: Status
+    execution_mode: str
+    webhook_result: WebhookResult | None
+    post_action_results: list[PostActionResult]
+    client_handler: str | None
+
+
+class Success(ResponseModel):
+    success: bool
+
+
+class SubmissionOut(ResponseModel):
+    id: str
+    tool_id: str
+    tool_name: str
+    agent_id: str
+    conversation_id: str | None
+    form_data: dict[str, Any]
+    fields_completed: list[str]
+    status: Status
+    execution_mode: str
+    webhook_attempts: int
+    last_error: str | None
+    client_result: dict[str, Any] | None
+    created_at: str
+    updated_at: str
+
+
+class Pagination(ResponseModel):
+    total: int
+    limit: int
+    offset: int
+
+
+class SubmissionList(ResponseModel):
+    submissions: list[SubmissionOut]
+    pagination: Pagination
+
+
+class AttemptOut(ResponseModel):
+    attempt: int
+    started_at: str
+    status_code: int | None
+    latency_ms: int
+    success: bool
+    error: str | None
+    response_body: str | None
+
+
+class DeliveryOut(ResponseModel):
+    id: str
+    type: Literal["webhook", "post_action"]
+    action_type: Literal["webhook", "team_chat", "email"]
+    position: int
+    target: str
+    webhook_id: str
+    status: Literal["pending", "success", "failed"]
+    attempts: int
+    next_attempt_at: str | None
+    last_error: str | None
+    completed_at: str | None
+    log: list[AttemptOut]
+
+
+class SubmissionDetail(SubmissionOut):
+    deliveries: list[DeliveryOut]
+
+
+class AnalyticsEntry(ResponseModel):
+    tool_id: str
+    tool_name: str
+    impressions: int
+    started: int
+    submitted: int
+    successful: int
+    failed: int
+    conversion_rate: float
+    completion_rate: float
+    field_completion_rates: dict[str, float]
+
+
+class Analytics(ResponseModel):
+    analytics: list[AnalyticsEntry]
+
+
+def _outcome_json(outcome: Outcome) -> dict:
+    return {"success": outcome.success, "error": outcome.error}
+
+
+def submission_json(sub: Submission) -> dict:
+    return {
+        "id": sub.id,
+        "toolId": sub.tool_id,
+        "toolName": sub.tool_name,
+        "agentId": sub.agent_id,
+        "conversationId": sub.conversation_id,
+        "formData": sub.form_data,
+        "fieldsCompleted": sub.fields_completed,
+        "status": sub.status,
+        "executionMode": sub.execution_mode,
+        "webhookAttempts": sub.webhook_attempts,
+        "lastError": sub.last_error,
+        "clientResult": sub.client_result,
+        "createdAt": sub.created_at,
+        "updatedAt": sub.updated_at,
+    }
+
+
+_ACTION_TYPES = {"webhook": "webhook", "post_webhook": "webhook", "team_chat": "team_chat"}
+
+
+def _delivery_json(d: Delivery, attempts: list[Attempt]) -> dict:
+    target = d.spec.get("url") or ", ".join(d.spec.get("recipientIds") or [])
+    return {
+        "id": d.id,
+        "type": "webhook" if d.kind == "webhook" else "post_action",
+        "actionType": _ACTION_TYPES.get(d.kind, "email"),
+        "position": d.position,
+        "target": target,
+        "webhookId": d.webhook_id,
+        "status": d.status,
+        "attempts": d.attempts,
+        "nextAttemptAt": d.next_attempt_at if d.status == "pending" else None,
+        "lastError": d.last_error,
+        "completedAt": d.completed_at,
+        "log": [
+            {
+                "attempt": a.attempt,
+                "startedAt": a.started_at,
+                "statusCode": a.status_code,
+                "latencyMs": a.latency_ms,
+                "success": a.success,
+                "error": a.error,
+                "responseBody": a.response_body,
+            }
+            for a in attempts
+            if a.delivery_id == d.id
+        ],
+    }
+
+
+def detail_json(detail: form_service.SubmissionDetail) -> dict:
+    return {
+        **submission_json(detail.submission),
+        "deliveries": [_delivery_json(d, detail.attempts) for d in detail.deliveries],
+    }
+
+
+def _limit_public(call: Call, what: str, key: str | None) -> None:
+    """Per-IP (and per-session) limit on the public form endpoints."""
+    per_minute = call.app[keys.settings_key].ratelimit.trigger_events_per_minute
+    buckets = call.app[keys.rate_buckets_key]
+    for bucket in (f"{what}:ip:{call.request.remote}", f"{what}:session:{key}" if key else None):
+        if bucket is None:
+            continue
+        decision = buckets.take(bucket, per_minute)
+        if not decision.allowed:
+            raise RateLimited(
+                f"More than {per_minute} form requests per minute",
+                headers={"Retry-After": str(decision.retry_after)},
+            )
+
+
+# GET /triggers/form/... lives here: it is the form's public face. This table is placed
+# before the triggers table so the fixed path wins over `/triggers/{id}`.
+@routes.get(
+    "/triggers/form/{toolIdOrName}",
+    query=FormQuery,
+    response=PublicForm,
+    auth="public",
+    cors=True,
+    errors=(400, 404),
+    tag="triggers",
+)
+async def get_public_form(call: Call):
+    """Get an enabled form tool for the widget (by id, or by name with agentId)."""
+    query: FormQuery = call.query
+    tool = await form_service.get_public_form(
+        call.app[keys.db_key], call.params["toolIdOrName"], query.agent_id
+    )
+    mode = tool.form_execution_mode or "webhook"
+    return json_response(
+        {
+            "toolId": tool.id,
+            "toolName": tool.name,
+            "formSchema": tool.form_schema,
+            "executionMode": mode,
+            "clientHandler": tool.form_client_handler if mode in ("client", "both") else None,
+        }
+    )
+
+
+@routes.post(
+    "/form-submissions/submit",
+    body=SubmitBody,
+    response=SubmitResult,
+    auth="public",
+    cors=True,
+    errors=(400, 404, 413, 429),
+    max_body_mb=lambda settings: settings.server.submit_max_body_mb,
+)
+async def post_submission(call: Call):
+    """Submit a form: stored with its deliveries, the webhook tried at once."""
+    body: SubmitBody = call.body
+    _limit_public(call, "form-submit", None)
+    result = await form_service.submit(
+        call.app[keys.deliverer_key],
+        tool_id=body.tool_id,
+        conversation_id=body.conversation_id,
+        form_data=body.form_data,
+        fields_completed=list(body.fields_completed),
+        impression_at=body.impression_at,
+        started_at=body.started_at,
+    )
+    sub = result.submission
+    return json_response(
+        {
+            "success": True,
+            "submissionId": sub.id,
+            "status": result.status,
+            "executionMode": sub.execution_mode,
+            "webhookResult": _outcome_json(result.webhook) if result.webhook else None,
+            "postActionResults": [
+                {"type": kind, **_outcome_json(outcome)} for kind, outcome in result.post_actions
+            ],
+            "clientHandler": sub.client_handler,
+        }
+    )
+
+
+@routes.post(
+    "/form-submissions/client-result",
+    body=ClientResultBody,
+    response=Success,
+    auth="public",
+    cors=True,
+    errors=(400, 404),
+)
+async def post_client_result(call: Call):
+    """Report the outcome of the widget's client-side form handler."""
+    body: ClientResultBody = call.body
+    await form_service.report_client_result(
+        call.app[keys.db_key], body.submission_id, body.success, body.message, body.data
+    )
+    return json_response({"success": True})
+
+
+@routes.post(
+    "/form-submissions/event",
+    body=EventBody,
+    response=Success,
+    auth="public",
+    cors=True,
+    status=202,
+    errors=(400, 404, 429),
+)
+async def post_form_event(call: Call):
+    """Count a form impression or start (analytics)."""
+    body: EventBody = call.body
+    _limit_public(call, "form-event", body.session_id)
+    await form_service.record_event(
+        call.app[keys.db_key], body.tool_id, body.event_type, body.session_id
+    )
+    return json_response({"success": True}, status=202)
+
+
+@routes.get("/form-submissions/analytics", query=AnalyticsQuery, response=Analytics, errors=(404,))
+async def get_analytics(call: Call):
+    """Form analytics of an agent: one entry per form tool."""
+    query: AnalyticsQuery = call.query
+    entries = await form_service.analytics(call.app[keys.db_key], call.team_id, query.agent_id)
+    return json_response({"analytics": entries})
+
+
+@routes.get("/form-submissions", query=ListQuery, response=SubmissionList)
+async def list_submissions(call: Call):
+    """List the team's submissions, newest first."""
+    query: ListQuery = call.query
+    subs, total = await form_service.list_submissions(
+        call.app[keys.db_key],
+        call.team_id,
+        status=query.status,
+        agent_id=query.agent_id,
+        tool_id=query.tool_id,
+        limit=query.limit,
+        offset=query.offset,
+    )
+    return json_response(
+        {
+            "submissions": [submission_json(s) for s in subs],
+            "pagination": {"total": total, "limit": query.limit, "offset": query.offset},
+        }
+    )
+
+
+@routes.get("/form-submissions/{id}", response=SubmissionDetail, errors=(404,))
+async def get_submission(call: Call):
+    """Get a submission with its deliveries and every attempt."""
+    detail = await form_service.get_detail(call.app[keys.db_key], call.team_id, call.params["id"])
+    return json_response(detail_json(detail))
+
+
+@routes.post("/form-submissions/{id}/redeliver", response=SubmissionDetail, errors=(400, 404))
+async def post_redeliver(call: Call):
+    """Queue the failed deliveries of a submission again and try them now."""
+    detail = await form_service.redeliver(
+        call.app[keys.deliverer_key], call.team_id, call.params["id"]
+    )
+    return json_response(detail_json(detail))

@@ -1,0 +1,407 @@
+"""The delivery outbox worker: signed webhooks, team chat and e-mail, retried on a schedule.
+
+The database is the source of truth. Each target of a submission is a `form_deliveries`
+row; an attempt first holds a lease on its row, then sends, then records the attempt and
+the row's next state in one transaction. The APScheduler job only wakes `deliver_due` at
+the earliest time a row becomes due; at start-up every lease is dropped (no attempt of a
+previous process can still be running) and the wake-up is scheduled again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import hmac
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import aiosmtplib
+import orjson
+from aiohttp import web
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
+from agentsvc import keys
+from agentsvc.config import WebhookSettings
+from agentsvc.db import Database
+from agentsvc.ids import iso, parse_iso
+from agentsvc.outbound import OutboundClient, OutboundError
+from agentsvc.secretbox import SecretBox, SecretBoxError
+from agentsvc.services.form_values import fill_payload, fill_text, template_text
+from agentsvc.store import submissions as store
+from agentsvc.store.submissions import Attempt, Delivery, Submission
+
+log = logging.getLogger("agentsvc.delivery")
+
+RESPONSE_BODY_CAP = 4096  # bytes of a receiver's answer kept in the attempt log
+ERROR_CAP = 500
+CLAIM_BATCH = 100
+CONCURRENCY = 32
+JOB_ID = "form-deliveries"
+MAIL_TIMEOUT_SECONDS = 30.0
+
+
+def sign(secret: str, message_id: str, timestamp: int, body: bytes) -> str:
+    """The Standard Webhooks `webhook-signature` value: `v1,` + base64 HMAC-SHA256."""
+    key = base64.b64decode(secret.removeprefix("whsec_"))
+    signed = f"{message_id}.{timestamp}.".encode() + body
+    return "v1," + base64.b64encode(hmac.new(key, signed, hashlib.sha256).digest()).decode()
+
+
+def derive_status(mode: str, webhook: str | None, client_result: dict | None) -> str:
+    """A submission's status from its primary delivery state and its client result."""
+    client = None if client_result is None else bool(client_result.get("success"))
+    if mode == "client":
+        return {None: "submitted", True: "client_success", False: "client_failed"}[client]
+    if mode == "webhook":
+        return {"success": "webhook_success", "failed": "webhook_failed"}.get(webhook, "pending")
+    if webhook == "failed" or client is False:
+        return "failed"
+    if webhook == "success":
+        return "success" if client else "webhook_success"
+    return "client_success" if client else "pending"
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What one attempt came to."""
+
+    success: bool
+    status_code: int | None = None
+    error: str | None = None
+    body: str | None = None
+    stop: bool = False  # no further attempts (410 Gone)
+
+
+def submission_payload(sub: Submission, data_dir: Path) -> dict[str, Any]:
+    """The documented webhook body; files go back out as the data URLs that were sent."""
+    form_data = dict(sub.form_data)
+    for field, rel in (sub.files or {}).items():
+        described = form_data.get(field) or {}
+        raw = (data_dir / rel).read_bytes()
+        kind = described.get("contentType", "application/octet-stream")
+        form_data[field] = f"data:{kind};base64,{base64.b64encode(raw).decode('ascii')}"
+    return {
+        "submissionId": sub.id,
+        "toolId": sub.tool_id,
+        "toolName": sub.tool_name,
+        "conversationId": sub.conversation_id,
+        "formData": form_data,
+        "submittedAt": sub.created_at,
+    }
+
+
+def template_values(sub: Submission) -> dict[str, Any]:
+    return {**sub.form_data, "_toolName": sub.tool_name}
+
+
+def email_text(sub: Submission) -> str:
+    lines = [f"A form was submitted: {sub.tool_name}", ""]
+    lines += [f"{name}: {template_text(value)}" for name, value in sub.form_data.items()]
+    lines += ["", f"Submission: {sub.id}", f"Submitted at: {sub.created_at}"]
+    if sub.conversation_id:
+        lines.append(f"Conversation: {sub.conversation_id}")
+    return "\n".join(lines) + "\n"
+
+
+class Deliverer:
+    """Runs delivery attempts and wakes itself (through the scheduler) when rows come due."""
+
+    def __init__(
+        self,
+        *,
+        db: Database,
+        outbound: OutboundClient,
+        box: SecretBox,
+        settings: WebhookSettings,
+        data_dir: Path,
+        scheduler: AsyncIOScheduler | None,
+        mailer: Callable[[], Any],
+    ):
+        self.db = db
+        self.outbound = outbound
+        self.box = box
+        self.settings = settings
+        self.data_dir = data_dir
+        self.scheduler = scheduler
+        self._mailer = mailer
+        self._running = False
+        self._again = False
+        self._closed = False
+        self._tasks: set[asyncio.Task] = set()
+        self._sem = asyncio.Semaphore(CONCURRENCY)
+
+    @property
+    def lease_seconds(self) -> float:
+        """How long an attempt may hold its row: its timeout and a generous margin."""
+        return max(self.settings.timeout_seconds, MAIL_TIMEOUT_SECONDS) + 60
+
+    def lease_until(self, now: datetime, attempts: int = 1) -> str:
+        return iso(now + timedelta(seconds=self.lease_seconds * attempts))
+
+    # ── waking ────────────────────────────────────────────────────────────────────────
+    def wake(self, at: datetime) -> None:
+        """Make sure the worker runs no later than `at`."""
+        if self._closed or self.scheduler is None or not self.scheduler.running:
+            return
+        job = self.scheduler.get_job(JOB_ID)
+        if job is not None and job.next_run_time is not None and job.next_run_time <= at:
+            return
+        self.scheduler.add_job(
+            self._job,
+            "date",
+            run_date=max(at, datetime.now(UTC)),
+            id=JOB_ID,
+            replace_existing=True,
+            misfire_grace_time=None,
+            coalesce=True,
+            max_instances=1000,  # overlapping runs are folded by deliver_due itself
+        )
+
+    async def _job(self) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._tasks.add(task)
+        try:
+            await self.deliver_due()
+        except Exception:
+            log.exception("delivery run failed; retrying in a minute")
+            self.wake(datetime.now(UTC) + timedelta(seconds=60))
+        finally:
+            if task is not None:
+                self._tasks.discard(task)
+
+    async def schedule_next(self) -> None:
+        """Wake the worker when the earliest pending row becomes due."""
+        due = await store.next_due_at(self.db.reader)
+        if due is not None:
+            self.wake(parse_iso(due))
+
+    async def start(self) -> None:
+        """At start-up: drop stale leases and reschedule every pending delivery."""
+        async with self.db.write() as conn:
+            released = await store.release_all_leases(conn)
+        if released:
+            log.info("%d interrupted deliveries will be retried", released)
+        await self.schedule_next()
+
+    async def close(self, grace: float = 5.0) -> None:
+        """Stop waking; give running attempts a moment, then cancel them (leases stay)."""
+        self._closed = True
+        if self.scheduler is not None and self.scheduler.get_job(JOB_ID) is not None:
+            self.scheduler.remove_job(JOB_ID)
+        tasks = set(self._tasks)
+        if tasks:
+            _, pending = await asyncio.wait(tasks, timeout=grace)
+            for task in pending:
+                task.cancel()
+            if pending:
+                await asyncio.wait(pending)
+
+    # ── the worker ────────────────────────────────────────────────────────────────────
+    async def deliver_due(self) -> int:
+        """Claim and attempt every due delivery; return how many attempts were made."""
+        if self._running:
+            self._again = True
+            return 0
+        self._running = True
+        total = 0
+        try:
+            while not self._closed:
+                self._again = False
+                now = datetime.now(UTC)
+                async with self.db.write() as conn:
+                    batch = await store.claim_due(
+                        conn, iso(now), self.lease_until(now), CLAIM_BATCH
+                    )
+                if not batch:
+                    if self._again:
+                        continue
+                    break
+                subs = await self._submissions({d.submission_id for d in batch})
+                await asyncio.gather(*(self._bounded(d, subs[d.submission_id]) for d in batch))
+                total += len(batch)
+        finally:
+            self._running = False
+        if not self._closed:
+            await self.schedule_next()
+        return total
+
+    async def _submissions(self, ids: set[str]) -> dict[str, Submission]:
+        found = {}
+        for sub_id in ids:
+            sub = await store.get_submission(self.db.reader, sub_id)
+            if sub is not None:
+                found[sub_id] = sub
+        return found
+
+    async def _bounded(self, delivery: Delivery, sub: Submission) -> Outcome:
+        async with self._sem:
+            return await self.attempt(delivery, sub)
+
+    async def attempt(self, delivery: Delivery, sub: Submission) -> Outcome:
+        """Make one attempt of a leased delivery and record it; never raises for a failure."""
+        started = datetime.now(UTC)
+        clock = time.perf_counter()
+        try:
+            outcome = await self._send(delivery, sub)
+        except Exception as exc:  # a bug must not leave the row leased forever
+            log.exception("delivery %s: unexpected error", delivery.id)
+            outcome = Outcome(False, error=f"internal error: {type(exc).__name__}")
+        latency = int((time.perf_counter() - clock) * 1000)
+        await self._record(delivery, sub, started, latency, outcome)
+        return outcome
+
+    async def _record(
+        self, delivery: Delivery, sub: Submission, started: datetime, latency: int, res: Outcome
+    ) -> None:
+        now_dt = datetime.now(UTC)
+        now = iso(now_dt)
+        attempts = delivery.attempts + 1
+        schedule = self.settings.retry_schedule_seconds
+        made = attempts - delivery.cycle_start
+        fields: dict[str, Any] = {"attempts": attempts, "lease_until": None}
+        next_at: datetime | None = None
+        if res.success:
+            fields |= {"status": "success", "last_error": None, "next_attempt_at": None}
+            fields["completed_at"] = now
+        else:
+            fields["last_error"] = res.error
+            if res.stop or made >= len(schedule):
+                fields |= {"status": "failed", "next_attempt_at": None, "completed_at": now}
+            else:
+                next_at = now_dt + timedelta(seconds=schedule[made])
+                fields["next_attempt_at"] = iso(next_at)
+        attempt = Attempt(
+            delivery_id=delivery.id,
+            attempt=attempts,
+            started_at=iso(started),
+            status_code=res.status_code,
+            latency_ms=latency,
+            success=res.success,
+            error=res.error,
+            response_body=res.body,
+        )
+        async with self.db.write() as conn:
+            await store.record_attempt(conn, attempt)
+            await store.update_delivery(conn, delivery.id, fields, now)
+            if delivery.kind == "webhook":
+                current = await store.get_submission(conn, sub.id)
+                if current is not None:
+                    webhook_state = fields.get("status", "pending")
+                    status = derive_status(
+                        current.execution_mode, webhook_state, current.client_result
+                    )
+                    await store.update_submission(
+                        conn,
+                        sub.id,
+                        {"webhook_attempts": attempts, "last_error": res.error, "status": status},
+                        now,
+                    )
+        if next_at is not None:
+            self.wake(next_at)
+
+    # ── sending ───────────────────────────────────────────────────────────────────────
+    async def _send(self, delivery: Delivery, sub: Submission) -> Outcome:
+        spec = delivery.spec
+        if delivery.kind == "email":
+            return await self._send_email(sub, spec)
+        headers: dict[str, str] = {}
+        if delivery.kind == "team_chat":
+            text = fill_text(spec.get("message", ""), template_values(sub))
+            body = orjson.dumps({"text": text})
+        else:
+            if delivery.kind == "post_webhook" and spec.get("payload") is not None:
+                payload = fill_payload(spec["payload"], template_values(sub))
+            else:
+                payload = await asyncio.to_thread(submission_payload, sub, self.data_dir)
+            body = orjson.dumps(payload)
+            # The action's own headers first: the signature headers may not be overridden.
+            headers.update(
+                {
+                    k: v
+                    for k, v in (spec.get("headers") or {}).items()
+                    if not k.lower().startswith("webhook-") and k.lower() != "content-type"
+                }
+            )
+            if delivery.sealed_secret is not None:
+                try:
+                    secret = self.box.open(delivery.sealed_secret, f"tool-webhook:{sub.tool_id}")
+                except SecretBoxError:
+                    return Outcome(False, error="the signing secret cannot be opened")
+                stamp = int(time.time())
+                headers["webhook-id"] = delivery.webhook_id
+                headers["webhook-timestamp"] = str(stamp)
+                headers["webhook-signature"] = sign(secret, delivery.webhook_id, stamp, body)
+        headers["Content-Type"] = "application/json"
+        return await self._post(spec["url"], headers, body)
+
+    async def _post(self, url: str, headers: dict[str, str], body: bytes) -> Outcome:
+        try:
+            resp = await self.outbound.request(
+                "POST",
+                url,
+                headers=headers,
+                data=body,
+                timeout=self.settings.timeout_seconds,
+                max_response_bytes=RESPONSE_BODY_CAP,
+            )
+        except OutboundError as exc:
+            return Outcome(False, error=exc.message[:ERROR_CAP])
+        text = resp.text()
+        if resp.ok:
+            return Outcome(True, resp.status, body=text)
+        if resp.status == 410:
+            return Outcome(
+                False, 410, "410 Gone: the receiver asked for no more deliveries", text, True
+            )
+        return Outcome(False, resp.status, f"HTTP {resp.status}", text)
+
+    async def _send_email(self, sub: Submission, spec: dict) -> Outcome:
+        mailer = self._mailer()
+        if mailer is None:
+            return Outcome(False, error="e-mail is not available in this server")
+        recipients = await store.member_emails(
+            self.db.reader, sub.team_id, list(spec.get("recipientIds") or [])
+        )
+        if not recipients:
+            return Outcome(False, error="none of the recipients is a member of the team", stop=True)
+        values = template_values(sub)
+        subject = fill_text(spec.get("subject") or "New submission: {{_toolName}}", values)
+        subject = " ".join(subject.split())[:200]
+        try:
+            await asyncio.wait_for(
+                mailer.send(", ".join(recipients), subject, email_text(sub)),
+                MAIL_TIMEOUT_SECONDS + 5,
+            )
+        except (aiosmtplib.SMTPException, OSError, TimeoutError, ValueError) as exc:
+            return Outcome(False, error=f"e-mail failed: {exc}"[:ERROR_CAP])
+        return Outcome(True)
+
+
+async def delivery_ctx(app: web.Application) -> AsyncIterator[None]:
+    """cleanup_ctx: the app's Deliverer (after the database, scheduler and outbound client)."""
+    settings = app[keys.settings_key]
+    deliverer = Deliverer(
+        db=app[keys.db_key],
+        outbound=app[keys.outbound_key],
+        box=app[keys.secret_box_key],
+        settings=settings.webhooks,
+        data_dir=settings.server.data_dir,
+        scheduler=app.get(keys.scheduler_key),
+        mailer=lambda: app.get(keys.mailer_key),
+    )
+    app[keys.deliverer_key] = deliverer
+    await deliverer.start()
+    yield
+    await deliverer.close()
+
+
+async def deliver_due(app: web.Application) -> int:
+    """The job: attempt every due delivery now (tests call it directly)."""
+    return await app[keys.deliverer_key].deliver_due()

@@ -1,0 +1,275 @@
+"""What a submitted form value may be: checks against the form schema, files, templates."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import math
+import mimetypes
+import re
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from typing import Any
+from urllib.parse import unquote
+
+from agentsvc.errors import FileTooLarge, ValidationFailed
+
+MAX_FILE_BYTES = 5 * 1024 * 1024
+MAX_TEXT_CHARS = 10_000
+MAX_ERRORS = 5
+
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s.]+$")
+_TEL = re.compile(r"^\+?[0-9 ().\-/]{3,30}$")
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:\d{2})?$")
+_TEMPLATE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+FILE_TYPES = ("file", "image")
+
+
+@dataclass(slots=True)
+class UploadedFile:
+    """A decoded file of a form field, waiting to be written under the data directory."""
+
+    field: str
+    content_type: str
+    file_name: str | None
+    data: bytes
+
+    @property
+    def extension(self) -> str:
+        return mimetypes.guess_extension(self.content_type) or ".bin"
+
+    def descriptor(self) -> dict[str, Any]:
+        """How the file appears in the stored formData."""
+        return {
+            "fileName": self.file_name,
+            "contentType": self.content_type,
+            "size": len(self.data),
+        }
+
+
+@dataclass(slots=True)
+class CheckedForm:
+    """Form data as stored (files replaced by descriptors) and the decoded files."""
+
+    values: dict[str, Any]
+    files: list[UploadedFile] = field(default_factory=list)
+
+
+def _empty(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip()) or value == []
+
+
+def _rule(spec: dict, name: str) -> tuple[Any, str | None]:
+    rule = (spec.get("validation") or {}).get(name)
+    if rule is None:
+        return None, None
+    return rule.get("value"), rule.get("message")
+
+
+def _decode_data_url(name: str, kind: str, value: Any) -> UploadedFile:
+    """Decode `data:<type>[;name=...];base64,<data>`; the size is checked before decoding."""
+    if not isinstance(value, str) or not value.startswith("data:"):
+        raise ValidationFailed(f"formData.{name}: must be a base64 data URL (data:...;base64,...)")
+    header, comma, payload = value.partition(",")
+    params = header[len("data:") :].split(";")
+    if not comma or "base64" not in params[1:]:
+        raise ValidationFailed(f"formData.{name}: must be a base64 data URL (data:...;base64,...)")
+    content_type = (params[0] or "application/octet-stream").lower()
+    file_name = None
+    for param in params[1:]:
+        key, _, text = param.partition("=")
+        if key.lower() in ("name", "filename") and text:
+            file_name = unquote(text)[:255]
+    padding = len(payload) - len(payload.rstrip("="))
+    decoded_size = len(payload) * 3 // 4 - min(padding, 2)
+    if decoded_size > MAX_FILE_BYTES:
+        raise FileTooLarge(
+            f"formData.{name}: the file is over {MAX_FILE_BYTES // (1024 * 1024)} MB"
+        )
+    if kind == "image" and not content_type.startswith("image/"):
+        raise ValidationFailed(f"formData.{name}: must be an image (data:image/...)")
+    try:
+        data = base64.b64decode(payload, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise ValidationFailed(f"formData.{name}: the data URL is not valid base64") from exc
+    return UploadedFile(name, content_type, file_name, data)
+
+
+def _number(value: Any) -> float | int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, str):
+        try:
+            parsed = float(value.strip())
+        except ValueError:
+            return None
+        if not math.isfinite(parsed):
+            return None
+        return int(parsed) if parsed.is_integer() and "." not in value else parsed
+    return None
+
+
+def _option_values(spec: dict) -> list[Any]:
+    return [o["value"] for o in spec.get("options") or []]
+
+
+def _in_options(value: Any, options: list[Any]) -> Any:
+    """The option value matching `value` (a number option also matches its text)."""
+    for option in options:
+        if type(option) is type(value) and option == value:
+            return option
+        if isinstance(option, int | float) and isinstance(value, str) and str(option) == value:
+            return option
+    return _MISSING
+
+
+_MISSING = object()
+
+
+def _check_text_rules(spec: dict, value: str) -> str | None:
+    minimum, message = _rule(spec, "minLength")
+    if minimum is not None and len(value) < minimum:
+        return message or f"must be at least {minimum} characters"
+    maximum, message = _rule(spec, "maxLength")
+    if maximum is not None and len(value) > maximum:
+        return message or f"must be at most {maximum} characters"
+    pattern, message = _rule(spec, "pattern")
+    if pattern is not None and re.fullmatch(pattern, value) is None:
+        return message or "does not have the expected format"
+    return None
+
+
+def _check_value(spec: dict, value: Any) -> tuple[Any, str | None]:
+    """Return (stored value, problem) for a non-empty value of a non-file field."""
+    kind = spec["type"]
+    if kind in ("text", "textarea", "email", "tel", "date", "datetime"):
+        if not isinstance(value, str):
+            return value, "must be text"
+        if len(value) > MAX_TEXT_CHARS:
+            return value, f"must be at most {MAX_TEXT_CHARS} characters"
+        value = value.strip() if kind not in ("text", "textarea") else value
+        if kind == "email" and not _EMAIL.match(value):
+            return value, "must be an e-mail address"
+        if kind == "tel" and (not _TEL.match(value) or sum(c.isdigit() for c in value) < 3):
+            return value, "must be a telephone number"
+        if kind == "date":
+            try:
+                if not _DATE.match(value):
+                    raise ValueError
+                date.fromisoformat(value)
+            except ValueError:
+                return value, "must be an ISO date (YYYY-MM-DD)"
+        if kind == "datetime":
+            try:
+                if not _DATETIME.match(value):
+                    raise ValueError
+                datetime.fromisoformat(value.replace("Z", "+00:00"))
+            except ValueError:
+                return value, "must be an ISO date and time (YYYY-MM-DDTHH:MM[:SS][Z])"
+        return value, _check_text_rules(spec, value)
+    if kind == "number":
+        number = _number(value)
+        if number is None:
+            return value, "must be a number"
+        minimum, message = _rule(spec, "min")
+        if minimum is not None and number < minimum:
+            return number, message or f"must be at least {minimum}"
+        maximum, message = _rule(spec, "max")
+        if maximum is not None and number > maximum:
+            return number, message or f"must be at most {maximum}"
+        return number, None
+    options = _option_values(spec)
+    if kind == "select":
+        chosen = _in_options(value, options)
+        if chosen is _MISSING:
+            return value, "must be one of the options"
+        return chosen, None
+    # multiselect
+    if not isinstance(value, list):
+        return value, "must be a list of options"
+    chosen_list = []
+    for item in value:
+        chosen = _in_options(item, options)
+        if chosen is _MISSING:
+            return value, f"{item!r} is not one of the options"
+        if chosen not in chosen_list:
+            chosen_list.append(chosen)
+    return chosen_list, None
+
+
+def check_form(schema: dict, form_data: dict[str, Any], fields_completed: list[str]) -> CheckedForm:
+    """Check formData and fieldsCompleted against a form schema; files are decoded.
+
+    Every problem is reported at once (up to a few), each naming its field; a file over the
+    limit is FILE_TOO_LARGE straight away.
+    """
+    specs = {f["name"]: f for f in schema.get("fields", [])}
+    problems: list[str] = []
+    for name in form_data:
+        if name not in specs:
+            problems.append(f"formData.{name}: is not a field of this form")
+    for name in fields_completed:
+        if name not in specs:
+            problems.append(f"fieldsCompleted: {name!r} is not a field of this form")
+    checked = CheckedForm(values={})
+    for name, spec in specs.items():
+        value = form_data.get(name)
+        if _empty(value):
+            required, message = _rule(spec, "required")
+            if required:
+                problems.append(f"formData.{name}: {message or 'is required'}")
+            elif name in form_data:
+                checked.values[name] = value
+            continue
+        if spec["type"] in FILE_TYPES:
+            upload = _decode_data_url(name, spec["type"], value)
+            checked.files.append(upload)
+            checked.values[name] = upload.descriptor()
+            continue
+        stored, problem = _check_value(spec, value)
+        if problem:
+            problems.append(f"formData.{name}: {problem}")
+        checked.values[name] = stored
+    if problems:
+        raise ValidationFailed("; ".join(problems[:MAX_ERRORS]))
+    return checked
+
+
+def template_text(value: Any) -> str:
+    """A form value as text inside a template (lists joined, files by name, None empty)."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return ", ".join(template_text(v) for v in value)
+    if isinstance(value, dict):
+        return str(value.get("fileName") or "file")
+    return str(value)
+
+
+def fill_text(template: str, values: dict[str, Any]) -> str:
+    """Fill every `{{name}}` of a text; unknown names become empty."""
+    return _TEMPLATE.sub(lambda m: template_text(values.get(m.group(1))), template)
+
+
+def fill_payload(template: Any, values: dict[str, Any]) -> Any:
+    """Fill templates through a JSON payload.
+
+    A string that is exactly one placeholder takes the value itself (a number stays a
+    number, a list a list); placeholders inside longer text are filled as text.
+    """
+    if isinstance(template, str):
+        whole = _TEMPLATE.fullmatch(template.strip())
+        if whole:
+            value = values.get(whole.group(1))
+            return "" if value is None else value
+        return fill_text(template, values)
+    if isinstance(template, dict):
+        return {key: fill_payload(item, values) for key, item in template.items()}
+    if isinstance(template, list):
+        return [fill_payload(item, values) for item in template]
+    return template

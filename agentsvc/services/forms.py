@@ -1,0 +1,370 @@
+"""Form submissions: the public form, submit (stored with its outbox in one transaction),
+client results, impressions, management and analytics."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from agentsvc.db import Database
+from agentsvc.errors import NotFound, ValidationFailed
+from agentsvc.ids import iso, new_id, now_iso
+from agentsvc.services.delivery import Deliverer, Outcome, derive_status
+from agentsvc.services.form_values import CheckedForm, check_form
+from agentsvc.store import agents as agents_store
+from agentsvc.store import submissions as store
+from agentsvc.store import tools as tools_store
+from agentsvc.store.submissions import Attempt, Delivery, Submission
+from agentsvc.store.tools import Tool
+
+STATUSES = (
+    "pending",
+    "submitted",
+    "webhook_success",
+    "webhook_failed",
+    "client_success",
+    "client_failed",
+    "success",
+    "failed",
+)
+FILES_DIR = "files"
+_BIG_VALUE = 64 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class SubmitResult:
+    submission: Submission
+    status: str  # after the first attempts
+    webhook: Outcome | None
+    post_actions: list[tuple[str, Outcome]]
+
+
+@dataclass(frozen=True, slots=True)
+class SubmissionDetail:
+    submission: Submission
+    deliveries: list[Delivery]
+    attempts: list[Attempt]
+
+
+def _form_not_found() -> NotFound:
+    return NotFound("Form not found")
+
+
+async def get_public_form(db: Database, tool_id_or_name: str, agent_id: str | None) -> Tool:
+    """An enabled form tool by id, or by name within `agent_id`."""
+    tool = await tools_store.get_public(db.reader, tool_id_or_name)
+    if tool is None and agent_id is not None:
+        tool = await tools_store.get_by_name(db.reader, agent_id, tool_id_or_name)
+    elif tool is None and not tool_id_or_name.startswith("tool_"):
+        raise ValidationFailed("query.agentId: is required to find a form by its name")
+    if tool is None or tool.execution_type != "form" or not tool.is_enabled:
+        raise _form_not_found()
+    if agent_id is not None and tool.agent_id != agent_id:
+        raise _form_not_found()
+    return tool
+
+
+def _epoch_ms(name: str, value: float | None) -> str | None:
+    if value is None:
+        return None
+    try:
+        return iso(datetime.fromtimestamp(value / 1000, UTC))
+    except (ValueError, OverflowError, OSError) as exc:
+        raise ValidationFailed(f"{name}: must be a time in epoch milliseconds") from exc
+
+
+def _write_files(data_dir: Path, sub_id: str, checked: CheckedForm) -> dict[str, str]:
+    """Write the decoded files under data_dir/files/<submission>/; return field -> path."""
+    if not checked.files:
+        return {}
+    folder = data_dir / FILES_DIR / sub_id
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = {}
+    for upload in checked.files:
+        rel = f"{FILES_DIR}/{sub_id}/{upload.field}{upload.extension}"
+        (data_dir / rel).write_bytes(upload.data)
+        paths[upload.field] = rel
+    return paths
+
+
+def _deliveries(tool: Tool, sub_id: str, now: str, lease_until: str) -> list[Delivery]:
+    """The outbox rows of a new submission: position 0 the webhook, 1.. the post actions."""
+    rows: list[Delivery] = []
+
+    def add(position: int, kind: str, spec: dict, webhook_id: str, signed: bool) -> None:
+        rows.append(
+            Delivery(
+                id=new_id("delivery"),
+                submission_id=sub_id,
+                position=position,
+                kind=kind,
+                webhook_id=webhook_id,
+                spec=spec,
+                sealed_secret=tool.form_webhook_secret if signed else None,
+                status="pending",
+                attempts=0,
+                cycle_start=0,
+                next_attempt_at=now,
+                lease_until=lease_until,  # the request makes the first attempt itself
+                last_error=None,
+                created_at=now,
+                updated_at=now,
+                completed_at=None,
+            )
+        )
+
+    if tool.form_execution_mode in ("webhook", "both") and tool.form_webhook_url:
+        add(0, "webhook", {"url": tool.form_webhook_url}, sub_id, True)
+    for number, action in enumerate(tool.form_post_actions or [], start=1):
+        webhook_id = f"{sub_id}_pa{number}"
+        if action["type"] == "webhook":
+            spec = {"url": action.get("url") or action.get("webhookUrl")}
+            spec["headers"] = action.get("headers") or {}
+            if "payload" in action:
+                spec["payload"] = action["payload"]
+            add(number, "post_webhook", spec, webhook_id, True)
+        elif action["type"] == "team_chat":
+            message = action.get("messageTemplate") or action.get("message") or ""
+            spec = {"url": action["webhookUrl"], "message": message}
+            add(number, "team_chat", spec, webhook_id, False)
+        else:
+            spec = {"recipientIds": action["recipientIds"], "subject": action.get("subject")}
+            add(number, "email", spec, webhook_id, False)
+    return rows
+
+
+async def submit(
+    deliverer: Deliverer,
+    *,
+    tool_id: str,
+    conversation_id: str | None,
+    form_data: dict[str, Any],
+    fields_completed: list[str],
+    impression_at: float | None,
+    started_at: float | None,
+) -> SubmitResult:
+    """Check and store a submission with its outbox rows, then make the first attempts."""
+    db = deliverer.db
+    tool = await tools_store.get_public(db.reader, tool_id)
+    if tool is None or tool.execution_type != "form" or not tool.is_enabled:
+        raise _form_not_found()
+    impression = _epoch_ms("impressionAt", impression_at)
+    started = _epoch_ms("startedAt", started_at)
+    schema = tool.form_schema or {"fields": []}
+    completed = list(dict.fromkeys(fields_completed))
+    if any(isinstance(v, str) and len(v) > _BIG_VALUE for v in form_data.values()):
+        checked = await asyncio.to_thread(check_form, schema, form_data, completed)
+    else:
+        checked = check_form(schema, form_data, completed)
+    sub_id = new_id("submission")
+    now_dt = datetime.now(UTC)
+    now = iso(now_dt)
+    files = await asyncio.to_thread(_write_files, deliverer.data_dir, sub_id, checked)
+    deliveries = _deliveries(tool, sub_id, now, deliverer.lease_until(now_dt, attempts=2))
+    mode = tool.form_execution_mode or "webhook"
+    has_webhook = bool(deliveries) and deliveries[0].kind == "webhook"
+    sub = Submission(
+        id=sub_id,
+        team_id=tool.team_id,
+        agent_id=tool.agent_id,
+        tool_id=tool.id,
+        tool_name=tool.name,
+        conversation_id=conversation_id,
+        form_data=checked.values,
+        files=files or None,
+        fields_completed=completed,
+        execution_mode=mode,
+        client_handler=tool.form_client_handler if mode in ("client", "both") else None,
+        status=derive_status(mode, "pending" if has_webhook else None, None),
+        webhook_attempts=0,
+        last_error=None,
+        client_result=None,
+        impression_at=impression,
+        started_at=started,
+        created_at=now,
+        updated_at=now,
+    )
+    try:
+        async with db.write() as conn:
+            await store.insert_submission(conn, sub)
+            await store.insert_deliveries(conn, deliveries)
+    except BaseException:
+        if files:
+            shutil.rmtree(deliverer.data_dir / FILES_DIR / sub_id, ignore_errors=True)
+        raise
+    # Shielded: a client that goes away must not cut an attempt in half.
+    task = asyncio.ensure_future(_first_attempts(deliverer, sub, deliveries))
+    webhook, actions = await asyncio.shield(task)
+    status = sub.status
+    if webhook is not None:
+        current = await store.get_submission(db.reader, sub_id)
+        status = current.status if current is not None else status
+    return SubmitResult(sub, status, webhook, actions)
+
+
+async def _first_attempts(
+    deliverer: Deliverer, sub: Submission, deliveries: list[Delivery]
+) -> tuple[Outcome | None, list[tuple[str, Outcome]]]:
+    webhook = None
+    rest = deliveries
+    if deliveries and deliveries[0].kind == "webhook":
+        webhook = await deliverer.attempt(deliveries[0], sub)
+        rest = deliveries[1:]
+    outcomes = await asyncio.gather(*(deliverer.attempt(d, sub) for d in rest))
+    kinds = {"post_webhook": "webhook", "team_chat": "team_chat", "email": "email"}
+    return webhook, [(kinds[d.kind], o) for d, o in zip(rest, outcomes, strict=True)]
+
+
+async def report_client_result(
+    db: Database, submission_id: str, success: bool, message: str | None, data: dict | None
+) -> None:
+    """Record what the widget's client handler reported; the status follows."""
+    async with db.write() as conn:
+        sub = await store.get_submission(conn, submission_id)
+        if sub is None:
+            raise NotFound("Submission not found")
+        if sub.execution_mode == "webhook":
+            raise ValidationFailed("submissionId: this form has no client handler")
+        if sub.client_result is not None:
+            if bool(sub.client_result.get("success")) == success:
+                return  # the widget repeating itself
+            raise ValidationFailed("submissionId: the client result was already reported")
+        result = {"success": success, "message": message, "data": data, "reportedAt": now_iso()}
+        status = derive_status(sub.execution_mode, await _webhook_state(conn, sub.id), result)
+        await store.update_submission(
+            conn, sub.id, {"client_result": result, "status": status}, result["reportedAt"]
+        )
+
+
+async def _webhook_state(conn: Any, submission_id: str) -> str | None:
+    deliveries = await store.deliveries_for(conn, submission_id)
+    if deliveries and deliveries[0].kind == "webhook":
+        return deliveries[0].status
+    return None
+
+
+async def record_event(db: Database, tool_id: str, event_type: str, session_id: str | None) -> None:
+    """Count a form impression or start reported by the widget."""
+    tool = await tools_store.get_public(db.reader, tool_id)
+    if tool is None or tool.execution_type != "form" or not tool.is_enabled:
+        raise _form_not_found()
+    async with db.write() as conn:
+        await store.insert_event(
+            conn,
+            tool_id=tool.id,
+            agent_id=tool.agent_id,
+            event_type=event_type,
+            session_id=session_id,
+            now=now_iso(),
+        )
+
+
+async def list_submissions(
+    db: Database,
+    team_id: str,
+    *,
+    status: str | None,
+    agent_id: str | None,
+    tool_id: str | None,
+    limit: int,
+    offset: int,
+) -> tuple[list[Submission], int]:
+    """A page of the team's submissions, newest first, with the total."""
+    return await store.list_submissions(
+        db.reader,
+        team_id,
+        status=status,
+        agent_id=agent_id,
+        tool_id=tool_id,
+        limit=limit,
+        offset=offset,
+    )
+
+
+async def get_detail(db: Database, team_id: str, submission_id: str) -> SubmissionDetail:
+    """A team's submission with its deliveries and every attempt."""
+    sub = await store.get_submission(db.reader, submission_id, team_id)
+    if sub is None:
+        raise NotFound("Submission not found")
+    deliveries = await store.deliveries_for(db.reader, sub.id)
+    attempts = await store.attempts_for(db.reader, sub.id)
+    return SubmissionDetail(sub, deliveries, attempts)
+
+
+async def redeliver(deliverer: Deliverer, team_id: str, submission_id: str) -> SubmissionDetail:
+    """Queue every failed delivery of a submission again (a fresh schedule) and try it now."""
+    db = deliverer.db
+    now_dt = datetime.now(UTC)
+    now = iso(now_dt)
+    lease = deliverer.lease_until(now_dt, attempts=2)
+    async with db.write() as conn:
+        sub = await store.get_submission(conn, submission_id, team_id)
+        if sub is None:
+            raise NotFound("Submission not found")
+        failed = [d for d in await store.deliveries_for(conn, sub.id) if d.status == "failed"]
+        if not failed:
+            raise ValidationFailed("id: this submission has no failed delivery to redeliver")
+        for d in failed:
+            fields = {
+                "status": "pending",
+                "cycle_start": d.attempts,
+                "next_attempt_at": now,
+                "lease_until": lease,
+                "completed_at": None,
+            }
+            await store.update_delivery(conn, d.id, fields, now)
+        if failed[0].kind == "webhook":
+            status = derive_status(sub.execution_mode, "pending", sub.client_result)
+            await store.update_submission(conn, sub.id, {"status": status}, now)
+        queued = await store.deliveries_for(conn, sub.id)
+    retry = [d for d in queued if d.id in {f.id for f in failed}]
+    task = asyncio.ensure_future(_first_attempts(deliverer, sub, retry))
+    await asyncio.shield(task)
+    return await get_detail(db, team_id, submission_id)
+
+
+async def analytics(db: Database, team_id: str, agent_id: str) -> list[dict[str, Any]]:
+    """Per form tool of the agent: counts, conversion and completion rates, field rates."""
+    if await agents_store.get(db.reader, team_id, agent_id) is None:
+        raise NotFound("Agent not found")
+    tools = [
+        t
+        for t in await tools_store.list_for_agent(db.reader, team_id, agent_id)
+        if t.execution_type == "form"
+    ]
+    events = await store.event_counts(db.reader, agent_id)
+    outcomes = await store.outcome_counts(db.reader, agent_id)
+    fields = await store.field_counts(db.reader, agent_id)
+    entries = []
+    for tool in tools:
+        counts = outcomes.get(tool.id, {"submitted": 0, "successful": 0, "failed": 0})
+        submitted = counts["submitted"]
+        impressions = events.get((tool.id, "impression"), 0)
+        started = events.get((tool.id, "started"), 0)
+        names = [f["name"] for f in (tool.form_schema or {}).get("fields", [])]
+        entries.append(
+            {
+                "toolId": tool.id,
+                "toolName": tool.name,
+                "impressions": impressions,
+                "started": started,
+                "submitted": submitted,
+                "successful": counts["successful"],
+                "failed": counts["failed"],
+                "conversionRate": rate(submitted, impressions),
+                "completionRate": rate(submitted, started),
+                "fieldCompletionRates": {
+                    name: rate(fields.get((tool.id, name), 0), submitted) for name in names
+                },
+            }
+        )
+    return entries
+
+
+def rate(part: int, whole: int) -> float:
+    """part / whole as a percentage with two decimals; 0 when whole is 0."""
+    return round(part * 100 / whole, 2) if whole else 0

@@ -1,0 +1,321 @@
+"""Form submissions, their delivery outbox, the attempt log and form analytics events."""
+
+from __future__ import annotations
+
+from dataclasses import astuple, dataclass
+from typing import Any
+
+import aiosqlite
+
+from agentsvc.store.rows import dump_json, load_json
+
+
+@dataclass(frozen=True, slots=True)
+class Submission:
+    id: str
+    team_id: str
+    agent_id: str
+    tool_id: str
+    tool_name: str
+    conversation_id: str | None
+    form_data: dict
+    files: dict | None  # field name -> path relative to the data directory
+    fields_completed: list
+    execution_mode: str
+    client_handler: str | None
+    status: str
+    webhook_attempts: int
+    last_error: str | None
+    client_result: dict | None
+    impression_at: str | None
+    started_at: str | None
+    created_at: str
+    updated_at: str
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    id: str
+    submission_id: str
+    position: int
+    kind: str  # webhook | post_webhook | team_chat | email
+    webhook_id: str
+    spec: dict
+    sealed_secret: str | None
+    status: str  # pending | success | failed
+    attempts: int
+    cycle_start: int
+    next_attempt_at: str | None
+    lease_until: str | None
+    last_error: str | None
+    created_at: str
+    updated_at: str
+    completed_at: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    delivery_id: str
+    attempt: int
+    started_at: str
+    status_code: int | None
+    latency_ms: int
+    success: bool
+    error: str | None
+    response_body: str | None
+
+
+_SUB_FIELDS = tuple(Submission.__dataclass_fields__)
+_SUB_COLUMNS = ", ".join(_SUB_FIELDS)
+_SUB_JSON = {"form_data", "files", "fields_completed", "client_result"}
+_DLV_FIELDS = tuple(Delivery.__dataclass_fields__)
+_DLV_COLUMNS = ", ".join(_DLV_FIELDS)
+_ATT_FIELDS = tuple(Attempt.__dataclass_fields__)
+_ATT_COLUMNS = ", ".join(_ATT_FIELDS)
+
+
+def _submission(row: Any) -> Submission:
+    values = {
+        name: load_json(value) if name in _SUB_JSON else value
+        for name, value in zip(_SUB_FIELDS, row, strict=True)
+    }
+    return Submission(**values)
+
+
+def _delivery(row: Any) -> Delivery:
+    values = dict(zip(_DLV_FIELDS, row, strict=True))
+    values["spec"] = load_json(values["spec"])
+    return Delivery(**values)
+
+
+def _attempt(row: Any) -> Attempt:
+    values = dict(zip(_ATT_FIELDS, row, strict=True))
+    values["success"] = bool(values["success"])
+    return Attempt(**values)
+
+
+async def insert_submission(conn: aiosqlite.Connection, sub: Submission) -> None:
+    values = tuple(
+        dump_json(v) if n in _SUB_JSON else v
+        for n, v in zip(_SUB_FIELDS, astuple(sub), strict=True)
+    )
+    marks = ", ".join("?" for _ in _SUB_FIELDS)
+    await conn.execute(f"INSERT INTO form_submissions ({_SUB_COLUMNS}) VALUES ({marks})", values)
+
+
+async def insert_deliveries(conn: aiosqlite.Connection, deliveries: list[Delivery]) -> None:
+    rows = [
+        tuple(
+            dump_json(v) if n == "spec" else v for n, v in zip(_DLV_FIELDS, astuple(d), strict=True)
+        )
+        for d in deliveries
+    ]
+    marks = ", ".join("?" for _ in _DLV_FIELDS)
+    await conn.executemany(f"INSERT INTO form_deliveries ({_DLV_COLUMNS}) VALUES ({marks})", rows)
+
+
+async def get_submission(
+    conn: aiosqlite.Connection, submission_id: str, team_id: str | None = None
+) -> Submission | None:
+    """A submission by id; with team_id, only that team's."""
+    sql = f"SELECT {_SUB_COLUMNS} FROM form_submissions WHERE id = ?"
+    args: tuple = (submission_id,)
+    if team_id is not None:
+        sql += " AND team_id = ?"
+        args += (team_id,)
+    rows = await conn.execute_fetchall(sql, args)
+    return _submission(rows[0]) if rows else None
+
+
+def _filters(team_id: str, status: str | None, agent_id: str | None, tool_id: str | None):
+    where = ["team_id = ?"]
+    args: list[Any] = [team_id]
+    for column, value in (("status", status), ("agent_id", agent_id), ("tool_id", tool_id)):
+        if value is not None:
+            where.append(f"{column} = ?")
+            args.append(value)
+    return " AND ".join(where), args
+
+
+async def list_submissions(
+    conn: aiosqlite.Connection,
+    team_id: str,
+    *,
+    status: str | None,
+    agent_id: str | None,
+    tool_id: str | None,
+    limit: int,
+    offset: int,
+) -> tuple[list[Submission], int]:
+    """A page of the team's submissions, newest first, and the total that match."""
+    where, args = _filters(team_id, status, agent_id, tool_id)
+    rows = await conn.execute_fetchall(
+        f"SELECT {_SUB_COLUMNS}, COUNT(*) OVER () FROM form_submissions WHERE {where}"
+        " ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?",
+        (*args, limit, offset),
+    )
+    if rows:
+        return [_submission(tuple(r)[:-1]) for r in rows], int(rows[0][-1])
+    if offset == 0:
+        return [], 0
+    # A page past the end still reports the total.
+    count = await conn.execute_fetchall(
+        f"SELECT COUNT(*) FROM form_submissions WHERE {where}", args
+    )
+    return [], int(count[0][0])
+
+
+async def update_submission(
+    conn: aiosqlite.Connection, submission_id: str, fields: dict[str, Any], now: str
+) -> None:
+    """Set some columns of a submission (JSON columns serialised)."""
+    assignments = "".join(f"{col} = ?, " for col in fields)
+    values = [dump_json(v) if k in _SUB_JSON else v for k, v in fields.items()]
+    await conn.execute(
+        f"UPDATE form_submissions SET {assignments}updated_at = ? WHERE id = ?",
+        (*values, now, submission_id),
+    )
+
+
+async def deliveries_for(conn: aiosqlite.Connection, submission_id: str) -> list[Delivery]:
+    rows = await conn.execute_fetchall(
+        f"SELECT {_DLV_COLUMNS} FROM form_deliveries WHERE submission_id = ? ORDER BY position",
+        (submission_id,),
+    )
+    return [_delivery(r) for r in rows]
+
+
+async def get_delivery(conn: aiosqlite.Connection, delivery_id: str) -> Delivery | None:
+    rows = await conn.execute_fetchall(
+        f"SELECT {_DLV_COLUMNS} FROM form_deliveries WHERE id = ?", (delivery_id,)
+    )
+    return _delivery(rows[0]) if rows else None
+
+
+async def attempts_for(conn: aiosqlite.Connection, submission_id: str) -> list[Attempt]:
+    """Every attempt of a submission's deliveries, in order."""
+    rows = await conn.execute_fetchall(
+        f"SELECT {', '.join('a.' + c for c in _ATT_FIELDS)} FROM form_delivery_attempts a"
+        " JOIN form_deliveries d ON d.id = a.delivery_id WHERE d.submission_id = ?"
+        " ORDER BY d.position, a.attempt",
+        (submission_id,),
+    )
+    return [_attempt(r) for r in rows]
+
+
+async def claim_due(
+    conn: aiosqlite.Connection, now: str, lease_until: str, limit: int
+) -> list[Delivery]:
+    """Lease up to `limit` due deliveries (pending, due, not leased) and return them."""
+    rows = await conn.execute_fetchall(
+        f"UPDATE form_deliveries SET lease_until = ? WHERE id IN ("
+        " SELECT id FROM form_deliveries WHERE status = 'pending' AND next_attempt_at <= ?"
+        " AND (lease_until IS NULL OR lease_until <= ?) ORDER BY next_attempt_at LIMIT ?)"
+        f" RETURNING {_DLV_COLUMNS}",
+        (lease_until, now, now, limit),
+    )
+    return sorted((_delivery(r) for r in rows), key=lambda d: (d.next_attempt_at, d.position))
+
+
+async def next_due_at(conn: aiosqlite.Connection) -> str | None:
+    """When the earliest pending delivery becomes claimable (its time or its lease's end)."""
+    rows = await conn.execute_fetchall(
+        "SELECT MIN(CASE WHEN lease_until > next_attempt_at THEN lease_until"
+        " ELSE next_attempt_at END) FROM form_deliveries WHERE status = 'pending'"
+    )
+    return rows[0][0] if rows else None
+
+
+async def release_all_leases(conn: aiosqlite.Connection) -> int:
+    """Drop every lease (at start-up: no attempt of a previous process is still running)."""
+    cur = await conn.execute(
+        "UPDATE form_deliveries SET lease_until = NULL"
+        " WHERE status = 'pending' AND lease_until IS NOT NULL"
+    )
+    return cur.rowcount
+
+
+async def record_attempt(conn: aiosqlite.Connection, attempt: Attempt) -> None:
+    values = tuple(
+        int(v) if n == "success" else v for n, v in zip(_ATT_FIELDS, astuple(attempt), strict=True)
+    )
+    await conn.execute(
+        f"INSERT INTO form_delivery_attempts ({_ATT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        values,
+    )
+
+
+async def update_delivery(
+    conn: aiosqlite.Connection, delivery_id: str, fields: dict[str, Any], now: str
+) -> None:
+    assignments = "".join(f"{col} = ?, " for col in fields)
+    await conn.execute(
+        f"UPDATE form_deliveries SET {assignments}updated_at = ? WHERE id = ?",
+        (*fields.values(), now, delivery_id),
+    )
+
+
+async def insert_event(
+    conn: aiosqlite.Connection,
+    *,
+    tool_id: str,
+    agent_id: str,
+    event_type: str,
+    session_id: str | None,
+    now: str,
+) -> None:
+    await conn.execute(
+        "INSERT INTO form_events (tool_id, agent_id, event_type, session_id, created_at)"
+        " VALUES (?, ?, ?, ?, ?)",
+        (tool_id, agent_id, event_type, session_id, now),
+    )
+
+
+async def event_counts(conn: aiosqlite.Connection, agent_id: str) -> dict[tuple[str, str], int]:
+    """(tool id, event type) -> number of events, for an agent's forms."""
+    rows = await conn.execute_fetchall(
+        "SELECT tool_id, event_type, COUNT(*) FROM form_events WHERE agent_id = ?"
+        " GROUP BY tool_id, event_type",
+        (agent_id,),
+    )
+    return {(r[0], r[1]): int(r[2]) for r in rows}
+
+
+async def outcome_counts(conn: aiosqlite.Connection, agent_id: str) -> dict[str, dict[str, int]]:
+    """tool id -> {submitted, successful, failed} over an agent's submissions."""
+    rows = await conn.execute_fetchall(
+        "SELECT tool_id, COUNT(*),"
+        " SUM(status = 'success' OR (execution_mode = 'webhook' AND status = 'webhook_success')"
+        "     OR (execution_mode = 'client' AND status = 'client_success')),"
+        " SUM(status IN ('failed', 'webhook_failed', 'client_failed'))"
+        " FROM form_submissions WHERE agent_id = ? GROUP BY tool_id",
+        (agent_id,),
+    )
+    return {
+        r[0]: {"submitted": int(r[1]), "successful": int(r[2] or 0), "failed": int(r[3] or 0)}
+        for r in rows
+    }
+
+
+async def field_counts(conn: aiosqlite.Connection, agent_id: str) -> dict[tuple[str, str], int]:
+    """(tool id, field name) -> number of submissions that completed that field."""
+    rows = await conn.execute_fetchall(
+        "SELECT s.tool_id, f.value, COUNT(*) FROM form_submissions s,"
+        " json_each(s.fields_completed) f WHERE s.agent_id = ? GROUP BY s.tool_id, f.value",
+        (agent_id,),
+    )
+    return {(r[0], r[1]): int(r[2]) for r in rows}
+
+
+async def member_emails(conn: aiosqlite.Connection, team_id: str, user_ids: list[str]) -> list[str]:
+    """E-mail addresses of those users who are members of the team, in the order given."""
+    if not user_ids:
+        return []
+    marks = ", ".join("?" for _ in user_ids)
+    rows = await conn.execute_fetchall(
+        f"SELECT u.id, u.email FROM users u JOIN memberships m ON m.user_id = u.id"
+        f" WHERE m.team_id = ? AND u.id IN ({marks})",
+        (team_id, *user_ids),
+    )
+    found = {r[0]: r[1] for r in rows}
+    return [found[i] for i in dict.fromkeys(user_ids) if i in found]
