@@ -88,9 +88,7 @@ async def test_bearer_key_wins_over_cookie(client):
     user_b, team_b = await create_user(client, "b@example.com")
     token_a = await sign_in(client, "a@example.com")
     key_b = await key_for(client, team_b.id, user_b.id)
-    resp = await client.get(
-        "/api/v1/auth/session", headers={**session(token_a), **bearer(key_b)}
-    )
+    resp = await client.get("/api/v1/auth/session", headers={**session(token_a), **bearer(key_b)})
     data = (await resp.json())["data"]
     assert data["team"]["id"] == team_b.id
     assert data["authenticatedBy"] == "apiKey"

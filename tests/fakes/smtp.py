@@ -23,7 +23,7 @@ class ReceivedMail:
 
     @property
     def text(self) -> str:
-        return self.message.get_content()
+        return self.message.get_content().replace("\r\n", "\n")
 
 
 @dataclass
