@@ -318,3 +318,56 @@ CREATE TABLE form_events (
     created_at TEXT NOT NULL
 );
 CREATE INDEX form_events_tool ON form_events(tool_id, event_type);
+
+-- ── knowledge documents ─────────────────────────────────────────────────────────────────
+-- A document keeps its extracted text (`content`); `passages` are its chunks, indexed in the
+-- contentless FTS5 table `passages_fts` (BM25) by the triggers below, so every way a passage
+-- goes (document deleted, agent deleted by cascade) also leaves the index. The `scope`
+-- column holds hex(agent_id) as one token: retrieval matches it first, so a query ranks only
+-- that agent's passages. status: indexing (passages being written), ready, failed (`error`).
+CREATE TABLE documents (
+    id             TEXT PRIMARY KEY,
+    agent_id       TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+    team_id        TEXT NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
+    title          TEXT NOT NULL,
+    source_type    TEXT NOT NULL CHECK (source_type IN ('text', 'file', 'url')),
+    format         TEXT NOT NULL CHECK (format IN ('text', 'markdown', 'html', 'pdf')),
+    filename       TEXT,
+    source_url     TEXT,
+    size_bytes     INTEGER NOT NULL,          -- of the text, file or fetched body as received
+    content        TEXT NOT NULL,             -- the extracted text that was indexed
+    status         TEXT NOT NULL CHECK (status IN ('indexing', 'ready', 'failed')),
+    error          TEXT,
+    passage_count  INTEGER NOT NULL DEFAULT 0,
+    created_at     TEXT NOT NULL,
+    updated_at     TEXT NOT NULL
+);
+CREATE INDEX documents_agent ON documents(agent_id, created_at);
+CREATE INDEX documents_team ON documents(team_id);
+CREATE INDEX documents_status ON documents(status) WHERE status = 'indexing';
+
+CREATE TABLE passages (
+    id          INTEGER PRIMARY KEY,
+    document_id TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    agent_id    TEXT NOT NULL,
+    position    INTEGER NOT NULL,
+    heading     TEXT NOT NULL DEFAULT '',    -- the section's heading path ("Billing › Refunds")
+    text        TEXT NOT NULL
+);
+CREATE INDEX passages_document ON passages(document_id, position);
+
+CREATE VIRTUAL TABLE passages_fts USING fts5(
+    scope, heading, text,
+    content = '',
+    tokenize = 'porter unicode61 remove_diacritics 2'
+);
+
+CREATE TRIGGER passages_fts_insert AFTER INSERT ON passages BEGIN
+    INSERT INTO passages_fts (rowid, scope, heading, text)
+    VALUES (new.id, hex(new.agent_id), new.heading, new.text);
+END;
+
+CREATE TRIGGER passages_fts_delete AFTER DELETE ON passages BEGIN
+    INSERT INTO passages_fts (passages_fts, rowid, scope, heading, text)
+    VALUES ('delete', old.id, hex(old.agent_id), old.heading, old.text);
+END;

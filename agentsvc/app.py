@@ -10,6 +10,7 @@ from aiohttp import web
 from agentsvc import keys
 from agentsvc.api import all_endpoints, auth
 from agentsvc.api.chat import chat_ctx, close_streams
+from agentsvc.api.documents import knowledge_body_mb
 from agentsvc.api.middleware import add_cors_headers, error_middleware
 from agentsvc.api.openapi import build_document
 from agentsvc.api.routing import make_handler
@@ -25,6 +26,7 @@ from agentsvc.secretbox import SecretBox
 from agentsvc.services.access import KeyResolver
 from agentsvc.services.delivery import delivery_ctx
 from agentsvc.services.event_ingest import event_writer_ctx
+from agentsvc.services.knowledge import knowledge_ctx
 from agentsvc.services.tool_runner import ToolRunner
 
 
@@ -57,7 +59,7 @@ def create_app(settings: Settings) -> web.Application:
     """Build the application; resources open on startup and close on cleanup."""
     server = settings.server
     # aiohttp's own cap is the largest body any endpoint takes; endpoints check their own.
-    max_mb = max(server.max_body_mb, server.submit_max_body_mb)
+    max_mb = max(server.max_body_mb, server.submit_max_body_mb, knowledge_body_mb(settings))
     app = web.Application(
         middlewares=[error_middleware],
         client_max_size=int(max_mb * 1024 * 1024),
@@ -68,6 +70,7 @@ def create_app(settings: Settings) -> web.Application:
     app.cleanup_ctx.append(scheduler_ctx)
     app.cleanup_ctx.append(_tools_ctx)
     app.cleanup_ctx.append(event_writer_ctx)
+    app.cleanup_ctx.append(knowledge_ctx)
     app.cleanup_ctx.append(chat_ctx)
     app.cleanup_ctx.append(auth_ctx)
     app.cleanup_ctx.append(delivery_ctx)

@@ -149,6 +149,13 @@ class ChatSettings(_Section):
     builtin_chunk_delay_ms: float = Field(0, ge=0)
 
 
+class KnowledgeSettings(_Section):
+    max_document_mb: float = Field(10, gt=0)
+    top_k: int = Field(4, ge=1, le=20)
+    background_index_kb: float = Field(256, ge=0)
+    fetch_timeout_seconds: float = Field(30, gt=0)
+
+
 class Settings(_Section):
     server: ServerSettings = ServerSettings()
     models: ModelSettings = ModelSettings()
@@ -161,6 +168,7 @@ class Settings(_Section):
     plans: PlanSettings = PlanSettings()
     ratelimit: RateLimitSettings = RateLimitSettings()
     chat: ChatSettings = ChatSettings()
+    knowledge: KnowledgeSettings = KnowledgeSettings()
 
     @property
     def db_path(self) -> Path:

@@ -20,6 +20,7 @@ PREFIXES = {
     "team": "team",
     "session": "ses",
     "mail": "mail",
+    "document": "doc",
 }
 
 

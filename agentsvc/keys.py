@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from agentsvc.services.delivery import Deliverer
     from agentsvc.services.event_ingest import EventWriter
     from agentsvc.services.event_ingest import EventWriter
+    from agentsvc.services.knowledge import Indexer
     from agentsvc.services.tool_runner import ToolRunner
 
 settings_key: web.AppKey[Settings] = web.AppKey("settings")
@@ -40,6 +41,7 @@ tool_runner_key: web.AppKey[ToolRunner] = web.AppKey("tool_runner")
 mailer_key: web.AppKey[Mailer] = web.AppKey("mailer")
 deliverer_key: web.AppKey[Deliverer] = web.AppKey("deliverer")
 oauth_http_key: web.AppKey[ClientSession] = web.AppKey("oauth_http")
+indexer_key: web.AppKey[Indexer] = web.AppKey("knowledge_indexer")
 providers_key: web.AppKey[Providers] = web.AppKey("providers")
 chat_streams_key: web.AppKey[OpenStreams] = web.AppKey("chat_streams")
 

@@ -8,7 +8,7 @@ from agentsvc.api.routing import Endpoint
 def all_endpoints() -> list[Endpoint]:
     """Every endpoint of the service, in the order they are documented."""
     from agentsvc.api import agents, chat, conversations, secrets, system, tools, triggers
-    from agentsvc.api import api_keys, session_auth, team
+    from agentsvc.api import api_keys, documents, session_auth, team
     from agentsvc.api import identity, widget
     from agentsvc.api import forms
 
@@ -18,6 +18,7 @@ def all_endpoints() -> list[Endpoint]:
         identity.routes,
         chat.routes,
         conversations.routes,
+        documents.routes,
         tools.routes,
         secrets.routes,
         forms.routes,  # before triggers: GET /triggers/form/... is a fixed path

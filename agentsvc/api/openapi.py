@@ -82,8 +82,10 @@ def _statuses(endpoint: Endpoint) -> list[int]:
     statuses = {400, 500}
     if endpoint.auth != "public":
         statuses |= {401, 429}
-    if endpoint.body is not None:
+    if endpoint.body is not None or endpoint.form is not None:
         statuses.add(413)
+    if endpoint.form is not None and endpoint.body is None:
+        statuses.add(415)
     if endpoint.owner_only:
         statuses.add(403)
     if _PATH_PARAM.search(endpoint.path):
@@ -113,13 +115,13 @@ def _operation(endpoint: Endpoint, schemas: _Schemas) -> dict[str, Any]:
             params.append(param)
     if params:
         op["parameters"] = params
+    content: dict[str, Any] = {}
     if endpoint.body is not None:
-        op["requestBody"] = {
-            "required": True,
-            "content": {
-                "application/json": {"schema": schemas.describe(endpoint.body, "validation")}
-            },
-        }
+        content["application/json"] = {"schema": schemas.describe(endpoint.body, "validation")}
+    if endpoint.form is not None:
+        content["multipart/form-data"] = {"schema": schemas.describe(endpoint.form, "validation")}
+    if content:
+        op["requestBody"] = {"required": True, "content": content}
     if endpoint.auth == "public":
         op["security"] = []
     elif endpoint.auth == "optional":

@@ -17,10 +17,12 @@ from pydantic import BaseModel, ValidationError
 
 from agentsvc import keys
 from agentsvc.api import auth
+from agentsvc.config import Settings
 from agentsvc.errors import (
     Forbidden,
     PayloadTooLarge,
     Unauthorized,
+    UnsupportedMediaType,
     ValidationFailed,
     describe_validation_error,
 )
@@ -72,7 +74,13 @@ class Endpoint:
     stream: bool = False  # text/event-stream instead of JSON
     media_type: str = "application/json"  # of the success body
     cors: bool = False  # callable from any site (the widget's endpoints)
-    max_body_mb: float | None = None  # None: [server] max_body_mb
+    # A multipart/form-data body, described by this model in the OpenAPI document. The
+    # framework checks its declared length only; the handler streams the parts itself
+    # (`await call.request.multipart()`) and gets `call.body` None. With `body` also set,
+    # the Content-Type chooses: multipart goes to the handler, anything else is JSON.
+    form: type[BaseModel] | None = None
+    # None: [server] max_body_mb; a callable computes the limit from the settings.
+    max_body_mb: float | Callable[[Settings], float] | None = None
     below_api: bool = True  # path is under /api/v1
     response_headers: tuple[str, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
@@ -180,10 +188,18 @@ def validate_model(model: type[BaseModel], data: Any, prefix: str = "") -> BaseM
 
 def make_handler(endpoint: Endpoint) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
     """Wrap an endpoint's handler with authentication, limits and validation."""
-    settings_max_mb = None
+    settings_max_mb: float | None = None
+
+    def body_limit_mb(request: web.Request) -> float:
+        nonlocal settings_max_mb
+        settings = request.app[keys.settings_key]
+        if callable(endpoint.max_body_mb):
+            return endpoint.max_body_mb(settings)
+        if settings_max_mb is None:
+            settings_max_mb = settings.server.max_body_mb
+        return endpoint.max_body_mb or settings_max_mb
 
     async def handle(request: web.Request) -> web.StreamResponse:
-        nonlocal settings_max_mb
         principal = None
         if endpoint.auth != "public":
             principal = await auth.authenticate(request)
@@ -197,10 +213,14 @@ def make_handler(endpoint: Endpoint) -> Callable[[web.Request], Awaitable[web.St
                     raise Forbidden("Only the team owner can do this")
         query = _parse_query(endpoint.query, request) if endpoint.query else None
         body = None
-        if endpoint.body is not None:
-            if settings_max_mb is None:
-                settings_max_mb = request.app[keys.settings_key].server.max_body_mb
-            raw = await read_body(request, endpoint.max_body_mb or settings_max_mb)
+        if endpoint.form is not None and request.content_type == "multipart/form-data":
+            max_mb = body_limit_mb(request)
+            if request.content_length is not None and request.content_length > max_mb * 2**20:
+                raise PayloadTooLarge(f"Request body over {max_mb:g} MB")
+        elif endpoint.form is not None and endpoint.body is None:
+            raise UnsupportedMediaType("Content-Type must be multipart/form-data")
+        elif endpoint.body is not None:
+            raw = await read_body(request, body_limit_mb(request))
             body = validate_model(endpoint.body, parse_json(raw))
         return await endpoint.handler(Call(request, principal, body, query, request.match_info))
 

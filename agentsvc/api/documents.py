@@ -1,0 +1,202 @@
+"""Knowledge document endpoints: list and add an agent's documents, get and delete one."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from aiohttp import BodyPartReader, web
+from pydantic import Field
+from pydantic.json_schema import SkipJsonSchema
+
+from agentsvc import keys
+from agentsvc.api.models import RequestModel, ResponseModel
+from agentsvc.api.routing import Call, RouteTable, envelope_response
+from agentsvc.config import Settings
+from agentsvc.errors import FileTooLarge, ValidationFailed
+from agentsvc.services import knowledge
+from agentsvc.store.documents import Document
+
+routes = RouteTable("documents")
+
+MULTIPART_SLACK_MB = 1  # request bodies may exceed the document cap by this much (framing)
+READ_CHUNK = 64 * 1024
+MAX_TITLE_BYTES = 4096
+
+Title = Annotated[str, Field(min_length=1, max_length=300, pattern=r"\S")]
+
+
+def knowledge_body_mb(settings: Settings) -> float:
+    """The request body limit of document uploads: the document cap plus framing."""
+    return settings.knowledge.max_document_mb + MULTIPART_SLACK_MB
+
+
+class DocumentCreate(RequestModel):
+    """Either `title` with `content` (text; `#` lines are headings) or `url` to fetch once."""
+
+    title: Title | SkipJsonSchema[None] = None
+    content: Annotated[str, Field(min_length=1)] | SkipJsonSchema[None] = None
+    url: Annotated[str, Field(min_length=1, max_length=2000)] | SkipJsonSchema[None] = None
+
+
+class DocumentUpload(RequestModel):
+    """A multipart upload: `file` (.txt, .md, .html or .pdf) and an optional `title`."""
+
+    file: bytes
+    title: Title | SkipJsonSchema[None] = None
+
+
+class DocumentOut(ResponseModel):
+    id: str
+    agent_id: str
+    title: str
+    source_type: Literal["text", "file", "url"]
+    format: Literal["text", "markdown", "html", "pdf"]
+    filename: str | None
+    source_url: str | None
+    size_bytes: int
+    status: Literal["indexing", "ready", "failed"]
+    error: str | None
+    passage_count: int
+    created_at: str
+    updated_at: str
+
+
+class DocumentWithContent(DocumentOut):
+    content: str
+
+
+class DocumentDeleted(ResponseModel):
+    id: str
+    deleted: bool
+
+
+def document_json(doc: Document) -> dict:
+    return {
+        "id": doc.id,
+        "agentId": doc.agent_id,
+        "title": doc.title,
+        "sourceType": doc.source_type,
+        "format": doc.format,
+        "filename": doc.filename,
+        "sourceUrl": doc.source_url,
+        "sizeBytes": doc.size_bytes,
+        "status": doc.status,
+        "error": doc.error,
+        "passageCount": doc.passage_count,
+        "createdAt": doc.created_at,
+        "updatedAt": doc.updated_at,
+    }
+
+
+@routes.get("/agents/{id}/documents", response=list[DocumentOut], envelope=True, errors=(404,))
+async def list_documents(call: Call):
+    """List an agent's knowledge documents, newest first."""
+    docs = await knowledge.list_documents(call.app[keys.db_key], call.team_id, call.params["id"])
+    return envelope_response([document_json(d) for d in docs])
+
+
+async def _read_part(part: BodyPartReader, max_bytes: int, field: str) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    while chunk := await part.read_chunk(READ_CHUNK):
+        size += len(chunk)
+        if size > max_bytes:
+            if field == "file":
+                limit = round(max_bytes / 2**20, 3)
+                raise FileTooLarge(f"file: the document is over {limit:g} MB")
+            raise ValidationFailed(f"{field}: too long")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def _upload(request: web.Request, max_bytes: int) -> knowledge.Source:
+    """Read a multipart upload part by part, capping the file as it streams in."""
+    raw = None
+    filename = media_type = title = None
+    try:
+        reader = await request.multipart()
+        while (part := await reader.next()) is not None:
+            if not isinstance(part, BodyPartReader):
+                raise ValidationFailed("body: nested multipart parts are not accepted")
+            name = part.name or ""
+            if name == "file" and raw is None:
+                filename = part.filename
+                media_type = part.headers.get("Content-Type")
+                raw = await _read_part(part, max_bytes, "file")
+            elif name == "title" and title is None:
+                title = (await _read_part(part, MAX_TITLE_BYTES, "title")).decode(
+                    "utf-8", errors="replace"
+                )
+            elif name in ("file", "title"):
+                raise ValidationFailed(f"{name}: given more than once")
+            else:
+                raise ValidationFailed(f"{name or 'a part without a name'}: is not a known field")
+    except (ValueError, AssertionError, KeyError) as exc:
+        # aiohttp's multipart reader reports malformed framing with these.
+        raise ValidationFailed(f"body: malformed multipart/form-data ({exc})") from exc
+    if raw is None:
+        raise ValidationFailed("file: is required")
+    if title is not None and not title.strip():
+        raise ValidationFailed("title: must not be empty")
+    return await knowledge.file_source(raw, filename, media_type, title)
+
+
+@routes.post(
+    "/agents/{id}/documents",
+    body=DocumentCreate,
+    form=DocumentUpload,
+    max_body_mb=knowledge_body_mb,
+    response=DocumentOut,
+    envelope=True,
+    status=201,
+    errors=(404, 415),
+)
+async def post_document(call: Call):
+    """Add a document: JSON `{title, content}` or `{url}`, or a multipart file upload."""
+    app = call.app
+    settings = app[keys.settings_key].knowledge
+    max_bytes = int(settings.max_document_mb * 2**20)
+    db = app[keys.db_key]
+    agent_id = call.params["id"]
+    # Check the agent before reading a file or fetching a URL for it.
+    await knowledge.check_agent(db, call.team_id, agent_id)
+    body: DocumentCreate | None = call.body
+    if body is None:
+        source = await _upload(call.request, max_bytes)
+    elif body.url is not None:
+        if body.content is not None:
+            raise ValidationFailed("body: give either content or url, not both")
+        source = await knowledge.url_source(
+            app[keys.outbound_key], body.url, body.title, max_bytes, settings.fetch_timeout_seconds
+        )
+    elif body.content is not None:
+        if body.title is None:
+            raise ValidationFailed("title: is required with content")
+        source = knowledge.text_source(body.title, body.content, max_bytes)
+    else:
+        raise ValidationFailed("body: content (with title) or url is required")
+    doc = await knowledge.create_document(
+        db,
+        app[keys.indexer_key],
+        team_id=call.team_id,
+        agent_id=agent_id,
+        source=source,
+        background_bytes=int(settings.background_index_kb * 1024),
+    )
+    return envelope_response(document_json(doc), status=201)
+
+
+@routes.get("/documents/{id}", response=DocumentWithContent, envelope=True, errors=(404,))
+async def get_document(call: Call):
+    """Get a document with its extracted text."""
+    doc, content = await knowledge.get_document(
+        call.app[keys.db_key], call.team_id, call.params["id"]
+    )
+    return envelope_response({**document_json(doc), "content": content})
+
+
+@routes.delete("/documents/{id}", response=DocumentDeleted, envelope=True, errors=(404,))
+async def delete_document(call: Call):
+    """Delete a document and its passages."""
+    await knowledge.delete_document(call.app[keys.db_key], call.team_id, call.params["id"])
+    return envelope_response({"id": call.params["id"], "deleted": True})
