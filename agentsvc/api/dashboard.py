@@ -1,0 +1,124 @@
+"""The dashboard: its page at `/` and its static assets under `/dashboard/`, cached by ETag.
+
+The page itself needs no credential; every call it makes goes to the public API with the
+`agentsvc_session` cookie, exactly as an external client would.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import mimetypes
+from dataclasses import dataclass
+from pathlib import Path
+
+from aiohttp import web
+
+from agentsvc.api.routing import Call, RouteTable
+from agentsvc.errors import NotFound
+
+routes = RouteTable("dashboard")
+
+STATIC_DIR = Path(__file__).resolve().parent.parent / "static" / "dashboard"
+ASSET_PREFIX = "/dashboard/"
+
+_TYPES = {
+    ".html": "text/html",
+    ".js": "text/javascript",
+    ".css": "text/css",
+    ".svg": "image/svg+xml",
+}
+# Revalidate every time (a cheap 304): the assets are not fingerprinted, so an upgrade must
+# show at once, and a stale app.js beside a new index.html would break the page.
+CACHE_CONTROL = "no-cache"
+SECURITY_HEADERS = {
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "X-Frame-Options": "DENY",
+    # Scripts and styles only from this origin; the preview iframe is same-origin too.
+    "Content-Security-Policy": (
+        "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
+        "connect-src 'self'; frame-src 'self'; frame-ancestors 'none'; base-uri 'none'; "
+        "form-action 'self'"
+    ),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Asset:
+    body: bytes
+    content_type: str
+    etag: str
+
+
+def load_assets(directory: Path = STATIC_DIR) -> dict[str, Asset]:
+    """Read every file of the dashboard directory once, with its ETag."""
+    assets: dict[str, Asset] = {}
+    for path in sorted(directory.iterdir()):
+        if not path.is_file() or path.name.startswith("."):
+            continue
+        body = path.read_bytes()
+        content_type = _TYPES.get(path.suffix) or (
+            mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+        )
+        etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+        assets[path.name] = Asset(body, content_type, etag)
+    return assets
+
+
+_assets: dict[str, Asset] | None = None
+
+
+def _asset(name: str) -> Asset:
+    global _assets
+    if _assets is None:
+        _assets = load_assets()
+    asset = _assets.get(name)
+    if asset is None:
+        raise NotFound("No such file")
+    return asset
+
+
+def _serve(request: web.Request, asset: Asset) -> web.Response:
+    headers = {"ETag": asset.etag, "Cache-Control": CACHE_CONTROL, **SECURITY_HEADERS}
+    if asset.etag in request.headers.get("If-None-Match", ""):
+        return web.Response(status=304, headers=headers)
+    charset = "utf-8" if asset.content_type.startswith(("text/", "image/svg")) else None
+    return web.Response(
+        body=asset.body, content_type=asset.content_type, charset=charset, headers=headers
+    )
+
+
+@routes.get(
+    "/",
+    auth="public",
+    below_api=False,
+    media_type="text/html",
+    response_headers=("ETag", "Cache-Control"),
+)
+async def get_dashboard(call: Call):
+    """The dashboard page (sign-in, first-run setup and every management page)."""
+    return _serve(call.request, _asset("index.html"))
+
+
+@routes.get(
+    ASSET_PREFIX + "{name}",
+    auth="public",
+    below_api=False,
+    media_type="text/plain",
+    response_headers=("ETag", "Cache-Control"),
+)
+async def get_dashboard_asset(call: Call):
+    """A static file of the dashboard (its scripts and styles)."""
+    return _serve(call.request, _asset(call.params["name"]))
+
+
+@routes.get(
+    "/accept-invitation",
+    auth="public",
+    below_api=False,
+    media_type="text/html",
+    response_headers=("ETag", "Cache-Control"),
+)
+async def get_accept_invitation(call: Call):
+    """The page an invitation e-mail links to (`?token=`); it accepts through the public API."""
+    return _serve(call.request, _asset("index.html"))

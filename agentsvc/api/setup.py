@@ -1,0 +1,72 @@
+"""First-run setup: the dashboard asks whether an owner must be created, and creates it."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field
+
+from agentsvc import keys
+from agentsvc.api import auth
+from agentsvc.api.models import RequestModel, ResponseModel
+from agentsvc.api.routing import Call, RouteTable, envelope_response
+from agentsvc.passwords import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH
+from agentsvc.services import setup as setup_service
+
+routes = RouteTable("setup")
+
+
+class OwnerCreate(RequestModel):
+    email: Annotated[str, Field(min_length=3, max_length=254, pattern=r"^[^@\s]+@[^@\s]+$")]
+    password: Annotated[str, Field(min_length=MIN_PASSWORD_LENGTH, max_length=MAX_PASSWORD_LENGTH)]
+    name: Annotated[str, Field(max_length=200)] = ""
+
+
+class SetupState(ResponseModel):
+    needs_owner: bool
+
+
+class OwnerUser(ResponseModel):
+    id: str
+    email: str
+    name: str
+
+
+class OwnerCreated(ResponseModel):
+    user: OwnerUser
+
+
+@routes.get("/setup", auth="public", response=SetupState, envelope=True)
+async def get_setup(call: Call):
+    """Whether this instance still needs its first (owner) account."""
+    needs = await setup_service.needs_owner(call.app[keys.db_key])
+    return envelope_response({"needsOwner": needs})
+
+
+@routes.post(
+    "/setup",
+    auth="public",
+    body=OwnerCreate,
+    response=OwnerCreated,
+    envelope=True,
+    status=201,
+    errors=(403,),
+    response_headers=("Set-Cookie",),
+)
+async def post_setup(call: Call):
+    """Create the owner account and its team, signed in; only while no user exists."""
+    body: OwnerCreate = call.body
+    auth.refuse_foreign_origin(call.request)
+    signed_in = await setup_service.create_owner(
+        call.app[keys.db_key],
+        call.app[keys.settings_key],
+        email=body.email,
+        password=body.password,
+        name=body.name,
+    )
+    user = signed_in.user
+    response = envelope_response(
+        {"user": {"id": user.id, "email": user.email, "name": user.name}}, status=201
+    )
+    auth.set_session_cookie(call.request, response, signed_in.token)
+    return response

@@ -1,0 +1,209 @@
+// The dashboard: boot (first run, sign-in, or the app), the shell and a small hash router.
+
+import { ApiError, describe, get, post, setUnauthorizedHandler } from "./api.js";
+import { h, mount } from "./dom.js";
+import { renderAcceptInvitation, renderSetup, renderSignIn } from "./page-auth.js";
+import { renderAgent, renderAgents } from "./page-agents.js";
+import { renderTool, renderTools } from "./page-tools.js";
+import { renderTrigger, renderTriggers } from "./page-triggers.js";
+import { renderConversation, renderConversations } from "./page-conversations.js";
+import { renderSubmission, renderSubmissions } from "./page-submissions.js";
+import { renderAnalytics } from "./page-analytics.js";
+import { renderPreview } from "./page-preview.js";
+import { renderWidget } from "./page-widget.js";
+import { renderTeam } from "./page-team.js";
+import { renderApiKeys } from "./page-apikeys.js";
+import { renderSecrets } from "./page-secrets.js";
+
+const root = document.getElementById("app");
+const AGENT_KEY = "agentsvc:dashboard:agent";
+
+/** Navigation: [hash, label, page, needs an agent]. */
+const NAV = [
+  ["agents", "Agents", renderAgents, false],
+  ["tools", "Tools", renderTools, true],
+  ["triggers", "Triggers", renderTriggers, true],
+  ["preview", "Chat preview", renderPreview, true],
+  ["conversations", "Conversations", renderConversations, true],
+  ["submissions", "Form submissions", renderSubmissions, false],
+  ["analytics", "Analytics", renderAnalytics, true],
+  ["widget", "Widget", renderWidget, true],
+  ["team", "Team", renderTeam, false],
+  ["api-keys", "API keys", renderApiKeys, false],
+  ["secrets", "Secrets", renderSecrets, false],
+];
+const DETAIL = {
+  agents: renderAgent,
+  tools: renderTool,
+  triggers: renderTrigger,
+  conversations: renderConversation,
+  submissions: renderSubmission,
+};
+
+/** What every page receives. */
+const ctx = {
+  session: null, // {user, team, teams}
+  team: null, // GET /team/context
+  agents: [],
+  agentId: localStorage.getItem(AGENT_KEY) || "",
+  get isOwner() {
+    return Boolean(this.team && this.team.isOwner);
+  },
+  get agent() {
+    return this.agents.find((a) => a.id === this.agentId) || null;
+  },
+  navigate(hash) {
+    if (location.hash === hash) route();
+    else location.hash = hash;
+  },
+  setAgent(id) {
+    this.agentId = id || "";
+    localStorage.setItem(AGENT_KEY, this.agentId);
+    renderAgentPicker();
+  },
+  async refreshAgents() {
+    this.agents = await get("/agents");
+    if (!this.agents.some((a) => a.id === this.agentId)) {
+      this.setAgent(this.agents.length ? this.agents[0].id : "");
+    } else {
+      renderAgentPicker();
+    }
+  },
+  restart: () => boot(),
+};
+
+let shell = null; // {main, nav, picker}
+
+function renderAgentPicker() {
+  if (!shell) return;
+  const picker = h("select", {
+    id: "agent-picker",
+    onchange: (e) => {
+      ctx.setAgent(e.target.value);
+      route();
+    },
+  });
+  if (!ctx.agents.length) picker.append(h("option", { value: "" }, "No agents yet"));
+  for (const agent of ctx.agents) {
+    picker.append(h("option", { value: agent.id, selected: agent.id === ctx.agentId }, agent.name));
+  }
+  mount(shell.picker, h("label", { for: "agent-picker" }, "Agent"), picker);
+}
+
+function buildShell() {
+  const main = h("main", { id: "main", tabindex: "-1" });
+  const nav = h("ul", { class: "nav" });
+  const picker = h("div", { class: "picker" });
+  const user = ctx.session.user;
+  const signOut = async () => {
+    try {
+      await post("/auth/sign-out");
+    } finally {
+      boot();
+    }
+  };
+  const teamSwitch = ctx.session.teams && ctx.session.teams.length > 1
+    ? h("select", {
+        "aria-label": "Team",
+        onchange: async (e) => {
+          await post("/auth/session/team", { teamId: e.target.value });
+          boot();
+        },
+      }, ctx.session.teams.map((t) => h("option", { value: t.id, selected: t.id === ctx.session.team.id }, `${t.name} (${t.role})`)))
+    : h("span", { class: "team-name" }, ctx.session.team.name);
+  mount(root,
+    h("header", { class: "topbar" },
+      h("a", { class: "brand", href: "#/agents" }, "agentsvc"),
+      teamSwitch,
+      h("span", { class: "role-badge" }, ctx.isOwner ? "owner" : "member"),
+      h("span", { class: "spacer" }),
+      h("span", { class: "who" }, user.name || user.email),
+      h("button", { type: "button", class: "secondary small", onclick: signOut }, "Sign out")),
+    h("div", { class: "layout" },
+      h("nav", { class: "side", "aria-label": "Sections" }, picker, nav),
+      main));
+  root.classList.remove("loading");
+  for (const [hash, label] of NAV) {
+    nav.append(h("li", {}, h("a", { href: `#/${hash}`, dataset: { page: hash } }, label)));
+  }
+  shell = { main, nav, picker };
+  renderAgentPicker();
+}
+
+let routeSeq = 0;
+
+/** Render the page named by location.hash into the main area. */
+async function route() {
+  if (!shell) return;
+  const seq = ++routeSeq;
+  const parts = (location.hash.replace(/^#\/?/, "") || "agents").split("/").map(decodeURIComponent);
+  const [section, id] = parts;
+  const entry = NAV.find((n) => n[0] === section) || NAV[0];
+  for (const link of shell.nav.querySelectorAll("a")) {
+    if (link.dataset.page === entry[0]) link.setAttribute("aria-current", "page");
+    else link.removeAttribute("aria-current");
+  }
+  const main = shell.main;
+  mount(main, h("p", { class: "muted" }, "Loading…"));
+  const page = h("div", { class: "page", dataset: { page: entry[0] } });
+  try {
+    if (id && DETAIL[entry[0]]) {
+      await DETAIL[entry[0]](ctx, page, id);
+    } else if (entry[3] && !ctx.agent) {
+      mount(page,
+        h("h1", {}, entry[1]),
+        h("p", { class: "empty" }, "Create an agent first: this page shows one agent's data."),
+        ctx.isOwner ? h("a", { class: "button", href: "#/agents/new" }, "Create an agent") : null);
+    } else {
+      await entry[2](ctx, page);
+    }
+  } catch (err) {
+    if (seq !== routeSeq) return;
+    mount(page, h("h1", {}, entry[1]), h("p", { class: "form-error", role: "alert" }, describe(err)));
+  }
+  if (seq !== routeSeq) return;
+  mount(main, page);
+  document.title = `${entry[1]} · agentsvc`;
+}
+
+/** Decide what to show: accept an invitation, first-run setup, sign-in, or the app. */
+async function boot() {
+  shell = null;
+  root.classList.add("loading");
+  try {
+    if (location.pathname === "/accept-invitation") {
+      await renderAcceptInvitation(root, ctx);
+      return;
+    }
+    const setup = await get("/setup");
+    if (setup.needsOwner) {
+      renderSetup(root, ctx);
+      return;
+    }
+    try {
+      ctx.session = await get("/auth/session", { quiet401: true });
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 401) {
+        await renderSignIn(root, ctx);
+        return;
+      }
+      throw err;
+    }
+    ctx.team = await get("/team/context");
+    buildShell();
+    await ctx.refreshAgents();
+    await route();
+  } catch (err) {
+    root.classList.remove("loading");
+    mount(root, h("div", { class: "card narrow" },
+      h("h1", {}, "The dashboard could not start"),
+      h("p", { class: "form-error", role: "alert" }, describe(err)),
+      h("button", { type: "button", onclick: boot }, "Try again")));
+  }
+}
+
+setUnauthorizedHandler(() => {
+  if (shell) boot();
+});
+window.addEventListener("hashchange", route);
+boot();

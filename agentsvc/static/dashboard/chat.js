@@ -1,0 +1,172 @@
+// The chat preview panel: streams POST /chat, shows tool calls and renders form tools,
+// whose submissions go to the public submit endpoint exactly as the widget sends them.
+
+import { chatStream, describe, post } from "./api.js";
+import { field, h, mount, pretty } from "./dom.js";
+
+function formControl(f) {
+  const name = f.name;
+  const required = Boolean(f.validation && f.validation.required && f.validation.required.value);
+  const common = { name, required };
+  switch (f.type) {
+    case "textarea":
+      return h("textarea", { ...common, rows: 3 });
+    case "select":
+      return h("select", common, h("option", { value: "" }, "Choose…"), (f.options || []).map((o) => h("option", { value: String(o.value) }, o.label)));
+    case "multiselect":
+      return h("select", { ...common, multiple: true }, (f.options || []).map((o) => h("option", { value: String(o.value) }, o.label)));
+    case "datetime":
+      return h("input", { ...common, type: "datetime-local" });
+    case "image":
+    case "file":
+      return h("input", { ...common, type: "file", accept: f.type === "image" ? "image/*" : undefined });
+    default:
+      return h("input", { ...common, type: ["email", "tel", "number", "date"].includes(f.type) ? f.type : "text" });
+  }
+}
+
+function readFile(file) {
+  return new Promise((resolve, reject) => {
+    const reader = new FileReader();
+    reader.onload = () => resolve(reader.result);
+    reader.onerror = () => reject(reader.error);
+    reader.readAsDataURL(file);
+  });
+}
+
+/** A form of a form tool's result: fill it in and submit it as an end user would. */
+function renderForm(form, conversationId, onDone) {
+  const schema = form.formSchema || { fields: [] };
+  const el = h("form", { class: "stack chat-form", "aria-label": `Form ${form.toolName}` });
+  const controls = {};
+  for (const f of schema.fields || []) {
+    controls[f.name] = formControl(f);
+    el.append(field(f.label || f.name, controls[f.name]));
+  }
+  const status = h("p", { class: "muted", role: "status" });
+  el.append(h("button", { type: "submit" }, schema.submitLabel || "Submit"), status);
+  el.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const formData = {};
+    const fieldsCompleted = [];
+    for (const f of schema.fields || []) {
+      const c = controls[f.name];
+      let value;
+      if (c.type === "file") value = c.files[0] ? await readFile(c.files[0]) : "";
+      else if (c.multiple) value = [...c.selectedOptions].map((o) => o.value);
+      else if (c.type === "number" && c.value !== "") value = Number(c.value);
+      else value = c.value;
+      const empty = value === "" || (Array.isArray(value) && !value.length);
+      if (!empty) {
+        formData[f.name] = value;
+        fieldsCompleted.push(f.name);
+      }
+    }
+    const body = { toolId: form.toolId, formData, fieldsCompleted };
+    if (conversationId) body.conversationId = conversationId;
+    status.textContent = "Sending…";
+    try {
+      const result = await post("/form-submissions/submit", body);
+      mount(el, h("p", { class: "notice" }, schema.successMessage || "Thanks, submitted."),
+        h("p", { class: "muted" }, `Submission ${result.submissionId} · mode ${result.executionMode}` +
+          (result.webhookResult ? ` · webhook ${result.webhookResult.success ? "delivered" : "failed: " + (result.webhookResult.error || "")}` : "")));
+      onDone(result);
+    } catch (err) {
+      status.textContent = describe(err);
+      status.setAttribute("role", "alert");
+    }
+  });
+  return el;
+}
+
+/**
+ * A chat panel bound to one agent. Returns {el, send(text)}; `send` resolves when the
+ * assistant's turn has ended.
+ */
+export function chatPanel(agentId, { title = "Chat preview" } = {}) {
+  const log = h("div", { class: "transcript", role: "log", "aria-label": "Transcript", "aria-live": "polite" });
+  const box = h("textarea", { id: "chat-message", rows: 2, placeholder: "Ask something, or /tool NAME {json}" });
+  const send = h("button", { type: "submit" }, "Send");
+  let messages = [];
+  let conversationId = null;
+  const reset = h("button", { type: "button", class: "secondary small", onclick: () => {
+    messages = [];
+    conversationId = null;
+    mount(log);
+    convLabel.textContent = "New conversation";
+  } }, "New conversation");
+  const convLabel = h("span", { class: "muted" }, "New conversation");
+  const form = h("form", { class: "composer" }, h("label", { for: "chat-message", class: "sr-only" }, "Message"), box, send);
+
+  function bubble(role, text) {
+    const el = h("div", { class: `msg ${role}` }, h("span", { class: "who" }, role === "user" ? "You" : "Agent"), h("div", { class: "text" }, text));
+    log.append(el);
+    log.scrollTop = log.scrollHeight;
+    return el.querySelector(".text");
+  }
+
+  async function turn(text) {
+    messages.push({ role: "user", content: text });
+    bubble("user", text);
+    const answer = bubble("assistant", "");
+    answer.parentElement.setAttribute("aria-busy", "true");
+    let reply = "";
+    const body = { agentId, messages };
+    if (conversationId) body.conversationId = conversationId;
+    try {
+      await chatStream(body, (name, data) => {
+        if (name === "message_start" && data.conversationId) {
+          conversationId = data.conversationId;
+          convLabel.textContent = "";
+          convLabel.append("Conversation ", h("a", { href: `#/conversations/${encodeURIComponent(conversationId)}` }, conversationId));
+        } else if (name === "content_block_delta" && data.delta && typeof data.delta.text === "string") {
+          reply += data.delta.text;
+          answer.textContent = reply;
+        } else if (name === "tool_use_start") {
+          log.insertBefore(h("div", { class: "tool-note" }, `Calling tool ${data.toolName} with `, h("code", {}, JSON.stringify(data.input))), answer.parentElement);
+        } else if (name === "tool_result") {
+          const note = h("details", { class: `tool-note ${data.isError ? "error" : ""}` },
+            h("summary", {}, `Result of ${data.toolName}${data.isError ? " (error)" : ""}`),
+            h("pre", {}, typeof data.output === "string" ? data.output : pretty(data.output)));
+          log.insertBefore(note, answer.parentElement);
+          if (data.form) log.insertBefore(renderForm(data.form, conversationId, () => {}), answer.parentElement);
+        } else if (name === "error") {
+          answer.parentElement.classList.add("error");
+          reply += (reply ? "\n" : "") + `Error: ${data.error ? data.error.message : "the turn failed"}`;
+          answer.textContent = reply;
+        }
+        log.scrollTop = log.scrollHeight;
+      });
+    } catch (err) {
+      answer.parentElement.classList.add("error");
+      answer.textContent = describe(err);
+    }
+    answer.parentElement.removeAttribute("aria-busy");
+    if (!reply) answer.parentElement.classList.add("empty-reply");
+    messages.push({ role: "assistant", content: reply });
+  }
+
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const text = box.value.trim();
+    if (!text) return;
+    box.value = "";
+    send.disabled = true;
+    try {
+      await turn(text);
+    } finally {
+      send.disabled = false;
+      box.focus();
+    }
+  });
+  box.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey) {
+      event.preventDefault();
+      form.requestSubmit();
+    }
+  });
+  const el = h("section", { class: "chat card", "aria-label": title },
+    h("div", { class: "row" }, h("h2", {}, title), h("span", { class: "spacer" }), convLabel, reset),
+    log, form);
+  return { el, send: turn };
+}

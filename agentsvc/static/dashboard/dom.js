@@ -1,0 +1,156 @@
+// Tiny DOM helpers: every piece of data goes in as text (textContent / text nodes), never HTML.
+
+/** Create an element: h("button", {class: "x", onclick: fn}, "text", child, ...). */
+export function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key.startsWith("on") && typeof value === "function") {
+      el.addEventListener(key.slice(2), value);
+    } else if (key === "class") {
+      el.className = value;
+    } else if (key === "value") {
+      el.value = value;
+    } else if (key === "checked" || key === "disabled" || key === "selected" || key === "required") {
+      el[key] = Boolean(value);
+    } else if (key === "dataset") {
+      Object.assign(el.dataset, value);
+    } else {
+      el.setAttribute(key, value === true ? "" : String(value));
+    }
+  }
+  append(el, children);
+  return el;
+}
+
+/** Append children (strings become text nodes; arrays are flattened; null is skipped). */
+export function append(el, children) {
+  for (const child of children.flat(Infinity)) {
+    if (child === null || child === undefined || child === false) continue;
+    el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return el;
+}
+
+/** Replace all children of an element. */
+export function mount(el, ...children) {
+  el.replaceChildren();
+  return append(el, children);
+}
+
+let fieldSeq = 0;
+
+/** A labelled form control; `hint` is shown below it, the error slot is filled by showError. */
+export function field(label, control, hint) {
+  const id = control.id || `f${++fieldSeq}`;
+  control.id = id;
+  const wrap = h("div", { class: "field" });
+  if (control.type === "checkbox") {
+    wrap.classList.add("check");
+    append(wrap, [control, h("label", { for: id }, label)]);
+  } else {
+    append(wrap, [h("label", { for: id }, label), control]);
+  }
+  if (hint) {
+    const hintEl = h("small", { class: "hint", id: `${id}-hint` }, hint);
+    control.setAttribute("aria-describedby", hintEl.id);
+    wrap.append(hintEl);
+  }
+  return wrap;
+}
+
+/** Show an error message in a form's alert region (role=alert so it is announced). */
+export function showError(form, message) {
+  let box = form.querySelector(":scope > .form-error");
+  if (!box) {
+    box = h("p", { class: "form-error", role: "alert" });
+    form.prepend(box);
+  }
+  box.textContent = message || "";
+  box.hidden = !message;
+}
+
+/** A short-lived notice in the corner. */
+export function toast(message, kind = "ok") {
+  const box = document.getElementById("toasts");
+  const note = h("div", { class: `toast ${kind}` }, message);
+  box.append(note);
+  setTimeout(() => note.remove(), 4000);
+}
+
+/** Ask for confirmation with a modal <dialog>; resolves true or false. */
+export function confirmDialog(message, confirmLabel = "Confirm") {
+  return new Promise((resolve) => {
+    const dialog = h("dialog", { class: "confirm", "aria-label": "Confirm" });
+    const done = (answer) => {
+      dialog.close();
+      dialog.remove();
+      resolve(answer);
+    };
+    append(dialog, [
+      h("p", {}, message),
+      h("div", { class: "row end" },
+        h("button", { type: "button", class: "secondary", onclick: () => done(false) }, "Cancel"),
+        h("button", { type: "button", class: "danger", onclick: () => done(true) }, confirmLabel)),
+    ]);
+    dialog.addEventListener("cancel", () => done(false));
+    document.body.append(dialog);
+    dialog.showModal();
+  });
+}
+
+/** A table from column definitions [{label, cell: row => node|string}] and rows. */
+export function table(columns, rows, empty = "Nothing here yet.") {
+  if (!rows.length) return h("p", { class: "empty" }, empty);
+  return h("div", { class: "table-wrap" },
+    h("table", {},
+      h("thead", {}, h("tr", {}, columns.map((c) => h("th", { scope: "col" }, c.label)))),
+      h("tbody", {}, rows.map((row) => h("tr", {}, columns.map((c) => h("td", {}, c.cell(row))))))));
+}
+
+/** A human date from an ISO timestamp. */
+export function when(iso) {
+  if (!iso) return "";
+  const d = new Date(iso);
+  return Number.isNaN(d.getTime()) ? String(iso) : d.toLocaleString();
+}
+
+/** A select element from [value, label] pairs. */
+export function select(options, value, attrs = {}) {
+  return h("select", attrs, options.map(([v, label]) => h("option", { value: v, selected: v === value }, label)));
+}
+
+/** Parse JSON typed by a person; throws an Error naming the field and the position. */
+export function parseJsonField(text, name, { allowEmpty = false } = {}) {
+  const trimmed = (text || "").trim();
+  if (!trimmed) {
+    if (allowEmpty) return undefined;
+    throw new Error(`${name}: JSON is required`);
+  }
+  try {
+    return JSON.parse(trimmed);
+  } catch (err) {
+    throw new Error(`${name}: not valid JSON (${err.message})`);
+  }
+}
+
+/** Pretty JSON for a textarea. */
+export function pretty(value) {
+  return value === undefined || value === null ? "" : JSON.stringify(value, null, 2);
+}
+
+/** Copy text to the clipboard, with a fallback for non-secure contexts. */
+export async function copyText(text) {
+  try {
+    await navigator.clipboard.writeText(text);
+    return true;
+  } catch {
+    const area = h("textarea", { class: "offscreen" });
+    area.value = text;
+    document.body.append(area);
+    area.select();
+    const ok = document.execCommand("copy");
+    area.remove();
+    return ok;
+  }
+}

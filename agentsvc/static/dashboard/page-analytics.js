@@ -1,0 +1,43 @@
+// Analytics: each form tool's funnel and the triggers' fired/converted counts, as SVG charts.
+
+import { get, qs } from "./api.js";
+import { h, mount, table } from "./dom.js";
+import { funnelChart, groupedBars } from "./charts.js";
+import { pageHeader } from "./forms.js";
+
+const pct = (n) => `${Math.round((Number(n) || 0) * 10) / 10} %`;
+
+/** Form funnels and trigger performance of the selected agent. */
+export async function renderAnalytics(ctx, page) {
+  const agent = ctx.agent;
+  const [forms, triggers, stats] = await Promise.all([
+    get(`/form-submissions/analytics${qs({ agentId: agent.id })}`),
+    get(`/triggers${qs({ agentId: agent.id })}`),
+    get(`/triggers/stats${qs({ agentId: agent.id })}`),
+  ]);
+  const entries = forms.analytics || [];
+  const formSections = entries.map((f) => h("section", { class: "card chart-card" },
+    h("h3", {}, f.toolName),
+    funnelChart([
+      { label: "Impressions", value: f.impressions },
+      { label: "Started", value: f.started },
+      { label: "Submitted", value: f.submitted },
+      { label: "Successful", value: f.successful },
+      { label: "Failed", value: f.failed },
+    ], { title: `Form funnel of ${f.toolName}` }),
+    h("p", { class: "muted" }, `Conversion ${pct(f.conversionRate)} (submitted / impressions) · completion ${pct(f.completionRate)} (submitted / started)`),
+    Object.keys(f.fieldCompletionRates || {}).length
+      ? table([{ label: "Field", cell: (r) => r[0] }, { label: "Completed", cell: (r) => pct(r[1]) }], Object.entries(f.fieldCompletionRates))
+      : null));
+  const groups = triggers.map((t) => ({ label: t.name, values: [(stats[t.id] || {}).firedCount || 0, (stats[t.id] || {}).convertedCount || 0] }));
+  mount(page,
+    pageHeader(`Analytics of ${agent.name}`, "Form funnels and trigger performance."),
+    h("h2", {}, "Forms"),
+    entries.length ? h("div", { class: "charts" }, formSections) : h("p", { class: "empty" }, "No form tools yet."),
+    h("h2", {}, "Triggers"),
+    groups.length
+      ? h("section", { class: "card chart-card" }, groupedBars(groups, ["Fired", "Converted"], { title: "Trigger fired and converted counts" }),
+          table([{ label: "Trigger", cell: (g) => g.label }, { label: "Fired", cell: (g) => String(g.values[0]) }, { label: "Converted", cell: (g) => String(g.values[1]) },
+            { label: "Rate", cell: (g) => (g.values[0] ? pct((g.values[1] / g.values[0]) * 100) : "—") }], groups))
+      : h("p", { class: "empty" }, "No triggers yet."));
+}

@@ -1,0 +1,129 @@
+// Pages shown before the app: first-run owner creation, sign-in, accepting an invitation.
+
+import { ApiError, describe, get, post } from "./api.js";
+import { field, h, mount, showError } from "./dom.js";
+
+function card(title, ...children) {
+  return h("div", { class: "auth" },
+    h("div", { class: "card narrow" },
+      h("p", { class: "brand big" }, "agentsvc"),
+      h("h1", {}, title),
+      children));
+}
+
+function input(attrs) {
+  return h("input", attrs);
+}
+
+/** Run a form's submit handler with its button disabled and errors shown in the form. */
+function onSubmit(form, fn) {
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const buttons = form.querySelectorAll("button");
+    buttons.forEach((b) => (b.disabled = true));
+    showError(form, "");
+    try {
+      await fn(new FormData(form));
+    } catch (err) {
+      showError(form, describe(err));
+    } finally {
+      buttons.forEach((b) => (b.disabled = false));
+    }
+  });
+}
+
+/** First run: no user exists yet, so the page offers to create the owner account. */
+export function renderSetup(root, ctx) {
+  const form = h("form", { class: "stack", novalidate: true },
+    field("Your name", input({ name: "name", autocomplete: "name" })),
+    field("E-mail", input({ name: "email", type: "email", required: true, autocomplete: "email" })),
+    field("Password", input({ name: "password", type: "password", required: true, minlength: 8, autocomplete: "new-password" }), "At least 8 characters."),
+    h("button", { type: "submit" }, "Create owner account"));
+  onSubmit(form, async (data) => {
+    const password = data.get("password");
+    if (password.length < 8) throw new Error("password: at least 8 characters");
+    await post("/setup", { email: data.get("email"), password, name: data.get("name") });
+    ctx.restart();
+  });
+  root.classList.remove("loading");
+  mount(root, card("Welcome — create the owner account",
+    h("p", { class: "muted" }, "This instance has no account yet. The first account owns the team: it creates agents, invites members and manages API keys."),
+    form));
+}
+
+/** Sign-in: password, magic link, and a button per configured OAuth provider. */
+export async function renderSignIn(root, ctx) {
+  let providers = [];
+  try {
+    providers = (await get("/auth/providers")).providers || [];
+  } catch {
+    providers = [];
+  }
+  const password = h("form", { class: "stack", "aria-label": "Sign in with password" },
+    field("E-mail", input({ name: "email", type: "email", required: true, autocomplete: "username" })),
+    field("Password", input({ name: "password", type: "password", required: true, autocomplete: "current-password" })),
+    h("button", { type: "submit" }, "Sign in"));
+  onSubmit(password, async (data) => {
+    await post("/auth/sign-in/email", { email: data.get("email"), password: data.get("password") });
+    ctx.restart();
+  });
+  const magic = h("form", { class: "stack", "aria-label": "Sign in with a link" },
+    field("E-mail", input({ name: "email", type: "email", required: true })),
+    h("button", { type: "submit", class: "secondary" }, "E-mail me a sign-in link"));
+  onSubmit(magic, async (data) => {
+    await post("/auth/magic-link", { email: data.get("email"), callbackUrl: location.origin + "/" });
+    mount(magic, h("p", { class: "notice", role: "status" }, "If this address has an account, a sign-in link is on its way. It works once, for 15 minutes."));
+  });
+  const names = { github: "GitHub", google: "Google" };
+  const oauth = providers.map((p) =>
+    h("a", { class: "button secondary oauth", href: `/api/v1/auth/sign-in/${encodeURIComponent(p)}?callbackUrl=${encodeURIComponent("/")}` },
+      `Sign in with ${names[p] || p}`));
+  root.classList.remove("loading");
+  mount(root, card("Sign in",
+    password,
+    h("div", { class: "divider" }, h("span", {}, "or")),
+    magic,
+    oauth.length ? h("div", { class: "stack oauth-list" }, oauth) : null));
+}
+
+/** The link of an invitation e-mail: /accept-invitation?token=... */
+export async function renderAcceptInvitation(root, ctx) {
+  const token = new URLSearchParams(location.search).get("token") || "";
+  let session = null;
+  try {
+    session = await get("/auth/session", { quiet401: true });
+  } catch (err) {
+    if (!(err instanceof ApiError && err.status === 401)) throw err;
+  }
+  const done = () => {
+    location.replace("/#/agents");
+  };
+  root.classList.remove("loading");
+  if (!token) {
+    mount(root, card("Invitation", h("p", { class: "form-error", role: "alert" }, "This invitation link has no token. Open the link from the e-mail again.")));
+    return;
+  }
+  let form;
+  if (session) {
+    form = h("form", { class: "stack" },
+      h("p", {}, `You are signed in as ${session.user.email}. Accept the invitation with this account?`),
+      h("button", { type: "submit" }, "Accept invitation"));
+    onSubmit(form, async () => {
+      await post("/team/invitations/accept", { token });
+      done();
+    });
+  } else {
+    form = h("form", { class: "stack" },
+      h("p", { class: "muted" }, "Choose a password to create your account. Already have one? Sign in first, then open the link again."),
+      field("Your name", input({ name: "name", autocomplete: "name" })),
+      field("Password", input({ name: "password", type: "password", required: true, minlength: 8, autocomplete: "new-password" })),
+      h("button", { type: "submit" }, "Accept invitation"));
+    onSubmit(form, async (data) => {
+      const body = { token, password: data.get("password") };
+      if (data.get("name")) body.name = data.get("name");
+      await post("/team/invitations/accept", body);
+      done();
+    });
+  }
+  mount(root, card("Join the team", form, h("p", {}, h("a", { href: "/" }, "Go to sign-in"))));
+}

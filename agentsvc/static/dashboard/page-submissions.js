@@ -1,0 +1,72 @@
+// Form submissions: filter by status and agent, read one with its delivery log, redeliver.
+
+import { get, post, qs } from "./api.js";
+import { h, mount, pretty, select, table, toast, when } from "./dom.js";
+import { actionButton, pageHeader } from "./forms.js";
+
+const STATUSES = ["", "pending", "submitted", "webhook_success", "webhook_failed", "client_success", "client_failed", "success", "failed"];
+const FAILED = new Set(["webhook_failed", "client_failed", "failed"]);
+const view = { status: "", agentId: "", offset: 0, limit: 50 };
+
+function statusTag(status) {
+  const kind = FAILED.has(status) ? "bad" : status === "pending" ? "warn" : "good";
+  return h("span", { class: `tag ${kind}` }, status);
+}
+
+/** The team's submissions, newest first. */
+export async function renderSubmissions(ctx, page) {
+  const result = await get(`/form-submissions${qs({ status: view.status, agentId: view.agentId, limit: view.limit, offset: view.offset })}`);
+  const rows = result.submissions || [];
+  const { total } = result.pagination || { total: rows.length };
+  const agentName = (id) => (ctx.agents.find((a) => a.id === id) || {}).name || id;
+  const columns = [
+    { label: "Submitted", cell: (s) => h("a", { href: `#/submissions/${encodeURIComponent(s.id)}` }, when(s.createdAt)) },
+    { label: "Form", cell: (s) => s.toolName },
+    { label: "Agent", cell: (s) => agentName(s.agentId) },
+    { label: "Status", cell: (s) => statusTag(s.status) },
+    { label: "Fields", cell: (s) => (s.fieldsCompleted || []).join(", ") },
+    { label: "Attempts", cell: (s) => String(s.webhookAttempts ?? 0) },
+  ];
+  const refresh = () => {
+    view.offset = 0;
+    ctx.navigate("#/submissions");
+  };
+  const statusSelect = select(STATUSES.map((st) => [st, st || "Any status"]), view.status, { "aria-label": "Status filter", onchange: (e) => { view.status = e.target.value; refresh(); } });
+  const agentSelect = select([["", "All agents"], ...ctx.agents.map((a) => [a.id, a.name])], view.agentId, { "aria-label": "Agent filter", onchange: (e) => { view.agentId = e.target.value; refresh(); } });
+  const to = Math.min(view.offset + view.limit, total);
+  mount(page,
+    pageHeader("Form submissions", "Everything visitors submitted through form tools, with delivery status."),
+    h("div", { class: "row filters" }, statusSelect, agentSelect),
+    table(columns, rows, "No submissions match."),
+    h("div", { class: "row pager" },
+      h("button", { type: "button", class: "secondary small", disabled: view.offset === 0, onclick: () => { view.offset = Math.max(0, view.offset - view.limit); ctx.navigate("#/submissions"); } }, "Previous"),
+      h("span", { class: "muted" }, `${total ? view.offset + 1 : 0}–${to} of ${total}`),
+      h("button", { type: "button", class: "secondary small", disabled: to >= total, onclick: () => { view.offset += view.limit; ctx.navigate("#/submissions"); } }, "Next")));
+}
+
+function cellText(value) {
+  if (value === null || value === undefined) return "";
+  return typeof value === "object" ? JSON.stringify(value) : String(value);
+}
+
+/** One submission: its data, its status and the log of every delivery attempt. */
+export async function renderSubmission(ctx, page, id) {
+  const sub = await get(`/form-submissions/${encodeURIComponent(id)}`);
+  const log = sub.deliveries || sub.deliveryLog || sub.attempts || [];
+  const keys = [...new Set(log.flatMap((row) => Object.keys(row)))];
+  const formRows = Object.entries(sub.formData || {});
+  const redeliver = actionButton("Redeliver", async () => {
+    await post(`/form-submissions/${encodeURIComponent(id)}/redeliver`);
+    toast("Delivery queued again");
+    ctx.navigate(`#/submissions/${encodeURIComponent(id)}`);
+  }, { class: "secondary" });
+  mount(page,
+    pageHeader(`Submission of ${sub.toolName}`, `${when(sub.createdAt)} · mode ${sub.executionMode}`, h("a", { class: "button secondary", href: "#/submissions" }, "All submissions"), redeliver),
+    h("p", {}, "Status: ", statusTag(sub.status), sub.lastError ? h("span", { class: "bad" }, ` — ${sub.lastError}`) : null),
+    h("p", { class: "muted" }, `Id ${sub.id}`, sub.conversationId ? " · conversation " : "", sub.conversationId ? h("a", { href: `#/conversations/${encodeURIComponent(sub.conversationId)}` }, sub.conversationId) : null),
+    h("h2", {}, "Data"),
+    table([{ label: "Field", cell: (r) => r[0] }, { label: "Value", cell: (r) => (typeof r[1] === "string" && r[1].startsWith("data:") ? `(file, ${r[1].length} characters)` : cellText(r[1])) }], formRows, "No data."),
+    sub.clientResult ? [h("h2", {}, "Client handler result"), h("pre", {}, pretty(sub.clientResult))] : null,
+    h("h2", {}, "Delivery log"),
+    table(keys.map((k) => ({ label: k, cell: (row) => cellText(row[k]) })), log, "No delivery attempts recorded."));
+}

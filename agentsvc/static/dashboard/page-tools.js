@@ -1,0 +1,224 @@
+// Tools: list with plan limits, create and edit all three types, JSON-Schema editor, test run.
+
+import { chatStream, del, get, post, put, qs } from "./api.js";
+import { confirmDialog, field, h, mount, parseJsonField, pretty, select, table, toast, when } from "./dom.js";
+import { actionButton, onSubmit, pageHeader } from "./forms.js";
+import { checkFormSchema, checkInputSchema, exampleInput } from "./schema-check.js";
+
+const DISPLAY_TYPES = ["", "text", "product_card", "product_carousel", "image", "table", "buttons", "form", "custom"];
+const EMPTY_SCHEMA = { type: "object", properties: {}, required: [] };
+const EXAMPLE_FORM = {
+  fields: [
+    { name: "email", label: "E-mail", type: "email", validation: { required: { value: true, message: "Your e-mail, please" } } },
+    { name: "message", label: "Message", type: "textarea" },
+  ],
+  submitLabel: "Send",
+  successMessage: "Thanks! We will be in touch.",
+};
+
+/** The agent's tools with the plan's tool limit. */
+export async function renderTools(ctx, page) {
+  const agent = ctx.agent;
+  const [tools, limits] = await Promise.all([
+    get(`/tools${qs({ agentId: agent.id })}`),
+    get(`/tools/limits${qs({ agentId: agent.id })}`),
+  ]);
+  const limitText = `${limits.current} of ${limits.limit === null ? "unlimited" : limits.limit} tools on the ${limits.planId} plan`;
+  const columns = [
+    { label: "Name", cell: (t) => h("a", { href: `#/tools/${encodeURIComponent(t.id)}` }, t.name) },
+    { label: "Type", cell: (t) => h("span", { class: `tag ${t.executionType}` }, t.executionType) },
+    { label: "Enabled", cell: (t) => (t.isEnabled ? "yes" : "no") },
+    { label: "Description", cell: (t) => t.description },
+    { label: "Updated", cell: (t) => when(t.updatedAt) },
+  ];
+  mount(page,
+    pageHeader(`Tools of ${agent.name}`, limitText,
+      limits.canCreate ? h("a", { class: "button", href: "#/tools/new" }, "New tool") : h("span", { class: "muted" }, "Tool limit reached")),
+    table(columns, tools, "No tools yet. Tools let the agent call an HTTP API, answer with a fixed response, or collect a form."));
+}
+
+function jsonArea(name, value, rows = 8) {
+  return h("textarea", { name, rows, class: "code", spellcheck: "false" }, value);
+}
+
+/** Read the editor into an API body; throws on JSON that does not parse or look right. */
+function toolBody(data, isUpdate) {
+  const type = data.get("executionType");
+  const body = {
+    name: String(data.get("name")).trim(),
+    description: String(data.get("description")).trim(),
+    executionType: type,
+    isEnabled: data.get("isEnabled") === "on",
+  };
+  if (!/^[a-z][a-z0-9_]{0,63}$/.test(body.name)) {
+    throw new Error("name: lowercase letters, digits and underscores, starting with a letter (at most 64)");
+  }
+  if (!body.description) throw new Error("description: required (the model reads it)");
+  body.inputSchema = parseJsonField(data.get("inputSchema"), "inputSchema");
+  const problems = checkInputSchema(body.inputSchema);
+  if (problems.length) throw new Error(problems.join("; "));
+  const displayType = data.get("displayType");
+  const displayExtra = parseJsonField(data.get("displayExtra"), "displayConfig", { allowEmpty: true });
+  if (displayType || displayExtra) {
+    body.displayConfig = { ...(displayExtra || {}), ...(displayType ? { type: displayType } : {}) };
+  } else if (isUpdate) {
+    body.displayConfig = null;
+  }
+  if (type === "mock") {
+    body.mockResponse = String(data.get("mockResponse"));
+  } else if (type === "http") {
+    body.httpUrl = String(data.get("httpUrl")).trim();
+    body.httpMethod = data.get("httpMethod");
+    const headers = parseJsonField(data.get("httpHeaders"), "httpHeaders", { allowEmpty: true });
+    if (headers !== undefined) {
+      if (!headers || typeof headers !== "object" || Array.isArray(headers) || Object.values(headers).some((v) => typeof v !== "string")) {
+        throw new Error("httpHeaders: an object of header names to text values");
+      }
+      body.httpHeaders = headers;
+    } else if (isUpdate) {
+      body.httpHeaders = null;
+    }
+  } else if (type === "form") {
+    body.formSchema = parseJsonField(data.get("formSchema"), "formSchema");
+    const formProblems = checkFormSchema(body.formSchema);
+    if (formProblems.length) throw new Error(formProblems.join("; "));
+    body.formExecutionMode = data.get("formExecutionMode");
+    const url = String(data.get("formWebhookUrl")).trim();
+    const handler = String(data.get("formClientHandler")).trim();
+    if (url) body.formWebhookUrl = url;
+    else if (isUpdate) body.formWebhookUrl = null;
+    if (handler) body.formClientHandler = handler;
+    else if (isUpdate) body.formClientHandler = null;
+    const actions = parseJsonField(data.get("formPostActions"), "formPostActions", { allowEmpty: true });
+    if (actions !== undefined) {
+      if (!Array.isArray(actions)) throw new Error("formPostActions: a JSON list of post actions");
+      body.formPostActions = actions;
+    } else if (isUpdate) {
+      body.formPostActions = null;
+    }
+  }
+  return body;
+}
+
+function toolEditor(tool) {
+  const t = tool || {};
+  const type = t.executionType || "mock";
+  const typeSelect = select([["mock", "mock — a fixed response"], ["http", "http — call an address"], ["form", "form — collect data from the visitor"]], type, { name: "executionType" });
+  const display = t.displayConfig || {};
+  const { type: displayType, ...displayExtra } = display;
+  const sections = {
+    mock: h("fieldset", { class: "stack", dataset: { for: "mock" } }, h("legend", {}, "Mock response"),
+      field("Response", h("textarea", { name: "mockResponse", rows: 4 }, t.mockResponse || ""), "Returned as the tool's output, as is.")),
+    http: h("fieldset", { class: "stack", dataset: { for: "http" } }, h("legend", {}, "HTTP call"),
+      field("URL", h("input", { name: "httpUrl", value: t.httpUrl || "", placeholder: "https://api.example.com/orders/{orderId}" }), "{param} placeholders are filled from the input (URL-encoded); {{SECRET}} from the team's secrets."),
+      field("Method", select(["GET", "POST", "PUT", "DELETE"].map((m) => [m, m]), t.httpMethod || "GET", { name: "httpMethod" }), "GET/DELETE send the rest of the input in the query string, POST/PUT as a JSON body."),
+      field("Headers (JSON object)", jsonArea("httpHeaders", pretty(t.httpHeaders), 4), 'e.g. {"Authorization": "Bearer {{API_KEY}}"}')),
+    form: h("fieldset", { class: "stack", dataset: { for: "form" } }, h("legend", {}, "Form"),
+      field("Form schema (JSON)", jsonArea("formSchema", pretty(t.formSchema || EXAMPLE_FORM), 12), "fields: [{name, label, type, validation?, options?}], submitLabel, successMessage. Types: text, email, tel, number, textarea, select, multiselect, date, datetime, file, image."),
+      field("Delivery", select([["webhook", "webhook"], ["client", "client handler"], ["both", "both"]], t.formExecutionMode || "webhook", { name: "formExecutionMode" })),
+      field("Webhook URL", h("input", { name: "formWebhookUrl", value: t.formWebhookUrl || "", placeholder: "https://example.com/hooks/forms" })),
+      field("Client handler name", h("input", { name: "formClientHandler", value: t.formClientHandler || "" }), "Registered in the page with agentsvc.registerFormHandler(name, fn)."),
+      field("Post actions (JSON list)", jsonArea("formPostActions", pretty(t.formPostActions), 5), 'webhook {url, headers, payload}, team_chat {webhookUrl, messageTemplate}, email {recipientIds, subject}. Templates: {{field}}, {{_toolName}}.'),
+      t.formWebhookSecret ? h("p", { class: "muted" }, "Webhook signing secret: ", h("code", {}, t.formWebhookSecret)) : null),
+  };
+  const showSection = () => {
+    for (const [name, el] of Object.entries(sections)) {
+      el.hidden = name !== typeSelect.value;
+      el.disabled = name !== typeSelect.value;
+    }
+  };
+  typeSelect.addEventListener("change", showSection);
+  showSection();
+  const schemaArea = jsonArea("inputSchema", pretty(t.inputSchema || EMPTY_SCHEMA), 10);
+  const schemaStatus = h("small", { class: "hint", "aria-live": "polite" });
+  const checkSchema = () => {
+    try {
+      const problems = checkInputSchema(parseJsonField(schemaArea.value, "inputSchema"));
+      schemaStatus.textContent = problems.length ? problems.join("; ") : "Looks valid.";
+      schemaStatus.className = problems.length ? "hint bad" : "hint good";
+    } catch (err) {
+      schemaStatus.textContent = err.message;
+      schemaStatus.className = "hint bad";
+    }
+  };
+  schemaArea.addEventListener("input", checkSchema);
+  checkSchema();
+  return [
+    h("div", { class: "grid2" },
+      field("Name", h("input", { name: "name", required: true, value: t.name || "", pattern: "[a-z][a-z0-9_]{0,63}", placeholder: "lookup_order" }), "Lowercase with underscores; unique for this agent."),
+      field("Type", typeSelect)),
+    field("Description", h("textarea", { name: "description", rows: 2, required: true }, t.description || ""), "What the tool does; the model reads it to decide when to call it."),
+    h("div", { class: "field" }, h("label", { for: "input-schema" }, "Input schema (JSON Schema)"), Object.assign(schemaArea, { id: "input-schema" }), schemaStatus),
+    field("Enabled", h("input", { type: "checkbox", name: "isEnabled", checked: t.isEnabled !== false })),
+    h("div", { class: "grid2" },
+      field("Result display", select(DISPLAY_TYPES.map((d) => [d, d || "(default: text)"]), displayType || "", { name: "displayType" })),
+      field("Display mappings and options (JSON)", jsonArea("displayExtra", Object.keys(displayExtra).length ? pretty(displayExtra) : "", 3), '{"fieldMappings": {"title": "name"}, "options": {"showPrice": true}}')),
+    sections.mock, sections.http, sections.form,
+  ];
+}
+
+/** Run a tool once through the chat (the builtin model runs `/tool NAME {json}` directly). */
+function testRun(ctx, tool) {
+  const input = jsonArea("testInput", pretty(exampleInput(tool.inputSchema)), 4);
+  const output = h("div", { class: "test-output", role: "status", "aria-live": "polite" });
+  const form = onSubmit(h("form", { class: "stack card", "aria-label": "Test run" },
+    h("h2", {}, "Test run"),
+    h("p", { class: "muted" }, "Sends ", h("code", {}, `/tool ${tool.name} {input}`), " to the agent in a new preview conversation. The builtin model runs the tool directly; other models receive it as a message."),
+    field("Input (JSON)", input),
+    h("button", { type: "submit" }, "Run tool"),
+    output), async (data) => {
+    const value = parseJsonField(data.get("testInput"), "input", { allowEmpty: true }) || {};
+    mount(output, h("p", { class: "muted" }, "Running…"));
+    const parts = [];
+    let text = "";
+    await chatStream({ agentId: tool.agentId, messages: [{ role: "user", content: `/tool ${tool.name} ${JSON.stringify(value)}` }] }, (name, ev) => {
+      if (name === "tool_result") {
+        parts.push(h("p", {}, ev.isError ? "Tool error:" : "Tool output:"), h("pre", { class: ev.isError ? "bad" : "" }, typeof ev.output === "string" ? ev.output : pretty(ev.output)));
+        if (ev.form) parts.push(h("p", { class: "muted" }, "A form tool shows its form to the visitor: try it in the Chat preview."));
+      } else if (name === "content_block_delta" && ev.delta) {
+        text += ev.delta.text || "";
+      } else if (name === "error") {
+        parts.push(h("p", { class: "bad" }, `Error: ${ev.error ? ev.error.message : "failed"}`));
+      }
+    });
+    if (!parts.length) parts.push(h("p", { class: "muted" }, "The model did not call the tool."));
+    if (text) parts.push(h("p", {}, "Agent: ", text));
+    mount(output, parts);
+  });
+  return form;
+}
+
+/** Create (id "new") or edit one tool. */
+export async function renderTool(ctx, page, id) {
+  if (id === "new") {
+    if (!ctx.agent) {
+      mount(page, pageHeader("New tool"), h("p", { class: "empty" }, "Create an agent first."));
+      return;
+    }
+    const form = onSubmit(h("form", { class: "stack card", "aria-label": "New tool" }, toolEditor(null), h("button", { type: "submit" }, "Create tool")), async (data) => {
+      const tool = await post("/tools", { agentId: ctx.agent.id, ...toolBody(data, false) });
+      toast(`Tool ${tool.name} created`);
+      ctx.navigate(`#/tools/${encodeURIComponent(tool.id)}`);
+    });
+    mount(page, pageHeader(`New tool for ${ctx.agent.name}`), form);
+    return;
+  }
+  const tool = await get(`/tools/${encodeURIComponent(id)}`);
+  const form = onSubmit(h("form", { class: "stack card", "aria-label": "Edit tool" }, toolEditor(tool), h("button", { type: "submit" }, "Save tool")), async (data) => {
+    await put(`/tools/${encodeURIComponent(id)}`, toolBody(data, true));
+    toast("Tool saved");
+    ctx.navigate(`#/tools/${encodeURIComponent(id)}`);
+  });
+  const remove = actionButton("Delete tool", async () => {
+    if (!(await confirmDialog(`Delete tool "${tool.name}"?`, "Delete tool"))) return;
+    await del(`/tools/${encodeURIComponent(id)}`);
+    toast("Tool deleted");
+    ctx.navigate("#/tools");
+  }, { class: "danger" });
+  mount(page,
+    pageHeader(tool.name, `${tool.executionType} tool · updated ${when(tool.updatedAt)}`, h("a", { class: "button secondary", href: "#/tools" }, "All tools"), remove),
+    form,
+    testRun(ctx, tool));
+}
+
+

@@ -1,0 +1,38 @@
+// The embed snippet with a copy button, and a live preview of the widget on a demo page.
+
+import { h, mount, copyText, toast } from "./dom.js";
+import { pageHeader } from "./forms.js";
+
+/** The snippet that embeds this agent's widget on a site. */
+export function embedSnippet(origin, agentId) {
+  return [
+    "<script>",
+    `  window.agentsvcConfig = { agentId: ${JSON.stringify(agentId)} };`,
+    "  window.agentsvc = window.agentsvc || { q: [] };",
+    '  ["open", "close", "toggle", "send", "identify", "reset", "track", "registerFormHandler", "showBubble", "showForm", "on", "off"].forEach(function (m) {',
+    "    window.agentsvc[m] = window.agentsvc[m] || function () { window.agentsvc.q.push([m, [].slice.call(arguments)]); };",
+    "  });",
+    "</script>",
+    `<script src="${origin}/widget.js" async></script>`,
+  ].join("\n");
+}
+
+/** Snippet, copy button and a live preview iframe of /widget/demo. */
+export async function renderWidget(ctx, page) {
+  const agent = ctx.agent;
+  const snippet = embedSnippet(location.origin, agent.id);
+  const code = h("pre", { class: "snippet", id: "embed-snippet" }, snippet);
+  const copy = h("button", { type: "button", onclick: async () => {
+    const ok = await copyText(snippet);
+    copy.textContent = ok ? "Copied" : "Copy failed";
+    toast(ok ? "Snippet copied to the clipboard" : "Select the snippet and copy it by hand", ok ? "ok" : "error");
+    setTimeout(() => (copy.textContent = "Copy snippet"), 2000);
+  } }, "Copy snippet");
+  const demo = `/widget/demo?agentId=${encodeURIComponent(agent.id)}`;
+  const frame = h("iframe", { src: demo, title: "Widget preview", class: "widget-frame", loading: "lazy" });
+  mount(page,
+    pageHeader(`Widget of ${agent.name}`, "Paste this before </body> on every page where the chat should appear."),
+    h("section", { class: "card" }, h("div", { class: "row" }, h("h2", {}, "Embed snippet"), h("span", { class: "spacer" }), copy), code,
+      h("p", { class: "muted" }, "Identify signed-in visitors with userId, userEmail, userName (and userHash when the agent has an identity secret).")),
+    h("section", { class: "card" }, h("div", { class: "row" }, h("h2", {}, "Live preview"), h("span", { class: "spacer" }), h("a", { href: demo, target: "_blank", rel: "noopener" }, "Open the demo page")), frame));
+}
