@@ -9,6 +9,7 @@ def all_endpoints() -> list[Endpoint]:
     """Every endpoint of the service, in the order they are documented."""
     from agentsvc.api import agents, chat, conversations, secrets, system, tools, triggers
     from agentsvc.api import api_keys, documents, session_auth, team
+    from agentsvc.api import dashboard, setup
     from agentsvc.api import identity, widget
     from agentsvc.api import forms
 
@@ -23,6 +24,8 @@ def all_endpoints() -> list[Endpoint]:
         secrets.routes,
         forms.routes,  # before triggers: GET /triggers/form/... is a fixed path
         triggers.routes,
+        setup.routes,
+        dashboard.routes,
         widget.routes,
         session_auth.routes,
         team.routes,
