@@ -211,7 +211,7 @@ async def accept_invitation(
             team_id=invitation.team_id,
             user_id=user.id,
             role=invitation.role,
-            now=now,
+            now=now_iso(),  # after the user's own team: the invited team is the latest joined
         )
         role = await accounts.get_role(conn, invitation.team_id, user.id)
     return Accepted(user, invitation.team_id, role or invitation.role)
