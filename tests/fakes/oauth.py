@@ -31,6 +31,7 @@ class FakeOAuth:
             {"email": "octo@example.com", "primary": True, "verified": True},
         ]
     )
+    base: str = ""  # where the test server listens, once started
     codes: dict[str, dict[str, str]] = field(default_factory=dict)
     tokens: set[str] = field(default_factory=set)
     authorize_requests: list[dict[str, str]] = field(default_factory=list)
