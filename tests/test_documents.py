@@ -127,7 +127,11 @@ async def test_uploads_of_each_format(client, auth):
     )
     assert md.status == 201, await md.text()
     doc = (await md.json())["data"]
-    assert (doc["title"], doc["format"], doc["filename"]) == ("guide", "markdown", "guide.md")
+    assert (doc["title"], doc["format"], doc["filename"]) == (
+        "Shipping guide",
+        "markdown",
+        "guide.md",
+    )
     assert doc["sourceType"] == "file" and doc["passageCount"] == 2
 
     txt = upload("notes.txt", b"Opening hours are 9 to 5.\n\nClosed on Sundays.", "")

@@ -82,7 +82,14 @@ def extract(raw: bytes, fmt: str, charset: str | None = None) -> Extracted:
     text = decode(raw, charset)
     if fmt == "html":
         return html_text(text)
-    return Extracted(normalise(text), "")
+    text = normalise(text)
+    return Extracted(text, _leading_heading(text) if fmt == "markdown" else "")
+
+
+def _leading_heading(text: str) -> str:
+    """The text of a top-level `# ` heading on the first line, the Markdown file's title."""
+    first = text.split("\n", 1)[0]
+    return first[2:].strip() if first.startswith("# ") else ""
 
 
 def normalise(text: str) -> str:
