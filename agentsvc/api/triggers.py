@@ -19,7 +19,6 @@ from agentsvc import keys
 from agentsvc.api.models import QueryModel, RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, json_response
 from agentsvc.errors import NotFound, RateLimited, ValidationFailed
-from agentsvc.ids import now_iso
 from agentsvc.services import trigger_templates
 from agentsvc.services import triggers as trigger_service
 from agentsvc.store.trigger_events import TriggerEvent
@@ -227,7 +226,6 @@ async def post_trigger_event(call: Call):
             f"More than {per_minute} trigger events per minute from this session or address",
             headers=decision.headers(),
         )
-    call.request[keys.rate_decision_request_key] = decision
     event = TriggerEvent(
         agent_id=body.agent_id,
         trigger_id=body.trigger_id,
@@ -237,7 +235,6 @@ async def post_trigger_event(call: Call):
         event_type=body.event_type,
         session_id=body.session_id,
         page_path=body.page_path,
-        created_at=now_iso(),
     )
     if await app[keys.event_writer_key].record(event) is None:
         raise NotFound("No such trigger for this agent")

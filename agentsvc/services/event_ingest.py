@@ -18,6 +18,7 @@ from aiohttp import web
 
 from agentsvc import keys
 from agentsvc.db import Database
+from agentsvc.ids import now_iso
 from agentsvc.store import trigger_events
 from agentsvc.store.trigger_events import TriggerEvent
 
@@ -57,8 +58,9 @@ class EventWriter:
         future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
         self._pending.append((event, future))
         self._wake.set()
-        # Shielded: a request cancelled while waiting leaves its event queued and counted.
-        return await asyncio.shield(future)
+        # A request cancelled while waiting cancels only its future: the event stays queued
+        # and is counted (the writer skips futures that are already done).
+        return await future
 
     async def close(self) -> None:
         """Stop accepting events, write everything still queued, then stop the task."""
@@ -84,7 +86,9 @@ class EventWriter:
     async def _write(self, batch: list[_Item]) -> None:
         events = [event for event, _ in batch]
         try:
-            results = await self._db.run_sync(partial(trigger_events.write_batch, events=events))
+            # One timestamp per batch: the events of a batch arrived within its write time.
+            write = partial(trigger_events.write_batch, events=events, now=now_iso())
+            results = await self._db.run_sync(write)
         except Exception as exc:
             log.exception("writing %d trigger events failed", len(batch))
             for _, future in batch:

@@ -23,7 +23,6 @@ class TriggerEvent:
     event_type: str  # "fired" or "converted"
     session_id: str | None
     page_path: str | None
-    created_at: str
 
 
 def _owners(raw: sqlite3.Connection, trigger_ids: list[str]) -> dict[str, str]:
@@ -45,7 +44,7 @@ def _by_name(raw: sqlite3.Connection, agent_id: str, name: str) -> str | None:
     return row[0] if row else None
 
 
-def write_batch(raw: sqlite3.Connection, events: list[TriggerEvent]) -> list[str | None]:
+def write_batch(raw: sqlite3.Connection, events: list[TriggerEvent], now: str) -> list[str | None]:
     """Record the events whose trigger belongs to their agent and count them.
 
     Returns, per event, the id of the trigger it was counted for, or None when it names no
@@ -79,7 +78,7 @@ def write_batch(raw: sqlite3.Connection, events: list[TriggerEvent]) -> list[str
                 event.event_type,
                 event.session_id,
                 event.page_path,
-                event.created_at,
+                now,
             )
         )
         counts[trigger_id][0 if event.event_type == "fired" else 1] += 1
