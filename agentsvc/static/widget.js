@@ -539,37 +539,57 @@
 
   // ── Forms ───────────────────────────────────────────────────────────────────────────
   var handlers = {};
-  var EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+  // The same checks as the server (agentsvc/services/form_values.py), so errors show early.
+  var EMAIL = /^[^@\s]+@[^@\s]+\.[^@\s.]+$/, TEL = /^\+?[0-9 ().\-\/]{3,30}$/;
+  var DATETIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:\d{2})?$/;
   function rule(f, name) {
     var r = f.validation && f.validation[name];
     if (r == null) return null;
     return isObj(r) ? r : { value: r };
   }
-  function empty(v) { return v == null || v === "" || (Array.isArray(v) && !v.length); }
+  function empty(v) { return v == null || (typeof v === "string" && !v.trim()) || (Array.isArray(v) && !v.length); }
+  function validDate(v) {
+    if (!/^\d{4}-\d{2}-\d{2}$/.test(v)) return false;
+    var d = new Date(v + "T00:00:00Z");
+    return !isNaN(d) && d.toISOString().slice(0, 10) === v;
+  }
   function validateField(f, v) {
-    var req = rule(f, "required");
-    if (empty(v)) return req && req.value ? req.message || f.label + " is required" : null;
-    var t = f.type, r;
-    if (t === "email" && !EMAIL.test(v)) return "Enter a valid email address";
-    if (t === "number" && !isFinite(v)) return "Enter a number";
-    if (t === "date" && !/^\d{4}-\d{2}-\d{2}$/.test(v)) return "Enter a date";
-    if (t === "datetime" && !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}/.test(v)) return "Enter a date and time";
-    if ((t === "file" || t === "image") && v.size > MAX_FILE_BYTES) return "The file must be at most 5 MB";
-    if (t === "image" && v.type && !/^image\//.test(v.type)) return "Choose an image";
-    var len = Array.isArray(v) ? v.length : typeof v === "string" ? v.length : null;
-    if (len != null && (r = rule(f, "minLength")) && len < r.value) return r.message || "At least " + r.value + " characters";
-    if (len != null && (r = rule(f, "maxLength")) && len > r.value) return r.message || "At most " + r.value + " characters";
-    if (typeof v === "number" && (r = rule(f, "min")) && v < r.value) return r.message || "At least " + r.value;
-    if (typeof v === "number" && (r = rule(f, "max")) && v > r.value) return r.message || "At most " + r.value;
-    if (typeof v === "string" && (r = rule(f, "pattern"))) {
-      try { if (!new RegExp(r.value).test(v)) return r.message || "Invalid format"; } catch (e) { /* server checks */ }
+    var req = rule(f, "required"), t = f.type, r;
+    if (empty(v)) return req && req.value ? req.message || "This field is required" : null;
+    if (t === "file" || t === "image") {
+      if (v.size > MAX_FILE_BYTES) return "The file is over 5 MB";
+      if (t === "image" && !/^image\//.test(v.type || "")) return "Must be an image";
+      return null;
+    }
+    if (t === "number") {
+      if (typeof v !== "number" || !isFinite(v)) return "Must be a number";
+      if ((r = rule(f, "min")) && v < r.value) return r.message || "Must be at least " + r.value;
+      if ((r = rule(f, "max")) && v > r.value) return r.message || "Must be at most " + r.value;
+      return null;
+    }
+    if (typeof v !== "string") return null;
+    if (v.length > 10000) return "Must be at most 10000 characters";
+    if (t !== "text" && t !== "textarea") v = v.trim();
+    if (t === "email" && !EMAIL.test(v)) return "Must be an e-mail address";
+    if (t === "tel" && (!TEL.test(v) || v.replace(/\D/g, "").length < 3)) return "Must be a telephone number";
+    if (t === "date" && !validDate(v)) return "Must be a date (YYYY-MM-DD)";
+    if (t === "datetime" && (!DATETIME.test(v) || !validDate(v.slice(0, 10)))) return "Must be a date and time";
+    if ((r = rule(f, "minLength")) && v.length < r.value) return r.message || "Must be at least " + r.value + " characters";
+    if ((r = rule(f, "maxLength")) && v.length > r.value) return r.message || "Must be at most " + r.value + " characters";
+    if ((r = rule(f, "pattern"))) {
+      try { if (!new RegExp("^(?:" + r.value + ")$").test(v)) return r.message || "Does not have the expected format"; } catch (e) { /* the server checks */ }
     }
     return null;
   }
   function readDataUrl(file) {
     return new Promise(function (resolve, reject) {
       var fr = new FileReader();
-      fr.onload = function () { resolve(fr.result); };
+      // The file name travels as a data URL parameter, which the server keeps.
+      fr.onload = function () {
+        resolve(String(fr.result).replace(/^data:([^;,]*)/, function (m, type) {
+          return "data:" + (type || "application/octet-stream") + ";name=" + encodeURIComponent(file.name);
+        }));
+      };
       fr.onerror = function () { reject(new Error("Could not read the file")); };
       fr.readAsDataURL(file);
     });
@@ -683,7 +703,7 @@
       return { success: false, message: err && err.message ? String(err.message) : "The form handler failed" };
     }).then(function (outcome) {
       var body = { submissionId: res.submissionId, success: outcome.success };
-      if (typeof outcome.message === "string") body.message = outcome.message;
+      if (typeof outcome.message === "string") body.message = outcome.message.slice(0, 2000);
       if (isObj(outcome.data)) body.data = outcome.data;
       return request("POST", "/form-submissions/client-result", body).then(function () { return outcome; });
     });
@@ -873,7 +893,7 @@
         try { fn.apply(null, call[1] || []); } catch (e) { if (W.console) console.error(e); }
       }
     });
-    loadTriggers().then(function () { emit("ready", {}); });
+    loadTriggers().then(function () { target.ready = true; emit("ready", {}); });
   }
   if (D.body) start(); else D.addEventListener("DOMContentLoaded", start);
 })();

@@ -1,0 +1,238 @@
+"""Triggers in Chromium: each type and action, priority, once per session, the shared vectors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from playwright.sync_api import expect
+
+from tests.browser.helpers import eventually, launcher, load, stats, trigger
+
+VECTORS = json.loads(
+    (Path(__file__).parent.parent / "vectors" / "trigger_rules.json").read_text("utf-8")
+)
+
+
+def _counts(stack, agent_id, trigger_id):
+    entry = stats(stack, agent_id).get(trigger_id) or {}
+    return entry.get("firedCount", 0), entry.get("convertedCount", 0)
+
+
+def _bubble(page, message):
+    return page.get_by_role("button", name=message, exact=True)
+
+
+def test_shared_trigger_vectors_run_in_the_widget(page, stack):
+    agent_id = stack.new_agent()
+    stack.embed({"agentId": agent_id})
+    load(page, stack)
+    results = page.evaluate(
+        """(v) => ({
+            glob: v.glob.map(c => agentsvc.rules.globMatches(c.pattern, c.path)),
+            eventData: v.eventData.map(c => agentsvc.rules.eventDataMatches(c.conditions, c.data)),
+        })""",
+        VECTORS,
+    )
+    glob_failures = [
+        c
+        for c, got in zip(VECTORS["glob"], results["glob"], strict=True)
+        if got is not c["expected"]
+    ]
+    data_failures = [
+        c
+        for c, got in zip(VECTORS["eventData"], results["eventData"], strict=True)
+        if got is not c["expected"]
+    ]
+    assert glob_failures == [] and data_failures == []
+    assert len(results["glob"]) >= 10 and len(results["eventData"]) >= 10
+
+
+def test_time_on_page_bubble_priority_duration_and_once(page, stack):
+    agent_id = stack.new_agent()
+    first = trigger(
+        stack,
+        agent_id,
+        name="Welcome",
+        triggerType="time_on_page",
+        conditions={"timeOnPage": 5},
+        actionType="show_bubble",
+        actionConfig={"message": "Need help choosing?", "duration": 4},
+        priority=1,
+    )
+    second = trigger(
+        stack,
+        agent_id,
+        name="Later",
+        triggerType="time_on_page",
+        conditions={"timeOnPage": 5},
+        actionType="show_bubble",
+        actionConfig={"message": "Second bubble"},
+        priority=5,
+    )
+    stack.embed({"agentId": agent_id})
+    page.clock.install()
+    load(page, stack)
+    page.clock.run_for(4000)
+    expect(_bubble(page, "Need help choosing?")).to_be_hidden()
+    page.clock.run_for(1500)
+    # Both are due at once: the lower priority value wins, and only one action shows.
+    expect(_bubble(page, "Need help choosing?")).to_be_visible()
+    expect(_bubble(page, "Second bubble")).to_be_hidden()
+    assert eventually(lambda: _counts(stack, agent_id, first["id"]) == (1, 0))
+    assert _counts(stack, agent_id, second["id"]) == (0, 0)
+    # The bubble goes away after its duration (seconds).
+    page.clock.run_for(4500)
+    expect(_bubble(page, "Need help choosing?")).to_be_hidden()
+
+    # triggerOnce (the default): a reload in the same session does not fire it again, but
+    # the other one, not yet fired, now gets its turn.
+    page.reload()
+    page.wait_for_function("() => window.agentsvc && window.agentsvc.ready === true")
+    page.clock.run_for(6000)
+    expect(_bubble(page, "Second bubble")).to_be_visible()
+    expect(_bubble(page, "Need help choosing?")).to_be_hidden()
+    # Clicking the bubble opens the chat and counts as a conversion.
+    _bubble(page, "Second bubble").click()
+    expect(page.get_by_role("dialog")).to_be_visible()
+    assert eventually(lambda: _counts(stack, agent_id, second["id"]) == (1, 1))
+    assert _counts(stack, agent_id, first["id"]) == (1, 0)
+
+
+def test_scroll_depth_opens_chat_prefilled_and_converts(page, stack):
+    agent_id = stack.new_agent("We deliver within two days.")
+    found = trigger(
+        stack,
+        agent_id,
+        name="Deep reader",
+        triggerType="scroll_depth",
+        conditions={"scrollDepth": 50},
+        actionType="open_chat",
+        actionConfig={"message": "How fast do you deliver?"},
+        triggerOnce=False,
+    )
+    stack.embed({"agentId": agent_id})
+    stack.host.body_html = "<div style='height:5000px'>long page</div>"
+    load(page, stack)
+    page.evaluate("window.scrollTo(0, 1000)")
+    page.wait_for_timeout(200)
+    expect(page.get_by_role("dialog")).to_be_hidden()
+    page.evaluate("window.scrollTo(0, 2800)")
+    expect(page.get_by_role("dialog")).to_be_visible()
+    box = page.get_by_role("textbox", name="Message")
+    expect(box).to_have_value("How fast do you deliver?")
+    assert eventually(lambda: _counts(stack, agent_id, found["id"]) == (1, 0))
+    page.get_by_role("button", name="Send").click()
+    expect(page.get_by_role("log").locator(".assistant")).to_contain_text("two days")
+    assert eventually(lambda: _counts(stack, agent_id, found["id"]) == (1, 1))
+
+
+def test_exit_intent_after_a_few_seconds(page, stack):
+    agent_id = stack.new_agent()
+    trigger(
+        stack,
+        agent_id,
+        name="Leaving",
+        triggerType="exit_intent",
+        conditions={},
+        actionType="show_bubble",
+        actionConfig={"message": "Before you go: 10% off"},
+    )
+    stack.embed({"agentId": agent_id})
+    page.clock.install()
+    load(page, stack)
+    page.mouse.move(600, 400)
+    page.mouse.move(600, -5)  # too early: the visitor just arrived
+    page.wait_for_timeout(100)
+    expect(_bubble(page, "Before you go: 10% off")).to_be_hidden()
+    page.clock.run_for(3500)
+    page.mouse.move(600, 300)
+    page.mouse.move(600, 150)  # inside the page: no intent
+    page.wait_for_timeout(100)
+    expect(_bubble(page, "Before you go: 10% off")).to_be_hidden()
+    page.mouse.move(600, -5)
+    expect(_bubble(page, "Before you go: 10% off")).to_be_visible()
+
+
+def test_page_view_globs_and_spa_navigation(page, stack):
+    agent_id = stack.new_agent()
+    found = trigger(
+        stack,
+        agent_id,
+        name="Pricing",
+        triggerType="page_view",
+        conditions={"page": "/pricing/**"},
+        actionType="show_bubble",
+        actionConfig={"message": "Questions about plans?"},
+    )
+    stack.embed({"agentId": agent_id})
+    load(page, stack, "/blog/post")
+    page.wait_for_timeout(200)
+    expect(_bubble(page, "Questions about plans?")).to_be_hidden()
+    # Single-page navigation (history.pushState) re-evaluates page globs.
+    page.evaluate("history.pushState({}, '', '/pricing/teams?ref=nav')")
+    expect(_bubble(page, "Questions about plans?")).to_be_visible()
+    assert eventually(lambda: _counts(stack, agent_id, found["id"]) == (1, 0))
+    page.get_by_role("button", name="Dismiss").click()
+    expect(_bubble(page, "Questions about plans?")).to_be_hidden()
+
+    # A plain load of a matching path fires too (a new session: a new context).
+    other = page.context.browser.new_context()
+    try:
+        fresh = other.new_page()
+        load(fresh, stack, "/pricing")
+        expect(_bubble(fresh, "Questions about plans?")).to_be_visible()
+    finally:
+        other.close()
+
+
+def test_custom_event_operators_and_nothing_while_open(page, stack):
+    agent_id = stack.new_agent()
+    trigger(
+        stack,
+        agent_id,
+        name="Big cart",
+        triggerType="custom_event",
+        conditions={
+            "event": "cart_updated",
+            "eventData": {"total": {"$gte": 100}, "currency": {"$in": ["EUR", "USD"]}},
+        },
+        actionType="show_bubble",
+        actionConfig={"message": "Free shipping unlocked!"},
+        triggerOnce=False,
+    )
+    stack.embed({"agentId": agent_id})
+    load(page, stack)
+    bubble = _bubble(page, "Free shipping unlocked!")
+    page.evaluate("agentsvc.track('cart_updated', {total: 50, currency: 'EUR'})")
+    page.evaluate("agentsvc.track('cart_updated', {total: 150, currency: 'GBP'})")
+    page.evaluate("agentsvc.track('other_event', {total: 150, currency: 'EUR'})")
+    page.wait_for_timeout(100)
+    expect(bubble).to_be_hidden()
+    # While the chat is open no proactive action shows.
+    launcher(page).click()
+    page.evaluate("agentsvc.track('cart_updated', {total: 150, currency: 'EUR'})")
+    page.wait_for_timeout(100)
+    expect(bubble).to_be_hidden()
+    page.keyboard.press("Escape")
+    page.evaluate("agentsvc.track('cart_updated', {total: 150, currency: 'EUR'})")
+    expect(bubble).to_be_visible()
+
+
+def test_show_bubble_api_and_events(page, stack):
+    agent_id = stack.new_agent()
+    stack.embed({"agentId": agent_id})
+    page.clock.install()
+    load(page, stack)
+    page.evaluate(
+        "window.got = []; agentsvc.on('bubble', e => window.got.push(e.message));"
+        "window.h = e => window.got.push('open'); agentsvc.on('open', window.h);"
+    )
+    page.evaluate("agentsvc.showBubble('Hi there', 2)")
+    expect(_bubble(page, "Hi there")).to_be_visible()
+    page.clock.run_for(2100)
+    expect(_bubble(page, "Hi there")).to_be_hidden()
+    page.evaluate("agentsvc.toggle()")
+    expect(page.get_by_role("dialog")).to_be_visible()
+    page.evaluate("agentsvc.off('open', window.h); agentsvc.close(); agentsvc.open()")
+    assert page.evaluate("window.got") == ["Hi there", "open"]
