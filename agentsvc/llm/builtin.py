@@ -134,11 +134,11 @@ class BuiltinModel:
             yield call
             yield Stop("tool_use")
             return
-        for piece in chunks(text):
-            if self._delay:
+        for position, piece in enumerate(chunks(text)):
+            if position:
+                # Paced between chunks only, so the first one is never delayed; with no
+                # delay, still let other streams run between chunks.
                 await asyncio.sleep(self._delay)
-            else:
-                await asyncio.sleep(0)  # let other streams run between chunks
             yield TextDelta(piece)
         yield Usage(prompt_words, len(text.split()))
         yield Stop("end_turn")

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass, field
+import sqlite3
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 import orjson
@@ -144,17 +145,21 @@ async def prepare_turn(db: Database, providers: Providers, chat: ChatInput) -> T
     if not chat.messages[-1][1].strip():
         raise ValidationFailed("messages: the last message must not be empty")
     if chat.team_id is not None:
-        agent = await agents_store.get(db.reader, chat.team_id, chat.agent_id)
+        agent_read = agents_store.get(db.reader, chat.team_id, chat.agent_id)
     else:
-        agent = await agents_store.get_public(db.reader, chat.agent_id)
+        agent_read = agents_store.get_public(db.reader, chat.agent_id)
+    # Queued together, the reads cost one wake-up of the reader thread, not three.
+    agent, conv, tools = await asyncio.gather(
+        agent_read,
+        _load_conversation(db, chat),
+        tools_store.list_enabled_for_agent(db.reader, chat.agent_id),
+    )
     if agent is None:
         raise NotFound("Agent not found")
     try:
         provider, model_name = providers.resolve(agent.model)
     except ProviderError as exc:
         raise ValidationFailed(f"agentId: the agent's {exc.message}") from exc
-    conv = await _load_conversation(db, chat)
-    tools = await tools_store.list_enabled_for_agent(db.reader, agent.id)
     user_text = chat.messages[-1][1]
     if conv is not None:
         stored = await conv_store.list_messages(db.reader, conv.id)
@@ -164,41 +169,49 @@ async def prepare_turn(db: Database, providers: Providers, chat: ChatInput) -> T
     history.append(Message("user", user_text))
 
     now = now_iso()
-    async with db.write() as conn:
-        if conv is None:
-            first_user = next(content for role, content in chat.messages if role == "user")
-            user = chat.user or {}
-            conv = Conversation(
-                id=new_id("conversation"),
-                agent_id=agent.id,
-                team_id=agent.team_id,
-                title=make_title(first_user) or "New conversation",
-                session_id=chat.session_id,
-                user_ref=user.get("id"),
-                user_email=user.get("email"),
-                user_name=user.get("name"),
-                created_at=now,
-                updated_at=now,
-            )
-            await conv_store.insert_conversation(conn, conv)
-        else:
-            await conv_store.touch(conn, conv.id, now)
-        await conv_store.insert_message(
-            conn,
-            StoredMessage(
-                id=new_id("message"),
-                conversation_id=conv.id,
-                role="user",
-                content=user_text,
-                tool_calls=None,
-                usage=None,
-                sources=None,
-                status="complete",
-                model=None,
-                rating=None,
-                created_at=now,
-            ),
+    user_message = StoredMessage(
+        id=new_id("message"),
+        conversation_id="",
+        role="user",
+        content=user_text,
+        tool_calls=None,
+        usage=None,
+        sources=None,
+        status="complete",
+        model=None,
+        rating=None,
+        created_at=now,
+    )
+    if conv is None:
+        first_user = next(content for role, content in chat.messages if role == "user")
+        user = chat.user or {}
+        conv = Conversation(
+            id=new_id("conversation"),
+            agent_id=agent.id,
+            team_id=agent.team_id,
+            title=make_title(first_user) or "New conversation",
+            session_id=chat.session_id,
+            user_ref=user.get("id"),
+            user_email=user.get("email"),
+            user_name=user.get("name"),
+            created_at=now,
+            updated_at=now,
         )
+        new_conv: Conversation | None = conv
+    else:
+        new_conv = None
+    user_message = replace(user_message, conversation_id=conv.id)
+
+    def write(raw: sqlite3.Connection) -> None:
+        if new_conv is not None:
+            conv_store.insert_conversation(raw, new_conv)
+        else:
+            conv_store.touch(raw, user_message.conversation_id, now)
+        conv_store.insert_message(raw, user_message)
+
+    # One hop to the writer thread for the whole transaction: this is on the path to the
+    # first delta.
+    await db.run_sync(write)
     return Turn(
         agent=agent,
         conversation=conv,
@@ -411,21 +424,22 @@ class TurnRunner:
     async def _write(self, status: str, now: str) -> None:
         turn = self._turn
         produced = self._produced
-        async with self._db.write() as conn:
-            await conv_store.insert_message(
-                conn,
-                StoredMessage(
-                    id=turn.message_id,
-                    conversation_id=turn.conversation.id,
-                    role="assistant",
-                    content="\n\n".join(t for t in produced.texts if t),
-                    tool_calls=produced.tool_calls or None,
-                    usage=produced.usage_json(),
-                    sources=None,
-                    status=status,
-                    model=turn.agent.model,
-                    rating=None,
-                    created_at=now,
-                ),
-            )
-            await conv_store.touch(conn, turn.conversation.id, now)
+        message = StoredMessage(
+            id=turn.message_id,
+            conversation_id=turn.conversation.id,
+            role="assistant",
+            content="\n\n".join(t for t in produced.texts if t),
+            tool_calls=produced.tool_calls or None,
+            usage=produced.usage_json(),
+            sources=None,
+            status=status,
+            model=turn.agent.model,
+            rating=None,
+            created_at=now,
+        )
+
+        def write(raw: sqlite3.Connection) -> None:
+            conv_store.insert_message(raw, message)
+            conv_store.touch(raw, message.conversation_id, now)
+
+        await self._db.run_sync(write)

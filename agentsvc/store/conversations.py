@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,8 +58,9 @@ def _message(row: Any) -> StoredMessage:
     return StoredMessage(*values)
 
 
-async def insert_conversation(conn: aiosqlite.Connection, conv: Conversation) -> None:
-    await conn.execute(
+def insert_conversation(raw: sqlite3.Connection, conv: Conversation) -> None:
+    """Insert a conversation (on the writer thread, inside `Database.run_sync`)."""
+    raw.execute(
         f"INSERT INTO conversations ({_CONV}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             conv.id,
@@ -129,10 +131,9 @@ async def list_for_agent(
     return [Conversation(*r[:-1]) for r in rows], rows[0][-1]
 
 
-async def touch(conn: aiosqlite.Connection, conversation_id: str, now: str) -> None:
-    await conn.execute(
-        "UPDATE conversations SET updated_at = ? WHERE id = ?", (now, conversation_id)
-    )
+def touch(raw: sqlite3.Connection, conversation_id: str, now: str) -> None:
+    """Mark a conversation as updated (inside `Database.run_sync`)."""
+    raw.execute("UPDATE conversations SET updated_at = ? WHERE id = ?", (now, conversation_id))
 
 
 async def delete(conn: aiosqlite.Connection, team_id: str, conversation_id: str) -> bool:
@@ -143,8 +144,9 @@ async def delete(conn: aiosqlite.Connection, team_id: str, conversation_id: str)
     return cur.rowcount > 0
 
 
-async def insert_message(conn: aiosqlite.Connection, msg: StoredMessage) -> None:
-    await conn.execute(
+def insert_message(raw: sqlite3.Connection, msg: StoredMessage) -> None:
+    """Insert a message (inside `Database.run_sync`)."""
+    raw.execute(
         f"INSERT INTO messages ({_MSG}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             msg.id,

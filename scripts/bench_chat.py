@@ -1,0 +1,220 @@
+"""Benchmark: many concurrent /chat streams of the builtin model held by one process.
+
+Starts `agentsvc serve` (temporary data directory, free port, pinned to core 0 when
+possible), opens up to N concurrent public /chat streams (default 2,000) from this process
+(pinned to core 1), and reports: peak open streams and how many received deltas, the
+server's peak RSS, time to first delta p50/p99 against a /healthz round trip measured in
+the same run (target ratio <= 3), and deltas per second.
+
+The builtin model is paced with `[chat] builtin_chunk_delay_ms` so streams stay open; the
+public chat rate limit is raised for the run. Loopback only; bounded in count and time.
+
+    python scripts/bench_chat.py [--streams 2000] [--delay-ms 200] [--ramp-seconds 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import aiohttp
+import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from agentsvc.llm.sse import SseParser  # noqa: E402
+from scripts.benchlib import api_key, free_port, wait_http  # noqa: E402
+
+TIME_LIMIT_SECONDS = 120.0
+# Three long sentences that all share words with the question: a ~40-chunk answer.
+PROMPT = " ".join(
+    f"Bicycle fact {n}: our bicycle repair workshop fixes every bicycle brake, bicycle chain, "
+    f"bicycle wheel, bicycle light and bicycle saddle quickly, carefully and affordably "
+    f"for every rider in the city, whatever the weather and whatever the season."
+    for n in range(1, 4)
+)
+QUESTION = "Can your workshop repair my bicycle brake, chain and wheel?"
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+class Stats:
+    def __init__(self) -> None:
+        self.ttfd: list[float] = []
+        self.open = 0
+        self.peak_open = 0
+        self.with_deltas = 0
+        self.deltas = 0
+        self.completed = 0
+        self.failed = 0
+        self.first_delta_at: float | None = None
+        self.last_delta_at = 0.0
+        self.healthz: list[float] = []
+
+
+async def one_stream(session: aiohttp.ClientSession, url: str, agent_id: str, s: Stats) -> None:
+    body = {"agentId": agent_id, "messages": [{"role": "user", "content": QUESTION}]}
+    started = time.perf_counter()
+    counted_open = False
+    deltas = 0
+    try:
+        async with session.post(url, json=body) as resp:
+            if resp.status != 200:
+                s.failed += 1
+                return
+            parser = SseParser()
+            async for chunk in resp.content.iter_any():
+                for event in parser.feed(chunk):
+                    if event.event == "message_start":
+                        counted_open = True
+                        s.open += 1
+                        s.peak_open = max(s.peak_open, s.open)
+                    elif event.event == "content_block_delta":
+                        now = time.perf_counter()
+                        if deltas == 0:
+                            s.ttfd.append(now - started)
+                            s.with_deltas += 1
+                            s.first_delta_at = s.first_delta_at or now
+                        deltas += 1
+                        s.deltas += 1
+                        s.last_delta_at = now
+                    elif event.event == "message_stop":
+                        s.completed += 1
+                    elif event.event == "error":
+                        s.failed += 1
+    except aiohttp.ClientError:
+        s.failed += 1
+    finally:
+        if counted_open:
+            s.open -= 1
+
+
+async def probe_healthz(session: aiohttp.ClientSession, url: str, s: Stats, stop: asyncio.Event):
+    while not stop.is_set():
+        started = time.perf_counter()
+        async with session.get(url) as resp:
+            await resp.read()
+        s.healthz.append(time.perf_counter() - started)
+        await asyncio.sleep(0.02)
+
+
+async def sample_rss(pid: int, peak: list[float], stop: asyncio.Event) -> None:
+    while not stop.is_set():
+        peak[0] = max(peak[0], rss_mb(pid))
+        await asyncio.sleep(0.1)
+
+
+async def run(base: str, agent_id: str, pid: int, streams: int, ramp: float) -> None:
+    stats = Stats()
+    stop = asyncio.Event()
+    peak_rss = [rss_mb(pid)]
+    idle_rss = peak_rss[0]
+    connector = aiohttp.TCPConnector(limit=0, force_close=False)
+    timeout = aiohttp.ClientTimeout(total=TIME_LIMIT_SECONDS)
+    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+        # A baseline healthz round trip with nothing else going on.
+        idle = Stats()
+        idle_stop = asyncio.Event()
+        probe = asyncio.create_task(probe_healthz(session, f"{base}/healthz", idle, idle_stop))
+        await asyncio.sleep(1.0)
+        idle_stop.set()
+        await probe
+
+        probes = [
+            asyncio.create_task(probe_healthz(session, f"{base}/healthz", stats, stop)),
+            asyncio.create_task(sample_rss(pid, peak_rss, stop)),
+        ]
+        started = time.perf_counter()
+        tasks = []
+        for i in range(streams):
+            tasks.append(
+                asyncio.create_task(one_stream(session, f"{base}/api/v1/chat", agent_id, stats))
+            )
+            if ramp and i % 10 == 9:
+                await asyncio.sleep(ramp * 10 / streams)
+        await asyncio.wait(tasks, timeout=TIME_LIMIT_SECONDS)
+        elapsed = time.perf_counter() - started
+        stop.set()
+        await asyncio.gather(*probes, return_exceptions=True)
+
+    stream_window = (stats.last_delta_at - (stats.first_delta_at or 0)) or 1.0
+    health_p50, health_p99 = percentile(stats.healthz, 50), percentile(stats.healthz, 99)
+    ttfd_p50, ttfd_p99 = percentile(stats.ttfd, 50), percentile(stats.ttfd, 99)
+    print(f"streams requested            {streams}")
+    print(f"peak open streams            {stats.peak_open}")
+    print(f"streams that received deltas {stats.with_deltas}")
+    print(f"completed / failed           {stats.completed} / {stats.failed}")
+    print(
+        f"server RSS idle / peak       {idle_rss:.1f} MB / {peak_rss[0]:.1f} MB "
+        f"(~{(peak_rss[0] - idle_rss) * 1024 / max(stats.peak_open, 1):.0f} KB per open stream)"
+    )
+    print(f"/healthz idle p50            {statistics.median(idle.healthz) * 1000:.2f} ms")
+    print(f"/healthz under load p50/p99  {health_p50 * 1000:.2f} / {health_p99 * 1000:.2f} ms")
+    print(f"first delta p50/p99          {ttfd_p50 * 1000:.2f} / {ttfd_p99 * 1000:.2f} ms")
+    print(
+        f"ratio first delta / healthz  p50 {ttfd_p50 / health_p50:.2f}   p99 {ttfd_p99 / health_p99:.2f}"
+    )
+    print(
+        f"deltas received              {stats.deltas} in {stream_window:.1f} s = "
+        f"{stats.deltas / stream_window:.0f} deltas/s"
+    )
+    print(f"wall time                    {elapsed:.1f} s")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--streams", type=int, default=2000)
+    parser.add_argument("--delay-ms", type=float, default=200.0, help="builtin chunk delay")
+    parser.add_argument("--ramp-seconds", type=float, default=2.0)
+    args = parser.parse_args()
+    streams = max(1, min(args.streams, 5000))
+    if hasattr(os, "sched_setaffinity") and (os.cpu_count() or 1) > 1:
+        os.sched_setaffinity(0, {1})
+    with tempfile.TemporaryDirectory() as tmp:
+        port = free_port()
+        config = Path(tmp) / "bench.toml"
+        affinity = "cpu_affinity = [0]" if (os.cpu_count() or 1) > 1 else ""
+        config.write_text(
+            f'[server]\ndata_dir = "{tmp}/data"\nport = {port}\n{affinity}\n'
+            f"[ratelimit]\npublic_chat_per_minute = 10000000\n"
+            f"[chat]\nbuiltin_chunk_delay_ms = {args.delay_ms}\n"
+        )
+        env = {**os.environ, "AGENTSVC_CONFIG": str(config), "AGENTSVC_LOG_LEVEL": "WARNING"}
+        proc = subprocess.Popen([sys.executable, "-m", "agentsvc", "serve"], env=env)
+        try:
+            base = f"http://127.0.0.1:{port}"
+            wait_http(f"{base}/healthz")
+            key = api_key(config)
+            req = urllib.request.Request(
+                f"{base}/api/v1/agents",
+                data=orjson.dumps({"name": "Bench", "systemPrompt": PROMPT}),
+                headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+                method="POST",
+            )
+            agent_id = orjson.loads(urllib.request.urlopen(req, timeout=10).read())["data"]["id"]
+            print(f"builtin chunk delay {args.delay_ms:g} ms, ramp {args.ramp_seconds:g} s")
+            asyncio.run(run(base, agent_id, proc.pid, streams, args.ramp_seconds))
+        finally:
+            proc.terminate()
+            proc.wait(30)
+
+
+if __name__ == "__main__":
+    main()
