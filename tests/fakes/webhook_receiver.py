@@ -37,6 +37,7 @@ class WebhookReceiver:
     port: int = 0
     _runner: web.AppRunner | None = None
     _arrived: asyncio.Condition = field(default_factory=asyncio.Condition)
+    _closing: asyncio.Event = field(default_factory=asyncio.Event)
 
     def url(self, path: str) -> str:
         return f"http://127.0.0.1:{self.port}{path}"
@@ -54,8 +55,12 @@ class WebhookReceiver:
             return web.Response(status=500, text="receiver broke")
         if name == "gone":
             return web.Response(status=410, text="no longer here")
-        if name == "slow":
-            await asyncio.sleep(self.slow_seconds)
+        if name == "slow" and self.slow_seconds > 0:
+            # Ends early when the receiver closes, so close() never waits for a sleeper.
+            try:
+                await asyncio.wait_for(self._closing.wait(), self.slow_seconds)
+            except TimeoutError:
+                pass
         if name == "flaky" and len(self.at(request.path)) <= self.flaky_failures:
             return web.Response(status=503, text="try later")
         return web.Response(text=self.ok_body, content_type="application/json")
@@ -71,6 +76,7 @@ class WebhookReceiver:
         return self
 
     async def close(self) -> None:
+        self._closing.set()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
