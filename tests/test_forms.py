@@ -21,7 +21,6 @@ from agentsvc import keys
 from agentsvc.services import accounts
 from agentsvc.services.delivery import deliver_due
 from tests.conftest import assert_error, bearer, new_api_key
-from tests.fakes.smtp import FakeSmtp
 from tests.fakes.webhook_receiver import WebhookReceiver, free_port
 
 FAST = {"retry_schedule_seconds": [0, 0.2, 0.4], "timeout_seconds": 0.5}
