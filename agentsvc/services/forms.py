@@ -14,7 +14,7 @@ from agentsvc.db import Database
 from agentsvc.errors import NotFound, ValidationFailed
 from agentsvc.ids import iso, new_id, now_iso
 from agentsvc.services.delivery import Deliverer, Outcome, derive_status
-from agentsvc.services.form_values import CheckedForm, check_form
+from agentsvc.services.form_values import CheckedForm, check_form, template_text
 from agentsvc.store import agents as agents_store
 from agentsvc.store import submissions as store
 from agentsvc.store import tools as tools_store
@@ -192,6 +192,16 @@ async def submit(
         async with db.write() as conn:
             await store.insert_submission(conn, sub)
             await store.insert_deliveries(conn, deliveries)
+            if conversation_id and await store.conversation_of_agent(
+                conn, tool.agent_id, conversation_id
+            ):
+                await store.add_conversation_note(
+                    conn,
+                    message_id=new_id("message"),
+                    conversation_id=conversation_id,
+                    text=conversation_note(sub),
+                    now=now,
+                )
     except BaseException:
         if files:
             shutil.rmtree(deliverer.data_dir / FILES_DIR / sub_id, ignore_errors=True)
@@ -204,6 +214,13 @@ async def submit(
         current = await store.get_submission(db.reader, sub_id)
         status = current.status if current is not None else status
     return SubmitResult(sub, status, webhook, actions)
+
+
+def conversation_note(sub: Submission) -> str:
+    """How the submission reads in the conversation, so the model's next turn knows of it."""
+    lines = [f'[The user submitted the form "{sub.tool_name}" (submission {sub.id}).]']
+    lines += [f"{name}: {template_text(value)}" for name, value in sub.form_data.items()]
+    return "\n".join(lines)
 
 
 async def _first_attempts(

@@ -319,3 +319,27 @@ async def member_emails(conn: aiosqlite.Connection, team_id: str, user_ids: list
     )
     found = {r[0]: r[1] for r in rows}
     return [found[i] for i in dict.fromkeys(user_ids) if i in found]
+
+
+async def conversation_of_agent(
+    conn: aiosqlite.Connection, agent_id: str, conversation_id: str
+) -> bool:
+    """Whether the conversation exists and belongs to the agent."""
+    rows = await conn.execute_fetchall(
+        "SELECT 1 FROM conversations WHERE id = ? AND agent_id = ?", (conversation_id, agent_id)
+    )
+    return bool(rows)
+
+
+async def add_conversation_note(
+    conn: aiosqlite.Connection, *, message_id: str, conversation_id: str, text: str, now: str
+) -> None:
+    """Append a user-side message to a conversation (what the end user did, for the model)."""
+    await conn.execute(
+        "INSERT INTO messages (id, conversation_id, role, content, status, created_at)"
+        " VALUES (?, ?, 'user', ?, 'complete', ?)",
+        (message_id, conversation_id, text, now),
+    )
+    await conn.execute(
+        "UPDATE conversations SET updated_at = ? WHERE id = ?", (now, conversation_id)
+    )
