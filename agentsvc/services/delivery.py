@@ -224,7 +224,13 @@ class Deliverer:
                         continue
                     break
                 subs = await self._submissions({d.submission_id for d in batch})
-                await asyncio.gather(*(self._bounded(d, subs[d.submission_id]) for d in batch))
+                await asyncio.gather(
+                    *(
+                        self._bounded(d, subs[d.submission_id])
+                        for d in batch
+                        if d.submission_id in subs
+                    )
+                )
                 total += len(batch)
         finally:
             self._running = False
@@ -233,12 +239,7 @@ class Deliverer:
         return total
 
     async def _submissions(self, ids: set[str]) -> dict[str, Submission]:
-        found = {}
-        for sub_id in ids:
-            sub = await store.get_submission(self.db.reader, sub_id)
-            if sub is not None:
-                found[sub_id] = sub
-        return found
+        return {s.id: s for s in await store.get_submissions(self.db.reader, list(ids))}
 
     async def _bounded(self, delivery: Delivery, sub: Submission) -> Outcome:
         async with self._sem:
@@ -288,6 +289,8 @@ class Deliverer:
             response_body=res.body,
         )
         async with self.db.write() as conn:
+            if await store.get_delivery(conn, delivery.id) is None:
+                return  # deleted with its agent while the attempt ran
             await store.record_attempt(conn, attempt)
             await store.update_delivery(conn, delivery.id, fields, now)
             if delivery.kind == "webhook":

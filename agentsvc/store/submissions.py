@@ -127,6 +127,17 @@ async def get_submission(
     return _submission(rows[0]) if rows else None
 
 
+async def get_submissions(conn: aiosqlite.Connection, ids: list[str]) -> list[Submission]:
+    """Submissions by id (those that exist), in one query."""
+    if not ids:
+        return []
+    marks = ", ".join("?" for _ in ids)
+    rows = await conn.execute_fetchall(
+        f"SELECT {_SUB_COLUMNS} FROM form_submissions WHERE id IN ({marks})", ids
+    )
+    return [_submission(r) for r in rows]
+
+
 def _filters(team_id: str, status: str | None, agent_id: str | None, tool_id: str | None):
     where = ["team_id = ?"]
     args: list[Any] = [team_id]
