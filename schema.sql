@@ -335,12 +335,13 @@ CREATE TABLE documents (
     filename       TEXT,
     source_url     TEXT,
     size_bytes     INTEGER NOT NULL,          -- of the text, file or fetched body as received
-    content        TEXT NOT NULL,             -- the extracted text that was indexed
     status         TEXT NOT NULL CHECK (status IN ('indexing', 'ready', 'failed')),
     error          TEXT,
     passage_count  INTEGER NOT NULL DEFAULT 0,
     created_at     TEXT NOT NULL,
-    updated_at     TEXT NOT NULL
+    updated_at     TEXT NOT NULL,
+    -- Last, so reading the other columns never walks this (possibly large) text's pages.
+    content        TEXT NOT NULL              -- the extracted text that was indexed
 );
 CREATE INDEX documents_agent ON documents(agent_id, created_at);
 CREATE INDEX documents_team ON documents(team_id);

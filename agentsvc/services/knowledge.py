@@ -33,7 +33,7 @@ from agentsvc.store.documents import Document, PassageRow
 
 log = logging.getLogger("agentsvc.knowledge")
 
-INDEX_BATCH = 500  # passages per write transaction while indexing in the background
+INDEX_BATCH = 200  # passages per write transaction while indexing in the background (~0.1 s)
 MAX_QUERY_TERMS = 32
 TITLE_LENGTH = 300
 
