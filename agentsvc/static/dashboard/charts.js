@@ -9,7 +9,7 @@ function s(tag, attrs = {}, text) {
   return el;
 }
 
-/** A funnel: one horizontal bar per step [{label, value}], widths relative to the first. */
+/** A funnel: one horizontal bar per step [{label, value}], widths relative to the largest. */
 export function funnelChart(steps, { title = "Funnel" } = {}) {
   const rowH = 34;
   const labelW = 110;
@@ -17,7 +17,7 @@ export function funnelChart(steps, { title = "Funnel" } = {}) {
   const barW = width - labelW - 70;
   const height = steps.length * rowH + 10;
   const max = Math.max(1, ...steps.map((st) => st.value));
-  const svg = s("svg", { viewBox: `0 0 ${width} ${height}`, width: "100%", role: "img", "aria-label": title, class: "chart funnel" });
+  const svg = s("svg", { viewBox: `0 0 ${width} ${height}`, width, height, role: "img", "aria-label": title, class: "chart funnel" });
   svg.append(s("title", {}, title));
   steps.forEach((step, i) => {
     const y = 5 + i * rowH;
@@ -32,18 +32,20 @@ export function funnelChart(steps, { title = "Funnel" } = {}) {
 
 /** Grouped vertical bars: groups [{label, values: [a, b]}] with series names and a legend. */
 export function groupedBars(groups, series, { title = "Chart" } = {}) {
-  const width = Math.max(360, groups.length * 90 + 60);
+  const width = Math.max(560, groups.length * 90 + 60);
   const height = 240;
   const top = 30;
   const bottom = 50;
   const left = 40;
   const plotH = height - top - bottom;
-  const max = Math.max(1, ...groups.flatMap((g) => g.values));
-  const svg = s("svg", { viewBox: `0 0 ${width} ${height}`, width: "100%", role: "img", "aria-label": title, class: "chart bars" });
-  svg.append(s("title", {}, title));
   const ticks = 4;
+  // Whole-number ticks: the axis top is the smallest multiple of 4 steps above the data.
+  const step = Math.max(1, Math.ceil(Math.max(1, ...groups.flatMap((g) => g.values)) / ticks));
+  const max = step * ticks;
+  const svg = s("svg", { viewBox: `0 0 ${width} ${height}`, width, height, role: "img", "aria-label": title, class: "chart bars" });
+  svg.append(s("title", {}, title));
   for (let i = 0; i <= ticks; i++) {
-    const value = Math.round((max * i) / ticks);
+    const value = step * i;
     const y = top + plotH - (plotH * i) / ticks;
     svg.append(s("line", { x1: left, x2: width - 10, y1: y, y2: y, class: "grid" }));
     svg.append(s("text", { x: left - 6, y: y + 4, "text-anchor": "end", class: "axis" }, value));
@@ -60,7 +62,8 @@ export function groupedBars(groups, series, { title = "Chart" } = {}) {
       svg.append(bar);
       svg.append(s("text", { x: x + (barW - 3) / 2, y: top + plotH - hgt - 4, "text-anchor": "middle", class: "value" }, v));
     });
-    const label = g.label.length > 14 ? g.label.slice(0, 13) + "…" : g.label;
+    const room = Math.max(6, Math.floor(groupW / 7));
+    const label = g.label.length > room ? g.label.slice(0, room - 1) + "…" : g.label;
     svg.append(s("text", { x: left + gi * groupW + groupW / 2, y: top + plotH + 18, "text-anchor": "middle", class: "label" }, label));
   });
   series.forEach((name, si) => {

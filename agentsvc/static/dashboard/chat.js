@@ -93,9 +93,9 @@ export function chatPanel(agentId, { title = "Chat preview" } = {}) {
     messages = [];
     conversationId = null;
     mount(log);
-    convLabel.textContent = "New conversation";
+    convLabel.textContent = "";
   } }, "New conversation");
-  const convLabel = h("span", { class: "muted" }, "New conversation");
+  const convLabel = h("span", { class: "muted" });
   const form = h("form", { class: "composer" }, h("label", { for: "chat-message", class: "sr-only" }, "Message"), box, send);
 
   function bubble(role, text) {

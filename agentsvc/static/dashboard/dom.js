@@ -100,10 +100,10 @@ export function confirmDialog(message, confirmLabel = "Confirm") {
 }
 
 /** A table from column definitions [{label, cell: row => node|string}] and rows. */
-export function table(columns, rows, empty = "Nothing here yet.") {
+export function table(columns, rows, empty = "Nothing here yet.", label = undefined) {
   if (!rows.length) return h("p", { class: "empty" }, empty);
   return h("div", { class: "table-wrap" },
-    h("table", {},
+    h("table", { "aria-label": label },
       h("thead", {}, h("tr", {}, columns.map((c) => h("th", { scope: "col" }, c.label)))),
       h("tbody", {}, rows.map((row) => h("tr", {}, columns.map((c) => h("td", {}, c.cell(row))))))));
 }

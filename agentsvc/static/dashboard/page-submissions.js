@@ -49,17 +49,41 @@ function cellText(value) {
   return typeof value === "object" ? JSON.stringify(value) : String(value);
 }
 
+function deliveryLog(deliveries) {
+  if (!deliveries.length) return h("p", { class: "empty" }, "Nothing to deliver: this form has no webhook or post action.");
+  return deliveries.map((d) => h("section", { class: "card delivery" },
+    h("div", { class: "row" },
+      h("h3", {}, d.type === "webhook" ? "Webhook" : `Post action: ${d.actionType}`),
+      h("span", { class: "spacer" }),
+      statusTag(d.status)),
+    h("p", { class: "muted" }, `To ${d.target || "—"} · ${d.attempts} attempt${d.attempts === 1 ? "" : "s"}`,
+      d.nextAttemptAt ? ` · next ${when(d.nextAttemptAt)}` : "",
+      d.completedAt ? ` · done ${when(d.completedAt)}` : ""),
+    d.lastError ? h("p", { class: "bad" }, d.lastError) : null,
+    table([
+      { label: "#", cell: (a) => String(a.attempt) },
+      { label: "Started", cell: (a) => when(a.startedAt) },
+      { label: "HTTP", cell: (a) => cellText(a.statusCode) },
+      { label: "Latency", cell: (a) => `${a.latencyMs} ms` },
+      { label: "Result", cell: (a) => (a.success ? h("span", { class: "good" }, "ok") : h("span", { class: "bad" }, a.error || "failed")) },
+      { label: "Response", cell: (a) => (a.responseBody ? h("code", {}, a.responseBody.slice(0, 200)) : "") },
+    ], d.log || [], "No attempt yet.")));
+}
+
 /** One submission: its data, its status and the log of every delivery attempt. */
 export async function renderSubmission(ctx, page, id) {
-  const sub = await get(`/form-submissions/${encodeURIComponent(id)}`);
-  const log = sub.deliveries || sub.deliveryLog || sub.attempts || [];
-  const keys = [...new Set(log.flatMap((row) => Object.keys(row)))];
+  draw(ctx, page, await get(`/form-submissions/${encodeURIComponent(id)}`));
+}
+
+function draw(ctx, page, sub) {
+  const deliveries = sub.deliveries || [];
   const formRows = Object.entries(sub.formData || {});
-  const redeliver = actionButton("Redeliver", async () => {
-    await post(`/form-submissions/${encodeURIComponent(id)}/redeliver`);
-    toast("Delivery queued again");
-    ctx.navigate(`#/submissions/${encodeURIComponent(id)}`);
-  }, { class: "secondary" });
+  const canRedeliver = deliveries.some((d) => d.status === "failed");
+  const redeliver = canRedeliver ? actionButton("Redeliver", async () => {
+    const updated = await post(`/form-submissions/${encodeURIComponent(sub.id)}/redeliver`);
+    toast("Failed deliveries tried again");
+    draw(ctx, page, updated);
+  }, { class: "secondary" }) : null;
   mount(page,
     pageHeader(`Submission of ${sub.toolName}`, `${when(sub.createdAt)} · mode ${sub.executionMode}`, h("a", { class: "button secondary", href: "#/submissions" }, "All submissions"), redeliver),
     h("p", {}, "Status: ", statusTag(sub.status), sub.lastError ? h("span", { class: "bad" }, ` — ${sub.lastError}`) : null),
@@ -68,5 +92,5 @@ export async function renderSubmission(ctx, page, id) {
     table([{ label: "Field", cell: (r) => r[0] }, { label: "Value", cell: (r) => (typeof r[1] === "string" && r[1].startsWith("data:") ? `(file, ${r[1].length} characters)` : cellText(r[1])) }], formRows, "No data."),
     sub.clientResult ? [h("h2", {}, "Client handler result"), h("pre", {}, pretty(sub.clientResult))] : null,
     h("h2", {}, "Delivery log"),
-    table(keys.map((k) => ({ label: k, cell: (row) => cellText(row[k]) })), log, "No delivery attempts recorded."));
+    deliveryLog(deliveries));
 }

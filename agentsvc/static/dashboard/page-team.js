@@ -31,7 +31,7 @@ export async function renderTeam(ctx, page) {
   const sections = [
     pageHeader("Team", owner ? "You own this team: invite and remove members here." : `Owner: ${context.owner.name || context.owner.email}. Only the owner manages membership.`),
     h("h2", {}, "Members"),
-    table(memberColumns, members),
+    table(memberColumns, members, "No members.", "Members"),
   ];
   if (owner) {
     const form = onSubmit(h("form", { class: "row card invite", "aria-label": "Invite a member" },
@@ -58,7 +58,7 @@ export async function renderTeam(ctx, page) {
     ];
     sections.push(h("h2", {}, "Invite"), form,
       h("p", { class: "muted" }, "The invitation link is e-mailed (without SMTP configured, it is written to the server log). It lasts 7 days."),
-      h("h2", {}, "Invitations"), table(invColumns, invitations, "No invitations yet."));
+      h("h2", {}, "Invitations"), table(invColumns, invitations, "No invitations yet.", "Invitations"));
   }
   mount(page, sections);
 }

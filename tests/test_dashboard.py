@@ -1,0 +1,176 @@
+"""The dashboard over HTTP: its page and assets, first-run setup, and that it uses only the API."""
+
+from __future__ import annotations
+
+import re
+
+from agentsvc.api import all_endpoints
+from agentsvc.api.dashboard import STATIC_DIR
+from tests.conftest import (
+    PUBLIC_ORIGIN,
+    SESSION_COOKIE,
+    assert_error,
+    create_user,
+    session,
+)
+
+OWNER = {"email": "Owner@Example.com", "password": "correct horse battery", "name": "Olivia"}
+
+
+async def test_page_is_served_without_credentials_with_etag_and_csp(client):
+    resp = await client.get("/")
+    assert resp.status == 200
+    assert resp.content_type == "text/html"
+    body = await resp.text()
+    assert '<script type="module" src="/dashboard/app.js">' in body
+    assert resp.headers["Cache-Control"] == "no-cache"
+    assert "script-src 'self'" in resp.headers["Content-Security-Policy"]
+    assert resp.headers["X-Content-Type-Options"] == "nosniff"
+    etag = resp.headers["ETag"]
+    again = await client.get("/", headers={"If-None-Match": etag})
+    assert again.status == 304
+    assert await again.read() == b""
+    assert again.headers["ETag"] == etag
+
+
+async def test_every_asset_is_served_with_its_type(client):
+    types = {".js": "text/javascript", ".css": "text/css", ".html": "text/html"}
+    names = sorted(p.name for p in STATIC_DIR.iterdir() if p.is_file())
+    assert {"index.html", "app.js", "app.css", "api.js"} <= set(names)
+    for name in names:
+        resp = await client.get(f"/dashboard/{name}")
+        assert resp.status == 200, name
+        assert resp.content_type == types[name[name.rindex(".") :]], name
+        assert await resp.read() == (STATIC_DIR / name).read_bytes()
+        cached = await client.get(
+            f"/dashboard/{name}", headers={"If-None-Match": resp.headers["ETag"]}
+        )
+        assert cached.status == 304
+
+
+async def test_unknown_asset_and_traversal_are_not_found(client):
+    for path in ("/dashboard/nope.js", "/dashboard/..%2Fapp.py", "/dashboard/%2e%2e%2fschema.sql"):
+        resp = await client.get(path)
+        await assert_error(resp, 404, "NOT_FOUND")
+
+
+async def test_invitation_link_opens_the_dashboard_page(client):
+    resp = await client.get("/accept-invitation?token=abc")
+    assert resp.status == 200
+    assert "/dashboard/app.js" in await resp.text()
+
+
+async def test_first_run_creates_the_owner_once_and_signs_in(client):
+    state = await client.get("/api/v1/setup")
+    assert await state.json() == {"data": {"needsOwner": True}, "error": None}
+
+    resp = await client.post("/api/v1/setup", json=OWNER, headers={"Origin": PUBLIC_ORIGIN})
+    assert resp.status == 201, await resp.text()
+    body = await resp.json()
+    assert body["error"] is None
+    assert body["data"]["user"]["email"] == "owner@example.com"
+    assert body["data"]["user"]["name"] == "Olivia"
+    cookie = resp.headers["Set-Cookie"]
+    assert cookie.startswith(f"{SESSION_COOKIE}=") and "HttpOnly" in cookie
+    token = resp.cookies[SESSION_COOKIE].value
+    client.session.cookie_jar.clear()
+
+    me = await client.get("/api/v1/auth/session", headers=session(token))
+    assert me.status == 200
+    context = await client.get("/api/v1/team/context", headers=session(token))
+    assert (await context.json())["isOwner"] is True
+
+    state = await client.get("/api/v1/setup")
+    assert (await state.json())["data"] == {"needsOwner": False}
+    again = await client.post("/api/v1/setup", json={**OWNER, "email": "second@example.com"})
+    await assert_error(again, 403, "FORBIDDEN", "already exists")
+
+    # The owner signs in with the password chosen at setup.
+    signed = await client.post(
+        "/api/v1/auth/sign-in/email",
+        json={"email": "owner@example.com", "password": OWNER["password"]},
+    )
+    assert signed.status == 200
+
+
+async def test_setup_is_refused_once_any_user_exists(client):
+    await create_user(client, "cli@example.com")
+    state = await client.get("/api/v1/setup")
+    assert (await state.json())["data"] == {"needsOwner": False}
+    resp = await client.post("/api/v1/setup", json=OWNER)
+    await assert_error(resp, 403, "FORBIDDEN", "already exists")
+
+
+async def test_setup_validates_its_body_and_origin(client):
+    cases = [
+        ({**OWNER, "password": "short"}, "password"),
+        ({**OWNER, "email": "not-an-address"}, "email"),
+        ({"password": OWNER["password"]}, "email"),
+        ({**OWNER, "role": "owner"}, "role"),
+    ]
+    for body, field in cases:
+        resp = await client.post("/api/v1/setup", json=body)
+        await assert_error(resp, 400, "VALIDATION_ERROR", field)
+    resp = await client.post("/api/v1/setup", json=OWNER, headers={"Origin": "https://evil.test"})
+    await assert_error(resp, 403, "FORBIDDEN", "Origin")
+    state = await client.get("/api/v1/setup")
+    assert (await state.json())["data"] == {"needsOwner": True}  # nothing half-created
+
+
+async def test_session_from_setup_changes_state_only_from_a_trusted_origin(client):
+    resp = await client.post("/api/v1/setup", json=OWNER)
+    token = resp.cookies[SESSION_COOKIE].value
+    client.session.cookie_jar.clear()
+    foreign = await client.post(
+        "/api/v1/agents", json={"name": "Evil"}, headers=session(token, "https://evil.test")
+    )
+    await assert_error(foreign, 403, "FORBIDDEN", "Origin")
+    missing = await client.post("/api/v1/agents", json={"name": "x"}, headers=session(token, None))
+    await assert_error(missing, 403, "FORBIDDEN")
+    ok = await client.post("/api/v1/agents", json={"name": "Support"}, headers=session(token))
+    assert ok.status == 201
+
+
+def _api_calls_in_dashboard() -> set[tuple[str, str]]:
+    """(method, path pattern) of every API call written in the dashboard's scripts."""
+    call = re.compile(r"\b(get|post|put|patch|del|chatStream)\(\s*(`[^`]*`|\"[^\"]*\"|\{)")
+    found: set[tuple[str, str]] = set()
+    for path in STATIC_DIR.glob("*.js"):
+        for match in call.finditer(path.read_text()):
+            verb, literal = match.groups()
+            if verb == "chatStream":
+                found.add(("POST", "/chat"))
+                continue
+            if literal == "{":
+                continue
+            text = literal[1:-1]
+            if not text.startswith("/"):
+                continue
+            text = re.sub(r"\$\{qs\([^}]*\}\)?\}?", "", text)
+            text = re.sub(r"\?.*$", "", text)
+            text = re.sub(r"\$\{[^}]*\}", "{param}", text)
+            method = {"del": "DELETE"}.get(verb, verb.upper())
+            found.add((method, text))
+    return found
+
+
+def test_dashboard_calls_only_documented_api_endpoints():
+    routes = {(e.method, e.full_path) for e in all_endpoints()}
+    patterns = {
+        (method, re.compile("^" + re.sub(r"\{[^}]+\}", "[^/]+", path) + "$"))
+        for method, path in routes
+    }
+    calls = _api_calls_in_dashboard()
+    assert len(calls) >= 30, calls
+    for method, path in calls:
+        concrete = "/api/v1" + path.replace("{param}", "x")
+        assert any(m == method and p.match(concrete) for m, p in patterns), (method, path)
+    # Every call goes through the public API base: no private back door.
+    assert not any(e.full_path.startswith("/dashboard/api") for e in all_endpoints())
+
+
+def test_dashboard_inserts_data_as_text_only():
+    for path in STATIC_DIR.glob("*.js"):
+        source = path.read_text()
+        for banned in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval("):
+            assert banned not in source, (path.name, banned)
