@@ -34,9 +34,10 @@ async def test_page_is_served_without_credentials_with_etag_and_csp(client):
 
 
 async def test_every_asset_is_served_with_its_type(client):
-    types = {".js": "text/javascript", ".css": "text/css", ".html": "text/html"}
-    names = sorted(p.name for p in STATIC_DIR.iterdir() if p.is_file())
-    assert {"index.html", "app.js", "app.css", "api.js"} <= set(names)
+    types = {".js": "text/javascript", ".css": "text/css"}
+    names = sorted(p.name for p in STATIC_DIR.iterdir() if p.suffix in types)
+    assert {"app.js", "app.css", "api.js", "dom.js", "charts.js"} <= set(names)
+    assert {p.name for p in STATIC_DIR.iterdir()} == {*names, "index.html"}  # nothing unserved
     for name in names:
         resp = await client.get(f"/dashboard/{name}")
         assert resp.status == 200, name
@@ -49,7 +50,14 @@ async def test_every_asset_is_served_with_its_type(client):
 
 
 async def test_unknown_asset_and_traversal_are_not_found(client):
-    for path in ("/dashboard/nope.js", "/dashboard/..%2Fapp.py", "/dashboard/%2e%2e%2fschema.sql"):
+    for path in (
+        "/dashboard/nope.js",
+        "/dashboard/index.html",
+        "/dashboard/..%2Fapp.py",
+        "/dashboard/%2e%2e%2fschema.sql",
+        "/dashboard/..%2f..%2fdashboard.js",
+        "/dashboard/App.js",
+    ):
         resp = await client.get(path)
         await assert_error(resp, 404, "NOT_FOUND")
 

@@ -100,16 +100,20 @@ async def get_dashboard(call: Call):
     return _serve(call.request, _asset("index.html"))
 
 
-@routes.get(
-    ASSET_PREFIX + "{name}",
-    auth="public",
-    below_api=False,
-    media_type="text/plain",
-    response_headers=("ETag", "Cache-Control"),
-)
-async def get_dashboard_asset(call: Call):
-    """A static file of the dashboard (its scripts and styles)."""
-    return _serve(call.request, _asset(call.params["name"]))
+_ASSET = dict(auth="public", below_api=False, response_headers=("ETag", "Cache-Control"))
+_NAME = "{name:[a-z0-9][a-z0-9-]*}"
+
+
+@routes.get(ASSET_PREFIX + _NAME + ".js", media_type="text/javascript", **_ASSET)
+async def get_dashboard_script(call: Call):
+    """A script module of the dashboard."""
+    return _serve(call.request, _asset(call.params["name"] + ".js"))
+
+
+@routes.get(ASSET_PREFIX + _NAME + ".css", media_type="text/css", **_ASSET)
+async def get_dashboard_style(call: Call):
+    """A style sheet of the dashboard."""
+    return _serve(call.request, _asset(call.params["name"] + ".css"))
 
 
 @routes.get(
