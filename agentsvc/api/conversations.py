@@ -58,6 +58,11 @@ class Usage(ResponseModel):
     output_tokens: int | None
 
 
+class SourceOut(ResponseModel):
+    document_id: str
+    title: str
+
+
 class MessageOut(ResponseModel):
     id: str
     role: Literal["user", "assistant"]
@@ -66,6 +71,7 @@ class MessageOut(ResponseModel):
     rating: Literal["up", "down"] | None
     tool_calls: list[ToolCallOut] | None
     usage: Usage | None
+    sources: list[SourceOut] | None  # knowledge documents the answer was given
     status: Literal["complete", "interrupted", "failed"]
 
 
@@ -124,6 +130,7 @@ def message_json(msg: StoredMessage) -> dict:
         "rating": msg.rating,
         "toolCalls": msg.tool_calls,
         "usage": msg.usage,
+        "sources": msg.sources,
         "status": msg.status,
     }
 

@@ -30,6 +30,8 @@ from agentsvc.llm.base import (
     ToolSpec,
     Usage,
 )
+from agentsvc.services import knowledge
+from agentsvc.services.models import BUILTIN
 from agentsvc.store import agents as agents_store
 from agentsvc.store import conversations as conv_store
 from agentsvc.store import tools as tools_store
@@ -84,6 +86,8 @@ class Turn:
     tools: dict[str, Tool]
     provider: ModelProvider
     model_name: str
+    # Knowledge passages retrieved for the user's message, best first.
+    passages: list[knowledge.Passage] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -149,10 +153,13 @@ async def prepare_turn(db: Database, providers: Providers, chat: ChatInput) -> T
     else:
         agent_read = agents_store.get_public(db.reader, chat.agent_id)
     # Queued together, the reads cost one wake-up of the reader thread, not three.
-    agent, conv, tools = await asyncio.gather(
+    agent, conv, tools, passages = await asyncio.gather(
         agent_read,
         _load_conversation(db, chat),
         tools_store.list_enabled_for_agent(db.reader, chat.agent_id),
+        knowledge.retrieve(
+            db, chat.agent_id, chat.messages[-1][1], providers.settings.knowledge.top_k
+        ),
     )
     if agent is None:
         raise NotFound("Agent not found")
@@ -220,6 +227,7 @@ async def prepare_turn(db: Database, providers: Providers, chat: ChatInput) -> T
         tools={t.name: t for t in tools},
         provider=provider,
         model_name=model_name,
+        passages=passages,
     )
 
 
@@ -276,20 +284,27 @@ class TurnRunner:
         if error is not None:
             await self._sink.event("error", {"type": "error", "error": error})
         else:
-            await self._sink.event("message_stop", {"type": "message_stop"})
+            sources = knowledge.sources(turn.passages)
+            await self._sink.event("message_stop", {"type": "message_stop", "sources": sources})
 
     async def _loop(self) -> None:
         turn = self._turn
         context = list(turn.history)
         specs = tuple(ToolSpec(t.name, t.description, t.input_schema) for t in turn.tools.values())
+        # The builtin model answers from the passages' texts; provider models read them in
+        # a delimited block after the system prompt.
+        system, texts = turn.agent.system_prompt, tuple(p.text for p in turn.passages)
+        if turn.agent.model != BUILTIN and texts:
+            system, texts = knowledge.with_context(system, turn.passages), ()
         for step in range(MAX_MODEL_CALLS):
             offered = specs if step < MAX_MODEL_CALLS - 1 else ()
             request = ModelRequest(
                 model=turn.model_name,
-                system=turn.agent.system_prompt,
+                system=system,
                 messages=tuple(context),
                 tools=offered,
                 temperature=turn.agent.temperature,
+                knowledge=texts,
             )
             text, calls = await self._model_call(request)
             if not calls or not offered:
@@ -431,7 +446,7 @@ class TurnRunner:
             content="\n\n".join(t for t in produced.texts if t),
             tool_calls=produced.tool_calls or None,
             usage=produced.usage_json(),
-            sources=None,
+            sources=knowledge.sources(turn.passages) or None,
             status=status,
             model=turn.agent.model,
             rating=None,
