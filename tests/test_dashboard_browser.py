@@ -29,6 +29,7 @@ from agentsvc import keys
 from agentsvc.app import create_app
 from agentsvc.store import mail_outbox
 from tests.conftest import make_settings
+from tests.fakes.oauth import FakeOAuth
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -80,6 +81,11 @@ class Stack:
 
     def start(self) -> None:
         self.thread.start()
+        receiver = web.Application()
+        receiver.router.add_post("/{tail:.*}", self._receive)
+        self.receiver_url = f"http://127.0.0.1:{self.run(self._serve(receiver, 0))}"
+        self.oauth = FakeOAuth()
+        self.oauth.base = f"http://127.0.0.1:{self.run(self._serve(self.oauth.app, 0))}"
         port = _free_port()
         self.url = f"http://127.0.0.1:{port}"
         settings = make_settings(
@@ -88,12 +94,10 @@ class Stack:
             webhooks={"retry_schedule_seconds": [0, 0.2]},
             ratelimit={"public_chat_per_minute": 10000},
             auth={"sign_in_per_minute_ip": 1000, "sign_in_per_minute_email": 1000},
+            oauth={"github": self.oauth.settings(self.oauth.base)},
         )
         self.app = create_app(settings)
         self.run(self._serve(self.app, port))
-        receiver = web.Application()
-        receiver.router.add_post("/{tail:.*}", self._receive)
-        self.receiver_url = f"http://127.0.0.1:{self.run(self._serve(receiver, 0))}"
 
     async def _serve(self, app: web.Application, port: int) -> int:
         runner = web.AppRunner(app, access_log=None)
@@ -304,6 +308,19 @@ def test_magic_link_request_from_the_sign_in_page(tab, stack):
     expect(page.get_by_role("heading", name="Agents", exact=True)).to_be_visible()
 
 
+def test_oauth_button_signs_in_through_the_configured_provider(tab, stack):
+    ensure_owner(stack)
+    page = tab.page
+    page.goto(stack.url + "/")
+    button = page.get_by_role("link", name="Sign in with GitHub")
+    expect(page.get_by_role("link", name="Sign in with Google")).to_have_count(0)
+    expect(button).to_have_attribute("href", "/api/v1/auth/sign-in/github?callbackUrl=%2F")
+    button.click()
+    expect(page.get_by_role("heading", name="Agents", exact=True)).to_be_visible()
+    expect(page.locator(".topbar .who")).to_have_text("Octo Cat")
+    assert stack.oauth.authorize_requests[-1]["code_challenge_method"] == "S256"
+
+
 # ── the owner's main flows ──
 
 
@@ -379,6 +396,8 @@ def test_owner_creates_an_agent_tools_and_a_trigger_and_chats(tab, stack):
     editor.get_by_label("Name", exact=True).fill("contact_form")
     editor.get_by_label("Description").fill("Collect the visitor's contact details")
     editor.get_by_label("Type").select_option("form")
+    expect(editor.get_by_label("Response")).to_be_hidden()  # only the chosen type's fields
+    expect(editor.get_by_label("URL", exact=True)).to_be_hidden()
     editor.get_by_label("Webhook URL").fill(stack.receiver_url + "/hook")
     editor.get_by_role("button", name="Create tool").click()
     expect(page.get_by_role("heading", name="contact_form")).to_be_visible()
