@@ -14,9 +14,10 @@ import base64
 import hashlib
 import hmac
 import logging
+import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -76,6 +77,7 @@ class Outcome:
     error: str | None = None
     body: str | None = None
     stop: bool = False  # no further attempts (410 Gone)
+    submission_status: str | None = None  # after a webhook attempt was recorded
 
 
 def submission_payload(sub: Submission, data_dir: Path) -> dict[str, Any]:
@@ -184,8 +186,7 @@ class Deliverer:
 
     async def start(self) -> None:
         """At start-up: drop stale leases and reschedule every pending delivery."""
-        async with self.db.write() as conn:
-            released = await store.release_all_leases(conn)
+        released = await self.db.run_sync(store.release_all_leases)
         if released:
             log.info("%d interrupted deliveries will be retried", released)
         await self.schedule_next()
@@ -215,10 +216,12 @@ class Deliverer:
             while not self._closed:
                 self._again = False
                 now = datetime.now(UTC)
-                async with self.db.write() as conn:
-                    batch = await store.claim_due(
-                        conn, iso(now), self.lease_until(now), CLAIM_BATCH
+                lease = self.lease_until(now)
+                batch: list[Delivery] = await self.db.run_sync(
+                    lambda raw, now=now, lease=lease: store.claim_due(
+                        raw, iso(now), lease, CLAIM_BATCH
                     )
+                )
                 if not batch:
                     if self._again:
                         continue
@@ -255,12 +258,16 @@ class Deliverer:
             log.exception("delivery %s: unexpected error", delivery.id)
             outcome = Outcome(False, error=f"internal error: {type(exc).__name__}")
         latency = int((time.perf_counter() - clock) * 1000)
-        await self._record(delivery, sub, started, latency, outcome)
-        return outcome
+        status = await self._record(delivery, sub, started, latency, outcome)
+        return replace(outcome, submission_status=status)
 
     async def _record(
         self, delivery: Delivery, sub: Submission, started: datetime, latency: int, res: Outcome
-    ) -> None:
+    ) -> str | None:
+        """Log the attempt and move the row (and a webhook's submission) on; one transaction.
+
+        Returns the submission's new status when the attempt was its webhook's.
+        """
         now_dt = datetime.now(UTC)
         now = iso(now_dt)
         attempts = delivery.attempts + 1
@@ -288,26 +295,27 @@ class Deliverer:
             error=res.error,
             response_body=res.body,
         )
-        async with self.db.write() as conn:
-            if await store.get_delivery(conn, delivery.id) is None:
-                return  # deleted with its agent while the attempt ran
-            await store.record_attempt(conn, attempt)
-            await store.update_delivery(conn, delivery.id, fields, now)
-            if delivery.kind == "webhook":
-                current = await store.get_submission(conn, sub.id)
-                if current is not None:
-                    webhook_state = fields.get("status", "pending")
-                    status = derive_status(
-                        current.execution_mode, webhook_state, current.client_result
-                    )
-                    await store.update_submission(
-                        conn,
-                        sub.id,
-                        {"webhook_attempts": attempts, "last_error": res.error, "status": status},
-                        now,
-                    )
+
+        def write(raw: sqlite3.Connection) -> str | None:
+            if not store.delivery_exists(raw, delivery.id):
+                return None  # deleted with its agent while the attempt ran
+            store.record_attempt(raw, attempt)
+            store.update_delivery(raw, delivery.id, fields, now)
+            if delivery.kind != "webhook":
+                return None
+            current = store.read_submission(raw, sub.id)
+            if current is None:
+                return None
+            webhook_state = fields.get("status", "pending")
+            status = derive_status(current.execution_mode, webhook_state, current.client_result)
+            changes = {"webhook_attempts": attempts, "last_error": res.error, "status": status}
+            store.update_submission(raw, sub.id, changes, now)
+            return status
+
+        status = await self.db.run_sync(write)
         if next_at is not None:
             self.wake(next_at)
+        return status  # type: ignore[return-value]
 
     # ── sending ───────────────────────────────────────────────────────────────────────
     async def _send(self, delivery: Delivery, sub: Submission) -> Outcome:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import sqlite3
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -188,20 +189,21 @@ async def submit(
         created_at=now,
         updated_at=now,
     )
+
+    def write(raw: sqlite3.Connection) -> None:
+        store.insert_submission(raw, sub)
+        store.insert_deliveries(raw, deliveries)
+        if conversation_id and store.conversation_of_agent(raw, tool.agent_id, conversation_id):
+            store.add_conversation_note(
+                raw,
+                message_id=new_id("message"),
+                conversation_id=conversation_id,
+                text=conversation_note(sub),
+                now=now,
+            )
+
     try:
-        async with db.write() as conn:
-            await store.insert_submission(conn, sub)
-            await store.insert_deliveries(conn, deliveries)
-            if conversation_id and await store.conversation_of_agent(
-                conn, tool.agent_id, conversation_id
-            ):
-                await store.add_conversation_note(
-                    conn,
-                    message_id=new_id("message"),
-                    conversation_id=conversation_id,
-                    text=conversation_note(sub),
-                    now=now,
-                )
+        await db.run_sync(write)  # one transaction, one hop to the writer
     except BaseException:
         if files:
             shutil.rmtree(deliverer.data_dir / FILES_DIR / sub_id, ignore_errors=True)
@@ -209,10 +211,7 @@ async def submit(
     # Shielded: a client that goes away must not cut an attempt in half.
     task = asyncio.ensure_future(_first_attempts(deliverer, sub, deliveries))
     webhook, actions = await asyncio.shield(task)
-    status = sub.status
-    if webhook is not None:
-        current = await store.get_submission(db.reader, sub_id)
-        status = current.status if current is not None else status
+    status = (webhook.submission_status if webhook else None) or sub.status
     return SubmitResult(sub, status, webhook, actions)
 
 
@@ -240,8 +239,9 @@ async def report_client_result(
     db: Database, submission_id: str, success: bool, message: str | None, data: dict | None
 ) -> None:
     """Record what the widget's client handler reported; the status follows."""
-    async with db.write() as conn:
-        sub = await store.get_submission(conn, submission_id)
+
+    def write(raw: sqlite3.Connection) -> None:
+        sub = store.read_submission(raw, submission_id)
         if sub is None:
             raise NotFound("Submission not found")
         if sub.execution_mode == "webhook":
@@ -251,14 +251,15 @@ async def report_client_result(
                 return  # the widget repeating itself
             raise ValidationFailed("submissionId: the client result was already reported")
         result = {"success": success, "message": message, "data": data, "reportedAt": now_iso()}
-        status = derive_status(sub.execution_mode, await _webhook_state(conn, sub.id), result)
-        await store.update_submission(
-            conn, sub.id, {"client_result": result, "status": status}, result["reportedAt"]
-        )
+        status = derive_status(sub.execution_mode, _webhook_state(raw, sub.id), result)
+        changes = {"client_result": result, "status": status}
+        store.update_submission(raw, sub.id, changes, result["reportedAt"])
+
+    await db.run_sync(write)
 
 
-async def _webhook_state(conn: Any, submission_id: str) -> str | None:
-    deliveries = await store.deliveries_for(conn, submission_id)
+def _webhook_state(raw: sqlite3.Connection, submission_id: str) -> str | None:
+    deliveries = store.read_deliveries(raw, submission_id)
     if deliveries and deliveries[0].kind == "webhook":
         return deliveries[0].status
     return None
@@ -269,15 +270,17 @@ async def record_event(db: Database, tool_id: str, event_type: str, session_id: 
     tool = await tools_store.get_public(db.reader, tool_id)
     if tool is None or tool.execution_type != "form" or not tool.is_enabled:
         raise _form_not_found()
-    async with db.write() as conn:
-        await store.insert_event(
-            conn,
+    now = now_iso()
+    await db.run_sync(
+        lambda raw: store.insert_event(
+            raw,
             tool_id=tool.id,
             agent_id=tool.agent_id,
             event_type=event_type,
             session_id=session_id,
-            now=now_iso(),
+            now=now,
         )
+    )
 
 
 async def list_submissions(
@@ -318,11 +321,12 @@ async def redeliver(deliverer: Deliverer, team_id: str, submission_id: str) -> S
     now_dt = datetime.now(UTC)
     now = iso(now_dt)
     lease = deliverer.lease_until(now_dt, attempts=2)
-    async with db.write() as conn:
-        sub = await store.get_submission(conn, submission_id, team_id)
+
+    def write(raw: sqlite3.Connection) -> tuple[Submission, list[Delivery]]:
+        sub = store.read_submission(raw, submission_id, team_id)
         if sub is None:
             raise NotFound("Submission not found")
-        failed = [d for d in await store.deliveries_for(conn, sub.id) if d.status == "failed"]
+        failed = [d for d in store.read_deliveries(raw, sub.id) if d.status == "failed"]
         if not failed:
             raise ValidationFailed("id: this submission has no failed delivery to redeliver")
         for d in failed:
@@ -333,12 +337,14 @@ async def redeliver(deliverer: Deliverer, team_id: str, submission_id: str) -> S
                 "lease_until": lease,
                 "completed_at": None,
             }
-            await store.update_delivery(conn, d.id, fields, now)
+            store.update_delivery(raw, d.id, fields, now)
         if failed[0].kind == "webhook":
             status = derive_status(sub.execution_mode, "pending", sub.client_result)
-            await store.update_submission(conn, sub.id, {"status": status}, now)
-        queued = await store.deliveries_for(conn, sub.id)
-    retry = [d for d in queued if d.id in {f.id for f in failed}]
+            store.update_submission(raw, sub.id, {"status": status}, now)
+        failed_ids = {d.id for d in failed}
+        return sub, [d for d in store.read_deliveries(raw, sub.id) if d.id in failed_ids]
+
+    sub, retry = await db.run_sync(write)  # type: ignore[misc]
     task = asyncio.ensure_future(_first_attempts(deliverer, sub, retry))
     await asyncio.shield(task)
     return await get_detail(db, team_id, submission_id)

@@ -1,7 +1,12 @@
-"""Form submissions, their delivery outbox, the attempt log and form analytics events."""
+"""Form submissions, their delivery outbox, the attempt log and form analytics events.
+
+Reads are async on the reader; writes are plain functions of a raw sqlite3 connection, run
+inside `Database.run_sync` so a whole transaction costs one hop to the writer thread.
+"""
 
 from __future__ import annotations
 
+import sqlite3
 from dataclasses import astuple, dataclass
 from typing import Any
 
@@ -94,16 +99,16 @@ def _attempt(row: Any) -> Attempt:
     return Attempt(**values)
 
 
-async def insert_submission(conn: aiosqlite.Connection, sub: Submission) -> None:
+def insert_submission(raw: sqlite3.Connection, sub: Submission) -> None:
     values = tuple(
         dump_json(v) if n in _SUB_JSON else v
         for n, v in zip(_SUB_FIELDS, astuple(sub), strict=True)
     )
     marks = ", ".join("?" for _ in _SUB_FIELDS)
-    await conn.execute(f"INSERT INTO form_submissions ({_SUB_COLUMNS}) VALUES ({marks})", values)
+    raw.execute(f"INSERT INTO form_submissions ({_SUB_COLUMNS}) VALUES ({marks})", values)
 
 
-async def insert_deliveries(conn: aiosqlite.Connection, deliveries: list[Delivery]) -> None:
+def insert_deliveries(raw: sqlite3.Connection, deliveries: list[Delivery]) -> None:
     rows = [
         tuple(
             dump_json(v) if n == "spec" else v for n, v in zip(_DLV_FIELDS, astuple(d), strict=True)
@@ -111,7 +116,7 @@ async def insert_deliveries(conn: aiosqlite.Connection, deliveries: list[Deliver
         for d in deliveries
     ]
     marks = ", ".join("?" for _ in _DLV_FIELDS)
-    await conn.executemany(f"INSERT INTO form_deliveries ({_DLV_COLUMNS}) VALUES ({marks})", rows)
+    raw.executemany(f"INSERT INTO form_deliveries ({_DLV_COLUMNS}) VALUES ({marks})", rows)
 
 
 async def get_submission(
@@ -136,6 +141,35 @@ async def get_submissions(conn: aiosqlite.Connection, ids: list[str]) -> list[Su
         f"SELECT {_SUB_COLUMNS} FROM form_submissions WHERE id IN ({marks})", ids
     )
     return [_submission(r) for r in rows]
+
+
+def read_submission(
+    raw: sqlite3.Connection, submission_id: str, team_id: str | None = None
+) -> Submission | None:
+    """`get_submission` inside a write transaction."""
+    sql = f"SELECT {_SUB_COLUMNS} FROM form_submissions WHERE id = ?"
+    args: tuple = (submission_id,)
+    if team_id is not None:
+        sql += " AND team_id = ?"
+        args += (team_id,)
+    row = raw.execute(sql, args).fetchone()
+    return _submission(row) if row else None
+
+
+def read_deliveries(raw: sqlite3.Connection, submission_id: str) -> list[Delivery]:
+    """`deliveries_for` inside a write transaction."""
+    rows = raw.execute(
+        f"SELECT {_DLV_COLUMNS} FROM form_deliveries WHERE submission_id = ? ORDER BY position",
+        (submission_id,),
+    ).fetchall()
+    return [_delivery(r) for r in rows]
+
+
+def delivery_exists(raw: sqlite3.Connection, delivery_id: str) -> bool:
+    return (
+        raw.execute("SELECT 1 FROM form_deliveries WHERE id = ?", (delivery_id,)).fetchone()
+        is not None
+    )
 
 
 def _filters(team_id: str, status: str | None, agent_id: str | None, tool_id: str | None):
@@ -176,13 +210,13 @@ async def list_submissions(
     return [], int(count[0][0])
 
 
-async def update_submission(
-    conn: aiosqlite.Connection, submission_id: str, fields: dict[str, Any], now: str
+def update_submission(
+    raw: sqlite3.Connection, submission_id: str, fields: dict[str, Any], now: str
 ) -> None:
     """Set some columns of a submission (JSON columns serialised)."""
     assignments = "".join(f"{col} = ?, " for col in fields)
     values = [dump_json(v) if k in _SUB_JSON else v for k, v in fields.items()]
-    await conn.execute(
+    raw.execute(
         f"UPDATE form_submissions SET {assignments}updated_at = ? WHERE id = ?",
         (*values, now, submission_id),
     )
@@ -196,13 +230,6 @@ async def deliveries_for(conn: aiosqlite.Connection, submission_id: str) -> list
     return [_delivery(r) for r in rows]
 
 
-async def get_delivery(conn: aiosqlite.Connection, delivery_id: str) -> Delivery | None:
-    rows = await conn.execute_fetchall(
-        f"SELECT {_DLV_COLUMNS} FROM form_deliveries WHERE id = ?", (delivery_id,)
-    )
-    return _delivery(rows[0]) if rows else None
-
-
 async def attempts_for(conn: aiosqlite.Connection, submission_id: str) -> list[Attempt]:
     """Every attempt of a submission's deliveries, in order."""
     rows = await conn.execute_fetchall(
@@ -214,17 +241,15 @@ async def attempts_for(conn: aiosqlite.Connection, submission_id: str) -> list[A
     return [_attempt(r) for r in rows]
 
 
-async def claim_due(
-    conn: aiosqlite.Connection, now: str, lease_until: str, limit: int
-) -> list[Delivery]:
+def claim_due(raw: sqlite3.Connection, now: str, lease_until: str, limit: int) -> list[Delivery]:
     """Lease up to `limit` due deliveries (pending, due, not leased) and return them."""
-    rows = await conn.execute_fetchall(
+    rows = raw.execute(
         f"UPDATE form_deliveries SET lease_until = ? WHERE id IN ("
         " SELECT id FROM form_deliveries WHERE status = 'pending' AND next_attempt_at <= ?"
         " AND (lease_until IS NULL OR lease_until <= ?) ORDER BY next_attempt_at LIMIT ?)"
         f" RETURNING {_DLV_COLUMNS}",
         (lease_until, now, now, limit),
-    )
+    ).fetchall()
     return sorted((_delivery(r) for r in rows), key=lambda d: (d.next_attempt_at, d.position))
 
 
@@ -237,37 +262,37 @@ async def next_due_at(conn: aiosqlite.Connection) -> str | None:
     return rows[0][0] if rows else None
 
 
-async def release_all_leases(conn: aiosqlite.Connection) -> int:
+def release_all_leases(raw: sqlite3.Connection) -> int:
     """Drop every lease (at start-up: no attempt of a previous process is still running)."""
-    cur = await conn.execute(
+    cur = raw.execute(
         "UPDATE form_deliveries SET lease_until = NULL"
         " WHERE status = 'pending' AND lease_until IS NOT NULL"
     )
     return cur.rowcount
 
 
-async def record_attempt(conn: aiosqlite.Connection, attempt: Attempt) -> None:
+def record_attempt(raw: sqlite3.Connection, attempt: Attempt) -> None:
     values = tuple(
         int(v) if n == "success" else v for n, v in zip(_ATT_FIELDS, astuple(attempt), strict=True)
     )
-    await conn.execute(
+    raw.execute(
         f"INSERT INTO form_delivery_attempts ({_ATT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         values,
     )
 
 
-async def update_delivery(
-    conn: aiosqlite.Connection, delivery_id: str, fields: dict[str, Any], now: str
+def update_delivery(
+    raw: sqlite3.Connection, delivery_id: str, fields: dict[str, Any], now: str
 ) -> None:
     assignments = "".join(f"{col} = ?, " for col in fields)
-    await conn.execute(
+    raw.execute(
         f"UPDATE form_deliveries SET {assignments}updated_at = ? WHERE id = ?",
         (*fields.values(), now, delivery_id),
     )
 
 
-async def insert_event(
-    conn: aiosqlite.Connection,
+def insert_event(
+    raw: sqlite3.Connection,
     *,
     tool_id: str,
     agent_id: str,
@@ -275,7 +300,7 @@ async def insert_event(
     session_id: str | None,
     now: str,
 ) -> None:
-    await conn.execute(
+    raw.execute(
         "INSERT INTO form_events (tool_id, agent_id, event_type, session_id, created_at)"
         " VALUES (?, ?, ?, ?, ?)",
         (tool_id, agent_id, event_type, session_id, now),
@@ -332,25 +357,21 @@ async def member_emails(conn: aiosqlite.Connection, team_id: str, user_ids: list
     return [found[i] for i in dict.fromkeys(user_ids) if i in found]
 
 
-async def conversation_of_agent(
-    conn: aiosqlite.Connection, agent_id: str, conversation_id: str
-) -> bool:
+def conversation_of_agent(raw: sqlite3.Connection, agent_id: str, conversation_id: str) -> bool:
     """Whether the conversation exists and belongs to the agent."""
-    rows = await conn.execute_fetchall(
+    row = raw.execute(
         "SELECT 1 FROM conversations WHERE id = ? AND agent_id = ?", (conversation_id, agent_id)
-    )
-    return bool(rows)
+    ).fetchone()
+    return row is not None
 
 
-async def add_conversation_note(
-    conn: aiosqlite.Connection, *, message_id: str, conversation_id: str, text: str, now: str
+def add_conversation_note(
+    raw: sqlite3.Connection, *, message_id: str, conversation_id: str, text: str, now: str
 ) -> None:
     """Append a user-side message to a conversation (what the end user did, for the model)."""
-    await conn.execute(
+    raw.execute(
         "INSERT INTO messages (id, conversation_id, role, content, status, created_at)"
         " VALUES (?, ?, 'user', ?, 'complete', ?)",
         (message_id, conversation_id, text, now),
     )
-    await conn.execute(
-        "UPDATE conversations SET updated_at = ? WHERE id = ?", (now, conversation_id)
-    )
+    raw.execute("UPDATE conversations SET updated_at = ? WHERE id = ?", (now, conversation_id))
