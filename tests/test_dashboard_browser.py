@@ -45,6 +45,7 @@ OWNER_EMAIL = "owner@example.com"
 PASSWORD = "correct horse battery"  # noqa: S105 (a test password)
 PAGES = [
     "Agents",
+    "Knowledge",
     "Tools",
     "Triggers",
     "Chat preview",
@@ -107,7 +108,9 @@ class Stack:
         return runner.addresses[0][1]
 
     async def _receive(self, request: web.Request) -> web.Response:
-        self.received.append(await request.json())
+        self.received.append(
+            {"path": request.path, "headers": dict(request.headers), "body": await request.json()}
+        )
         return web.json_response({"ok": True})
 
     def stop(self) -> None:
@@ -456,7 +459,7 @@ def test_owner_creates_an_agent_tools_and_a_trigger_and_chats(tab, stack):
     expect(chat_form).to_contain_text("Thanks! We will be in touch.")
     expect(chat_form).to_contain_text("webhook delivered")
     assert wait_for(lambda: stack.received)
-    assert stack.received[-1]["formData"] == {
+    assert stack.received[-1]["body"]["formData"] == {
         "email": "visitor@example.org",
         "message": "Call me back, please",
     }
@@ -577,6 +580,29 @@ def test_owner_manages_secrets_keys_and_the_widget(tab, stack):
     expect(page.get_by_role("cell", name="CRM_TOKEN", exact=True)).to_be_visible()
     expect(page.locator("main")).not_to_contain_text("s3cr3t-value")
 
+    # An http tool using the secret: the test run reaches the receiver with its value.
+    nav(page, "Tools")
+    page.get_by_role("link", name="New tool").click()
+    editor = page.get_by_role("form", name="New tool")
+    editor.get_by_label("Name", exact=True).fill("create_lead")
+    editor.get_by_label("Description").fill("Create a lead in the CRM")
+    editor.get_by_label("Input schema (JSON Schema)").fill(
+        '{"type": "object", "properties": {"email": {"type": "string"}}, "required": ["email"]}'
+    )
+    editor.get_by_label("Type").select_option("http")
+    editor.get_by_label("URL", exact=True).fill(stack.receiver_url + "/leads/{email}")
+    editor.get_by_label("Method").select_option("POST")
+    editor.get_by_label("Headers (JSON object)").fill('{"Authorization": "Bearer {{CRM_TOKEN}}"}')
+    editor.get_by_role("button", name="Create tool").click()
+    expect(page.get_by_role("heading", name="create_lead")).to_be_visible()
+    run = page.get_by_role("form", name="Test run")
+    run.get_by_label("Input (JSON)").fill('{"email": "a b@example.org"}')
+    run.get_by_role("button", name="Run tool").click()
+    expect(run.locator(".test-output")).to_contain_text('"ok": true')
+    lead = stack.received[-1]
+    assert lead["path"] == "/leads/a b@example.org"
+    assert lead["headers"]["Authorization"] == "Bearer s3cr3t-value"
+
     # API keys: shown once, then only masked; revoking stops it at once.
     key = _create_api_key(page)
     assert stack.api("GET", "/secrets", key)[0]["name"] == "CRM_TOKEN"
@@ -603,6 +629,43 @@ def test_owner_manages_secrets_keys_and_the_widget(tab, stack):
     assert page.evaluate("navigator.clipboard.readText()") == snippet.inner_text()
     frame = page.frame_locator("iframe[title='Widget preview']")
     expect(frame.get_by_role("button", name="Open chat")).to_be_visible()
+
+
+def test_knowledge_documents_feed_the_agent(tab, stack):
+    ensure_owner(stack)
+    page = tab.page
+    sign_in(page, stack)
+    nav(page, "Knowledge")
+    text = page.get_by_role("form", name="Add text")
+    text.get_by_label("Title").fill("Warranty")
+    text.get_by_label("Content").fill(
+        "Every kettle carries a two year warranty covering the heater."
+    )
+    text.get_by_role("button", name="Add text").click()
+    docs = page.get_by_role("table", name="Documents")
+    expect(docs.get_by_role("row").filter(has_text="Warranty")).to_contain_text("ready")
+
+    upload = page.get_by_role("form", name="Upload a file")
+    upload.get_by_label("File").set_input_files(
+        {"name": "care.md", "mimeType": "text/markdown", "buffer": b"# Care\n\nDescale monthly."}
+    )
+    upload.get_by_role("button", name="Upload").click()
+    expect(docs.get_by_role("row").filter(has_text="care.md")).to_contain_text("markdown")
+    upload.get_by_label("File").set_input_files(
+        {"name": "photo.png", "mimeType": "image/png", "buffer": b"\x89PNG\r\n"}
+    )
+    upload.get_by_role("button", name="Upload").click()
+    expect(upload.get_by_role("alert")).to_be_visible()  # the API's refusal, inline
+
+    docs.get_by_role("link", name="Warranty").click()
+    expect(page.locator(".document-text")).to_have_text(
+        "Every kettle carries a two year warranty covering the heater."
+    )
+    nav(page, "Chat preview")
+    page.get_by_label("Message").fill("What warranty does the kettle carry?")
+    page.get_by_role("button", name="Send").click()
+    answer = page.get_by_role("log", name="Transcript").locator(".msg.assistant").last
+    expect(answer).to_contain_text("two year warranty")
 
 
 # ── team and roles ──

@@ -22,7 +22,9 @@ export function setUnauthorizedHandler(fn) {
 /** Call the API; resolves to the parsed body (envelopes unwrapped), throws ApiError. */
 export async function api(method, path, body, { raw = false, quiet401 = false } = {}) {
   const init = { method, credentials: "same-origin", headers: { Accept: "application/json" } };
-  if (body !== undefined) {
+  if (body instanceof FormData) {
+    init.body = body; // multipart: the browser writes the Content-Type with its boundary
+  } else if (body !== undefined) {
     init.headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(body);
   }

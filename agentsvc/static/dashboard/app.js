@@ -4,6 +4,7 @@ import { ApiError, describe, get, post, setUnauthorizedHandler } from "./api.js"
 import { h, mount } from "./dom.js";
 import { renderAcceptInvitation, renderSetup, renderSignIn } from "./page-auth.js";
 import { renderAgent, renderAgents } from "./page-agents.js";
+import { renderDocument, renderKnowledge } from "./page-knowledge.js";
 import { renderTool, renderTools } from "./page-tools.js";
 import { renderTrigger, renderTriggers } from "./page-triggers.js";
 import { renderConversation, renderConversations } from "./page-conversations.js";
@@ -21,6 +22,7 @@ const AGENT_KEY = "agentsvc:dashboard:agent";
 /** Navigation: [hash, label, page, needs an agent]. */
 const NAV = [
   ["agents", "Agents", renderAgents, false],
+  ["knowledge", "Knowledge", renderKnowledge, true],
   ["tools", "Tools", renderTools, true],
   ["triggers", "Triggers", renderTriggers, true],
   ["preview", "Chat preview", renderPreview, true],
@@ -34,6 +36,7 @@ const NAV = [
 ];
 const DETAIL = {
   agents: renderAgent,
+  knowledge: renderDocument,
   tools: renderTool,
   triggers: renderTrigger,
   conversations: renderConversation,

@@ -1,7 +1,8 @@
 // Pages shown before the app: first-run owner creation, sign-in, accepting an invitation.
 
-import { ApiError, describe, get, post } from "./api.js";
-import { field, h, mount, showError } from "./dom.js";
+import { ApiError, get, post } from "./api.js";
+import { field, h, mount } from "./dom.js";
+import { onSubmit } from "./forms.js";
 
 function card(title, ...children) {
   return h("div", { class: "auth" },
@@ -13,23 +14,6 @@ function card(title, ...children) {
 
 function input(attrs) {
   return h("input", attrs);
-}
-
-/** Run a form's submit handler with its button disabled and errors shown in the form. */
-function onSubmit(form, fn) {
-  form.addEventListener("submit", async (event) => {
-    event.preventDefault();
-    const buttons = form.querySelectorAll("button");
-    buttons.forEach((b) => (b.disabled = true));
-    showError(form, "");
-    try {
-      await fn(new FormData(form));
-    } catch (err) {
-      showError(form, describe(err));
-    } finally {
-      buttons.forEach((b) => (b.disabled = false));
-    }
-  });
 }
 
 /** First run: no user exists yet, so the page offers to create the owner account. */
