@@ -197,8 +197,9 @@ CREATE TABLE messages (
 CREATE INDEX messages_conversation ON messages(conversation_id, created_at);
 
 -- ── triggers ────────────────────────────────────────────────────────────────────────────
--- conditions / action_config hold JSON text. fired_count / converted_count are updated in
--- the same transaction as each batch of trigger_events rows, so the stats stay exact.
+-- conditions / action_config hold JSON text. fired_count / converted_count are the stats:
+-- each batch of widget events adds to them in one transaction, so they stay exact. Events
+-- are counted, not kept one by one (nothing reads them, and busy sites send floods).
 CREATE TABLE triggers (
     id              TEXT PRIMARY KEY,
     agent_id        TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
@@ -220,21 +221,6 @@ CREATE TABLE triggers (
 );
 CREATE INDEX triggers_agent ON triggers(agent_id, priority, created_at);
 CREATE INDEX triggers_team ON triggers(team_id);
-
--- One row per accepted widget event (history; the counters above are the stats).
-CREATE TABLE trigger_events (
-    id           INTEGER PRIMARY KEY,
-    trigger_id   TEXT NOT NULL REFERENCES triggers(id) ON DELETE CASCADE,
-    agent_id     TEXT NOT NULL,
-    trigger_name TEXT NOT NULL,
-    trigger_type TEXT NOT NULL,
-    action_type  TEXT NOT NULL,
-    event_type   TEXT NOT NULL CHECK (event_type IN ('fired', 'converted')),
-    session_id   TEXT,
-    page_path    TEXT,
-    created_at   TEXT NOT NULL
-);
-CREATE INDEX trigger_events_trigger ON trigger_events(trigger_id);
 
 -- ── form submissions and their delivery ─────────────────────────────────────────────────
 -- A submission outlives its tool (tool_id is kept as text, tool_name copied); it goes with

@@ -66,16 +66,6 @@ async def test_events_answer_202_and_feed_exact_stats(client, auth, setup):
         trigger["id"]: {"firedCount": 2, "convertedCount": 1},
         other["id"]: {"firedCount": 0, "convertedCount": 0},
     }
-    rows = await client.app[keys.db_key].reader.execute_fetchall(
-        "SELECT event_type, session_id, page_path FROM trigger_events WHERE trigger_id = ?"
-        " ORDER BY id",
-        (trigger["id"],),
-    )
-    assert [tuple(r) for r in rows] == [
-        ("fired", "sess-1", "/pricing"),
-        ("fired", "sess-1", "/pricing"),
-        ("converted", "sess-1", "/pricing"),
-    ]
 
 
 async def test_optional_fields_may_be_absent_or_null(client, auth, setup):
@@ -116,10 +106,6 @@ async def test_events_naming_no_trigger_of_the_agent_are_refused(client, auth, s
         assert resp.headers["Access-Control-Allow-Origin"] == "*"
     assert (await stats(client, auth, agent_id))[trigger["id"]]["firedCount"] == 0
     assert (await stats(client, auth, other_agent))[foreign["id"]]["firedCount"] == 0
-    rows = await client.app[keys.db_key].reader.execute_fetchall(
-        "SELECT count(*) FROM trigger_events"
-    )
-    assert rows[0][0] == 0
 
 
 @pytest.mark.parametrize(
@@ -175,6 +161,16 @@ async def test_concurrent_events_are_batched_and_all_counted(make_client):
     }
     # Fewer transactions than events: whatever queued during a write went in one batch.
     assert writer.batches - batches_before < 400
+
+
+async def test_deleting_a_trigger_drops_its_counts(client, auth, setup):
+    agent_id, trigger = setup
+    assert (await client.post(EVENT_URL, json=event(agent_id, trigger))).status == 202
+    resp = await client.delete(f"/api/v1/triggers/{trigger['id']}", headers=auth)
+    assert resp.status == 200
+    assert await stats(client, auth, agent_id) == {}
+    resp = await client.post(EVENT_URL, json=event(agent_id, trigger))
+    await assert_error(resp, 404, "NOT_FOUND")
 
 
 async def test_flood_limit_per_ip(make_client):
@@ -243,7 +239,7 @@ async def test_close_writes_everything_still_queued(tmp_path):
             )
         writer = EventWriter(db)
         writer.start()
-        ev = TriggerEvent("a", "trg", "T", "exit_intent", "open_chat", "fired", None, None)
+        ev = TriggerEvent("a", "trg", "T", "fired")
         pending = [asyncio.ensure_future(writer.record(ev)) for _ in range(250)]
         await asyncio.sleep(0)  # every record() has queued its event
         await writer.close()

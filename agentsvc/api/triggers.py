@@ -214,28 +214,18 @@ async def post_trigger_event(call: Call):
     app = call.app
     per_minute = app[keys.settings_key].ratelimit.trigger_events_per_minute
     buckets = app[keys.rate_buckets_key]
-    decision = buckets.take(f"trigger-events:ip:{call.request.remote}", per_minute)
-    if decision.allowed and body.session_id:
-        by_session = buckets.take(
-            f"trigger-events:session:{body.agent_id}:{body.session_id}", per_minute
-        )
-        if not by_session.allowed or by_session.remaining < decision.remaining:
-            decision = by_session
-    if not decision.allowed:
+    wait = buckets.retry_after(f"trigger-events:ip:{call.request.remote}", per_minute)
+    if not wait and body.session_id:
+        session_key = f"trigger-events:session:{body.agent_id}:{body.session_id}"
+        wait = buckets.retry_after(session_key, per_minute)
+    if wait:
         raise RateLimited(
             f"More than {per_minute} trigger events per minute from this session or address",
-            headers=decision.headers(),
+            headers={"Retry-After": str(wait)},
         )
-    event = TriggerEvent(
-        agent_id=body.agent_id,
-        trigger_id=body.trigger_id,
-        trigger_name=body.trigger_name,
-        trigger_type=body.trigger_type,
-        action_type=body.action_type,
-        event_type=body.event_type,
-        session_id=body.session_id,
-        page_path=body.page_path,
-    )
+    # sessionId serves the flood limit; pagePath is accepted but not kept (events are
+    # counted, not stored one by one).
+    event = TriggerEvent(body.agent_id, body.trigger_id, body.trigger_name, body.event_type)
     if await app[keys.event_writer_key].record(event) is None:
         raise NotFound("No such trigger for this agent")
     return json_response({"success": True}, status=202)

@@ -18,7 +18,6 @@ from aiohttp import web
 
 from agentsvc import keys
 from agentsvc.db import Database
-from agentsvc.ids import now_iso
 from agentsvc.store import trigger_events
 from agentsvc.store.trigger_events import TriggerEvent
 
@@ -86,8 +85,7 @@ class EventWriter:
     async def _write(self, batch: list[_Item]) -> None:
         events = [event for event, _ in batch]
         try:
-            # One timestamp per batch: the events of a batch arrived within its write time.
-            write = partial(trigger_events.write_batch, events=events, now=now_iso())
+            write = partial(trigger_events.write_batch, events=events)
             results = await self._db.run_sync(write)
         except Exception as exc:
             log.exception("writing %d trigger events failed", len(batch))

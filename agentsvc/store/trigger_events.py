@@ -1,28 +1,25 @@
-"""Trigger events: one batch of widget events written with the stats counters, synchronously.
+"""Trigger events: one batch of widget events counted into the stats, synchronously.
 
 `write_batch` runs on the writer's thread inside one transaction (see `Database.run_sync`),
-so a whole batch costs one thread hop and one commit.
+so a whole batch costs one thread hop, one UPDATE per trigger and one commit.
 """
 
 from __future__ import annotations
 
 import sqlite3
 from collections import defaultdict
-from dataclasses import dataclass
+from typing import NamedTuple
 
 _CHUNK = 500  # stays far below SQLite's limit on bound variables
 
 
-@dataclass(frozen=True, slots=True)
-class TriggerEvent:
+class TriggerEvent(NamedTuple):
+    """What counting needs of a widget event (a tuple: cheap to build per request)."""
+
     agent_id: str
     trigger_id: str | None  # None: resolved from trigger_name
     trigger_name: str
-    trigger_type: str
-    action_type: str
     event_type: str  # "fired" or "converted"
-    session_id: str | None
-    page_path: str | None
 
 
 def _owners(raw: sqlite3.Connection, trigger_ids: list[str]) -> dict[str, str]:
@@ -44,11 +41,11 @@ def _by_name(raw: sqlite3.Connection, agent_id: str, name: str) -> str | None:
     return row[0] if row else None
 
 
-def write_batch(raw: sqlite3.Connection, events: list[TriggerEvent], now: str) -> list[str | None]:
-    """Record the events whose trigger belongs to their agent and count them.
+def write_batch(raw: sqlite3.Connection, events: list[TriggerEvent]) -> list[str | None]:
+    """Count the events whose trigger belongs to their agent.
 
     Returns, per event, the id of the trigger it was counted for, or None when it names no
-    trigger of its agent (nothing is written for it).
+    trigger of its agent (it is not counted).
     """
     owners = _owners(raw, sorted({e.trigger_id for e in events if e.trigger_id}))
     named: dict[tuple[str, str], str | None] = {}
@@ -63,32 +60,11 @@ def write_batch(raw: sqlite3.Connection, events: list[TriggerEvent], now: str) -
                 named[key] = _by_name(raw, *key)
             resolved.append(named[key])
 
-    rows = []
     counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for event, trigger_id in zip(events, resolved, strict=True):
-        if trigger_id is None:
-            continue
-        rows.append(
-            (
-                trigger_id,
-                event.agent_id,
-                event.trigger_name,
-                event.trigger_type,
-                event.action_type,
-                event.event_type,
-                event.session_id,
-                event.page_path,
-                now,
-            )
-        )
-        counts[trigger_id][0 if event.event_type == "fired" else 1] += 1
-    if rows:
-        raw.executemany(
-            "INSERT INTO trigger_events (trigger_id, agent_id, trigger_name, trigger_type,"
-            " action_type, event_type, session_id, page_path, created_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            rows,
-        )
+        if trigger_id is not None:
+            counts[trigger_id][0 if event.event_type == "fired" else 1] += 1
+    if counts:
         raw.executemany(
             "UPDATE triggers SET fired_count = fired_count + ?,"
             " converted_count = converted_count + ? WHERE id = ?",
