@@ -143,7 +143,7 @@ async def test_public_form_by_id_and_by_name(client, auth):
             "clientHandler": "crm",
         }
     resp = await client.get("/api/v1/triggers/form/contact")
-    await assert_error(resp, 400, "VALIDATION_ERROR", "agentId")
+    await assert_error(resp, 404, "NOT_FOUND", "give agentId")
     resp = await client.get(f"/api/v1/triggers/form/nope?agentId={tool['agentId']}")
     await assert_error(resp, 404, "NOT_FOUND", "Form not found")
     # A disabled form is not offered.

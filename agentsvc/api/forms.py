@@ -17,6 +17,10 @@ from agentsvc.store.submissions import Attempt, Delivery, Submission
 
 routes = RouteTable("form submissions")
 
+# Submission ids only, so `/form-submissions/submit` and its siblings never match `{id}`
+# (an OPTIONS or wrong-method request then names exactly the methods of its own path).
+SUBMISSION_ID = r"sub_[A-Za-z0-9_-]+"
+
 Id = Annotated[str, Field(min_length=1, max_length=200)]
 Status = Literal[
     "pending",
@@ -68,7 +72,7 @@ class ListQuery(QueryModel):
     agent_id: str | None = None
     tool_id: str | None = None
     limit: int = Field(20, ge=1, le=100)
-    offset: int = Field(0, ge=0)
+    offset: int = Field(0, ge=0, le=10**12)
 
 
 class AnalyticsQuery(QueryModel):
@@ -392,14 +396,18 @@ async def list_submissions(call: Call):
     )
 
 
-@routes.get("/form-submissions/{id}", response=SubmissionDetail, errors=(404,))
+@routes.get(f"/form-submissions/{{id:{SUBMISSION_ID}}}", response=SubmissionDetail, errors=(404,))
 async def get_submission(call: Call):
     """Get a submission with its deliveries and every attempt."""
     detail = await form_service.get_detail(call.app[keys.db_key], call.team_id, call.params["id"])
     return json_response(detail_json(detail))
 
 
-@routes.post("/form-submissions/{id}/redeliver", response=SubmissionDetail, errors=(400, 404))
+@routes.post(
+    f"/form-submissions/{{id:{SUBMISSION_ID}}}/redeliver",
+    response=SubmissionDetail,
+    errors=(400, 404),
+)
 async def post_redeliver(call: Call):
     """Queue the failed deliveries of a submission again and try them now."""
     detail = await form_service.redeliver(

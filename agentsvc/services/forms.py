@@ -60,8 +60,8 @@ async def get_public_form(db: Database, tool_id_or_name: str, agent_id: str | No
     tool = await tools_store.get_public(db.reader, tool_id_or_name)
     if tool is None and agent_id is not None:
         tool = await tools_store.get_by_name(db.reader, agent_id, tool_id_or_name)
-    elif tool is None and not tool_id_or_name.startswith("tool_"):
-        raise ValidationFailed("query.agentId: is required to find a form by its name")
+    elif tool is None:
+        raise NotFound("Form not found (give agentId to find a form by its name)")
     if tool is None or tool.execution_type != "form" or not tool.is_enabled:
         raise _form_not_found()
     if agent_id is not None and tool.agent_id != agent_id:
