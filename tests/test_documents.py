@@ -431,3 +431,24 @@ async def test_openapi_documents_both_body_types(client):
     assert form["properties"]["file"]["format"] == "binary"
     assert {"201", "400", "404", "413", "415"} <= set(op["responses"])
     assert "delete" in doc["paths"]["/api/v1/documents/{id}"]
+
+
+async def test_deleting_a_document_while_it_is_indexed(make_client):
+    client = await make_client(knowledge={"background_index_kb": 1})
+    auth = bearer(await new_api_key(client))
+    agent_id = await make_agent(client, auth)
+    docs = [await add_text(client, auth, agent_id, content=GUIDE * 40) for _ in range(3)]
+    for doc in docs:
+        assert doc["status"] == "indexing"
+        resp = await client.delete(f"/api/v1/documents/{doc['id']}", headers=auth)
+        assert resp.status == 200
+    await client.app[keys.indexer_key].idle()
+    db = client.app[keys.db_key]
+    rows = await db.reader.execute_fetchall("SELECT count(*) FROM passages")
+    assert rows[0][0] == 0
+    rows = await db.reader.execute_fetchall(
+        "SELECT count(*) FROM passages_fts WHERE passages_fts MATCH 'refund'"
+    )
+    assert rows[0][0] == 0
+    listed = await (await client.get(f"/api/v1/agents/{agent_id}/documents", headers=auth)).json()
+    assert listed["data"] == []
