@@ -20,6 +20,7 @@ from standardwebhooks.webhooks import Webhook
 from agentsvc import keys
 from agentsvc.services import accounts
 from agentsvc.services.delivery import deliver_due
+from agentsvc.services.form_files import remove_orphan_files
 from tests.conftest import assert_error, bearer, new_api_key
 from tests.fakes.webhook_receiver import WebhookReceiver, free_port
 
@@ -793,6 +794,23 @@ async def test_submissions_outlive_their_tool_and_go_with_their_agent(make_clien
     assert resp.status == 200
     resp = await client.get(f"/api/v1/form-submissions/{result['submissionId']}", headers=auth)
     await assert_error(resp, 404, "NOT_FOUND")
+
+
+async def test_files_of_deleted_submissions_are_removed(make_client, receiver):
+    client, auth = await fast_client(make_client)
+    data_dir = client.app[keys.settings_key].server.data_dir
+    kept_tool = await make_form(client, auth, formWebhookUrl=receiver.url("/ok"))
+    doomed_tool = await make_form(client, auth, formWebhookUrl=receiver.url("/ok"))
+    kept = await submitted(client, kept_tool["id"], {"email": "a@b.co", "cv": data_url(b"1")})
+    doomed = await submitted(client, doomed_tool["id"], {"email": "a@b.co", "cv": data_url(b"2")})
+    resp = await client.delete(f"/api/v1/agents/{doomed_tool['agentId']}", headers=auth)
+    assert resp.status == 200
+    db = client.app[keys.db_key]
+    # Young folders are left alone (their submit may still be committing).
+    assert await remove_orphan_files(db, data_dir) == 0
+    assert await remove_orphan_files(db, data_dir, grace=0) == 1
+    assert not (data_dir / "files" / doomed["submissionId"]).exists()
+    assert (data_dir / "files" / kept["submissionId"] / "cv.pdf").read_bytes() == b"1"
 
 
 async def test_public_endpoints_answer_cors_preflights(client):

@@ -33,6 +33,7 @@ from agentsvc.db import Database
 from agentsvc.ids import iso, parse_iso
 from agentsvc.outbound import OutboundClient, OutboundError
 from agentsvc.secretbox import SecretBox, SecretBoxError
+from agentsvc.services.form_files import SWEEP_INTERVAL_SECONDS, remove_orphan_files
 from agentsvc.services.form_values import fill_payload, fill_text, template_text
 from agentsvc.store import submissions as store
 from agentsvc.store.submissions import Attempt, Delivery, Submission
@@ -44,6 +45,7 @@ ERROR_CAP = 500
 CLAIM_BATCH = 100
 CONCURRENCY = 32
 JOB_ID = "form-deliveries"
+SWEEP_JOB_ID = "form-files-sweep"
 MAIL_TIMEOUT_SECONDS = 30.0
 
 
@@ -396,7 +398,8 @@ class Deliverer:
 
 
 async def delivery_ctx(app: web.Application) -> AsyncIterator[None]:
-    """cleanup_ctx: the app's Deliverer (after the database, scheduler and outbound client)."""
+    """cleanup_ctx: the app's Deliverer (after the database, scheduler and outbound client),
+    and the hourly removal of files left by deleted submissions."""
     settings = app[keys.settings_key]
     deliverer = Deliverer(
         db=app[keys.db_key],
@@ -409,7 +412,21 @@ async def delivery_ctx(app: web.Application) -> AsyncIterator[None]:
     )
     app[keys.deliverer_key] = deliverer
     await deliverer.start()
+    scheduler = app.get(keys.scheduler_key)
+    if scheduler is not None:
+        scheduler.add_job(
+            remove_orphan_files,
+            "interval",
+            seconds=SWEEP_INTERVAL_SECONDS,
+            args=[deliverer.db, deliverer.data_dir],
+            id=SWEEP_JOB_ID,
+            next_run_time=datetime.now(UTC),
+            max_instances=1,
+            coalesce=True,
+        )
     yield
+    if scheduler is not None and scheduler.get_job(SWEEP_JOB_ID) is not None:
+        scheduler.remove_job(SWEEP_JOB_ID)
     await deliverer.close()
 
 

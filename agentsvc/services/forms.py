@@ -4,18 +4,17 @@ client results, impressions, management and analytics."""
 from __future__ import annotations
 
 import asyncio
-import shutil
 import sqlite3
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from agentsvc.db import Database
 from agentsvc.errors import NotFound, ValidationFailed
 from agentsvc.ids import iso, new_id, now_iso
 from agentsvc.services.delivery import Deliverer, Outcome, derive_status
-from agentsvc.services.form_values import CheckedForm, check_form, template_text
+from agentsvc.services.form_files import remove_folder, write_files
+from agentsvc.services.form_values import check_form, template_text
 from agentsvc.store import agents as agents_store
 from agentsvc.store import submissions as store
 from agentsvc.store import tools as tools_store
@@ -32,7 +31,6 @@ STATUSES = (
     "success",
     "failed",
 )
-FILES_DIR = "files"
 _BIG_VALUE = 64 * 1024
 
 
@@ -76,20 +74,6 @@ def _epoch_ms(name: str, value: float | None) -> str | None:
         return iso(datetime.fromtimestamp(value / 1000, UTC))
     except (ValueError, OverflowError, OSError) as exc:
         raise ValidationFailed(f"{name}: must be a time in epoch milliseconds") from exc
-
-
-def _write_files(data_dir: Path, sub_id: str, checked: CheckedForm) -> dict[str, str]:
-    """Write the decoded files under data_dir/files/<submission>/; return field -> path."""
-    if not checked.files:
-        return {}
-    folder = data_dir / FILES_DIR / sub_id
-    folder.mkdir(parents=True, exist_ok=True)
-    paths = {}
-    for upload in checked.files:
-        rel = f"{FILES_DIR}/{sub_id}/{upload.field}{upload.extension}"
-        (data_dir / rel).write_bytes(upload.data)
-        paths[upload.field] = rel
-    return paths
 
 
 def _deliveries(tool: Tool, sub_id: str, now: str, lease_until: str) -> list[Delivery]:
@@ -164,7 +148,7 @@ async def submit(
     sub_id = new_id("submission")
     now_dt = datetime.now(UTC)
     now = iso(now_dt)
-    files = await asyncio.to_thread(_write_files, deliverer.data_dir, sub_id, checked)
+    files = await asyncio.to_thread(write_files, deliverer.data_dir, sub_id, checked)
     deliveries = _deliveries(tool, sub_id, now, deliverer.lease_until(now_dt, attempts=2))
     mode = tool.form_execution_mode or "webhook"
     has_webhook = bool(deliveries) and deliveries[0].kind == "webhook"
@@ -206,7 +190,7 @@ async def submit(
         await db.run_sync(write)  # one transaction, one hop to the writer
     except BaseException:
         if files:
-            shutil.rmtree(deliverer.data_dir / FILES_DIR / sub_id, ignore_errors=True)
+            remove_folder(deliverer.data_dir, sub_id)
         raise
     # Shielded: a client that goes away must not cut an attempt in half.
     task = asyncio.ensure_future(_first_attempts(deliverer, sub, deliveries))

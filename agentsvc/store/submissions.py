@@ -375,3 +375,14 @@ def add_conversation_note(
         (message_id, conversation_id, text, now),
     )
     raw.execute("UPDATE conversations SET updated_at = ? WHERE id = ?", (now, conversation_id))
+
+
+async def existing_ids(conn: aiosqlite.Connection, ids: list[str]) -> set[str]:
+    """Which of these submission ids exist."""
+    if not ids:
+        return set()
+    marks = ", ".join("?" for _ in ids)
+    rows = await conn.execute_fetchall(
+        f"SELECT id FROM form_submissions WHERE id IN ({marks})", ids
+    )
+    return {r[0] for r in rows}
