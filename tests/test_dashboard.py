@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import re
 
 from agentsvc.api import all_endpoints
@@ -47,6 +48,20 @@ async def test_every_asset_is_served_with_its_type(client):
             f"/dashboard/{name}", headers={"If-None-Match": resp.headers["ETag"]}
         )
         assert cached.status == 304
+
+
+async def test_assets_are_sent_gzipped_to_clients_that_accept_it(client):
+    plain = await client.get("/dashboard/app.js", headers={"Accept-Encoding": "identity"})
+    assert "Content-Encoding" not in plain.headers
+    packed = await client.get(
+        "/dashboard/app.js", headers={"Accept-Encoding": "gzip, deflate"}, auto_decompress=False
+    )
+    assert packed.headers["Content-Encoding"] == "gzip"
+    assert packed.headers["Vary"] == "Accept-Encoding"
+    raw = await packed.read()
+    assert gzip.decompress(raw) == (STATIC_DIR / "app.js").read_bytes()
+    assert len(raw) < len(await plain.read())
+    assert packed.headers["ETag"] == plain.headers["ETag"]
 
 
 async def test_unknown_asset_and_traversal_are_not_found(client):

@@ -6,6 +6,7 @@ The page itself needs no credential; every call it makes goes to the public API 
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import mimetypes
 from dataclasses import dataclass
@@ -46,6 +47,7 @@ SECURITY_HEADERS = {
 @dataclass(frozen=True, slots=True)
 class Asset:
     body: bytes
+    gzipped: bytes  # compressed once at load, sent to clients that accept gzip
     content_type: str
     etag: str
 
@@ -60,8 +62,10 @@ def load_assets(directory: Path = STATIC_DIR) -> dict[str, Asset]:
         content_type = _TYPES.get(path.suffix) or (
             mimetypes.guess_type(path.name)[0] or "application/octet-stream"
         )
-        etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
-        assets[path.name] = Asset(body, content_type, etag)
+        # Weak: the same content is sent gzipped or not, so the bytes differ by encoding.
+        etag = 'W/"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+        packed = gzip.compress(body, compresslevel=9, mtime=0)
+        assets[path.name] = Asset(body, packed, content_type, etag)
     return assets
 
 
@@ -79,12 +83,21 @@ def _asset(name: str) -> Asset:
 
 
 def _serve(request: web.Request, asset: Asset) -> web.Response:
-    headers = {"ETag": asset.etag, "Cache-Control": CACHE_CONTROL, **SECURITY_HEADERS}
+    headers = {
+        "ETag": asset.etag,
+        "Cache-Control": CACHE_CONTROL,
+        "Vary": "Accept-Encoding",
+        **SECURITY_HEADERS,
+    }
     if asset.etag in request.headers.get("If-None-Match", ""):
         return web.Response(status=304, headers=headers)
+    body = asset.body
+    if "gzip" in request.headers.get("Accept-Encoding", "").lower():
+        body = asset.gzipped
+        headers["Content-Encoding"] = "gzip"
     charset = "utf-8" if asset.content_type.startswith(("text/", "image/svg")) else None
     return web.Response(
-        body=asset.body, content_type=asset.content_type, charset=charset, headers=headers
+        body=body, content_type=asset.content_type, charset=charset, headers=headers
     )
 
 
