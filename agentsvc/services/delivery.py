@@ -1,4 +1,4 @@
-"""The delivery outbox worker: signed webhooks, team chat and e-mail, retried on a schedule.
+"""The delivery outbox worker: every target of a submission attempted and retried on a schedule.
 
 The database is the source of truth. Each target of a submission is a `form_deliveries`
 row; an attempt first holds a lease on its row, then sends, then records the attempt and
@@ -10,20 +10,15 @@ previous process can still be running) and the wake-up is scheduled again.
 from __future__ import annotations
 
 import asyncio
-import base64
-import hashlib
-import hmac
 import logging
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import aiosmtplib
-import orjson
 from aiohttp import web
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
@@ -31,29 +26,19 @@ from agentsvc import keys
 from agentsvc.config import WebhookSettings
 from agentsvc.db import Database
 from agentsvc.ids import iso, parse_iso
-from agentsvc.outbound import OutboundClient, OutboundError
-from agentsvc.secretbox import SecretBox, SecretBoxError
+from agentsvc.outbound import OutboundClient
+from agentsvc.secretbox import SecretBox
+from agentsvc.services.delivery_send import MAIL_TIMEOUT_SECONDS, Outcome, Sender
 from agentsvc.services.form_files import SWEEP_INTERVAL_SECONDS, remove_orphan_files
-from agentsvc.services.form_values import fill_payload, fill_text, template_text
 from agentsvc.store import submissions as store
 from agentsvc.store.submissions import Attempt, Delivery, Submission
 
 log = logging.getLogger("agentsvc.delivery")
 
-RESPONSE_BODY_CAP = 4096  # bytes of a receiver's answer kept in the attempt log
-ERROR_CAP = 500
 CLAIM_BATCH = 100
 CONCURRENCY = 32
 JOB_ID = "form-deliveries"
 SWEEP_JOB_ID = "form-files-sweep"
-MAIL_TIMEOUT_SECONDS = 30.0
-
-
-def sign(secret: str, message_id: str, timestamp: int, body: bytes) -> str:
-    """The Standard Webhooks `webhook-signature` value: `v1,` + base64 HMAC-SHA256."""
-    key = base64.b64decode(secret.removeprefix("whsec_"))
-    signed = f"{message_id}.{timestamp}.".encode() + body
-    return "v1," + base64.b64encode(hmac.new(key, signed, hashlib.sha256).digest()).decode()
 
 
 def derive_status(mode: str, webhook: str | None, client_result: dict | None) -> str:
@@ -68,49 +53,6 @@ def derive_status(mode: str, webhook: str | None, client_result: dict | None) ->
     if webhook == "success":
         return "success" if client else "webhook_success"
     return "client_success" if client else "pending"
-
-
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    """What one attempt came to."""
-
-    success: bool
-    status_code: int | None = None
-    error: str | None = None
-    body: str | None = None
-    stop: bool = False  # no further attempts (410 Gone)
-    submission_status: str | None = None  # after a webhook attempt was recorded
-
-
-def submission_payload(sub: Submission, data_dir: Path) -> dict[str, Any]:
-    """The documented webhook body; files go back out as the data URLs that were sent."""
-    form_data = dict(sub.form_data)
-    for field, rel in (sub.files or {}).items():
-        described = form_data.get(field) or {}
-        raw = (data_dir / rel).read_bytes()
-        kind = described.get("contentType", "application/octet-stream")
-        form_data[field] = f"data:{kind};base64,{base64.b64encode(raw).decode('ascii')}"
-    return {
-        "submissionId": sub.id,
-        "toolId": sub.tool_id,
-        "toolName": sub.tool_name,
-        "conversationId": sub.conversation_id,
-        "formData": form_data,
-        "submittedAt": sub.created_at,
-    }
-
-
-def template_values(sub: Submission) -> dict[str, Any]:
-    return {**sub.form_data, "_toolName": sub.tool_name}
-
-
-def email_text(sub: Submission) -> str:
-    lines = [f"A form was submitted: {sub.tool_name}", ""]
-    lines += [f"{name}: {template_text(value)}" for name, value in sub.form_data.items()]
-    lines += ["", f"Submission: {sub.id}", f"Submitted at: {sub.created_at}"]
-    if sub.conversation_id:
-        lines.append(f"Conversation: {sub.conversation_id}")
-    return "\n".join(lines) + "\n"
 
 
 class Deliverer:
@@ -128,12 +70,12 @@ class Deliverer:
         mailer: Callable[[], Any],
     ):
         self.db = db
-        self.outbound = outbound
-        self.box = box
         self.settings = settings
         self.data_dir = data_dir
         self.scheduler = scheduler
-        self._mailer = mailer
+        self.sender = Sender(
+            db=db, outbound=outbound, box=box, settings=settings, data_dir=data_dir, mailer=mailer
+        )
         self._running = False
         self._again = False
         self._closed = False
@@ -255,7 +197,7 @@ class Deliverer:
         started = datetime.now(UTC)
         clock = time.perf_counter()
         try:
-            outcome = await self._send(delivery, sub)
+            outcome = await self.sender.send(delivery, sub)
         except Exception as exc:  # a bug must not leave the row leased forever
             log.exception("delivery %s: unexpected error", delivery.id)
             outcome = Outcome(False, error=f"internal error: {type(exc).__name__}")
@@ -318,83 +260,6 @@ class Deliverer:
         if next_at is not None:
             self.wake(next_at)
         return status  # type: ignore[return-value]
-
-    # ── sending ───────────────────────────────────────────────────────────────────────
-    async def _send(self, delivery: Delivery, sub: Submission) -> Outcome:
-        spec = delivery.spec
-        if delivery.kind == "email":
-            return await self._send_email(sub, spec)
-        headers: dict[str, str] = {}
-        if delivery.kind == "team_chat":
-            text = fill_text(spec.get("message", ""), template_values(sub))
-            body = orjson.dumps({"text": text})
-        else:
-            if delivery.kind == "post_webhook" and spec.get("payload") is not None:
-                payload = fill_payload(spec["payload"], template_values(sub))
-            else:
-                payload = await asyncio.to_thread(submission_payload, sub, self.data_dir)
-            body = orjson.dumps(payload)
-            # The action's own headers first: the signature headers may not be overridden.
-            headers.update(
-                {
-                    k: v
-                    for k, v in (spec.get("headers") or {}).items()
-                    if not k.lower().startswith("webhook-") and k.lower() != "content-type"
-                }
-            )
-            if delivery.sealed_secret is not None:
-                try:
-                    secret = self.box.open(delivery.sealed_secret, f"tool-webhook:{sub.tool_id}")
-                except SecretBoxError:
-                    return Outcome(False, error="the signing secret cannot be opened")
-                stamp = int(time.time())
-                headers["webhook-id"] = delivery.webhook_id
-                headers["webhook-timestamp"] = str(stamp)
-                headers["webhook-signature"] = sign(secret, delivery.webhook_id, stamp, body)
-        headers["Content-Type"] = "application/json"
-        return await self._post(spec["url"], headers, body)
-
-    async def _post(self, url: str, headers: dict[str, str], body: bytes) -> Outcome:
-        try:
-            resp = await self.outbound.request(
-                "POST",
-                url,
-                headers=headers,
-                data=body,
-                timeout=self.settings.timeout_seconds,
-                max_response_bytes=RESPONSE_BODY_CAP,
-            )
-        except OutboundError as exc:
-            return Outcome(False, error=exc.message[:ERROR_CAP])
-        text = resp.text()
-        if resp.ok:
-            return Outcome(True, resp.status, body=text)
-        if resp.status == 410:
-            return Outcome(
-                False, 410, "410 Gone: the receiver asked for no more deliveries", text, True
-            )
-        return Outcome(False, resp.status, f"HTTP {resp.status}", text)
-
-    async def _send_email(self, sub: Submission, spec: dict) -> Outcome:
-        mailer = self._mailer()
-        if mailer is None:
-            return Outcome(False, error="e-mail is not available in this server")
-        recipients = await store.member_emails(
-            self.db.reader, sub.team_id, list(spec.get("recipientIds") or [])
-        )
-        if not recipients:
-            return Outcome(False, error="none of the recipients is a member of the team", stop=True)
-        values = template_values(sub)
-        subject = fill_text(spec.get("subject") or "New submission: {{_toolName}}", values)
-        subject = " ".join(subject.split())[:200]
-        try:
-            await asyncio.wait_for(
-                mailer.send(", ".join(recipients), subject, email_text(sub)),
-                MAIL_TIMEOUT_SECONDS + 5,
-            )
-        except (aiosmtplib.SMTPException, OSError, TimeoutError, ValueError) as exc:
-            return Outcome(False, error=f"e-mail failed: {exc}"[:ERROR_CAP])
-        return Outcome(True)
 
 
 async def delivery_ctx(app: web.Application) -> AsyncIterator[None]:
