@@ -450,6 +450,8 @@ def test_owner_creates_an_agent_tools_and_a_trigger_and_chats(tab, stack):
     log = page.get_by_role("log", name="Transcript")
     expect(log.locator(".msg.assistant").last).to_contain_text("within 3 days")
     expect(log.locator(".msg.assistant").last).not_to_have_attribute("aria-busy", "true")
+    log.get_by_role("button", name="Good answer").click()
+    expect(log.get_by_role("button", name="Good answer")).to_have_attribute("aria-pressed", "true")
     page.get_by_label("Message").fill("/tool contact_form")
     page.get_by_role("button", name="Send").click()
     chat_form = page.get_by_role("form", name="Form contact_form")
@@ -475,6 +477,9 @@ def test_owner_reads_conversations_submissions_and_analytics(tab, stack):
 
     # Conversations: the preview conversation is listed and readable.
     nav(page, "Conversations")
+    page.get_by_label("Feedback filter").select_option("up")  # rated in the preview
+    expect(page.get_by_role("row").filter(has_text="Do you ship")).to_contain_text("👍 1")
+    page.get_by_label("Feedback filter").select_option("")
     link = page.get_by_role("link", name="Do you ship worldwide?")
     expect(link).to_be_visible()
     link.click()

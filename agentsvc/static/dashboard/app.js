@@ -167,7 +167,11 @@ async function route() {
   if (seq !== routeSeq) return;
   mount(main, page);
   document.title = `${entry[1]} · agentsvc`;
+  // After a navigation, put keyboard and screen-reader focus on the new page.
+  if (focusAfterRoute) main.focus({ preventScroll: true });
 }
+
+let focusAfterRoute = false;
 
 /** Decide what to show: accept an invitation, first-run setup, sign-in, or the app. */
 async function boot() {
@@ -208,5 +212,8 @@ async function boot() {
 setUnauthorizedHandler(() => {
   if (shell) boot();
 });
-window.addEventListener("hashchange", route);
+window.addEventListener("hashchange", () => {
+  focusAfterRoute = true;
+  route();
+});
 boot();

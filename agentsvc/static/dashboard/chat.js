@@ -2,7 +2,7 @@
 // whose submissions go to the public submit endpoint exactly as the widget sends them.
 
 import { chatStream, describe, post } from "./api.js";
-import { field, h, mount, pretty } from "./dom.js";
+import { append, field, h, mount, pretty } from "./dom.js";
 
 function formControl(f) {
   const name = f.name;
@@ -105,18 +105,37 @@ export function chatPanel(agentId, { title = "Chat preview" } = {}) {
     return el.querySelector(".text");
   }
 
+  /** Good/Bad answer buttons: the same feedback endpoint the widget uses. */
+  function feedback(convId, msgId) {
+    const row = h("div", { class: "feedback" });
+    const rate = async (rating, button) => {
+      try {
+        await post(`/conversations/${encodeURIComponent(convId)}/feedback`, { messageId: msgId, rating });
+        for (const b of row.querySelectorAll("button")) b.setAttribute("aria-pressed", String(b === button));
+      } catch (err) {
+        row.append(h("span", { class: "bad" }, describe(err)));
+      }
+    };
+    const up = h("button", { type: "button", class: "small secondary", "aria-label": "Good answer", "aria-pressed": "false", onclick: () => rate("up", up) }, "👍");
+    const down = h("button", { type: "button", class: "small secondary", "aria-label": "Bad answer", "aria-pressed": "false", onclick: () => rate("down", down) }, "👎");
+    append(row, [up, down]);
+    return row;
+  }
+
   async function turn(text) {
     messages.push({ role: "user", content: text });
     bubble("user", text);
     const answer = bubble("assistant", "");
     answer.parentElement.setAttribute("aria-busy", "true");
     let reply = "";
+    let messageId = null;
     const body = { agentId, messages };
     if (conversationId) body.conversationId = conversationId;
     try {
       await chatStream(body, (name, data) => {
         if (name === "message_start" && data.conversationId) {
           conversationId = data.conversationId;
+          messageId = data.messageId || null;
           convLabel.textContent = "";
           convLabel.append("Conversation ", h("a", { href: `#/conversations/${encodeURIComponent(conversationId)}` }, conversationId));
         } else if (name === "content_block_delta" && data.delta && typeof data.delta.text === "string") {
@@ -143,6 +162,7 @@ export function chatPanel(agentId, { title = "Chat preview" } = {}) {
     }
     answer.parentElement.removeAttribute("aria-busy");
     if (!reply) answer.parentElement.classList.add("empty-reply");
+    if (messageId && conversationId) answer.parentElement.append(feedback(conversationId, messageId));
     messages.push({ role: "assistant", content: reply });
   }
 
