@@ -1,7 +1,10 @@
 // Client-side checks of a tool's inputSchema and formSchema, before the API's own check
 // (the API validates against the JSON Schema metaschema; its message is shown as well).
 
-const PROPERTY_TYPES = ["string", "number", "integer", "boolean", "array", "object"];
+// JSON Schema's own simple types: the API checks schemas against the metaschema, which
+// accepts these (alone or as a list), so the page refuses nothing the API would accept.
+const PROPERTY_TYPES = ["string", "number", "integer", "boolean", "array", "object", "null"];
+const validType = (t) => PROPERTY_TYPES.includes(t) || (Array.isArray(t) && t.length > 0 && t.every((x) => PROPERTY_TYPES.includes(x)) && new Set(t).size === t.length);
 export const FIELD_TYPES = ["text", "email", "tel", "number", "textarea", "select", "multiselect", "date", "datetime", "file", "image"];
 
 /** Return a list of problems with an inputSchema value (empty when it looks right). */
@@ -20,11 +23,11 @@ export function checkInputSchema(schema) {
         problems.push(`inputSchema.properties.${name}: must be an object`);
         continue;
       }
-      if (prop.type !== undefined && !PROPERTY_TYPES.includes(prop.type)) {
+      if (prop.type !== undefined && !validType(prop.type)) {
         problems.push(`inputSchema.properties.${name}.type: one of ${PROPERTY_TYPES.join(", ")}`);
       }
-      if (prop.enum !== undefined && (!Array.isArray(prop.enum) || !prop.enum.length)) {
-        problems.push(`inputSchema.properties.${name}.enum: a non-empty list`);
+      if (prop.enum !== undefined && !Array.isArray(prop.enum)) {
+        problems.push(`inputSchema.properties.${name}.enum: a list of allowed values`);
       }
       if (prop.description !== undefined && typeof prop.description !== "string") {
         problems.push(`inputSchema.properties.${name}.description: must be text`);
@@ -52,7 +55,7 @@ export function checkFormSchema(schema) {
   if (!Array.isArray(schema.fields) || !schema.fields.length) return ["formSchema.fields: a non-empty list of fields"];
   const seen = new Set();
   schema.fields.forEach((f, i) => {
-    const at = `formSchema.fields[${i}]`;
+    const at = `formSchema.fields.${i}`;
     if (!f || typeof f !== "object") {
       problems.push(`${at}: must be an object`);
       return;
