@@ -107,16 +107,29 @@ async def test_create_returns_bare_trigger_with_defaults(client, auth, agent):
     assert await resp.json() == trigger
 
 
-async def test_agent_id_may_come_in_the_body(client, auth, agent):
-    resp = await client.post("/api/v1/triggers", json=body(agentId=agent), headers=auth)
-    assert resp.status == 201
-    assert (await resp.json())["agentId"] == agent
+async def test_agent_id_comes_from_the_query(client, auth, agent):
     resp = await client.post("/api/v1/triggers", json=body(), headers=auth)
-    await assert_error(resp, 400, "VALIDATION_ERROR", "agentId")
+    await assert_error(resp, 400, "VALIDATION_ERROR", "query.agentId: is required")
     resp = await client.post(
-        f"/api/v1/triggers?agentId={agent}", json=body(agentId="agt_other"), headers=auth
+        f"/api/v1/triggers?agentId={agent}", json=body(agentId=agent), headers=auth
     )
-    await assert_error(resp, 400, "VALIDATION_ERROR", "agentId")
+    await assert_error(resp, 400, "VALIDATION_ERROR", "agentId: is not a known field")
+
+
+async def test_integral_numbers_are_integers(client, auth, agent):
+    trigger = await create(client, auth, agent, priority=3.0)
+    assert trigger["priority"] == 3 and isinstance(trigger["priority"], int)
+    resp = await client.put(
+        f"/api/v1/triggers/{trigger['id']}", json={"priority": -2.0}, headers=auth
+    )
+    assert (await resp.json())["priority"] == -2
+
+
+async def test_fixed_paths_are_not_trigger_ids(client, auth):
+    for path in ("stats", "templates", "event"):
+        resp = await client.delete(f"/api/v1/triggers/{path}", headers=auth)
+        error = await assert_error(resp, 405, "METHOD_NOT_ALLOWED")
+        assert "DELETE" not in resp.headers["Allow"], (path, error)
 
 
 async def test_list_is_ordered_by_priority_then_creation(client, auth, agent):

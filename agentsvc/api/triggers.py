@@ -1,8 +1,8 @@
 """Trigger endpoints: management (bare objects), templates, stats, the public feed and events.
 
 Fixed paths (`/triggers/stats`, `/triggers/templates`, `/triggers/widget/...`,
-`/triggers/event`) are registered before `/triggers/{id}`, which would otherwise capture
-them: aiohttp matches routes in registration order.
+`/triggers/event`) are registered before `/triggers/{id}` (aiohttp matches routes in
+registration order), and the `{id}` pattern excludes their names as well.
 """
 
 from __future__ import annotations
@@ -12,19 +12,23 @@ from typing import Annotated, Any, Literal
 
 import orjson
 from aiohttp import web
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 from pydantic.json_schema import SkipJsonSchema
 
 from agentsvc import keys
 from agentsvc.api.models import QueryModel, RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, json_response
-from agentsvc.errors import NotFound, RateLimited, ValidationFailed
+from agentsvc.errors import NotFound, RateLimited
 from agentsvc.services import trigger_templates
 from agentsvc.services import triggers as trigger_service
 from agentsvc.store.trigger_events import TriggerEvent
 from agentsvc.store.triggers import Trigger
 
 routes = RouteTable("triggers")
+
+# One trigger's path; it never matches the fixed one-segment paths above, whatever the order
+# of registration, and so a 405 on them lists only their own methods in `Allow`.
+ONE_TRIGGER = "/triggers/{id:(?!(?:stats|templates|event)$)[^/]+}"
 
 # Widgets on busy sites revalidate the feed at most this often (then a cheap 304).
 WIDGET_MAX_AGE_SECONDS = 60
@@ -33,7 +37,16 @@ TriggerType = Literal["time_on_page", "scroll_depth", "exit_intent", "page_view"
 ActionType = Literal["open_chat", "show_form", "show_bubble"]
 Name = Annotated[str, Field(min_length=1, max_length=200, pattern=r"\S")]
 Description = Annotated[str, Field(max_length=2000)]
-Priority = Annotated[int, Field(ge=-1_000_000, le=1_000_000)]
+
+
+def _integral(value: Any) -> Any:
+    # JSON Schema counts 3.0 as an integer; strict mode alone would refuse it.
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+Priority = Annotated[int, BeforeValidator(_integral), Field(ge=-1_000_000, le=1_000_000)]
 Id = Annotated[str, Field(min_length=1, max_length=100)]
 
 
@@ -41,16 +54,9 @@ class AgentQuery(QueryModel):
     agent_id: Id
 
 
-class OptionalAgentQuery(QueryModel):
-    agent_id: Id | None = None
-
-
 class TriggerCreate(RequestModel):
     nullable = frozenset({"description"})
 
-    agent_id: Id | SkipJsonSchema[None] = Field(
-        None, description="Alternative to the agentId query parameter"
-    )
     name: Name
     description: Description | None = None
     trigger_type: TriggerType
@@ -242,7 +248,7 @@ async def list_triggers(call: Call):
 
 @routes.post(
     "/triggers",
-    query=OptionalAgentQuery,
+    query=AgentQuery,
     body=TriggerCreate,
     response=TriggerOut,
     status=201,
@@ -251,19 +257,13 @@ async def list_triggers(call: Call):
 async def post_trigger(call: Call):
     """Create a trigger for the agent named by the agentId query parameter."""
     body: TriggerCreate = call.body
-    agent_id = call.query.agent_id or body.agent_id
-    if agent_id is None:
-        raise ValidationFailed("query.agentId: is required")
-    if body.agent_id is not None and body.agent_id != agent_id:
-        raise ValidationFailed("agentId: the body and the query name different agents")
-    fields = body.model_dump(exclude={"agent_id"})
     trigger = await trigger_service.create_trigger(
-        call.app[keys.db_key], call.team_id, agent_id, fields
+        call.app[keys.db_key], call.team_id, call.query.agent_id, body.model_dump()
     )
     return json_response(trigger_json(trigger), status=201)
 
 
-@routes.get("/triggers/{id}", response=TriggerOut, errors=(404,))
+@routes.get(ONE_TRIGGER, response=TriggerOut, errors=(404,))
 async def get_trigger(call: Call):
     """Get one trigger."""
     trigger = await trigger_service.get_trigger(
@@ -272,7 +272,12 @@ async def get_trigger(call: Call):
     return json_response(trigger_json(trigger))
 
 
-@routes.put("/triggers/{id}", body=TriggerUpdate, response=TriggerOut, errors=(404,))
+@routes.put(
+    ONE_TRIGGER,
+    body=TriggerUpdate,
+    response=TriggerOut,
+    errors=(404,),
+)
 async def put_trigger(call: Call):
     """Update some fields of a trigger; the result is validated as a whole."""
     body: TriggerUpdate = call.body
@@ -282,14 +287,14 @@ async def put_trigger(call: Call):
     return json_response(trigger_json(trigger))
 
 
-@routes.delete("/triggers/{id}", response=Success, errors=(404,))
+@routes.delete(ONE_TRIGGER, response=Success, errors=(404,))
 async def delete_trigger(call: Call):
     """Delete a trigger with its stats."""
     await trigger_service.delete_trigger(call.app[keys.db_key], call.team_id, call.params["id"])
     return json_response({"success": True})
 
 
-@routes.post("/triggers/{id}/toggle", response=TriggerOut, errors=(404,))
+@routes.post(ONE_TRIGGER + "/toggle", response=TriggerOut, errors=(404,))
 async def post_trigger_toggle(call: Call):
     """Invert a trigger's isEnabled."""
     trigger = await trigger_service.toggle_trigger(
