@@ -698,6 +698,14 @@ async def test_both_mode_needs_webhook_and_client(make_client, receiver):
     assert (await detail(client, auth, third["submissionId"]))["status"] == "client_success"
     await wait_status(client, auth, third["submissionId"], "failed")
 
+    # Analytics count only final outcomes of `both` forms.
+    resp = await client.get(
+        f"/api/v1/form-submissions/analytics?agentId={tool['agentId']}", headers=auth
+    )
+    entries = {e["toolName"]: e for e in (await resp.json())["analytics"]}
+    assert (entries["contact"]["successful"], entries["contact"]["failed"]) == (1, 1)
+    assert (entries["failing"]["successful"], entries["failing"]["failed"]) == (0, 1)
+
 
 # ── management ──────────────────────────────────────────────────────────────────────────
 async def test_list_filters_paginates_and_is_team_scoped(make_client, receiver):
