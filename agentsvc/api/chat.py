@@ -27,6 +27,7 @@ from agentsvc.errors import RateLimited
 from agentsvc.llm.base import Providers
 from agentsvc.services import chat as chat_service
 from agentsvc.services import identity as identity_service
+from agentsvc.services import turn as turn_service
 
 routes = RouteTable("chat")
 
@@ -95,14 +96,14 @@ class SseSink:
 
     async def _write(self, payload: bytes) -> None:
         if self._gone:
-            raise chat_service.ClientGone()
+            raise turn_service.ClientGone()
         if not payload:
             return
         try:
             await self._response.write(payload)
         except (ConnectionError, aiohttp.ClientConnectionResetError) as exc:
             self._gone = True
-            raise chat_service.ClientGone() from exc
+            raise turn_service.ClientGone() from exc
 
     async def event(self, name: str, data: dict[str, Any]) -> None:
         await self._write(self._take_pending() + self.frame(name, data))
@@ -128,7 +129,7 @@ class SseSink:
 
     async def _write_quietly(self, payload: bytes) -> None:
         # A failure here is noticed by the next write of the turn (self._gone).
-        with contextlib.suppress(chat_service.ClientGone):
+        with contextlib.suppress(turn_service.ClientGone):
             await self._write(payload)
 
     async def keepalive(self) -> None:
@@ -220,7 +221,7 @@ async def post_chat(call: Call):
     await response.prepare(call.request)
     settings = app[keys.settings_key].chat
     sink = SseSink(response, settings.flush_interval_ms / 1000.0)
-    runner = chat_service.TurnRunner(
+    runner = turn_service.TurnRunner(
         db, turn, sink, app[keys.tool_runner_key], settings.keepalive_seconds
     )
     streams = app[keys.chat_streams_key]
@@ -237,9 +238,9 @@ async def post_chat(call: Call):
     if task.cancelled():
         if streams.closing:
             error = {"code": "SHUTTING_DOWN", "message": "The server is shutting down"}
-            with contextlib.suppress(chat_service.ClientGone):
+            with contextlib.suppress(turn_service.ClientGone):
                 await sink.event("error", {"type": "error", "error": error})
-    elif isinstance(task.exception(), chat_service.ClientGone):
+    elif isinstance(task.exception(), turn_service.ClientGone):
         return response
     elif task.exception() is not None:
         raise task.exception()  # type: ignore[misc]

@@ -1,66 +1,27 @@
-"""The chat turn: load and check everything, store the user's message, then run the loop.
+"""Starting a chat turn: check and load everything, store the user's message.
 
-The loop calls the model at most `MAX_MODEL_CALLS` times (the last call offers no tools),
-runs the tools of one model call concurrently and feeds their results back in call order,
-and ends the turn at a form tool. Whatever happens, the assistant message is stored with
-what was produced before the client hears `message_stop` or `error`.
+Everything that can fail with a clear HTTP error happens here, before the stream opens;
+`services.turn` then runs the turn itself.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
 import sqlite3
-from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
-
-import orjson
+from dataclasses import dataclass, replace
 
 from agentsvc.db import Database
 from agentsvc.errors import NotFound, ValidationFailed
 from agentsvc.ids import new_id, now_iso
-from agentsvc.llm.base import (
-    Message,
-    ModelProvider,
-    ModelRequest,
-    ProviderError,
-    Providers,
-    TextDelta,
-    ToolCall,
-    ToolSpec,
-    Usage,
-)
+from agentsvc.llm.base import Message, ProviderError, Providers
 from agentsvc.services import knowledge
-from agentsvc.services.models import BUILTIN
+from agentsvc.services.turn import Turn
 from agentsvc.store import agents as agents_store
 from agentsvc.store import conversations as conv_store
 from agentsvc.store import tools as tools_store
-from agentsvc.store.agents import Agent
 from agentsvc.store.conversations import Conversation, StoredMessage
-from agentsvc.store.tools import Tool
 
-log = logging.getLogger("agentsvc.chat")
-
-MAX_MODEL_CALLS = 8
 TITLE_LENGTH = 80
-
-
-class ClientGone(Exception):
-    """The client closed the stream; the turn stops and keeps what it produced."""
-
-
-class EventSink(Protocol):
-    """Where a turn sends its stream events (the SSE response in the API layer)."""
-
-    async def event(self, name: str, data: dict[str, Any]) -> None: ...
-
-    async def delta(self, index: int, text: str) -> None: ...
-
-    async def keepalive(self) -> None: ...
-
-
-class ToolRunnerLike(Protocol):
-    async def run(self, tool: Tool, tool_input: dict) -> Any: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,40 +34,6 @@ class ChatInput:
     session_id: str | None
     user: dict[str, str | None] | None
     team_id: str | None  # set when a Bearer key (or session) authenticated the call
-
-
-@dataclass(slots=True)
-class Turn:
-    """Everything a turn needs, loaded before the stream opens."""
-
-    agent: Agent
-    conversation: Conversation
-    message_id: str
-    history: list[Message]
-    tools: dict[str, Tool]
-    provider: ModelProvider
-    model_name: str
-    # Knowledge passages retrieved for the user's message, best first.
-    passages: list[knowledge.Passage] = field(default_factory=list)
-
-
-@dataclass(slots=True)
-class _Produced:
-    texts: list[str] = field(default_factory=list)
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-
-    def add_usage(self, usage: Usage) -> None:
-        if usage.input_tokens is not None:
-            self.input_tokens = (self.input_tokens or 0) + usage.input_tokens
-        if usage.output_tokens is not None:
-            self.output_tokens = (self.output_tokens or 0) + usage.output_tokens
-
-    def usage_json(self) -> dict[str, int | None] | None:
-        if self.input_tokens is None and self.output_tokens is None:
-            return None
-        return {"inputTokens": self.input_tokens, "outputTokens": self.output_tokens}
 
 
 def make_title(text: str) -> str:
@@ -229,232 +156,3 @@ async def prepare_turn(db: Database, providers: Providers, chat: ChatInput) -> T
         model_name=model_name,
         passages=passages,
     )
-
-
-def output_text(output: Any) -> str:
-    """A tool's output as the text the model reads."""
-    return output if isinstance(output, str) else orjson.dumps(output).decode()
-
-
-class TurnRunner:
-    """Runs one turn against a sink; `run()` never raises except for cancellation."""
-
-    def __init__(
-        self,
-        db: Database,
-        turn: Turn,
-        sink: EventSink,
-        tool_runner: ToolRunnerLike,
-        keepalive_seconds: float,
-    ):
-        self._db = db
-        self._turn = turn
-        self._sink = sink
-        self._runner = tool_runner
-        self._keepalive = keepalive_seconds
-        self._produced = _Produced()
-        self._block = 0
-
-    async def run(self) -> None:
-        """Stream the turn; store the assistant message; end with message_stop or error."""
-        turn = self._turn
-        error: dict[str, str] | None = None
-        status = "complete"
-        try:
-            await self._sink.event(
-                "message_start",
-                {
-                    "type": "message_start",
-                    "conversationId": turn.conversation.id,
-                    "messageId": turn.message_id,
-                },
-            )
-            await self._loop()
-        except ProviderError as exc:
-            status, error = "failed", {"code": exc.code, "message": exc.message}
-        except (ClientGone, asyncio.CancelledError):
-            # Client gone or server stopping: keep what was produced, then stop.
-            await asyncio.shield(self._store("interrupted"))
-            raise
-        except Exception:
-            log.exception("chat turn failed for agent %s", turn.agent.id)
-            status = "failed"
-            error = {"code": "INTERNAL_ERROR", "message": "The reply failed unexpectedly"}
-        await asyncio.shield(self._store(status))
-        if error is not None:
-            await self._sink.event("error", {"type": "error", "error": error})
-        else:
-            sources = knowledge.sources(turn.passages)
-            await self._sink.event("message_stop", {"type": "message_stop", "sources": sources})
-
-    async def _loop(self) -> None:
-        turn = self._turn
-        context = list(turn.history)
-        specs = tuple(ToolSpec(t.name, t.description, t.input_schema) for t in turn.tools.values())
-        # The builtin model answers from the passages' texts; provider models read them in
-        # a delimited block after the system prompt.
-        system, texts = turn.agent.system_prompt, tuple(p.text for p in turn.passages)
-        if turn.agent.model != BUILTIN and texts:
-            system, texts = knowledge.with_context(system, turn.passages), ()
-        for step in range(MAX_MODEL_CALLS):
-            offered = specs if step < MAX_MODEL_CALLS - 1 else ()
-            request = ModelRequest(
-                model=turn.model_name,
-                system=system,
-                messages=tuple(context),
-                tools=offered,
-                temperature=turn.agent.temperature,
-                knowledge=texts,
-            )
-            text, calls = await self._model_call(request)
-            if not calls or not offered:
-                return
-            context.append(Message("assistant", text, tuple(calls)))
-            if await self._run_tools(calls, context):
-                return  # a form is shown: the turn waits for the end user
-
-    async def _model_call(self, request: ModelRequest) -> tuple[str, list[ToolCall]]:
-        parts: list[str] = []
-        calls: list[ToolCall] = []
-        open_block = False
-        try:
-            async for event in self._turn.provider.stream(request):
-                if isinstance(event, TextDelta):
-                    if not open_block:
-                        open_block = True
-                        await self._sink.event(
-                            "content_block_start",
-                            {
-                                "type": "content_block_start",
-                                "index": self._block,
-                                "content_block": {"type": "text", "text": ""},
-                            },
-                        )
-                    parts.append(event.text)
-                    await self._sink.delta(self._block, event.text)
-                elif isinstance(event, ToolCall):
-                    calls.append(event)
-                elif isinstance(event, Usage):
-                    self._produced.add_usage(event)
-        finally:
-            # What streamed before a failure still counts as produced.
-            if parts:
-                self._produced.texts.append("".join(parts))
-        if open_block:
-            await self._sink.event(
-                "content_block_stop", {"type": "content_block_stop", "index": self._block}
-            )
-            self._block += 1
-        return "".join(parts), calls
-
-    async def _run_tools(self, calls: list[ToolCall], context: list[Message]) -> bool:
-        """Run one model call's tools; return True when a form tool ends the turn."""
-        for call in calls:
-            await self._sink.event(
-                "tool_use_start",
-                {
-                    "type": "tool_use_start",
-                    "toolUseId": call.id,
-                    "toolName": call.name,
-                    "input": call.input if call.input is not None else call.raw_arguments,
-                },
-            )
-        gathered = asyncio.gather(*(self._run_one(call) for call in calls))
-        try:
-            while True:
-                done, _ = await asyncio.wait({gathered}, timeout=self._keepalive)
-                if done:
-                    break
-                await self._sink.keepalive()
-        finally:
-            if not gathered.done():
-                gathered.cancel()
-        form_shown = False
-        for call, (output, is_error, form) in zip(calls, gathered.result(), strict=True):
-            tool = self._turn.tools.get(call.name)
-            data: dict[str, Any] = {
-                "type": "tool_result",
-                "toolUseId": call.id,
-                "toolName": call.name,
-                "output": output,
-                "isError": is_error,
-                "displayConfig": tool.display_config if tool else None,
-            }
-            if form is not None:
-                data["form"] = form
-                form_shown = True
-            self._produced.tool_calls.append(
-                {
-                    "toolUseId": call.id,
-                    "toolName": call.name,
-                    "input": call.input if call.input is not None else call.raw_arguments,
-                    "output": output,
-                    "isError": is_error,
-                }
-            )
-            context.append(
-                Message(
-                    "tool",
-                    output_text(output),
-                    tool_use_id=call.id,
-                    tool_name=call.name,
-                    is_error=is_error,
-                )
-            )
-            await self._sink.event("tool_result", data)
-        return form_shown
-
-    async def _run_one(self, call: ToolCall) -> tuple[Any, bool, dict[str, Any] | None]:
-        tool = self._turn.tools.get(call.name)
-        if tool is None:
-            known = ", ".join(sorted(self._turn.tools)) or "none"
-            return f"Unknown tool {call.name!r}; available tools: {known}", True, None
-        if call.input is None:
-            return "Invalid input: the arguments must be a JSON object", True, None
-        if tool.execution_type == "form":
-            form = {
-                "toolId": tool.id,
-                "toolName": tool.name,
-                "formSchema": tool.form_schema,
-                "executionMode": tool.form_execution_mode or "webhook",
-                "clientHandler": tool.form_client_handler,
-            }
-            return "The form was shown to the user.", False, form
-        try:
-            result = await self._runner.run(tool, call.input)
-        except Exception:
-            log.exception("tool %s failed", tool.id)
-            return f"Tool {tool.name} failed unexpectedly", True, None
-        return result.output, bool(result.is_error), None
-
-    async def _store(self, status: str) -> None:
-        turn = self._turn
-        now = now_iso()
-        try:
-            await self._write(status, now)
-        except Exception:
-            # The conversation may have been deleted meanwhile; the stream still ends cleanly.
-            log.exception("could not store assistant message %s", turn.message_id)
-
-    async def _write(self, status: str, now: str) -> None:
-        turn = self._turn
-        produced = self._produced
-        message = StoredMessage(
-            id=turn.message_id,
-            conversation_id=turn.conversation.id,
-            role="assistant",
-            content="\n\n".join(t for t in produced.texts if t),
-            tool_calls=produced.tool_calls or None,
-            usage=produced.usage_json(),
-            sources=knowledge.sources(turn.passages) or None,
-            status=status,
-            model=turn.agent.model,
-            rating=None,
-            created_at=now,
-        )
-
-        def write(raw: sqlite3.Connection) -> None:
-            conv_store.insert_message(raw, message)
-            conv_store.touch(raw, message.conversation_id, now)
-
-        await self._db.run_sync(write)
