@@ -46,7 +46,7 @@ def _integral(value: Any) -> Any:
     return value
 
 
-Priority = Annotated[int, BeforeValidator(_integral), Field(ge=-1_000_000, le=1_000_000)]
+Priority = Annotated[int, Field(ge=-1_000_000, le=1_000_000), BeforeValidator(_integral)]
 Id = Annotated[str, Field(min_length=1, max_length=100)]
 
 
