@@ -7,11 +7,24 @@ from agentsvc.api.routing import Endpoint
 
 def all_endpoints() -> list[Endpoint]:
     """Every endpoint of the service, in the order they are documented."""
-    from agentsvc.api import agents, chat, conversations, secrets, system, tools, triggers
-    from agentsvc.api import api_keys, documents, session_auth, team
-    from agentsvc.api import dashboard, setup
-    from agentsvc.api import identity, widget
-    from agentsvc.api import forms
+    from agentsvc.api import (
+        agents,
+        api_keys,
+        chat,
+        conversations,
+        dashboard,
+        documents,
+        forms,
+        identity,
+        secrets,
+        session_auth,
+        setup,
+        system,
+        team,
+        tools,
+        triggers,
+        widget,
+    )
 
     tables = [
         system.routes,
