@@ -54,6 +54,17 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def runqueue_wait_seconds(pid: int) -> float:
+    """Time the process's threads spent runnable but waiting for a CPU (schedstat)."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            total += int((task / "schedstat").read_text().split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    return total / 1e9
+
+
 def rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -154,6 +165,7 @@ async def run(base: str, agent_id: str, pid: int, streams: int, ramp: float) -> 
         ]
         started = time.perf_counter()
         server_cpu0, client_cpu0 = cpu_seconds(pid), time.process_time()
+        server_wait0 = runqueue_wait_seconds(pid)
         tasks = []
         for i in range(streams):
             tasks.append(
@@ -164,6 +176,7 @@ async def run(base: str, agent_id: str, pid: int, streams: int, ramp: float) -> 
         await asyncio.wait(tasks, timeout=TIME_LIMIT_SECONDS)
         elapsed = time.perf_counter() - started
         server_cpu = cpu_seconds(pid) - server_cpu0
+        server_wait = runqueue_wait_seconds(pid) - server_wait0
         client_cpu = time.process_time() - client_cpu0
         stop.set()
         await asyncio.gather(*probes, return_exceptions=True)
@@ -196,6 +209,10 @@ async def run(base: str, agent_id: str, pid: int, streams: int, ramp: float) -> 
         f"CPU busy                     server {server_cpu / elapsed:.0%} of a core, "
         f"this client {client_cpu / elapsed:.0%} "
         f"(machine load average {os.getloadavg()[0]:.1f})"
+    )
+    print(
+        f"server waiting for a CPU     {server_wait:.1f} s over the run "
+        f"({server_wait / max(server_cpu, 1e-9):.1f} s per CPU second used)"
     )
 
 
