@@ -536,3 +536,22 @@ async def test_shutdown_ends_open_streams_cleanly(make_client):
     reply = await _wait_for_reply(client, auth, stream.start["conversationId"])
     assert reply["status"] == "interrupted" and reply["content"] == stream.text
     assert len(client.app[keys.chat_streams_key]) == 0
+
+
+async def test_text_deltas_are_grouped_into_timed_writes(make_client):
+    prompt = "Bikes " + "bikes are great and bikes are fast. " * 3
+    counts = {}
+    for interval in (0, 150):
+        client = await make_client(
+            chat={"builtin_chunk_delay_ms": 10, "flush_interval_ms": interval}
+        )
+        auth = bearer(await new_api_key(client))
+        agent = await new_agent(client, auth, systemPrompt=prompt)
+        stream = await chat(client, {"agentId": agent["id"], "messages": user("bikes")})
+        assert stream.text.startswith("Bikes bikes are great")
+        assert stream.names[-2:] == ["content_block_stop", "message_stop"]
+        counts[interval] = len(stream.of("content_block_delta"))
+        await client.close()
+    # Without grouping, one event per chunk of three words; grouped, far fewer.
+    assert counts[0] >= len(stream.text.split()) // 3
+    assert 2 <= counts[150] < counts[0]

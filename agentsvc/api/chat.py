@@ -122,15 +122,16 @@ class SseSink:
 
     def _on_timer(self) -> None:
         self._timer = None
-        self._last_flush = self._loop.time()
-        payload = self._take_pending()
-        if payload and not self._gone:
-            self._timer_task = asyncio.ensure_future(self._write_quietly(payload))
+        if self._pending and not self._gone:
+            self._timer_task = asyncio.ensure_future(self._flush_quietly())
 
-    async def _write_quietly(self, payload: bytes) -> None:
+    async def _flush_quietly(self) -> None:
+        # The pending text is taken when this task runs, not when it was scheduled: an event
+        # written in between has already flushed it, so deltas never overtake events.
+        self._last_flush = self._loop.time()
         # A failure here is noticed by the next write of the turn (self._gone).
         with contextlib.suppress(turn_service.ClientGone):
-            await self._write(payload)
+            await self._write(self._take_pending())
 
     async def keepalive(self) -> None:
         await self._write(self._take_pending() + b": keep-alive\n\n")
