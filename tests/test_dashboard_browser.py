@@ -20,12 +20,14 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 import pytest
 from aiohttp import web
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from agentsvc import keys
+from agentsvc.api import all_endpoints
 from agentsvc.app import create_app
 from agentsvc.services import accounts
 from agentsvc.store import mail_outbox
@@ -177,11 +179,37 @@ class Tab:
         self.page = self.context.new_page()
         self.errors: list[str] = []
         self.page.on("pageerror", lambda exc: self.errors.append(str(exc)))
+        self.requests: list[tuple[str, str]] = []
+        self.context.on("request", lambda r: self.requests.append((r.method, r.url)))
         self.stack = stack
 
     def close(self) -> None:
         self.context.close()
         assert self.errors == [], self.errors
+        check_requests(self.stack, self.requests)
+
+
+def _route_patterns() -> list[tuple[str, re.Pattern]]:
+    return [
+        (e.method, re.compile("^" + re.sub(r"\{[^}]+\}", "[^/]+", e.full_path) + "$"))
+        for e in all_endpoints()
+    ]
+
+
+def check_requests(stack: Stack, requests: list[tuple[str, str]]) -> None:
+    """Every request the dashboard made went to this instance, to a documented endpoint."""
+    patterns = _route_patterns()
+    assert any("/api/v1/" in url for _, url in requests), requests
+    for method, url in requests:
+        if url.startswith("data:") or url.startswith("blob:"):
+            continue
+        parts = urlsplit(url)
+        if parts.hostname == "127.0.0.1" and url.startswith(stack.oauth.base):
+            continue  # the fake identity provider of the OAuth test
+        assert url.startswith(stack.url + "/"), url
+        path = unquote(parts.path)
+        documented = any(m == method and p.match(path) for m, p in patterns)
+        assert documented, (method, url)
 
 
 @pytest.fixture
