@@ -555,3 +555,30 @@ async def test_text_deltas_are_grouped_into_timed_writes(make_client):
     # Without grouping, one event per chunk of three words; grouped, far fewer.
     assert counts[0] >= len(stream.text.split()) // 3
     assert 2 <= counts[150] < counts[0]
+
+
+async def test_model_id_split_on_first_slash_and_temperature_mapped(pclient, pauth, openai_fake):
+    agent = await new_agent(
+        pclient, pauth, model="oai/meta-llama/llama-3.1-8b:free", temperature=30
+    )
+    openai_fake.script(oai.stream(oai.text_events(["hi"])))
+    await chat(pclient, {"agentId": agent["id"], "messages": user("hi")}, pauth)
+    sent = openai_fake.requests[0]["json"]
+    assert sent["model"] == "meta-llama/llama-3.1-8b:free"
+    assert sent["temperature"] == pytest.approx(0.3)
+
+
+async def test_agent_whose_provider_is_no_longer_configured(make_client, tmp_path, openai_fake):
+    from tests.conftest import make_settings
+
+    providers = {"oai": {"kind": "openai", "base_url": openai_fake.base_url}}
+    client = await make_client(providers=providers)
+    auth = bearer(await new_api_key(client))
+    agent = await new_agent(client, auth, model="oai/gpt-4o-mini")
+    await client.close()
+    # The operator removed the provider: the same database, a configuration without it.
+    restarted = await make_client(make_settings(tmp_path))
+    resp = await restarted.post(
+        "/api/v1/chat", json={"agentId": agent["id"], "messages": user("hi")}
+    )
+    await assert_error(resp, 400, "VALIDATION_ERROR", "oai/gpt-4o-mini")
