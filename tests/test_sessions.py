@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import re
+import threading
 import time
 
 from agentsvc import keys
@@ -105,8 +106,10 @@ async def test_wrong_password_and_unknown_email_answer_identically(client):
         body = await resp.read()
         return resp.status, body, time.perf_counter() - started
 
-    wrong = [await attempt("ada@example.com") for _ in range(3)]
-    unknown = [await attempt("nobody@example.com") for _ in range(3)]
+    wrong, unknown = [], []
+    for _ in range(5):  # interleaved, so drift in machine speed hits both alike
+        wrong.append(await attempt("ada@example.com"))
+        unknown.append(await attempt("nobody@example.com"))
     assert {(s, b) for s, b, _ in wrong} == {(s, b) for s, b, _ in unknown}
     await assert_error(
         await client.post(
@@ -117,10 +120,11 @@ async def test_wrong_password_and_unknown_email_answer_identically(client):
         "UNAUTHORIZED",
         "Invalid email or password",
     )
-    # Both run one argon2 verification: similar time (loose bounds for a shared machine).
-    t_wrong = sorted(t for *_, t in wrong)[1]
-    t_unknown = sorted(t for *_, t in unknown)[1]
-    assert t_unknown > 0.4 * t_wrong and t_wrong > 0.4 * t_unknown, (t_wrong, t_unknown)
+    # Both run one argon2 verification: similar time. The fastest of each is compared, the
+    # least disturbed by other load on a shared machine; the bounds stay loose.
+    t_wrong = min(t for *_, t in wrong)
+    t_unknown = min(t for *_, t in unknown)
+    assert t_unknown > 0.5 * t_wrong and t_wrong > 0.5 * t_unknown, (t_wrong, t_unknown)
 
 
 async def test_user_without_password_cannot_sign_in_by_password(client):
@@ -332,4 +336,18 @@ async def test_password_hashing_is_bounded_and_off_the_loop(client):
     tick_task.cancel()
     elapsed = time.perf_counter() - started
     assert results == [False] * (MAX_CONCURRENT * 3)
-    assert ticks >= elapsed / 0.01 * 0.3, (ticks, elapsed)
+    # The loop kept running while the hashes were computed (loosely: shared machines)...
+    assert ticks >= 3, (ticks, elapsed)
+    # ...and never more than MAX_CONCURRENT hashing threads existed (19 MiB each).
+    hashing = [t for t in threading.enumerate() if t.name.startswith("argon2")]
+    assert 1 <= len(hashing) <= MAX_CONCURRENT
+
+
+async def test_openapi_lists_the_cookie_scheme(client):
+    doc = await (await client.get("/api/v1/openapi.json")).json()
+    schemes = doc["components"]["securitySchemes"]
+    assert schemes["cookieAuth"] == {"type": "apiKey", "in": "cookie", "name": SESSION_COOKIE}
+    assert schemes["bearerAuth"] == {"type": "http", "scheme": "bearer"}
+    assert {"cookieAuth": []} in doc["security"] and {"bearerAuth": []} in doc["security"]
+    assert doc["paths"]["/api/v1/auth/sign-in/email"]["post"]["security"] == []
+    assert "/api/v1/team/invitations/accept" in doc["paths"]
