@@ -241,7 +241,14 @@
   function build() {
     host = el("div", { id: "agentsvc-widget" });
     var shadow = host.attachShadow({ mode: "open" });
-    shadow.appendChild(el("style", { text: CSS }));
+    // A constructed stylesheet is not inline style, so a site's CSP (style-src) allows it.
+    try {
+      var sheet = new CSSStyleSheet();
+      sheet.replaceSync(CSS);
+      shadow.adoptedStyleSheets = [sheet];
+    } catch (e) {
+      shadow.appendChild(el("style", { text: CSS }));
+    }
     log = el("div", { class: "log", role: "log", "aria-label": "Conversation" });
     input = el("textarea", { "aria-label": "Message", placeholder: "Type a message…", rows: "1" });
     sendBtn = el("button", { type: "submit", class: "primary", text: "Send" });

@@ -2,8 +2,10 @@
 
 One server thread runs three aiohttp apps on free ports of 127.0.0.1: the service, a host
 site of another origin that embeds the widget with the documented snippet, and a webhook
-receiver. One Chromium (Debian's, driven by Playwright) serves the whole session; each test
-gets a fresh context, so storage never leaks between tests.
+receiver. One Chromium (Debian's, driven by Playwright) serves every browser test; each
+test gets a fresh context, so storage never leaks between tests. Both fixtures are scoped
+to this package, not the session: Playwright's sync API keeps an event loop marked running
+in the main thread while it is open, which the other tests' asyncio runner refuses.
 """
 
 from __future__ import annotations
@@ -159,7 +161,7 @@ class Stack:
         return self.api("POST", "/agents", {"name": "Helper", "systemPrompt": prompt})["data"]["id"]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def stack(tmp_path_factory) -> Iterator[Stack]:
     s = Stack(tmp_path_factory.mktemp("browser"))
     s.start()
@@ -167,7 +169,7 @@ def stack(tmp_path_factory) -> Iterator[Stack]:
     s.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Any]:
     """Debian's Chromium through Playwright; missing, every browser test fails (never skips)."""
     if not Path(CHROMIUM).exists():

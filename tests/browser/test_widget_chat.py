@@ -38,17 +38,26 @@ def test_streaming_chat_feedback_and_continuation(page, stack):
     box = page.get_by_role("textbox", name="Message")
     expect(box).to_be_focused()
 
+    # Record, at each streamed delta, the busy message's text: it grows while busy.
+    page.evaluate(
+        """() => { window.seen = []; agentsvc.on('stream', (e) => {
+            if (e.event !== 'content_block_delta') return;
+            const busy = document.getElementById('agentsvc-widget').shadowRoot
+                .querySelector('.log .assistant[aria-busy=true]');
+            window.seen.push(busy ? busy.textContent : null);
+        }); }"""
+    )
     box.fill("When do you open in the morning?")
     page.get_by_role("button", name="Send").click()
     log = page.get_by_role("log")
-    streaming = log.locator(".assistant[aria-busy=true]")
-    # The builtin model streams in several chunks (60 ms apart here): the text grows while
-    # the message is busy, and the finished message is no longer busy.
-    expect(streaming).to_have_count(1)
-    partial = streaming.inner_text()
     done = log.locator(".assistant[aria-busy=false]")
     expect(done).to_contain_text("We open at nine in the morning.")
-    assert len(partial) < len(done.inner_text())
+    seen = page.evaluate("window.seen")
+    # The builtin model streams in several chunks (60 ms apart here).
+    assert len(seen) >= 2, seen
+    assert None not in seen
+    assert all(len(a) < len(b) for a, b in zip(seen, seen[1:], strict=False)), seen
+    assert done.inner_text().startswith(seen[-1])
     expect(log.locator(".user")).to_have_text("When do you open in the morning?")
 
     session_id = _stored(page, agent_id, "session")
@@ -342,3 +351,30 @@ def test_screenshot_of_open_widget(page, stack, tmp_path):
     assert header["x"] + header["width"] <= width and body["y"] + body["height"] <= height
     colours = {pixel(rows, x, y) for y in range(0, height, 20) for x in range(0, width, 20)}
     assert len(colours) > 3
+
+
+def test_works_under_a_strict_content_security_policy(page, stack):
+    agent_id = stack.new_agent("We answer within a day.")
+    csp = (
+        "default-src 'none'; style-src 'self'; img-src https:; "
+        f"script-src 'unsafe-inline' {stack.api_url}; connect-src {stack.api_url}"
+    )
+    stack.embed(
+        {"agentId": agent_id},
+        before=f'<meta http-equiv="Content-Security-Policy" content="{csp}">',
+    )
+    violations = []
+    page.on(
+        "console",
+        lambda msg: violations.append(msg.text) if "Content Security" in msg.text else None,
+    )
+    load(page, stack)
+    launcher(page).click()
+    header_bg = page.evaluate(
+        "() => getComputedStyle(document.getElementById('agentsvc-widget').shadowRoot"
+        ".querySelector('.head')).backgroundColor"
+    )
+    assert header_bg == "rgb(36, 87, 214)"
+    page.evaluate("agentsvc.send('How fast do you answer?')")
+    expect(page.get_by_role("log").locator(".assistant")).to_contain_text("within a day")
+    assert [v for v in violations if "style" in v] == []

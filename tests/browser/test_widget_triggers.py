@@ -236,3 +236,42 @@ def test_show_bubble_api_and_events(page, stack):
     expect(page.get_by_role("dialog")).to_be_visible()
     page.evaluate("agentsvc.off('open', window.h); agentsvc.close(); agentsvc.open()")
     assert page.evaluate("window.got") == ["Hi there", "open"]
+
+
+def test_exit_intent_on_touch_devices_is_a_quick_scroll_up(browser, stack):
+    agent_id = stack.new_agent()
+    trigger(
+        stack,
+        agent_id,
+        name="Leaving on mobile",
+        triggerType="exit_intent",
+        conditions={},
+        actionType="show_bubble",
+        actionConfig={"message": "Wait, a coupon!"},
+    )
+    stack.embed({"agentId": agent_id})
+    stack.host.body_html = "<div style='height:6000px'>long page</div>"
+    context = browser.new_context(
+        viewport={"width": 390, "height": 700}, is_mobile=True, has_touch=True
+    )
+    try:
+        page = context.new_page()
+        page.clock.install()
+        load(page, stack)
+        assert page.evaluate("matchMedia('(pointer: coarse)').matches")
+        bubble = page.get_by_role("button", name="Wait, a coupon!")
+        page.evaluate("window.scrollTo(0, 2000)")
+        page.evaluate("window.scrollTo(0, 1000)")  # too early: just arrived
+        page.wait_for_timeout(100)
+        expect(bubble).to_be_hidden()
+        page.clock.run_for(3500)
+        page.evaluate("window.scrollTo(0, 2500)")
+        page.wait_for_timeout(100)
+        page.clock.run_for(500)
+        page.evaluate("window.scrollTo(0, 2400)")  # a small move up is reading, not leaving
+        page.wait_for_timeout(100)
+        expect(bubble).to_be_hidden()
+        page.evaluate("window.scrollTo(0, 1500)")
+        expect(bubble).to_be_visible()
+    finally:
+        context.close()
