@@ -378,3 +378,14 @@ def test_works_under_a_strict_content_security_policy(page, stack):
     page.evaluate("agentsvc.send('How fast do you answer?')")
     expect(page.get_by_role("log").locator(".assistant")).to_contain_text("within a day")
     assert [v for v in violations if "style" in v] == []
+
+
+def test_demo_page_embeds_a_working_widget(page, stack):
+    agent_id = stack.new_agent("The demo agent says hello.")
+    page.goto(f"{stack.api_url}/widget/demo?agentId={agent_id}")
+    page.wait_for_function("() => window.agentsvc && window.agentsvc.ready === true")
+    page.get_by_role("button", name="Open the chat from the page").click()
+    expect(page.get_by_role("dialog")).to_be_visible()
+    page.get_by_role("textbox", name="Message").fill("What does the demo agent say?")
+    page.get_by_role("button", name="Send").click()
+    expect(page.get_by_role("log").locator(".assistant")).to_contain_text("says hello")

@@ -319,3 +319,36 @@ def test_show_form_trigger_action_converts_on_submit(page, stack):
     form.get_by_role("button", name="Submit").click()
     expect(page.get_by_text("Thank you!")).to_be_visible()
     assert eventually(lambda: counts() == (1, 1))
+
+
+def test_both_mode_runs_webhook_and_handler(page, stack):
+    agent_id = stack.new_agent()
+    _form_tool(
+        stack,
+        agent_id,
+        "quote",
+        {"fields": [{"name": "size", "label": "Size", "type": "number"}]},
+        formExecutionMode="both",
+        formWebhookUrl=stack.receiver_url + "/hooks/quote",
+        formClientHandler="showQuote",
+    )
+    stack.embed(
+        {"agentId": agent_id},
+        after=(
+            "<script>agentsvc.registerFormHandler('showQuote', function (values) {"
+            "  return {success: true, message: 'Quote: ' + values.size * 10 + ' EUR'};"
+            "});</script>"
+        ),
+    )
+    load(page, stack)
+    page.evaluate("agentsvc.showForm('quote')")
+    form = page.get_by_role("form")
+    form.get_by_label("Size").fill("7")
+    form.get_by_role("button", name="Submit").click()
+    expect(page.get_by_text("Quote: 70 EUR")).to_be_visible()
+    assert eventually(lambda: [h for h in stack.receiver.received if h["path"] == "/hooks/quote"])[
+        0
+    ]["body"]["formData"] == {"size": 7}
+    assert eventually(
+        lambda: [s for s in _submissions(stack, agent_id) if s["status"] == "success"]
+    )
