@@ -76,6 +76,7 @@ class Stack:
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.runners: list[web.AppRunner] = []
         self.received: list[dict[str, Any]] = []
+        self.failing = False  # the receiver answers 503 while set
         self.tmp = tmp
         self.url = ""
         self.receiver_url = ""
@@ -111,6 +112,8 @@ class Stack:
         return runner.addresses[0][1]
 
     async def _receive(self, request: web.Request) -> web.Response:
+        if self.failing:
+            return web.json_response({"error": "down for maintenance"}, status=503)
         self.received.append(
             {"path": request.path, "headers": dict(request.headers), "body": await request.json()}
         )
@@ -247,6 +250,7 @@ def nav(page: Page, name: str) -> None:
     page.get_by_role("navigation", name="Sections").get_by_role(
         "link", name=name, exact=True
     ).click()
+    expect(page.locator("main")).not_to_have_attribute("aria-busy", "true")
     expect(page.locator(f'main .page[data-page="{_slug(name)}"]')).to_be_visible()
 
 
@@ -559,6 +563,39 @@ def test_owner_reads_conversations_submissions_and_analytics(tab, stack):
     expect(delivery).to_contain_text("Webhook")
     expect(delivery).to_contain_text(stack.receiver_url + "/hook")
     expect(delivery.get_by_role("cell", name="200", exact=True)).to_be_visible()
+
+    # A delivery that failed every attempt is replayed from the dashboard.
+    tools = stack.api("GET", f"/tools?agentId={agent_id}", key)
+    form_tool = next(t for t in tools if t["name"] == "contact_form")
+    stack.failing = True
+    submitted = _public_post(
+        stack,
+        "/form-submissions/submit",
+        {
+            "toolId": form_tool["id"],
+            "formData": {"email": "late@example.org"},
+            "fieldsCompleted": ["email"],
+        },
+    )
+
+    def failed():
+        sub = stack.api("GET", f"/form-submissions/{submitted['submissionId']}", key)
+        return sub["status"] == "webhook_failed"
+
+    assert wait_for(failed)
+    nav(page, "Form submissions")
+    page.get_by_label("Status filter").select_option("webhook_failed")
+    row = page.get_by_role("row").filter(has_text="contact_form")
+    expect(row).to_have_count(1)
+    row.get_by_role("link").click()
+    expect(page.get_by_text("503").first).to_be_visible()
+    stack.failing = False
+    page.get_by_role("button", name="Redeliver").click()
+    expect(page.locator("main")).to_contain_text("webhook_success")
+    expect(page.get_by_role("button", name="Redeliver")).to_have_count(0)
+    assert stack.received[-1]["body"]["formData"] == {"email": "late@example.org"}
+    nav(page, "Form submissions")
+    page.get_by_label("Status filter").select_option("")
 
     # Analytics: the funnel and the trigger chart are drawn as SVG.
     nav(page, "Analytics")
@@ -953,11 +990,13 @@ def _api_status(stack: Stack, method: str, path: str, key: str, body: Any) -> in
     return 201
 
 
-def _public_post(stack: Stack, path: str, body: dict) -> None:
+def _public_post(stack: Stack, path: str, body: dict) -> Any:
+    """POST to a public endpoint without credentials, as the widget does."""
     request = urllib.request.Request(
         stack.url + "/api/v1" + path,
         data=json.dumps(body).encode(),
         headers={"Content-Type": "application/json"},
         method="POST",
     )
-    urllib.request.urlopen(request, timeout=10).close()  # noqa: S310 (loopback)
+    with urllib.request.urlopen(request, timeout=10) as resp:  # noqa: S310 (loopback)
+        return json.loads(resp.read() or b"null")

@@ -147,6 +147,7 @@ async function route() {
     else link.removeAttribute("aria-current");
   }
   const main = shell.main;
+  main.setAttribute("aria-busy", "true");
   mount(main, h("p", { class: "muted" }, "Loading…"));
   const page = h("div", { class: "page", dataset: { page: entry[0] } });
   try {
@@ -166,6 +167,7 @@ async function route() {
   }
   if (seq !== routeSeq) return;
   mount(main, page);
+  main.removeAttribute("aria-busy");
   document.title = `${entry[1]} · agentsvc`;
   // After a navigation, put keyboard and screen-reader focus on the new page.
   if (focusAfterRoute) main.focus({ preventScroll: true });
@@ -197,6 +199,8 @@ async function boot() {
       throw err;
     }
     ctx.team = await get("/team/context");
+    // Name the start page in the address (without a hashchange), so links to it are no-ops.
+    if (!location.hash || location.hash === "#") history.replaceState(null, "", "#/agents");
     buildShell();
     await ctx.refreshAgents();
     await route();
