@@ -61,7 +61,12 @@
     return c && typeof c === "object" && Array.isArray(c.messages) ? c : { conversationId: null, userId: null, messages: [] };
   }
   var conv = loadConv();
-  if (conv.userId && cfg.userId && conv.userId !== cfg.userId) conv = { conversationId: null, userId: null, messages: [] };
+  // A transcript belongs to the user it was held for: another user (or a signed-out
+  // visitor on a shared computer) starts afresh.
+  if (conv.userId && conv.userId !== (cfg.userId || null)) {
+    conv = { conversationId: null, userId: null, messages: [] };
+    local.del(K_CONV);
+  }
   function saveConv() {
     conv.messages = conv.messages.slice(-MAX_STORED_MESSAGES);
     conv.userId = cfg.userId || null;

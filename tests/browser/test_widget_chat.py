@@ -389,3 +389,32 @@ def test_demo_page_embeds_a_working_widget(page, stack):
     page.get_by_role("textbox", name="Message").fill("What does the demo agent say?")
     page.get_by_role("button", name="Send").click()
     expect(page.get_by_role("log").locator(".assistant")).to_contain_text("says hello")
+
+
+def test_deleted_or_foreign_conversations_start_afresh(page, stack):
+    agent_id = stack.new_agent("Parcels leave the warehouse every evening.")
+    stack.embed({"agentId": agent_id, "userId": "u-1"})
+    load(page, stack)
+    page.evaluate("agentsvc.send('When do parcels leave?')")
+    log = page.get_by_role("log")
+    expect(log.locator(".assistant[aria-busy=false]")).to_have_count(1)
+    first = _stored(page, agent_id, "conversation")["conversationId"]
+
+    # The conversation was deleted on the service: the next message starts a new one.
+    stack.api("DELETE", f"/conversations/{first}")
+    page.evaluate("agentsvc.send('Every evening?')")
+    expect(log.locator(".assistant[aria-busy=false]")).to_have_count(2)
+    expect(page.get_by_role("alert")).to_have_count(0)
+    second = _stored(page, agent_id, "conversation")["conversationId"]
+    assert second != first
+    assert [m["content"] for m in _conversation(stack, second)["messages"] if m["role"] == "user"][
+        -1
+    ] == "Every evening?"
+
+    # The same browser without that user (signed out): the transcript is not shown.
+    stack.embed({"agentId": agent_id})
+    page.reload()
+    page.wait_for_function("() => window.agentsvc && window.agentsvc.ready === true")
+    launcher(page).click()
+    expect(log.locator(".msg")).to_have_count(0)
+    assert _stored(page, agent_id, "conversation") is None
