@@ -1,10 +1,10 @@
-"""The batching writer of trigger events: queued in memory, written in one transaction each.
+"""The batching writer of trigger events: queued in memory, counted in one transaction each.
 
 Requests put their event on a queue and wait for its commit. One task drains whatever is
 queued (no fixed sleep window: while one batch is being written the next one fills up) and
-writes it with the stats counters in one transaction via `Database.run_sync`. Replying after
-the commit means a 202 is a recorded, counted event; on shutdown the server first lets the
-in-flight requests finish, then `close()` drains the queue, so SIGTERM loses nothing.
+adds it to the triggers' counters in one transaction via `Database.run_sync`. Replying after
+the commit means a 202 is a counted event; on shutdown the server first lets the in-flight
+requests finish, then `close()` drains the queue, so SIGTERM loses nothing.
 """
 
 from __future__ import annotations
