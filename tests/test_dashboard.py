@@ -197,3 +197,17 @@ def test_dashboard_inserts_data_as_text_only():
         source = path.read_text()
         for banned in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval("):
             assert banned not in source, (path.name, banned)
+
+
+async def test_setup_attempts_are_rate_limited_like_sign_in(make_client):
+    client = await make_client(auth={"sign_in_per_minute_ip": 2})
+    for _ in range(2):
+        resp = await client.post("/api/v1/setup", json={**OWNER, "password": "short"})
+        await assert_error(resp, 400, "VALIDATION_ERROR", "password")
+    # Validation failures cost no token (refused before the limiter); real attempts do.
+    first = await client.post("/api/v1/setup", json=OWNER)
+    assert first.status == 201
+    for _ in range(2):
+        resp = await client.post("/api/v1/setup", json=OWNER)
+    await assert_error(resp, 429, "RATE_LIMITED")
+    assert int(resp.headers["Retry-After"]) >= 1

@@ -10,6 +10,7 @@ from agentsvc import keys
 from agentsvc.api import auth
 from agentsvc.api.models import RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, envelope_response
+from agentsvc.api.session_auth import limit_sign_in
 from agentsvc.passwords import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH
 from agentsvc.services import setup as setup_service
 
@@ -50,13 +51,15 @@ async def get_setup(call: Call):
     response=OwnerCreated,
     envelope=True,
     status=201,
-    errors=(403,),
+    errors=(403, 429),
     response_headers=("Set-Cookie",),
 )
 async def post_setup(call: Call):
     """Create the owner account and its team, signed in; only while no user exists."""
     body: OwnerCreate = call.body
     auth.refuse_foreign_origin(call.request)
+    # Hashing a password is deliberately costly: the sign-in limits apply here too.
+    limit_sign_in(call, body.email)
     signed_in = await setup_service.create_owner(
         call.app[keys.db_key],
         call.app[keys.settings_key],
