@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from agentsvc.services.event_ingest import EventWriter
     from agentsvc.services.knowledge import Indexer
     from agentsvc.services.tool_runner import ToolRunner
+    from agentsvc.services.write_batcher import WriteBatcher
 
 settings_key: web.AppKey[Settings] = web.AppKey("settings")
 db_key: web.AppKey[Database] = web.AppKey("db")
@@ -44,6 +45,7 @@ oauth_http_key: web.AppKey[ClientSession] = web.AppKey("oauth_http")
 indexer_key: web.AppKey[Indexer] = web.AppKey("knowledge_indexer")
 providers_key: web.AppKey[Providers] = web.AppKey("providers")
 chat_streams_key: web.AppKey[OpenStreams] = web.AppKey("chat_streams")
+chat_writer_key: web.AppKey[WriteBatcher] = web.AppKey("chat_writer")
 
 # Request-scoped values.
 principal_request_key: web.RequestKey[Principal] = web.RequestKey("principal")

@@ -28,6 +28,7 @@ from agentsvc.llm.base import Providers
 from agentsvc.services import chat as chat_service
 from agentsvc.services import identity as identity_service
 from agentsvc.services import turn as turn_service
+from agentsvc.services.write_batcher import WriteBatcher
 
 routes = RouteTable("chat")
 
@@ -210,7 +211,8 @@ async def post_chat(call: Call):
         team_id=call.principal.team_id if call.principal else None,
     )
     db = app[keys.db_key]
-    turn = await chat_service.prepare_turn(db, app[keys.providers_key], chat)
+    writer = app[keys.chat_writer_key]
+    turn = await chat_service.prepare_turn(db, writer, app[keys.providers_key], chat)
 
     response = web.StreamResponse(
         headers={
@@ -223,7 +225,7 @@ async def post_chat(call: Call):
     settings = app[keys.settings_key].chat
     sink = SseSink(response, settings.flush_interval_ms / 1000.0)
     runner = turn_service.TurnRunner(
-        db, turn, sink, app[keys.tool_runner_key], settings.keepalive_seconds
+        writer, turn, sink, app[keys.tool_runner_key], settings.keepalive_seconds
     )
     streams = app[keys.chat_streams_key]
     task = asyncio.ensure_future(runner.run())
@@ -260,7 +262,10 @@ async def chat_ctx(app: web.Application) -> AsyncIterator[None]:
     )
     app[keys.providers_key] = Providers(app[keys.settings_key], session)
     app[keys.chat_streams_key] = OpenStreams()
+    writer = WriteBatcher(app[keys.db_key])
+    app[keys.chat_writer_key] = writer
     yield
+    await writer.close()
     await session.close()
 
 

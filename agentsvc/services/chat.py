@@ -16,6 +16,7 @@ from agentsvc.ids import new_id, now_iso
 from agentsvc.llm.base import Message, ProviderError, Providers
 from agentsvc.services import knowledge
 from agentsvc.services.turn import Turn
+from agentsvc.services.write_batcher import WriteBatcher
 from agentsvc.store import agents as agents_store
 from agentsvc.store import conversations as conv_store
 from agentsvc.store import tools as tools_store
@@ -69,7 +70,9 @@ def _history_from_store(messages: list[StoredMessage]) -> list[Message]:
     return history
 
 
-async def prepare_turn(db: Database, providers: Providers, chat: ChatInput) -> Turn:
+async def prepare_turn(
+    db: Database, writer: WriteBatcher, providers: Providers, chat: ChatInput
+) -> Turn:
     """Validate and load everything, store the user's message, and return the turn."""
     if chat.messages[-1][0] != "user":
         raise ValidationFailed("messages: the last message must have role 'user'")
@@ -143,9 +146,8 @@ async def prepare_turn(db: Database, providers: Providers, chat: ChatInput) -> T
             conv_store.touch(raw, user_message.conversation_id, now)
         conv_store.insert_message(raw, user_message)
 
-    # One hop to the writer thread for the whole transaction: this is on the path to the
-    # first delta.
-    await db.run_sync(write)
+    # Batched with the other streams' writes: this is on the path to the first delta.
+    await writer.run_sync(write)
     return Turn(
         agent=agent,
         conversation=conv,

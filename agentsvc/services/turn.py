@@ -16,7 +16,6 @@ from typing import Any, Protocol
 
 import orjson
 
-from agentsvc.db import Database
 from agentsvc.ids import now_iso
 from agentsvc.llm.base import (
     Message,
@@ -30,6 +29,7 @@ from agentsvc.llm.base import (
 )
 from agentsvc.services import knowledge
 from agentsvc.services.models import BUILTIN
+from agentsvc.services.write_batcher import WriteBatcher
 from agentsvc.store import conversations as conv_store
 from agentsvc.store.agents import Agent
 from agentsvc.store.conversations import Conversation, StoredMessage
@@ -102,13 +102,13 @@ class TurnRunner:
 
     def __init__(
         self,
-        db: Database,
+        writer: WriteBatcher,
         turn: Turn,
         sink: EventSink,
         tool_runner: ToolRunnerLike,
         keepalive_seconds: float,
     ):
-        self._db = db
+        self._writer = writer
         self._turn = turn
         self._sink = sink
         self._runner = tool_runner
@@ -318,4 +318,4 @@ class TurnRunner:
             conv_store.insert_message(raw, message)
             conv_store.touch(raw, message.conversation_id, now)
 
-        await self._db.run_sync(write)
+        await self._writer.run_sync(write)
