@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from agentsvc.services.access import KeyResolver, Principal
     from agentsvc.services.delivery import Deliverer
     from agentsvc.services.event_ingest import EventWriter
-    from agentsvc.services.event_ingest import EventWriter
     from agentsvc.services.knowledge import Indexer
     from agentsvc.services.tool_runner import ToolRunner
     from agentsvc.services.write_batcher import WriteBatcher
@@ -32,7 +31,6 @@ db_key: web.AppKey[Database] = web.AppKey("db")
 key_resolver_key: web.AppKey[KeyResolver] = web.AppKey("key_resolver")
 rate_buckets_key: web.AppKey[TokenBuckets] = web.AppKey("rate_buckets")
 scheduler_key: web.AppKey[AsyncIOScheduler] = web.AppKey("scheduler")
-event_writer_key: web.AppKey[EventWriter] = web.AppKey("event_writer")
 event_writer_key: web.AppKey[EventWriter] = web.AppKey("event_writer")
 secret_box_key: web.AppKey[SecretBox] = web.AppKey("secret_box")
 outbound_key: web.AppKey[OutboundClient] = web.AppKey("outbound")
