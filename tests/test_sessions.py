@@ -107,7 +107,7 @@ async def test_wrong_password_and_unknown_email_answer_identically(client):
         return resp.status, body, time.perf_counter() - started
 
     wrong, unknown = [], []
-    for _ in range(5):  # interleaved, so drift in machine speed hits both alike
+    for _ in range(7):  # interleaved, so drift in machine speed hits both alike
         wrong.append(await attempt("ada@example.com"))
         unknown.append(await attempt("nobody@example.com"))
     assert {(s, b) for s, b, _ in wrong} == {(s, b) for s, b, _ in unknown}
@@ -124,7 +124,7 @@ async def test_wrong_password_and_unknown_email_answer_identically(client):
     # least disturbed by other load on a shared machine; the bounds stay loose.
     t_wrong = min(t for *_, t in wrong)
     t_unknown = min(t for *_, t in unknown)
-    assert t_unknown > 0.5 * t_wrong and t_wrong > 0.5 * t_unknown, (t_wrong, t_unknown)
+    assert t_unknown > 0.4 * t_wrong and t_wrong > 0.4 * t_unknown, (t_wrong, t_unknown)
 
 
 async def test_user_without_password_cannot_sign_in_by_password(client):
