@@ -3,6 +3,10 @@
 One server thread runs the real app (public_url = its own loopback address, so the Origin
 check of cookie sessions applies as in production) and a webhook receiver. Each test gets
 a fresh browser context. A missing Chromium fails these tests; they never skip.
+
+The tests share one instance and run in file order, like a user's first day: the first
+creates the owner, the main-flow test creates the agent, tools, trigger and conversations
+that the later ones read. Run the file whole.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from agentsvc import keys
 from agentsvc.api import all_endpoints
+from agentsvc.api.widget import embed_snippet
 from agentsvc.app import create_app
 from agentsvc.services import accounts
 from agentsvc.store import mail_outbox
@@ -693,8 +698,8 @@ def test_owner_manages_secrets_keys_and_the_widget(tab, stack):
     nav(page, "Widget")
     agent_id = page.locator("#agent-picker").input_value()
     snippet = page.locator("#embed-snippet")
-    expect(snippet).to_contain_text(f'agentId: "{agent_id}"')
-    expect(snippet).to_contain_text(f'<script src="{stack.url}/widget.js" async></script>')
+    # The very snippet the README and the demo page document.
+    expect(snippet).to_have_text(embed_snippet({"agentId": agent_id}, f"{stack.url}/widget.js"))
     page.get_by_role("button", name="Copy snippet").click()
     expect(page.locator(".toast").filter(has_text="copied")).to_be_visible()
     assert page.evaluate("navigator.clipboard.readText()") == snippet.inner_text()

@@ -3,17 +3,22 @@
 import { h, mount, copyText, toast } from "./dom.js";
 import { pageHeader } from "./forms.js";
 
-/** The snippet that embeds this agent's widget on a site. */
+/** The snippet that embeds this agent's widget: the same text as the README and demo page. */
 export function embedSnippet(origin, agentId) {
+  // JSON is a JS object literal; escaping < keeps "</script>" out of it.
+  const config = `{"agentId": ${JSON.stringify(agentId)}}`.replace(/</g, "\\u003c");
+  const src = `${origin}/widget.js`.replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
   return [
     "<script>",
-    `  window.agentsvcConfig = { agentId: ${JSON.stringify(agentId)} };`,
-    "  window.agentsvc = window.agentsvc || { q: [] };",
-    '  ["open", "close", "toggle", "send", "identify", "reset", "track", "registerFormHandler", "showBubble", "showForm", "on", "off"].forEach(function (m) {',
-    "    window.agentsvc[m] = window.agentsvc[m] || function () { window.agentsvc.q.push([m, [].slice.call(arguments)]); };",
+    `window.agentsvcConfig = ${config};`,
+    "(function (a) {",
+    '  ["open", "close", "toggle", "send", "identify", "reset", "track",',
+    '   "registerFormHandler", "showBubble", "showForm", "on", "off"].forEach(function (m) {',
+    "    if (a.q) a[m] = a[m] || function () { a.q.push([m, [].slice.call(arguments)]); };",
     "  });",
+    "})((window.agentsvc = window.agentsvc || { q: [] }));",
     "</script>",
-    `<script src="${origin}/widget.js" async></script>`,
+    `<script src="${src}" async></script>`,
   ].join("\n");
 }
 
