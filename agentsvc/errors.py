@@ -122,11 +122,26 @@ def error_response(error: ApiError) -> web.Response:
     )
 
 
+# pydantic puts validator and union-member tags into error locations
+# ("priority.function-before[...]", "value.str"); users should see field names only.
+_LOC_TAGS = {"str", "int", "float", "bool", "dict", "list", "none", "literal", "tagged-union"}
+
+
+def _field_path(loc: tuple) -> str:
+    parts = [
+        str(p)
+        for p in loc
+        if isinstance(p, int)
+        or (p != "__root__" and "[" not in p and "-" not in p and p not in _LOC_TAGS)
+    ]
+    return ".".join(parts)
+
+
 def describe_validation_error(exc: ValidationError, prefix: str = "") -> str:
     """Turn a pydantic error into one message that names the field(s)."""
     parts = []
     for item in exc.errors()[:5]:
-        loc = ".".join(str(p) for p in item["loc"] if p != "__root__")
+        loc = _field_path(item["loc"])
         field = f"{prefix}{loc}" if loc else (prefix.rstrip(".") or "body")
         msg = item["msg"]
         if item["type"] == "missing":
