@@ -744,6 +744,70 @@ def test_knowledge_documents_feed_the_agent(tab, stack):
     expect(answer).to_contain_text("two year warranty")
 
 
+def test_owner_edits_and_deletes(tab, stack):
+    ensure_owner(stack)
+    page = tab.page
+    sign_in(page, stack)
+
+    # Edit a tool (PUT) and a trigger (PUT).
+    nav(page, "Tools")
+    page.get_by_role("link", name="order_status").click()
+    editor = page.get_by_role("form", name="Edit tool")
+    editor.get_by_label("Description").fill("Look up where an order is")
+    editor.get_by_label("Enabled").uncheck()
+    editor.get_by_role("button", name="Save tool").click()
+    expect(page.locator(".toast").filter(has_text="Tool saved")).to_be_visible()
+    nav(page, "Tools")
+    row = page.get_by_role("row").filter(has_text="order_status")
+    expect(row).to_contain_text("Look up where an order is")
+    expect(row.get_by_role("cell").nth(2)).to_have_text("no")
+
+    nav(page, "Triggers")
+    page.get_by_role("link", name="Pricing page help").click()
+    form = page.get_by_role("form", name="Edit trigger")
+    form.get_by_label("Priority").fill("5")
+    form.get_by_label("Pre-filled message (optional)").fill("Questions about plans?")
+    form.get_by_role("button", name="Save trigger").click()
+    row = page.get_by_role("row").filter(has_text="Pricing page help")
+    expect(row.get_by_role("cell").nth(3)).to_have_text("5")
+
+    # Delete a trigger, a tool and a conversation, each after a confirmation.
+    page.get_by_role("link", name="Leaving? Leave your e-mail").click()
+    page.get_by_role("button", name="Delete trigger").click()
+    page.get_by_role("dialog").get_by_role("button", name="Cancel").click()
+    expect(page.get_by_role("heading", name="Leaving? Leave your e-mail")).to_be_visible()
+    page.get_by_role("button", name="Delete trigger").click()
+    page.get_by_role("dialog").get_by_role("button", name="Delete trigger").click()
+    expect(page.get_by_role("link", name="Pricing page help")).to_be_visible()
+    expect(page.get_by_role("link", name="Leaving? Leave your e-mail")).to_have_count(0)
+
+    nav(page, "Tools")
+    page.get_by_role("link", name="create_lead").click()
+    page.get_by_role("button", name="Delete tool").click()
+    page.get_by_role("dialog").get_by_role("button", name="Delete tool").click()
+    expect(page.get_by_role("link", name="order_status")).to_be_visible()
+    expect(page.get_by_role("link", name="create_lead")).to_have_count(0)
+
+    nav(page, "Conversations")
+    page.get_by_role("link", name=re.compile(r"^\/tool order_status")).click()
+    page.get_by_role("button", name="Delete conversation").click()
+    page.get_by_role("dialog").get_by_role("button", name="Delete").click()
+    expect(page.get_by_role("link", name="Do you ship worldwide?")).to_be_visible()
+    expect(page.get_by_role("link", name=re.compile(r"^\/tool order_status"))).to_have_count(0)
+
+    # Create and delete an agent; the picker follows.
+    nav(page, "Agents")
+    page.get_by_role("link", name="New agent").click()
+    page.get_by_label("Name", exact=True).fill("Temporary")
+    page.get_by_role("button", name="Create agent").click()
+    expect(page.locator("#agent-picker")).to_contain_text("Temporary")
+    page.get_by_role("button", name="Delete agent").click()
+    page.get_by_role("dialog").get_by_role("button", name="Delete agent").click()
+    expect(page.get_by_role("heading", name="Agents", exact=True)).to_be_visible()
+    expect(page.get_by_role("link", name="Temporary")).to_have_count(0)
+    expect(page.locator("#agent-picker")).not_to_contain_text("Temporary")
+
+
 SCHEMAS = [
     {"type": "object", "properties": {}},
     {"type": "object", "properties": {"q": {"type": "string", "enum": ["a", "b"]}}},
