@@ -257,7 +257,7 @@
     log = el("div", { class: "log", role: "log", "aria-label": "Conversation" });
     input = el("textarea", { "aria-label": "Message", placeholder: "Type a message…", rows: "1" });
     sendBtn = el("button", { type: "submit", class: "primary", text: "Send" });
-    panel = el("div", { class: "panel", role: "dialog", "aria-label": cfg.title || "Chat", hidden: true }, [
+    panel = el("div", { id: "panel", class: "panel", role: "dialog", "aria-label": cfg.title || "Chat", hidden: true }, [
       el("div", { class: "head" }, [
         el("h2", { text: cfg.title || "Chat" }),
         el("button", { class: "x", type: "button", "aria-label": "Close", text: "×", onclick: function () { close(); } })
@@ -274,7 +274,7 @@
       el("button", { type: "button", class: "bubble-x", "aria-label": "Dismiss", text: "×", onclick: function () { hideBubble(); } })
     ]);
     launcher = el("button", {
-      type: "button", class: "launcher", "aria-expanded": "false", "aria-label": "Open chat", text: "💬",
+      type: "button", class: "launcher", "aria-expanded": "false", "aria-controls": "panel", "aria-label": "Open chat", text: "💬",
       onclick: function () { toggle(); }
     });
     var wrap = el("div", { class: "root" }, [panel, bubbleWrap, launcher]);
