@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
 import re
 import secrets
@@ -18,6 +19,9 @@ request_id_request_key: web.RequestKey[str] = web.RequestKey("request_id")
 started_request_key: web.RequestKey[float] = web.RequestKey("started")
 
 _SAFE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+# A random process prefix and a counter: unique ids without a urandom syscall per request.
+_ID_PREFIX = secrets.token_hex(4)
+_id_counter = itertools.count(1)
 
 access_log = logging.getLogger("agentsvc.access")
 
@@ -27,7 +31,9 @@ def request_id(request: web.Request) -> str:
     rid = request.get(request_id_request_key)
     if rid is None:
         incoming = request.headers.get("X-Request-Id", "")
-        rid = incoming if _SAFE_REQUEST_ID.match(incoming) else secrets.token_hex(8)
+        rid = (
+            incoming if _SAFE_REQUEST_ID.match(incoming) else f"{_ID_PREFIX}{next(_id_counter):08x}"
+        )
         request[request_id_request_key] = rid
     return rid
 
@@ -93,6 +99,18 @@ class Metrics:
             registry=self.registry,
         )
         self._collectors: list[Collector] = []
+        # labels() resolves children through a lock and a dict each time; cache them.
+        self._children: dict[tuple[str, str, str], tuple[Counter, Histogram]] = {}
+
+    def observe_request(self, method: str, route: str, status: int, seconds: float) -> None:
+        """Count one answered request and its latency."""
+        key = (method, route, str(status))
+        children = self._children.get(key)
+        if children is None:
+            children = (self.requests.labels(*key), self.latency.labels(route))
+            self._children[key] = children
+        children[0].inc()
+        children[1].observe(seconds)
 
     def add_collector(self, collector: Collector) -> None:
         """Run `collector` before each scrape (e.g. to read the outbox depth)."""
@@ -117,8 +135,7 @@ async def observe(request: web.Request, response: web.StreamResponse) -> None:
     route = request.match_info.route
     resource = route.resource if route else None
     name = resource.canonical if resource is not None else "unmatched"
-    metrics.requests.labels(request.method, name, str(response.status)).inc()
-    metrics.latency.labels(name).observe(time.perf_counter() - started)
+    metrics.observe_request(request.method, name, response.status, time.perf_counter() - started)
 
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
