@@ -32,6 +32,7 @@ from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from agentsvc import keys
 from agentsvc.api import all_endpoints
+from agentsvc.api.openapi import model_id_pattern
 from agentsvc.api.widget import embed_snippet
 from agentsvc.app import create_app
 from agentsvc.services import accounts
@@ -372,6 +373,7 @@ def test_owner_creates_an_agent_tools_and_a_trigger_and_chats(tab, stack):
 
     # Agent.
     page.get_by_role("link", name="New agent").click()
+    expect(page.get_by_text("builtin (offline). Other models need a provider")).to_be_visible()
     page.get_by_label("Name", exact=True).fill("Support bot")
     page.get_by_label("Temperature (0-100)").fill("30")
     page.get_by_label("System prompt").fill(
@@ -881,6 +883,20 @@ def test_client_side_schema_checks_agree_with_the_api(tab, stack):
         accepted = _api_status(stack, "POST", "/tools", key, body) == 201
         assert accepted == (problems == []), (form, problems)
     stack.api("DELETE", f"/agents/{agent['id']}", key)
+
+
+def test_model_suggestions_follow_the_configured_providers(tab, stack):
+    page = tab.page
+    page.goto(stack.url + "/")
+    cases = [["openai", "my-llm"], [], ["a.b"]]
+    found = page.evaluate(
+        """async (patterns) => {
+            const m = await import("/dashboard/page-agents.js");
+            return patterns.map(m.providersFromPattern);
+        }""",
+        [model_id_pattern(names) for names in cases],
+    )
+    assert found == [sorted(names) for names in cases]
 
 
 def test_csv_export_quotes_cells_and_defuses_formulas(tab, stack):

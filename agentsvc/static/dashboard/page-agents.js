@@ -4,18 +4,44 @@ import { del, get, patch, post } from "./api.js";
 import { confirmDialog, field, h, mount, table, toast, when } from "./dom.js";
 import { onSubmit, pageHeader } from "./forms.js";
 
-function modelInput(value) {
-  const list = h("datalist", { id: "model-options" }, h("option", { value: "builtin" }));
+let providers = null;
+
+/** Provider names from the model id pattern of the OpenAPI document (unescaped). */
+export function providersFromPattern(pattern) {
+  const match = (pattern || "").match(/\|\(([^)]*)\)\/\.\+\)\$$/);
+  return match ? match[1].split("|").map((p) => p.replace(/\\(.)/g, "$1")) : [];
+}
+
+/**
+ * The configured providers, read from the public OpenAPI document: its model id pattern is
+ * built from them (`^(builtin|(ollama|openai)/.+)$`), so suggestions match what is accepted.
+ */
+async function modelProviders() {
+  if (providers === null) {
+    try {
+      const doc = await get("/openapi.json");
+      providers = providersFromPattern(doc.components.schemas.AgentCreate.properties.model.pattern);
+    } catch {
+      providers = [];
+    }
+  }
+  return providers;
+}
+
+function modelInput(value, names) {
+  const list = h("datalist", { id: "model-options" }, h("option", { value: "builtin" }), names.map((p) => h("option", { value: `${p}/` })));
   const input = h("input", { name: "model", list: "model-options", value: value || "", placeholder: "builtin", autocomplete: "off" });
   return [input, list];
 }
 
-function agentFields(agent = {}) {
-  const [model, list] = modelInput(agent.model);
+function agentFields(agent, names) {
+  const [model, list] = modelInput(agent.model, names);
   const temperature = h("input", { name: "temperature", type: "number", min: 0, max: 100, step: 1, value: agent.temperature ?? 50 });
   return [
     field("Name", h("input", { name: "name", required: true, maxlength: 200, value: agent.name || "" })),
-    field("Model", model, "builtin (offline), or PROVIDER/MODEL of a configured provider, e.g. openai/gpt-4o-mini."),
+    field("Model", model, names.length
+      ? `builtin (offline), or PROVIDER/MODEL with a configured provider: ${names.join(", ")}.`
+      : "builtin (offline). Other models need a provider in the configuration ([providers.NAME])."),
     list,
     field("Temperature (0-100)", temperature, "0 is focused, 100 is creative."),
     field("System prompt", h("textarea", { name: "systemPrompt", rows: 8 }, agent.systemPrompt || "")),
@@ -58,7 +84,8 @@ export async function renderAgent(ctx, page, id) {
       mount(page, pageHeader("New agent"), h("p", { class: "empty" }, "Only the team owner creates agents."));
       return;
     }
-    const form = onSubmit(h("form", { class: "stack card" }, agentFields(), h("button", { type: "submit" }, "Create agent")), async (data) => {
+    const names = await modelProviders();
+    const form = onSubmit(h("form", { class: "stack card" }, agentFields({}, names), h("button", { type: "submit" }, "Create agent")), async (data) => {
       const agent = await post("/agents", agentBody(data));
       toast(`Agent ${agent.name} created`);
       ctx.setAgent(agent.id);
@@ -68,9 +95,9 @@ export async function renderAgent(ctx, page, id) {
     mount(page, pageHeader("New agent"), form);
     return;
   }
-  const agent = await get(`/agents/${encodeURIComponent(id)}`);
+  const [agent, names] = await Promise.all([get(`/agents/${encodeURIComponent(id)}`), modelProviders()]);
   if (ctx.agentId !== agent.id) ctx.setAgent(agent.id);
-  const form = onSubmit(h("form", { class: "stack card", "aria-label": "Agent settings" }, agentFields(agent), h("button", { type: "submit" }, "Save changes")), async (data) => {
+  const form = onSubmit(h("form", { class: "stack card", "aria-label": "Agent settings" }, agentFields(agent, names), h("button", { type: "submit" }, "Save changes")), async (data) => {
     const saved = await patch(`/agents/${encodeURIComponent(id)}`, agentBody(data));
     toast(`Saved ${saved.name}`);
     await ctx.refreshAgents();
