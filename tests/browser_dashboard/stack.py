@@ -1,0 +1,315 @@
+"""The dashboard's browser-test stack: the real app and fakes on loopback, tabs, helpers.
+
+One server thread runs the real app (public_url = its own loopback address, so the Origin
+check of cookie sessions applies as in production), a webhook receiver and a fake OAuth
+provider. Each tab is a fresh browser context that records script errors and every request
+(checked: only this instance's documented endpoints).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import re
+import socket
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from aiohttp import web
+from playwright.sync_api import Browser, Page, expect
+
+from agentsvc import keys
+from agentsvc.api import all_endpoints
+from agentsvc.app import create_app
+from agentsvc.services import accounts
+from agentsvc.store import mail_outbox
+from tests.conftest import make_settings
+from tests.fakes.oauth import FakeOAuth
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+OWNER_EMAIL = "owner@example.com"
+PASSWORD = "correct horse battery"  # noqa: S105 (a test password)
+PAGES = [
+    "Agents",
+    "Knowledge",
+    "Tools",
+    "Triggers",
+    "Chat preview",
+    "Conversations",
+    "Form submissions",
+    "Analytics",
+    "Widget",
+    "Team",
+    "API keys",
+    "Secrets",
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Stack:
+    """The service and a webhook receiver on loopback, run by a thread's event loop."""
+
+    def __init__(self, tmp: Path):
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.runners: list[web.AppRunner] = []
+        self.received: list[dict[str, Any]] = []
+        self.failing = False  # the receiver answers 503 while set
+        self.tmp = tmp
+        self.url = ""
+        self.receiver_url = ""
+
+    def run(self, coro) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout=30)
+
+    def start(self) -> None:
+        self.thread.start()
+        receiver = web.Application()
+        receiver.router.add_post("/{tail:.*}", self._receive)
+        self.receiver_url = f"http://127.0.0.1:{self.run(self._serve(receiver, 0))}"
+        self.oauth = FakeOAuth()
+        self.oauth.base = f"http://127.0.0.1:{self.run(self._serve(self.oauth.app, 0))}"
+        port = _free_port()
+        self.url = f"http://127.0.0.1:{port}"
+        settings = make_settings(
+            self.tmp,
+            server={"public_url": self.url},
+            webhooks={"retry_schedule_seconds": [0, 0.2]},
+            ratelimit={"public_chat_per_minute": 10000},
+            auth={"sign_in_per_minute_ip": 1000, "sign_in_per_minute_email": 1000},
+            oauth={"github": self.oauth.settings(self.oauth.base)},
+        )
+        self.app = create_app(settings)
+        self.run(self._serve(self.app, port))
+
+    async def _serve(self, app: web.Application, port: int) -> int:
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", port).start()
+        self.runners.append(runner)
+        return runner.addresses[0][1]
+
+    async def _receive(self, request: web.Request) -> web.Response:
+        if self.failing:
+            return web.json_response({"error": "down for maintenance"}, status=503)
+        self.received.append(
+            {"path": request.path, "headers": dict(request.headers), "body": await request.json()}
+        )
+        return web.json_response({"ok": True})
+
+    def stop(self) -> None:
+        async def cleanup() -> None:
+            for runner in reversed(self.runners):
+                await runner.cleanup()
+
+        self.run(cleanup())
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=10)
+        self.loop.close()
+
+    def outbox(self, to: str) -> list:
+        async def read():
+            await self.app[keys.mailer_key].drain()
+            return await mail_outbox.list_recent(self.app[keys.db_key].reader, to)
+
+        return self.run(read())
+
+    def api(self, method: str, path: str, key: str, body: Any = None) -> Any:
+        """Call the API with a Bearer key, as an external client (set-up and checks only)."""
+        request = urllib.request.Request(
+            self.url + "/api/v1" + path,
+            method=method,
+            data=None if body is None else json.dumps(body).encode(),
+            headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=10) as resp:  # noqa: S310 (loopback)
+            return json.loads(resp.read() or b"null")
+
+
+class Tab:
+    """A page of a fresh context that records script errors (a test fails on any)."""
+
+    def __init__(self, browser: Browser, stack: Stack):
+        self.context = browser.new_context(
+            viewport={"width": 1280, "height": 860},
+            permissions=["clipboard-read", "clipboard-write"],
+            accept_downloads=True,
+        )
+        self.page = self.context.new_page()
+        self.errors: list[str] = []
+        self.page.on("pageerror", lambda exc: self.errors.append(str(exc)))
+        self.requests: list[tuple[str, str]] = []
+        self.context.on("request", lambda r: self.requests.append((r.method, r.url)))
+        self.stack = stack
+
+    def close(self) -> None:
+        self.context.close()
+        assert self.errors == [], self.errors
+        check_requests(self.stack, self.requests)
+
+
+def route_patterns() -> list[tuple[str, re.Pattern]]:
+    return [
+        (e.method, re.compile("^" + re.sub(r"\{[^}]+\}", "[^/]+", e.full_path) + "$"))
+        for e in all_endpoints()
+    ]
+
+
+def check_requests(stack: Stack, requests: list[tuple[str, str]]) -> None:
+    """Every request the dashboard made went to this instance, to a documented endpoint."""
+    patterns = route_patterns()
+    assert any("/api/v1/" in url for _, url in requests), requests
+    for method, url in requests:
+        if url.startswith("data:") or url.startswith("blob:"):
+            continue
+        parts = urlsplit(url)
+        if parts.hostname == "127.0.0.1" and url.startswith(stack.oauth.base):
+            continue  # the fake identity provider of the OAuth test
+        assert url.startswith(stack.url + "/"), url
+        path = unquote(parts.path)
+        documented = any(m == method and p.match(path) for m, p in patterns)
+        assert documented, (method, url)
+
+
+def ensure_owner(stack: Stack) -> None:
+    """Create the owner through the public setup endpoint unless a test already did."""
+    with urllib.request.urlopen(stack.url + "/api/v1/setup", timeout=10) as resp:  # noqa: S310
+        if not json.loads(resp.read())["data"]["needsOwner"]:
+            return
+    body = json.dumps({"email": OWNER_EMAIL, "password": PASSWORD, "name": "Olivia Owner"})
+    request = urllib.request.Request(
+        stack.url + "/api/v1/setup",
+        data=body.encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    urllib.request.urlopen(request, timeout=10).close()  # noqa: S310
+
+
+def sign_in(page: Page, stack: Stack, email: str = OWNER_EMAIL) -> None:
+    page.goto(stack.url + "/")
+    form = page.get_by_role("form", name="Sign in with password")
+    form.get_by_label("E-mail").fill(email)
+    form.get_by_label("Password", exact=True).fill(PASSWORD)
+    form.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("heading", name="Agents", exact=True)).to_be_visible()
+
+
+def nav(page: Page, name: str) -> None:
+    page.get_by_role("navigation", name="Sections").get_by_role(
+        "link", name=name, exact=True
+    ).click()
+    expect(page.locator("main")).not_to_have_attribute("aria-busy", "true")
+    expect(page.locator(f'main .page[data-page="{slug(name)}"]')).to_be_visible()
+
+
+def slug(name: str) -> str:
+    return {
+        "Chat preview": "preview",
+        "Form submissions": "submissions",
+        "API keys": "api-keys",
+    }.get(name, name.lower())
+
+
+def image_stats(page: Page, png: bytes) -> dict:
+    """Decode a screenshot in the browser: sampled distinct colours and the commonest's share."""
+    data_url = "data:image/png;base64," + base64.b64encode(png).decode()
+    return page.evaluate(
+        """async (src) => {
+            const img = new Image();
+            img.src = src;
+            await img.decode();
+            const canvas = new OffscreenCanvas(img.width, img.height);
+            const g = canvas.getContext("2d");
+            g.drawImage(img, 0, 0);
+            const px = g.getImageData(0, 0, img.width, img.height).data;
+            const counts = new Map();
+            let n = 0;
+            for (let i = 0; i < px.length; i += 4 * 7) {
+                const key = (px[i] >> 3) << 10 | (px[i + 1] >> 3) << 5 | (px[i + 2] >> 3);
+                counts.set(key, (counts.get(key) || 0) + 1);
+                n++;
+            }
+            return {width: img.width, height: img.height, colours: counts.size,
+                    dominant: Math.max(...counts.values()) / n};
+        }""",
+        data_url,
+    )
+
+
+def wait_for(check, timeout: float = 5.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(0.05)
+
+
+def create_api_key(page: Page) -> str:
+    nav(page, "API keys")
+    form = page.get_by_role("form", name="Create an API key")
+    form.get_by_label("Key name").fill("browser test")
+    form.get_by_role("button", name="Create API key").click()
+    expect(page.get_by_text("it is shown only once")).to_be_visible()
+    key = page.locator("#new-api-key").inner_text()
+    assert key.startswith("asvc_")
+    return key
+
+
+def owner_key(stack: Stack) -> str:
+    """A fresh API key of the owner, made directly in the database (test set-up only)."""
+
+    async def make() -> str:
+        db = stack.app[keys.db_key]
+        user, team = await accounts.ensure_user_with_team(
+            db, email=OWNER_EMAIL, name="", plan="pro"
+        )
+        async with db.write() as conn:
+            created = await accounts.create_api_key(
+                conn, team_id=team.id, user_id=user.id, name="checks"
+            )
+        return created.key
+
+    return stack.run(make())
+
+
+def api_status(stack: Stack, method: str, path: str, key: str, body: Any) -> int:
+    try:
+        stack.api(method, path, key, body)
+    except urllib.error.HTTPError as exc:
+        assert exc.code == 400, exc.read()
+        return exc.code
+    return 201
+
+
+def public_post(stack: Stack, path: str, body: dict) -> Any:
+    """POST to a public endpoint without credentials, as the widget does."""
+    request = urllib.request.Request(
+        stack.url + "/api/v1" + path,
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=10) as resp:  # noqa: S310 (loopback)
+        return json.loads(resp.read() or b"null")

@@ -1,0 +1,136 @@
+"""The page's own logic against the API's: schema checks, model suggestions, CSV export."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from agentsvc.api.openapi import model_id_pattern
+from tests.browser_dashboard.stack import (
+    api_status,
+    ensure_owner,
+    owner_key,
+)
+
+SCHEMAS = [
+    {"type": "object", "properties": {}},
+    {"type": "object", "properties": {"q": {"type": "string", "enum": ["a", "b"]}}},
+    {"type": "object", "properties": {"n": {"type": ["integer", "null"]}}, "required": ["n"]},
+    {"type": "object", "properties": {"q": {"type": "text"}}},
+    {"type": "object", "properties": {"q": {"type": ["string", "string"]}}},
+    {"type": "object", "properties": {"q": {"enum": "a"}}},
+    {"type": "object", "properties": {"q": {"description": 5}}},
+    {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["r"]},
+    {"type": "object", "required": "q"},
+    {"type": "array", "items": {"type": "string"}},
+    {"type": "object", "properties": []},
+    ["not", "an", "object"],
+]
+FORM_SCHEMAS = [
+    {"fields": [{"name": "email", "label": "E-mail", "type": "email"}]},
+    {
+        "fields": [
+            {"name": "c", "label": "C", "type": "select", "options": [{"label": "A", "value": "a"}]}
+        ]
+    },
+    {"fields": []},
+    {"fields": [{"name": "c", "label": "C", "type": "select"}]},
+    {"fields": [{"name": "c", "label": "C", "type": "colour"}]},
+    {"fields": [{"name": "c", "type": "text"}]},
+    {
+        "fields": [
+            {"name": "c", "label": "C", "type": "text"},
+            {"name": "c", "label": "D", "type": "text"},
+        ]
+    },
+]
+
+
+def test_client_side_schema_checks_agree_with_the_api(tab, stack):
+    """What the editor accepts, the API accepts; what it refuses, the API refuses too."""
+    ensure_owner(stack)
+    key = owner_key(stack)
+    agent = stack.api("POST", "/agents", key, {"name": "Schema checks"})["data"]
+    page = tab.page
+    page.goto(stack.url + "/")
+    verdicts = page.evaluate(
+        """async ([schemas, forms]) => {
+            const m = await import("/dashboard/schema-check.js");
+            return [schemas.map(m.checkInputSchema), forms.map(m.checkFormSchema)];
+        }""",
+        [SCHEMAS, FORM_SCHEMAS],
+    )
+    for i, (schema, problems) in enumerate(zip(SCHEMAS, verdicts[0], strict=True)):
+        body = {
+            "agentId": agent["id"],
+            "name": f"t{i}",
+            "description": "d",
+            "executionType": "mock",
+            "mockResponse": "x",
+            "inputSchema": schema,
+        }
+        accepted = api_status(stack, "POST", "/tools", key, body) == 201
+        assert accepted == (problems == []), (schema, problems)
+    for i, (form, problems) in enumerate(zip(FORM_SCHEMAS, verdicts[1], strict=True)):
+        body = {
+            "agentId": agent["id"],
+            "name": f"f{i}",
+            "description": "d",
+            "executionType": "form",
+            "inputSchema": {"type": "object", "properties": {}},
+            "formSchema": form,
+            "formExecutionMode": "client",
+            "formClientHandler": "h",
+        }
+        accepted = api_status(stack, "POST", "/tools", key, body) == 201
+        assert accepted == (problems == []), (form, problems)
+    stack.api("DELETE", f"/agents/{agent['id']}", key)
+
+
+def test_model_suggestions_follow_the_configured_providers(tab, stack):
+    page = tab.page
+    page.goto(stack.url + "/")
+    cases = [["openai", "my-llm"], [], ["a.b"]]
+    found = page.evaluate(
+        """async (patterns) => {
+            const m = await import("/dashboard/page-agents.js");
+            return patterns.map(m.providersFromPattern);
+        }""",
+        [model_id_pattern(names) for names in cases],
+    )
+    assert found == [sorted(names) for names in cases]
+
+
+def test_csv_export_quotes_cells_and_defuses_formulas(tab, stack):
+    conversation = {
+        "id": "conv_1",
+        "title": 'He said "hi", then left',
+        "user": {"email": "a@b.c"},
+        "createdAt": "t0",
+        "messages": [
+            {"id": "m1", "role": "user", "content": '=HYPERLINK("http://x")', "createdAt": "t1"},
+            {
+                "id": "m2",
+                "role": "assistant",
+                "content": "two\nlines",
+                "rating": "up",
+                "createdAt": "t2",
+            },
+        ],
+    }
+    page = tab.page
+    page.goto(stack.url + "/")
+    text = page.evaluate(
+        """async (conv) => {
+            const m = await import("/dashboard/page-conversations.js");
+            return m.conversationsCsv([conv]);
+        }""",
+        conversation,
+    )
+    rows = list(csv.reader(io.StringIO(text)))
+    assert rows[0][:3] == ["conversationId", "title", "userEmail"]
+    assert rows[1][1] == 'He said "hi", then left'
+    assert rows[1][6] == '\'=HYPERLINK("http://x")'
+    assert rows[1][7] == ""
+    assert rows[2][6] == "two\nlines" and rows[2][7] == "up"
+    assert text.endswith("\r\n")
