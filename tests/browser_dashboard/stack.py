@@ -169,6 +169,7 @@ class Tab:
 
 
 def route_patterns() -> list[tuple[str, re.Pattern]]:
+    """(method, regex) of every documented endpoint, path parameters as one segment."""
     return [
         (e.method, re.compile("^" + re.sub(r"\{[^}]+\}", "[^/]+", e.full_path) + "$"))
         for e in all_endpoints()
@@ -207,6 +208,7 @@ def ensure_owner(stack: Stack) -> None:
 
 
 def sign_in(page: Page, stack: Stack, email: str = OWNER_EMAIL) -> None:
+    """Sign in with the password form and wait for the agents page."""
     page.goto(stack.url + "/")
     form = page.get_by_role("form", name="Sign in with password")
     form.get_by_label("E-mail").fill(email)
@@ -216,6 +218,7 @@ def sign_in(page: Page, stack: Stack, email: str = OWNER_EMAIL) -> None:
 
 
 def nav(page: Page, name: str) -> None:
+    """Open a page from the menu and wait until it has rendered."""
     page.get_by_role("navigation", name="Sections").get_by_role(
         "link", name=name, exact=True
     ).click()
@@ -224,6 +227,7 @@ def nav(page: Page, name: str) -> None:
 
 
 def slug(name: str) -> str:
+    """The hash (and data-page) of a menu entry."""
     return {
         "Chat preview": "preview",
         "Form submissions": "submissions",
@@ -258,6 +262,7 @@ def image_stats(page: Page, png: bytes) -> dict:
 
 
 def wait_for(check, timeout: float = 5.0):
+    """Poll `check` until it is truthy (server-side effects land asynchronously)."""
     deadline = time.monotonic() + timeout
     while True:
         value = check()
@@ -267,6 +272,7 @@ def wait_for(check, timeout: float = 5.0):
 
 
 def create_api_key(page: Page) -> str:
+    """Create an API key on the API keys page and read it from the one-time reveal."""
     nav(page, "API keys")
     form = page.get_by_role("form", name="Create an API key")
     form.get_by_label("Key name").fill("browser test")
@@ -295,6 +301,7 @@ def owner_key(stack: Stack) -> str:
 
 
 def api_status(stack: Stack, method: str, path: str, key: str, body: Any) -> int:
+    """The status of an API call that must succeed (201) or be refused as invalid (400)."""
     try:
         stack.api(method, path, key, body)
     except urllib.error.HTTPError as exc:
