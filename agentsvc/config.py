@@ -95,7 +95,7 @@ class OAuthProviderSettings(_Section):
 
 class GitHubOAuthSettings(OAuthProviderSettings):
     authorize_url: str = "https://github.com/login/oauth/authorize"
-    token_url: str = "https://github.com/login/oauth/access_token"
+    token_url: str = "https://github.com/login/oauth/access_token"  # noqa: S105 (a URL)
     userinfo_url: str = "https://api.github.com/user"
     emails_url: str = "https://api.github.com/user/emails"
     scope: str = "read:user user:email"
@@ -103,7 +103,7 @@ class GitHubOAuthSettings(OAuthProviderSettings):
 
 class GoogleOAuthSettings(OAuthProviderSettings):
     authorize_url: str = "https://accounts.google.com/o/oauth2/v2/auth"
-    token_url: str = "https://oauth2.googleapis.com/token"
+    token_url: str = "https://oauth2.googleapis.com/token"  # noqa: S105 (a URL)
     userinfo_url: str = "https://openidconnect.googleapis.com/v1/userinfo"
     scope: str = "openid email profile"
 
