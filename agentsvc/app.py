@@ -8,10 +8,10 @@ import orjson
 from aiohttp import web
 
 from agentsvc import keys
-from agentsvc.api import all_endpoints, auth
+from agentsvc.api import all_endpoints
 from agentsvc.api.chat import chat_ctx, close_streams
 from agentsvc.api.documents import knowledge_body_mb
-from agentsvc.api.middleware import add_cors_headers, error_middleware
+from agentsvc.api.middleware import error_middleware, prepare_response
 from agentsvc.api.openapi import build_document
 from agentsvc.api.routing import make_handler
 from agentsvc.api.system import openapi_body_key
@@ -19,7 +19,7 @@ from agentsvc.auth_runtime import auth_ctx
 from agentsvc.config import Settings
 from agentsvc.db import Database
 from agentsvc.jobs import scheduler_ctx
-from agentsvc.observability import Metrics, add_request_id_header, metrics_key, observe
+from agentsvc.observability import Metrics, metrics_key
 from agentsvc.outbound import OutboundClient
 from agentsvc.ratelimit import TokenBuckets
 from agentsvc.secretbox import SecretBox
@@ -75,14 +75,10 @@ def create_app(settings: Settings) -> web.Application:
     app.cleanup_ctx.append(auth_ctx)
     app.cleanup_ctx.append(delivery_ctx)
     app.on_shutdown.append(close_streams)
-    app.on_response_prepare.append(auth.add_rate_limit_headers)
-    app.on_response_prepare.append(auth.refresh_session_cookie)
+    app.on_response_prepare.append(prepare_response)
+    app[metrics_key] = Metrics()
 
     endpoints = all_endpoints()
-    app.on_response_prepare.append(add_cors_headers)
-    app.on_response_prepare.append(add_request_id_header)
-    app.on_response_prepare.append(observe)
-    app[metrics_key] = Metrics()
     for endpoint in endpoints:
         app.router.add_route(endpoint.method, endpoint.full_path, make_handler(endpoint))
     app[openapi_body_key] = orjson.dumps(build_document(endpoints, list(settings.providers)))

@@ -38,8 +38,8 @@ def request_id(request: web.Request) -> str:
     return rid
 
 
-async def add_request_id_header(request: web.Request, response: web.StreamResponse) -> None:
-    """on_response_prepare: echo the request id."""
+def add_request_id_header(request: web.Request, response: web.StreamResponse) -> None:
+    """At response prepare: echo the request id."""
     response.headers["X-Request-Id"] = request_id(request)
 
 
@@ -126,8 +126,8 @@ class Metrics:
 metrics_key: web.AppKey[Metrics] = web.AppKey("metrics")
 
 
-async def observe(request: web.Request, response: web.StreamResponse) -> None:
-    """on_response_prepare: count the response and its latency under its route template."""
+def observe(request: web.Request, response: web.StreamResponse) -> None:
+    """At response prepare: count the response and its latency under its route template."""
     metrics = request.app.get(metrics_key)
     started = request.get(started_request_key)
     if metrics is None or started is None:

@@ -113,8 +113,8 @@ def clear_session_cookie(response: web.StreamResponse) -> None:
     response.del_cookie(SESSION_COOKIE, path="/")
 
 
-async def refresh_session_cookie(request: web.Request, response: web.StreamResponse) -> None:
-    """on_response_prepare: send the cookie again when its session's expiry moved forward."""
+def refresh_session_cookie(request: web.Request, response: web.StreamResponse) -> None:
+    """At response prepare: send the cookie again when its session's expiry moved forward."""
     token = request.get(keys.session_refresh_request_key)
     if token is None or SESSION_COOKIE in response.cookies:
         return
@@ -124,8 +124,8 @@ async def refresh_session_cookie(request: web.Request, response: web.StreamRespo
     response.headers.add("Set-Cookie", carrier.cookies[SESSION_COOKIE].output(header="")[1:])
 
 
-async def add_rate_limit_headers(request: web.Request, response: web.StreamResponse) -> None:
-    """on_response_prepare: put X-RateLimit-* on every response of a rate-limited caller."""
+def add_rate_limit_headers(request: web.Request, response: web.StreamResponse) -> None:
+    """At response prepare: put X-RateLimit-* on every response of a rate-limited caller."""
     decision = request.get(keys.rate_decision_request_key)
     if decision is not None:
         response.headers.update(decision.headers())
