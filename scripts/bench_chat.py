@@ -30,6 +30,7 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from agentsvc.llm.sse import SseParser  # noqa: E402
+from scripts import benchlib  # noqa: E402
 from scripts.benchlib import api_key, free_port, wait_http  # noqa: E402
 
 TIME_LIMIT_SECONDS = 120.0
@@ -43,17 +44,6 @@ PROMPT = " ".join(
 QUESTION = "Can your workshop repair my bicycle brake, chain and wheel?"
 
 
-def percentile(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def runqueue_wait_seconds(pid: int) -> float:
     """Time the process's threads spent runnable but waiting for a CPU (schedstat)."""
     total = 0
@@ -63,13 +53,6 @@ def runqueue_wait_seconds(pid: int) -> float:
         except (OSError, IndexError, ValueError):
             continue
     return total / 1e9
-
-
-def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
 
 
 class Stats:
@@ -139,14 +122,14 @@ async def probe_healthz(session: aiohttp.ClientSession, url: str, s: Stats, stop
 
 async def sample_rss(pid: int, peak: list[float], stop: asyncio.Event) -> None:
     while not stop.is_set():
-        peak[0] = max(peak[0], rss_mb(pid))
+        peak[0] = max(peak[0], benchlib.rss_mb(pid))
         await asyncio.sleep(0.1)
 
 
 async def run(base: str, agent_id: str, pid: int, streams: int, ramp: float) -> None:
     stats = Stats()
     stop = asyncio.Event()
-    peak_rss = [rss_mb(pid)]
+    peak_rss = [benchlib.rss_mb(pid)]
     idle_rss = peak_rss[0]
     connector = aiohttp.TCPConnector(limit=0, force_close=False)
     timeout = aiohttp.ClientTimeout(total=TIME_LIMIT_SECONDS)
@@ -164,7 +147,7 @@ async def run(base: str, agent_id: str, pid: int, streams: int, ramp: float) -> 
             asyncio.create_task(sample_rss(pid, peak_rss, stop)),
         ]
         started = time.perf_counter()
-        server_cpu0, client_cpu0 = cpu_seconds(pid), time.process_time()
+        server_cpu0, client_cpu0 = benchlib.cpu_seconds(pid), time.process_time()
         server_wait0 = runqueue_wait_seconds(pid)
         tasks = []
         for i in range(streams):
@@ -175,16 +158,17 @@ async def run(base: str, agent_id: str, pid: int, streams: int, ramp: float) -> 
                 await asyncio.sleep(ramp * 10 / streams)
         await asyncio.wait(tasks, timeout=TIME_LIMIT_SECONDS)
         elapsed = time.perf_counter() - started
-        server_cpu = cpu_seconds(pid) - server_cpu0
+        server_cpu = benchlib.cpu_seconds(pid) - server_cpu0
         server_wait = runqueue_wait_seconds(pid) - server_wait0
         client_cpu = time.process_time() - client_cpu0
         stop.set()
         await asyncio.gather(*probes, return_exceptions=True)
 
     stream_window = (stats.last_delta_at - (stats.first_delta_at or 0)) or 1.0
-    h50, h99 = percentile(stats.healthz, 50), percentile(stats.healthz, 99)
-    f50, f99 = percentile(stats.healthz_fresh, 50), percentile(stats.healthz_fresh, 99)
-    t50, t99 = percentile(stats.ttfd, 50), percentile(stats.ttfd, 99)
+    h50, h99 = benchlib.percentile(stats.healthz, 50), benchlib.percentile(stats.healthz, 99)
+    fresh = stats.healthz_fresh
+    f50, f99 = benchlib.percentile(fresh, 50), benchlib.percentile(fresh, 99)
+    t50, t99 = benchlib.percentile(stats.ttfd, 50), benchlib.percentile(stats.ttfd, 99)
     per_stream_kb = (peak_rss[0] - idle_rss) * 1024 / max(stats.peak_open, 1)
     print(f"streams requested            {streams}")
     print(f"peak open streams            {stats.peak_open}")
@@ -205,6 +189,16 @@ async def run(base: str, agent_id: str, pid: int, streams: int, ramp: float) -> 
         f"{stats.deltas / stream_window:.0f} deltas/s"
     )
     print(f"wall time                    {elapsed:.1f} s")
+    benchlib.record(
+        "chat",
+        "streams open at once, all receiving deltas",
+        min(stats.peak_open, stats.with_deltas),
+        "streams",
+        ">= 2000",
+    )
+    benchlib.record("chat", "server RSS at peak", peak_rss[0], "MB")
+    benchlib.record("chat", "first delta / kept-alive /healthz, p50", t50 / h50, "ratio", "<= 3")
+    benchlib.record("chat", "deltas per second", stats.deltas / stream_window, "deltas/s")
     print(
         f"CPU busy                     server {server_cpu / elapsed:.0%} of a core, "
         f"this client {client_cpu / elapsed:.0%} "

@@ -57,25 +57,6 @@ end
 """
 
 
-def server_pid(url: str) -> int | None:
-    """The pid of the process listening on the URL's port (Linux `ss`), or None."""
-    port = url.rstrip("/").rsplit(":", 1)[1]
-    if not shutil.which("ss"):
-        return None
-    out = subprocess.run(["ss", "-ltnpH", f"sport = :{port}"], capture_output=True, text=True)
-    match = re.search(r"pid=(\d+)", out.stdout)
-    return int(match.group(1)) if match else None
-
-
-def cpu_seconds(pid: int | None) -> float:
-    """User + system CPU time of a process, all threads included (0 when unknown)."""
-    if pid is None:
-        return 0.0
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def _call(base: str, method: str, path: str, key: str, body: dict | None = None):
     request = urllib.request.Request(
         base + path,
@@ -197,14 +178,14 @@ def main() -> None:
         url = f"{base}/api/v1/triggers/event"
         hellos, events = [], []
         cpu_hello, cpu_events = [], []  # server CPU microseconds per request
-        hello_pid, service_pid = server_pid(hello), server_pid(base)
+        hello_pid, service_pid = benchlib.server_pid(hello), benchlib.server_pid(base)
         accepted_total = 0
         for cycle in range(args.cycles):
-            cpu0 = cpu_seconds(hello_pid)
+            cpu0 = benchlib.cpu_seconds(hello_pid)
             hello_result = benchlib.load(
                 hello + "/", seconds=args.seconds, connections=args.connections
             )
-            cpu1 = cpu_seconds(service_pid)
+            cpu1 = benchlib.cpu_seconds(service_pid)
             if use_wrk:
                 result, accepted = wrk_events(
                     url, agent_id, trigger["id"], args.seconds, args.connections
@@ -219,8 +200,8 @@ def main() -> None:
                         connections=args.connections,
                     )
                 )
-            cpu2 = cpu_seconds(service_pid)
-            hello_cpu = cpu_seconds(hello_pid)  # hello is idle during the events run
+            cpu2 = benchlib.cpu_seconds(service_pid)
+            hello_cpu = benchlib.cpu_seconds(hello_pid)  # hello is idle during the events run
             accepted_total += accepted
             hellos.append(hello_result)
             events.append(result)
@@ -267,6 +248,7 @@ def main() -> None:
         ]
     )
     ratio = statistics.median(ratios)
+    benchlib.record("events", "POST /triggers/event req/s vs hello-world", ratio, "ratio", ">= 0.5")
     print(
         f"\nmedian ratio of paired cycles: {ratio:.0%} (target >= 50 %): "
         f"{'PASS' if ratio >= 0.5 else 'FAIL'}"
@@ -275,6 +257,13 @@ def main() -> None:
         # CPU time per request is what bounds req/s on the one pinned core, and unlike
         # wall-clock req/s it hardly moves when other processes share the machine.
         cpu_ratio = statistics.median(cpu_hello) / statistics.median(cpu_events)
+        benchlib.record(
+            "events",
+            "POST /triggers/event by CPU per request vs hello",
+            cpu_ratio,
+            "ratio",
+            ">= 0.5",
+        )
         print(
             f"server CPU per request (median): hello {statistics.median(cpu_hello):.0f} us, "
             f"events {statistics.median(cpu_events):.0f} us: events can reach "
@@ -288,6 +277,7 @@ def main() -> None:
         f"{'OK' if ok_load else 'MISMATCH'}"
     )
     ok_exact = exact_counted == exact_accepted == args.exact_events
+    benchlib.record("events", "accepted events counted", float(ok_load and ok_exact), "ok", "1")
     print(
         f"exact check: {exact_accepted} of {args.exact_events} accepted, {exact_counted} "
         f"counted: {'OK' if ok_exact else 'MISMATCH'}"

@@ -196,6 +196,7 @@ def main() -> None:
             print(f"{'submit + webhook delivery':34} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8}")
             print(f"{'':34} {rps:9.0f} {p50:8.2f} {p99:8.2f}")
             print(f"  {n} submissions, {failures} failed, {delivered} webhooks received")
+            benchlib.record("forms", "submissions/s, webhook delivered in-request", rps, "req/s")
 
             # 2. The backlog: first attempts refused, then drained by a restarted server.
             b_rps, _, _, backlog, b_fail = asyncio.run(
@@ -242,6 +243,7 @@ def main() -> None:
                 f"server was ready = {pending / drain_seconds:.0f}/s"
             )
             print(f"  submissions webhook_success: {done} of {n + backlog}; failures {b_fail}")
+            benchlib.record("forms", "outbox drain after restart", pending / drain_seconds, "/s")
         finally:
             server.terminate()
             server.wait(30)

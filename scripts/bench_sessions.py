@@ -92,19 +92,6 @@ async def burst(base: str, size: int, email: str, password: str) -> tuple[float,
     return size / elapsed, latencies
 
 
-def rss_mb(base: str) -> float:
-    # The service's own process: the one listening on base's port, found through /proc.
-    port = base.rsplit(":", 1)[1]
-    out = subprocess.run(["ss", "-ltnpH", f"sport = :{port}"], capture_output=True, text=True)
-    pid = out.stdout.split("pid=")[1].split(",")[0] if "pid=" in out.stdout else None
-    if pid is None:
-        return float("nan")
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seconds", type=int, default=5)
@@ -137,6 +124,13 @@ def main() -> None:
             )
 
         hello_m = median(samples["hello"])
+        benchlib.record(
+            "sessions",
+            "GET /agents/:id by session cookie vs hello-world",
+            median(samples["cookie"]).rps / hello_m.rps,
+            "ratio",
+            ">= 0.5",
+        )
         benchlib.print_table(
             [
                 ("hello-world (raw aiohttp)", hello_m, hello_m),
@@ -157,7 +151,8 @@ def main() -> None:
                 f"p50 {statistics.median(latencies):7.1f} ms  "
                 f"p99 {latencies[int(len(latencies) * 0.99) - 1]:7.1f} ms"
             )
-        print(f"service peak RSS after the bursts: {rss_mb(base):.0f} MB")
+        peak = benchlib.rss_mb(benchlib.server_pid(base), peak=True)
+        print(f"service peak RSS after the bursts: {peak:.0f} MB")
 
 
 if __name__ == "__main__":

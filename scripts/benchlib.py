@@ -83,6 +83,37 @@ def service(extra_toml: str = ""):
             proc.wait(30)
 
 
+class ServerProcess:
+    """`agentsvc serve` on a fixed config, that can be killed and started again on it."""
+
+    def __init__(self, config: Path, port: int, log_level: str = "WARNING"):
+        self.config = config
+        self.base = f"http://127.0.0.1:{port}"
+        self.env = {**os.environ, "AGENTSVC_CONFIG": str(config), "AGENTSVC_LOG_LEVEL": log_level}
+        self.proc: subprocess.Popen | None = None
+
+    def start(self, timeout: float = 30.0) -> float:
+        """Start the server and wait for /healthz; return the seconds it took."""
+        started = time.monotonic()
+        self.proc = subprocess.Popen([sys.executable, "-m", "agentsvc", "serve"], env=self.env)
+        wait_http(f"{self.base}/healthz", timeout)
+        return time.monotonic() - started
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown handler runs, nothing is flushed."""
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait(30)
+            self.proc = None
+
+    def stop(self) -> None:
+        """SIGTERM and wait (a clean stop)."""
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.wait(30)
+            self.proc = None
+
+
 def api_key(config: Path, email: str = "bench@example.com") -> str:
     env = {**os.environ, "AGENTSVC_CONFIG": str(config)}
     out = subprocess.run(
@@ -184,3 +215,51 @@ def print_table(rows: list[tuple[str, LoadResult, LoadResult]]) -> None:
             f"{name:34} {result.rps:9.0f} {result.p50_ms:8.2f} {result.p99_ms:8.2f} "
             f"{result.errors:7d} {ratio:9.0%}"
         )
+
+
+def record(benchmark: str, figure: str, value: float, unit: str, target: str = "") -> None:
+    """Append one headline figure for scripts/bench_all.py (when it is collecting)."""
+    path = os.environ.get("AGENTSVC_BENCH_SUMMARY")
+    if not path:
+        return
+    import json
+
+    row = {"benchmark": benchmark, "figure": figure, "value": value, "unit": unit, "target": target}
+    with open(path, "a") as f:
+        f.write(json.dumps(row) + "\n")
+
+
+
+def server_pid(url: str) -> int | None:
+    """The pid of the process listening on the URL's port (Linux `ss`), or None."""
+    port = url.rstrip("/").rsplit(":", 1)[1]
+    if not shutil.which("ss"):
+        return None
+    out = subprocess.run(["ss", "-ltnpH", f"sport = :{port}"], capture_output=True, text=True)
+    match = re.search(r"pid=(\d+)", out.stdout)
+    return int(match.group(1)) if match else None
+
+
+def cpu_seconds(pid: int | None) -> float:
+    """User + system CPU time of a process, all its threads included (0 when unknown)."""
+    if pid is None:
+        return 0.0
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rss_mb(pid: int | None, peak: bool = False) -> float:
+    """Resident memory of a process in MB (its peak with `peak=True`); NaN when unknown."""
+    if pid is None:
+        return float("nan")
+    field = "VmHWM:" if peak else "VmRSS:"
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def percentile(values: list[float], p: float) -> float:
+    """The p-th percentile (nearest rank) of a non-empty list."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]

@@ -1,0 +1,111 @@
+"""Run every benchmark of the project in one go and print one table of headline figures.
+
+Usage: python scripts/bench_all.py [--quick]
+
+Each benchmark starts its own servers (the service and, where it compares, a raw aiohttp
+hello-world on the same pinned core) and prints its full report; the table at the end
+collects the figures each one records with `benchlib.record`. Ratios are against the
+hello-world measured in the same run, so they hold on a busy machine where absolute req/s
+does not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+# (script, arguments, arguments with --quick)
+BENCHMARKS = [
+    ("bench_api.py", ["--seconds", "4", "--cycles", "3"], ["--seconds", "2", "--cycles", "2"]),
+    (
+        "bench_events.py",
+        ["--seconds", "4", "--cycles", "3"],
+        ["--seconds", "2", "--cycles", "2", "--exact-events", "1000"],
+    ),
+    (
+        "bench_sessions.py",
+        ["--seconds", "4", "--cycles", "3", "--burst", "32"],
+        ["--seconds", "2", "--cycles", "2", "--burst", "16"],
+    ),
+    ("bench_chat.py", [], ["--streams", "500", "--ramp-seconds", "3"]),
+    ("bench_forms.py", ["--seconds", "4"], ["--seconds", "2", "--backlog", "300"]),
+    ("bench_knowledge.py", [], ["--queries", "500"]),
+]
+
+
+def machine() -> str:
+    cpu = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    load = " ".join(f"{x:.1f}" for x in os.getloadavg())
+    return (
+        f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores ({cpu}), "
+        f"Python {platform.python_version()}, load average {load}"
+    )
+
+
+def verdict(value: float, target: str) -> str:
+    if not target:
+        return ""
+    op, _, number = target.partition(" ")
+    limit = float(number)
+    ok = {">=": value >= limit, "<=": value <= limit, "<": value < limit, ">": value > limit}
+    return "ok" if ok.get(op, value == limit) else "MISSED"
+
+
+def fmt(value: float, unit: str) -> str:
+    if unit == "ratio":
+        return f"{value:.0%}"
+    if unit == "ok":
+        return "yes" if value == 1 else "NO"
+    return f"{value:,.1f} {unit}" if value < 100 else f"{value:,.0f} {unit}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="shorter runs")
+    args = parser.parse_args()
+    with tempfile.NamedTemporaryFile("r", suffix=".jsonl") as summary:
+        env = {**os.environ, "AGENTSVC_BENCH_SUMMARY": summary.name}
+        failed = []
+        for script, full, quick in BENCHMARKS:
+            print(f"\n===== {script} =====", flush=True)
+            started = time.monotonic()
+            result = subprocess.run(
+                [sys.executable, str(HERE / script), *(quick if args.quick else full)], env=env
+            )
+            print(f"({script}: {time.monotonic() - started:.0f} s, exit {result.returncode})")
+            if result.returncode:
+                failed.append(script)
+        rows = [json.loads(line) for line in Path(summary.name).read_text().splitlines()]
+
+    print(f"\n===== summary: {machine()}")
+    print(f"{'benchmark':10} {'figure':52} {'value':>16} {'target':>8}  ")
+    for row in rows:
+        value, unit, target = row["value"], row["unit"], row["target"]
+        shown_target = target.replace("0.5", "50%") if unit == "ratio" else target
+        print(
+            f"{row['benchmark']:10} {row['figure']:52} {fmt(value, unit):>16} "
+            f"{shown_target:>8}  {verdict(value, target)}"
+        )
+    if failed:
+        print(f"benchmarks that failed: {', '.join(failed)}")
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
