@@ -62,6 +62,14 @@ class NotFound(ApiError):
     default_message = "Not found"
 
 
+class Conflict(ApiError):
+    """The resource is not in a state that allows this (an invitation no longer pending)."""
+
+    status = 409
+    code = "CONFLICT"
+    default_message = "The resource is not in a state that allows this"
+
+
 class MethodNotAllowed(ApiError):
     status = 405
     code = "METHOD_NOT_ALLOWED"
@@ -100,6 +108,7 @@ ERROR_CLASSES: tuple[type[ApiError], ...] = (
     ToolLimitReached,
     NotFound,
     MethodNotAllowed,
+    Conflict,
     PayloadTooLarge,
     UnsupportedMediaType,
     RateLimited,

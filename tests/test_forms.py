@@ -638,7 +638,7 @@ async def test_client_mode(make_client):
     resp = await client_result(client, sub_id, True)
     assert resp.status == 200
     resp = await client_result(client, sub_id, False)
-    await assert_error(resp, 400, "VALIDATION_ERROR", "already reported")
+    await assert_error(resp, 409, "CONFLICT", "already reported")
     assert (await detail(client, auth, sub_id))["status"] == "client_success"
 
     other = await submitted(client, tool["id"], {"email": "a@b.co"})

@@ -99,7 +99,7 @@ async def test_invite_mails_a_link_and_accepting_creates_the_user(client):
     assert [i["status"] for i in await resp.json()] == ["accepted"]
     # A token works once.
     resp = await accept(client, token, password="a new password")
-    await assert_error(resp, 400, "VALIDATION_ERROR", "accepted")
+    await assert_error(resp, 409, "CONFLICT", "accepted")
 
 
 async def test_invitation_mail_goes_through_smtp(make_client, smtp_server):
@@ -187,15 +187,16 @@ async def test_reinviting_replaces_the_pending_invitation(client):
         (first["id"], "cancelled"),
     ]
     resp = await accept(client, old_token, password="long enough")
-    await assert_error(resp, 400, "VALIDATION_ERROR", "cancelled")
+    await assert_error(resp, 409, "CONFLICT", "cancelled")
 
 
 async def test_invite_refuses_members_and_bad_input(client):
     owner, team, auth = await owner_of_team(client)
     await add_member(client, team.id, "member@example.com")
+    for address in ("member@example.com", "OWNER@example.com"):
+        resp = await client.post("/api/v1/team/invite", json={"email": address}, headers=auth)
+        await assert_error(resp, 409, "CONFLICT", "already a member")
     for body, field in [
-        ({"email": "member@example.com"}, "already a member"),
-        ({"email": "OWNER@example.com"}, "already a member"),
         ({"email": "not-an-address"}, "email"),
         ({"email": "a@b.test\r\nBcc: x@y.test"}, "email"),
         ({"email": "a@b.test", "role": "admin"}, "role"),
@@ -216,9 +217,9 @@ async def test_cancel(client):
     cancelled = await resp.json()
     assert cancelled["status"] == "cancelled" and cancelled["id"] == invitation["id"]
     resp = await accept(client, token, password="long enough")
-    await assert_error(resp, 400, "VALIDATION_ERROR", "cancelled")
+    await assert_error(resp, 409, "CONFLICT", "cancelled")
     resp = await client.delete(f"/api/v1/team/invitations/{invitation['id']}", headers=auth)
-    await assert_error(resp, 400, "VALIDATION_ERROR", "cancelled")
+    await assert_error(resp, 409, "CONFLICT", "cancelled")
     resp = await client.delete("/api/v1/team/invitations/inv_nope", headers=auth)
     await assert_error(resp, 404, "NOT_FOUND")
     # Another team's invitation is not found.
@@ -245,7 +246,7 @@ async def test_the_scheduler_expires_invitations(make_client):
             break
     assert listed[0]["status"] == "expired"
     resp = await accept(client, token, password="long enough")
-    await assert_error(resp, 400, "VALIDATION_ERROR", "expired")
+    await assert_error(resp, 409, "CONFLICT", "expired")
 
 
 async def test_acceptance_checks_expiry_itself(make_client):
@@ -257,7 +258,7 @@ async def test_acceptance_checks_expiry_itself(make_client):
     token = await token_sent_to(client)
     await asyncio.sleep(0.3)
     resp = await accept(client, token, password="long enough")
-    await assert_error(resp, 400, "VALIDATION_ERROR", "expired")
+    await assert_error(resp, 409, "CONFLICT", "expired")
     listed = await (await client.get("/api/v1/team/invitations", headers=auth)).json()
     assert listed[0]["status"] == "expired"
 

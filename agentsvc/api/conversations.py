@@ -18,7 +18,7 @@ SESSION_HEADER = "X-Session-Id"
 
 
 class ConversationQuery(QueryModel):
-    agent_id: Annotated[str, Field(min_length=1)]
+    agent_id: Annotated[str, Field(min_length=1, max_length=100)]
     limit: Annotated[int, Field(ge=1, le=100)] = 20
     offset: Annotated[int, Field(ge=0)] = 0
 

@@ -64,19 +64,19 @@ class EventBody(RequestModel):
 
 
 class FormQuery(QueryModel):
-    agent_id: str | None = None
+    agent_id: str | None = Field(None, min_length=1, max_length=100)
 
 
 class ListQuery(QueryModel):
     status: Status | None = None
-    agent_id: str | None = None
-    tool_id: str | None = None
+    agent_id: str | None = Field(None, min_length=1, max_length=100)
+    tool_id: str | None = Field(None, min_length=1, max_length=100)
     limit: int = Field(20, ge=1, le=100)
     offset: int = Field(0, ge=0, le=10**12)
 
 
 class AnalyticsQuery(QueryModel):
-    agent_id: str
+    agent_id: str = Field(min_length=1, max_length=100)
 
 
 class PublicForm(ResponseModel):
@@ -337,7 +337,7 @@ async def post_submission(call: Call):
     response=Success,
     auth="public",
     cors=True,
-    errors=(400, 404),
+    errors=(400, 404, 409),
 )
 async def post_client_result(call: Call):
     """Report the outcome of the widget's client-side form handler."""

@@ -15,6 +15,7 @@ from agentsvc.services.models import BUILTIN
 
 _REF = "#/components/schemas/{model}"
 _PATH_PARAM = re.compile(r"{([^}:]+)(?::[^}]*)?}")
+_PATH_PARAM_PARTS = re.compile(r"{([^}:]+)(?::([^}]*))?}")
 
 ERROR_SCHEMA = {
     "type": "object",
@@ -50,6 +51,7 @@ _STATUS_TEXT = {
     403: "Not allowed for this role or plan",
     404: "Not found",
     405: "Method not allowed",
+    409: "Conflicts with the resource's current state",
     413: "Request body too large",
     415: "Unsupported media type",
     429: "Rate limit exceeded",
@@ -94,6 +96,18 @@ def _statuses(endpoint: Endpoint) -> list[int]:
     return sorted(statuses)
 
 
+def _path_schema(endpoint: Endpoint, name: str, route_pattern: str) -> dict[str, Any]:
+    # What the router matches (`{id:tool_...}`) or the service checks (a secret's name):
+    # schema-valid path values are then the ones that reach the handler and pass.
+    pattern = endpoint.path_patterns.get(name) or (
+        f"^(?:{route_pattern})$" if route_pattern else None
+    )
+    schema: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": 200}
+    if pattern:
+        schema["pattern"] = pattern
+    return schema
+
+
 def _operation(endpoint: Endpoint, schemas: _Schemas) -> dict[str, Any]:
     op: dict[str, Any] = {
         "operationId": endpoint.handler.__name__,
@@ -101,8 +115,8 @@ def _operation(endpoint: Endpoint, schemas: _Schemas) -> dict[str, Any]:
         "tags": [endpoint.tag],
     }
     params: list[dict[str, Any]] = [
-        {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
-        for name in _PATH_PARAM.findall(endpoint.path)
+        {"name": name, "in": "path", "required": True, "schema": _path_schema(endpoint, name, rx)}
+        for name, rx in _PATH_PARAM_PARTS.findall(endpoint.path)
     ]
     if endpoint.query is not None:
         qschema = TypeAdapter(endpoint.query).json_schema(ref_template=_REF, mode="validation")

@@ -83,6 +83,9 @@ class Endpoint:
     max_body_mb: float | Callable[[Settings], float] | None = None
     below_api: bool = True  # path is under /api/v1
     response_headers: tuple[str, ...] = ()
+    # Regular expressions of path parameters the service checks itself (a bad value is a
+    # 400 naming the field, not a 404 of the router), for the OpenAPI document.
+    path_patterns: dict[str, str] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property

@@ -38,7 +38,12 @@ async def list_secrets(call: Call):
     return json_response([secret_json(i) for i in infos])
 
 
-@routes.put("/secrets/{name}", body=SecretPut, response=SecretOut)
+@routes.put(
+    "/secrets/{name}",
+    body=SecretPut,
+    response=SecretOut,
+    path_patterns={"name": secret_service.NAME_PATTERN},
+)
 async def put_secret(call: Call):
     """Create or replace a team secret (encrypted at rest)."""
     info = await secret_service.put_secret(
@@ -51,7 +56,12 @@ async def put_secret(call: Call):
     return json_response(secret_json(info))
 
 
-@routes.delete("/secrets/{name}", response=Success, errors=(404,))
+@routes.delete(
+    "/secrets/{name}",
+    response=Success,
+    errors=(404,),
+    path_patterns={"name": secret_service.NAME_PATTERN},
+)
 async def delete_secret(call: Call):
     """Delete a team secret."""
     await secret_service.delete_secret(call.app[keys.db_key], call.team_id, call.params["name"])

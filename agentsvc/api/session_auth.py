@@ -12,7 +12,7 @@ from agentsvc import keys
 from agentsvc.api import auth
 from agentsvc.api.models import QueryModel, RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, envelope_response
-from agentsvc.errors import RateLimited, Unauthorized, ValidationFailed
+from agentsvc.errors import Forbidden, RateLimited, Unauthorized
 from agentsvc.passwords import MAX_PASSWORD_LENGTH
 from agentsvc.services import oauth
 from agentsvc.services import sessions as session_service
@@ -170,8 +170,8 @@ async def post_session_team(call: Call):
     """Make this cookie session act in another team the user belongs to."""
     assert call.principal is not None
     if call.principal.session_id is None:
-        raise ValidationFailed(
-            "teamId: only a cookie session can switch teams; an API key "
+        raise Forbidden(
+            "Only a cookie session can switch teams; an API key "
             "acts for the team it was created in"
         )
     db = call.app[keys.db_key]

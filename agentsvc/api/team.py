@@ -113,7 +113,14 @@ async def get_team_members(call: Call):
     return json_response([member_json(m) for m in members])
 
 
-@routes.post("/team/invite", body=InviteIn, response=InvitationOut, status=201, owner_only=True)
+@routes.post(
+    "/team/invite",
+    body=InviteIn,
+    response=InvitationOut,
+    status=201,
+    owner_only=True,
+    errors=(409,),
+)
 async def post_team_invite(call: Call):
     """Invite an address (owner only); it receives an e-mail with a link to accept."""
     assert call.principal is not None
@@ -135,7 +142,12 @@ async def get_team_invitations(call: Call):
     return json_response([invitation_json(i) for i in found])
 
 
-@routes.delete("/team/invitations/{id}", response=InvitationOut, owner_only=True)
+@routes.delete(
+    "/team/invitations/{id:inv_[A-Za-z0-9_-]+}",
+    response=InvitationOut,
+    owner_only=True,
+    errors=(409,),
+)
 async def delete_team_invitation(call: Call):
     """Cancel a pending invitation (owner only); its link stops working."""
     invitation = await team_service.cancel_invitation(
@@ -149,7 +161,7 @@ async def delete_team_invitation(call: Call):
     auth="optional",
     body=AcceptIn,
     response=AcceptedOut,
-    errors=(401, 403, 404, 429),
+    errors=(401, 403, 404, 409, 429),
     response_headers=("Set-Cookie",),
 )
 async def post_team_invitation_accept(call: Call):

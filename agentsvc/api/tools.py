@@ -10,10 +10,13 @@ from pydantic.json_schema import SkipJsonSchema
 from agentsvc import keys
 from agentsvc.api.models import QueryModel, RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, json_response
+from agentsvc.services import tool_rules as rules
 from agentsvc.services import tools as tool_service
 from agentsvc.store.tools import Tool
 
 routes = RouteTable("tools")
+# Ids carry their prefix, so /tools/limits is never read as a tool id (nor its Allow merged).
+TOOL_PATH = "/tools/{id:tool_[A-Za-z0-9_-]+}"
 
 JsonObject = dict[str, Any]
 
@@ -22,34 +25,45 @@ _NULLABLE = frozenset(
 )
 
 
+def _doc(**schema: Any) -> Any:
+    # Documented bounds that tool_rules enforces with its own field-naming messages: the
+    # schema says what is accepted, the service says why something was not.
+    return Field(None, json_schema_extra=schema)
+
+
+_URL = {"minLength": 1, "maxLength": rules.MAX_URL_CHARS}
+
+
 class _ToolFields(RequestModel):
     """Fields shared by create and update; nested shapes are checked by tool_rules."""
 
     nullable: ClassVar[frozenset[str]] = _NULLABLE
 
-    name: str | SkipJsonSchema[None] = Field(None, description="^[a-z][a-z0-9_]{0,63}$")
-    description: str | SkipJsonSchema[None] = None
-    execution_type: str | SkipJsonSchema[None] = Field(None, description="mock, http or form")
-    type: str | SkipJsonSchema[None] = Field(None, description='"form": synonym spelling')
+    name: str | SkipJsonSchema[None] = _doc(pattern=rules.NAME_PATTERN)
+    description: str | SkipJsonSchema[None] = _doc(**rules.DESCRIPTION_SCHEMA)
+    execution_type: str | SkipJsonSchema[None] = _doc(enum=list(rules.EXECUTION_TYPES))
+    type: str | SkipJsonSchema[None] = _doc(enum=["form"], description='"form": synonym spelling')
     input_schema: JsonObject | SkipJsonSchema[None] = None
     is_enabled: bool | SkipJsonSchema[None] = None
     display_config: JsonObject | None = None
-    mock_response: str | SkipJsonSchema[None] = None
-    http_url: str | SkipJsonSchema[None] = None
-    http_method: str | SkipJsonSchema[None] = None
-    http_headers: dict[str, str] | None = None
+    mock_response: str | SkipJsonSchema[None] = _doc(maxLength=rules.MAX_MOCK_RESPONSE_CHARS)
+    http_url: str | SkipJsonSchema[None] = _doc(**_URL)
+    http_method: str | SkipJsonSchema[None] = _doc(enum=list(rules.HTTP_METHODS))
+    http_headers: dict[str, str] | None = _doc(maxProperties=rules.MAX_HEADERS)
     form_schema: JsonObject | SkipJsonSchema[None] = None
-    form_fields_schema: list[JsonObject] | SkipJsonSchema[None] = None
-    form_execution_mode: str | SkipJsonSchema[None] = None
-    form_webhook_url: str | None = None
-    form_client_handler: str | None = None
-    form_post_actions: list[JsonObject] | None = None
+    form_fields_schema: list[JsonObject] | SkipJsonSchema[None] = _doc(
+        minItems=1, maxItems=rules.MAX_FIELDS
+    )
+    form_execution_mode: str | SkipJsonSchema[None] = _doc(enum=list(rules.EXECUTION_MODES))
+    form_webhook_url: str | None = _doc(**_URL)
+    form_client_handler: str | None = _doc(**rules.CLIENT_HANDLER_SCHEMA)
+    form_post_actions: list[JsonObject] | None = _doc(maxItems=rules.MAX_POST_ACTIONS)
 
 
 class ToolCreate(_ToolFields):
-    agent_id: str
-    name: str = Field(description="^[a-z][a-z0-9_]{0,63}$")
-    description: str
+    agent_id: str = Field(min_length=1, max_length=100)
+    name: str = Field(json_schema_extra={"pattern": rules.NAME_PATTERN})
+    description: str = Field(json_schema_extra=rules.DESCRIPTION_SCHEMA)
 
 
 class ToolUpdate(_ToolFields):
@@ -57,7 +71,7 @@ class ToolUpdate(_ToolFields):
 
 
 class AgentQuery(QueryModel):
-    agent_id: str = Field(min_length=1)
+    agent_id: str = Field(min_length=1, max_length=100)
 
 
 class ToolOut(ResponseModel):
@@ -150,7 +164,7 @@ async def get_tool_limits(call: Call):
     )
 
 
-@routes.get("/tools/{id}", response=ToolOut, errors=(404,))
+@routes.get(TOOL_PATH, response=ToolOut, errors=(404,))
 async def get_tool(call: Call):
     """Get one tool."""
     tool = await tool_service.get_tool(call.app[keys.db_key], call.team_id, call.params["id"])
@@ -176,7 +190,7 @@ async def post_tool(call: Call):
     return json_response(tool_json(call, tool), status=201)
 
 
-@routes.put("/tools/{id}", body=ToolUpdate, response=ToolOut, errors=(404,))
+@routes.put(TOOL_PATH, body=ToolUpdate, response=ToolOut, errors=(404,))
 async def put_tool(call: Call):
     """Update some fields of a tool; the result is checked as a whole."""
     tool = await tool_service.update_tool(
@@ -189,7 +203,7 @@ async def put_tool(call: Call):
     return json_response(tool_json(call, tool))
 
 
-@routes.delete("/tools/{id}", response=Success, errors=(404,))
+@routes.delete(TOOL_PATH, response=Success, errors=(404,))
 async def delete_tool(call: Call):
     """Delete a tool."""
     await tool_service.delete_tool(call.app[keys.db_key], call.team_id, call.params["id"])

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from agentsvc.db import Database
-from agentsvc.errors import NotFound, ValidationFailed
+from agentsvc.errors import Conflict, NotFound, ValidationFailed
 from agentsvc.ids import iso, new_id, now_iso
 from agentsvc.services.delivery import Deliverer, Outcome, derive_status
 from agentsvc.services.form_files import remove_folder, write_files
@@ -233,7 +233,7 @@ async def report_client_result(
         if sub.client_result is not None:
             if bool(sub.client_result.get("success")) == success:
                 return  # the widget repeating itself
-            raise ValidationFailed("submissionId: the client result was already reported")
+            raise Conflict("submissionId: the client result was already reported")
         result = {"success": success, "message": message, "data": data, "reportedAt": now_iso()}
         status = derive_status(sub.execution_mode, _webhook_state(raw, sub.id), result)
         changes = {"client_result": result, "status": status}

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from agentsvc.config import Settings
 from agentsvc.db import Database
-from agentsvc.errors import Forbidden, NotFound, Unauthorized, ValidationFailed
+from agentsvc.errors import Conflict, Forbidden, NotFound, Unauthorized, ValidationFailed
 from agentsvc.ids import new_id, now_iso
 from agentsvc.mail import Mailer
 from agentsvc.passwords import MIN_PASSWORD_LENGTH, hash_password_async, verify_password_async
@@ -82,7 +82,7 @@ async def invite(
     async with db.write() as conn:
         existing = await accounts.get_user_by_email(conn, email)
         if existing and await team_store.is_member(conn, principal.team_id, existing.id):
-            raise ValidationFailed("email: already a member of this team")
+            raise Conflict("email: already a member of this team")
         team = await accounts.get_team(conn, principal.team_id)
         inviter = await accounts.get_user(conn, principal.user_id)
         assert team is not None and inviter is not None
@@ -128,7 +128,7 @@ async def cancel_invitation(db: Database, team_id: str, invitation_id: str) -> I
         if invitation is None:
             raise NotFound("Invitation not found")
         if not await invitations.transition(conn, invitation.id, "cancelled", now_iso()):
-            raise ValidationFailed(f"id: the invitation is {invitation.status}, not pending")
+            raise Conflict(f"id: the invitation is {invitation.status}, not pending")
         cancelled = await invitations.get(conn, team_id, invitation_id)
     assert cancelled is not None
     return cancelled
@@ -158,9 +158,9 @@ async def accept_invitation(
         raise NotFound("Invitation not found")
     if invitation.status == "pending" and invitation.expires_at <= now_iso():
         await _expire(db, invitation)
-        raise ValidationFailed("token: the invitation has expired")
+        raise Conflict("token: the invitation has expired")
     if invitation.status != "pending":
-        raise ValidationFailed(f"token: the invitation is {invitation.status}")
+        raise Conflict(f"token: the invitation is {invitation.status}")
 
     new_password_hash = None
     if principal is not None:
@@ -196,7 +196,7 @@ async def accept_invitation(
         if not accepted:
             current = await invitations.get(conn, invitation.team_id, invitation.id)
             status = current.status if current else "gone"
-            raise ValidationFailed(f"token: the invitation is {status}")
+            raise Conflict(f"token: the invitation is {status}")
         if user is None:
             user, _ = await create_user_with_team(
                 conn,

@@ -51,6 +51,17 @@ VALIDATION_RULES = {
 MAX_FIELDS = 50
 MAX_POST_ACTIONS = 10
 MAX_HEADERS = 50
+MAX_URL_CHARS = 2048
+MAX_DESCRIPTION_CHARS = 10_000
+MAX_MOCK_RESPONSE_CHARS = 100_000
+MAX_CLIENT_HANDLER_CHARS = 200
+# The same bounds as JSON Schema, for the OpenAPI document (non-blank: one non-space).
+DESCRIPTION_SCHEMA = {"minLength": 1, "maxLength": MAX_DESCRIPTION_CHARS, "pattern": r"\S"}
+CLIENT_HANDLER_SCHEMA = {
+    "minLength": 1,
+    "maxLength": MAX_CLIENT_HANDLER_CHARS,
+    "pattern": r"\S",
+}
 
 # Fields that belong to one execution type (Python names, as stored).
 TYPE_FIELDS = {
@@ -123,8 +134,8 @@ def _check_text(field: str, value: Any, *, max_len: int = 2000, required: bool =
 def _check_url(field: str, url: Any, *, template: bool = False) -> None:
     if not isinstance(url, str) or not url.strip():
         raise fail(field, "must be an http or https URL")
-    if len(url) > 2048:
-        raise fail(field, "must be at most 2048 characters")
+    if len(url) > MAX_URL_CHARS:
+        raise fail(field, f"must be at most {MAX_URL_CHARS} characters")
     # Placeholders are filled at call time; check the shape with stand-ins.
     probe = re.sub(r"\{\{[^{}]*\}\}|\{[^{}]*\}", "x", url) if template else url
     try:
@@ -299,7 +310,7 @@ def check_tool(tool: dict[str, Any]) -> dict[str, Any]:
     """Check a whole tool definition (Python field names); return it as it is stored."""
     tool = dict(tool)
     check_name(tool["name"])
-    _check_text("description", tool["description"], max_len=10_000)
+    _check_text("description", tool["description"], max_len=MAX_DESCRIPTION_CHARS)
     kind = tool["execution_type"]
     if kind not in EXECUTION_TYPES:
         raise fail("executionType", "must be mock, http or form")
@@ -315,8 +326,8 @@ def check_tool(tool: dict[str, Any]) -> dict[str, Any]:
     if kind == "mock":
         if not isinstance(tool.get("mock_response"), str):
             raise fail("mockResponse", "is required for a mock tool")
-        if len(tool["mock_response"]) > 100_000:
-            raise fail("mockResponse", "must be at most 100000 characters")
+        if len(tool["mock_response"]) > MAX_MOCK_RESPONSE_CHARS:
+            raise fail("mockResponse", f"must be at most {MAX_MOCK_RESPONSE_CHARS} characters")
     elif kind == "http":
         _check_url("httpUrl", tool.get("http_url"), template=True)
         if tool.get("http_method") not in HTTP_METHODS:
@@ -347,7 +358,9 @@ def _check_form(tool: dict[str, Any]) -> None:
     if mode in ("client", "both") and tool.get("form_client_handler") is None:
         raise fail("formClientHandler", f'is required when formExecutionMode is "{mode}"')
     if tool.get("form_client_handler") is not None:
-        _check_text("formClientHandler", tool["form_client_handler"], max_len=200)
+        _check_text(
+            "formClientHandler", tool["form_client_handler"], max_len=MAX_CLIENT_HANDLER_CHARS
+        )
     actions = tool.get("form_post_actions")
     if actions is not None:
         if not isinstance(actions, list) or len(actions) > MAX_POST_ACTIONS:
