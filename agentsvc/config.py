@@ -147,6 +147,9 @@ class ChatSettings(_Section):
     keepalive_seconds: float = Field(15, gt=0)
     flush_interval_ms: float = Field(30, ge=0)
     builtin_chunk_delay_ms: float = Field(0, ge=0)
+    idle_timeout_seconds: float = Field(90, gt=0)
+    max_stream_seconds: float = Field(600, gt=0)
+    max_public_streams_per_ip: int = Field(10, gt=0)
 
 
 class KnowledgeSettings(_Section):

@@ -4,7 +4,8 @@ A plain `StreamResponse` carries the stream (aiohttp-sse adds a ping task per st
 its own framing, neither needed here): events are written as `event:` and `data:` lines,
 text deltas are grouped into one write per `[chat] flush_interval_ms`, keep-alive comments
 flow while tools run, and open streams are registered on the app so shutdown ends them
-with an `error` event instead of cutting them.
+with an `error` event instead of cutting them. A watchdog ends a stream that stays idle or
+lives too long, and public callers may hold only a few streams per IP at once.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from agentsvc.api.models import RequestModel
 from agentsvc.api.routing import Call, RouteTable
 from agentsvc.errors import RateLimited
 from agentsvc.llm.base import Providers
+from agentsvc.observability import metrics_key
 from agentsvc.services import chat as chat_service
 from agentsvc.services import identity as identity_service
 from agentsvc.services import turn as turn_service
@@ -33,6 +35,8 @@ from agentsvc.services.write_batcher import WriteBatcher
 routes = RouteTable("chat")
 
 SHUTDOWN_GRACE_SECONDS = 5.0
+# A full stream slot frees up when a reply ends, typically within seconds.
+STREAM_SLOT_RETRY_AFTER_SECONDS = 2
 
 
 class ChatMessageIn(RequestModel):
@@ -74,6 +78,9 @@ class SseSink:
         self._timer: asyncio.TimerHandle | None = None
         self._timer_task: asyncio.Task | None = None
         self._gone = False
+        # When the turn last produced something (event, delta or keep-alive): the watchdog's
+        # idle clock.
+        self.last_activity = self._loop.time()
 
     @staticmethod
     def frame(name: str, data: dict[str, Any]) -> bytes:
@@ -107,12 +114,13 @@ class SseSink:
             raise turn_service.ClientGone() from exc
 
     async def event(self, name: str, data: dict[str, Any]) -> None:
+        self.last_activity = self._loop.time()
         await self._write(self._take_pending() + self.frame(name, data))
 
     async def delta(self, index: int, text: str) -> None:
         self._pending.append(text)
         self._pending_index = index
-        now = self._loop.time()
+        now = self.last_activity = self._loop.time()
         if now - self._last_flush >= self._interval:
             self._last_flush = now
             await self._write(self._take_pending())
@@ -135,6 +143,7 @@ class SseSink:
             await self._write(self._take_pending())
 
     async def keepalive(self) -> None:
+        self.last_activity = self._loop.time()
         await self._write(self._take_pending() + b": keep-alive\n\n")
 
     def close(self) -> None:
@@ -144,11 +153,28 @@ class SseSink:
 
 
 class OpenStreams:
-    """The chat streams in flight, so shutdown can end them cleanly."""
+    """The chat streams in flight, so shutdown can end them cleanly; public ones per IP."""
 
     def __init__(self) -> None:
         self._tasks: set[asyncio.Task] = set()
+        self._public: dict[str, int] = {}
         self.closing = False
+
+    def hold_public(self, ip: str, cap: int) -> None:
+        """Take one of the IP's public stream slots, or raise RateLimited when all are held."""
+        held = self._public.get(ip, 0)
+        if held >= cap:
+            raise RateLimited(
+                f"At most {cap} open chat streams per address",
+                headers={"Retry-After": str(STREAM_SLOT_RETRY_AFTER_SECONDS)},
+            )
+        self._public[ip] = held + 1
+
+    def release_public(self, ip: str) -> None:
+        """Give back a slot taken by `hold_public`."""
+        held = self._public.pop(ip, 0) - 1
+        if held > 0:
+            self._public[ip] = held
 
     def add(self, task: asyncio.Task) -> None:
         self._tasks.add(task)
@@ -192,9 +218,22 @@ def _check_public_rate(call: Call) -> None:
 )
 async def post_chat(call: Call):
     """Send a message to an agent and stream the reply as Server-Sent Events."""
-    body: ChatBody = call.body
-    if call.principal is None:
+    if call.principal is not None:
+        return await _stream_chat(call)
+    # Public callers: a slot among the IP's concurrent streams first (refused without
+    # spending a message of the rate limit), then the per-minute limit.
+    streams = call.app[keys.chat_streams_key]
+    ip = _client_ip(call)
+    streams.hold_public(ip, call.app[keys.settings_key].chat.max_public_streams_per_ip)
+    try:
         _check_public_rate(call)
+        return await _stream_chat(call)
+    finally:
+        streams.release_public(ip)
+
+
+async def _stream_chat(call: Call) -> web.StreamResponse:
+    body: ChatBody = call.body
     app = call.app
     user = body.user.model_dump() if body.user else None
     if call.principal is None:
@@ -222,16 +261,27 @@ async def post_chat(call: Call):
         }
     )
     await response.prepare(call.request)
+    gauge = app[metrics_key].open_streams
+    gauge.inc()
+    try:
+        await _run_stream(call, response, turn)
+    finally:
+        gauge.dec()
+    return response
+
+
+async def _run_stream(call: Call, response: web.StreamResponse, turn: turn_service.Turn) -> None:
+    app = call.app
     settings = app[keys.settings_key].chat
     sink = SseSink(response, settings.flush_interval_ms / 1000.0)
     runner = turn_service.TurnRunner(
-        writer, turn, sink, app[keys.tool_runner_key], settings.keepalive_seconds
+        app[keys.chat_writer_key], turn, sink, app[keys.tool_runner_key], settings.keepalive_seconds
     )
     streams = app[keys.chat_streams_key]
     task = asyncio.ensure_future(runner.run())
     streams.add(task)
     try:
-        await asyncio.wait({task})
+        error = await _watch(task, sink, settings)
     except asyncio.CancelledError:
         task.cancel()
         await asyncio.wait({task})
@@ -239,17 +289,52 @@ async def post_chat(call: Call):
     finally:
         sink.close()
     if task.cancelled():
-        if streams.closing:
+        if error is None and streams.closing:
             error = {"code": "SHUTTING_DOWN", "message": "The server is shutting down"}
-            with contextlib.suppress(turn_service.ClientGone):
-                await sink.event("error", {"type": "error", "error": error})
     elif isinstance(task.exception(), turn_service.ClientGone):
-        return response
+        return
     elif task.exception() is not None:
         raise task.exception()  # type: ignore[misc]
-    with contextlib.suppress(ConnectionError, aiohttp.ClientConnectionResetError):
-        await response.write_eof()
-    return response
+    try:
+        # Bounded: a client that stopped reading must not hold the connection open.
+        async with asyncio.timeout(SHUTDOWN_GRACE_SECONDS):
+            if error is not None:
+                with contextlib.suppress(turn_service.ClientGone):
+                    await sink.event("error", {"type": "error", "error": error})
+            with contextlib.suppress(ConnectionError, aiohttp.ClientConnectionResetError):
+                await response.write_eof()
+    except TimeoutError:
+        if call.request.transport is not None:
+            call.request.transport.abort()
+
+
+async def _watch(task: asyncio.Task, sink: SseSink, settings) -> dict[str, str] | None:
+    """Wait for the turn; stop it when idle or too old and return the error to send."""
+    loop = asyncio.get_running_loop()
+    lifetime, idle = settings.max_stream_seconds, settings.idle_timeout_seconds
+    deadline = loop.time() + lifetime
+    while True:
+        wake = min(deadline, sink.last_activity + idle)
+        done, _ = await asyncio.wait({task}, timeout=max(0.0, wake - loop.time()))
+        if done:
+            return None
+        now = loop.time()
+        if now >= deadline:
+            error = {
+                "code": "STREAM_TOO_LONG",
+                "message": f"The stream reached its maximum duration of {lifetime:g} seconds",
+            }
+        elif now - sink.last_activity >= idle:
+            error = {
+                "code": "STREAM_IDLE_TIMEOUT",
+                "message": f"The reply produced nothing for {idle:g} seconds",
+            }
+        else:
+            continue
+        task.cancel()
+        await asyncio.wait({task})
+        # The turn may have finished on its own meanwhile: then it has already ended.
+        return error if task.cancelled() else None
 
 
 async def chat_ctx(app: web.Application) -> AsyncIterator[None]:
