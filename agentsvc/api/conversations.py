@@ -20,7 +20,7 @@ SESSION_HEADER = "X-Session-Id"
 class ConversationQuery(QueryModel):
     agent_id: Annotated[str, Field(min_length=1, max_length=100)]
     limit: Annotated[int, Field(ge=1, le=100)] = 20
-    offset: Annotated[int, Field(ge=0)] = 0
+    offset: Annotated[int, Field(ge=0, le=10**12)] = 0  # SQLite integers are 64-bit
 
 
 class FeedbackBody(RequestModel):

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from aiohttp import BodyPartReader, web
-from pydantic import Field
+from aiohttp.http_exceptions import HttpProcessingError
+from pydantic import ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
 from agentsvc import keys
@@ -32,6 +33,11 @@ def knowledge_body_mb(settings: Settings) -> float:
 
 class DocumentCreate(RequestModel):
     """Either `title` with `content` (text; `#` lines are headings) or `url` to fetch once."""
+
+    # The same either/or in the document, so schema-valid bodies are the accepted ones.
+    model_config = ConfigDict(
+        json_schema_extra={"oneOf": [{"required": ["title", "content"]}, {"required": ["url"]}]}
+    )
 
     title: Title | SkipJsonSchema[None] = None
     content: Annotated[str, Field(min_length=1)] | SkipJsonSchema[None] = None
@@ -131,8 +137,9 @@ async def _upload(request: web.Request, max_bytes: int) -> knowledge.Source:
                 raise ValidationFailed(f"{name}: given more than once")
             else:
                 raise ValidationFailed(f"{name or 'a part without a name'}: is not a known field")
-    except (ValueError, AssertionError, KeyError) as exc:
-        # aiohttp's multipart reader reports malformed framing with these.
+    except (ValueError, AssertionError, KeyError, HttpProcessingError) as exc:
+        # aiohttp's multipart reader reports malformed framing with these (a bad part
+        # header line is an HttpProcessingError, as in a request's own headers).
         raise ValidationFailed(f"body: malformed multipart/form-data ({exc})") from exc
     if raw is None:
         raise ValidationFailed("file: is required")

@@ -45,6 +45,17 @@ RATE_LIMIT_HEADERS = {
     },
 }
 
+# One Server-Sent Event (OpenAPI 3.1 describes a stream by the schema of each event): its
+# name and a JSON payload whose `type` repeats the name.
+SSE_EVENT_SCHEMA = {
+    "type": "object",
+    "required": ["event", "data"],
+    "properties": {
+        "event": {"type": "string"},
+        "data": {"type": "string", "contentMediaType": "application/json"},
+    },
+}
+
 _STATUS_TEXT = {
     400: "Invalid request",
     401: "Missing or invalid credential",
@@ -145,7 +156,7 @@ def _operation(endpoint: Endpoint, schemas: _Schemas) -> dict[str, Any]:
     responses: dict[str, Any] = {}
     success: dict[str, Any] = {"description": "Success"}
     if endpoint.stream:
-        success["content"] = {"text/event-stream": {"schema": {"type": "string"}}}
+        success["content"] = {"text/event-stream": {"schema": SSE_EVENT_SCHEMA}}
     elif endpoint.media_type != "application/json":
         success["content"] = {endpoint.media_type: {"schema": {"type": "string"}}}
     elif endpoint.response is not None:
