@@ -1,9 +1,10 @@
 """Crash-safety soak: SIGKILL the server again and again under form submissions and events.
 
 Starts `agentsvc serve` on a temporary data directory and a flaky webhook receiver on
-127.0.0.1 (it answers 500 to a fraction of deliveries and records every one with its
-`webhook-id`). An agent gets a form tool delivering to the receiver (short retry schedule)
-and a trigger. Then, at the same time:
+127.0.0.1 (it answers 500 to a fraction of deliveries, answers after a random pause of up
+to `--receiver-delay-ms` so that kills cut some answers, and records every delivery with
+its `webhook-id` on receipt). An agent gets a form tool delivering to the receiver
+(short retry schedule) and a trigger. Then, at the same time:
 
 - `--submissions` logical form submissions are posted (bounded concurrency, paced over
   `--seconds`); each is retried until the server answers 2xx (a request cut by a kill may
@@ -63,6 +64,7 @@ class Receiver:
 
     fail_rate: float
     rng: random.Random
+    delay: float = 0.0  # answer after up to this many seconds: a kill may cut the answer
     # webhook-id -> list of (answered status, body bytes)
     seen: dict[str, list[tuple[int, bytes]]] = field(default_factory=lambda: defaultdict(list))
     mismatched: int = 0  # webhook-id header different from the body's submissionId
@@ -77,7 +79,10 @@ class Receiver:
         if orjson.loads(body).get("submissionId") != webhook_id:
             self.mismatched += 1
         status = 500 if self.rng.random() < self.fail_rate else 200
+        # Recorded on receipt: a server killed before it reads the answer must send again.
         self.seen[webhook_id].append((status, body))
+        if self.delay:
+            await asyncio.sleep(self.rng.uniform(0, self.delay))
         return web.Response(status=status)
 
     def delivered(self) -> set[str]:
@@ -240,12 +245,13 @@ async def soak(
     max_kills: int = 1000,
     min_kills: int = 1,
     fail_rate: float = 0.2,
+    receiver_delay: float = 0.03,
     drain_timeout: float = 60.0,
     seed: int | None = None,
 ) -> tuple[dict, list[str]]:
     """Run the soak; return (figures, violations)."""
     rng = random.Random(seed)
-    receiver = Receiver(fail_rate, rng)
+    receiver = Receiver(fail_rate, rng, receiver_delay)
     recv_app = web.Application()
     recv_app.router.add_post("/hook", receiver.handle)
     runner = web.AppRunner(recv_app, access_log=None)
@@ -370,6 +376,7 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=40.0, help="pace submissions over")
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--fail-rate", type=float, default=0.2)
+    parser.add_argument("--receiver-delay-ms", type=float, default=30.0)
     parser.add_argument("--seed", type=int, default=None)
     args = parser.parse_args()
     report, violations = asyncio.run(
@@ -379,6 +386,7 @@ def main() -> int:
                 seconds=args.seconds,
                 concurrency=args.concurrency,
                 fail_rate=args.fail_rate,
+                receiver_delay=args.receiver_delay_ms / 1000,
                 seed=args.seed,
             ),
             timeout=180,
