@@ -162,3 +162,18 @@ async def key_for(client: TestClient, team_id: str, user_id: str) -> str:
     async with client.app[keys.db_key].write() as conn:
         created = await accounts.create_api_key(conn, team_id=team_id, user_id=user_id, name="t")
     return created.key
+
+
+def fill_path(endpoint, values: dict[str, str]) -> str:
+    """An endpoint's full path with its parameters filled from `values`; a missing one gets
+    an id that matches the route's pattern but names nothing (`tool_missing`)."""
+    from agentsvc.api.routing import PATH_PARAM
+
+    def value(match) -> str:
+        name, pattern = match.group(1), match.group(2) or ""
+        if name in values:
+            return values[name]
+        prefix = pattern.split("[", 1)[0] if pattern.split("[", 1)[0].endswith("_") else ""
+        return f"{prefix}missing_id"
+
+    return PATH_PARAM.sub(value, endpoint.full_path)

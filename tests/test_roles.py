@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
-import re
-
 from agentsvc.api.routing import Endpoint
-from tests.conftest import add_member, assert_error, bearer, create_user, key_for, session, sign_in
+from tests.conftest import (
+    add_member,
+    assert_error,
+    bearer,
+    create_user,
+    fill_path,
+    key_for,
+    session,
+    sign_in,
+)
 
 # What DECISIONS reserves to the owner, among the routes that exist.
 OWNER_ONLY = {
@@ -34,7 +41,7 @@ def management_endpoints(client) -> list[Endpoint]:
 
 
 async def probe(client, endpoint: Endpoint, headers: dict[str, str]):
-    path = re.sub(r"{[^}]+}", "missing_id", endpoint.full_path)
+    path = fill_path(endpoint, {})
     kwargs = {"headers": headers}
     if endpoint.method in ("POST", "PUT", "PATCH"):
         kwargs["json"] = {}
@@ -56,13 +63,13 @@ async def team_with_member(client):
 async def test_every_management_route_enforces_roles(client):
     _, credentials = await team_with_member(client)
     endpoints = management_endpoints(client)
-    owner_only = {(e.method, e.full_path) for e in endpoints if e.owner_only}
+    owner_only = {(e.method, e.documented_path) for e in endpoints if e.owner_only}
     assert OWNER_ONLY <= owner_only, OWNER_ONLY - owner_only
     assert len(endpoints) > len(owner_only)
     for endpoint in endpoints:
         for who, headers in credentials.items():
             resp = await probe(client, endpoint, headers)
-            where = f"{who}: {endpoint.method} {endpoint.full_path}"
+            where = f"{who}: {endpoint.method} {endpoint.documented_path}"
             if endpoint.owner_only and who.startswith("member"):
                 await assert_error(resp, 403, "FORBIDDEN")
                 continue

@@ -9,13 +9,11 @@ from pydantic import TypeAdapter
 
 from agentsvc import __version__
 from agentsvc.api.models import MODEL_ID_MARKER
-from agentsvc.api.routing import Endpoint
+from agentsvc.api.routing import PATH_PARAM, Endpoint
 from agentsvc.errors import ERROR_CLASSES
 from agentsvc.services.models import BUILTIN
 
 _REF = "#/components/schemas/{model}"
-_PATH_PARAM = re.compile(r"{([^}:]+)(?::[^}]*)?}")
-_PATH_PARAM_PARTS = re.compile(r"{([^}:]+)(?::([^}]*))?}")
 
 ERROR_SCHEMA = {
     "type": "object",
@@ -101,7 +99,7 @@ def _statuses(endpoint: Endpoint) -> list[int]:
         statuses.add(415)
     if endpoint.owner_only:
         statuses.add(403)
-    if _PATH_PARAM.search(endpoint.path):
+    if PATH_PARAM.search(endpoint.path):
         statuses.add(404)
     statuses |= set(endpoint.errors)
     return sorted(statuses)
@@ -127,7 +125,7 @@ def _operation(endpoint: Endpoint, schemas: _Schemas) -> dict[str, Any]:
     }
     params: list[dict[str, Any]] = [
         {"name": name, "in": "path", "required": True, "schema": _path_schema(endpoint, name, rx)}
-        for name, rx in _PATH_PARAM_PARTS.findall(endpoint.path)
+        for name, rx in PATH_PARAM.findall(endpoint.path)
     ]
     if endpoint.query is not None:
         qschema = TypeAdapter(endpoint.query).json_schema(ref_template=_REF, mode="validation")
@@ -220,7 +218,7 @@ def build_document(endpoints: list[Endpoint], providers: list[str]) -> dict[str,
     schemas = _Schemas()
     paths: dict[str, dict[str, Any]] = {}
     for endpoint in endpoints:
-        path = _PATH_PARAM.sub(r"{\1}", endpoint.full_path)
+        path = endpoint.documented_path
         paths.setdefault(path, {})[endpoint.method.lower()] = _operation(endpoint, schemas)
     schemas.components["Error"] = ERROR_SCHEMA
     _narrow_model_ids(schemas.components, model_id_pattern(providers))

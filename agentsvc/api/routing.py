@@ -7,6 +7,7 @@ so the document cannot drift from what the handlers accept.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -29,6 +30,8 @@ from agentsvc.errors import (
 from agentsvc.services.access import Principal
 
 API_PREFIX = "/api/v1"
+# A path parameter, `{name}` or `{name:regex}` (a regex without braces).
+PATH_PARAM = re.compile(r"{([^}:]+)(?::([^}]*))?}")
 
 AuthMode = Literal["required", "optional", "public"]
 
@@ -91,6 +94,11 @@ class Endpoint:
     @property
     def full_path(self) -> str:
         return API_PREFIX + self.path if self.below_api else self.path
+
+    @property
+    def documented_path(self) -> str:
+        """The full path as documented: `{id}` without the router's pattern."""
+        return PATH_PARAM.sub(r"{\1}", self.full_path)
 
 
 class RouteTable:

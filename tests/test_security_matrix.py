@@ -1,0 +1,604 @@
+"""Security matrix: another team's credentials on every id route, the member role on the
+owner's routes, SSRF on form deliveries, and no credential stored or logged in clear.
+
+tests/test_roles.py probes every management route with made-up ids; here every route that
+takes an id is tried against real resources of another team, so a check that only works
+when the resource is missing cannot pass.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestServer
+
+from agentsvc import keys
+from agentsvc.api import all_endpoints
+from agentsvc.api.routing import PATH_PARAM, Endpoint
+from agentsvc.app import create_app
+from agentsvc.observability import JsonAccessLogger, access_log
+from agentsvc.services import secrets as secret_service
+from tests.chat_helpers import chat, user
+from tests.conftest import (
+    SESSION_COOKIE,
+    add_member,
+    assert_error,
+    bearer,
+    create_user,
+    fill_path,
+    key_for,
+    make_settings,
+    session,
+    sign_in,
+)
+from tests.fakes.http_receiver import HttpReceiver
+from tests.test_outbound import StubResolver
+
+FORM_FIELDS = [{"name": "email", "label": "E-mail", "type": "email"}]
+
+# Routes with a path parameter that are public on purpose: no team's credential is involved.
+PUBLIC_BY_DESIGN = {
+    ("GET", "/api/v1/triggers/form/{toolIdOrName}"): "the widget shows a form by its tool id",
+    ("GET", "/api/v1/triggers/widget/{agentId}"): "the widget reads an agent's triggers",
+    ("GET", "/dashboard/{name}.js"): "the dashboard's static scripts",
+    ("GET", "/dashboard/{name}.css"): "the dashboard's static styles",
+}
+# Secrets are addressed by name within the caller's own team: another team's PUT of the
+# same name creates its own secret (checked below to leave the first team's untouched).
+OWN_NAMESPACE = {("PUT", "/api/v1/secrets/{name}")}
+
+# For each route with an id: which resource of the victim team fills it, and a body that
+# passes validation (so the answer is about the id, not about the body).
+ROUTES: dict[tuple[str, str], tuple[str, Any]] = {
+    ("GET", "/api/v1/agents/{id}"): ("agent", None),
+    ("PATCH", "/api/v1/agents/{id}"): ("agent", {"name": "stolen"}),
+    ("DELETE", "/api/v1/agents/{id}"): ("agent", None),
+    ("PUT", "/api/v1/agents/{id}/identity-secret"): ("agent", {}),
+    ("GET", "/api/v1/agents/{id}/identity-secret"): ("agent", None),
+    ("DELETE", "/api/v1/agents/{id}/identity-secret"): ("agent", None),
+    ("GET", "/api/v1/conversations/{id}"): ("conversation", None),
+    ("DELETE", "/api/v1/conversations/{id}"): ("conversation", None),
+    ("POST", "/api/v1/conversations/{id}/feedback"): ("conversation", "feedback"),
+    ("GET", "/api/v1/agents/{id}/documents"): ("agent", None),
+    ("POST", "/api/v1/agents/{id}/documents"): ("agent", {"title": "x", "content": "stolen"}),
+    ("GET", "/api/v1/documents/{id}"): ("document", None),
+    ("DELETE", "/api/v1/documents/{id}"): ("document", None),
+    ("GET", "/api/v1/tools/{id}"): ("tool", None),
+    ("PUT", "/api/v1/tools/{id}"): ("tool", {"description": "stolen"}),
+    ("DELETE", "/api/v1/tools/{id}"): ("tool", None),
+    ("DELETE", "/api/v1/secrets/{name}"): ("secret", None),
+    ("GET", "/api/v1/form-submissions/{id}"): ("submission", None),
+    ("POST", "/api/v1/form-submissions/{id}/redeliver"): ("submission", None),
+    ("GET", "/api/v1/triggers/{id}"): ("trigger", None),
+    ("PUT", "/api/v1/triggers/{id}"): ("trigger", {"name": "stolen"}),
+    ("DELETE", "/api/v1/triggers/{id}"): ("trigger", None),
+    ("POST", "/api/v1/triggers/{id}/toggle"): ("trigger", None),
+    ("DELETE", "/api/v1/team/invitations/{id}"): ("invitation", None),
+    ("DELETE", "/api/v1/team/members/{memberId}"): ("member", None),
+    ("DELETE", "/api/v1/api-keys/{id}"): ("api_key", None),
+}
+
+
+def id_routes() -> list[Endpoint]:
+    """Every endpoint of the service whose path takes a parameter."""
+    return [e for e in all_endpoints() if PATH_PARAM.search(e.path)]
+
+
+@dataclass
+class Team:
+    """A team with one of everything, and the credentials of its owner and a member."""
+
+    ids: dict[str, str] = field(default_factory=dict)
+    owner_key: dict[str, str] = field(default_factory=dict)
+    owner_session: dict[str, str] = field(default_factory=dict)
+    member_key: dict[str, str] = field(default_factory=dict)
+    member_session: dict[str, str] = field(default_factory=dict)
+    message_id: str = ""
+    secret_value: str = ""
+
+
+async def json_of(resp, status: int) -> Any:
+    assert resp.status == status, await resp.text()
+    return await resp.json()
+
+
+async def furnished_team(client, email: str) -> Team:
+    """Create a team through the API with a resource of every kind a route can name."""
+    owner, team_row = await create_user(client, email)
+    member = await add_member(client, team_row.id, f"member.{email}")
+    team = Team(
+        owner_key=bearer(await key_for(client, team_row.id, owner.id)),
+        owner_session=session(await sign_in(client, email)),
+        member_key=bearer(await key_for(client, team_row.id, member.id)),
+        member_session=session(await sign_in(client, f"member.{email}")),
+    )
+    auth = team.owner_key
+    ids = team.ids
+    agent = await json_of(
+        await client.post("/api/v1/agents", json={"name": "Victim"}, headers=auth), 201
+    )
+    ids["agent"] = agent["data"]["id"]
+    await json_of(
+        await client.put(f"/api/v1/agents/{ids['agent']}/identity-secret", json={}, headers=auth),
+        200,
+    )
+    stream = await chat(client, {"agentId": ids["agent"], "messages": user("hello")}, auth)
+    ids["conversation"] = stream.start["conversationId"]
+    team.message_id = stream.start["messageId"]
+    doc = await json_of(
+        await client.post(
+            f"/api/v1/agents/{ids['agent']}/documents",
+            json={"title": "Handbook", "content": "Refunds take five days."},
+            headers=auth,
+        ),
+        201,
+    )
+    ids["document"] = doc["data"]["id"]
+    tool = await json_of(
+        await client.post(
+            "/api/v1/tools",
+            json={
+                "agentId": ids["agent"],
+                "name": "contact",
+                "description": "Collect contact details",
+                "executionType": "form",
+                "formSchema": {"fields": FORM_FIELDS},
+                "formExecutionMode": "client",
+                "formClientHandler": "saveLead",
+            },
+            headers=auth,
+        ),
+        201,
+    )
+    ids["tool"] = tool["id"]
+    team.secret_value = f"value of {email}"
+    # Named after the team: a name is only an address within the caller's own team.
+    ids["secret"] = email.split("@")[0].upper() + "_TOKEN"
+    await json_of(
+        await client.put(
+            f"/api/v1/secrets/{ids['secret']}", json={"value": team.secret_value}, headers=auth
+        ),
+        200,
+    )
+    sub = await json_of(
+        await client.post(
+            "/api/v1/form-submissions/submit",
+            json={
+                "toolId": ids["tool"],
+                "formData": {"email": "a@b.co"},
+                "fieldsCompleted": ["email"],
+            },
+        ),
+        200,
+    )
+    ids["submission"] = sub["submissionId"]
+    trigger = await json_of(
+        await client.post(
+            f"/api/v1/triggers?agentId={ids['agent']}",
+            json={
+                "name": "Leaving",
+                "triggerType": "exit_intent",
+                "conditions": {},
+                "actionType": "open_chat",
+                "actionConfig": {},
+            },
+            headers=auth,
+        ),
+        201,
+    )
+    ids["trigger"] = trigger["id"]
+    invitation = await json_of(
+        await client.post("/api/v1/team/invite", json={"email": "new@example.com"}, headers=auth),
+        201,
+    )
+    ids["invitation"] = invitation["id"]
+    members = await json_of(await client.get("/api/v1/team/members", headers=auth), 200)
+    ids["member"] = next(m["memberId"] for m in members if m["id"] == member.id)
+    api_keys = await json_of(await client.get("/api/v1/api-keys", headers=auth), 200)
+    ids["api_key"] = api_keys["data"][0]["id"]
+    return team
+
+
+def route_request(endpoint: Endpoint, team: Team) -> tuple[str, Any]:
+    """The path naming the team's resource, and a valid body, for one route."""
+    resource, body = ROUTES[(endpoint.method, endpoint.documented_path)]
+    if body == "feedback":
+        body = {"messageId": team.message_id, "rating": "down"}
+    names = PATH_PARAM.findall(endpoint.path)
+    assert len(names) == 1, endpoint.path
+    return fill_path(endpoint, {names[0][0]: team.ids[resource]}), body
+
+
+async def assert_intact(client, team: Team) -> None:
+    """Every resource of the team is still there, unchanged where a probe tried to change it."""
+    auth, ids = team.owner_key, team.ids
+    agent = await json_of(await client.get(f"/api/v1/agents/{ids['agent']}", headers=auth), 200)
+    assert agent["data"]["name"] == "Victim"
+    identity = await json_of(
+        await client.get(f"/api/v1/agents/{ids['agent']}/identity-secret", headers=auth), 200
+    )
+    assert identity["data"]["enabled"] is True
+    conv = await client.get(f"/api/v1/conversations/{ids['conversation']}", headers=auth)
+    messages = (await json_of(conv, 200))["data"]["messages"]
+    assert all(m.get("feedback") in (None, {}) for m in messages), messages
+    docs = await client.get(f"/api/v1/agents/{ids['agent']}/documents", headers=auth)
+    assert [d["id"] for d in (await json_of(docs, 200))["data"]] == [ids["document"]]
+    tool = await json_of(await client.get(f"/api/v1/tools/{ids['tool']}", headers=auth), 200)
+    assert tool["description"] == "Collect contact details"
+    trigger = await client.get(f"/api/v1/triggers/{ids['trigger']}", headers=auth)
+    trigger = await json_of(trigger, 200)
+    assert trigger["name"] == "Leaving" and trigger["isEnabled"] is True
+    sub = await client.get(f"/api/v1/form-submissions/{ids['submission']}", headers=auth)
+    assert (await json_of(sub, 200))["id"] == ids["submission"]
+    invitations = await json_of(await client.get("/api/v1/team/invitations", headers=auth), 200)
+    assert [(i["id"], i["status"]) for i in invitations] == [(ids["invitation"], "pending")]
+    members = await json_of(await client.get("/api/v1/team/members", headers=auth), 200)
+    assert ids["member"] in [m["memberId"] for m in members]
+    api_keys = await json_of(await client.get("/api/v1/api-keys", headers=auth), 200)
+    assert ids["api_key"] in [k["id"] for k in api_keys["data"]]
+    db, box = client.app[keys.db_key], client.app[keys.secret_box_key]
+    whoami = await json_of(await client.get("/api/v1/auth/session", headers=auth), 200)
+    team_id = whoami["data"]["team"]["id"]
+    revealed = await secret_service.reveal(db, box, team_id, {ids["secret"]})
+    assert revealed == {ids["secret"]: team.secret_value}
+
+
+def test_every_id_route_has_a_fixture():
+    """A new route with a path parameter fails here until the matrix covers it."""
+    missing = []
+    for endpoint in id_routes():
+        key = (endpoint.method, endpoint.documented_path)
+        if endpoint.auth == "public":
+            if key not in PUBLIC_BY_DESIGN:
+                missing.append(f"public {key}: add to PUBLIC_BY_DESIGN with the reason")
+        elif key not in ROUTES and key not in OWN_NAMESPACE:
+            missing.append(f"{key}: add a fixture resource to ROUTES")
+    assert missing == []
+    documented = {(e.method, e.documented_path) for e in id_routes()}
+    assert set(ROUTES) | OWN_NAMESPACE | set(PUBLIC_BY_DESIGN) == documented
+
+
+async def test_another_teams_key_and_session_get_not_found_on_every_id_route(client):
+    victim = await furnished_team(client, "victim@example.com")
+    intruder = await furnished_team(client, "intruder@example.com")
+    credentials = {
+        "other team's key": intruder.owner_key,
+        "other team's session": intruder.owner_session,
+        "other team's member key": intruder.member_key,
+    }
+    tried = 0
+    for endpoint in id_routes():
+        key = (endpoint.method, endpoint.documented_path)
+        if key not in ROUTES:
+            continue
+        path, body = route_request(endpoint, victim)
+        for who, headers in credentials.items():
+            if endpoint.owner_only and "member" in who:
+                continue  # a member is refused before the id is looked at (403), see below
+            resp = await client.request(endpoint.method, path, json=body, headers=headers)
+            error = await assert_error(resp, 404, "NOT_FOUND")
+            assert "victim" not in error["message"].lower(), (who, key)
+            tried += 1
+    assert tried >= 2 * len(ROUTES)
+    # The intruder's PUT of the same secret name is their own secret.
+    resp = await client.put(
+        f"/api/v1/secrets/{victim.ids['secret']}",
+        json={"value": "overwritten?"},
+        headers=intruder.owner_key,
+    )
+    assert resp.status == 200
+    await assert_intact(client, victim)
+    # Chat cannot continue another team's conversation either.
+    resp = await client.post(
+        "/api/v1/chat",
+        json={
+            "agentId": victim.ids["agent"],
+            "conversationId": victim.ids["conversation"],
+            "messages": user("hi"),
+        },
+        headers=intruder.owner_key,
+    )
+    await assert_error(resp, 404, "NOT_FOUND")
+
+
+async def test_member_is_forbidden_on_owner_routes_with_real_ids(client):
+    team = await furnished_team(client, "owner@example.com")
+    owner_routes = [e for e in id_routes() if e.owner_only]
+    assert {(e.method, e.documented_path) for e in owner_routes} >= {
+        ("DELETE", "/api/v1/agents/{id}"),
+        ("DELETE", "/api/v1/team/invitations/{id}"),
+        ("DELETE", "/api/v1/team/members/{memberId}"),
+    }
+    for endpoint in owner_routes:
+        path, body = route_request(endpoint, team)
+        for headers in (team.member_key, team.member_session):
+            resp = await client.request(endpoint.method, path, json=body, headers=headers)
+            await assert_error(resp, 403, "FORBIDDEN")
+    await assert_intact(client, team)
+
+
+# ── SSRF: form webhooks and post actions with allow_private = false ─────────────────────
+
+# Hosts that all end at the loopback receiver if nothing stopped them (the name resolves
+# to 127.0.0.1 through the stub resolver), and non-public addresses that must never be
+# connected to at all.
+SSRF_HOSTS = [
+    "internal.example",
+    "127.0.0.1",
+    "127.1",
+    "2130706433",
+    "0x7f000001",
+    "017700000001",
+    "[::1]",
+    "[::ffff:127.0.0.1]",
+    "0.0.0.0",
+    "169.254.169.254",
+    "10.1.2.3",
+    "[fd00:ec2::254]",
+]
+
+
+@pytest.fixture
+async def loopback_receiver(aiohttp_server):
+    fake = HttpReceiver()
+    server = await aiohttp_server(fake.app, host="127.0.0.1")
+    fake.port = server.port  # type: ignore[attr-defined]
+    return fake
+
+
+@pytest.mark.parametrize("host", SSRF_HOSTS)
+async def test_form_deliveries_cannot_reach_private_addresses(
+    aiohttp_client, tmp_path, loopback_receiver, host
+):
+    app = create_app(
+        make_settings(
+            tmp_path, outbound={"allow_private": False}, webhooks={"retry_schedule_seconds": [0]}
+        )
+    )
+    app[keys.outbound_resolver_key] = StubResolver("127.0.0.1")
+    client = await aiohttp_client(app)
+    owner, team = await create_user(client, "owner@example.com")
+    auth = bearer(await key_for(client, team.id, owner.id))
+    agent = await json_of(
+        await client.post("/api/v1/agents", json={"name": "A"}, headers=auth), 201
+    )
+    base = f"http://{host}:{loopback_receiver.port}"
+    for mode, extra in [
+        ("webhook", {"formWebhookUrl": f"{base}/primary"}),
+        ("client", {"formClientHandler": "save"}),
+    ]:
+        tool = await json_of(
+            await client.post(
+                "/api/v1/tools",
+                json={
+                    "agentId": agent["data"]["id"],
+                    "name": f"form_{mode}",
+                    "description": "A form",
+                    "executionType": "form",
+                    "formSchema": {"fields": FORM_FIELDS},
+                    "formExecutionMode": mode,
+                    "formPostActions": [
+                        {"type": "webhook", "url": f"{base}/action", "payload": {"a": 1}},
+                        {"type": "team_chat", "webhookUrl": f"{base}/chat", "message": "new"},
+                    ],
+                    **extra,
+                },
+                headers=auth,
+            ),
+            201,
+        )
+        result = await json_of(
+            await client.post(
+                "/api/v1/form-submissions/submit",
+                json={
+                    "toolId": tool["id"],
+                    "formData": {"email": "a@b.co"},
+                    "fieldsCompleted": ["email"],
+                },
+            ),
+            200,
+        )
+        if mode == "webhook":
+            assert result["webhookResult"]["success"] is False
+            assert "refused" in result["webhookResult"]["error"], result
+            assert result["status"] == "webhook_failed"
+        outcomes = result["postActionResults"]
+        assert [o["type"] for o in outcomes] == ["webhook", "team_chat"], outcomes
+        for outcome in outcomes:
+            assert outcome["success"] is False and "refused" in outcome["error"], outcome
+        await client.app[keys.deliverer_key].deliver_due()
+        detail = await json_of(
+            await client.get(f"/api/v1/form-submissions/{result['submissionId']}", headers=auth),
+            200,
+        )
+        # Failed for good (one attempt configured), each attempt recorded as refused.
+        deliveries = detail["deliveries"]
+        assert len(deliveries) == (3 if mode == "webhook" else 2), deliveries
+        for delivery in deliveries:
+            assert delivery["status"] == "failed", delivery
+            assert "refused" in delivery["lastError"], delivery
+    assert loopback_receiver.requests == []
+
+
+# ── nothing in clear: a full scenario, then the log and the database file ─────────────────
+
+
+async def test_no_credential_in_clear_in_log_or_database(
+    aiohttp_client, tmp_path, caplog, smtp_server, loopback_receiver
+):
+    # Everything the service logs (its own loggers at every level, the rest from INFO), with
+    # the access log of `agentsvc serve`.
+    caplog.set_level(logging.INFO)
+    caplog.set_level(logging.DEBUG, logger="agentsvc")
+    app = create_app(
+        make_settings(
+            tmp_path, smtp=smtp_server.settings(), webhooks={"retry_schedule_seconds": [0]}
+        )
+    )
+    server = TestServer(app)
+    await server.start_server(access_log_class=JsonAccessLogger, access_log=access_log)
+    client = await aiohttp_client(server)
+    secrets: dict[str, str] = {}
+    bodies: list[bytes] = []
+
+    async def call(method: str, path: str, status: int, **kwargs) -> Any:
+        resp = await client.request(method, path, **kwargs)
+        raw = await resp.read()
+        assert resp.status == status, (path, raw)
+        bodies.append(raw)
+        return resp
+
+    # First-run setup: the owner, with a password.
+    secrets["owner password"] = "owner: a long passphrase 1"
+    await call(
+        "POST",
+        "/api/v1/setup",
+        201,
+        json={"email": "owner@example.com", "password": secrets["owner password"]},
+    )
+    resp = await call(
+        "POST",
+        "/api/v1/auth/sign-in/email",
+        200,
+        json={"email": "owner@example.com", "password": secrets["owner password"]},
+    )
+    secrets["owner session"] = resp.cookies[SESSION_COOKIE].value
+    client.session.cookie_jar.clear()
+    owner = session(secrets["owner session"])
+    resp = await call("POST", "/api/v1/api-keys", 201, json={"name": "ci"}, headers=owner)
+    secrets["api key"] = (await resp.json())["data"]["key"]
+    auth = bearer(secrets["api key"])
+    secrets["secret value"] = "sk-live-secret-value-0123456789"
+    await call(
+        "PUT",
+        "/api/v1/secrets/CRM_TOKEN",
+        200,
+        json={"value": secrets["secret value"]},
+        headers=auth,
+    )
+    resp = await call("POST", "/api/v1/agents", 201, json={"name": "Shop"}, headers=auth)
+    agent_id = (await resp.json())["data"]["id"]
+    resp = await call(
+        "PUT",
+        f"/api/v1/agents/{agent_id}/identity-secret",
+        200,
+        json={"secret": "identity-secret-of-the-shop-0123"},
+        headers=auth,
+    )
+    secrets["identity secret"] = "identity-secret-of-the-shop-0123"
+    await call(
+        "POST",
+        "/api/v1/tools",
+        201,
+        json={
+            "agentId": agent_id,
+            "name": "crm",
+            "description": "Looks up the CRM",
+            "executionType": "http",
+            "inputSchema": {"type": "object", "properties": {}},
+            "httpUrl": f"http://127.0.0.1:{loopback_receiver.port}/crm",
+            "httpMethod": "GET",
+            "httpHeaders": {"Authorization": "Bearer {{CRM_TOKEN}}"},
+        },
+        headers=auth,
+    )
+    resp = await call(
+        "POST",
+        "/api/v1/tools",
+        201,
+        json={
+            "agentId": agent_id,
+            "name": "contact",
+            "description": "Collect contact details",
+            "executionType": "form",
+            "formSchema": {"fields": FORM_FIELDS},
+            "formExecutionMode": "webhook",
+            "formWebhookUrl": f"http://127.0.0.1:{loopback_receiver.port}/hook",
+        },
+        headers=auth,
+    )
+    form_tool = await resp.json()
+    secrets["webhook secret"] = form_tool["formWebhookSecret"]
+    assert secrets["webhook secret"].startswith("whsec_")
+    # Chat, calling the HTTP tool (its header carries the secret to the receiver only).
+    stream = await chat(client, {"agentId": agent_id, "messages": user("/tool crm {}")}, auth)
+    assert "tool_result" in stream.names
+    assert loopback_receiver.requests[-1].headers["Authorization"] == (
+        f"Bearer {secrets['secret value']}"
+    )
+    await call(
+        "POST",
+        "/api/v1/form-submissions/submit",
+        200,
+        json={"toolId": form_tool["id"], "formData": {"email": "a@b.co"}, "fieldsCompleted": []},
+    )
+    # A magic link, used.
+    await call(
+        "POST",
+        "/api/v1/auth/magic-link",
+        200,
+        json={"email": "owner@example.com", "callbackUrl": "/dashboard"},
+    )
+    mail = (await smtp_server.wait_for(1))[-1]
+    secrets["magic-link token"] = re.search(r"token=([\w-]+)", mail.text).group(1)
+    resp = await client.get(
+        f"/api/v1/auth/magic-link/verify?token={secrets['magic-link token']}",
+        allow_redirects=False,
+    )
+    assert resp.status in (302, 303)
+    secrets["magic-link session"] = resp.cookies[SESSION_COOKIE].value
+    client.session.cookie_jar.clear()
+    # An invitation, accepted by a new user with a password.
+    await call("POST", "/api/v1/team/invite", 201, json={"email": "new@example.com"}, headers=auth)
+    mail = (await smtp_server.wait_for(2))[-1]
+    secrets["invitation token"] = re.search(r"token=([\w-]+)", mail.text).group(1)
+    secrets["invitee password"] = "invitee: another passphrase 2"
+    resp = await call(
+        "POST",
+        "/api/v1/team/invitations/accept",
+        200,
+        json={"token": secrets["invitation token"], "password": secrets["invitee password"]},
+    )
+    secrets["invitee session"] = resp.cookies[SESSION_COOKIE].value
+    client.session.cookie_jar.clear()
+    # Listings a user reads: never a credential.
+    for path in (
+        "/api/v1/api-keys",
+        "/api/v1/secrets",
+        "/api/v1/auth/session",
+        "/api/v1/team/invitations",
+        f"/api/v1/tools?agentId={agent_id}",
+        f"/api/v1/conversations?agentId={agent_id}",
+        "/api/v1/form-submissions",
+        f"/api/v1/agents/{agent_id}/identity-secret",
+    ):
+        await call("GET", path, 200, headers=auth)
+    listing_bodies = b"\n".join(bodies[-8:])
+    for name, value in secrets.items():
+        if name == "webhook secret":
+            continue  # shown to the team on the tool, by design (DECISIONS)
+        assert value.encode() not in listing_bodies, name
+
+    await client.app[keys.mailer_key].drain()
+    await client.app[keys.deliverer_key].deliver_due()
+    data_dir = Path(client.app[keys.settings_key].server.data_dir)
+    stored = b"".join(
+        path.read_bytes() for path in sorted(data_dir.glob("agentsvc.db*")) if path.is_file()
+    )
+    assert (data_dir / "agentsvc.db-wal").exists()
+    # Positive controls: plain data written in the scenario is found by the same search.
+    assert b"new@example.com" in stored and b"Looks up the CRM" in stored
+    logged = caplog.text + "\n".join(str(r.__dict__) for r in caplog.records)
+    assert '"path":"/api/v1/auth/magic-link/verify"' in logged  # the access log was captured
+    leaks = [
+        f"{name} in {where}"
+        for name, value in secrets.items()
+        for where, haystack in (("the database", stored), ("the log", logged.encode()))
+        if value.encode() in haystack
+    ]
+    assert leaks == []
