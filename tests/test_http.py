@@ -44,6 +44,37 @@ async def test_unknown_route_and_method(client, auth):
     assert "GET" in resp.headers["Allow"]
 
 
+async def test_allow_names_the_methods_of_the_resource_itself(client, auth):
+    # A fixed path next to an id path (/tools/limits, /tools/{id}) is its own resource: ids
+    # carry their prefix, so the router never reads "limits" as an id.
+    for path, allowed in [
+        ("/api/v1/tools/limits", {"GET"}),
+        ("/api/v1/team/invitations/accept", {"POST"}),
+        ("/api/v1/tools/tool_x", {"GET", "PUT", "DELETE"}),
+    ]:
+        resp = await client.request("OPTIONS", path, headers=auth)
+        await assert_error(resp, 405, "METHOD_NOT_ALLOWED")
+        assert set(resp.headers["Allow"].split(",")) == allowed, (path, resp.headers["Allow"])
+    resp = await client.get("/api/v1/tools/not-a-tool-id", headers=auth)
+    await assert_error(resp, 404, "NOT_FOUND")
+
+
+async def test_malformed_multipart_and_huge_offsets_are_400(client, auth):
+    resp = await client.post("/api/v1/agents", json={"name": "A"}, headers=auth)
+    agent_id = (await resp.json())["data"]["id"]
+    boundary = "b0d7"
+    resp = await client.post(
+        f"/api/v1/agents/{agent_id}/documents",
+        data=f"--{boundary}\r\nTrue--{boundary}--\r\n".encode(),
+        headers={**auth, "Content-Type": f"multipart/form-data; boundary={boundary}"},
+    )
+    await assert_error(resp, 400, "VALIDATION_ERROR", "multipart")
+    resp = await client.get(
+        f"/api/v1/conversations?agentId={agent_id}&offset=200401805491757809664", headers=auth
+    )
+    await assert_error(resp, 400, "VALIDATION_ERROR", "offset")
+
+
 async def test_body_over_the_limit_is_413(make_client):
     client = await make_client(server={"max_body_mb": 0.001})
     auth = bearer(await new_api_key(client))

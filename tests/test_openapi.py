@@ -43,3 +43,30 @@ async def test_model_ids_are_narrowed_to_configured_providers(make_client):
     doc = await (await client.get("/api/v1/openapi.json")).json()
     model = doc["components"]["schemas"]["AgentCreate"]["properties"]["model"]
     assert model["pattern"] == "^(builtin|(ollama)/.+)$"
+
+
+async def test_schema_valid_means_acceptable(client):
+    """Bounds the fuzzer relies on: path patterns, 409s, tool enums, SSE events, either/or."""
+    doc = await (await client.get("/api/v1/openapi.json")).json()
+    paths = doc["paths"]
+    tool_id = paths["/api/v1/tools/{id}"]["get"]["parameters"][0]["schema"]
+    assert tool_id["pattern"] == "^(?:tool_[A-Za-z0-9_-]+)$" and tool_id["maxLength"] == 200
+    name = paths["/api/v1/secrets/{name}"]["put"]["parameters"][0]["schema"]
+    assert re.match(name["pattern"], "CRM_TOKEN") and not re.match(name["pattern"], "1BAD")
+    for path, method in [
+        ("/api/v1/team/invite", "post"),
+        ("/api/v1/team/invitations/{id}", "delete"),
+        ("/api/v1/team/invitations/accept", "post"),
+        ("/api/v1/form-submissions/client-result", "post"),
+    ]:
+        assert "CONFLICT" in paths[path][method]["responses"]["409"]["description"], path
+    tool = doc["components"]["schemas"]["ToolCreate"]["properties"]
+    assert tool["executionType"]["enum"] == ["mock", "http", "form"]
+    assert tool["httpMethod"]["enum"] == ["GET", "POST", "PUT", "DELETE"]
+    assert tool["httpUrl"]["maxLength"] == 2048 and tool["name"]["pattern"].startswith("^[a-z]")
+    stream = paths["/api/v1/chat"]["post"]["responses"]["200"]["content"]["text/event-stream"]
+    assert stream["schema"]["required"] == ["event", "data"]
+    document = doc["components"]["schemas"]["DocumentCreate"]
+    assert document["oneOf"] == [{"required": ["title", "content"]}, {"required": ["url"]}]
+    limit = paths["/api/v1/conversations"]["get"]["parameters"]
+    assert next(p for p in limit if p["name"] == "offset")["schema"]["maximum"] == 10**12
