@@ -84,3 +84,59 @@ def _access_log_config(tmp_path):
     path = tmp_path / "c.toml"
     path.write_text("[server]\naccess_log = true\n")
     return path
+
+
+async def test_metrics_count_deliveries_and_outbox_depth(make_client):
+    from aiohttp import web
+    from aiohttp.test_utils import TestServer
+
+    from tests.conftest import bearer, new_api_key
+
+    async def ok(request):
+        return web.json_response({"ok": True})
+
+    receiver_app = web.Application()
+    receiver_app.router.add_post("/hook", ok)
+    receiver = TestServer(receiver_app, host="127.0.0.1")
+    await receiver.start_server()
+    try:
+        client = await make_client(webhooks={"retry_schedule_seconds": [0, 60]})
+        auth = bearer(await new_api_key(client))
+        agent = (
+            await (await client.post("/api/v1/agents", json={"name": "A"}, headers=auth)).json()
+        )["data"]
+        tool = await (
+            await client.post(
+                "/api/v1/tools",
+                headers=auth,
+                json={
+                    "agentId": agent["id"],
+                    "name": "contact",
+                    "description": "Contact form",
+                    "executionType": "form",
+                    "formWebhookUrl": str(receiver.make_url("/hook")),
+                    "formSchema": {
+                        "fields": [{"name": "email", "label": "E-mail", "type": "email"}]
+                    },
+                },
+            )
+        ).json()
+        for url in (str(receiver.make_url("/hook")), str(receiver.make_url("/missing"))):
+            await client.put(
+                f"/api/v1/tools/{tool['id']}", json={"formWebhookUrl": url}, headers=auth
+            )
+            resp = await client.post(
+                "/api/v1/form-submissions/submit",
+                json={
+                    "toolId": tool["id"],
+                    "formData": {"email": "a@example.com"},
+                    "fieldsCompleted": ["email"],
+                },
+            )
+            assert resp.status == 200, await resp.text()
+        text = await (await client.get("/metrics")).text()
+        assert 'agentsvc_deliveries_total{kind="webhook",outcome="success"} 1.0' in text
+        assert 'agentsvc_deliveries_total{kind="webhook",outcome="retry"} 1.0' in text
+        assert "agentsvc_outbox_depth 1.0" in text  # the failed one waits for its retry
+    finally:
+        await receiver.close()

@@ -26,6 +26,7 @@ from agentsvc import keys
 from agentsvc.config import WebhookSettings
 from agentsvc.db import Database
 from agentsvc.ids import iso, parse_iso
+from agentsvc.observability import metrics_key
 from agentsvc.outbound import OutboundClient
 from agentsvc.secretbox import SecretBox
 from agentsvc.services.delivery_send import MAIL_TIMEOUT_SECONDS, Outcome, Sender
@@ -68,8 +69,11 @@ class Deliverer:
         data_dir: Path,
         scheduler: AsyncIOScheduler | None,
         mailer: Callable[[], Any],
+        on_attempt: Callable[[str, str], None] | None = None,
     ):
         self.db = db
+        # Told (kind, outcome) after each recorded attempt: "success", "retry" or "failed".
+        self.on_attempt = on_attempt
         self.settings = settings
         self.data_dir = data_dir
         self.scheduler = scheduler
@@ -257,6 +261,9 @@ class Deliverer:
             return status
 
         status = await self.db.run_sync(write)
+        if self.on_attempt is not None:
+            outcome = "success" if res.success else ("retry" if next_at else "failed")
+            self.on_attempt(delivery.kind, outcome)
         if next_at is not None:
             self.wake(next_at)
         return status  # type: ignore[return-value]
@@ -266,6 +273,7 @@ async def delivery_ctx(app: web.Application) -> AsyncIterator[None]:
     """cleanup_ctx: the app's Deliverer (after the database, scheduler and outbound client),
     and the hourly removal of files left by deleted submissions."""
     settings = app[keys.settings_key]
+    metrics = app[metrics_key]
     deliverer = Deliverer(
         db=app[keys.db_key],
         outbound=app[keys.outbound_key],
@@ -274,8 +282,14 @@ async def delivery_ctx(app: web.Application) -> AsyncIterator[None]:
         data_dir=settings.server.data_dir,
         scheduler=app.get(keys.scheduler_key),
         mailer=lambda: app.get(keys.mailer_key),
+        on_attempt=lambda kind, outcome: metrics.deliveries.labels(kind, outcome).inc(),
     )
     app[keys.deliverer_key] = deliverer
+
+    async def outbox_depth() -> None:
+        metrics.outbox_depth.set(await store.count_pending(deliverer.db.reader))
+
+    metrics.add_collector(outbox_depth)
     await deliverer.start()
     scheduler = app.get(keys.scheduler_key)
     if scheduler is not None:

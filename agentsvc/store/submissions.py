@@ -253,6 +253,14 @@ def claim_due(raw: sqlite3.Connection, now: str, lease_until: str, limit: int) -
     return sorted((_delivery(r) for r in rows), key=lambda d: (d.next_attempt_at, d.position))
 
 
+async def count_pending(conn: aiosqlite.Connection) -> int:
+    """How many deliveries are waiting to be sent (the outbox depth)."""
+    rows = await conn.execute_fetchall(
+        "SELECT COUNT(*) FROM form_deliveries WHERE status = 'pending'"
+    )
+    return rows[0][0]
+
+
 async def next_due_at(conn: aiosqlite.Connection) -> str | None:
     """When the earliest pending delivery becomes claimable (its time or its lease's end)."""
     rows = await conn.execute_fetchall(
