@@ -171,8 +171,7 @@ async def post_session_team(call: Call):
     assert call.principal is not None
     if call.principal.session_id is None:
         raise Forbidden(
-            "Only a cookie session can switch teams; an API key "
-            "acts for the team it was created in"
+            "Only a cookie session can switch teams; an API key acts for the team it was created in"
         )
     db = call.app[keys.db_key]
     principal = await session_service.switch_team(
