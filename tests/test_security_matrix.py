@@ -37,7 +37,7 @@ from tests.conftest import (
     sign_in,
 )
 from tests.fakes.http_receiver import HttpReceiver
-from tests.test_outbound import StubResolver
+from tests.test_outbound import FORBIDDEN, StubResolver
 
 FORM_FIELDS = [{"name": "email", "label": "E-mail", "type": "email"}]
 
@@ -324,22 +324,16 @@ async def test_member_is_forbidden_on_owner_routes_with_real_ids(client):
 
 # ── SSRF: form webhooks and post actions with allow_private = false ─────────────────────
 
-# Hosts that all end at the loopback receiver if nothing stopped them (the name resolves
-# to 127.0.0.1 through the stub resolver), and non-public addresses that must never be
-# connected to at all.
+# Every non-public address of the tools issue's list (tests/test_outbound.py) as a literal
+# host, numeric spellings of loopback, and a name the stub resolver answers with 127.0.0.1:
+# loopback ones would reach the receiver if nothing stopped them; none may be connected to.
 SSRF_HOSTS = [
     "internal.example",
-    "127.0.0.1",
     "127.1",
     "2130706433",
     "0x7f000001",
     "017700000001",
-    "[::1]",
-    "[::ffff:127.0.0.1]",
-    "0.0.0.0",
-    "169.254.169.254",
-    "10.1.2.3",
-    "[fd00:ec2::254]",
+    *(f"[{a}]" if ":" in a else a for a in FORBIDDEN),
 ]
 
 
