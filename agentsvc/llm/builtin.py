@@ -25,21 +25,12 @@ from agentsvc.llm.base import (
     ToolCall,
     Usage,
 )
+from agentsvc.stopwords import STOP_WORDS
 
 NOTHING_FOUND = "I could not find anything relevant to your question."
 MAX_SENTENCES = 3
 WORDS_PER_CHUNK = 3
 
-STOP_WORDS = frozenset(
-    """a about above after again against all am an and any are as at be because been before
-    being below between both but by can could did do does doing down during each few for from
-    further had has have having he her here hers herself him himself his how i if in into is it
-    its itself just me more most my myself no nor not now of off on once only or other our ours
-    ourselves out over own same she should so some such than that the their theirs them
-    themselves then there these they this those through to too under until up very was we were
-    what when where which while who whom why will with would you your yours yourself
-    yourselves tell please know""".split()
-)
 
 _TOOL_COMMAND = re.compile(r"^\s*/tool\s+([A-Za-z0-9_\-]+)\s*(.*)$", re.DOTALL)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")

@@ -27,6 +27,7 @@ from agentsvc.ids import new_id, now_iso
 from agentsvc.outbound import OutboundClient, OutboundError
 from agentsvc.services import extraction
 from agentsvc.services.chunking import chunk
+from agentsvc.stopwords import STOP_WORDS
 from agentsvc.store import agents as agents_store
 from agentsvc.store import documents as store
 from agentsvc.store.documents import Document, PassageRow
@@ -37,16 +38,6 @@ INDEX_BATCH = 200  # passages per write transaction while indexing in the backgr
 MAX_QUERY_TERMS = 32
 TITLE_LENGTH = 300
 
-STOP_WORDS = frozenset(
-    """a about above after again against all am an and any are as at be because been before
-    being below between both but by can could did do does doing down during each few for from
-    further had has have having he her here hers herself him himself his how i if in into is it
-    its itself just me more most my myself no nor not now of off on once only or other our ours
-    ourselves out over own same she should so some such than that the their theirs them
-    themselves then there these they this those through to too under until up very was we were
-    what when where which while who whom why will with would you your yours yourself
-    yourselves tell please know""".split()
-)
 _TERM = re.compile(r"[^\W_]+", re.UNICODE)
 
 
