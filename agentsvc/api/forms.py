@@ -22,16 +22,7 @@ routes = RouteTable("form submissions")
 SUBMISSION_ID = r"sub_[A-Za-z0-9_-]+"
 
 Id = Annotated[str, Field(min_length=1, max_length=200)]
-Status = Literal[
-    "pending",
-    "submitted",
-    "webhook_success",
-    "webhook_failed",
-    "client_success",
-    "client_failed",
-    "success",
-    "failed",
-]
+Status = Literal[form_service.STATUSES]  # type: ignore[valid-type]
 EpochMs = Annotated[float, Field(ge=0, le=253_402_300_799_000)]
 
 
