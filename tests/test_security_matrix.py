@@ -438,13 +438,14 @@ async def test_no_credential_in_clear_in_log_or_database(
     await server.start_server(access_log_class=JsonAccessLogger, access_log=access_log)
     client = await aiohttp_client(server)
     secrets: dict[str, str] = {}
-    bodies: list[bytes] = []
+    # Every response body, with the credential it is meant to show (a new key, once).
+    bodies: list[tuple[str, bytes, str | None]] = []
 
-    async def call(method: str, path: str, status: int, **kwargs) -> Any:
+    async def call(method: str, path: str, status: int, shows: str | None = None, **kwargs):
         resp = await client.request(method, path, **kwargs)
         raw = await resp.read()
         assert resp.status == status, (path, raw)
-        bodies.append(raw)
+        bodies.append((f"{method} {path}", raw, shows))
         return resp
 
     # First-run setup: the owner, with a password.
@@ -464,7 +465,9 @@ async def test_no_credential_in_clear_in_log_or_database(
     secrets["owner session"] = resp.cookies[SESSION_COOKIE].value
     client.session.cookie_jar.clear()
     owner = session(secrets["owner session"])
-    resp = await call("POST", "/api/v1/api-keys", 201, json={"name": "ci"}, headers=owner)
+    resp = await call(
+        "POST", "/api/v1/api-keys", 201, shows="api key", json={"name": "ci"}, headers=owner
+    )
     secrets["api key"] = (await resp.json())["data"]["key"]
     auth = bearer(secrets["api key"])
     secrets["secret value"] = "sk-live-secret-value-0123456789"
@@ -481,6 +484,7 @@ async def test_no_credential_in_clear_in_log_or_database(
         "PUT",
         f"/api/v1/agents/{agent_id}/identity-secret",
         200,
+        shows="identity secret",
         json={"secret": "identity-secret-of-the-shop-0123"},
         headers=auth,
     )
@@ -505,6 +509,7 @@ async def test_no_credential_in_clear_in_log_or_database(
         "POST",
         "/api/v1/tools",
         201,
+        shows="webhook secret",  # given to the team on its form tools (DECISIONS)
         json={
             "agentId": agent_id,
             "name": "contact",
@@ -522,6 +527,7 @@ async def test_no_credential_in_clear_in_log_or_database(
     # Chat, calling the HTTP tool (its header carries the secret to the receiver only).
     stream = await chat(client, {"agentId": agent_id, "messages": user("/tool crm {}")}, auth)
     assert "tool_result" in stream.names
+    bodies.append(("POST /api/v1/chat", stream.raw, None))
     assert loopback_receiver.requests[-1].headers["Authorization"] == (
         f"Bearer {secrets['secret value']}"
     )
@@ -560,23 +566,29 @@ async def test_no_credential_in_clear_in_log_or_database(
     )
     secrets["invitee session"] = resp.cookies[SESSION_COOKIE].value
     client.session.cookie_jar.clear()
-    # Listings a user reads: never a credential.
+    # What a user reads back: never a credential, beyond the form tools' webhook secret.
     for path in (
         "/api/v1/api-keys",
         "/api/v1/secrets",
         "/api/v1/auth/session",
         "/api/v1/team/invitations",
-        f"/api/v1/tools?agentId={agent_id}",
+        "/api/v1/team/members",
         f"/api/v1/conversations?agentId={agent_id}",
         "/api/v1/form-submissions",
         f"/api/v1/agents/{agent_id}/identity-secret",
+        f"/api/v1/agents/{agent_id}",
     ):
         await call("GET", path, 200, headers=auth)
-    listing_bodies = b"\n".join(bodies[-8:])
-    for name, value in secrets.items():
-        if name == "webhook secret":
-            continue  # shown to the team on the tool, by design (DECISIONS)
-        assert value.encode() not in listing_bodies, name
+    await call(
+        "GET", f"/api/v1/tools?agentId={agent_id}", 200, shows="webhook secret", headers=auth
+    )
+    shown = [
+        f"{name} in the response to {where}"
+        for where, raw, shows in bodies
+        for name, value in secrets.items()
+        if name != shows and value.encode() in raw
+    ]
+    assert shown == []
 
     await client.app[keys.mailer_key].drain()
     await client.app[keys.deliverer_key].deliver_due()
