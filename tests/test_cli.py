@@ -77,9 +77,9 @@ def test_serve_with_no_configuration(tmp_path):
         assert (tmp_path / "data" / "agentsvc.db").is_file()
         # The longest query the API accepts (an OAuth callback, percent-encoded 4-byte
         # characters) fits the request line; it is answered by the API, in its envelope.
-        oauth_code = "%F0%9D%95%AC" * 2048
-        state = "%F0%9D%95%AC" * 200
-        status, _, body = server.get(f"/api/v1/auth/callback/github?code={oauth_code}&state={state}")
+        wide = "%F0%9D%95%AC"
+        query = f"code={wide * 2048}&state={wide * 200}"
+        status, _, body = server.get(f"/api/v1/auth/callback/github?{query}")
         assert status < 500 and set(body) == {"data", "error"}, body
     finally:
         code = server.stop(signal.SIGINT)
