@@ -270,6 +270,7 @@ async def test_another_teams_key_and_session_get_not_found_on_every_id_route(cli
         "other team's key": intruder.owner_key,
         "other team's session": intruder.owner_session,
         "other team's member key": intruder.member_key,
+        "other team's member session": intruder.member_session,
     }
     tried = 0
     for endpoint in id_routes():
@@ -284,7 +285,7 @@ async def test_another_teams_key_and_session_get_not_found_on_every_id_route(cli
             error = await assert_error(resp, 404, "NOT_FOUND")
             assert "victim" not in error["message"].lower(), (who, key)
             tried += 1
-    assert tried >= 2 * len(ROUTES)
+    assert tried >= 3 * len(ROUTES)
     # The intruder's PUT of the same secret name is their own secret.
     resp = await client.put(
         f"/api/v1/secrets/{victim.ids['secret']}",
