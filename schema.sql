@@ -358,3 +358,16 @@ CREATE TRIGGER passages_fts_delete AFTER DELETE ON passages BEGIN
     INSERT INTO passages_fts (passages_fts, rowid, scope, heading, text)
     VALUES ('delete', old.id, hex(old.agent_id), old.heading, old.text);
 END;
+
+-- Embeddings of passages when `[knowledge] embedding_model` is set: `vector` is `dims`
+-- float32 numbers, little-endian (sqlite-vec's BLOB format), normalised to unit length.
+-- They go with their passage (and so with its document and agent). Retrieval uses only the
+-- vectors of the model configured now (another model's numbers are not comparable).
+CREATE TABLE passage_embeddings (
+    passage_id INTEGER PRIMARY KEY REFERENCES passages(id) ON DELETE CASCADE,
+    agent_id   TEXT NOT NULL,
+    model      TEXT NOT NULL,                -- the embedding_model that made it (PROVIDER/MODEL)
+    dims       INTEGER NOT NULL,
+    vector     BLOB NOT NULL
+);
+CREATE INDEX passage_embeddings_agent ON passage_embeddings(agent_id);

@@ -70,8 +70,8 @@ def create_app(settings: Settings) -> web.Application:
     app.cleanup_ctx.append(scheduler_ctx)
     app.cleanup_ctx.append(_tools_ctx)
     app.cleanup_ctx.append(event_writer_ctx)
-    app.cleanup_ctx.append(knowledge_ctx)
     app.cleanup_ctx.append(chat_ctx)
+    app.cleanup_ctx.append(knowledge_ctx)  # after chat_ctx: embeddings use its ClientSession
     app.cleanup_ctx.append(auth_ctx)
     app.cleanup_ctx.append(delivery_ctx)
     app.on_shutdown.append(close_streams)

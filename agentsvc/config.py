@@ -157,6 +157,8 @@ class KnowledgeSettings(_Section):
     top_k: int = Field(4, ge=1, le=20)
     background_index_kb: float = Field(256, ge=0)
     fetch_timeout_seconds: float = Field(30, gt=0)
+    embedding_model: str = ""  # PROVIDER/MODEL of an `openai`-kind provider; empty: FTS5 only
+    embedding_batch_size: int = Field(64, ge=1, le=2048)
 
 
 class Settings(_Section):
@@ -289,4 +291,23 @@ def load_settings(
         provider = settings.models.default.partition("/")[0]
         if provider not in settings.providers:
             raise ConfigError(f"models.default: no provider named {provider!r}")
+    _check_embedding_model(settings)
     return settings
+
+
+def _check_embedding_model(settings: Settings) -> None:
+    """`knowledge.embedding_model` must name a model of a configured `openai`-kind provider."""
+    model_id = settings.knowledge.embedding_model
+    if not model_id:
+        return
+    provider, _, model = model_id.partition("/")
+    if not model:
+        raise ConfigError(f"knowledge.embedding_model: must be PROVIDER/MODEL, got {model_id!r}")
+    conf = settings.providers.get(provider)
+    if conf is None:
+        raise ConfigError(f"knowledge.embedding_model: no provider named {provider!r}")
+    if conf.kind != "openai":
+        raise ConfigError(
+            f"knowledge.embedding_model: provider {provider!r} is {conf.kind!r}; embeddings"
+            " need an 'openai'-kind provider (an OpenAI-compatible /v1/embeddings endpoint)"
+        )

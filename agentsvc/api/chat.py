@@ -251,7 +251,8 @@ async def _stream_chat(call: Call) -> web.StreamResponse:
     )
     db = app[keys.db_key]
     writer = app[keys.chat_writer_key]
-    turn = await chat_service.prepare_turn(db, writer, app[keys.providers_key], chat)
+    semantic = app[keys.indexer_key].semantic
+    turn = await chat_service.prepare_turn(db, writer, app[keys.providers_key], chat, semantic)
 
     response = web.StreamResponse(
         headers={

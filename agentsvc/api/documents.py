@@ -205,5 +205,8 @@ async def get_document(call: Call):
 @routes.delete("/documents/{id}", response=DocumentDeleted, envelope=True, errors=(404,))
 async def delete_document(call: Call):
     """Delete a document and its passages."""
-    await knowledge.delete_document(call.app[keys.db_key], call.team_id, call.params["id"])
+    app = call.app
+    await knowledge.delete_document(
+        app[keys.db_key], call.team_id, call.params["id"], app[keys.indexer_key]
+    )
     return envelope_response({"id": call.params["id"], "deleted": True})

@@ -71,7 +71,11 @@ def _history_from_store(messages: list[StoredMessage]) -> list[Message]:
 
 
 async def prepare_turn(
-    db: Database, writer: WriteBatcher, providers: Providers, chat: ChatInput
+    db: Database,
+    writer: WriteBatcher,
+    providers: Providers,
+    chat: ChatInput,
+    semantic: knowledge.Semantic | None = None,
 ) -> Turn:
     """Validate and load everything, store the user's message, and return the turn."""
     if chat.messages[-1][0] != "user":
@@ -88,7 +92,7 @@ async def prepare_turn(
         _load_conversation(db, chat),
         tools_store.list_enabled_for_agent(db.reader, chat.agent_id),
         knowledge.retrieve(
-            db, chat.agent_id, chat.messages[-1][1], providers.settings.knowledge.top_k
+            db, chat.agent_id, chat.messages[-1][1], providers.settings.knowledge.top_k, semantic
         ),
     )
     if agent is None:

@@ -4,6 +4,11 @@ Small documents are chunked and indexed in the request's own transaction and ans
 `ready`. Larger ones (over `[knowledge] background_index_kb` of text) are stored `indexing`
 and indexed by the `Indexer` in batches, so the single writer is never held for long; the
 database is the source of truth, so documents a stop interrupted are indexed again at start.
+
+When `[knowledge] embedding_model` is set (`Semantic`), passages are also embedded before
+they are written (in the same transaction as their passages), so a document is `ready` only
+once every passage is both indexed and embedded, and `failed` when the provider keeps failing.
+Retrieval then fuses the BM25 ranking with the vector ranking by reciprocal rank fusion.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import PurePosixPath
 
+import numpy as np
 from aiohttp import web
 from yarl import URL
 
@@ -24,9 +30,12 @@ from agentsvc import keys
 from agentsvc.db import Database
 from agentsvc.errors import FileTooLarge, NotFound, UnsupportedMediaType, ValidationFailed
 from agentsvc.ids import new_id, now_iso
+from agentsvc.llm.base import ProviderError
+from agentsvc.llm.embeddings import Embedder, make_embedder
 from agentsvc.outbound import OutboundClient, OutboundError
 from agentsvc.services import extraction
 from agentsvc.services.chunking import chunk
+from agentsvc.services.vectors import VectorIndex, to_blob
 from agentsvc.stopwords import STOP_WORDS
 from agentsvc.store import agents as agents_store
 from agentsvc.store import documents as store
@@ -37,6 +46,8 @@ log = logging.getLogger("agentsvc.knowledge")
 INDEX_BATCH = 200  # passages per write transaction while indexing in the background (~0.1 s)
 MAX_QUERY_TERMS = 32
 TITLE_LENGTH = 300
+RRF_K = 60  # reciprocal rank fusion's constant (Cormack et al.; the usual choice)
+MIN_CANDIDATES = 20  # passages each ranking contributes to the fusion, at least
 
 _TERM = re.compile(r"[^\W_]+", re.UNICODE)
 
@@ -50,6 +61,14 @@ class Passage:
     text: str
     score: float
     heading: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Semantic:
+    """Embeddings are on: the embedder of passages and questions, and the vector index."""
+
+    embedder: Embedder
+    vectors: VectorIndex
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,13 +109,67 @@ def match_expression(agent_id: str, terms: list[str]) -> str:
     return f'scope : "{scope}" AND {{heading text}} : ({alternatives})'
 
 
-async def retrieve(db: Database, agent_id: str, query: str, k: int) -> list[Passage]:
-    """Return the agent's k passages that best match the query (BM25), best first."""
+async def retrieve(
+    db: Database, agent_id: str, query: str, k: int, semantic: Semantic | None = None
+) -> list[Passage]:
+    """Return the agent's k passages that best match the query, best first.
+
+    BM25 alone, or with `semantic` BM25 and vector similarity fused by reciprocal rank.
+    """
     terms = query_terms(query)
-    if not terms or k <= 0:
+    if k <= 0 or (not terms and semantic is None):
         return []
-    hits = await store.search(db.reader, agent_id, match_expression(agent_id, terms), k, k * 2)
-    return [Passage(h.document_id, h.title, h.text, h.score, h.heading) for h in hits]
+    if semantic is None:
+        match = match_expression(agent_id, terms)
+        hits = await store.search(db.reader, agent_id, match, k, k * 2)
+        return [Passage(h.document_id, h.title, h.text, h.score, h.heading) for h in hits]
+    depth = max(k * 4, MIN_CANDIDATES)
+    lexical, nearest = await asyncio.gather(
+        store.search(db.reader, agent_id, match_expression(agent_id, terms), depth, depth)
+        if terms
+        else _nothing(),
+        _nearest(semantic, agent_id, query, depth),
+    )
+    fused = fuse([[h.passage_id for h in lexical], nearest])
+    # Vector hits BM25 did not return need their texts; ids of passages deleted since the
+    # vectors were cached come back absent and are skipped.
+    known = {h.passage_id: h for h in lexical}
+    wanted = [pid for pid, _ in fused[: k * 2] if pid not in known]
+    for hit in await store.hits_by_id(db.reader, agent_id, wanted):
+        known[hit.passage_id] = hit
+    out = []
+    for pid, score in fused:
+        hit = known.get(pid)
+        if hit is not None:
+            out.append(Passage(hit.document_id, hit.title, hit.text, score, hit.heading))
+            if len(out) == k:
+                break
+    return out
+
+
+async def _nothing() -> list[store.Hit]:
+    return []
+
+
+async def _nearest(semantic: Semantic, agent_id: str, query: str, n: int) -> list[int]:
+    """The vector ranking; empty (BM25 alone answers) when the question cannot be embedded."""
+    try:
+        vector = (await semantic.embedder.embed([query]))[0]
+    except ProviderError as exc:
+        # A chat turn still gets BM25's passages rather than failing with the provider.
+        log.warning("embedding a question failed, using BM25 alone: %s", exc.message)
+        return []
+    return await semantic.vectors.nearest(agent_id, vector, n)
+
+
+def fuse(rankings: list[list[int]], k: int = RRF_K) -> list[tuple[int, float]]:
+    """Reciprocal rank fusion: each id scores sum(1 / (k + rank)) over the rankings."""
+    scores: dict[int, float] = {}
+    for ranking in rankings:
+        for rank, item in enumerate(ranking, start=1):
+            scores[item] = scores.get(item, 0.0) + 1.0 / (k + rank)
+    # Ties keep the first ranking's (BM25's) order: dicts keep insertion order, sort is stable.
+    return sorted(scores.items(), key=lambda pair: -pair[1])
 
 
 _BLOCK_TAGS = re.compile(r"</?\s*(knowledge|passage)\b[^>]*>", re.IGNORECASE)
@@ -275,15 +348,46 @@ async def get_document(db: Database, team_id: str, document_id: str) -> tuple[Do
     return found
 
 
-async def delete_document(db: Database, team_id: str, document_id: str) -> None:
-    """Delete a document with its passages."""
+async def delete_document(
+    db: Database, team_id: str, document_id: str, indexer: Indexer | None = None
+) -> None:
+    """Delete a document with its passages (and their embeddings)."""
     async with db.write() as conn:
-        if not await store.delete(conn, team_id, document_id):
+        doc = await store.get(conn, team_id, document_id)
+        if doc is None or not await store.delete(conn, team_id, document_id):
             raise NotFound("Document not found")
+    if indexer is not None and indexer.semantic is not None:
+        indexer.semantic.vectors.invalidate(doc.agent_id)
 
 
 def _rows(chunks: list) -> list[PassageRow]:
     return [PassageRow(i, c.heading, c.text) for i, c in enumerate(chunks)]
+
+
+def _embedding_text(row: PassageRow) -> str:
+    # The heading path says what the section is about; it is part of the meaning.
+    return f"{row.heading}\n{row.text}" if row.heading else row.text
+
+
+async def _embed(semantic: Semantic, rows: list[PassageRow]) -> np.ndarray:
+    return await semantic.embedder.embed([_embedding_text(r) for r in rows])
+
+
+def _write_passages(
+    raw: sqlite3.Connection,
+    document_id: str,
+    agent_id: str,
+    rows: list[PassageRow],
+    vectors: np.ndarray | None,
+    model: str,
+) -> None:
+    """Insert passages and, when given, their embeddings (one row of `vectors` each)."""
+    store.insert_passages(raw, document_id, agent_id, rows)
+    if vectors is None or not rows:
+        return
+    ids = store.passage_ids(raw, document_id, rows[0].position, rows[-1].position)
+    blobs = zip(ids, (to_blob(v) for v in vectors), strict=True)
+    store.insert_embeddings(raw, agent_id, model, int(vectors.shape[1]), blobs)
 
 
 async def create_document(
@@ -295,11 +399,23 @@ async def create_document(
     source: Source,
     background_bytes: int,
 ) -> Document:
-    """Store a document; index it now when small, else in the background (`indexing`)."""
+    """Store a document; index it now when small, else in the background (`indexing`).
+
+    With embeddings on, a small document's passages are embedded before it is written; if
+    the provider fails (after its retries) the document is stored `failed` with the reason.
+    """
     await check_agent(db, team_id, agent_id)
-    now = now_iso()
     background = len(source.text.encode()) > background_bytes
     rows = [] if background else _rows(chunk(source.text, source.title))
+    semantic = indexer.semantic
+    vectors: np.ndarray | None = None
+    error: str | None = None
+    if rows and semantic is not None:
+        try:
+            vectors = await _embed(semantic, rows)
+        except ProviderError as exc:
+            error, rows = exc.message, []
+    now = now_iso()
     doc = Document(
         id=new_id("document"),
         agent_id=agent_id,
@@ -310,8 +426,8 @@ async def create_document(
         filename=source.filename,
         source_url=source.source_url,
         size_bytes=source.size_bytes,
-        status="indexing" if background else "ready",
-        error=None,
+        status="indexing" if background else "failed" if error else "ready",
+        error=error,
         passage_count=len(rows),
         created_at=now,
         updated_at=now,
@@ -321,13 +437,16 @@ async def create_document(
         if not store.agent_in_team(raw, agent_id, team_id):
             return False  # deleted since the check above
         store.insert(raw, doc, source.text)
-        store.insert_passages(raw, doc.id, agent_id, rows)
+        model = semantic.embedder.model_id if semantic else ""
+        _write_passages(raw, doc.id, agent_id, rows, vectors, model)
         return True
 
     if not await db.run_sync(write):
         raise NotFound("Agent not found")
     if background:
         indexer.schedule(doc.id)
+    elif semantic is not None and vectors is not None:
+        semantic.vectors.invalidate(agent_id)
     return doc
 
 
@@ -335,10 +454,14 @@ async def create_document(
 
 
 class Indexer:
-    """Indexes `indexing` documents in tasks owned by the app; resumes them at start."""
+    """Indexes `indexing` documents in tasks owned by the app; resumes them at start.
 
-    def __init__(self, db: Database):
+    `semantic` is set when embeddings are on: passages are then embedded batch by batch.
+    """
+
+    def __init__(self, db: Database, semantic: Semantic | None = None):
         self._db = db
+        self.semantic = semantic
         self._tasks: set[asyncio.Task[None]] = set()
 
     def schedule(self, document_id: str) -> None:
@@ -369,6 +492,8 @@ class Indexer:
     async def index(self, document_id: str) -> None:
         """Chunk a document and write its passages in batches, then mark it ready or failed."""
         db = self._db
+        semantic = self.semantic
+        model = semantic.embedder.model_id if semantic else ""
         loaded = await db.run_sync(partial(store.content_of, document_id=document_id))
         if loaded is None:
             return
@@ -380,11 +505,17 @@ class Indexer:
             await db.run_sync(partial(store.clear_passages, document_id=document_id))
             for start in range(0, len(rows), INDEX_BATCH):
                 batch = rows[start : start + INDEX_BATCH]
+                # Embedded before the write, so the writer never waits on the provider.
+                vectors = await _embed(semantic, batch) if semantic else None
 
-                def write(raw: sqlite3.Connection, batch: list[PassageRow] = batch) -> bool:
+                def write(
+                    raw: sqlite3.Connection,
+                    batch: list[PassageRow] = batch,
+                    vectors: np.ndarray | None = vectors,
+                ) -> bool:
                     if not store.exists(raw, document_id):
                         return False  # deleted meanwhile: stop quietly
-                    store.insert_passages(raw, document_id, agent_id, batch)
+                    _write_passages(raw, document_id, agent_id, batch, vectors, model)
                     return True
 
                 if not await db.run_sync(write):
@@ -400,10 +531,15 @@ class Indexer:
                     now=now_iso(),
                 )
             )
+            if semantic is not None:
+                semantic.vectors.invalidate(agent_id)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            log.exception("indexing document %s failed", document_id)
+            if isinstance(exc, ProviderError):
+                log.warning("indexing document %s failed: %s", document_id, exc.message)
+            else:
+                log.exception("indexing document %s failed", document_id)
             reason = str(exc)[:500] or type(exc).__name__
 
             def fail(raw: sqlite3.Connection) -> None:
@@ -414,11 +550,24 @@ class Indexer:
 
 
 async def knowledge_ctx(app: web.Application) -> AsyncIterator[None]:
-    """cleanup_ctx: the indexer, resuming interrupted indexing at start."""
-    indexer = Indexer(app[keys.db_key])
+    """cleanup_ctx: the indexer (with embeddings when configured), resuming at start.
+
+    Runs after chat_ctx: the embedder uses the providers' ClientSession.
+    """
+    db = app[keys.db_key]
+    settings = app[keys.settings_key]
+    semantic = None
+    embedder = make_embedder(settings, app[keys.providers_key].session)
+    if embedder is not None:
+        vectors = VectorIndex(db, embedder.model_id)
+        await vectors.open()
+        semantic = Semantic(embedder, vectors)
+    indexer = Indexer(db, semantic)
     app[keys.indexer_key] = indexer
     resumed = await indexer.resume()
     if resumed:
         log.info("resumed indexing of %d document(s)", resumed)
     yield
     await indexer.close()
+    if semantic is not None:
+        await semantic.vectors.close()

@@ -1,4 +1,5 @@
-"""Knowledge documents, their passages and the FTS5 index over them (kept in sync by triggers)."""
+"""Knowledge documents, their passages, the FTS5 index over them (kept in sync by triggers)
+and the passages' embeddings."""
 
 from __future__ import annotations
 
@@ -40,6 +41,7 @@ class PassageRow:
 class Hit:
     """A retrieved passage: its document, texts and BM25 score (higher is better)."""
 
+    passage_id: int
     document_id: str
     title: str
     heading: str
@@ -145,6 +147,79 @@ def insert_passages(
     )
 
 
+def passage_ids(raw: sqlite3.Connection, document_id: str, first: int, last: int) -> list[int]:
+    """The ids of a document's passages at positions first..last, in position order."""
+    rows = raw.execute(
+        "SELECT id FROM passages WHERE document_id = ? AND position BETWEEN ? AND ?"
+        " ORDER BY position",
+        (document_id, first, last),
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def insert_embeddings(
+    raw: sqlite3.Connection,
+    agent_id: str,
+    model: str,
+    dims: int,
+    vectors: Iterable[tuple[int, bytes]],
+) -> None:
+    """Store passages' embeddings: (passage_id, float32 little-endian bytes) pairs."""
+    raw.executemany(
+        "INSERT OR REPLACE INTO passage_embeddings (passage_id, agent_id, model, dims, vector)"
+        " VALUES (?, ?, ?, ?, ?)",
+        ((passage_id, agent_id, model, dims, blob) for passage_id, blob in vectors),
+    )
+
+
+async def ready_vectors(
+    conn: aiosqlite.Connection, agent_id: str, model: str
+) -> list[tuple[int, int, bytes]]:
+    """(passage_id, dims, vector) by `model` of the agent's passages in `ready` documents."""
+    rows = await conn.execute_fetchall(
+        "SELECT e.passage_id, e.dims, e.vector FROM passage_embeddings AS e"
+        " JOIN passages AS p ON p.id = e.passage_id"
+        " JOIN documents AS d ON d.id = p.document_id"
+        " WHERE e.agent_id = ? AND e.model = ? AND d.status = 'ready'",
+        (agent_id, model),
+    )
+    return [(r[0], r[1], r[2]) for r in rows]
+
+
+# The sqlite-vec path: the same ranking computed by the extension inside SQLite.
+_VEC_SEARCH = """
+SELECT e.passage_id
+FROM passage_embeddings AS e
+JOIN passages AS p ON p.id = e.passage_id
+JOIN documents AS d ON d.id = p.document_id
+WHERE e.agent_id = ? AND e.model = ? AND e.dims = ? AND d.status = 'ready'
+ORDER BY vec_distance_cosine(e.vector, ?)
+LIMIT ?
+"""
+
+
+async def vec_search(
+    conn: aiosqlite.Connection, agent_id: str, model: str, query: bytes, dims: int, n: int
+) -> list[int]:
+    """Passage ids nearest to a float32 query vector, by sqlite-vec's cosine distance."""
+    rows = await conn.execute_fetchall(_VEC_SEARCH, (agent_id, model, dims, query, n))
+    return [r[0] for r in rows]
+
+
+async def hits_by_id(conn: aiosqlite.Connection, agent_id: str, ids: list[int]) -> list[Hit]:
+    """The agent's passages with these ids that belong to `ready` documents (any order)."""
+    if not ids:
+        return []
+    marks = ",".join("?" * len(ids))
+    rows = await conn.execute_fetchall(
+        "SELECT p.id, p.document_id, d.title, p.heading, p.text, 0.0"
+        " FROM passages AS p JOIN documents AS d ON d.id = p.document_id"
+        f" WHERE p.id IN ({marks}) AND p.agent_id = ? AND d.status = 'ready'",
+        (*ids, agent_id),
+    )
+    return [Hit(*r) for r in rows]
+
+
 def clear_passages(raw: sqlite3.Connection, document_id: str) -> None:
     """Remove a document's passages (to index it again from the start)."""
     raw.execute("DELETE FROM passages WHERE document_id = ?", (document_id,))
@@ -177,7 +252,7 @@ def exists(raw: sqlite3.Connection, document_id: str) -> bool:
 # LIMIT, hence the margin there; the outer query keeps `ready` ones only. Heading matches
 # weigh double; the scope column weighs nothing.
 _SEARCH = """
-SELECT p.document_id, d.title, p.heading, p.text, -m.score
+SELECT p.id, p.document_id, d.title, p.heading, p.text, -m.score
 FROM (
     SELECT rowid, bm25(passages_fts, 0.0, 2.0, 1.0) AS score
     FROM passages_fts WHERE passages_fts MATCH ? ORDER BY score LIMIT ?

@@ -1,0 +1,162 @@
+"""Nearest passages to a query embedding: sqlite-vec when it can be loaded, else numpy.
+
+sqlite-vec is a SQLite extension, and Python's stdlib `sqlite3` can load extensions only
+when it was built with them enabled; many builds (pyenv's and python.org's macOS ones among
+them) lack `Connection.enable_load_extension`. So `VectorIndex` picks its path at start:
+
+- `sqlite-vec`: a read connection of its own with the extension loaded ranks the agent's
+  stored vectors with `vec_distance_cosine` inside SQLite;
+- `numpy`: the agent's vectors are read once into a float32 matrix kept in memory (an LRU
+  bounded in bytes) and ranked by a dot product (vectors are unit length, so this is the
+  cosine similarity). Every write of an agent's vectors or documents invalidates its entry.
+
+Both rank only `ready` documents' passages embedded by the configured model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sqlite3
+from collections import Counter, OrderedDict
+from dataclasses import dataclass
+
+import aiosqlite
+import numpy as np
+
+from agentsvc.db import Database
+from agentsvc.store import documents as store
+
+log = logging.getLogger("agentsvc.knowledge")
+
+# Matrices larger than this (floats) are ranked on a worker thread, off the event loop.
+OFF_LOOP_FLOATS = 1_000_000
+# Memory the numpy path may keep for agents' vectors.
+MAX_CACHE_BYTES = 256 * 2**20
+
+
+def sqlite_vec_available() -> bool:
+    """True when this Python's sqlite3 can load extensions and sqlite-vec is installed."""
+    if not hasattr(sqlite3.Connection, "enable_load_extension"):
+        return False
+    try:
+        import sqlite_vec  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def to_blob(vector: np.ndarray) -> bytes:
+    """A vector as sqlite-vec's BLOB format: float32, little-endian."""
+    return np.asarray(vector, dtype="<f4").tobytes()
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    ids: np.ndarray  # int64 passage ids, one per row
+    matrix: np.ndarray  # (rows, dims) float32, unit rows
+    nbytes: int
+
+
+class VectorIndex:
+    """Ranks an agent's passages by cosine similarity to a query vector."""
+
+    def __init__(self, db: Database, model: str, *, prefer_sqlite_vec: bool = True):
+        self._db = db
+        self._model = model
+        self._prefer = prefer_sqlite_vec
+        self._conn: aiosqlite.Connection | None = None
+        self._cache: OrderedDict[str, _Entry] = OrderedDict()
+        self._cached_bytes = 0
+        # Bumped by each invalidation, so a load that raced a write is not cached.
+        self._generation: dict[str, int] = {}
+        self.mode = "numpy"
+
+    async def open(self) -> None:
+        """Load sqlite-vec on a connection of our own when possible; else use numpy."""
+        if not (self._prefer and sqlite_vec_available()):
+            log.info("vector search: numpy (sqlite3 cannot load extensions or no sqlite-vec)")
+            return
+        import sqlite_vec
+
+        conn = await aiosqlite.connect(self._db.path, isolation_level=None)
+        try:
+            await conn.enable_load_extension(True)
+            await conn.load_extension(sqlite_vec.loadable_path())
+            await conn.enable_load_extension(False)
+            await conn.execute("PRAGMA query_only = ON")
+        except sqlite3.Error as exc:
+            await conn.close()
+            log.warning("vector search: numpy (loading sqlite-vec failed: %s)", exc)
+            return
+        self._conn = conn
+        self.mode = "sqlite-vec"
+        log.info("vector search: sqlite-vec")
+
+    async def close(self) -> None:
+        """Close the sqlite-vec connection and drop the cache."""
+        if self._conn is not None:
+            await self._conn.close()
+            self._conn = None
+        self._cache.clear()
+        self._cached_bytes = 0
+
+    def invalidate(self, agent_id: str) -> None:
+        """Forget an agent's cached vectors (after any write to its passages or documents)."""
+        self._generation[agent_id] = self._generation.get(agent_id, 0) + 1
+        entry = self._cache.pop(agent_id, None)
+        if entry is not None:
+            self._cached_bytes -= entry.nbytes
+
+    async def nearest(self, agent_id: str, query: np.ndarray, n: int) -> list[int]:
+        """Passage ids of the agent's n passages most similar to `query`, best first."""
+        if n <= 0:
+            return []
+        if self._conn is not None:
+            dims = int(query.shape[0])
+            return await store.vec_search(
+                self._conn, agent_id, self._model, to_blob(query), dims, n
+            )
+        entry = await self._entry(agent_id)
+        if entry is None or entry.matrix.shape[1] != query.shape[0]:
+            return []
+        if entry.matrix.size > OFF_LOOP_FLOATS:
+            return await asyncio.to_thread(_top, entry, query, n)
+        return _top(entry, query, n)
+
+    async def _entry(self, agent_id: str) -> _Entry | None:
+        entry = self._cache.get(agent_id)
+        if entry is not None:
+            self._cache.move_to_end(agent_id)
+            return entry
+        generation = self._generation.get(agent_id, 0)
+        rows = await store.ready_vectors(self._db.reader, agent_id, self._model)
+        if not rows:
+            return None
+        entry = await asyncio.to_thread(_build, rows) if len(rows) > 2000 else _build(rows)
+        if self._generation.get(agent_id, 0) == generation and agent_id not in self._cache:
+            self._cache[agent_id] = entry
+            self._cached_bytes += entry.nbytes
+            while self._cached_bytes > MAX_CACHE_BYTES and len(self._cache) > 1:
+                _, old = self._cache.popitem(last=False)
+                self._cached_bytes -= old.nbytes
+        return entry
+
+
+def _build(rows: list[tuple[int, int, bytes]]) -> _Entry:
+    # One model gives one size; rows of another size (a corrupt write) are left out.
+    dims = Counter(d for _, d, _ in rows).most_common(1)[0][0]
+    kept = [(pid, blob) for pid, d, blob in rows if d == dims and len(blob) == 4 * dims]
+    ids = np.fromiter((pid for pid, _ in kept), dtype=np.int64, count=len(kept))
+    matrix = np.frombuffer(b"".join(blob for _, blob in kept), dtype="<f4").reshape(-1, dims)
+    return _Entry(ids, matrix, ids.nbytes + matrix.nbytes)
+
+
+def _top(entry: _Entry, query: np.ndarray, n: int) -> list[int]:
+    scores = entry.matrix @ query.astype(np.float32, copy=False)
+    if n < len(scores):
+        picked = np.argpartition(-scores, n - 1)[:n]
+        order = picked[np.argsort(-scores[picked], kind="stable")]
+    else:
+        order = np.argsort(-scores, kind="stable")
+    return [int(i) for i in entry.ids[order]]
