@@ -12,14 +12,15 @@ if TYPE_CHECKING:
     from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
     from agentsvc.api.chat import OpenStreams
+    from agentsvc.api.state import RequestState
     from agentsvc.config import Settings
     from agentsvc.db import Database
     from agentsvc.llm.base import Providers
     from agentsvc.mail import Mailer
     from agentsvc.outbound import OutboundClient
-    from agentsvc.ratelimit import Decision, TokenBuckets
+    from agentsvc.ratelimit import TokenBuckets
     from agentsvc.secretbox import SecretBox
-    from agentsvc.services.access import KeyResolver, Principal
+    from agentsvc.services.access import KeyResolver
     from agentsvc.services.delivery import Deliverer
     from agentsvc.services.event_ingest import EventWriter
     from agentsvc.services.knowledge import Indexer
@@ -46,7 +47,4 @@ chat_streams_key: web.AppKey[OpenStreams] = web.AppKey("chat_streams")
 chat_writer_key: web.AppKey[WriteBatcher] = web.AppKey("chat_writer")
 
 # Request-scoped values.
-principal_request_key: web.RequestKey[Principal] = web.RequestKey("principal")
-rate_decision_request_key: web.RequestKey[Decision] = web.RequestKey("rate_decision")
-# A session token whose expiry moved forward: its cookie is sent again with the new Max-Age.
-session_refresh_request_key: web.RequestKey[str] = web.RequestKey("session_refresh")
+request_state_key: web.RequestKey[RequestState] = web.RequestKey("state")

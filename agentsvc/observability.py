@@ -7,16 +7,18 @@ import logging
 import re
 import secrets
 import time
+from bisect import bisect_left
 from collections.abc import Awaitable, Callable
 
 import orjson
 from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client.utils import floatToGoString
 
-request_id_request_key: web.RequestKey[str] = web.RequestKey("request_id")
-started_request_key: web.RequestKey[float] = web.RequestKey("started")
+from agentsvc.api.state import request_state
 
 _SAFE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 # A random process prefix and a counter: unique ids without a urandom syscall per request.
@@ -28,14 +30,13 @@ access_log = logging.getLogger("agentsvc.access")
 
 def request_id(request: web.Request) -> str:
     """Return the request's id: the caller's `X-Request-Id` when sane, else a new one."""
-    rid = request.get(request_id_request_key)
-    if rid is None:
+    state = request_state(request)
+    if state.request_id is None:
         incoming = request.headers.get("X-Request-Id", "")
-        rid = (
-            incoming if _SAFE_REQUEST_ID.match(incoming) else f"{_ID_PREFIX}{next(_id_counter):08x}"
-        )
-        request[request_id_request_key] = rid
-    return rid
+        if not _SAFE_REQUEST_ID.match(incoming):
+            incoming = f"{_ID_PREFIX}{next(_id_counter):08x}"
+        state.request_id = incoming
+    return state.request_id
 
 
 def add_request_id_header(request: web.Request, response: web.StreamResponse) -> None:
@@ -49,7 +50,7 @@ class JsonAccessLogger(AbstractAccessLogger):
     def log(self, request: web.BaseRequest, response: web.StreamResponse, time: float) -> None:
         resource = request.match_info.route.resource if request.match_info.route else None
         record = {
-            "requestId": request.get(request_id_request_key),
+            "requestId": request_id(request),
             "method": request.method,
             "path": request.path,  # the query string is left out: it may hold tokens
             "route": resource.canonical if resource else None,
@@ -68,24 +69,62 @@ class JsonAccessLogger(AbstractAccessLogger):
 Collector = Callable[[], Awaitable[None]]
 
 
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10)
+
+
+class RequestStats:
+    """Per-request counts and latency histograms kept as plain numbers.
+
+    prometheus_client's Counter and Histogram take a lock per update; on the hot path of
+    every request that cost several microseconds, so these are tallied here (one event loop,
+    no lock needed) and turned into metric families only when /metrics is scraped.
+    """
+
+    def __init__(self) -> None:
+        self.counts: dict[tuple[str, str, str], int] = {}
+        # route -> [bucket counts..., +Inf count], sum of seconds
+        self.buckets: dict[str, list[int]] = {}
+        self.sums: dict[str, float] = {}
+
+    def add(self, method: str, route: str, status: int, seconds: float) -> None:
+        key = (method, route, str(status))
+        self.counts[key] = self.counts.get(key, 0) + 1
+        counts = self.buckets.get(route)
+        if counts is None:
+            counts = self.buckets[route] = [0] * (len(LATENCY_BUCKETS) + 1)
+            self.sums[route] = 0.0
+        counts[bisect_left(LATENCY_BUCKETS, seconds)] += 1
+        self.sums[route] += seconds
+
+    def collect(self):
+        """prometheus_client collector protocol."""
+        requests = CounterMetricFamily(
+            "agentsvc_http_requests", "HTTP requests answered", labels=["method", "route", "status"]
+        )
+        for labels, value in self.counts.items():
+            requests.add_metric(list(labels), value)
+        yield requests
+        latency = HistogramMetricFamily(
+            "agentsvc_http_request_duration_seconds",
+            "Time to answer (streams: to the first byte)",
+            labels=["route"],
+        )
+        for route, counts in self.buckets.items():
+            cumulative, running = [], 0
+            for bound, count in zip((*LATENCY_BUCKETS, float("inf")), counts, strict=True):
+                running += count
+                cumulative.append((floatToGoString(bound), running))
+            latency.add_metric([route], cumulative, sum_value=self.sums[route])
+        yield latency
+
+
 class Metrics:
     """The app's Prometheus registry (one per app, so tests can build many apps)."""
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
-        self.requests = Counter(
-            "agentsvc_http_requests_total",
-            "HTTP requests answered",
-            ["method", "route", "status"],
-            registry=self.registry,
-        )
-        self.latency = Histogram(
-            "agentsvc_http_request_duration_seconds",
-            "Time to answer (streams: to the first byte)",
-            ["route"],
-            registry=self.registry,
-            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10),
-        )
+        self.request_stats = RequestStats()
+        self.registry.register(self.request_stats)
         self.open_streams = Gauge(
             "agentsvc_open_streams", "Chat streams open now", registry=self.registry
         )
@@ -99,18 +138,7 @@ class Metrics:
             registry=self.registry,
         )
         self._collectors: list[Collector] = []
-        # labels() resolves children through a lock and a dict each time; cache them.
-        self._children: dict[tuple[str, str, str], tuple[Counter, Histogram]] = {}
-
-    def observe_request(self, method: str, route: str, status: int, seconds: float) -> None:
-        """Count one answered request and its latency."""
-        key = (method, route, str(status))
-        children = self._children.get(key)
-        if children is None:
-            children = (self.requests.labels(*key), self.latency.labels(route))
-            self._children[key] = children
-        children[0].inc()
-        children[1].observe(seconds)
+        self.observe_request = self.request_stats.add
 
     def add_collector(self, collector: Collector) -> None:
         """Run `collector` before each scrape (e.g. to read the outbox depth)."""
@@ -129,9 +157,9 @@ metrics_key: web.AppKey[Metrics] = web.AppKey("metrics")
 def observe(request: web.Request, response: web.StreamResponse) -> None:
     """At response prepare: count the response and its latency under its route template."""
     metrics = request.app.get(metrics_key)
-    started = request.get(started_request_key)
-    if metrics is None or started is None:
+    if metrics is None:
         return
+    started = request_state(request).started
     route = request.match_info.route
     resource = route.resource if route else None
     name = resource.canonical if resource is not None else "unmatched"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from agentsvc import keys
+from agentsvc.api.state import request_state
 from agentsvc.errors import Forbidden, RateLimited, Unauthorized
 from agentsvc.services.access import Principal
 from agentsvc.services.sessions import SESSION_COOKIE
@@ -32,16 +33,16 @@ async def authenticate(request: web.Request) -> Principal | None:
     always a 401, even where authentication is optional; a stale session cookie counts as
     no credential (browsers keep sending it), so required endpoints still answer 401.
     """
-    principal = request.get(keys.principal_request_key)
-    if principal is not None:
-        return principal
+    state = request_state(request)
+    if state.principal is not None:
+        return state.principal
     token = bearer_token(request)
     if token is None:
         return await _session_principal(request)
     principal = await request.app[keys.key_resolver_key].resolve(token)
     if principal is None:
         raise Unauthorized()
-    request[keys.principal_request_key] = principal
+    state.principal = principal
     return principal
 
 
@@ -53,9 +54,10 @@ async def _session_principal(request: web.Request) -> Principal | None:
     principal, extended = await request.app[keys.key_resolver_key].resolve_session(cookie, ttl)
     if principal is None:
         return None
+    state = request_state(request)
     if extended:
-        request[keys.session_refresh_request_key] = cookie
-    request[keys.principal_request_key] = principal
+        state.session_refresh = cookie
+    state.principal = principal
     return principal
 
 
@@ -66,7 +68,7 @@ def enforce_rate_limit(request: web.Request, principal: Principal) -> None:
     if per_minute is None:
         return
     decision = request.app[keys.rate_buckets_key].take(f"team:{principal.team_id}", per_minute)
-    request[keys.rate_decision_request_key] = decision
+    request_state(request).rate_decision = decision
     if not decision.allowed:
         raise RateLimited(
             f"Rate limit of {per_minute} requests per minute exceeded",
@@ -115,7 +117,7 @@ def clear_session_cookie(response: web.StreamResponse) -> None:
 
 def refresh_session_cookie(request: web.Request, response: web.StreamResponse) -> None:
     """At response prepare: send the cookie again when its session's expiry moved forward."""
-    token = request.get(keys.session_refresh_request_key)
+    token = request_state(request).session_refresh
     if token is None or SESSION_COOKIE in response.cookies:
         return
     # Cookies are already turned into headers when this hook runs: add the header itself.
@@ -126,6 +128,6 @@ def refresh_session_cookie(request: web.Request, response: web.StreamResponse) -
 
 def add_rate_limit_headers(request: web.Request, response: web.StreamResponse) -> None:
     """At response prepare: put X-RateLimit-* on every response of a rate-limited caller."""
-    decision = request.get(keys.rate_decision_request_key)
+    decision = request_state(request).rate_decision
     if decision is not None:
         response.headers.update(decision.headers())

@@ -24,6 +24,7 @@ from pydantic.json_schema import SkipJsonSchema
 from agentsvc import keys
 from agentsvc.api.models import RequestModel
 from agentsvc.api.routing import Call, RouteTable
+from agentsvc.api.state import request_state
 from agentsvc.errors import RateLimited
 from agentsvc.llm.base import Providers
 from agentsvc.observability import metrics_key
@@ -200,7 +201,7 @@ def _client_ip(call: Call) -> str:
 def _check_public_rate(call: Call) -> None:
     per_minute = call.app[keys.settings_key].ratelimit.public_chat_per_minute
     decision = call.app[keys.rate_buckets_key].take(f"chat-ip:{_client_ip(call)}", per_minute)
-    call.request[keys.rate_decision_request_key] = decision
+    request_state(call.request).rate_decision = decision
     if not decision.allowed:
         raise RateLimited(
             f"Chat rate limit of {per_minute} messages per minute exceeded",

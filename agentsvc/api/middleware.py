@@ -8,7 +8,9 @@ import time
 
 from aiohttp import web
 
+from agentsvc import keys
 from agentsvc.api import auth
+from agentsvc.api.state import RequestState
 from agentsvc.errors import (
     ApiError,
     InternalError,
@@ -17,7 +19,7 @@ from agentsvc.errors import (
     PayloadTooLarge,
     error_response,
 )
-from agentsvc.observability import add_request_id_header, observe, request_id, started_request_key
+from agentsvc.observability import add_request_id_header, observe, request_id
 
 log = logging.getLogger("agentsvc.api")
 
@@ -54,7 +56,7 @@ async def error_middleware(request: web.Request, handler) -> web.StreamResponse:
     It also answers CORS preflights (one middleware rather than two: each costs a call per
     request on the hot path).
     """
-    request[started_request_key] = time.perf_counter()
+    request[keys.request_state_key] = RequestState(time.perf_counter())
     if request.method == "OPTIONS" and request.headers.get("Access-Control-Request-Method"):
         return web.Response(status=204, headers=CORS_HEADERS)
     try:

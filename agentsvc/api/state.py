@@ -1,0 +1,35 @@
+"""What one request carries between the middleware, authentication and the response hook."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from aiohttp import web
+
+from agentsvc import keys
+
+if TYPE_CHECKING:
+    from agentsvc.ratelimit import Decision
+    from agentsvc.services.access import Principal
+
+
+@dataclass(slots=True)
+class RequestState:
+    """Per-request values, in one object so the hot path reads attributes, not mapping keys."""
+
+    started: float
+    request_id: str | None = None
+    principal: Principal | None = None
+    rate_decision: Decision | None = None  # X-RateLimit-* headers to send
+    session_refresh: str | None = None  # a session token whose expiry moved forward
+
+
+def request_state(request: web.Request) -> RequestState:
+    """The request's state, created by the error middleware (or here, for any other path)."""
+    try:
+        return request[keys.request_state_key]
+    except KeyError:
+        state = request[keys.request_state_key] = RequestState(time.perf_counter())
+        return state
