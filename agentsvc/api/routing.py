@@ -167,13 +167,18 @@ def _parse_query(model: type[BaseModel], request: web.Request) -> BaseModel:
 async def read_body(request: web.Request, max_mb: float) -> bytes:
     """Read the request body, refusing more than `max_mb` megabytes with 413."""
     limit = int(max_mb * 1024 * 1024)
-    too_large = PayloadTooLarge(f"Request body over {max_mb:g} MB")
-    if request.content_length is not None and request.content_length > limit:
-        raise too_large
-    # aiohttp's client_max_size caps chunked bodies (413 through the error middleware).
-    raw = await request.read()
+    length = request.content_length
+    if length is not None and length > limit:
+        raise PayloadTooLarge(f"Request body over {max_mb:g} MB")
+    content = request.content
+    if length is not None and content.is_eof():
+        # The whole (small) body arrived with the headers: take it without awaiting.
+        raw = content.read_nowait()
+    else:
+        # aiohttp's client_max_size caps chunked bodies (413 through the error middleware).
+        raw = await request.read()
     if len(raw) > limit:
-        raise too_large
+        raise PayloadTooLarge(f"Request body over {max_mb:g} MB")
     return raw
 
 
