@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import tomllib
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any, Literal
 
@@ -159,6 +161,7 @@ class KnowledgeSettings(_Section):
     fetch_timeout_seconds: float = Field(30, gt=0)
     embedding_model: str = ""  # PROVIDER/MODEL of an `openai`-kind provider; empty: FTS5 only
     embedding_batch_size: int = Field(64, ge=1, le=2048)
+    vector_search: Literal["auto", "numpy", "sqlite-vec"] = "auto"
 
 
 class Settings(_Section):
@@ -298,6 +301,14 @@ def load_settings(
 def _check_embedding_model(settings: Settings) -> None:
     """`knowledge.embedding_model` must name a model of a configured `openai`-kind provider."""
     model_id = settings.knowledge.embedding_model
+    if settings.knowledge.vector_search == "sqlite-vec" and not (
+        hasattr(sqlite3.Connection, "enable_load_extension") and find_spec("sqlite_vec")
+    ):
+        raise ConfigError(
+            "knowledge.vector_search: 'sqlite-vec' needs a Python whose sqlite3 can load"
+            " extensions (this one has no enable_load_extension) and the sqlite-vec package;"
+            " use 'auto' or 'numpy'"
+        )
     if not model_id:
         return
     provider, _, model = model_id.partition("/")

@@ -10,6 +10,12 @@ term frequencies look like prose (a few very common words, a long tail of rare o
 A second agent with as many passages shares the index, as other teams would.
 
     python scripts/bench_knowledge.py [--passages 10000] [--queries 2000]
+
+With `--embeddings`, a second run embeds every passage through a fake OpenAI-compatible
+embeddings server on loopback (a process of its own, as a provider would be;
+bag-of-words hashing vectors of `--dims` numbers) and times retrieval with fusion: the
+question's embedding call, BM25, the vector ranking and reciprocal rank fusion. A real
+provider's own latency (milliseconds to tens of them) comes on top of these figures.
 """
 
 from __future__ import annotations
@@ -18,8 +24,10 @@ import argparse
 import asyncio
 import os
 import random
+import socket
 import sqlite3
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -81,6 +89,36 @@ def document(words: Words, sections: int) -> str:
     return "\n\n".join(words.section(n) for n in range(sections))
 
 
+class LoopbackEmbeddings:
+    """The tests' fake embeddings server in a process of its own on loopback."""
+
+    def __init__(self, dims: int):
+        self.dims = dims
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> str:
+        port = benchlib.free_port()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.fakes.embeddings_server", str(port), str(self.dims)],
+            cwd=Path(__file__).resolve().parent.parent,
+        )
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or self.proc.poll() is not None:
+                    raise RuntimeError("the fake embeddings server did not start") from None
+                time.sleep(0.05)
+        return f"http://127.0.0.1:{port}/v1"
+
+    def __exit__(self, *exc: object) -> None:
+        assert self.proc is not None
+        self.proc.terminate()
+        self.proc.wait(10)
+
+
 def percentile(values: list[float], p: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
@@ -120,6 +158,9 @@ async def main() -> None:
     parser.add_argument("--queries", type=int, default=2_000)
     parser.add_argument("--keep", help="keep the database at this path")
     parser.add_argument("--k", type=int, default=4)
+    parser.add_argument("--embeddings", action="store_true", help="also time retrieval with fusion")
+    parser.add_argument("--dims", type=int, default=1536, help="size of the fake embeddings")
+    parser.add_argument("--vector-search", default="auto", choices=["auto", "numpy", "sqlite-vec"])
     args = parser.parse_args()
     rng = random.Random(42)
     words = Words(rng)
@@ -243,6 +284,114 @@ async def main() -> None:
     benchlib.record("knowledge", "indexing (in-request path)", sync_bytes / mb / sync_s, "MB/s")
     benchlib.record(
         "knowledge", f"retrieval p99 over {indexed} passages", percentile(single, 99), "ms", "< 5"
+    )
+    if args.embeddings:
+        await embeddings_run(args)
+
+
+async def embeddings_run(args: argparse.Namespace) -> None:
+    """Index with embeddings and time fused retrieval (see the module's docstring)."""
+    import aiohttp
+    import numpy as np
+
+    from agentsvc.config import ProviderSettings
+    from agentsvc.llm.embeddings import Embedder
+    from agentsvc.services.vectors import VectorIndex
+
+    rng = random.Random(7)
+    words = Words(rng)
+    with LoopbackEmbeddings(args.dims) as base_url, tempfile.TemporaryDirectory() as tmp:
+        session = aiohttp.ClientSession()
+        conf = ProviderSettings(kind="openai", base_url=base_url, api_key="sk-embed")
+        embedder = Embedder(session, conf, "text-embedding-3-small", 64, "emb/bench")
+        db = Database(Path(tmp) / "bench.db")
+        await db.open()
+        vectors = VectorIndex(db, embedder.model_id, path=args.vector_search)
+        await vectors.open()
+        semantic = knowledge.Semantic(embedder, vectors)
+        indexer = knowledge.Indexer(db, semantic)
+        _, team = await accounts.ensure_user_with_team(
+            db, email="e@example.com", name="", plan="pro"
+        )
+        target = await agents.create_agent(
+            db, team_id=team.id, name="Target", model="builtin", system_prompt="", temperature=None
+        )
+        other = await agents.create_agent(
+            db, team_id=team.id, name="Other", model="builtin", system_prompt="", temperature=None
+        )
+        bg_bytes, bg_s, bg_n = await fill(
+            db, indexer, team.id, target.id, words, args.passages, 1000, background=True
+        )
+        await fill(db, indexer, team.id, other.id, words, args.passages, 1000, background=True)
+        sample = await db.reader.execute_fetchall(
+            "SELECT text FROM passages WHERE agent_id = ? ORDER BY random() LIMIT 500",
+            (target.id,),
+        )
+        queries = []
+        for _ in range(args.queries):
+            text_words = rng.choice(sample)[0].split()
+            picked = rng.sample(text_words, min(len(text_words), rng.randint(2, 5)))
+            queries.append(" ".join(picked + words.sample(rng.randint(1, 3))) + "?")
+        for q in queries[:50]:  # warm the page cache and the vector cache
+            await knowledge.retrieve(db, target.id, q, args.k, semantic)
+        fused, embed_only, vector_only = [], [], []
+        started = time.monotonic()
+        for q in queries:
+            t0 = time.perf_counter()
+            await knowledge.retrieve(db, target.id, q, args.k, semantic)
+            t1 = time.perf_counter()
+            query_vector = (await embedder.embed([q]))[0]
+            t2 = time.perf_counter()
+            await vectors.nearest(target.id, query_vector, max(args.k * 4, 20))
+            t3 = time.perf_counter()
+            fused.append((t1 - t0) * 1000)
+            embed_only.append((t2 - t1) * 1000)
+            vector_only.append((t3 - t2) * 1000)
+            if time.monotonic() - started > MAX_SECONDS:
+                break
+        # A cold start of the numpy path: the agent's vectors read into memory again (after a
+        # write invalidated them, or the first question after a restart).
+        cold = []
+        for q in queries[:5]:
+            vectors.invalidate(target.id)
+            query_vector = (await embedder.embed([q]))[0]
+            t0 = time.perf_counter()
+            await vectors.nearest(target.id, query_vector, max(args.k * 4, 20))
+            cold.append((time.perf_counter() - t0) * 1000)
+        stored = await db.reader.execute_fetchall("SELECT count(*) FROM passage_embeddings")
+        await indexer.close()
+        await vectors.close()
+        await db.close()
+        await session.close()
+        assert np.isfinite(fused).all()
+
+    mb = 2**20
+    print(
+        f"with embeddings ({args.dims} dims, vector search by {vectors.mode}, "
+        f"{stored[0][0]} vectors stored):"
+    )
+    print(
+        f"indexing with embeddings, background path: {bg_bytes / mb:.1f} MB, {bg_n} passages "
+        f"in {bg_s:.2f} s = {bg_bytes / mb / bg_s:.2f} MB/s"
+    )
+    for name, latencies in (
+        ("retrieval with fusion (embed + BM25 + vectors + RRF)", fused),
+        ("  of which the question's embedding call (loopback fake)", embed_only),
+        ("  of which the vector ranking alone", vector_only),
+    ):
+        print(
+            f"{name} (k={args.k}, {len(latencies)} queries): "
+            f"p50 {statistics.median(latencies):.2f} ms, p90 {percentile(latencies, 90):.2f} ms, "
+            f"p99 {percentile(latencies, 99):.2f} ms, max {max(latencies):.2f} ms"
+        )
+    if vectors.mode == "numpy":
+        reload_ms = statistics.median(cold)
+        print(f"vector ranking after its cache was invalidated: median {reload_ms:.1f} ms")
+    benchlib.record(
+        "knowledge",
+        f"retrieval with fusion p99 over {bg_n} passages ({args.dims} dims)",
+        percentile(fused, 99),
+        "ms",
     )
 
 

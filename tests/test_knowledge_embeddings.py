@@ -9,7 +9,7 @@ from agentsvc import keys
 from agentsvc.config import ConfigError, load_settings
 from agentsvc.llm.base import ProviderError
 from agentsvc.services import knowledge
-from agentsvc.services.vectors import VectorIndex
+from agentsvc.services.vectors import VectorIndex, sqlite_vec_available
 from tests.chat_helpers import chat, new_agent, user
 from tests.conftest import assert_error, bearer, new_api_key
 from tests.fakes.embeddings_server import MODEL, FakeEmbeddings
@@ -274,7 +274,7 @@ async def test_numpy_ranking_matches_cosine(make_client, fake):
     agent = await new_agent(client, auth)
     await add_doc(client, auth, agent["id"])
     semantic = client.app[keys.indexer_key].semantic
-    vectors = VectorIndex(client.app[keys.db_key], f"emb/{MODEL}", prefer_sqlite_vec=False)
+    vectors = VectorIndex(client.app[keys.db_key], f"emb/{MODEL}", path="numpy")
     await vectors.open()
     assert vectors.mode == "numpy"
     query = (await semantic.embedder.embed(["refund"]))[0]
@@ -332,3 +332,32 @@ async def test_documents_api_errors_unchanged_with_embeddings(make_client, fake)
     )
     await assert_error(resp, 404, "NOT_FOUND", "Agent not found")
     assert fake.requests == []
+
+
+async def test_vector_search_paths_agree(make_client, fake):
+    """sqlite-vec runs where this Python's sqlite3 can load it; both paths rank alike."""
+    client = await make_client(**embedding_settings(fake))
+    auth = bearer(await new_api_key(client))
+    agent = await new_agent(client, auth)
+    await add_doc(client, auth, agent["id"])
+    semantic = client.app[keys.indexer_key].semantic
+    assert semantic.vectors.mode == ("sqlite-vec" if sqlite_vec_available() else "numpy")
+    numpy_path = VectorIndex(client.app[keys.db_key], f"emb/{MODEL}", path="numpy")
+    await numpy_path.open()
+    for question in (QUESTION, "opening hours", "tracked parcels"):
+        query = (await semantic.embedder.embed([question]))[0]
+        expected = await numpy_path.nearest(agent["id"], query, 3)
+        assert await semantic.vectors.nearest(agent["id"], query, 3) == expected
+    await numpy_path.close()
+
+
+async def test_vector_search_path_is_configurable(make_client, fake):
+    client = await make_client(**embedding_settings(fake, vector_search="numpy"))
+    assert client.app[keys.indexer_key].semantic.vectors.mode == "numpy"
+    forced = embedding_settings(fake, vector_search="sqlite-vec")
+    if sqlite_vec_available():
+        client = await make_client(**forced)
+        assert client.app[keys.indexer_key].semantic.vectors.mode == "sqlite-vec"
+    else:
+        with pytest.raises(ConfigError, match="'sqlite-vec' needs a Python whose sqlite3 can"):
+            await make_client(**forced)

@@ -559,7 +559,7 @@ async def knowledge_ctx(app: web.Application) -> AsyncIterator[None]:
     semantic = None
     embedder = make_embedder(settings, app[keys.providers_key].session)
     if embedder is not None:
-        vectors = VectorIndex(db, embedder.model_id)
+        vectors = VectorIndex(db, embedder.model_id, path=settings.knowledge.vector_search)
         await vectors.open()
         semantic = Semantic(embedder, vectors)
     indexer = Indexer(db, semantic)

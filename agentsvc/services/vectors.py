@@ -29,8 +29,9 @@ from agentsvc.store import documents as store
 
 log = logging.getLogger("agentsvc.knowledge")
 
-# Matrices larger than this (floats) are ranked on a worker thread, off the event loop.
-OFF_LOOP_FLOATS = 1_000_000
+# Matrices larger than this (floats; ~0.5 ms of work) are ranked on a worker thread, off
+# the event loop. Below it the hop to a thread costs more than it saves.
+OFF_LOOP_FLOATS = 4_000_000
 # Memory the numpy path may keep for agents' vectors.
 MAX_CACHE_BYTES = 256 * 2**20
 
@@ -61,10 +62,10 @@ class _Entry:
 class VectorIndex:
     """Ranks an agent's passages by cosine similarity to a query vector."""
 
-    def __init__(self, db: Database, model: str, *, prefer_sqlite_vec: bool = True):
+    def __init__(self, db: Database, model: str, *, path: str = "auto"):
         self._db = db
         self._model = model
-        self._prefer = prefer_sqlite_vec
+        self._path = path  # auto, numpy or sqlite-vec (`[knowledge] vector_search`)
         self._conn: aiosqlite.Connection | None = None
         self._cache: OrderedDict[str, _Entry] = OrderedDict()
         self._cached_bytes = 0
@@ -74,7 +75,15 @@ class VectorIndex:
 
     async def open(self) -> None:
         """Load sqlite-vec on a connection of our own when possible; else use numpy."""
-        if not (self._prefer and sqlite_vec_available()):
+        if self._path == "numpy":
+            log.info("vector search: numpy (as configured)")
+            return
+        if not sqlite_vec_available():
+            if self._path == "sqlite-vec":
+                raise RuntimeError(
+                    "knowledge.vector_search is 'sqlite-vec' but this Python's sqlite3 cannot"
+                    " load extensions (no enable_load_extension) or sqlite-vec is not installed"
+                )
             log.info("vector search: numpy (sqlite3 cannot load extensions or no sqlite-vec)")
             return
         import sqlite_vec
@@ -87,6 +96,8 @@ class VectorIndex:
             await conn.execute("PRAGMA query_only = ON")
         except sqlite3.Error as exc:
             await conn.close()
+            if self._path == "sqlite-vec":
+                raise RuntimeError(f"loading sqlite-vec failed: {exc}") from exc
             log.warning("vector search: numpy (loading sqlite-vec failed: %s)", exc)
             return
         self._conn = conn
@@ -153,7 +164,9 @@ def _build(rows: list[tuple[int, int, bytes]]) -> _Entry:
 
 
 def _top(entry: _Entry, query: np.ndarray, n: int) -> list[int]:
-    scores = entry.matrix @ query.astype(np.float32, copy=False)
+    # einsum's own loop, not BLAS: a BLAS matrix-vector product wakes a pool of threads,
+    # which is faster on an idle machine but gives 10 ms+ tails on a busy one.
+    scores = np.einsum("ij,j->i", entry.matrix, query.astype(np.float32, copy=False))
     if n < len(scores):
         picked = np.argpartition(-scores, n - 1)[:n]
         order = picked[np.argsort(-scores[picked], kind="stable")]

@@ -111,3 +111,11 @@ class FakeEmbeddings:
                 "usage": {"prompt_tokens": words, "total_tokens": words},
             }
         )
+
+
+if __name__ == "__main__":
+    # A separate process for the benchmark: python -m tests.fakes.embeddings_server PORT DIMS
+    import sys
+
+    fake = FakeEmbeddings(dims=int(sys.argv[2]))
+    web.run_app(fake.app, host="127.0.0.1", port=int(sys.argv[1]), print=None, access_log=None)
