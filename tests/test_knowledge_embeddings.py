@@ -361,3 +361,25 @@ async def test_vector_search_path_is_configurable(make_client, fake):
     else:
         with pytest.raises(ConfigError, match="'sqlite-vec' needs a Python whose sqlite3 can"):
             await make_client(**forced)
+
+
+async def test_interrupted_indexing_resumes_with_embeddings(make_client, fake):
+    client = await make_client(**embedding_settings(fake, background_index_kb=1))
+    auth = bearer(await new_api_key(client))
+    agent = await new_agent(client, auth)
+    doc = await add_doc(client, auth, agent["id"], content=POLICY * 10)
+    done = await wait_status(client, auth, doc["id"])
+    db = client.app[keys.db_key]
+    # As if the service had stopped half-way: status indexing, some passages written.
+    async with db.write() as conn:
+        await conn.execute("UPDATE documents SET status = 'indexing' WHERE id = ?", (doc["id"],))
+        await conn.execute(
+            "DELETE FROM passages WHERE document_id = ? AND position > 2", (doc["id"],)
+        )
+    indexer = client.app[keys.indexer_key]
+    assert await indexer.resume() == 1
+    again = await wait_status(client, auth, doc["id"])
+    assert again["status"] == "ready" and again["passageCount"] == done["passageCount"]
+    assert await count(client, "SELECT count(*) FROM passage_embeddings") == done["passageCount"]
+    hits = await knowledge.retrieve(db, agent["id"], QUESTION, 1, indexer.semantic)
+    assert "refund" in hits[0].text
