@@ -48,6 +48,9 @@ MAX_QUERY_TERMS = 32
 TITLE_LENGTH = 300
 RRF_K = 60  # reciprocal rank fusion's constant (Cormack et al.; the usual choice)
 MIN_CANDIDATES = 20  # passages each ranking contributes to the fusion, at least
+# Longest a chat turn waits for its question's embedding (retries included) before it
+# goes on with BM25 alone: the provider's own timeout is meant for long model answers.
+QUERY_EMBED_SECONDS = 10.0
 
 _TERM = re.compile(r"[^\W_]+", re.UNICODE)
 
@@ -154,10 +157,14 @@ async def _nothing() -> list[store.Hit]:
 async def _nearest(semantic: Semantic, agent_id: str, query: str, n: int) -> list[int]:
     """The vector ranking; empty (BM25 alone answers) when the question cannot be embedded."""
     try:
-        vector = (await semantic.embedder.embed([query]))[0]
+        async with asyncio.timeout(QUERY_EMBED_SECONDS):
+            vector = (await semantic.embedder.embed([query]))[0]
     except ProviderError as exc:
         # A chat turn still gets BM25's passages rather than failing with the provider.
         log.warning("embedding a question failed, using BM25 alone: %s", exc.message)
+        return []
+    except TimeoutError:
+        log.warning("embedding a question took over %gs, using BM25 alone", QUERY_EMBED_SECONDS)
         return []
     return await semantic.vectors.nearest(agent_id, vector, n)
 
