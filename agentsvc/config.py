@@ -161,7 +161,7 @@ class KnowledgeSettings(_Section):
     fetch_timeout_seconds: float = Field(30, gt=0)
     embedding_model: str = ""  # PROVIDER/MODEL of an `openai`-kind provider; empty: FTS5 only
     embedding_batch_size: int = Field(64, ge=1, le=2048)
-    vector_search: Literal["auto", "numpy", "sqlite-vec"] = "auto"
+    vector_search: Literal["auto", "numpy", "sqlite-vec"] = "numpy"
 
 
 class Settings(_Section):

@@ -62,6 +62,8 @@ def verdict(value: float, target: str) -> str:
     if not target:
         return ""
     op, _, number = target.partition(" ")
+    if not number:
+        return "ok" if value == float(op) else "MISSED"
     limit = float(number)
     ok = {">=": value >= limit, "<=": value <= limit, "<": value < limit, ">": value > limit}
     return "ok" if ok.get(op, value == limit) else "MISSED"
@@ -80,7 +82,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="shorter runs")
     args = parser.parse_args()
     with tempfile.NamedTemporaryFile("r", suffix=".jsonl") as summary:
-        env = {**os.environ, "AGENTSVC_BENCH_SUMMARY": summary.name}
+        env = {**os.environ, "BENCH_SUMMARY_FILE": summary.name}
         failed = []
         for script, full, quick in BENCHMARKS:
             print(f"\n===== {script} =====", flush=True)

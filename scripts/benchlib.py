@@ -219,7 +219,7 @@ def print_table(rows: list[tuple[str, LoadResult, LoadResult]]) -> None:
 
 def record(benchmark: str, figure: str, value: float, unit: str, target: str = "") -> None:
     """Append one headline figure for scripts/bench_all.py (when it is collecting)."""
-    path = os.environ.get("AGENTSVC_BENCH_SUMMARY")
+    path = os.environ.get("BENCH_SUMMARY_FILE")
     if not path:
         return
     import json
