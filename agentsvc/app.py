@@ -24,6 +24,7 @@ from agentsvc.outbound import OutboundClient
 from agentsvc.ratelimit import TokenBuckets
 from agentsvc.secretbox import SecretBox
 from agentsvc.services.access import KeyResolver
+from agentsvc.services.agents import AgentCache
 from agentsvc.services.delivery import delivery_ctx
 from agentsvc.services.event_ingest import event_writer_ctx
 from agentsvc.services.knowledge import knowledge_ctx
@@ -35,6 +36,7 @@ async def _database_ctx(app: web.Application) -> AsyncIterator[None]:
     await db.open()
     app[keys.db_key] = db
     app[keys.key_resolver_key] = KeyResolver(db)
+    app[keys.agent_cache_key] = AgentCache()
     yield
     await db.close()
 

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from agentsvc.ratelimit import TokenBuckets
     from agentsvc.secretbox import SecretBox
     from agentsvc.services.access import KeyResolver
+    from agentsvc.services.agents import AgentCache
     from agentsvc.services.delivery import Deliverer
     from agentsvc.services.event_ingest import EventWriter
     from agentsvc.services.knowledge import Indexer
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 settings_key: web.AppKey[Settings] = web.AppKey("settings")
 db_key: web.AppKey[Database] = web.AppKey("db")
 key_resolver_key: web.AppKey[KeyResolver] = web.AppKey("key_resolver")
+agent_cache_key: web.AppKey[AgentCache] = web.AppKey("agent_cache")
 rate_buckets_key: web.AppKey[TokenBuckets] = web.AppKey("rate_buckets")
 scheduler_key: web.AppKey[AsyncIOScheduler] = web.AppKey("scheduler")
 event_writer_key: web.AppKey[EventWriter] = web.AppKey("event_writer")

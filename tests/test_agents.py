@@ -177,3 +177,16 @@ async def test_members_may_edit_but_not_create_or_delete(client, auth):
     assert resp.status == 200
     resp = await client.get("/api/v1/agents", headers=member_auth)
     assert len((await resp.json())["data"]) == 1
+
+
+async def test_reads_after_changes_are_never_stale(client, auth):
+    agent = await create(client, auth)
+    url = f"/api/v1/agents/{agent['id']}"
+    assert (await (await client.get(url, headers=auth)).json())["data"]["name"] == "Support Bot"
+    await client.patch(url, json={"name": "Renamed", "model": "builtin"}, headers=auth)
+    fetched = (await (await client.get(url, headers=auth)).json())["data"]
+    assert fetched["name"] == "Renamed"
+    other = bearer(await new_api_key(client, "cache-other@example.com"))
+    await assert_error(await client.get(url, headers=other), 404, "NOT_FOUND")  # cached, still
+    await client.delete(url, headers=auth)
+    await assert_error(await client.get(url, headers=auth), 404, "NOT_FOUND")

@@ -100,7 +100,9 @@ async def list_agents(call: Call):
 @routes.get("/agents/{id}", response=AgentOut, envelope=True, errors=(404,))
 async def get_agent(call: Call):
     """Get one agent."""
-    agent = await agent_service.get_agent(call.app[keys.db_key], call.team_id, call.params["id"])
+    agent = await agent_service.get_agent(
+        call.app[keys.db_key], call.app[keys.agent_cache_key], call.team_id, call.params["id"]
+    )
     return envelope_response(agent_json(agent))
 
 
@@ -138,7 +140,11 @@ async def patch_agent(call: Call):
     if "model" in fields:
         _check_model(call, fields["model"])
     agent = await agent_service.update_agent(
-        call.app[keys.db_key], call.team_id, call.params["id"], fields
+        call.app[keys.db_key],
+        call.app[keys.agent_cache_key],
+        call.team_id,
+        call.params["id"],
+        fields,
     )
     return envelope_response(agent_json(agent))
 
@@ -148,5 +154,7 @@ async def patch_agent(call: Call):
 )
 async def delete_agent(call: Call):
     """Delete an agent and everything it owns (owner only)."""
-    await agent_service.delete_agent(call.app[keys.db_key], call.team_id, call.params["id"])
+    await agent_service.delete_agent(
+        call.app[keys.db_key], call.app[keys.agent_cache_key], call.team_id, call.params["id"]
+    )
     return envelope_response({"id": call.params["id"], "deleted": True})

@@ -64,26 +64,58 @@ async def list_agents(db: Database, team_id: str) -> list[Agent]:
     return await agents_store.list_for_team(db.reader, team_id)
 
 
-async def get_agent(db: Database, team_id: str, agent_id: str) -> Agent:
-    """Return the team's agent or raise NotFound."""
-    agent = await agents_store.get(db.reader, team_id, agent_id)
+class AgentCache:
+    """Agents by id, for reads on hot paths (one database round trip saved per read).
+
+    Agents change only through `update_agent` and `delete_agent` below, in the one server
+    process of a data directory (the CLI never edits agents), and both drop the entry, so
+    a cached agent is never stale.
+    """
+
+    def __init__(self, max_entries: int = 10_000):
+        self._by_id: dict[str, Agent] = {}
+        self._max_entries = max_entries
+
+    def get(self, agent_id: str) -> Agent | None:
+        return self._by_id.get(agent_id)
+
+    def put(self, agent: Agent) -> None:
+        if len(self._by_id) >= self._max_entries:
+            self._by_id.clear()
+        self._by_id[agent.id] = agent
+
+    def forget(self, agent_id: str) -> None:
+        self._by_id.pop(agent_id, None)
+
+
+async def get_agent(db: Database, cache: AgentCache, team_id: str, agent_id: str) -> Agent:
+    """Return the team's agent or raise NotFound (another team's agent is not found)."""
+    agent = cache.get(agent_id)
     if agent is None:
+        agent = await agents_store.get_public(db.reader, agent_id)
+        if agent is not None:
+            cache.put(agent)
+    if agent is None or agent.team_id != team_id:
         raise NotFound("Agent not found")
     return agent
 
 
-async def update_agent(db: Database, team_id: str, agent_id: str, fields: dict) -> Agent:
+async def update_agent(
+    db: Database, cache: AgentCache, team_id: str, agent_id: str, fields: dict
+) -> Agent:
     """Apply a partial update (the slug never changes) and return the agent."""
     async with db.write() as conn:
         if not await agents_store.update(conn, team_id, agent_id, fields, now_iso()):
             raise NotFound("Agent not found")
         agent = await agents_store.get(conn, team_id, agent_id)
+        cache.forget(agent_id)
     assert agent is not None
     return agent
 
 
-async def delete_agent(db: Database, team_id: str, agent_id: str) -> None:
+async def delete_agent(db: Database, cache: AgentCache, team_id: str, agent_id: str) -> None:
     """Delete an agent and, by cascade, its conversations, documents, tools and triggers."""
     async with db.write() as conn:
         if not await agents_store.delete(conn, team_id, agent_id):
             raise NotFound("Agent not found")
+        cache.forget(agent_id)
