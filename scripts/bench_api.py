@@ -63,15 +63,7 @@ def main() -> None:
             )
             samples["list"].append(measured("list", f"{base}/api/v1/agents", headers=auth))
 
-    def median(results):
-        return benchlib.LoadResult(
-            statistics.median(r.rps for r in results),
-            statistics.median(r.p50_ms for r in results),
-            statistics.median(r.p99_ms for r in results),
-            sum(r.errors for r in results),
-        )
-
-    hello_m = median(samples["hello"])
+    hello_m = benchlib.median_result(samples["hello"])
     ratios = [g.rps / h.rps for g, h in zip(samples["get"], samples["hello"], strict=True)]
     benchlib.record(
         "api", "GET /agents/:id req/s vs hello-world", statistics.median(ratios), "ratio", ">= 0.5"
@@ -88,8 +80,8 @@ def main() -> None:
     benchlib.print_table(
         [
             ("hello-world (raw aiohttp)", hello_m, hello_m),
-            ("GET /api/v1/agents/:id (API key)", median(samples["get"]), hello_m),
-            ("GET /api/v1/agents (10 agents)", median(samples["list"]), hello_m),
+            ("GET /api/v1/agents/:id (API key)", benchlib.median_result(samples["get"]), hello_m),
+            ("GET /api/v1/agents (10 agents)", benchlib.median_result(samples["list"]), hello_m),
         ]
     )
 

@@ -230,16 +230,7 @@ def main() -> int:
     figures, violations = asyncio.run(
         asyncio.wait_for(run(args.disconnects, args.concurrency, args.settle), timeout=300)
     )
-    width = max(map(len, figures))
-    for name, value in figures.items():
-        print(f"{name:{width}}  {value}")
-    if violations:
-        print("\nVIOLATIONS:")
-        for v in violations:
-            print(f"  - {v}")
-        return 1
-    print("\nOK: no stream, slot or connection left behind")
-    return 0
+    return benchlib.print_report(figures, violations, "no stream, slot or connection left behind")
 
 
 if __name__ == "__main__":

@@ -230,15 +230,7 @@ def main() -> None:
         )
         exact_counted = counted(base, key, agent_id) - before
 
-    def median(results):
-        return benchlib.LoadResult(
-            statistics.median(r.rps for r in results),
-            statistics.median(r.p50_ms for r in results),
-            statistics.median(r.p99_ms for r in results),
-            sum(r.errors for r in results),
-        )
-
-    hello_m, events_m = median(hellos), median(events)
+    hello_m, events_m = benchlib.median_result(hellos), benchlib.median_result(events)
     ratios = [e.rps / h.rps for e, h in zip(events, hellos, strict=True)]
     print()
     benchlib.print_table(

@@ -115,27 +115,23 @@ def main() -> None:
             )
             samples["cookie"].append(benchlib.load(url, headers={"Cookie": cookie}, **opts))
 
-        def median(results):
-            return benchlib.LoadResult(
-                statistics.median(r.rps for r in results),
-                statistics.median(r.p50_ms for r in results),
-                statistics.median(r.p99_ms for r in results),
-                sum(r.errors for r in results),
-            )
-
-        hello_m = median(samples["hello"])
+        hello_m = benchlib.median_result(samples["hello"])
         benchlib.record(
             "sessions",
             "GET /agents/:id by session cookie vs hello-world",
-            median(samples["cookie"]).rps / hello_m.rps,
+            benchlib.median_result(samples["cookie"]).rps / hello_m.rps,
             "ratio",
             ">= 0.5",
         )
         benchlib.print_table(
             [
                 ("hello-world (raw aiohttp)", hello_m, hello_m),
-                ("GET /agents/:id (API key)", median(samples["key"]), hello_m),
-                ("GET /agents/:id (session cookie)", median(samples["cookie"]), hello_m),
+                ("GET /agents/:id (API key)", benchlib.median_result(samples["key"]), hello_m),
+                (
+                    "GET /agents/:id (session cookie)",
+                    benchlib.median_result(samples["cookie"]),
+                    hello_m,
+                ),
             ]
         )
         print()

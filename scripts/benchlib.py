@@ -229,7 +229,6 @@ def record(benchmark: str, figure: str, value: float, unit: str, target: str = "
         f.write(json.dumps(row) + "\n")
 
 
-
 def server_pid(url: str) -> int | None:
     """The pid of the process listening on the URL's port (Linux `ss`), or None."""
     port = url.rstrip("/").rsplit(":", 1)[1]
@@ -263,3 +262,29 @@ def percentile(values: list[float], p: float) -> float:
     """The p-th percentile (nearest rank) of a non-empty list."""
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
+
+
+def median_result(results: list[LoadResult]) -> LoadResult:
+    """The median of each figure over interleaved cycles (errors summed)."""
+    import statistics
+
+    return LoadResult(
+        statistics.median(r.rps for r in results),
+        statistics.median(r.p50_ms for r in results),
+        statistics.median(r.p99_ms for r in results),
+        sum(r.errors for r in results),
+    )
+
+
+def print_report(figures: dict[str, object], violations: list[str], ok_message: str) -> int:
+    """Print a check's figures and violations; return the exit status."""
+    width = max(map(len, figures))
+    for name, value in figures.items():
+        print(f"{name:{width}}  {value}")
+    if violations:
+        print("\nVIOLATIONS:")
+        for v in violations:
+            print(f"  - {v}")
+        return 1
+    print(f"\nOK: {ok_message}")
+    return 0

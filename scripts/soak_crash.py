@@ -392,16 +392,11 @@ def main() -> int:
             timeout=180,
         )
     )
-    width = max(map(len, report))
-    for name, value in report.items():
-        print(f"{name:{width}}  {value}")
-    if violations:
-        print("\nVIOLATIONS:")
-        for v in violations:
-            print(f"  - {v}")
-        return 1
-    print("\nOK: every accepted submission delivered (deduped by webhook-id), every 202 counted")
-    return 0
+    return benchlib.print_report(
+        report,
+        violations,
+        "every accepted submission delivered (deduped by webhook-id), every 202 counted",
+    )
 
 
 if __name__ == "__main__":
