@@ -39,11 +39,6 @@ def request_id(request: web.Request) -> str:
     return state.request_id
 
 
-def add_request_id_header(request: web.Request, response: web.StreamResponse) -> None:
-    """At response prepare: echo the request id."""
-    response.headers["X-Request-Id"] = request_id(request)
-
-
 class JsonAccessLogger(AbstractAccessLogger):
     """One JSON object per request: time, id, method, route, status, duration, size."""
 
@@ -154,16 +149,15 @@ class Metrics:
 metrics_key: web.AppKey[Metrics] = web.AppKey("metrics")
 
 
-def observe(request: web.Request, response: web.StreamResponse) -> None:
-    """At response prepare: count the response and its latency under its route template."""
+def observe(request: web.Request, started: float, status: int) -> None:
+    """Count a response and its latency under its route template."""
     metrics = request.app.get(metrics_key)
     if metrics is None:
         return
-    started = request_state(request).started
     route = request.match_info.route
     resource = route.resource if route else None
     name = resource.canonical if resource is not None else "unmatched"
-    metrics.observe_request(request.method, name, response.status, time.perf_counter() - started)
+    metrics.observe_request(request.method, name, status, time.perf_counter() - started)
 
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST

@@ -124,10 +124,3 @@ def refresh_session_cookie(request: web.Request, response: web.StreamResponse) -
     carrier = web.Response()
     set_session_cookie(request, carrier, token)
     response.headers.add("Set-Cookie", carrier.cookies[SESSION_COOKIE].output(header="")[1:])
-
-
-def add_rate_limit_headers(request: web.Request, response: web.StreamResponse) -> None:
-    """At response prepare: put X-RateLimit-* on every response of a rate-limited caller."""
-    decision = request_state(request).rate_decision
-    if decision is not None:
-        response.headers.update(decision.headers())

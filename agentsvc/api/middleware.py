@@ -10,7 +10,7 @@ from aiohttp import web
 
 from agentsvc import keys
 from agentsvc.api import auth
-from agentsvc.api.state import RequestState
+from agentsvc.api.state import RequestState, request_state
 from agentsvc.errors import (
     ApiError,
     InternalError,
@@ -19,7 +19,7 @@ from agentsvc.errors import (
     PayloadTooLarge,
     error_response,
 )
-from agentsvc.observability import add_request_id_header, observe, request_id
+from agentsvc.observability import observe, request_id
 
 log = logging.getLogger("agentsvc.api")
 
@@ -80,21 +80,20 @@ async def error_middleware(request: web.Request, handler) -> web.StreamResponse:
     return response
 
 
-def add_cors_headers(request: web.Request, response: web.StreamResponse) -> None:
-    """At response prepare: CORS headers on the widget's endpoints, streams included."""
-    endpoint = _endpoint(request)
-    if endpoint is not None and endpoint.cors:
-        response.headers.update(CORS_HEADERS)
-
-
 async def prepare_response(request: web.Request, response: web.StreamResponse) -> None:
     """on_response_prepare: every header the service adds, then the metrics.
 
-    One signal handler rather than five: each costs a coroutine per response. Streams are
-    covered too, since they are prepared before their first byte.
+    One signal handler reading the request's state once: it runs for every response
+    (streams too, before their first byte), so it is kept to attribute reads.
     """
-    auth.add_rate_limit_headers(request, response)
-    auth.refresh_session_cookie(request, response)
-    add_cors_headers(request, response)
-    add_request_id_header(request, response)
-    observe(request, response)
+    state = request_state(request)
+    headers = response.headers
+    if state.rate_decision is not None:
+        headers.update(state.rate_decision.headers())
+    if state.session_refresh is not None:
+        auth.refresh_session_cookie(request, response)
+    endpoint = _endpoint(request)
+    if endpoint is not None and endpoint.cors:
+        headers.update(CORS_HEADERS)
+    headers["X-Request-Id"] = state.request_id or request_id(request)
+    observe(request, state.started, response.status)
