@@ -25,13 +25,16 @@ NO_SMTP = "no SMTP configured"
 
 
 class UnsafeHeader(ValueError):
-    """A header value (recipient, subject) holding CR or LF, which could inject headers."""
+    """A header value (recipient, subject) holding a line break or control character."""
 
 
 def check_header(name: str, value: str) -> str:
     """Return the value, or raise UnsafeHeader when it could start a new header line."""
-    if "\r" in value or "\n" in value:
-        raise UnsafeHeader(f"{name}: line breaks are not allowed in a mail header")
+    # Python's email package splits on every character str.splitlines() treats as a line
+    # end (\x0b, \x0c, \x1c-\x1e, \x85, \u2028...), not only CR and LF; control
+    # characters have no place in a header either.
+    if len(value.splitlines()) > 1 or any(ord(c) < 32 or 127 <= ord(c) < 160 for c in value):
+        raise UnsafeHeader(f"{name}: line breaks and control characters are not allowed")
     return value
 
 

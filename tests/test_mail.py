@@ -80,3 +80,15 @@ async def test_mailer_is_general(client):
     mailer = Mailer(SmtpSettings(), client.app[keys.db_key])
     await mailer.send("team@example.com", "Form submitted: contact", "name: Ada\n")
     assert [m.subject for m in await outbox(client)] == ["Form submitted: contact"]
+
+
+def test_headers_refuse_every_line_break_and_control_character():
+    from agentsvc.mail import UnsafeHeader, check_header
+
+    assert check_header("subject", "Hello – wörld") == "Hello – wörld"
+    for bad in ("a\rb", "a\nb", "a\x1cb", "a\x0bb", "a\x85b", "a\u2028b", "a\x01b", "a\x7fb"):
+        try:
+            check_header("subject", bad)
+        except UnsafeHeader:
+            continue
+        raise AssertionError(f"{bad!r} was accepted")

@@ -333,3 +333,14 @@ async def test_other_teams_members_are_not_found(client):
         resp = await client.delete(f"/api/v1/team/members/{member['memberId']}", headers=auth_a)
         await assert_error(resp, 404, "NOT_FOUND")
     assert len(await (await client.get("/api/v1/team/members", headers=auth_b)).json()) == 2
+
+
+async def test_invite_refuses_addresses_with_control_characters(client):
+    from tests.conftest import assert_error, bearer, new_api_key
+
+    auth = bearer(await new_api_key(client, "ctl-owner@example.com"))
+    for email in ("\x1c@example.com", "a@\x96", "a\u2028b@example.com"):
+        resp = await client.post(
+            "/api/v1/team/invite", json={"email": email, "role": "member"}, headers=auth
+        )
+        await assert_error(resp, 400, "VALIDATION_ERROR", "email")

@@ -20,7 +20,12 @@ from agentsvc.services.sessions import SignedIn, normalise_email
 
 routes = RouteTable("auth")
 
-Email = Annotated[str, Field(min_length=3, max_length=254, pattern=r"^[^@\s]+@[^@\s]+$")]
+# Control characters are listed explicitly: pydantic's regex engine reads \s as Unicode
+# White_Space, which leaves out \x1c-\x1f (and Python's mail headers split on those).
+_EMAIL_CHAR = r"[^@\s\u0000-\u001f\u007f-\u009f\u2028\u2029]"
+Email = Annotated[
+    str, Field(min_length=3, max_length=254, pattern=rf"^{_EMAIL_CHAR}+@{_EMAIL_CHAR}+$")
+]
 Password = Annotated[str, Field(min_length=1, max_length=MAX_PASSWORD_LENGTH)]
 CallbackUrl = Annotated[str, Field(min_length=1, max_length=2048)]
 OAUTH_STATE_COOKIE = "agentsvc_oauth_state"

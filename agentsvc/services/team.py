@@ -63,8 +63,8 @@ async def list_members(db: Database, team_id: str) -> list[Member]:
 
 
 def _one_line(text: str) -> str:
-    # Names go into a mail subject: never let a line break through.
-    return " ".join(text.split())
+    # Names go into a mail subject: no line break or control character gets through.
+    return " ".join("".join(c if c.isprintable() else " " for c in text).split())
 
 
 async def invite(
