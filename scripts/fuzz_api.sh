@@ -30,6 +30,7 @@ schemathesis run "http://127.0.0.1:$port/api/v1/openapi.json" \
     --header "Authorization: Bearer $key" \
     --checks all \
     --max-examples "${FUZZ_MAX_EXAMPLES:-30}" \
+    ${FUZZ_SEED:+--seed "$FUZZ_SEED"} \
     --request-timeout 30 \
     --suppress-health-check all \
     --warnings off \
