@@ -177,3 +177,23 @@ def fill_path(endpoint, values: dict[str, str]) -> str:
         return f"{prefix}missing_id"
 
     return PATH_PARAM.sub(value, endpoint.full_path)
+
+
+@pytest.fixture
+async def openai_fake():
+    """A fake OpenAI Chat Completions server on 127.0.0.1 (tests/fakes/openai_server.py)."""
+    from tests.fakes import openai_server
+
+    fake = await openai_server.FakeOpenAI().start()
+    yield fake
+    await fake.close()
+
+
+@pytest.fixture
+async def anthropic_fake():
+    """A fake Anthropic Messages server on 127.0.0.1 (tests/fakes/anthropic_server.py)."""
+    from tests.fakes import anthropic_server
+
+    fake = await anthropic_server.FakeAnthropic().start()
+    yield fake
+    await fake.close()

@@ -30,20 +30,6 @@ CITY = {
 
 
 @pytest.fixture
-async def openai_fake():
-    fake = await oai.FakeOpenAI().start()
-    yield fake
-    await fake.close()
-
-
-@pytest.fixture
-async def anthropic_fake():
-    fake = await anth.FakeAnthropic().start()
-    yield fake
-    await fake.close()
-
-
-@pytest.fixture
 async def pclient(make_client, openai_fake, anthropic_fake):
     """A client whose configuration names both fake providers."""
     return await make_client(

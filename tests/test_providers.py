@@ -36,20 +36,6 @@ async def session():
         yield s
 
 
-@pytest.fixture
-async def openai_fake():
-    fake = await oai.FakeOpenAI().start()
-    yield fake
-    await fake.close()
-
-
-@pytest.fixture
-async def anthropic_fake():
-    fake = await anth.FakeAnthropic().start()
-    yield fake
-    await fake.close()
-
-
 def conf(kind: str, base_url: str, **kw) -> ProviderSettings:
     return ProviderSettings(kind=kind, base_url=base_url, api_key="sk-test", **kw)
 

@@ -95,16 +95,12 @@ async def test_key_file_is_created_once_with_private_permissions(client, auth, t
     assert box.open(box.seal("x", "c"), "c") == "x"
 
 
-async def test_secrets_survive_a_restart_and_fill_tools(aiohttp_client, aiohttp_server, tmp_path):
-    receiver = HttpReceiver()
-    server = await aiohttp_server(receiver.app)
-    settings = make_settings(tmp_path)
-    first = await aiohttp_client(create_app(settings))
-    auth = bearer(await new_api_key(first))
-    await first.put("/api/v1/secrets/TOKEN", json={"value": VALUE}, headers=auth)
-    resp = await first.post("/api/v1/agents", json={"name": "A"}, headers=auth)
+async def _tool_sending_secret(client, auth: dict, url: str) -> str:
+    """Store secret TOKEN and an http tool sending it as X-Token to `url`; return the tool id."""
+    await client.put("/api/v1/secrets/TOKEN", json={"value": VALUE}, headers=auth)
+    resp = await client.post("/api/v1/agents", json={"name": "A"}, headers=auth)
     agent_id = (await resp.json())["data"]["id"]
-    resp = await first.post(
+    resp = await client.post(
         "/api/v1/tools",
         json={
             "agentId": agent_id,
@@ -112,12 +108,21 @@ async def test_secrets_survive_a_restart_and_fill_tools(aiohttp_client, aiohttp_
             "description": "Call",
             "executionType": "http",
             "inputSchema": {"type": "object", "properties": {}},
-            "httpUrl": str(server.make_url("/x")),
+            "httpUrl": url,
             "httpHeaders": {"X-Token": "{{TOKEN}}"},
         },
         headers=auth,
     )
-    tool_id = (await resp.json())["id"]
+    return (await resp.json())["id"]
+
+
+async def test_secrets_survive_a_restart_and_fill_tools(aiohttp_client, aiohttp_server, tmp_path):
+    receiver = HttpReceiver()
+    server = await aiohttp_server(receiver.app)
+    settings = make_settings(tmp_path)
+    first = await aiohttp_client(create_app(settings))
+    auth = bearer(await new_api_key(first))
+    tool_id = await _tool_sending_secret(first, auth, str(server.make_url("/x")))
     await first.close()
 
     second = await aiohttp_client(create_app(settings))
@@ -134,23 +139,7 @@ async def test_configured_secret_key_and_wrong_key(aiohttp_client, aiohttp_serve
     first = await aiohttp_client(create_app(settings))
     assert not (tmp_path / "data" / KEY_FILE_NAME).exists()
     auth = bearer(await new_api_key(first))
-    await first.put("/api/v1/secrets/TOKEN", json={"value": VALUE}, headers=auth)
-    resp = await first.post("/api/v1/agents", json={"name": "A"}, headers=auth)
-    agent_id = (await resp.json())["data"]["id"]
-    resp = await first.post(
-        "/api/v1/tools",
-        json={
-            "agentId": agent_id,
-            "name": "call",
-            "description": "Call",
-            "executionType": "http",
-            "inputSchema": {"type": "object", "properties": {}},
-            "httpUrl": str(server.make_url("/x")),
-            "httpHeaders": {"X-Token": "{{TOKEN}}"},
-        },
-        headers=auth,
-    )
-    tool_id = (await resp.json())["id"]
+    tool_id = await _tool_sending_secret(first, auth, str(server.make_url("/x")))
     await first.close()
 
     wrong = make_settings(tmp_path, server={"secret_key": "another key"})
