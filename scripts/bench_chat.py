@@ -2,21 +2,24 @@
 
 Starts `agentsvc serve` (temporary data directory, free port, pinned to core 0 when
 possible), opens up to N concurrent public /chat streams (default 2,000) from this process
-(pinned to core 1), and reports: peak open streams and how many received deltas, the
-server's peak RSS, time to first delta p50/p99 against a /healthz round trip measured in
-the same run (target ratio <= 3), and deltas per second.
+(pinned to core 1), arriving as a Poisson process over the ramp, and reports: peak open
+streams and how many received deltas, the server's peak RSS, time to first delta p50/p99
+against a /healthz round trip measured in the same run (target ratio <= 3), and deltas
+per second. `--burst N` opens N streams at each arrival instead of one.
 
 The builtin model is paced with `[chat] builtin_chunk_delay_ms` so streams stay open; the
 public chat rate limit is raised for the run. Loopback only; bounded in count and time.
 
-    python scripts/bench_chat.py [--streams 2000] [--delay-ms 200] [--ramp-seconds 2]
+    python scripts/bench_chat.py [--streams 2000] [--delay-ms 300] [--ramp-seconds 8] [--burst 1]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -126,7 +129,7 @@ async def sample_rss(pid: int, peak: list[float], stop: asyncio.Event) -> None:
         await asyncio.sleep(0.1)
 
 
-async def run(base: str, agent_id: str, pid: int, streams: int, ramp: float) -> None:
+async def run(base: str, agent_id: str, pid: int, streams: int, ramp: float, burst: int) -> None:
     stats = Stats()
     stop = asyncio.Event()
     peak_rss = [benchlib.rss_mb(pid)]
@@ -150,12 +153,15 @@ async def run(base: str, agent_id: str, pid: int, streams: int, ramp: float) -> 
         server_cpu0, client_cpu0 = benchlib.cpu_seconds(pid), time.process_time()
         server_wait0 = runqueue_wait_seconds(pid)
         tasks = []
+        arrivals = random.Random(20261122)
         for i in range(streams):
             tasks.append(
                 asyncio.create_task(one_stream(session, f"{base}/api/v1/chat", agent_id, stats))
             )
-            if ramp and i % 10 == 9:
-                await asyncio.sleep(ramp * 10 / streams)
+            if ramp and i % burst == burst - 1:
+                # Poisson arrivals at streams/ramp per second, as independent visitors
+                # arrive (or groups of `burst` visitors arriving at the same instant).
+                await asyncio.sleep(arrivals.expovariate(streams / ramp / burst))
         await asyncio.wait(tasks, timeout=TIME_LIMIT_SECONDS)
         elapsed = time.perf_counter() - started
         server_cpu = benchlib.cpu_seconds(pid) - server_cpu0
@@ -215,6 +221,9 @@ def main() -> None:
     parser.add_argument("--streams", type=int, default=2000)
     parser.add_argument("--delay-ms", type=float, default=300.0, help="builtin chunk delay")
     parser.add_argument("--ramp-seconds", type=float, default=8.0)
+    parser.add_argument(
+        "--burst", type=int, default=1, help="streams opened at the same instant (default 1)"
+    )
     parser.add_argument("--no-pin", action="store_true", help="let both processes float")
     args = parser.parse_args()
     streams = max(1, min(args.streams, 5000))
@@ -245,8 +254,15 @@ def main() -> None:
                 method="POST",
             )
             agent_id = orjson.loads(urllib.request.urlopen(req, timeout=10).read())["data"]["id"]
-            print(f"builtin chunk delay {args.delay_ms:g} ms, ramp {args.ramp_seconds:g} s")
-            asyncio.run(run(base, agent_id, proc.pid, streams, args.ramp_seconds))
+            print(
+                f"builtin chunk delay {args.delay_ms:g} ms, ramp {args.ramp_seconds:g} s "
+                f"(Poisson arrivals, {args.burst} at a time)"
+            )
+            # The client's own collector pauses would show up as server latency.
+            gc.collect()
+            gc.freeze()
+            gc.set_threshold(50_000, 20, 10)
+            asyncio.run(run(base, agent_id, proc.pid, streams, args.ramp_seconds, args.burst))
         finally:
             proc.terminate()
             proc.wait(30)
