@@ -11,8 +11,8 @@ from agentsvc import keys
 from agentsvc.api import all_endpoints
 from agentsvc.api.chat import chat_ctx, close_streams
 from agentsvc.api.documents import knowledge_body_mb
-from agentsvc.api.middleware import error_middleware, prepare_response
 from agentsvc.api.openapi import build_document
+from agentsvc.api.pipeline import add_fallback
 from agentsvc.api.routing import make_handler
 from agentsvc.api.system import openapi_body_key
 from agentsvc.auth_runtime import auth_ctx
@@ -62,10 +62,8 @@ def create_app(settings: Settings) -> web.Application:
     server = settings.server
     # aiohttp's own cap is the largest body any endpoint takes; endpoints check their own.
     max_mb = max(server.max_body_mb, server.submit_max_body_mb, knowledge_body_mb(settings))
-    app = web.Application(
-        middlewares=[error_middleware],
-        client_max_size=int(max_mb * 1024 * 1024),
-    )
+    # No middleware and no response hook: see api/pipeline.py.
+    app = web.Application(client_max_size=int(max_mb * 1024 * 1024))
     app[keys.settings_key] = settings
     app[keys.rate_buckets_key] = TokenBuckets()
     app.cleanup_ctx.append(_database_ctx)
@@ -77,11 +75,11 @@ def create_app(settings: Settings) -> web.Application:
     app.cleanup_ctx.append(auth_ctx)
     app.cleanup_ctx.append(delivery_ctx)
     app.on_shutdown.append(close_streams)
-    app.on_response_prepare.append(prepare_response)
     app[metrics_key] = Metrics()
 
     endpoints = all_endpoints()
     for endpoint in endpoints:
         app.router.add_route(endpoint.method, endpoint.full_path, make_handler(endpoint))
+    add_fallback(app)
     app[openapi_body_key] = orjson.dumps(build_document(endpoints, list(settings.providers)))
     return app

@@ -18,7 +18,7 @@ from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.utils import floatToGoString
 
-from agentsvc.api.state import request_state
+from agentsvc.api.state import RequestState, request_state
 
 _SAFE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 # A random process prefix and a counter: unique ids without a urandom syscall per request.
@@ -26,14 +26,25 @@ _ID_PREFIX = secrets.token_hex(4)
 _id_counter = itertools.count(1)
 
 access_log = logging.getLogger("agentsvc.access")
+# The name of the catch-all route (404, 405, preflights): one label for every unknown path.
+UNMATCHED_ROUTE = "unmatched"
+
+
+def route_template(request: web.BaseRequest) -> str | None:
+    """The path template of the endpoint that answered, None when none did."""
+    route = request.match_info.route
+    resource = route.resource if route is not None else None
+    if resource is None or resource.name == UNMATCHED_ROUTE:
+        return None
+    return resource.canonical
 
 
 def request_id(request: web.Request) -> str:
     """Return the request's id: the caller's `X-Request-Id` when sane, else a new one."""
     state = request_state(request)
     if state.request_id is None:
-        incoming = request.headers.get("X-Request-Id", "")
-        if not _SAFE_REQUEST_ID.match(incoming):
+        incoming = request.headers.get("X-Request-Id")
+        if incoming is None or not _SAFE_REQUEST_ID.match(incoming):
             incoming = f"{_ID_PREFIX}{next(_id_counter):08x}"
         state.request_id = incoming
     return state.request_id
@@ -43,12 +54,11 @@ class JsonAccessLogger(AbstractAccessLogger):
     """One JSON object per request: time, id, method, route, status, duration, size."""
 
     def log(self, request: web.BaseRequest, response: web.StreamResponse, time: float) -> None:
-        resource = request.match_info.route.resource if request.match_info.route else None
         record = {
             "requestId": request_id(request),
             "method": request.method,
             "path": request.path,  # the query string is left out: it may hold tokens
-            "route": resource.canonical if resource else None,
+            "route": route_template(request),
             "status": response.status,
             "durationMs": round(time * 1000, 2),
             "bytes": response.body_length,
@@ -76,13 +86,13 @@ class RequestStats:
     """
 
     def __init__(self) -> None:
-        self.counts: dict[tuple[str, str, str], int] = {}
+        self.counts: dict[tuple[str, str, int], int] = {}
         # route -> [bucket counts..., +Inf count], sum of seconds
         self.buckets: dict[str, list[int]] = {}
         self.sums: dict[str, float] = {}
 
     def add(self, method: str, route: str, status: int, seconds: float) -> None:
-        key = (method, route, str(status))
+        key = (method, route, status)
         self.counts[key] = self.counts.get(key, 0) + 1
         counts = self.buckets.get(route)
         if counts is None:
@@ -96,8 +106,8 @@ class RequestStats:
         requests = CounterMetricFamily(
             "agentsvc_http_requests", "HTTP requests answered", labels=["method", "route", "status"]
         )
-        for labels, value in self.counts.items():
-            requests.add_metric(list(labels), value)
+        for (method, route, status), value in self.counts.items():
+            requests.add_metric([method, route, str(status)], value)
         yield requests
         latency = HistogramMetricFamily(
             "agentsvc_http_request_duration_seconds",
@@ -149,15 +159,13 @@ class Metrics:
 metrics_key: web.AppKey[Metrics] = web.AppKey("metrics")
 
 
-def observe(request: web.Request, started: float, status: int) -> None:
+def observe(request: web.Request, state: RequestState, status: int) -> None:
     """Count a response and its latency under its route template."""
     metrics = request.app.get(metrics_key)
     if metrics is None:
         return
-    route = request.match_info.route
-    resource = route.resource if route else None
-    name = resource.canonical if resource is not None else "unmatched"
-    metrics.observe_request(request.method, name, status, time.perf_counter() - started)
+    route = state.route or route_template(request) or UNMATCHED_ROUTE
+    metrics.observe_request(request.method, route, status, time.perf_counter() - state.started)
 
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST

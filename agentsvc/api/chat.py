@@ -23,6 +23,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from agentsvc import keys
 from agentsvc.api.models import RequestModel
+from agentsvc.api.pipeline import finish_response
 from agentsvc.api.routing import Call, RouteTable
 from agentsvc.api.state import request_state
 from agentsvc.errors import RateLimited
@@ -262,6 +263,7 @@ async def _stream_chat(call: Call) -> web.StreamResponse:
             "X-Accel-Buffering": "no",  # nginx: do not buffer the stream
         }
     )
+    finish_response(call.request, response)
     await response.prepare(call.request)
     gauge = app[metrics_key].open_streams
     gauge.inc()

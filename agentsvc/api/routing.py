@@ -7,7 +7,9 @@ so the document cannot drift from what the handlers accept.
 
 from __future__ import annotations
 
+import asyncio
 import re
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -18,14 +20,18 @@ from pydantic import BaseModel, ValidationError
 
 from agentsvc import keys
 from agentsvc.api import auth
+from agentsvc.api.pipeline import finish_response, from_http_exception, unexpected_error
+from agentsvc.api.state import RequestState
 from agentsvc.config import Settings
 from agentsvc.errors import (
+    ApiError,
     Forbidden,
     PayloadTooLarge,
     Unauthorized,
     UnsupportedMediaType,
     ValidationFailed,
     describe_validation_error,
+    error_response,
 )
 from agentsvc.services.access import Principal
 
@@ -184,11 +190,11 @@ async def read_body(request: web.Request, max_mb: float) -> bytes:
 
 def parse_json(raw: bytes) -> Any:
     """Parse a JSON request body or raise VALIDATION_ERROR."""
-    if not raw.strip():
-        raise ValidationFailed("body: a JSON object is required")
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
+        if not raw.strip():
+            raise ValidationFailed("body: a JSON object is required") from None
         raise ValidationFailed(f"body: malformed JSON ({exc.args[0]})") from exc
 
 
@@ -203,8 +209,10 @@ def validate_model(model: type[BaseModel], data: Any, prefix: str = "") -> BaseM
 
 
 def make_handler(endpoint: Endpoint) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
-    """Wrap an endpoint's handler with authentication, limits and validation."""
+    """Wrap an endpoint's handler with authentication, limits, validation, the error
+    envelope and the service's headers (see `pipeline`)."""
     settings_max_mb: float | None = None
+    route = endpoint.documented_path  # what aiohttp calls the resource's canonical path
 
     def body_limit_mb(request: web.Request) -> float:
         nonlocal settings_max_mb
@@ -216,29 +224,47 @@ def make_handler(endpoint: Endpoint) -> Callable[[web.Request], Awaitable[web.St
         return endpoint.max_body_mb or settings_max_mb
 
     async def handle(request: web.Request) -> web.StreamResponse:
-        principal = None
-        if endpoint.auth != "public":
-            principal = await auth.authenticate(request)
-            if principal is None and endpoint.auth == "required":
-                raise Unauthorized()
-            if principal is not None:
-                auth.enforce_rate_limit(request, principal)
-                if endpoint.method != "GET":
-                    auth.check_origin(request, principal)
-                if endpoint.owner_only and not principal.is_owner:
-                    raise Forbidden("Only the team owner can do this")
-        query = _parse_query(endpoint.query, request) if endpoint.query else None
-        body = None
-        if endpoint.form is not None and request.content_type == "multipart/form-data":
-            max_mb = body_limit_mb(request)
-            if request.content_length is not None and request.content_length > max_mb * 2**20:
-                raise PayloadTooLarge(f"Request body over {max_mb:g} MB")
-        elif endpoint.form is not None and endpoint.body is None:
-            raise UnsupportedMediaType("Content-Type must be multipart/form-data")
-        elif endpoint.body is not None:
-            raw = await read_body(request, body_limit_mb(request))
-            body = validate_model(endpoint.body, parse_json(raw))
-        return await endpoint.handler(Call(request, principal, body, query, request.match_info))
+        # One coroutine for the whole request: every extra layer costs on every request.
+        state = RequestState(time.perf_counter(), endpoint.cors, route)
+        request[keys.request_state_key] = state
+        try:
+            principal = None
+            if endpoint.auth != "public":
+                principal = await auth.authenticate(request)
+                if principal is None and endpoint.auth == "required":
+                    raise Unauthorized()
+                if principal is not None:
+                    auth.enforce_rate_limit(request, principal)
+                    if endpoint.method != "GET":
+                        auth.check_origin(request, principal)
+                    if endpoint.owner_only and not principal.is_owner:
+                        raise Forbidden("Only the team owner can do this")
+            query = _parse_query(endpoint.query, request) if endpoint.query else None
+            body = None
+            if endpoint.form is not None and request.content_type == "multipart/form-data":
+                max_mb = body_limit_mb(request)
+                if request.content_length is not None and request.content_length > max_mb * 2**20:
+                    raise PayloadTooLarge(f"Request body over {max_mb:g} MB")
+            elif endpoint.form is not None and endpoint.body is None:
+                raise UnsupportedMediaType("Content-Type must be multipart/form-data")
+            elif endpoint.body is not None:
+                raw = await read_body(request, body_limit_mb(request))
+                body = validate_model(endpoint.body, parse_json(raw))
+            call = Call(request, principal, body, query, request.match_info)
+            response = await endpoint.handler(call)
+        except ApiError as exc:
+            response = error_response(exc)
+        except web.HTTPException as exc:
+            if exc.status < 400:
+                raise
+            response = error_response(from_http_exception(exc))
+        except (asyncio.CancelledError, ConnectionResetError):
+            raise
+        except Exception:
+            response = unexpected_error(request)
+        if not response.prepared:  # a stream finishes its own, before its first byte
+            finish_response(request, response)
+        return response
 
     handle.endpoint = endpoint  # type: ignore[attr-defined]
     return handle

@@ -20,6 +20,8 @@ class RequestState:
     """Per-request values, in one object so the hot path reads attributes, not mapping keys."""
 
     started: float
+    cors: bool = False  # answer with the CORS headers (the widget's endpoints)
+    route: str | None = None  # the endpoint's path template, the metrics' route label
     request_id: str | None = None
     principal: Principal | None = None
     rate_decision: Decision | None = None  # X-RateLimit-* headers to send

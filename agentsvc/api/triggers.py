@@ -205,6 +205,9 @@ async def get_widget_triggers(call: Call):
     return web.Response(body=body, content_type="application/json", headers=headers)
 
 
+ACCEPTED_BODY = orjson.dumps({"success": True})
+
+
 @routes.post(
     "/triggers/event",
     auth="public",
@@ -234,7 +237,7 @@ async def post_trigger_event(call: Call):
     event = TriggerEvent(body.agent_id, body.trigger_id, body.trigger_name, body.event_type)
     if await app[keys.event_writer_key].record(event) is None:
         raise NotFound("No such trigger for this agent")
-    return json_response({"success": True}, status=202)
+    return web.Response(body=ACCEPTED_BODY, status=202, content_type="application/json")
 
 
 @routes.get("/triggers", query=AgentQuery, response=list[TriggerOut], errors=(404,))

@@ -39,27 +39,30 @@ class EventWriter:
         self._wake = asyncio.Event()
         self._closing = False
         self._task: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self.batches = 0  # batches written, for logs and tests
         self.written = 0  # events counted
 
     def start(self) -> None:
         """Start the draining task."""
+        self._loop = asyncio.get_running_loop()
         self._task = asyncio.create_task(self._run(), name="trigger-event-writer")
 
-    async def record(self, event: TriggerEvent) -> str | None:
-        """Queue an event and wait until its batch commits.
+    def record(self, event: TriggerEvent) -> asyncio.Future[str | None]:
+        """Queue an event; the future resolves when its batch commits.
 
-        Returns the id of the trigger it was counted for, None when it names no trigger of
-        its agent.
+        Its result is the id of the trigger the event was counted for, None when it names
+        no trigger of its agent. (A plain function returning the future: one coroutine
+        fewer per event.)
         """
         if self._closing:
             raise WriterClosed("the service is stopping")
-        future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[str | None] = self._loop.create_future()
         self._pending.append((event, future))
         self._wake.set()
         # A request cancelled while waiting cancels only its future: the event stays queued
         # and is counted (the writer skips futures that are already done).
-        return await future
+        return future
 
     async def close(self) -> None:
         """Stop accepting events, write everything still queued, then stop the task."""
