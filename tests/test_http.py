@@ -159,6 +159,24 @@ async def test_cors_preflight(client):
     )
     assert resp.status == 204
     assert resp.headers["Access-Control-Allow-Origin"] == "*"
+    assert "POST" in resp.headers["Access-Control-Allow-Methods"]
+    assert "X-Session-Id" in resp.headers["Access-Control-Allow-Headers"]
+    assert resp.headers["Access-Control-Max-Age"] == "86400"
+    assert resp.headers["X-Request-Id"]
+    # Any path: the browser asks before it knows whether the route exists.
+    resp = await client.options(
+        "/api/v1/nowhere",
+        headers={"Origin": "https://shop.example", "Access-Control-Request-Method": "POST"},
+    )
+    assert resp.status == 204
+
+
+async def test_actual_cors_responses_name_only_the_origin(client):
+    resp = await client.get("/api/v1/openapi.json", headers={"Origin": "https://shop.example"})
+    assert resp.headers["Access-Control-Allow-Origin"] == "*"
+    # Methods, headers and max-age are read from preflights only.
+    assert "Access-Control-Allow-Methods" not in resp.headers
+    assert "Access-Control-Max-Age" not in resp.headers
 
 
 def test_every_route_has_a_docstring_summary():
