@@ -64,9 +64,12 @@ def unexpected_error(request: web.Request) -> web.Response:
     return error_response(InternalError())
 
 
-def finish_response(request: web.Request, response: web.StreamResponse) -> None:
+def finish_response(
+    request: web.Request, response: web.StreamResponse, state: RequestState | None = None
+) -> None:
     """Add the service's headers and count the response; before it is prepared, once."""
-    state = request_state(request)
+    if state is None:
+        state = request_state(request)
     headers = response.headers
     if state.rate_decision is not None:
         headers.update(state.rate_decision.headers())

@@ -263,7 +263,7 @@ def make_handler(endpoint: Endpoint) -> Callable[[web.Request], Awaitable[web.St
         except Exception:
             response = unexpected_error(request)
         if not response.prepared:  # a stream finishes its own, before its first byte
-            finish_response(request, response)
+            finish_response(request, response, state)
         return response
 
     handle.endpoint = endpoint  # type: ignore[attr-defined]
