@@ -25,15 +25,15 @@ HERE = Path(__file__).resolve().parent
 
 # (script, arguments, arguments with --quick)
 BENCHMARKS = [
-    ("bench_api.py", ["--seconds", "4", "--cycles", "3"], ["--seconds", "2", "--cycles", "2"]),
+    ("bench_api.py", ["--seconds", "4", "--cycles", "5"], ["--seconds", "2", "--cycles", "2"]),
     (
         "bench_events.py",
-        ["--seconds", "4", "--cycles", "3"],
+        ["--seconds", "4", "--cycles", "5"],
         ["--seconds", "2", "--cycles", "2", "--exact-events", "1000"],
     ),
     (
         "bench_sessions.py",
-        ["--seconds", "4", "--cycles", "3", "--burst", "32"],
+        ["--seconds", "4", "--cycles", "5", "--burst", "32"],
         ["--seconds", "2", "--cycles", "2", "--burst", "16"],
     ),
     ("bench_chat.py", [], ["--streams", "500", "--ramp-seconds", "3"]),
