@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import hashlib
 import hmac
@@ -137,6 +138,24 @@ async def test_identity_secret_signs_users(client, auth):
     resp = await client.delete(f"/api/v1/agents/{agent_id}/identity-secret", headers=auth)
     assert (await resp.json())["data"]["enabled"] is False
     assert (await _chat_user(client, auth, agent_id, user=user))["id"] == "u-42"
+
+
+async def test_identity_secret_changes_show_in_the_agents_updated_at(client, auth):
+    agent_id = await _agent(client, auth)
+
+    async def updated_at() -> str:
+        resp = await client.get(f"/api/v1/agents/{agent_id}", headers=auth)
+        return (await resp.json())["data"]["updatedAt"]
+
+    path = f"/api/v1/agents/{agent_id}/identity-secret"
+    before = await updated_at()  # now cached in the process
+    await asyncio.sleep(0.002)
+    assert (await client.put(path, json={}, headers=auth)).status == 200
+    after_set = await updated_at()
+    assert after_set > before
+    await asyncio.sleep(0.002)
+    assert (await client.delete(path, headers=auth)).status == 200
+    assert await updated_at() > after_set
 
 
 async def test_identity_secret_errors(client, auth):

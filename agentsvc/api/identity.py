@@ -47,6 +47,7 @@ async def put_identity_secret(call: Call):
     app = call.app
     secret = await identity_service.set_secret(
         app[keys.db_key],
+        app[keys.agent_cache_key],
         app[keys.secret_box_key],
         call.team_id,
         call.params["id"],
@@ -71,5 +72,7 @@ async def get_identity_secret(call: Call):
 )
 async def delete_identity_secret(call: Call):
     """Remove the agent's identity secret: declared widget users are then taken as given."""
-    await identity_service.clear_secret(call.app[keys.db_key], call.team_id, call.params["id"])
+    await identity_service.clear_secret(
+        call.app[keys.db_key], call.app[keys.agent_cache_key], call.team_id, call.params["id"]
+    )
     return envelope_response({"agentId": call.params["id"], "enabled": False, "secret": None})

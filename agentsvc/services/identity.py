@@ -17,6 +17,7 @@ from agentsvc.db import Database
 from agentsvc.errors import NotFound, ValidationFailed
 from agentsvc.ids import now_iso
 from agentsvc.secretbox import SecretBox, SecretBoxError
+from agentsvc.services.agents import AgentCache
 from agentsvc.store import agents as agents_store
 from agentsvc.store import identity as identity_store
 
@@ -34,7 +35,12 @@ def user_hash(secret: str, user_id: str) -> str:
 
 
 async def set_secret(
-    db: Database, box: SecretBox, team_id: str, agent_id: str, secret: str | None
+    db: Database,
+    cache: AgentCache,
+    box: SecretBox,
+    team_id: str,
+    agent_id: str,
+    secret: str | None,
 ) -> str:
     """Set the agent's identity secret (generated when None) and return it."""
     if secret is None:
@@ -47,14 +53,16 @@ async def set_secret(
     async with db.write() as conn:
         if not await identity_store.set_sealed(conn, team_id, agent_id, sealed, now_iso()):
             raise NotFound("Agent not found")
+    cache.forget(agent_id)  # its updatedAt moved
     return secret
 
 
-async def clear_secret(db: Database, team_id: str, agent_id: str) -> None:
+async def clear_secret(db: Database, cache: AgentCache, team_id: str, agent_id: str) -> None:
     """Remove the agent's identity secret: declared users are then taken as given."""
     async with db.write() as conn:
         if not await identity_store.set_sealed(conn, team_id, agent_id, None, now_iso()):
             raise NotFound("Agent not found")
+    cache.forget(agent_id)
 
 
 async def has_secret(db: Database, team_id: str, agent_id: str) -> bool:
