@@ -254,7 +254,9 @@ async def _stream_chat(call: Call) -> web.StreamResponse:
     db = app[keys.db_key]
     writer = app[keys.chat_writer_key]
     semantic = app[keys.indexer_key].semantic
-    turn = await chat_service.prepare_turn(db, writer, app[keys.providers_key], chat, semantic)
+    turn = await chat_service.prepare_turn(
+        db, app[keys.agent_cache_key], writer, app[keys.providers_key], chat, semantic
+    )
 
     response = web.StreamResponse(
         headers={

@@ -88,13 +88,19 @@ class AgentCache:
         self._by_id.pop(agent_id, None)
 
 
-async def get_agent(db: Database, cache: AgentCache, team_id: str, agent_id: str) -> Agent:
-    """Return the team's agent or raise NotFound (another team's agent is not found)."""
+async def find_agent(db: Database, cache: AgentCache, agent_id: str) -> Agent | None:
+    """The agent with this id, whatever its team, from the cache when it is there."""
     agent = cache.get(agent_id)
     if agent is None:
         agent = await agents_store.get_public(db.reader, agent_id)
         if agent is not None:
             cache.put(agent)
+    return agent
+
+
+async def get_agent(db: Database, cache: AgentCache, team_id: str, agent_id: str) -> Agent:
+    """Return the team's agent or raise NotFound (another team's agent is not found)."""
+    agent = await find_agent(db, cache, agent_id)
     if agent is None or agent.team_id != team_id:
         raise NotFound("Agent not found")
     return agent

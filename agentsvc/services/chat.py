@@ -14,10 +14,11 @@ from agentsvc.db import Database
 from agentsvc.errors import NotFound, ValidationFailed
 from agentsvc.ids import new_id, now_iso
 from agentsvc.llm.base import Message, ProviderError, Providers
+from agentsvc.services import agents as agents_service
 from agentsvc.services import knowledge
+from agentsvc.services.agents import AgentCache
 from agentsvc.services.turn import Turn
 from agentsvc.services.write_batcher import WriteBatcher
-from agentsvc.store import agents as agents_store
 from agentsvc.store import conversations as conv_store
 from agentsvc.store import tools as tools_store
 from agentsvc.store.conversations import Conversation, StoredMessage
@@ -72,6 +73,7 @@ def _history_from_store(messages: list[StoredMessage]) -> list[Message]:
 
 async def prepare_turn(
     db: Database,
+    agents: AgentCache,
     writer: WriteBatcher,
     providers: Providers,
     chat: ChatInput,
@@ -82,20 +84,17 @@ async def prepare_turn(
         raise ValidationFailed("messages: the last message must have role 'user'")
     if not chat.messages[-1][1].strip():
         raise ValidationFailed("messages: the last message must not be empty")
-    if chat.team_id is not None:
-        agent_read = agents_store.get(db.reader, chat.team_id, chat.agent_id)
-    else:
-        agent_read = agents_store.get_public(db.reader, chat.agent_id)
-    # Queued together, the reads cost one wake-up of the reader thread, not three.
+    # Queued together, the reads cost one wake-up of the reader thread, not three; the
+    # agent usually comes from the in-process cache.
     agent, conv, tools, passages = await asyncio.gather(
-        agent_read,
+        agents_service.find_agent(db, agents, chat.agent_id),
         _load_conversation(db, chat),
         tools_store.list_enabled_for_agent(db.reader, chat.agent_id),
         knowledge.retrieve(
             db, chat.agent_id, chat.messages[-1][1], providers.settings.knowledge.top_k, semantic
         ),
     )
-    if agent is None:
+    if agent is None or (chat.team_id is not None and agent.team_id != chat.team_id):
         raise NotFound("Agent not found")
     try:
         provider, model_name = providers.resolve(agent.model)
