@@ -351,3 +351,18 @@ async def test_openapi_lists_the_cookie_scheme(client):
     assert {"cookieAuth": []} in doc["security"] and {"bearerAuth": []} in doc["security"]
     assert doc["paths"]["/api/v1/auth/sign-in/email"]["post"]["security"] == []
     assert "/api/v1/team/invitations/accept" in doc["paths"]
+
+
+async def test_the_session_cookie_is_found_among_other_cookies(client):
+    await create_user(client, "ada@example.com")
+    token = await sign_in(client, "ada@example.com")
+    for cookie in (
+        f"theme=dark; x{SESSION_COOKIE}=nope; {SESSION_COOKIE}={token}; lang=en",
+        f'{SESSION_COOKIE}="{token}"',
+        f"  {SESSION_COOKIE} = {token} ;",
+    ):
+        resp = await client.get("/api/v1/auth/session", headers={"Cookie": cookie})
+        assert resp.status == 200, (cookie, await resp.text())
+    for cookie in (f"x{SESSION_COOKIE}={token}", f"{SESSION_COOKIE}", "theme=dark"):
+        resp = await client.get("/api/v1/auth/session", headers={"Cookie": cookie})
+        await assert_error(resp, 401, "UNAUTHORIZED")

@@ -46,8 +46,27 @@ async def authenticate(request: web.Request) -> Principal | None:
     return principal
 
 
+def request_cookie(request: web.Request, name: str) -> str | None:
+    """One cookie's value from the `Cookie` header (surrounding double quotes removed).
+
+    aiohttp's `request.cookies` builds a Morsel for every cookie the browser sends, ~12 µs
+    on each cookie-authenticated request; the tokens we issue need no RFC 6265 unescaping.
+    """
+    header = request.headers.get("Cookie")
+    if not header or name not in header:
+        return None
+    for pair in header.split(";"):
+        key, sep, value = pair.partition("=")
+        if sep and key.strip() == name:
+            value = value.strip()
+            if len(value) >= 2 and value[0] == value[-1] == '"':
+                value = value[1:-1]
+            return value
+    return None
+
+
 async def _session_principal(request: web.Request) -> Principal | None:
-    cookie = request.cookies.get(SESSION_COOKIE)
+    cookie = request_cookie(request, SESSION_COOKIE)
     if not cookie or len(cookie) > _MAX_COOKIE_LENGTH:
         return None
     ttl = request.app[keys.settings_key].auth.session_ttl_seconds
@@ -116,11 +135,9 @@ def clear_session_cookie(response: web.StreamResponse) -> None:
 
 
 def refresh_session_cookie(request: web.Request, response: web.StreamResponse) -> None:
-    """At response prepare: send the cookie again when its session's expiry moved forward."""
+    """Before a response is prepared: send the cookie again when its session's expiry moved
+    forward (unless the handler set or cleared it itself)."""
     token = request_state(request).session_refresh
     if token is None or SESSION_COOKIE in response.cookies:
         return
-    # Cookies are already turned into headers when this hook runs: add the header itself.
-    carrier = web.Response()
-    set_session_cookie(request, carrier, token)
-    response.headers.add("Set-Cookie", carrier.cookies[SESSION_COOKIE].output(header="")[1:])
+    set_session_cookie(request, response, token)

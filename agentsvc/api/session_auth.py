@@ -149,7 +149,7 @@ async def post_sign_in_email(call: Call):
 @routes.post("/auth/sign-out", auth="optional", response=Success, envelope=True, errors=(403,))
 async def post_sign_out(call: Call):
     """End the cookie session (if any) and clear its cookie."""
-    token = call.request.cookies.get(session_service.SESSION_COOKIE)
+    token = auth.request_cookie(call.request, session_service.SESSION_COOKIE)
     if token:
         await session_service.sign_out(
             call.app[keys.db_key], call.app[keys.key_resolver_key], token
@@ -266,7 +266,7 @@ async def _oauth_callback(call: Call, provider: str) -> web.Response:
         provider,
         code=query.code,
         state=query.state,
-        browser_state=call.request.cookies.get(OAUTH_STATE_COOKIE),
+        browser_state=auth.request_cookie(call.request, OAUTH_STATE_COOKIE),
     )
     response = redirect(callback)
     response.del_cookie(OAUTH_STATE_COOKIE, path="/api/v1/auth/callback/")

@@ -69,15 +69,16 @@ class KeyResolver:
         """
         token_hash = "s:" + hash_api_key(token)
         now = time.monotonic()
-        now_text = now_iso()
         hit = self._cache.get(token_hash)
         if hit is not None and hit[0] > now:
-            principal, expires_at = hit[1]
-            if principal is None or expires_at > now_text:
+            # Expiry as an epoch number: no timestamp formatting on the hot path.
+            principal, expires_epoch = hit[1]
+            if principal is None or expires_epoch > time.time():
                 return principal, False
+        now_text = now_iso()
         owner = await sessions.get_owner(self._db.reader, token_hash[2:], now_text)
         if owner is None:
-            self._remember(token_hash, now, (None, ""))
+            self._remember(token_hash, now, (None, 0.0))
             return None, False
         principal = Principal(
             owner.user_id, owner.team_id, owner.role, owner.plan, session_id=owner.session_id
@@ -90,7 +91,7 @@ class KeyResolver:
             expires_at = iso(renewed)
             async with self._db.write() as conn:
                 await sessions.extend(conn, owner.session_id, expires_at)
-        self._remember(token_hash, now, (principal, expires_at))
+        self._remember(token_hash, now, (principal, parse_iso(expires_at).timestamp()))
         return principal, extended
 
     def _remember(self, cache_key: str, now: float, value) -> None:
