@@ -39,9 +39,10 @@ def route_template(request: web.BaseRequest) -> str | None:
     return resource.canonical
 
 
-def request_id(request: web.Request) -> str:
+def request_id(request: web.Request, state: RequestState | None = None) -> str:
     """Return the request's id: the caller's `X-Request-Id` when sane, else a new one."""
-    state = request_state(request)
+    if state is None:
+        state = request_state(request)
     if state.request_id is None:
         incoming = request.headers.get("X-Request-Id")
         if incoming is None or not _SAFE_REQUEST_ID.match(incoming):
@@ -143,7 +144,6 @@ class Metrics:
             registry=self.registry,
         )
         self._collectors: list[Collector] = []
-        self.observe_request = self.request_stats.add
 
     def add_collector(self, collector: Collector) -> None:
         """Run `collector` before each scrape (e.g. to read the outbox depth)."""
@@ -161,11 +161,14 @@ metrics_key: web.AppKey[Metrics] = web.AppKey("metrics")
 
 def observe(request: web.Request, state: RequestState, status: int) -> None:
     """Count a response and its latency under its route template."""
-    metrics = request.app.get(metrics_key)
-    if metrics is None:
-        return
+    stats = state.stats
+    if stats is None:
+        metrics = request.app.get(metrics_key)
+        if metrics is None:
+            return
+        stats = metrics.request_stats
     route = state.route or route_template(request) or UNMATCHED_ROUTE
-    metrics.observe_request(request.method, route, status, time.perf_counter() - state.started)
+    stats.add(request.method, route, status, time.perf_counter() - state.started)
 
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST

@@ -77,7 +77,7 @@ def finish_response(
         auth.refresh_session_cookie(request, response)
     if state.cors:
         headers["Access-Control-Allow-Origin"] = "*"
-    headers["X-Request-Id"] = state.request_id or request_id(request)
+    headers["X-Request-Id"] = state.request_id or request_id(request, state)
     observe(request, state, response.status)
 
 

@@ -33,6 +33,7 @@ from agentsvc.errors import (
     describe_validation_error,
     error_response,
 )
+from agentsvc.observability import RequestStats, metrics_key
 from agentsvc.services.access import Principal
 
 API_PREFIX = "/api/v1"
@@ -211,21 +212,27 @@ def validate_model(model: type[BaseModel], data: Any, prefix: str = "") -> BaseM
 def make_handler(endpoint: Endpoint) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
     """Wrap an endpoint's handler with authentication, limits, validation, the error
     envelope and the service's headers (see `pipeline`)."""
-    settings_max_mb: float | None = None
+    # The wrapper belongs to one app: what it reads from the app is read once.
     route = endpoint.documented_path  # what aiohttp calls the resource's canonical path
+    stats: RequestStats | None = None
+    body_mb: float | None = None
 
     def body_limit_mb(request: web.Request) -> float:
-        nonlocal settings_max_mb
-        settings = request.app[keys.settings_key]
-        if callable(endpoint.max_body_mb):
-            return endpoint.max_body_mb(settings)
-        if settings_max_mb is None:
-            settings_max_mb = settings.server.max_body_mb
-        return endpoint.max_body_mb or settings_max_mb
+        nonlocal body_mb
+        if body_mb is None:
+            settings = request.app[keys.settings_key]
+            if callable(endpoint.max_body_mb):
+                body_mb = endpoint.max_body_mb(settings)
+            else:
+                body_mb = endpoint.max_body_mb or settings.server.max_body_mb
+        return body_mb
 
     async def handle(request: web.Request) -> web.StreamResponse:
         # One coroutine for the whole request: every extra layer costs on every request.
-        state = RequestState(time.perf_counter(), endpoint.cors, route)
+        nonlocal stats
+        if stats is None:
+            stats = request.app[metrics_key].request_stats
+        state = RequestState(time.perf_counter(), endpoint.cors, route, stats)
         request[keys.request_state_key] = state
         try:
             principal = None

@@ -11,6 +11,7 @@ from aiohttp import web
 from agentsvc import keys
 
 if TYPE_CHECKING:
+    from agentsvc.observability import RequestStats
     from agentsvc.ratelimit import Decision
     from agentsvc.services.access import Principal
 
@@ -22,6 +23,7 @@ class RequestState:
     started: float
     cors: bool = False  # answer with the CORS headers (the widget's endpoints)
     route: str | None = None  # the endpoint's path template, the metrics' route label
+    stats: RequestStats | None = None  # where the response is counted (the app's)
     request_id: str | None = None
     principal: Principal | None = None
     rate_decision: Decision | None = None  # X-RateLimit-* headers to send
@@ -29,7 +31,7 @@ class RequestState:
 
 
 def request_state(request: web.Request) -> RequestState:
-    """The request's state, created by the error middleware (or here, for any other path)."""
+    """The request's state, created by the endpoint wrapper (or here, for any other path)."""
     try:
         return request[keys.request_state_key]
     except KeyError:
