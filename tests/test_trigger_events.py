@@ -6,6 +6,7 @@ import asyncio
 import os
 import re
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -161,6 +162,49 @@ async def test_concurrent_events_are_batched_and_all_counted(make_client):
     }
     # Fewer transactions than events: whatever queued during a write went in one batch.
     assert writer.batches - batches_before < 400
+
+
+async def test_events_wait_while_another_process_writes_and_are_all_counted(client, auth, setup):
+    # Another process (say `agentsvc apikey create`) holds SQLite's write lock: the batch
+    # cannot be written at once on the loop, so it waits on the writer's thread instead,
+    # and the server keeps answering meanwhile.
+    agent_id, trigger = setup
+    db_path = client.app[keys.db_key].path
+    other = sqlite3.connect(db_path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        sends = [
+            asyncio.ensure_future(client.post(EVENT_URL, json=event(agent_id, trigger)))
+            for _ in range(5)
+        ]
+        await asyncio.sleep(0.3)
+        assert not any(s.done() for s in sends)  # waiting for the commit
+        resp = await client.get("/healthz")
+        assert resp.status == 200  # the loop is free
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert [(await s).status for s in sends] == [202] * 5
+    assert (await stats(client, auth, agent_id))[trigger["id"]]["firedCount"] == 5
+
+
+async def test_the_wal_is_checkpointed_in_the_background(client, auth, setup):
+    agent_id, trigger = setup
+    for _ in range(20):
+        resp = await client.post(EVENT_URL, json=event(agent_id, trigger))
+        assert resp.status == 202
+    db = client.app[keys.db_key]
+    deadline = time.monotonic() + 5
+    while db._commits and time.monotonic() < deadline:  # noqa: SLF001
+        await asyncio.sleep(0.1)
+    assert db._commits == 0  # noqa: SLF001
+    # Everything committed is in the database file: a fresh reader outside the WAL sees it.
+    probe = sqlite3.connect(db.path)
+    try:
+        busy, wal_pages, copied = probe.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        assert busy == 0 and wal_pages == copied
+    finally:
+        probe.close()
 
 
 async def test_deleting_a_trigger_drops_its_counts(client, auth, setup):

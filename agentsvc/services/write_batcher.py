@@ -4,8 +4,9 @@ Every chat turn writes twice (the user's message before the model is called, the
 the end). One transaction and one hop to the writer thread each is fine alone, but with
 hundreds of streams starting and ending per second the hops queue up behind the writer
 lock, and under CPU contention each wake-up of the writer thread is slow. The batcher
-drains whatever is queued into one transaction (no fixed wait: while one batch is being
-written the next one fills up), each write in its own savepoint so one failing write
+drains whatever is queued into one transaction (no fixed wait: what queued up since the
+last batch), written at once on the loop when the writer is free (`Database.write_now`)
+or else on the writer's thread, each write in its own savepoint so one failing write
 fails alone, and answers every caller after the commit.
 """
 
@@ -15,8 +16,9 @@ import asyncio
 import logging
 import sqlite3
 from collections.abc import Callable
+from functools import partial
 
-from agentsvc.db import Database
+from agentsvc.db import Database, WriterBusy
 
 log = logging.getLogger("agentsvc.chat")
 
@@ -50,8 +52,12 @@ class WriteBatcher:
     async def _drain(self) -> None:
         while self._queue:
             batch, self._queue = self._queue, []
+            write = partial(_write_all, batch=batch)
             try:
-                results = await self._db.run_sync(lambda raw, b=batch: _write_all(raw, b))
+                try:
+                    results = self._db.write_now(write)  # no thread hop: see db.py
+                except WriterBusy:
+                    results = await self._db.run_sync(write)
             except Exception as exc:  # the transaction itself failed: every write did
                 log.exception("writing a batch of %d chat writes failed", len(batch))
                 results = [exc] * len(batch)
