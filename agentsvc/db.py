@@ -44,6 +44,17 @@ def schema_version() -> int:
     return 1 + len(MIGRATIONS)
 
 
+def _run_and_commit(raw: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:
+    """Run `fn` in the transaction just begun: commit, or roll back and re-raise."""
+    try:
+        result = fn(raw)
+    except BaseException:
+        raw.execute("ROLLBACK")
+        raise
+    raw.execute("COMMIT")
+    return result
+
+
 class WriterBusy(Exception):
     """The writer is in a transaction (of this process or another): use `run_sync`."""
 
@@ -133,13 +144,7 @@ class Database:
 
         def job(raw: sqlite3.Connection) -> object:
             raw.execute("BEGIN IMMEDIATE")
-            try:
-                result = fn(raw)
-            except BaseException:
-                raw.execute("ROLLBACK")
-                raise
-            raw.execute("COMMIT")
-            return result
+            return _run_and_commit(raw, fn)
 
         async with self._write_lock:
             result = await self._writer._execute(job, self._writer._conn)  # noqa: SLF001
@@ -165,12 +170,7 @@ class Database:
             raise WriterBusy() from exc
         finally:
             raw.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        try:
-            result = fn(raw)
-        except BaseException:
-            raw.execute("ROLLBACK")
-            raise
-        raw.execute("COMMIT")
+        result = _run_and_commit(raw, fn)
         self._commits += 1
         return result
 
