@@ -16,19 +16,14 @@ import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from agentsvc import keys
-from agentsvc.config import WebhookSettings
-from agentsvc.db import Database
 from agentsvc.ids import iso, parse_iso
 from agentsvc.observability import metrics_key
-from agentsvc.outbound import OutboundClient
-from agentsvc.secretbox import SecretBox
 from agentsvc.services.delivery_send import MAIL_TIMEOUT_SECONDS, Outcome, Sender
 from agentsvc.services.form_files import SWEEP_INTERVAL_SECONDS, remove_orphan_files
 from agentsvc.store import submissions as store
@@ -61,25 +56,18 @@ class Deliverer:
 
     def __init__(
         self,
+        sender: Sender,
         *,
-        db: Database,
-        outbound: OutboundClient,
-        box: SecretBox,
-        settings: WebhookSettings,
-        data_dir: Path,
         scheduler: AsyncIOScheduler | None,
-        mailer: Callable[[], Any],
         on_attempt: Callable[[str, str], None] | None = None,
     ):
-        self.db = db
+        self.sender = sender
+        self.db = sender.db
+        self.settings = sender.settings
+        self.data_dir = sender.data_dir
         # Told (kind, outcome) after each recorded attempt: "success", "retry" or "failed".
         self.on_attempt = on_attempt
-        self.settings = settings
-        self.data_dir = data_dir
         self.scheduler = scheduler
-        self.sender = Sender(
-            db=db, outbound=outbound, box=box, settings=settings, data_dir=data_dir, mailer=mailer
-        )
         self._running = False
         self._again = False
         self._closed = False
@@ -274,14 +262,17 @@ async def delivery_ctx(app: web.Application) -> AsyncIterator[None]:
     and the hourly removal of files left by deleted submissions."""
     settings = app[keys.settings_key]
     metrics = app[metrics_key]
-    deliverer = Deliverer(
+    sender = Sender(
         db=app[keys.db_key],
         outbound=app[keys.outbound_key],
         box=app[keys.secret_box_key],
         settings=settings.webhooks,
         data_dir=settings.server.data_dir,
-        scheduler=app.get(keys.scheduler_key),
         mailer=lambda: app.get(keys.mailer_key),
+    )
+    deliverer = Deliverer(
+        sender,
+        scheduler=app.get(keys.scheduler_key),
         on_attempt=lambda kind, outcome: metrics.deliveries.labels(kind, outcome).inc(),
     )
     app[keys.deliverer_key] = deliverer

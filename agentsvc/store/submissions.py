@@ -119,16 +119,18 @@ def insert_deliveries(raw: sqlite3.Connection, deliveries: list[Delivery]) -> No
     raw.executemany(f"INSERT INTO form_deliveries ({_DLV_COLUMNS}) VALUES ({marks})", rows)
 
 
+def _submission_query(submission_id: str, team_id: str | None) -> tuple[str, tuple]:
+    sql = f"SELECT {_SUB_COLUMNS} FROM form_submissions WHERE id = ?"
+    if team_id is None:
+        return sql, (submission_id,)
+    return sql + " AND team_id = ?", (submission_id, team_id)
+
+
 async def get_submission(
     conn: aiosqlite.Connection, submission_id: str, team_id: str | None = None
 ) -> Submission | None:
     """A submission by id; with team_id, only that team's."""
-    sql = f"SELECT {_SUB_COLUMNS} FROM form_submissions WHERE id = ?"
-    args: tuple = (submission_id,)
-    if team_id is not None:
-        sql += " AND team_id = ?"
-        args += (team_id,)
-    rows = await conn.execute_fetchall(sql, args)
+    rows = await conn.execute_fetchall(*_submission_query(submission_id, team_id))
     return _submission(rows[0]) if rows else None
 
 
@@ -147,12 +149,7 @@ def read_submission(
     raw: sqlite3.Connection, submission_id: str, team_id: str | None = None
 ) -> Submission | None:
     """`get_submission` inside a write transaction."""
-    sql = f"SELECT {_SUB_COLUMNS} FROM form_submissions WHERE id = ?"
-    args: tuple = (submission_id,)
-    if team_id is not None:
-        sql += " AND team_id = ?"
-        args += (team_id,)
-    row = raw.execute(sql, args).fetchone()
+    row = raw.execute(*_submission_query(submission_id, team_id)).fetchone()
     return _submission(row) if row else None
 
 
