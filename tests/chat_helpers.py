@@ -69,3 +69,14 @@ async def get_conversation(client, auth: dict, conversation_id: str) -> dict:
     resp = await client.get(f"/api/v1/conversations/{conversation_id}", headers=auth)
     assert resp.status == 200, await resp.text()
     return (await resp.json())["data"]
+
+
+async def add_document(client, auth, agent_id: str, title: str, content: str) -> dict:
+    """Add a text document to an agent's knowledge; return it (indexed or indexing)."""
+    resp = await client.post(
+        f"/api/v1/agents/{agent_id}/documents",
+        json={"title": title, "content": content},
+        headers=auth,
+    )
+    assert resp.status == 201, await resp.text()
+    return (await resp.json())["data"]

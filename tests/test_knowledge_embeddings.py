@@ -10,7 +10,7 @@ from agentsvc.config import ConfigError, load_settings
 from agentsvc.llm.base import ProviderError
 from agentsvc.services import knowledge
 from agentsvc.services.vectors import VectorIndex, sqlite_vec_available
-from tests.chat_helpers import chat, new_agent, user
+from tests.chat_helpers import add_document, chat, new_agent, user
 from tests.conftest import assert_error, bearer, new_api_key
 from tests.fakes.embeddings_server import MODEL, FakeEmbeddings
 from tests.test_documents import wait_status
@@ -52,13 +52,7 @@ def embedding_settings(fake: FakeEmbeddings, **knowledge_settings) -> dict:
 
 
 async def add_doc(client, auth, agent_id, content=POLICY, title="Store policy") -> dict:
-    resp = await client.post(
-        f"/api/v1/agents/{agent_id}/documents",
-        json={"title": title, "content": content},
-        headers=auth,
-    )
-    assert resp.status == 201, await resp.text()
-    return (await resp.json())["data"]
+    return await add_document(client, auth, agent_id, title, content)
 
 
 async def count(client, sql: str, *args) -> int:
