@@ -6,6 +6,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, model_validator
 from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
 
 # Marks a string field holding a model id; the OpenAPI document gives it a pattern built
 # from the configured providers, so schema-valid ids are exactly the accepted ones.
@@ -34,7 +35,10 @@ class RequestModel(BaseModel):
         if isinstance(data, dict):
             for key, value in data.items():
                 if value is None and key not in cls.nullable:
-                    raise ValueError(f"{key}: may not be null")
+                    # Its own type, so the message names the field (api/messages.py).
+                    raise PydanticCustomError(
+                        "null_forbidden", "{field} may not be null", {"field": key}
+                    )
         return data
 
     def given(self) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from agentsvc import keys
 from agentsvc.api import auth
+from agentsvc.api.messages import describe_validation_error
 from agentsvc.api.pipeline import finish_response, from_http_exception, unexpected_error
 from agentsvc.api.state import RequestState
 from agentsvc.config import Settings
@@ -30,7 +31,6 @@ from agentsvc.errors import (
     Unauthorized,
     UnsupportedMediaType,
     ValidationFailed,
-    describe_validation_error,
     error_response,
 )
 from agentsvc.observability import RequestStats, metrics_key
@@ -168,7 +168,7 @@ def _parse_query(model: type[BaseModel], request: web.Request) -> BaseModel:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise ValidationFailed(describe_validation_error(exc, prefix="query.")) from exc
+        raise ValidationFailed(describe_validation_error(exc, "query.", model)) from exc
 
 
 async def read_body(request: web.Request, max_mb: float) -> bytes:
@@ -206,7 +206,7 @@ def validate_model(model: type[BaseModel], data: Any, prefix: str = "") -> BaseM
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise ValidationFailed(describe_validation_error(exc, prefix=prefix)) from exc
+        raise ValidationFailed(describe_validation_error(exc, prefix, model)) from exc
 
 
 def make_handler(endpoint: Endpoint) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
