@@ -33,24 +33,12 @@ def _settings(args: argparse.Namespace) -> Settings:
     return load_settings(args.config, overrides={"server": server} if server else None)
 
 
-MAX_REQUEST_LINE_BYTES = 32 * 1024
-
-
 async def _serve(settings: Settings) -> None:
+    from agentsvc.api.server import make_runner
     from agentsvc.app import create_app
-    from agentsvc.observability import JsonAccessLogger, access_log
 
     app = create_app(settings)
-    runner = web.AppRunner(
-        app,
-        access_log=access_log if settings.server.access_log else None,
-        access_log_class=JsonAccessLogger,
-        # aiohttp's 8190-byte default refuses, with a plain-text 400, a request line the
-        # API's own bounds allow: query strings up to 2,448 characters (an OAuth callback)
-        # percent-encode to up to 12 bytes each.
-        max_line_size=MAX_REQUEST_LINE_BYTES,
-        max_field_size=MAX_REQUEST_LINE_BYTES,
-    )
+    runner = make_runner(app, settings)
     await runner.setup()
     site = web.TCPSite(runner, settings.server.host, settings.server.port)
     try:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import orjson
 from aiohttp import web
-from pydantic import ValidationError
 
 
 class ApiError(Exception):
@@ -24,6 +23,14 @@ class ValidationFailed(ApiError):
     status = 400
     code = "VALIDATION_ERROR"
     default_message = "Invalid request"
+
+
+class BadRequest(ApiError):
+    """A request aiohttp's parser refused (a bad method, a malformed header)."""
+
+    status = 400
+    code = "BAD_REQUEST"
+    default_message = "Malformed HTTP request"
 
 
 class DuplicateName(ApiError):
@@ -88,6 +95,14 @@ class UnsupportedMediaType(ApiError):
     default_message = "Content-Type must be application/json"
 
 
+class HeadersTooLarge(ApiError):
+    """Too many headers, or a request line or header over the server's limit."""
+
+    status = 431
+    code = "HEADERS_TOO_LARGE"
+    default_message = "Request headers too large"
+
+
 class RateLimited(ApiError):
     status = 429
     code = "RATE_LIMITED"
@@ -101,6 +116,7 @@ class InternalError(ApiError):
 # Every status/code pair any route may answer, for the OpenAPI document.
 ERROR_CLASSES: tuple[type[ApiError], ...] = (
     ValidationFailed,
+    BadRequest,
     DuplicateName,
     FileTooLarge,
     Unauthorized,
@@ -111,6 +127,7 @@ ERROR_CLASSES: tuple[type[ApiError], ...] = (
     Conflict,
     PayloadTooLarge,
     UnsupportedMediaType,
+    HeadersTooLarge,
     RateLimited,
     InternalError,
 )
@@ -129,33 +146,3 @@ def error_response(error: ApiError) -> web.Response:
         content_type="application/json",
         headers=error.headers,
     )
-
-
-# pydantic puts validator and union-member tags into error locations
-# ("priority.function-before[...]", "value.str"); users should see field names only.
-_LOC_TAGS = {"str", "int", "float", "bool", "dict", "list", "none", "literal", "tagged-union"}
-
-
-def _field_path(loc: tuple) -> str:
-    parts = [
-        str(p)
-        for p in loc
-        if isinstance(p, int)
-        or (p != "__root__" and "[" not in p and "-" not in p and p not in _LOC_TAGS)
-    ]
-    return ".".join(parts)
-
-
-def describe_validation_error(exc: ValidationError, prefix: str = "") -> str:
-    """Turn a pydantic error into one message that names the field(s)."""
-    parts = []
-    for item in exc.errors()[:5]:
-        loc = _field_path(item["loc"])
-        field = f"{prefix}{loc}" if loc else (prefix.rstrip(".") or "body")
-        msg = item["msg"]
-        if item["type"] == "missing":
-            msg = "is required"
-        elif item["type"] == "extra_forbidden":
-            msg = "is not a known field"
-        parts.append(f"{field}: {msg}")
-    return "; ".join(parts) or "Invalid request"

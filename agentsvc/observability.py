@@ -32,7 +32,11 @@ UNMATCHED_ROUTE = "unmatched"
 
 def route_template(request: web.BaseRequest) -> str | None:
     """The path template of the endpoint that answered, None when none did."""
-    route = request.match_info.route
+    try:
+        route = request.match_info.route
+    except (AssertionError, AttributeError):
+        # A request aiohttp's parser refused is answered before routing: no match info.
+        return None
     resource = route.resource if route is not None else None
     if resource is None or resource.name == UNMATCHED_ROUTE:
         return None

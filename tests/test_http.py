@@ -189,3 +189,122 @@ async def test_public_endpoints_carry_cors_headers_even_on_errors(client):
     assert resp.headers["Access-Control-Allow-Origin"] == "*"
     resp = await client.get("/api/v1/agents")
     assert "Access-Control-Allow-Origin" not in resp.headers
+
+
+async def test_unknown_paths_and_methods_carry_rate_limit_headers_for_a_caller(client):
+    from tests.conftest import create_user, session, sign_in
+
+    auth = bearer(await new_api_key(client, "free@example.com", plan="free"))
+    resp = await client.get("/api/v1/agents", headers=auth)
+    assert resp.headers["X-RateLimit-Remaining"] == "19"
+    resp = await client.get("/api/v1/nothing", headers=auth)
+    await assert_error(resp, 404, "NOT_FOUND")
+    assert resp.headers["X-RateLimit-Limit"] == "20"
+    assert resp.headers["X-RateLimit-Remaining"] == "18"  # a wrong path spends the budget too
+    assert int(resp.headers["X-RateLimit-Reset"]) > 1_700_000_000
+    resp = await client.put("/api/v1/agents", headers=auth)
+    await assert_error(resp, 405, "METHOD_NOT_ALLOWED")
+    assert resp.headers["X-RateLimit-Remaining"] == "17" and resp.headers["Allow"]
+    # A dashboard session counts the same way.
+    await create_user(client, "cookie@example.com")
+    cookie = session(await sign_in(client, "cookie@example.com"))
+    resp = await client.get("/api/v1/nothing", headers=cookie)
+    await assert_error(resp, 404, "NOT_FOUND")
+    assert resp.headers["X-RateLimit-Limit"] == "1000"
+    # No credential, or one that does not authenticate: the plain 404, no team, no headers.
+    for headers in ({}, bearer("asvc_nope"), {"Cookie": "agentsvc_session=stale"}):
+        resp = await client.get("/api/v1/nothing", headers=headers)
+        await assert_error(resp, 404, "NOT_FOUND")
+        assert "X-RateLimit-Limit" not in resp.headers
+
+
+async def test_probing_unknown_paths_is_rate_limited(client):
+    auth = bearer(await new_api_key(client, "probe@example.com", plan="free"))
+    for i in range(20):
+        resp = await client.get(f"/api/v1/probe-{i}", headers=auth)
+        await assert_error(resp, 404, "NOT_FOUND")
+    resp = await client.get("/api/v1/probe-20", headers=auth)
+    await assert_error(resp, 429, "RATE_LIMITED")
+    assert int(resp.headers["Retry-After"]) >= 1 and resp.headers["X-RateLimit-Remaining"] == "0"
+
+
+async def _raw_request(port: int, data: bytes) -> tuple[int, dict[str, str], bytes]:
+    """Send raw bytes to 127.0.0.1:port; return the status, headers and body answered."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        writer.write(data)
+        await writer.drain()
+        raw = await asyncio.wait_for(reader.read(), timeout=30)  # the server closes
+    finally:
+        writer.close()
+    head, _, body = raw.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = dict(line.split(": ", 1) for line in lines[1:])
+    return int(lines[0].split()[1]), {k.lower(): v for k, v in headers.items()}, body
+
+
+async def test_requests_refused_before_routing_answer_the_envelope_without_traceback(
+    tmp_path, caplog
+):
+    """The runner of `agentsvc serve`, access log on: aiohttp's parser refuses a request line
+    over the limit and too many headers before any route runs; the answer is still ours."""
+    import json
+    import logging
+
+    from aiohttp import web
+
+    from agentsvc.api.server import MAX_HEADERS, MAX_LINE_BYTES, make_runner
+    from agentsvc.app import create_app
+    from tests.conftest import make_settings
+
+    caplog.set_level(logging.INFO)
+    settings = make_settings(tmp_path, server={"access_log": True})
+    runner = make_runner(create_app(settings), settings)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # noqa: SLF001 (the port 0 became)
+    try:
+        long_line = b"GET /api/v1/" + b"a" * (MAX_LINE_BYTES + 10) + b" HTTP/1.1\r\nHost: x\r\n\r\n"
+        many = b"".join(b"X-H%d: v\r\n" % i for i in range(MAX_HEADERS + 10))
+        cases = [
+            (long_line, 431, "HEADERS_TOO_LARGE", f"over {MAX_LINE_BYTES} bytes"),
+            (b"GET / HTTP/1.1\r\nHost: x\r\n" + many + b"\r\n", 431, "HEADERS_TOO_LARGE", "128"),
+            (
+                b"GET / HTTP/1.1\r\nHost: x\r\nX-Big: "
+                + b"b" * (MAX_LINE_BYTES + 10)
+                + b"\r\n\r\n",
+                431,
+                "HEADERS_TOO_LARGE",
+                "header",
+            ),
+            (b"NOT HTTP AT ALL\r\n\r\n", 400, "BAD_REQUEST", "Malformed HTTP request"),
+            (
+                b"GET / HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n",
+                400,
+                "BAD_REQUEST",
+                "Content-Length",
+            ),
+        ]
+        for data, status, code, text in cases:
+            got, headers, body = await _raw_request(port, data)
+            assert got == status, (data[:40], body)
+            assert headers["content-type"].startswith("application/json")
+            envelope = json.loads(body)
+            assert envelope["data"] is None and envelope["error"]["code"] == code
+            assert text in envelope["error"]["message"], envelope
+            assert "^" not in envelope["error"]["message"]  # no echo of the client's bytes
+            assert headers["x-request-id"]
+        # Under the limit, a long query string still reaches the router.
+        path = b"/api/v1/nowhere?q=" + b"c" * 20_000
+        got, _, body = await _raw_request(
+            port, b"GET " + path + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        )
+        assert got == 404 and json.loads(body)["error"]["code"] == "NOT_FOUND"
+    finally:
+        await runner.cleanup()
+    assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
+    assert "Traceback" not in caplog.text
+    access = [json.loads(r.getMessage()) for r in caplog.records if r.name == "agentsvc.access"]
+    assert [a["status"] for a in access] == [431, 431, 431, 400, 400, 404]
+    assert all(a["route"] is None for a in access)

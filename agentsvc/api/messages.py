@@ -19,6 +19,7 @@ from agentsvc.api.models import MODEL_ID_MARKER
 from agentsvc.services.tool_rules import NAME_PATTERN as TOOL_NAME_PATTERN
 
 MAX_ERRORS = 5
+_MAX_SCANNED = 50
 
 # What a string pattern asks for, by the exact pattern a model declares (`{length}` is
 # " of 1 to 200 characters" or empty). A pattern not listed gets the vague fallback; a test
@@ -67,17 +68,17 @@ def describe_validation_error(
 ) -> str:
     """Turn a pydantic error into one message naming each field and what it expects."""
     schema = _schema(model) if model is not None else None
-    seen: set[str] = set()
-    parts: list[str] = []
+    found: dict[str, str] = {}
     for item in exc.errors(include_url=False):
         field, text = _describe_item(item, schema)
         name = f"{prefix}{field}" if field else (prefix.rstrip(".") or "body")
-        if name in seen:  # one message per field: union members repeat the same failure
-            continue
-        seen.add(name)
-        parts.append(f"{name}: {text}")
-        if len(parts) == MAX_ERRORS:
+        found.setdefault(name, text)  # union members repeat one failure: the first says it
+        if len(found) >= _MAX_SCANNED:  # a list of 100,000 bad items: the first few say it
             break
+    # A union's other members fail at the field itself ("user" is not null) when the value
+    # had the right shape and failed inside ("user.email"): the inner failure is the one.
+    names = [n for n in found if not any(o.startswith(n + ".") for o in found)]
+    parts = [f"{name}: {found[name]}" for name in names[:MAX_ERRORS]]
     return "; ".join(parts) or "Invalid request"
 
 
@@ -309,7 +310,10 @@ def _range(node: dict[str, Any]) -> str:
 
 def _length(node: dict[str, Any], unit: str, skip_min: bool = False) -> str:
     low = None if skip_min else node.get("minLength")
-    count = _count(low, node.get("maxLength"))
+    high = node.get("maxLength")
+    count = _count(low, high)
+    if count.endswith(" 1") and unit.endswith("s"):
+        unit = unit[:-1]  # "at least 1 character"
     return f" of {count} {unit}" if count else ""
 
 

@@ -11,6 +11,7 @@ CORS preflights.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 
@@ -25,6 +26,7 @@ from agentsvc.errors import (
     MethodNotAllowed,
     NotFound,
     PayloadTooLarge,
+    Unauthorized,
     error_response,
 )
 from agentsvc.observability import UNMATCHED_ROUTE, observe, request_id
@@ -91,21 +93,46 @@ async def _allowed_methods(request: web.Request) -> set[str]:
     return allowed
 
 
+async def _count_against_team(request: web.Request) -> None:
+    """Take a request of a caller's team, when a credential is sent, as an endpoint would.
+
+    Its answer then carries the rate-limit headers (or is a 429): an authenticated caller
+    sees the same headers on a wrong path as on a right one, and probing unknown paths
+    spends the team's budget. A credential that does not authenticate changes nothing: the
+    path is unknown whoever asks.
+    """
+    headers = request.headers
+    if "Authorization" not in headers and "Cookie" not in headers:
+        return  # the usual 404: no lookup at all
+    try:
+        principal = await auth.authenticate(request)
+    except Unauthorized:
+        return
+    if principal is not None:
+        auth.enforce_rate_limit(request, principal)
+
+
 async def fallback(request: web.Request) -> web.Response:
     """The catch-all route: CORS preflights, then 405 for a known path, else 404."""
     request[keys.request_state_key] = RequestState(time.perf_counter())
     if request.method == "OPTIONS" and request.headers.get("Access-Control-Request-Method"):
         response = web.Response(status=204, headers=PREFLIGHT_HEADERS)
     else:
-        allowed = await _allowed_methods(request)
-        if allowed:
-            allow = ",".join(sorted(allowed))
-            error: ApiError = MethodNotAllowed(
-                f"Method not allowed; allowed: {allow}", headers={"Allow": allow}
-            )
-        else:
-            error = NotFound("No such endpoint")
-        response = error_response(error)
+        try:
+            await _count_against_team(request)
+            allowed = await _allowed_methods(request)
+            if allowed:
+                allow = ",".join(sorted(allowed))
+                raise MethodNotAllowed(
+                    f"Method not allowed; allowed: {allow}", headers={"Allow": allow}
+                )
+            raise NotFound("No such endpoint")
+        except ApiError as exc:
+            response = error_response(exc)
+        except (asyncio.CancelledError, ConnectionResetError):
+            raise
+        except Exception:
+            response = unexpected_error(request)
     finish_response(request, response)
     return response
 
