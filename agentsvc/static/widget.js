@@ -773,13 +773,20 @@
     triggerEvent(t.trigger, "converted");
     emit("trigger_converted", { triggerId: t.trigger.id, name: t.trigger.name });
   }
+  // A bubble is only a hint: a trigger that opens the chat or shows a form replaces it,
+  // so a bubble left showing never blocks the actions a site owner cares most about.
+  var REPLACES_BUBBLE = { open_chat: true, show_form: true };
   function consider(candidates) {
     // Lower priority values go first; only one proactive action at a time, none while open.
     candidates = candidates.filter(eligible).sort(function (a, b) { return (a.priority || 0) - (b.priority || 0); });
-    if (!candidates.length || isOpen || proactive) return;
+    if (proactive && proactive.action === "show_bubble") {
+      candidates = candidates.filter(function (t) { return REPLACES_BUBBLE[t.actionType] === true; });
+    } else if (proactive) return;
+    if (!candidates.length || isOpen) return;
     fire(candidates[0]);
   }
   function fire(t) {
+    if (REPLACES_BUBBLE[t.actionType] === true) hideBubble();
     pageFired[t.id] = true;
     if (t.triggerOnce !== false) { var f = firedOnce(); f.push(t.id); session.set(K_FIRED, f); }
     var run = { trigger: t, action: t.actionType, converted: false };
