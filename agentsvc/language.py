@@ -1,0 +1,63 @@
+"""Word forms: an agent's language and the Snowball stemmer that folds its word forms.
+
+"ships", "shipping" and "shipped" all stem to "ship", so a question matches a sentence that
+uses another form of its words. Stemming a word costs tens of microseconds in pure Python,
+so stemmers are made once per language and each (language, word) is stemmed once (LRU).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+import snowballstemmer
+
+from agentsvc.stopwords import STOP_WORDS
+
+DEFAULT_LANGUAGE = "english"
+# Snowball's languages; "porter" and "dutch_porter" are older algorithms, not languages.
+LANGUAGES: tuple[str, ...] = tuple(
+    sorted(set(snowballstemmer.algorithms()) - {"porter", "dutch_porter"})
+)
+assert DEFAULT_LANGUAGE in LANGUAGES
+
+_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?", re.UNICODE)
+# "check-out", "Wi-Fi", "e-mail": also matched as one word ("checkout", "wifi", "email").
+_HYPHENATED = re.compile(r"[^\W_]+(?:-[^\W_]+)+", re.UNICODE)
+_UNDOUBLED = frozenset("bdfgmnprt")
+_STEMMERS: dict[str, snowballstemmer.stemmer] = {}
+STEM_CACHE_SIZE = 50_000  # distinct (language, word) pairs: a few MB at most
+
+
+def _stemmer(language: str) -> snowballstemmer.stemmer:
+    found = _STEMMERS.get(language)
+    if found is None:
+        found = _STEMMERS[language] = snowballstemmer.stemmer(language)
+    return found
+
+
+@lru_cache(maxsize=STEM_CACHE_SIZE)
+def stem(word: str, language: str = DEFAULT_LANGUAGE) -> str:
+    """The stem of a lower-cased word in the language (the word itself for an unknown one)."""
+    if language not in LANGUAGES or len(word) > 64:
+        return word  # a 10 kB "word" is not worth stemming, nor keeping in the cache as one
+    found = _stemmer(language).stemWord(word)
+    if language == "english" and len(found) > 2 and found[-1] == found[-2] in _UNDOUBLED:
+        # Porter2 undoubles "staffed" to "staf" but keeps "staff": undouble both.
+        found = found[:-1]
+    return found
+
+
+def stems(text: str, language: str = DEFAULT_LANGUAGE) -> frozenset[str]:
+    """The distinct stems of a text's words, common stop words left out."""
+    lowered = text.lower()
+    found = {
+        stem(w, language)
+        for w in (m.group(0) for m in _WORD.finditer(lowered))
+        if w not in STOP_WORDS
+    }
+    if "-" in lowered:
+        found.update(
+            stem(m.group(0).replace("-", ""), language) for m in _HYPHENATED.finditer(lowered)
+        )
+    return frozenset(found)
