@@ -55,6 +55,7 @@ CREATE TABLE agents (
     model           TEXT NOT NULL,
     temperature     REAL NOT NULL,
     system_prompt   TEXT NOT NULL DEFAULT '',
+    language        TEXT NOT NULL DEFAULT 'english', -- Snowball language of its word forms
     identity_secret TEXT,                   -- widget identity signing (encrypted), optional
     created_at      TEXT NOT NULL,
     updated_at      TEXT NOT NULL,

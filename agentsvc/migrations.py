@@ -5,4 +5,7 @@ change after a release is appended here as SQL (migration N+2 is MIGRATIONS[N]) 
 folded into `schema.sql`. Each runs in one transaction and bumps `PRAGMA user_version`.
 """
 
-MIGRATIONS: list[str] = []
+MIGRATIONS: list[str] = [
+    # 2: an agent's language, for the word forms of its builtin answers and retrieval.
+    "ALTER TABLE agents ADD COLUMN language TEXT NOT NULL DEFAULT 'english';",
+]

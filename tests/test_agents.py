@@ -26,7 +26,17 @@ async def test_create_returns_interface_shape(client, auth):
     body = await resp.json()
     assert body["error"] is None
     agent = body["data"]
-    assert set(agent) == {"id", "name", "slug", "model", "temperature", "systemPrompt", "createdAt"}
+    assert set(agent) == {
+        "id",
+        "name",
+        "slug",
+        "model",
+        "temperature",
+        "systemPrompt",
+        "language",
+        "createdAt",
+    }
+    assert agent["language"] == "english"
     assert agent["id"].startswith("agt_") and len(agent["id"]) > 20
     assert agent["slug"] == "support-bot"
     assert agent["model"] == "builtin"
@@ -51,6 +61,7 @@ async def test_list_and_get_shapes(client, auth):
         "model",
         "temperature",
         "systemPrompt",
+        "language",
         "createdAt",
         "updatedAt",
     }

@@ -18,6 +18,7 @@ from functools import lru_cache
 
 import orjson
 
+from agentsvc.language import DEFAULT_LANGUAGE, stems
 from agentsvc.llm.base import (
     Message,
     ModelRequest,
@@ -27,7 +28,6 @@ from agentsvc.llm.base import (
     ToolCall,
     Usage,
 )
-from agentsvc.language import DEFAULT_LANGUAGE, stems
 
 NOTHING_FOUND = "I could not find anything relevant to your question."
 MAX_SENTENCES = 3
@@ -69,8 +69,9 @@ def sentences(text: str) -> list[str]:
 
 def _is_abbreviation(word: str) -> bool:
     # "J." and "e.g." (letters and dots) or a title such as "Dr." do not end a sentence.
-    return word in _ABBREVIATIONS or (0 < len(word) <= 3 and word.replace(".", "").isalpha()
-                                        and (len(word) == 1 or "." in word))
+    return word in _ABBREVIATIONS or (
+        0 < len(word) <= 3 and word.replace(".", "").isalpha() and (len(word) == 1 or "." in word)
+    )
 
 
 @lru_cache(maxsize=ANALYSED_TEXTS)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from agentsvc.db import Database
 from agentsvc.errors import NotFound, ValidationFailed
 from agentsvc.ids import new_id, now_iso
+from agentsvc.language import DEFAULT_LANGUAGE
 from agentsvc.llm.base import Message, ProviderError, Providers
 from agentsvc.services import agents as agents_service
 from agentsvc.services import knowledge
@@ -84,14 +85,21 @@ async def prepare_turn(
         raise ValidationFailed("messages: the last message must have role 'user'")
     if not chat.messages[-1][1].strip():
         raise ValidationFailed("messages: the last message must not be empty")
-    # Queued together, the reads cost one wake-up of the reader thread, not three; the
-    # agent usually comes from the in-process cache.
-    agent, conv, tools, passages = await asyncio.gather(
-        agents_service.find_agent(db, agents, chat.agent_id),
+    # The agent usually comes from the in-process cache; it is read first (once per agent
+    # after a start) because retrieval needs its language. The other reads, queued
+    # together, cost one wake-up of the reader thread, not three.
+    agent = agents.get(chat.agent_id) or await agents_service.find_agent(db, agents, chat.agent_id)
+    language = agent.language if agent is not None else DEFAULT_LANGUAGE
+    conv, tools, passages = await asyncio.gather(
         _load_conversation(db, chat),
         tools_store.list_enabled_for_agent(db.reader, chat.agent_id),
         knowledge.retrieve(
-            db, chat.agent_id, chat.messages[-1][1], providers.settings.knowledge.top_k, semantic
+            db,
+            chat.agent_id,
+            chat.messages[-1][1],
+            providers.settings.knowledge.top_k,
+            semantic,
+            language,
         ),
     )
     if agent is None or (chat.team_id is not None and agent.team_id != chat.team_id):

@@ -166,6 +166,7 @@ class TurnRunner:
                 tools=offered,
                 temperature=turn.agent.temperature,
                 knowledge=texts,
+                language=turn.agent.language,
             )
             text, calls = await self._model_call(request)
             if not calls or not offered:
