@@ -48,16 +48,23 @@ def stem(word: str, language: str = DEFAULT_LANGUAGE) -> str:
     return found
 
 
-def stems(text: str, language: str = DEFAULT_LANGUAGE) -> frozenset[str]:
-    """The distinct stems of a text's words, common stop words left out."""
+def stems(text: str, language: str = DEFAULT_LANGUAGE, limit: int = 0) -> frozenset[str]:
+    """The distinct stems of a text's words, common stop words left out.
+
+    With `limit`, only the first `limit` distinct words count (a visitor's 100 kB question
+    must not cost a second of stemming on the event loop).
+    """
     lowered = text.lower()
-    found = {
-        stem(w, language)
-        for w in (m.group(0) for m in _WORD.finditer(lowered))
-        if w not in STOP_WORDS
-    }
+    words: dict[str, None] = {}
+    for match in _WORD.finditer(lowered):
+        word = match.group(0)
+        if word not in STOP_WORDS:
+            words[word] = None
+            if len(words) == limit:
+                break
     if "-" in lowered:
-        found.update(
-            stem(m.group(0).replace("-", ""), language) for m in _HYPHENATED.finditer(lowered)
-        )
-    return frozenset(found)
+        for match in _HYPHENATED.finditer(lowered):
+            if limit and len(words) >= limit:
+                break
+            words[match.group(0).replace("-", "")] = None
+    return frozenset(stem(w, language) for w in words)

@@ -34,7 +34,9 @@ MAX_SENTENCES = 3
 # A further sentence joins the answer when the question words it adds (that the sentences
 # picked so far lack) weigh at least this share of the best sentence's score.
 ADDS_ENOUGH = 0.5
-ANALYSED_TEXTS = 256  # system prompts and passages kept split and stemmed
+# System prompts and passages kept split and stemmed: a 100 kB prompt takes ~0.6 MB.
+ANALYSED_TEXTS = 64
+MAX_QUESTION_WORDS = 64  # distinct words of a question that count
 WORDS_PER_CHUNK = 3
 
 
@@ -89,7 +91,7 @@ def answer_from_text(question: str, texts: list[str], language: str = DEFAULT_LA
     that tie with it, then those that add enough words the answer lacks so far (a question
     about two things gets both), up to MAX_SENTENCES.
     """
-    wanted = words(question, language)
+    wanted = stems(question, language, MAX_QUESTION_WORDS)
     if not wanted:
         return NOTHING_FOUND
     seen: dict[str, frozenset[str]] = {}
