@@ -3,7 +3,8 @@
 - When the newest user message is `/tool NAME {json}` (JSON optional) it calls tool NAME
   with that input; once the result is in the context it answers with the tool's output.
 - Otherwise it answers with the sentences of the system prompt (and knowledge texts)
-  sharing the most words with the question, stop words ignored, or says it found nothing.
+  sharing the most words with the question, compared by stem in the agent's language
+  (rarer words weigh more, stop words ignored), or says it found nothing.
 
 The answer streams in several chunks, optionally paced by `[chat] builtin_chunk_delay_ms`.
 """
