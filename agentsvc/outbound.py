@@ -150,6 +150,8 @@ def private_host(host: str) -> str | None:
     addr = literal_address(bare)
     if addr is None or forbidden_reason(addr) is None:
         return None
+    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
+        return f"{bare}, that is {addr.ipv4_mapped}"
     return bare if str(addr) == bare.split("%", 1)[0] else f"{bare}, that is {addr}"
 
 

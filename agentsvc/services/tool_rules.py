@@ -11,6 +11,7 @@ from jsonschema.validators import validator_for
 
 from agentsvc.errors import ValidationFailed
 from agentsvc.outbound import OutboundError, check_headers, check_url, private_host
+from agentsvc.services.tool_url import host_params
 
 NAME_PATTERN = r"^[a-z][a-z0-9_]{0,63}$"
 EXECUTION_TYPES = ("mock", "http", "form")
@@ -169,13 +170,6 @@ def _check_headers(field: str, headers: Any) -> None:
 def url_params(url: str) -> list[str]:
     """The `{param}` placeholders of an httpUrl (not the `{{SECRET}}` ones)."""
     return [m.group(1) for m in _URL_PARAM.finditer(url) if m.group(1)]
-
-
-def _host_params(url: str) -> list[str]:
-    """The `{param}` placeholders in the scheme or authority of an httpUrl."""
-    head, sep, rest = url.partition("://")
-    authority = re.split(r"[/?#]", rest, maxsplit=1)[0] if sep else ""
-    return url_params(head + authority)
 
 
 def check_display_config(config: Any) -> None:
@@ -358,7 +352,7 @@ def check_tool(tool: dict[str, Any], *, allow_private: bool = False) -> dict[str
         for param in url_params(tool["http_url"]):
             if param not in properties:
                 raise fail("httpUrl", f"placeholder {{{param}}} is not a property of inputSchema")
-        in_host = _host_params(tool["http_url"])
+        in_host = host_params(tool["http_url"])
         if in_host:
             raise fail(
                 "httpUrl",

@@ -81,14 +81,36 @@ def _mark(template: str) -> tuple[str, dict[str, _Slot]]:
     return URL_PLACEHOLDER.sub(mark, template), slots
 
 
+def host_params(template: str) -> list[str]:
+    """The `{param}` placeholders in the scheme or authority of a URL template, in order."""
+    head, sep, rest = template.partition("://")
+    authority = re.split(r"[/?#]", rest, maxsplit=1)[0] if sep else ""
+    found = URL_PLACEHOLDER.finditer(head + authority)
+    return list(dict.fromkeys(m.group("param") for m in found if m.group("param")))
+
+
 def _fill(text: str, encoded: Mapping[str, str]) -> str:
     for marker, value in encoded.items():
         text = text.replace(marker, value)
     return text
 
 
+def _check_path_segments(path: str, slots: Mapping[str, _Slot], encoded: Mapping[str, str]):
+    """Refuse input that leaves a path segment empty (`/users/` for `/users/{id}`)."""
+    for segment in path.split("/"):
+        names = [s.name for m, s in slots.items() if s.kind == "param" and m in segment]
+        if names and _fill(segment, encoded) == "":
+            listed = ", ".join(dict.fromkeys(names))
+            raise UrlRefused(f"Input parameter(s) {listed}: a URL path segment cannot be empty")
+
+
 def build_url(template: str, secret_values: Mapping[str, str], tool_input: dict) -> BuiltUrl:
     """Fill an httpUrl template; raise UrlRefused when the input would change its shape."""
+    in_host = host_params(template)
+    if in_host:
+        raise UrlRefused(
+            f"Input parameter(s) {', '.join(in_host)} cannot be used in the host of the URL"
+        )
     marked, slots = _mark(template)
     try:
         parsed = URL(marked)
@@ -99,15 +121,10 @@ def build_url(template: str, secret_values: Mapping[str, str], tool_input: dict)
         raise UrlRefused("The tool's httpUrl cannot be filled: a placeholder is inside a name")
     shape = parsed.with_fragment(None)  # a fragment is never sent
     authority = shape.raw_authority
-    path = shape.raw_path
-    in_host = sorted({s.name for m, s in slots.items() if s.kind == "param" and m in authority})
-    if in_host:
-        raise UrlRefused(
-            f"Input parameter(s) {', '.join(in_host)} cannot be used in the host of the URL"
-        )
+    if any(s.kind == "param" and m in authority for m, s in slots.items()):
+        raise UrlRefused("Input cannot be used in the host of the URL")
     encoded: dict[str, str] = {}  # marker -> its value, percent-encoded
     missing: list[str] = []
-    empty_in_path: list[str] = []
     for marker, slot in slots.items():
         if slot.kind == "secret":
             encoded[marker] = _encode(secret_values[slot.name])
@@ -116,16 +133,11 @@ def build_url(template: str, secret_values: Mapping[str, str], tool_input: dict)
         if raw is None:
             missing.append(slot.name)
             continue
-        text = input_text(raw)
-        if text == "" and marker in path:
-            empty_in_path.append(slot.name)
-        encoded[marker] = _encode(text)
+        encoded[marker] = _encode(input_text(raw))
     if missing:
         names = ", ".join(dict.fromkeys(missing))
         raise UrlRefused(f"Missing input parameter(s) for the URL: {names}")
-    if empty_in_path:
-        names = ", ".join(dict.fromkeys(empty_in_path))
-        raise UrlRefused(f"Input parameter(s) {names}: a URL path segment cannot be empty")
+    _check_path_segments(shape.raw_path, slots, encoded)
     url = URL(_fill(str(shape), encoded), encoded=True)
     if any(unquote(segment) in (".", "..") for segment in url.raw_path.split("/")):
         raise UrlRefused('Input for the URL path cannot be "." or "..": it would change the path')
