@@ -11,6 +11,7 @@ import socket
 from typing import Any
 
 import pytest
+from aiohttp import web
 from aiohttp.abc import AbstractResolver, ResolveResult
 
 from agentsvc import keys
@@ -95,6 +96,19 @@ async def test_model_input_cannot_override_a_fixed_query_parameter(client, auth,
     got = receiver.requests[-1]
     assert got.query == [("token", SECRET), ("format", "json"), ("q", "shoes")]
     assert got.raw_query == f"token={SECRET}&format=json&q=shoes"
+
+
+@pytest.mark.parametrize("key", ["TOKEN", " token", "token[]", "token[a]", "Format"])
+async def test_fixed_query_parameter_cannot_be_set_by_a_lenient_spelling(
+    client, auth, receiver, shop, key
+):
+    schema = {"type": "object", "properties": {}, "additionalProperties": {"type": "string"}}
+    await _http_tool(
+        client, auth, shop, receiver.base + "/s?token={{TOK}}&format=json", inputSchema=schema
+    )
+    output, is_error = await _call(client, shop, {key: "override"})
+    assert is_error is True and "the tool's URL fixes them" in output, output
+    assert receiver.requests == []
 
 
 async def test_fixed_query_parameter_stays_for_body_methods(client, auth, receiver, shop):
@@ -438,3 +452,18 @@ async def test_private_post_action_url_is_refused_on_create_and_update(guarded, 
     )
     error = await assert_error(resp, 400, "VALIDATION_ERROR")
     assert error["message"] == _refusal(field, "127.0.0.1")
+
+
+async def test_secret_cut_by_the_response_cap_is_not_shown(client, auth, aiohttp_server, shop):
+    cap = client.app[keys.outbound_key].max_response_bytes
+    app = web.Application()
+
+    async def big(request: web.Request) -> web.Response:
+        return web.Response(text="a" * (cap - 6) + SECRET + "tail")
+
+    app.router.add_get("/big", big)
+    server = await aiohttp_server(app, host="127.0.0.1")
+    await _http_tool(client, auth, shop, f"http://127.0.0.1:{server.port}/big?k={{{{TOK}}}}")
+    output, is_error = await _call(client, shop, {})
+    assert is_error is False and output["truncated"] is True
+    assert SECRET[:6] not in output["body"] and output["body"].startswith("aaaa")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from urllib.parse import quote, quote_plus
 
 from agentsvc.db import Database
@@ -46,23 +46,30 @@ def _spellings(value: str) -> set[str]:
     return {f for f in forms if f}
 
 
-def scrubber(values: Mapping[str, str]) -> Callable[[str], str]:
-    """A function that replaces every spelling of each secret value in a text with `{{NAME}}`."""
-    replacements: dict[str, str] = {}
-    for name, value in values.items():
-        for form in _spellings(value):
-            replacements.setdefault(form, "{{" + name + "}}")
-    # Longest first, so a secret holding another is replaced whole; str.replace keeps each
-    # pass linear in the text, which is at most the response cap.
-    ordered = sorted(replacements.items(), key=lambda item: len(item[0]), reverse=True)
+class Scrubber:
+    """Replaces every spelling of each secret value in a text with its `{{NAME}}`."""
 
-    def scrub(text: str) -> str:
-        for form, placeholder in ordered:
+    def __init__(self, values: Mapping[str, str]):
+        replacements: dict[str, str] = {}
+        for name, value in values.items():
+            for form in _spellings(value):
+                replacements.setdefault(form, "{{" + name + "}}")
+        # Longest first, so a secret holding another is replaced whole; str.replace keeps
+        # each pass linear in the text, which is at most the response cap.
+        self._ordered = sorted(replacements.items(), key=lambda item: len(item[0]), reverse=True)
+        self._longest = len(self._ordered[0][0]) if self._ordered else 0
+
+    def __call__(self, text: str) -> str:
+        for form, placeholder in self._ordered:
             if form in text:
                 text = text.replace(form, placeholder)
         return text
 
-    return scrub
+    def cut(self, text: str) -> str:
+        """Scrub a text cut off at a cap: its tail may hold the start of a value, so it goes."""
+        if self._longest > 1:
+            text = text[: max(0, len(text) - (self._longest - 1))]
+        return self(text)
 
 
 async def list_secrets(db: Database, team_id: str) -> list[SecretInfo]:

@@ -6,7 +6,6 @@ Form tools are not run here: the chat loop shows the form and ends the turn.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,7 +67,7 @@ def _parse_body(text: str) -> Any:
         return text
 
 
-def _scrubbed(result: ToolResult, scrub: Callable[[str], str]) -> ToolResult:
+def _scrubbed(result: ToolResult, scrub: secret_service.Scrubber) -> ToolResult:
     """The result with every secret value replaced by its `{{NAME}}` (output is shown)."""
     if isinstance(result.output, str):
         return ToolResult(scrub(result.output), result.is_error)
@@ -115,7 +114,7 @@ class ToolRunner:
             return ToolResult(f"Missing secret(s) {names}: set them with PUT /secrets/NAME", True)
         # The output goes to the model, the visitor and the transcript: no secret value may
         # come back in it, whether from an error message (a host) or an echoing server.
-        scrub = secret_service.scrubber(values)
+        scrub = secret_service.Scrubber(values)
         result = await self._send(tool, tool_input, headers, values, scrub)
         return _scrubbed(result, scrub)
 
@@ -125,7 +124,7 @@ class ToolRunner:
         tool_input: dict,
         headers: dict[str, str],
         values: dict[str, str],
-        scrub: Callable[[str], str],
+        scrub: secret_service.Scrubber,
     ) -> ToolResult:
         method = (tool.http_method or "GET").upper()
         try:
@@ -146,7 +145,8 @@ class ToolRunner:
         except OutboundError as exc:
             return ToolResult(f"HTTP call failed: {exc.message}", True)
         # Scrubbed before parsing, so a value echoed inside a number or a key goes as well.
-        output: dict[str, Any] = {"status": resp.status, "body": _parse_body(scrub(resp.text()))}
+        text = scrub.cut(resp.text()) if resp.truncated else scrub(resp.text())
+        output: dict[str, Any] = {"status": resp.status, "body": _parse_body(text)}
         if resp.truncated:
             output["truncated"] = True
         return ToolResult(output, not resp.ok)

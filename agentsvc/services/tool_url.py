@@ -152,10 +152,15 @@ def build_url(template: str, secret_values: Mapping[str, str], tool_input: dict)
     return BuiltUrl(url, used)
 
 
+def _query_key(key: str) -> str:
+    """A query key as lenient servers read it: any case, spaces around, PHP's `key[]`, `a.b`."""
+    return key.strip().lower().split("[", 1)[0].replace(".", "_").replace(" ", "_")
+
+
 def add_query(url: URL, items: list[tuple[str, str]]) -> URL:
     """Append query items; raise UrlRefused when one sets a key the URL already fixes."""
-    fixed = set(url.query.keys())
-    taken = sorted({key for key, _ in items if key in fixed})
+    fixed = {_query_key(key) for key in url.query.keys()}
+    taken = sorted({key for key, _ in items if _query_key(key) in fixed})
     if taken:
         raise UrlRefused(
             f"Input parameter(s) {', '.join(taken)} cannot be sent: the tool's URL fixes them"
