@@ -23,6 +23,7 @@ from agentsvc.services.delivery import deliver_due
 from agentsvc.services.form_files import remove_orphan_files
 from tests.conftest import assert_error, bearer, new_api_key
 from tests.fakes.webhook_receiver import WebhookReceiver, free_port
+from tests.saved_tools import save_tool_as_if_private_allowed
 
 FAST = {"retry_schedule_seconds": [0, 0.2, 0.4], "timeout_seconds": 0.5}
 
@@ -412,9 +413,22 @@ async def test_unreachable_receiver_is_an_attempt_error(make_client):
 
 async def test_private_addresses_are_refused_by_default(make_client, receiver):
     client = await make_client(webhooks=FAST, outbound={"allow_private": False})
-    auth = bearer(await new_api_key(client))
-    tool = await make_form(client, auth, formWebhookUrl=receiver.url("/ok"))
-    result = await submitted(client, tool["id"], {"email": "a@b.co"})
+    db = client.app[keys.db_key]
+    _, team = await accounts.ensure_user_with_team(db, email="o@example.com", name="", plan="pro")
+    auth = bearer(await new_api_key(client, "o@example.com"))
+    body = {
+        "agentId": await make_agent(client, auth),
+        "name": "contact",
+        "description": "Collect contact details",
+        "executionType": "form",
+        "formSchema": {"fields": FIELDS},
+        "formWebhookUrl": receiver.url("/ok"),
+    }
+    resp = await client.post("/api/v1/tools", json=body, headers=auth)
+    await assert_error(resp, 400, "VALIDATION_ERROR", "[outbound] allow_private")
+    # Saved while the setting was on: still stopped at delivery.
+    tool = await save_tool_as_if_private_allowed(client, team.id, body)
+    result = await submitted(client, tool.id, {"email": "a@b.co"})
     assert result["webhookResult"]["success"] is False
     assert "refused" in result["webhookResult"]["error"]
     assert receiver.hooks == []

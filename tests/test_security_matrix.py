@@ -22,6 +22,7 @@ from agentsvc.api import all_endpoints
 from agentsvc.api.routing import PATH_PARAM, Endpoint
 from agentsvc.app import create_app
 from agentsvc.observability import JsonAccessLogger, access_log
+from agentsvc.outbound import literal_address
 from agentsvc.services import secrets as secret_service
 from tests.chat_helpers import chat, user
 from tests.conftest import (
@@ -37,6 +38,7 @@ from tests.conftest import (
     sign_in,
 )
 from tests.fakes.http_receiver import HttpReceiver
+from tests.saved_tools import save_tool_as_if_private_allowed
 from tests.test_outbound import FORBIDDEN, StubResolver
 
 FORM_FIELDS = [{"name": "email", "label": "E-mail", "type": "email"}]
@@ -367,26 +369,26 @@ async def test_form_deliveries_cannot_reach_private_addresses(
         ("webhook", {"formWebhookUrl": f"{base}/primary"}),
         ("client", {"formClientHandler": "save"}),
     ]:
-        tool = await json_of(
-            await client.post(
-                "/api/v1/tools",
-                json={
-                    "agentId": agent["data"]["id"],
-                    "name": f"form_{mode}",
-                    "description": "A form",
-                    "executionType": "form",
-                    "formSchema": {"fields": FORM_FIELDS},
-                    "formExecutionMode": mode,
-                    "formPostActions": [
-                        {"type": "webhook", "url": f"{base}/action", "payload": {"a": 1}},
-                        {"type": "team_chat", "webhookUrl": f"{base}/chat", "message": "new"},
-                    ],
-                    **extra,
-                },
-                headers=auth,
-            ),
-            201,
-        )
+        body = {
+            "agentId": agent["data"]["id"],
+            "name": f"form_{mode}",
+            "description": "A form",
+            "executionType": "form",
+            "formSchema": {"fields": FORM_FIELDS},
+            "formExecutionMode": mode,
+            "formPostActions": [
+                {"type": "webhook", "url": f"{base}/action", "payload": {"a": 1}},
+                {"type": "team_chat", "webhookUrl": f"{base}/chat", "message": "new"},
+            ],
+            **extra,
+        }
+        resp = await client.post("/api/v1/tools", json=body, headers=auth)
+        if literal_address(host) is None:
+            tool = await json_of(resp, 201)
+        else:
+            # Refused on save; one saved while allow_private was on is still stopped on sending.
+            await assert_error(resp, 400, "VALIDATION_ERROR", "allow_private")
+            tool = {"id": (await save_tool_as_if_private_allowed(client, team.id, body)).id}
         result = await json_of(
             await client.post(
                 "/api/v1/form-submissions/submit",

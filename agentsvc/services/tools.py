@@ -127,6 +127,7 @@ async def create_tool(
     plan_id: str,
     limit: int | None,
     given: dict[str, Any],
+    allow_private: bool = False,
 ) -> Tool:
     """Create a tool after checking it, its name's uniqueness and the plan's limit."""
     fields = canonical_fields(given)
@@ -137,7 +138,7 @@ async def create_tool(
         _apply_defaults(draft)
         if draft["input_schema"] is None:
             raise ValidationFailed("inputSchema: is required")
-        checked = tool_rules.check_tool(draft)
+        checked = tool_rules.check_tool(draft, allow_private=allow_private)
         if await tools_store.name_taken(conn, agent_id, checked["name"]):
             raise DuplicateName(f"name: this agent already has a tool named {checked['name']!r}")
         limits = _limits(await tools_store.count_for_agent(conn, agent_id), limit, plan_id)
@@ -164,7 +165,13 @@ async def create_tool(
 
 
 async def update_tool(
-    db: Database, box: SecretBox, team_id: str, tool_id: str, given: dict[str, Any]
+    db: Database,
+    box: SecretBox,
+    team_id: str,
+    tool_id: str,
+    given: dict[str, Any],
+    *,
+    allow_private: bool = False,
 ) -> Tool:
     """Apply a partial update; the result is checked as a whole before it is saved."""
     fields = canonical_fields(given)
@@ -180,7 +187,7 @@ async def update_tool(
                 merged[field] = None
         merged.update(fields)
         _apply_defaults(merged)
-        checked = tool_rules.check_tool(merged)
+        checked = tool_rules.check_tool(merged, allow_private=allow_private)
         if await tools_store.name_taken(conn, current.agent_id, checked["name"], tool_id):
             raise DuplicateName(f"name: this agent already has a tool named {checked['name']!r}")
         sealed = current.form_webhook_secret
