@@ -81,10 +81,24 @@ def _apply_defaults(tool: dict[str, Any]) -> None:
         tool["http_method"] = tool["http_method"].upper()
     if kind == "form":
         if tool.get("form_execution_mode") is None:
-            tool["form_execution_mode"] = "webhook"
+            tool["form_execution_mode"] = default_form_mode(tool)
         if tool.get("input_schema") is None:
             # The form spelling carries no inputSchema: the model calls the form with nothing.
             tool["input_schema"] = dict(tool_rules.EMPTY_INPUT_SCHEMA)
+
+
+def default_form_mode(tool: dict[str, Any]) -> str:
+    """The mode of a form tool that names none: `webhook` when it has an address, else
+    `client` (its handler runs in the page; without one, submissions are only stored)."""
+    return "webhook" if tool.get("form_webhook_url") is not None else "client"
+
+
+def _stores_only(tool: Tool) -> bool:
+    return (
+        tool.execution_type == "form"
+        and tool.form_execution_mode == "client"
+        and tool.form_client_handler is None
+    )
 
 
 async def _require_agent(conn: Any, team_id: str, agent_id: str) -> None:
@@ -179,6 +193,10 @@ async def update_tool(
             for field in tool_rules.TYPE_FIELDS.get(current.execution_type, ()):
                 merged[field] = None
         merged.update(fields)
+        if "form_execution_mode" not in fields and _stores_only(current):
+            # A form that only stores its submissions takes the mode its new settings
+            # call for: a webhook address added later is then used, not silently ignored.
+            merged["form_execution_mode"] = None
         _apply_defaults(merged)
         checked = tool_rules.check_tool(merged)
         if await tools_store.name_taken(conn, current.agent_id, checked["name"], tool_id):
