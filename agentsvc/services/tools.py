@@ -73,6 +73,17 @@ def canonical_fields(given: dict[str, Any]) -> dict[str, Any]:
     return fields
 
 
+def _check(tool: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+    """check_tool, its messages naming the fields as the caller spelled them."""
+    try:
+        return tool_rules.check_tool(tool)
+    except ValidationFailed as exc:
+        if "form_fields_schema" in given and exc.message.startswith("formSchema.fields"):
+            spelled = "formFieldsSchema" + exc.message.removeprefix("formSchema.fields")
+            raise ValidationFailed(spelled) from exc
+        raise
+
+
 def _apply_defaults(tool: dict[str, Any]) -> None:
     kind = tool.get("execution_type")
     if kind == "http" and tool.get("http_method") is None:
@@ -151,7 +162,7 @@ async def create_tool(
         _apply_defaults(draft)
         if draft["input_schema"] is None:
             raise ValidationFailed("inputSchema: is required")
-        checked = tool_rules.check_tool(draft)
+        checked = _check(draft, given)
         if await tools_store.name_taken(conn, agent_id, checked["name"]):
             raise DuplicateName(f"name: this agent already has a tool named {checked['name']!r}")
         limits = _limits(await tools_store.count_for_agent(conn, agent_id), limit, plan_id)
@@ -198,7 +209,7 @@ async def update_tool(
             # call for: a webhook address added later is then used, not silently ignored.
             merged["form_execution_mode"] = None
         _apply_defaults(merged)
-        checked = tool_rules.check_tool(merged)
+        checked = _check(merged, given)
         if await tools_store.name_taken(conn, current.agent_id, checked["name"], tool_id):
             raise DuplicateName(f"name: this agent already has a tool named {checked['name']!r}")
         sealed = current.form_webhook_secret
