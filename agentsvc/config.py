@@ -9,6 +9,7 @@ import tomllib
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -46,6 +47,18 @@ class ProviderSettings(_Section):
     max_retries: int = Field(2, ge=0, le=10)
     timeout_seconds: float = Field(120, gt=0)
     max_tokens: int = Field(4096, gt=0)
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_base(cls, value: str) -> str:
+        # Paths are appended to it (`/chat/completions`, `/v1/messages`): a query or a
+        # fragment would swallow them.
+        parts = urlsplit(value.strip())
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError("must be an http or https URL, such as https://api.openai.com/v1")
+        if parts.query or parts.fragment:
+            raise ValueError("must not have a query (?...) or fragment (#...)")
+        return value.strip()
 
 
 class OutboundSettings(_Section):

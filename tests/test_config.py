@@ -118,6 +118,8 @@ def test_toml_file_and_environment(tmp_path):
         ("[plans]\ndefault = 'gold'\n", {}, "plans.default"),
         ("[plans.free]\nrequests_per_minute = 0\n", {}, "plans.free.requests_per_minute"),
         ("[providers.x]\nkind = 'bogus'\nbase_url = 'http://a'\n", {}, "providers.x.kind"),
+        ("[providers.x]\nkind = 'openai'\nbase_url = 'api.openai.com/v1'\n", {}, "x.base_url"),
+        ("[providers.x]\nkind = 'anthropic'\nbase_url = 'http://a/?v=1'\n", {}, "x.base_url"),
         ("[models]\ndefault = 'nope/model'\n", {}, "models.default"),
         ("[webhooks]\nretry_schedule_seconds = []\n", {}, "webhooks.retry_schedule_seconds"),
         ("not toml [", {}, "invalid TOML"),

@@ -262,7 +262,7 @@ async def test_valid_values_are_normalised_and_files_kept_on_disk(client, auth, 
     assert rows[0][0] < 1000
     # The receiver gets the file back as the data URL that was sent.
     hook = receiver.at("/ok")[0].json
-    assert hook["formData"]["cv"] == data_url(pdf)
+    assert hook["formData"]["cv"] == data_url(pdf, name="cv.pdf")
     assert hook["formData"]["photo"] == data_url(png, "image/png")
 
 
@@ -866,11 +866,13 @@ async def test_analytics(make_client, receiver):
     for kind in ("impression",) * 4 + ("started",) * 3:
         resp = await event(client, tool["id"], kind)
         assert resp.status == 202 and await resp.json() == {"success": True}
-    await submitted(client, tool["id"], {"email": "a@b.co", "name": "Ada"})
-    await submitted(client, tool["id"], {"email": "b@b.co"})
+    # As the widget sends them: with the times of the impression and start it reported.
+    seen = {"impressionAt": 1763719200000, "startedAt": 1763719205000}
+    await submitted(client, tool["id"], {"email": "a@b.co", "name": "Ada"}, **seen)
+    await submitted(client, tool["id"], {"email": "b@b.co"}, **seen)
     resp = await event(client, quiet["id"], "impression", None)
     assert resp.status == 202
-    failed = await submitted(client, quiet["id"], {"email": "a@b.co"})
+    failed = await submitted(client, quiet["id"], {"email": "a@b.co"}, impressionAt=1)
     assert failed["status"] == "webhook_failed"
 
     resp = await client.get(f"/api/v1/form-submissions/analytics?agentId={agent_id}", headers=auth)
@@ -886,18 +888,19 @@ async def test_analytics(make_client, receiver):
         "successful": 2,
         "failed": 0,
         "conversionRate": 50.0,
-        "completionRate": 66.67,
+        "completionRate": 66.7,
         "fieldCompletionRates": {
-            **{f["name"]: 0 for f in FIELDS},
+            **{f["name"]: 0.0 for f in FIELDS},
             "email": 100.0,
             "name": 50.0,
         },
     }
     other = entries[quiet["id"]]
-    assert other["impressions"] == 1 and other["started"] == 0
+    # Sent with no startedAt (and no start event): the submission was its own start.
+    assert other["impressions"] == 1 and other["started"] == 1
     assert other["submitted"] == 1 and other["failed"] == 1 and other["successful"] == 0
     assert other["conversionRate"] == 100.0
-    assert other["completionRate"] == 0  # no starts: 0, not a division error
+    assert other["completionRate"] == 100.0
 
     fresh = await make_agent(client, auth, "Fresh")
     await make_form(client, auth, fresh)

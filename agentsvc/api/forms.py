@@ -261,7 +261,7 @@ def _limit_public(call: Call, what: str, key: str | None) -> None:
     "/triggers/form/{toolIdOrName}",
     query=FormQuery,
     response=PublicForm,
-    auth="public",
+    auth="optional",  # public; a caller's key or session lets a name go without agentId
     cors=True,
     errors=(400, 404),
     tag="triggers",
@@ -269,8 +269,9 @@ def _limit_public(call: Call, what: str, key: str | None) -> None:
 async def get_public_form(call: Call):
     """Get an enabled form tool for the widget (by id, or by name with agentId)."""
     query: FormQuery = call.query
+    team_id = call.principal.team_id if call.principal else None
     tool = await form_service.get_public_form(
-        call.app[keys.db_key], call.params["toolIdOrName"], query.agent_id
+        call.app[keys.db_key], call.params["toolIdOrName"], query.agent_id, team_id
     )
     mode = tool.form_execution_mode or "webhook"
     return json_response(

@@ -32,6 +32,7 @@ STATUSES = (
     "failed",
 )
 _BIG_VALUE = 64 * 1024
+_NO_OUTCOMES = {"submitted": 0, "successful": 0, "failed": 0, "unseen": 0, "unstarted": 0}
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,11 +54,16 @@ def _form_not_found() -> NotFound:
     return NotFound("Form not found")
 
 
-async def get_public_form(db: Database, tool_id_or_name: str, agent_id: str | None) -> Tool:
-    """An enabled form tool by id, or by name within `agent_id`."""
+async def get_public_form(
+    db: Database, tool_id_or_name: str, agent_id: str | None, team_id: str | None = None
+) -> Tool:
+    """An enabled form tool by id, or by name within `agent_id`, or (for a signed-in
+    caller) by a name that only one of the caller's agents gives a form."""
     tool = await tools_store.get_public(db.reader, tool_id_or_name)
     if tool is None and agent_id is not None:
         tool = await tools_store.get_by_name(db.reader, agent_id, tool_id_or_name)
+    elif tool is None and team_id is not None:
+        return await _form_named(db, team_id, tool_id_or_name)
     elif tool is None:
         raise NotFound("Form not found (give agentId to find a form by its name)")
     if tool is None or tool.execution_type != "form" or not tool.is_enabled:
@@ -65,6 +71,17 @@ async def get_public_form(db: Database, tool_id_or_name: str, agent_id: str | No
     if agent_id is not None and tool.agent_id != agent_id:
         raise _form_not_found()
     return tool
+
+
+async def _form_named(db: Database, team_id: str, name: str) -> Tool:
+    found = await tools_store.enabled_forms_named(db.reader, team_id, name)
+    if not found:
+        raise _form_not_found()
+    if len(found) > 1:
+        raise ValidationFailed(
+            f"agentId: several of your agents have a form named {name!r}; give agentId"
+        )
+    return found[0]
 
 
 def _epoch_ms(name: str, value: float | None) -> str | None:
@@ -228,7 +245,7 @@ async def report_client_result(
         sub = store.read_submission(raw, submission_id)
         if sub is None:
             raise NotFound("Submission not found")
-        if sub.execution_mode == "webhook":
+        if sub.client_handler is None:  # webhook mode, or a form that only stores
             raise ValidationFailed("submissionId: this form has no client handler")
         if sub.client_result is not None:
             if bool(sub.client_result.get("success")) == success:
@@ -348,10 +365,13 @@ async def analytics(db: Database, team_id: str, agent_id: str) -> list[dict[str,
     fields = await store.field_counts(db.reader, agent_id)
     entries = []
     for tool in tools:
-        counts = outcomes.get(tool.id, {"submitted": 0, "successful": 0, "failed": 0})
+        counts = outcomes.get(tool.id, _NO_OUTCOMES)
         submitted = counts["submitted"]
-        impressions = events.get((tool.id, "impression"), 0)
-        started = events.get((tool.id, "started"), 0)
+        # A submission with no recorded impression (or start) was its own: sent by the API,
+        # or by a page whose event was lost. Every submission was shown and started, so
+        # neither count can be below `submitted` and the rates stay within 0-100.
+        impressions = max(events.get((tool.id, "impression"), 0) + counts["unseen"], submitted)
+        started = max(events.get((tool.id, "started"), 0) + counts["unstarted"], submitted)
         names = [f["name"] for f in (tool.form_schema or {}).get("fields", [])]
         entries.append(
             {
@@ -373,5 +393,8 @@ async def analytics(db: Database, team_id: str, agent_id: str) -> list[dict[str,
 
 
 def rate(part: int, whole: int) -> float:
-    """part / whole as a percentage with two decimals; 0 when whole is 0."""
-    return round(part * 100 / whole, 2) if whole else 0
+    """part / whole as a percentage with one decimal (halves rounded up); 0.0 when whole is 0."""
+    if not whole:
+        return 0.0
+    tenths = (2000 * part + whole) // (2 * whole)  # integer arithmetic: 2/3 is 66.7, 1/16 6.3
+    return tenths / 10

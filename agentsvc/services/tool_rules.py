@@ -376,8 +376,9 @@ def _check_form(tool: dict[str, Any], *, allow_private: bool) -> None:
             raise fail("formWebhookUrl", f'is required when formExecutionMode is "{mode}"')
     if tool.get("form_webhook_url") is not None:
         _check_url("formWebhookUrl", tool["form_webhook_url"], allow_private=allow_private)
-    if mode in ("client", "both") and tool.get("form_client_handler") is None:
-        raise fail("formClientHandler", f'is required when formExecutionMode is "{mode}"')
+    # `client` without a handler is a form that only stores its submissions.
+    if mode == "both" and tool.get("form_client_handler") is None:
+        raise fail("formClientHandler", 'is required when formExecutionMode is "both"')
     if tool.get("form_client_handler") is not None:
         _check_text(
             "formClientHandler", tool["form_client_handler"], max_len=MAX_CLIENT_HANDLER_CHARS

@@ -73,6 +73,19 @@ def canonical_fields(given: dict[str, Any]) -> dict[str, Any]:
     return fields
 
 
+def _check(
+    tool: dict[str, Any], given: dict[str, Any], *, allow_private: bool
+) -> dict[str, Any]:
+    """check_tool, its messages naming the fields as the caller spelled them."""
+    try:
+        return tool_rules.check_tool(tool, allow_private=allow_private)
+    except ValidationFailed as exc:
+        if "form_fields_schema" in given and exc.message.startswith("formSchema.fields"):
+            spelled = "formFieldsSchema" + exc.message.removeprefix("formSchema.fields")
+            raise ValidationFailed(spelled) from exc
+        raise
+
+
 def _apply_defaults(tool: dict[str, Any]) -> None:
     kind = tool.get("execution_type")
     if kind == "http" and tool.get("http_method") is None:
@@ -81,10 +94,24 @@ def _apply_defaults(tool: dict[str, Any]) -> None:
         tool["http_method"] = tool["http_method"].upper()
     if kind == "form":
         if tool.get("form_execution_mode") is None:
-            tool["form_execution_mode"] = "webhook"
+            tool["form_execution_mode"] = default_form_mode(tool)
         if tool.get("input_schema") is None:
             # The form spelling carries no inputSchema: the model calls the form with nothing.
             tool["input_schema"] = dict(tool_rules.EMPTY_INPUT_SCHEMA)
+
+
+def default_form_mode(tool: dict[str, Any]) -> str:
+    """The mode of a form tool that names none: `webhook` when it has an address, else
+    `client` (its handler runs in the page; without one, submissions are only stored)."""
+    return "webhook" if tool.get("form_webhook_url") is not None else "client"
+
+
+def _stores_only(tool: Tool) -> bool:
+    return (
+        tool.execution_type == "form"
+        and tool.form_execution_mode == "client"
+        and tool.form_client_handler is None
+    )
 
 
 async def _require_agent(conn: Any, team_id: str, agent_id: str) -> None:
@@ -138,7 +165,7 @@ async def create_tool(
         _apply_defaults(draft)
         if draft["input_schema"] is None:
             raise ValidationFailed("inputSchema: is required")
-        checked = tool_rules.check_tool(draft, allow_private=allow_private)
+        checked = _check(draft, given, allow_private=allow_private)
         if await tools_store.name_taken(conn, agent_id, checked["name"]):
             raise DuplicateName(f"name: this agent already has a tool named {checked['name']!r}")
         limits = _limits(await tools_store.count_for_agent(conn, agent_id), limit, plan_id)
@@ -186,8 +213,12 @@ async def update_tool(
             for field in tool_rules.TYPE_FIELDS.get(current.execution_type, ()):
                 merged[field] = None
         merged.update(fields)
+        if "form_execution_mode" not in fields and _stores_only(current):
+            # A form that only stores its submissions takes the mode its new settings
+            # call for: a webhook address added later is then used, not silently ignored.
+            merged["form_execution_mode"] = None
         _apply_defaults(merged)
-        checked = tool_rules.check_tool(merged, allow_private=allow_private)
+        checked = _check(merged, given, allow_private=allow_private)
         if await tools_store.name_taken(conn, current.agent_id, checked["name"], tool_id):
             raise DuplicateName(f"name: this agent already has a tool named {checked['name']!r}")
         sealed = current.form_webhook_secret

@@ -706,6 +706,7 @@
     var mode = res.executionMode || form.executionMode;
     if (mode !== "client" && mode !== "both") return Promise.resolve(null);
     var name = res.clientHandler || form.clientHandler, fn = handlers[name];
+    if (!name) return Promise.resolve(null); // a form with no handler only stores its submissions
     var run = fn ? Promise.resolve().then(function () {
       return fn(formData, { toolId: form.toolId, toolName: form.toolName, submissionId: res.submissionId });
     }) : Promise.resolve({ success: false, message: "No handler registered for " + name });

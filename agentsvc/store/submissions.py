@@ -323,17 +323,26 @@ async def event_counts(conn: aiosqlite.Connection, agent_id: str) -> dict[tuple[
 
 
 async def outcome_counts(conn: aiosqlite.Connection, agent_id: str) -> dict[str, dict[str, int]]:
-    """tool id -> {submitted, successful, failed} over an agent's submissions."""
+    """tool id -> {submitted, successful, failed, unseen, unstarted} over an agent's
+    submissions; `unseen` and `unstarted` count those sent without `impressionAt` and
+    without `startedAt` (the widget sends both, with its impression and start events)."""
     rows = await conn.execute_fetchall(
         "SELECT tool_id, COUNT(*),"
         " SUM(status = 'success' OR (execution_mode = 'webhook' AND status = 'webhook_success')"
         "     OR (execution_mode = 'client' AND status = 'client_success')),"
-        " SUM(status IN ('failed', 'webhook_failed', 'client_failed'))"
+        " SUM(status IN ('failed', 'webhook_failed', 'client_failed')),"
+        " SUM(impression_at IS NULL), SUM(started_at IS NULL)"
         " FROM form_submissions WHERE agent_id = ? GROUP BY tool_id",
         (agent_id,),
     )
     return {
-        r[0]: {"submitted": int(r[1]), "successful": int(r[2] or 0), "failed": int(r[3] or 0)}
+        r[0]: {
+            "submitted": int(r[1]),
+            "successful": int(r[2] or 0),
+            "failed": int(r[3] or 0),
+            "unseen": int(r[4] or 0),
+            "unstarted": int(r[5] or 0),
+        }
         for r in rows
     }
 
