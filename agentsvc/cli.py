@@ -8,6 +8,7 @@ import gc
 import logging
 import os
 import signal
+import socket
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -40,6 +41,12 @@ async def _serve(settings: Settings) -> None:
     from agentsvc.app import create_app
     from agentsvc.observability import JsonAccessLogger, access_log
 
+    sock = None
+    if settings.server.port == 0:
+        # The port must be known before the app is built: a derived public_url names it.
+        sock = _bind_any_port(settings.server.host)
+        port = sock.getsockname()[1]
+        settings = settings.model_copy(update={"server": settings.server.listening_on(port)})
     app = create_app(settings)
     runner = web.AppRunner(
         app,
@@ -52,16 +59,19 @@ async def _serve(settings: Settings) -> None:
         max_field_size=MAX_REQUEST_LINE_BYTES,
     )
     await runner.setup()
-    site = web.TCPSite(runner, settings.server.host, settings.server.port)
+    if sock is not None:
+        site: web.BaseSite = web.SockSite(runner, sock)
+    else:
+        site = web.TCPSite(runner, settings.server.host, settings.server.port)
     try:
         await site.start()
     except OSError as exc:
         await runner.cleanup()
         where = f"{settings.server.host}:{settings.server.port}"
         raise CommandError(f"cannot listen on {where}: {exc}") from exc
-    host, port = site._server.sockets[0].getsockname()[:2]  # noqa: SLF001 (real port if 0)
+    host, port = site._server.sockets[0].getsockname()[:2]  # noqa: SLF001
     _tune_collector()
-    log.info("agentsvc listening on http://%s:%s (data: %s)", host, port, settings.db_path)
+    _log_addresses(settings, host, port)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -70,6 +80,52 @@ async def _serve(settings: Settings) -> None:
     log.info("agentsvc stopping")
     await runner.cleanup()
     log.info("agentsvc stopped")
+
+
+def _bind_any_port(host: str) -> socket.socket:
+    """A listening socket on a free port of `host` (what `--port 0` asks for)."""
+    try:
+        family, _, _, _, address = socket.getaddrinfo(
+            host or None, 0, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        return socket.create_server(address, family=family)
+    except OSError as exc:
+        raise CommandError(f"cannot listen on {host}:0: {exc}") from exc
+
+
+def _log_addresses(settings: Settings, host: str, port: int) -> None:
+    """Name the listener and the public URL, and warn when they cannot both be right."""
+    from agentsvc.services.trust import loopback_port_mismatch
+
+    server = settings.server
+    shown = f"[{host}]" if ":" in host else host
+    log.info(
+        "agentsvc listening on http://%s:%s (public URL %s; data: %s)",
+        shown,
+        port,
+        server.public_url,
+        settings.db_path,
+    )
+    if server.public_url_derived and server.host in ("", "0.0.0.0", "::"):  # noqa: S104
+        log.info(
+            "public URL %s is derived from the listener on every interface; set [server]"
+            " public_url (AGENTSVC_SERVER_PUBLIC_URL) to the address others browse to",
+            server.public_url,
+        )
+    other = loopback_port_mismatch(server.public_url, port)
+    if other is not None and not server.public_url_derived:
+        log.warning(
+            "[server] public_url %s is on port %s but agentsvc listens on port %s: a"
+            " browser at http://%s:%s is refused (403, untrusted origin) and e-mailed links"
+            " lead to port %s; set public_url to the address you browse to, or leave it"
+            " empty to derive it from the listener",
+            server.public_url,
+            other,
+            port,
+            shown if host not in ("0.0.0.0", "::") else "127.0.0.1",  # noqa: S104
+            port,
+            other,
+        )
 
 
 def _tune_collector() -> None:
