@@ -347,6 +347,10 @@ def cmd_migrate(args: argparse.Namespace) -> None:
 class _Parser(argparse.ArgumentParser):
     """argparse, with usage errors as one line on stderr (exit status 2)."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # `--password` must not be taken for `--password-stdin`, nor any prefix for an option.
+        super().__init__(*args, **{**kwargs, "allow_abbrev": False})
+
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"agentsvc: {self.prog.removeprefix('agentsvc ')}: {message} (see --help)\n")
 

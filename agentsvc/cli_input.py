@@ -25,10 +25,7 @@ class UsageError(Exception):
 class Options(BaseModel):
     """The option values a command takes, with the types the API validates them with."""
 
-    # Option names on the command line use hyphens; messages name them as typed.
-    model_config = ConfigDict(
-        extra="forbid", frozen=True, alias_generator=lambda name: name.replace("_", "-")
-    )
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     email: Email | None = None
     name: Name | None = None
@@ -39,11 +36,15 @@ class Options(BaseModel):
 
 def checked(**values: Any) -> Options:
     """Validate option values (by Python name) as the API would; raise UsageError naming one."""
-    data = {name.replace("_", "-"): value for name, value in values.items() if value is not None}
+    data = {name: value for name, value in values.items() if value is not None}
     try:
         return Options.model_validate(data)
     except ValidationError as exc:
-        raise UsageError(describe_validation_error(exc, prefix="--")) from exc
+        message = describe_validation_error(exc, prefix="--")
+        for name in Options.model_fields:
+            # Messages name the options as typed (`--key-name`).
+            message = message.replace(f"--{name}:", f"--{name.replace('_', '-')}:")
+        raise UsageError(message) from exc
 
 
 def checked_plan(plan: str, plans: dict[str, Any]) -> str:
