@@ -425,3 +425,56 @@ def test_every_option_of_every_command_is_documented():
                 assert all(str(c) in text for c in action.choices), (path, action.dest)
             if action.default not in (None, False, argparse.SUPPRESS):
                 assert f"default: {action.default}" in action.help, (path, action.dest)
+
+
+def _on_a_terminal(args: list[str], cwd: Path, answers: list[str]) -> tuple[int, str]:
+    """Run a command with a pseudo-terminal as stdin and type each answer after its prompt
+    (getpass flushes what was typed before it asks); return the exit status and stderr."""
+    import pty
+    import select
+
+    main_fd, terminal_fd = pty.openpty()
+    proc = subprocess.Popen(
+        [*AGENTSVC, *args],
+        cwd=cwd,
+        stdin=terminal_fd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    err = b""
+
+    def asked() -> int:  # the prompts: "New password: ", "The same password again: "
+        return err.count(b"password: ") + err.count(b"again: ")
+
+    try:
+        for answer in answers:
+            prompts = asked()
+            deadline = time.monotonic() + 30
+            while asked() == prompts and time.monotonic() < deadline:
+                if select.select([proc.stderr], [], [], 1)[0]:
+                    chunk = os.read(proc.stderr.fileno(), 4096)
+                    if not chunk:
+                        break
+                    err += chunk
+            os.write(main_fd, answer.encode() + b"\n")
+        err += proc.stderr.read()
+        proc.wait(timeout=30)
+    finally:
+        os.close(terminal_fd)
+        os.close(main_fd)
+        if proc.poll() is None:
+            proc.kill()
+    return proc.returncode, err.decode()
+
+
+def test_set_password_asks_twice_on_a_terminal(tmp_path):
+    assert run(["apikey", "create", "--email", "owner@example.com"], tmp_path).returncode == 0
+    args = ["user", "set-password", "--email", "owner@example.com"]
+    code, err = _on_a_terminal(args, tmp_path, ["correct horse", "another horse"])
+    assert code == 2 and "the two passwords differ" in err
+    code, err = _on_a_terminal(args, tmp_path, ["correct horse", "correct horse"])
+    assert code == 0, err
+    assert "correct horse" not in err  # not echoed
+    code, err = _on_a_terminal(args, tmp_path, ["short", "short"])
+    assert code == 2 and "at least 8 characters" in err
