@@ -25,7 +25,13 @@ from agentsvc.cli_input import (
     record_running,
     running_public_url,
 )
-from agentsvc.config import ConfigError, Settings, load_settings
+from agentsvc.config import (
+    WILDCARD_HOSTS,
+    ConfigError,
+    Settings,
+    listener_url,
+    load_settings,
+)
 from agentsvc.db import Database
 from agentsvc.errors import ValidationFailed
 from agentsvc.passwords import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH
@@ -84,14 +90,19 @@ async def _serve(settings: Settings) -> None:
     host, port = site._server.sockets[0].getsockname()[:2]  # noqa: SLF001
     _tune_collector()
     _log_addresses(settings, host, port)
-    running = record_running(settings.server.data_dir, settings.server.public_url)
+    try:
+        running = record_running(settings.server.data_dir, settings.server.public_url)
+    except OSError as exc:  # only `login-link` needs it, and it falls back to the settings
+        log.warning("cannot note the public URL in the data directory: %s", exc)
+        running = None
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
     log.info("agentsvc stopping")
-    forget_running(running)
+    if running is not None:
+        forget_running(running)
     await runner.cleanup()
     log.info("agentsvc stopped")
 
@@ -120,7 +131,7 @@ def _log_addresses(settings: Settings, host: str, port: int) -> None:
         server.public_url,
         settings.db_path,
     )
-    if server.public_url_derived and server.host in ("", "0.0.0.0", "::"):  # noqa: S104
+    if server.public_url_derived and server.host in WILDCARD_HOSTS:
         log.info(
             "public URL %s is derived from the listener on every interface; set [server]"
             " public_url (AGENTSVC_SERVER_PUBLIC_URL) to the address others browse to",
@@ -130,14 +141,13 @@ def _log_addresses(settings: Settings, host: str, port: int) -> None:
     if other is not None and not server.public_url_derived:
         log.warning(
             "[server] public_url %s is on port %s but agentsvc listens on port %s: a"
-            " browser at http://%s:%s is refused (403, untrusted origin) and e-mailed links"
+            " browser at %s is refused (403, untrusted origin) and e-mailed links"
             " lead to port %s; set public_url to the address you browse to, or leave it"
             " empty to derive it from the listener",
             server.public_url,
             other,
             port,
-            shown if host not in ("0.0.0.0", "::") else "127.0.0.1",  # noqa: S104
-            port,
+            listener_url(server.host, port),
             other,
         )
 

@@ -30,12 +30,12 @@ class _Section(BaseModel):
 
 
 # A listener on every interface is reached, from the machine itself, at these names.
-_WILDCARD_HOSTS = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "localhost"}  # noqa: S104
+WILDCARD_HOSTS = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "localhost"}  # noqa: S104
 
 
 def listener_url(host: str, port: int) -> str:
     """The address a browser on this machine uses to reach a listener on host:port."""
-    name = _WILDCARD_HOSTS.get(host, host)
+    name = WILDCARD_HOSTS.get(host, host)
     if ":" in name:
         name = f"[{name}]"  # an IPv6 literal
     return f"http://{name}" if port == 80 else f"http://{name}:{port}"
