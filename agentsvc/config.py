@@ -11,7 +11,15 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 
 class ConfigError(Exception):
@@ -22,10 +30,22 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+# A listener on every interface is reached, from the machine itself, at these names.
+WILDCARD_HOSTS = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "localhost"}  # noqa: S104
+
+
+def listener_url(host: str, port: int) -> str:
+    """The address a browser on this machine uses to reach a listener on host:port."""
+    name = WILDCARD_HOSTS.get(host, host)
+    if ":" in name:
+        name = f"[{name}]"  # an IPv6 literal
+    return f"http://{name}" if port == 80 else f"http://{name}:{port}"
+
+
 class ServerSettings(_Section):
     host: str = "127.0.0.1"
     port: int = Field(8080, ge=0, le=65535)
-    public_url: str = "http://127.0.0.1:8080"
+    public_url: str = ""  # empty: derived from host and port (see listener_url)
     data_dir: Path = Path("./data")
     max_body_mb: float = Field(2, gt=0)
     submit_max_body_mb: float = Field(25, gt=0)
@@ -33,6 +53,29 @@ class ServerSettings(_Section):
     cpu_affinity: list[int] = Field(default_factory=list)
     access_log: bool = False
     metrics: bool = True
+    _public_url_derived: bool = PrivateAttr(False)
+
+    @model_validator(mode="after")
+    def _derive_public_url(self) -> ServerSettings:
+        # Links and trusted origins follow the listener unless an address is configured,
+        # so `serve --port 18100` works without also setting public_url.
+        if not self.public_url:
+            object.__setattr__(self, "public_url", listener_url(self.host, self.port))
+            self._public_url_derived = True
+        return self
+
+    @property
+    def public_url_derived(self) -> bool:
+        """True when public_url was not configured but derived from host and port."""
+        return self._public_url_derived
+
+    def listening_on(self, port: int) -> ServerSettings:
+        """These settings with the port actually bound (port 0 picks one at start-up)."""
+        data = self.model_dump()
+        data["port"] = port
+        if self.public_url_derived:
+            data["public_url"] = ""
+        return ServerSettings.model_validate(data)
 
 
 class ModelSettings(_Section):
