@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import base64
 import binascii
 import math
 import mimetypes
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
@@ -24,16 +24,20 @@ _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:\d{2})?$")
 _TEMPLATE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 FILE_TYPES = ("file", "image")
+_MAX_DATA_URL_HEADER = 1024  # characters before the comma of a data URL
 
 
 @dataclass(slots=True)
 class UploadedFile:
-    """A decoded file of a form field, waiting to be written under the data directory."""
+    """A file of a form field, still base64 inside the submitted value: it is decoded
+    straight to disk (`form_files.write_files`), never held decoded in memory."""
 
     field: str
     content_type: str
     file_name: str | None
-    data: bytes
+    source: str  # the whole data URL as submitted
+    start: int  # where its base64 payload begins
+    size: int  # decoded bytes
 
     @property
     def extension(self) -> str:
@@ -44,13 +48,25 @@ class UploadedFile:
         return {
             "fileName": self.file_name,
             "contentType": self.content_type,
-            "size": len(self.data),
+            "size": self.size,
         }
+
+    def chunks(self, chunk_chars: int = 1 << 20) -> Iterator[bytes]:
+        """The decoded file, piece by piece (the payload's shape was checked already)."""
+        if chunk_chars % 4:
+            raise ValueError("chunk_chars must be a multiple of 4")
+        for at in range(self.start, len(self.source), chunk_chars):
+            try:
+                yield binascii.a2b_base64(self.source[at : at + chunk_chars], strict_mode=True)
+            except ValueError as exc:  # binascii.Error, or text that is not ASCII
+                raise ValidationFailed(
+                    f"formData.{self.field}: the data URL is not valid base64"
+                ) from exc
 
 
 @dataclass(slots=True)
 class CheckedForm:
-    """Form data as stored (files replaced by descriptors) and the decoded files."""
+    """Form data as stored (files replaced by descriptors) and the files to write."""
 
     values: dict[str, Any]
     files: list[UploadedFile] = field(default_factory=list)
@@ -68,12 +84,12 @@ def _rule(spec: dict, name: str) -> tuple[Any, str | None]:
 
 
 def _decode_data_url(name: str, kind: str, value: Any) -> UploadedFile:
-    """Decode `data:<type>[;name=...];base64,<data>`; the size is checked before decoding."""
+    """Check `data:<type>[;name=...];base64,<data>` in place: size, type, base64 shape."""
     if not isinstance(value, str) or not value.startswith("data:"):
         raise ValidationFailed(f"formData.{name}: must be a base64 data URL (data:...;base64,...)")
-    header, comma, payload = value.partition(",")
-    params = header[len("data:") :].split(";")
-    if not comma or "base64" not in params[1:]:
+    comma = value.find(",", 0, _MAX_DATA_URL_HEADER)
+    params = value[len("data:") : max(comma, 0)].split(";")
+    if comma < 0 or "base64" not in params[1:]:
         raise ValidationFailed(f"formData.{name}: must be a base64 data URL (data:...;base64,...)")
     content_type = (params[0] or "application/octet-stream").lower()
     file_name = None
@@ -81,19 +97,21 @@ def _decode_data_url(name: str, kind: str, value: Any) -> UploadedFile:
         key, _, text = param.partition("=")
         if key.lower() in ("name", "filename") and text:
             file_name = unquote(text)[:255]
-    padding = len(payload) - len(payload.rstrip("="))
-    decoded_size = len(payload) * 3 // 4 - min(padding, 2)
+    # The payload is never copied out of the value: sizes and padding are read in place.
+    start = comma + 1
+    chars = len(value) - start
+    padding = 2 if value.endswith("==") else 1 if value.endswith("=") else 0
+    decoded_size = chars * 3 // 4 - min(padding, 2)
     if decoded_size > MAX_FILE_BYTES:
         raise FileTooLarge(
             f"formData.{name}: the file is over {MAX_FILE_BYTES // (1024 * 1024)} MB"
         )
     if kind == "image" and not content_type.startswith("image/"):
         raise ValidationFailed(f"formData.{name}: must be an image (data:image/...)")
-    try:
-        data = base64.b64decode(payload, validate=True)
-    except (binascii.Error, ValueError) as exc:
-        raise ValidationFailed(f"formData.{name}: the data URL is not valid base64") from exc
-    return UploadedFile(name, content_type, file_name, data)
+    first_pad = value.find("=", start)
+    if chars % 4 or (first_pad >= 0 and first_pad < len(value) - padding) or not value.isascii():
+        raise ValidationFailed(f"formData.{name}: the data URL is not valid base64")
+    return UploadedFile(name, content_type, file_name, value, start, decoded_size)
 
 
 def _number(value: Any) -> float | int | None:
@@ -201,7 +219,7 @@ def _check_value(spec: dict, value: Any) -> tuple[Any, str | None]:
 
 
 def check_form(schema: dict, form_data: dict[str, Any], fields_completed: list[str]) -> CheckedForm:
-    """Check formData and fieldsCompleted against a form schema; files are decoded.
+    """Check formData and fieldsCompleted against a form schema (files are written later).
 
     Every problem is reported at once (up to a few), each naming its field; a file over the
     limit is FILE_TOO_LARGE straight away.
