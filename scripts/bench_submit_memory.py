@@ -61,7 +61,10 @@ def _reset_peak(pid: int) -> bool:
 
 def big_body(mb: float, tool_id: str = "tool_does_not_exist") -> bytes:
     """A submit body of about `mb` MB: one base64 data URL in formData."""
-    head = f'{{"toolId":"{tool_id}","fieldsCompleted":["cv"],"formData":{{"cv":"data:application/pdf;base64,'
+    head = (
+        f'{{"toolId":"{tool_id}","fieldsCompleted":["cv"],'
+        '"formData":{"cv":"data:application/pdf;base64,'
+    )
     tail = '"}}'
     size = int(mb * 2**20) - len(head) - len(tail)
     return (head + "A" * (size - size % 4) + tail).encode()
@@ -117,7 +120,16 @@ def start_server(data_dir: Path, extra_env: dict[str, str] | None = None):
     env = {**os.environ, "AGENTSVC_LOG_LEVEL": "WARNING", **(extra_env or {})}
     env.pop("AGENTSVC_CONFIG", None)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "agentsvc", "serve", "--port", str(port), "--data-dir", str(data_dir)],
+        [
+            sys.executable,
+            "-m",
+            "agentsvc",
+            "serve",
+            "--port",
+            str(port),
+            "--data-dir",
+            str(data_dir),
+        ],
         env=env,
     )
     base = f"http://127.0.0.1:{port}"
