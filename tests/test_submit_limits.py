@@ -328,3 +328,73 @@ async def test_client_result_needs_the_submissions_session(make_client):
 def test_bench_body_is_about_the_size_asked():
     assert abs(len(big_body(1)) - 2**20) < 8
     assert base64.b64decode(big_body(0.01).split(b"base64,")[1].split(b'"')[0])
+
+
+# ── long data URLs are left in the body buffer, and only where that changes nothing ─────
+def _plain(value):
+    from agentsvc.services.form_values import BodyText
+
+    if isinstance(value, BodyText):
+        return value.text()
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+LONG = "data:application/pdf;base64," + "QUJD" * 30_000
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        f'{{"toolId":"t","formData":{{"cv":"{LONG}","photo":"{LONG}"}},"fieldsCompleted":[]}}',
+        f'{{"formData":{{"cv":"{LONG}","cv":"{LONG}x"}},"toolId":"t"}}',  # repeated key
+        f'{{"formData":{{"cv":["{LONG}"]}}}}',  # in a list
+        f'{{"formData":{{"{LONG}":1}}}}',  # as a key
+        f'{{"conversationId":"{LONG}","formData":{{}}}}',  # in another field
+        f'{{"formData":{{"name":"say \\"{LONG}"}}}}',  # after an escaped quote
+        f'{{"formData":{{"cv":"{LONG}\\n"}}}}',  # an escape inside
+        f'{{"formData":{{"cv":"{LONG}","n":"\\"data:x"}}}}',
+        f'{{"formData":{{"cv":"{LONG}"}}',  # malformed
+        f'{{"formData":{{"cv":"{LONG}',  # unterminated
+    ],
+)
+def test_body_parse_leaving_data_urls_in_the_buffer_equals_plain_parse(raw):
+    import orjson
+
+    from agentsvc.api.form_body import parse_submit_body
+    from agentsvc.errors import ValidationFailed
+
+    data = bytearray(raw.encode())
+    try:
+        expected = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        with pytest.raises(ValidationFailed, match="malformed JSON"):
+            parse_submit_body(data)
+        return
+    assert _plain(parse_submit_body(data)) == expected
+
+
+async def test_long_data_urls_outside_file_fields_are_checked_as_sent(make_client):
+    client, auth = await _setup(make_client)
+    tool = await make_form(client, auth)
+    big = data_url(os.urandom(100_000))
+    resp = await submit(client, tool["id"], {"email": "a@b.co", "name": big})
+    await assert_error(resp, 400, "VALIDATION_ERROR", "formData.name: must be at most")
+    resp = await submit(client, tool["id"], {"email": "a@b.co", "extras": [big]})
+    await assert_error(resp, 400, "VALIDATION_ERROR", "formData.extras:")
+    resp = await submit(client, tool["id"], {"email": "a@b.co"}, conversationId=big)
+    await assert_error(resp, 400, "VALIDATION_ERROR", "conversationId")
+    # A repeated key: the last one counts, as in any JSON object.
+    first, last = os.urandom(100_000), os.urandom(100_000)
+    raw = (
+        f'{{"toolId":"{tool["id"]}","fieldsCompleted":["email"],"formData":{{"email":"a@b.co",'
+        f'"cv":"{data_url(first)}","cv":"{data_url(last)}"}}}}'
+    )
+    resp = await client.post(SUBMIT, data=raw, headers={"Content-Type": "application/json"})
+    assert resp.status == 200, await resp.text()
+    sub_id = (await resp.json())["submissionId"]
+    [stored] = list((files_dir(client) / sub_id).iterdir())
+    assert stored.read_bytes() == last

@@ -9,6 +9,7 @@ from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
 from agentsvc import keys
+from agentsvc.api.form_body import parse_submit_body
 from agentsvc.api.models import QueryModel, RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, json_response
 from agentsvc.errors import RateLimited
@@ -307,6 +308,7 @@ async def get_public_form(call: Call):
     errors=(400, 404, 408, 413, 429, 503),
     max_body_mb=lambda settings: settings.server.submit_max_body_mb,
     precheck=_limit_submit,
+    parse=parse_submit_body,
 )
 async def post_submission(call: Call):
     """Submit a form: stored with its deliveries, the webhook tried at once."""

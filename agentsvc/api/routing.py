@@ -97,6 +97,8 @@ class Endpoint:
     # Runs after authentication and before the body is read (a per-IP limit of a public
     # endpoint with large bodies must not wait for them), with the principal or None.
     precheck: Callable[[web.Request, Principal | None], None] | None = None
+    # Parses the JSON body instead of `parse_json` (e.g. leaving big values in the buffer).
+    parse: Callable[[bytes | bytearray], Any] | None = None
     # A multipart/form-data body, described by this model in the OpenAPI document. The
     # framework checks its declared length only; the handler streams the parts itself
     # (`await call.request.multipart()`) and gets `call.body` None. With `body` also set,
@@ -269,7 +271,7 @@ def make_handler(endpoint: Endpoint) -> Callable[[web.Request], Awaitable[web.St
                 else:
                     read_seconds = request.app[keys.settings_key].server.large_body_read_seconds
                     raw = await read_body(request, max_mb, read_seconds)
-                body = validate_model(endpoint.body, parse_json(raw))
+                body = validate_model(endpoint.body, (endpoint.parse or parse_json)(raw))
                 del raw  # a large body is held once, parsed
             call = Call(request, principal, body, query, request.match_info, slot)
             body = None  # the handler may drop it (`Call.release_body`)
