@@ -7,13 +7,18 @@ form with a base64 file, to a tool id that does not exist), and reads it again, 
 peak (VmHWM, reset before the burst when the kernel allows it). Prints the figures and the
 status codes the requests got. Linux only (/proc).
 
-Usage: python scripts/bench_submit_memory.py [--concurrency 12] [--mb 24]
+With `--form`, the bodies go to a real form tool instead (three files of about 5 MB each,
+decoded to disk, no webhook), and every answer should be 200.
+
+Usage: python scripts/bench_submit_memory.py [--concurrency 12] [--mb 24] [--form]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
+import json
 import os
 import subprocess
 import sys
@@ -70,9 +75,44 @@ def big_body(mb: float, tool_id: str = "tool_does_not_exist") -> bytes:
     return (head + "A" * (size - size % 4) + tail).encode()
 
 
-async def burst(base: str, pid: int, concurrency: int, mb: float) -> MemoryResult:
+FILE_FIELDS = ("a", "b", "c")
+
+
+def form_body(tool_id: str) -> bytes:
+    """A valid submit body of about 20 MB: three files of 5 MB (decoded) each."""
+    payload = base64.b64encode(os.urandom(5 * 2**20 - 16)).decode()
+    files = {name: f"data:application/pdf;base64,{payload}" for name in FILE_FIELDS}
+    body = {"toolId": tool_id, "formData": files, "fieldsCompleted": list(FILE_FIELDS)}
+    return json.dumps(body).encode()
+
+
+async def make_form_tool(base: str, key: str) -> str:
+    """An agent with a form tool of three file fields and no webhook; return the tool id."""
+    auth = {"Authorization": f"Bearer {key}"}
+    fields = [{"name": n, "label": n.upper(), "type": "file"} for n in FILE_FIELDS]
+    async with aiohttp.ClientSession(headers=auth) as http:
+        async with http.post(f"{base}/api/v1/agents", json={"name": "Bench"}) as resp:
+            agent_id = (await resp.json())["data"]["id"]
+        tool = {
+            "agentId": agent_id,
+            "name": "upload",
+            "description": "Files",
+            "executionType": "form",
+            "inputSchema": {"type": "object", "properties": {}},
+            "formSchema": {"fields": fields},
+            "formExecutionMode": "client",
+            "formClientHandler": "h",
+        }
+        async with http.post(f"{base}/api/v1/tools", json=tool) as resp:
+            assert resp.status == 201, await resp.text()
+            return (await resp.json())["id"]
+
+
+async def burst(
+    base: str, pid: int, concurrency: int, mb: float, body: bytes | None = None
+) -> MemoryResult:
     """Send the bodies at once and sample RSS while they are handled."""
-    body = big_body(mb)
+    body = body or big_body(mb)
     before = _status_kb(pid, "VmRSS")
     hwm_ok = _reset_peak(pid)
     peak = before
@@ -142,13 +182,24 @@ def start_server(data_dir: Path, extra_env: dict[str, str] | None = None):
     return proc, base
 
 
-def measure(concurrency: int = 12, mb: float = 24, extra_env: dict | None = None) -> MemoryResult:
+def measure(
+    concurrency: int = 12, mb: float = 24, extra_env: dict | None = None, form: bool = False
+) -> MemoryResult:
     """Start a server, warm it up with one small request, and measure one burst."""
     with tempfile.TemporaryDirectory() as tmp:
-        proc, base = start_server(Path(tmp) / "data", extra_env)
+        data_dir = Path(tmp) / "data"
+        proc, base = start_server(data_dir, extra_env)
         try:
+            body = None
+            if form:
+                key = subprocess.run(
+                    [sys.executable, "-m", "agentsvc", "apikey", "create", "--email",
+                     "bench@example.com", "--data-dir", str(data_dir)],
+                    capture_output=True, text=True, check=True,
+                ).stdout.strip()  # fmt: skip
+                body = form_body(asyncio.run(make_form_tool(base, key)))
             asyncio.run(burst(base, proc.pid, 1, 0.01))  # warm-up: imports, first connections
-            return asyncio.run(burst(base, proc.pid, concurrency, mb))
+            return asyncio.run(burst(base, proc.pid, concurrency, mb, body))
         finally:
             proc.terminate()
             proc.wait(30)
@@ -158,9 +209,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--concurrency", type=int, default=12)
     parser.add_argument("--mb", type=float, default=24)
+    parser.add_argument("--form", action="store_true", help="valid bodies with 3 x 5 MB files")
     args = parser.parse_args()
-    result = measure(args.concurrency, args.mb)
-    print(f"{args.concurrency} concurrent {args.mb:g} MB submit bodies to an unknown tool")
+    result = measure(args.concurrency, args.mb, form=args.form)
+    what = (
+        "~20 MB bodies (3 x 5 MB files) to a form"
+        if args.form
+        else (f"{args.mb:g} MB submit bodies to an unknown tool")
+    )
+    print(f"{args.concurrency} concurrent {what}")
     print(f"  RSS before   {result.rss_before_mb:8.1f} MB")
     print(f"  RSS peak     {result.peak_mb:8.1f} MB")
     print(f"  RSS after    {result.rss_after_mb:8.1f} MB")
