@@ -398,3 +398,29 @@ async def test_long_data_urls_outside_file_fields_are_checked_as_sent(make_clien
     sub_id = (await resp.json())["submissionId"]
     [stored] = list((files_dir(client) / sub_id).iterdir())
     assert stored.read_bytes() == last
+
+
+async def test_body_slots_queue_is_bounded_fifo_and_survives_cancelled_waiters():
+    from agentsvc.api.bodies import WAITERS_PER_SLOT, BodySlots
+    from agentsvc.errors import ServerBusy
+
+    slots = BodySlots(1, 30)
+    holder = await slots.acquire()
+    waiters = [asyncio.ensure_future(slots.acquire()) for _ in range(WAITERS_PER_SLOT)]
+    await asyncio.sleep(0)
+    with pytest.raises(ServerBusy):  # the queue is full: refused at once
+        await slots.acquire()
+    waiters[0].cancel()  # a waiter that goes away leaves no trace
+    await asyncio.sleep(0)
+    holder.release()
+    holder.release()  # a second release is a no-op
+    second = await asyncio.wait_for(waiters[1], 1)  # first come, first served
+    assert slots.held == 1 and not waiters[2].done()
+    second.release()
+    third = await asyncio.wait_for(waiters[2], 1)
+    for waiter in waiters[3:]:
+        waiter.cancel()
+    await asyncio.gather(*waiters[3:], return_exceptions=True)
+    third.release()
+    assert slots.held == 0
+    assert slots.held == 0 and (await slots.acquire()) is not None

@@ -1,11 +1,12 @@
 """Reading request bodies: the size limit, and a cap on how many large ones are in memory.
 
-A body over `[server] max_body_mb` (only the submit and document endpoints take one) is read
-only while it holds one of `[server] max_large_bodies` slots, so a burst of big requests
-costs a bounded amount of memory: the others wait, unread (the socket's flow control stops
-the sender), up to `large_body_wait_seconds`, then get `503 SERVER_BUSY`. A slot is held
-until the handler lets the body go (`Call.release_body`) or ends, and receiving the body
-under a slot has a deadline, so slow senders cannot keep the slots.
+A JSON body over `[server] max_body_mb` (only the submit and document endpoints take one;
+a multipart upload is streamed by its handler and keeps no slot) is read only while it
+holds one of `[server] max_large_bodies` slots, so a burst of big requests costs a bounded
+amount of memory: the others wait, unread (the socket's flow control stops the sender), up
+to `large_body_wait_seconds`, then get `503 SERVER_BUSY`. A slot is held until the handler
+lets the body go (`Call.release_body`) or ends, and receiving the body under a slot has a
+deadline, so slow senders cannot keep the slots.
 """
 
 from __future__ import annotations

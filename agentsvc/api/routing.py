@@ -260,7 +260,6 @@ def make_handler(endpoint: Endpoint) -> Callable[[web.Request], Awaitable[web.St
                 max_mb = body_limit_mb(request)
                 if request.content_length is not None and request.content_length > max_mb * 2**20:
                     raise PayloadTooLarge(f"Request body over {max_mb:g} MB")
-                slot = await _large_body_slot(request, max_mb)
             elif endpoint.form is not None and endpoint.body is None:
                 raise UnsupportedMediaType("Content-Type must be multipart/form-data")
             elif endpoint.body is not None:
