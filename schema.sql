@@ -249,10 +249,10 @@ CREATE TABLE form_submissions (
     created_at       TEXT NOT NULL,
     updated_at       TEXT NOT NULL,
     session_id       TEXT,                     -- the widget session that submitted it
-    files_bytes      INTEGER NOT NULL DEFAULT 0 -- decoded size of its files (the file quota)
+    files_bytes      INTEGER NOT NULL DEFAULT 0 -- size of its files (file quota)
 );
 CREATE INDEX form_submissions_team_created ON form_submissions(team_id, created_at);
--- The file quota sums an agent's files: only submissions with files, covered by the index.
+-- The file quota sums an agent's files (only rows with files).
 CREATE INDEX form_submissions_agent_files ON form_submissions(agent_id, files_bytes)
     WHERE files_bytes > 0;
 CREATE INDEX form_submissions_tool ON form_submissions(tool_id, status);

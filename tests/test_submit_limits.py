@@ -424,3 +424,56 @@ async def test_body_slots_queue_is_bounded_fifo_and_survives_cancelled_waiters()
     third.release()
     assert slots.held == 0
     assert slots.held == 0 and (await slots.acquire()) is not None
+
+
+# ── existing databases ───────────────────────────────────────────────────────────────────
+async def test_a_database_from_before_sessions_and_file_sizes_is_migrated(tmp_path):
+    """The version before: submissions without session_id/files_bytes; opening migrates it
+    and counts the files already stored against the quota."""
+    import sqlite3
+
+    from agentsvc.db import Database, schema_sql, schema_version
+    from agentsvc.store import submissions as store
+
+    new_columns = (
+        "    updated_at       TEXT NOT NULL,\n"
+        "    session_id       TEXT,                     -- the widget session that submitted it\n"
+        "    files_bytes      INTEGER NOT NULL DEFAULT 0 -- size of its files (file quota)\n"
+    )
+    new_index = (
+        "-- The file quota sums an agent's files (only rows with files).\n"
+        "CREATE INDEX form_submissions_agent_files ON form_submissions(agent_id, files_bytes)\n"
+        "    WHERE files_bytes > 0;\n"
+    )
+    schema = schema_sql()
+    assert new_columns in schema and new_index in schema
+    old_schema = schema.replace(new_columns, "    updated_at       TEXT NOT NULL\n").replace(
+        new_index, ""
+    )
+    path = tmp_path / "old.db"
+    old = sqlite3.connect(path)
+    old.executescript(old_schema + f"PRAGMA user_version = {schema_version() - 1};")
+    # Foreign keys are off on this plain connection: no team or agent rows are needed.
+    old.execute(
+        "INSERT INTO form_submissions (id, team_id, agent_id, tool_id, tool_name, form_data,"
+        " files, fields_completed, execution_mode, status, created_at, updated_at) VALUES"
+        " ('sub_1', 'team_1', 'agt_1', 'tool_1', 'f',"
+        """ '{"cv": {"fileName": null, "contentType": "application/pdf", "size": 1234},"""
+        """ "photo": {"fileName": "p", "contentType": "image/png", "size": 10}, "e": "a@b.co"}',"""
+        """ '{"cv": "files/sub_1/cv.pdf", "photo": "files/sub_1/photo.png"}', '[]',"""
+        " 'webhook', 'pending', 'now', 'now'),"
+        """ ('sub_2', 'team_1', 'agt_1', 'tool_1', 'f', '{"e": "x"}', NULL, '[]',"""
+        " 'webhook', 'pending', 'now', 'now')"
+    )
+    old.commit()
+    old.close()
+    db = Database(path)
+    await db.open()
+    try:
+        rows = await db.reader.execute_fetchall("PRAGMA user_version")
+        assert rows[0][0] == schema_version()
+        assert await store.file_bytes_of_agent(db.reader, "agt_1") == 1244
+        sub = await store.get_submission(db.reader, "sub_2")
+        assert sub is not None and sub.session_id is None and sub.files_bytes == 0
+    finally:
+        await db.close()
