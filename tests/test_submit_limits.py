@@ -477,3 +477,15 @@ async def test_a_database_from_before_sessions_and_file_sizes_is_migrated(tmp_pa
         assert sub is not None and sub.session_id is None and sub.files_bytes == 0
     finally:
         await db.close()
+
+
+async def test_chunked_body_over_the_submit_limit_is_refused(make_client):
+    client, _ = await _setup(make_client, server={"submit_max_body_mb": 3})
+
+    async def chunks():
+        for _ in range(8):  # 4 MB, no Content-Length
+            yield b"x" * (512 * 1024)
+
+    resp = await client.post(SUBMIT, data=chunks(), headers={"Content-Type": "application/json"})
+    await assert_error(resp, 413, "PAYLOAD_TOO_LARGE", "over 3 MB")
+    await wait_held(client, 0)
