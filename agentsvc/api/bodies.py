@@ -32,6 +32,7 @@ class BodySlot:
         self._slots: BodySlots | None = slots
 
     def release(self) -> None:
+        """Give the slot back (to the first waiter, if any)."""
         if self._slots is not None:
             self._slots._release()
             self._slots = None

@@ -206,14 +206,6 @@ def validate_model(model: type[BaseModel], data: Any, prefix: str = "") -> BaseM
         raise ValidationFailed(describe_validation_error(exc, prefix=prefix)) from exc
 
 
-async def _large_body_slot(request: web.Request, max_mb: float) -> BodySlot | None:
-    """A slot of the app's large bodies when this body may be one, else None."""
-    general = request.app[keys.settings_key].server.max_body_mb
-    if not is_large(request, int(max_mb * 2**20), int(general * 2**20)):
-        return None
-    return await request.app[keys.body_slots_key].acquire()
-
-
 def make_handler(endpoint: Endpoint) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
     """Wrap an endpoint's handler with authentication, limits, validation, the error
     envelope and the service's headers (see `pipeline`)."""
@@ -264,12 +256,15 @@ def make_handler(endpoint: Endpoint) -> Callable[[web.Request], Awaitable[web.St
                 raise UnsupportedMediaType("Content-Type must be multipart/form-data")
             elif endpoint.body is not None:
                 max_mb = body_limit_mb(request)
-                slot = await _large_body_slot(request, max_mb)
-                if slot is None:
-                    raw = await read_body(request, max_mb)
+                server = request.app[keys.settings_key].server
+                # Only endpoints allowing more than the general limit ever need a slot.
+                if max_mb > server.max_body_mb and is_large(
+                    request, int(max_mb * 2**20), int(server.max_body_mb * 2**20)
+                ):
+                    slot = await request.app[keys.body_slots_key].acquire()
+                    raw = await read_body(request, max_mb, server.large_body_read_seconds)
                 else:
-                    read_seconds = request.app[keys.settings_key].server.large_body_read_seconds
-                    raw = await read_body(request, max_mb, read_seconds)
+                    raw = await read_body(request, max_mb)
                 body = validate_model(endpoint.body, (endpoint.parse or parse_json)(raw))
                 del raw  # a large body is held once, parsed
             call = Call(request, principal, body, query, request.match_info, slot)
