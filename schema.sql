@@ -248,9 +248,14 @@ CREATE TABLE form_submissions (
     impression_at    TEXT,
     started_at       TEXT,
     created_at       TEXT NOT NULL,
-    updated_at       TEXT NOT NULL
+    updated_at       TEXT NOT NULL,
+    session_id       TEXT,                     -- the widget session that submitted it
+    files_bytes      INTEGER NOT NULL DEFAULT 0 -- size of its files (file quota)
 );
 CREATE INDEX form_submissions_team_created ON form_submissions(team_id, created_at);
+-- The file quota sums an agent's files (only rows with files).
+CREATE INDEX form_submissions_agent_files ON form_submissions(agent_id, files_bytes)
+    WHERE files_bytes > 0;
 CREATE INDEX form_submissions_tool ON form_submissions(tool_id, status);
 
 -- The outbox: one row per target (position 0 the primary webhook, 1.. the post actions),

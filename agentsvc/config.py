@@ -49,6 +49,9 @@ class ServerSettings(_Section):
     data_dir: Path = Path("./data")
     max_body_mb: float = Field(2, gt=0)
     submit_max_body_mb: float = Field(25, gt=0)
+    max_large_bodies: int = Field(2, ge=1)
+    large_body_wait_seconds: float = Field(10, ge=0)
+    large_body_read_seconds: float = Field(120, gt=0)
     secret_key: str = ""
     cpu_affinity: list[int] = Field(default_factory=list)
     access_log: bool = False
@@ -210,6 +213,10 @@ class ChatSettings(_Section):
     max_public_streams_per_ip: int = Field(10, gt=0)
 
 
+class FormSettings(_Section):
+    file_quota_mb_per_agent: float = Field(1024, ge=0)
+
+
 class KnowledgeSettings(_Section):
     max_document_mb: float = Field(10, gt=0)
     top_k: int = Field(4, ge=1, le=20)
@@ -232,6 +239,7 @@ class Settings(_Section):
     plans: PlanSettings = PlanSettings()
     ratelimit: RateLimitSettings = RateLimitSettings()
     chat: ChatSettings = ChatSettings()
+    forms: FormSettings = FormSettings()
     knowledge: KnowledgeSettings = KnowledgeSettings()
 
     @property

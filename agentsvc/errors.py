@@ -82,6 +82,21 @@ class PayloadTooLarge(ApiError):
     default_message = "Request body too large"
 
 
+class FileQuotaExceeded(ApiError):
+    status = 413
+    code = "FILE_QUOTA_EXCEEDED"
+
+
+class RequestTimeout(ApiError):
+    status = 408
+    code = "REQUEST_TIMEOUT"
+
+
+class ServerBusy(ApiError):
+    status = 503
+    code = "SERVER_BUSY"
+
+
 class UnsupportedMediaType(ApiError):
     status = 415
     code = "UNSUPPORTED_MEDIA_TYPE"
@@ -110,9 +125,12 @@ ERROR_CLASSES: tuple[type[ApiError], ...] = (
     MethodNotAllowed,
     Conflict,
     PayloadTooLarge,
+    FileQuotaExceeded,
+    RequestTimeout,
     UnsupportedMediaType,
     RateLimited,
     InternalError,
+    ServerBusy,
 )
 
 

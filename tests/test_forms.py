@@ -1091,11 +1091,17 @@ async def test_submission_is_recorded_in_its_conversation(make_client):
             formWebhookUrl=None,
         )
         fake.script(oai.stream(oai.tool_events([("c1", "contact", ["{}"])])))
-        stream = await chat(client, {"agentId": agent["id"], "messages": user("call me")}, auth)
+        # A widget visitor's conversation: its submit carries the visitor's session.
+        start = {"agentId": agent["id"], "messages": user("call me"), "sessionId": "s_visitor"}
+        stream = await chat(client, start)
         conv_id = stream.start["conversationId"]
 
         result = await submitted(
-            client, tool["id"], {"email": "ada@example.com", "seats": 2}, conversationId=conv_id
+            client,
+            tool["id"],
+            {"email": "ada@example.com", "seats": 2},
+            conversationId=conv_id,
+            sessionId="s_visitor",
         )
         resp = await client.get(f"/api/v1/conversations/{conv_id}", headers=auth)
         messages = (await resp.json())["data"]["messages"]

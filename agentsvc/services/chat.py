@@ -18,6 +18,7 @@ from agentsvc.llm.base import Message, ProviderError, Providers
 from agentsvc.services import agents as agents_service
 from agentsvc.services import knowledge
 from agentsvc.services.agents import AgentCache
+from agentsvc.services.conversations import caller_may_use
 from agentsvc.services.turn import Turn
 from agentsvc.services.write_batcher import WriteBatcher
 from agentsvc.store import conversations as conv_store
@@ -53,12 +54,7 @@ async def _load_conversation(db: Database, chat: ChatInput) -> Conversation | No
     conv = await conv_store.get_for_agent(db.reader, chat.agent_id, chat.conversation_id)
     if conv is None:
         raise NotFound("Conversation not found")
-    if chat.team_id is not None:
-        ok = conv.team_id == chat.team_id
-    else:
-        # Without a key, only the anonymous session that started it may continue it.
-        ok = conv.session_id is not None and conv.session_id == chat.session_id
-    if not ok:
+    if not caller_may_use(conv, chat.team_id, chat.session_id):
         raise NotFound("Conversation not found")
     return conv
 

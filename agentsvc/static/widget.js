@@ -678,7 +678,7 @@
       })).then(function (vals) {
         var formData = {}, completed = [];
         names.forEach(function (n, i) { if (!empty(vals[i])) { formData[n] = vals[i]; completed.push(n); } });
-        var body = { toolId: toolId, formData: formData, fieldsCompleted: completed, impressionAt: impressionAt, startedAt: startedAt };
+        var body = { toolId: toolId, formData: formData, fieldsCompleted: completed, impressionAt: impressionAt, startedAt: startedAt, sessionId: sessionId() };
         if (conv.conversationId) body.conversationId = conv.conversationId;
         return request("POST", "/form-submissions/submit", body).then(function (res) {
           return runClient(res, form, formData).then(function (client) {
@@ -715,7 +715,7 @@
     }, function (err) {
       return { success: false, message: err && err.message ? String(err.message) : "The form handler failed" };
     }).then(function (outcome) {
-      var body = { submissionId: res.submissionId, success: outcome.success };
+      var body = { submissionId: res.submissionId, success: outcome.success, sessionId: sessionId() };
       if (typeof outcome.message === "string") body.message = outcome.message.slice(0, 2000);
       if (isObj(outcome.data)) body.data = outcome.data;
       return request("POST", "/form-submissions/client-result", body).then(function () { return outcome; });
