@@ -171,6 +171,10 @@ CREATE TABLE conversations (
     user_ref    TEXT,                          -- the end user's id in the embedding site
     user_email  TEXT,
     user_name   TEXT,
+    -- how the user was vouched for: 'userToken' (a signed JWT: every field), 'userHash'
+    -- (the id only; e-mail and name as declared), 'apiKey' (the team's own call), or NULL
+    -- (declared, unchecked)
+    user_verified_by TEXT CHECK (user_verified_by IN ('userToken', 'userHash', 'apiKey')),
     created_at  TEXT NOT NULL,
     updated_at  TEXT NOT NULL
 );

@@ -5,4 +5,11 @@ change after a release is appended here as SQL (migration N+2 is MIGRATIONS[N]) 
 folded into `schema.sql`. Each runs in one transaction and bumps `PRAGMA user_version`.
 """
 
-MIGRATIONS: list[str] = []
+MIGRATIONS: list[str] = [
+    # 2: how a conversation's end user was vouched for (signed identity). Existing users
+    # were recorded before the distinction: NULL, shown as unverified.
+    """
+    ALTER TABLE conversations ADD COLUMN user_verified_by TEXT
+        CHECK (user_verified_by IN ('userToken', 'userHash', 'apiKey'));
+    """,
+]
