@@ -172,12 +172,12 @@ CREATE TABLE conversations (
     user_ref    TEXT,                          -- the end user's id in the embedding site
     user_email  TEXT,
     user_name   TEXT,
+    created_at  TEXT NOT NULL,
+    updated_at  TEXT NOT NULL,
     -- how the user was vouched for: 'userToken' (a signed JWT: every field), 'userHash'
     -- (the id only; e-mail and name as declared), 'apiKey' (the team's own call), or NULL
-    -- (declared, unchecked)
-    user_verified_by TEXT CHECK (user_verified_by IN ('userToken', 'userHash', 'apiKey')),
-    created_at  TEXT NOT NULL,
-    updated_at  TEXT NOT NULL
+    -- (declared, unchecked). Last, where migration 2 added it.
+    user_verified_by TEXT CHECK (user_verified_by IN ('userToken', 'userHash', 'apiKey'))
 );
 CREATE INDEX conversations_agent_created ON conversations(agent_id, created_at);
 CREATE INDEX conversations_team ON conversations(team_id);
