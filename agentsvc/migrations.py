@@ -22,4 +22,19 @@ MIGRATIONS: list[str] = [
     CREATE INDEX form_submissions_agent_files ON form_submissions(agent_id, files_bytes)
         WHERE files_bytes > 0;
     """,
+    # 4: how a conversation's end user was vouched for (signed identity). Existing users
+    # were recorded before the distinction: NULL, shown as unverified.
+    """
+    ALTER TABLE conversations ADD COLUMN user_verified_by TEXT
+        CHECK (user_verified_by IN ('userToken', 'userHash', 'apiKey'));
+    """,
+    # 5: outbox bodies are sealed from now on. Bodies kept in clear before carry magic-link
+    # and invitation tokens (SQL cannot seal them): they are removed, and secure_delete
+    # overwrites the freed bytes instead of leaving them in the file's free space. The
+    # links also went to the log; an invitation can be sent again.
+    """
+    PRAGMA secure_delete = ON;
+    ALTER TABLE mail_outbox RENAME COLUMN body TO sealed_body;
+    UPDATE mail_outbox SET sealed_body = '';
+    """,
 ]

@@ -99,11 +99,10 @@ async def smtp_server():
 
 
 async def outbox(client: TestClient, to: str | None = None) -> list:
-    """Messages kept in the outbox table (no SMTP configured), newest first."""
-    from agentsvc.store import mail_outbox
-
-    await client.app[keys.mailer_key].drain()
-    return await mail_outbox.list_recent(client.app[keys.db_key].reader, to)
+    """Messages kept in the outbox table (no SMTP configured), newest first, bodies opened."""
+    mailer = client.app[keys.mailer_key]
+    await mailer.drain()
+    return await mailer.kept(to)
 
 
 SESSION_COOKIE = "agentsvc_session"

@@ -233,18 +233,12 @@ async def test_a_database_from_before_the_language_column_is_migrated(tmp_path):
     """Version 1 (no `language`): opening migrates it; its agents read as English."""
     import sqlite3
 
-    from agentsvc.db import Database, schema_sql, schema_version
+    from agentsvc.db import Database, schema_version
+    from tests.old_schemas import schema_at
 
     path = tmp_path / "old.db"
     old = sqlite3.connect(path)
-    old.executescript(
-        schema_sql().replace(
-            "    language        TEXT NOT NULL DEFAULT 'english', "
-            "-- Snowball language of its word forms\n",
-            "",
-        )
-        + "PRAGMA user_version = 1;"
-    )
+    old.executescript(schema_at(1))
     assert "language" not in [r[1] for r in old.execute("PRAGMA table_info(agents)")]
     # Foreign keys are off on this plain connection: no user is needed for the team.
     old.execute("INSERT INTO teams VALUES ('team_1', 'T', 'usr_1', 'pro', 'now', 'now')")

@@ -432,27 +432,13 @@ async def test_a_database_from_before_sessions_and_file_sizes_is_migrated(tmp_pa
     and counts the files already stored against the quota."""
     import sqlite3
 
-    from agentsvc.db import Database, schema_sql, schema_version
+    from agentsvc.db import Database, schema_version
     from agentsvc.store import submissions as store
+    from tests.old_schemas import schema_at
 
-    new_columns = (
-        "    updated_at       TEXT NOT NULL,\n"
-        "    session_id       TEXT,                     -- the widget session that submitted it\n"
-        "    files_bytes      INTEGER NOT NULL DEFAULT 0 -- size of its files (file quota)\n"
-    )
-    new_index = (
-        "-- The file quota sums an agent's files (only rows with files).\n"
-        "CREATE INDEX form_submissions_agent_files ON form_submissions(agent_id, files_bytes)\n"
-        "    WHERE files_bytes > 0;\n"
-    )
-    schema = schema_sql()
-    assert new_columns in schema and new_index in schema
-    old_schema = schema.replace(new_columns, "    updated_at       TEXT NOT NULL\n").replace(
-        new_index, ""
-    )
     path = tmp_path / "old.db"
     old = sqlite3.connect(path)
-    old.executescript(old_schema + f"PRAGMA user_version = {schema_version() - 1};")
+    old.executescript(schema_at(2))
     # Foreign keys are off on this plain connection: no team or agent rows are needed.
     old.execute(
         "INSERT INTO form_submissions (id, team_id, agent_id, tool_id, tool_name, form_data,"

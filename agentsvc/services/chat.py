@@ -36,7 +36,7 @@ class ChatInput:
     messages: tuple[tuple[str, str], ...]  # (role, content)
     conversation_id: str | None
     session_id: str | None
-    user: dict[str, str | None] | None
+    user: dict[str, str | None] | None  # id, email, name, verified_by (services.identity)
     team_id: str | None  # set when a Bearer key (or session) authenticated the call
 
 
@@ -138,6 +138,7 @@ async def prepare_turn(
             user_ref=user.get("id"),
             user_email=user.get("email"),
             user_name=user.get("name"),
+            user_verified_by=user.get("verified_by"),
             created_at=now,
             updated_at=now,
         )

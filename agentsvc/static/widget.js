@@ -1,5 +1,5 @@
 /* agentsvc embeddable chat widget: plain JavaScript, no build step, no dependencies.
- * Embed: set window.agentsvcConfig = {agentId, userId?, userEmail?, userName?, userHash?}
+ * Embed: set window.agentsvcConfig = {agentId, userId?, userEmail?, userName?, userHash?, userToken?}
  * and load <script src="https://HOST/widget.js" async></script>. See the README (## Widget). */
 (function () {
   "use strict";
@@ -63,13 +63,13 @@
   var conv = loadConv();
   // A transcript belongs to the user it was held for: another user (or a signed-out
   // visitor on a shared computer) starts afresh.
-  if (conv.userId && conv.userId !== (cfg.userId || null)) {
+  if (conv.userId && conv.userId !== userKey()) {
     conv = { conversationId: null, userId: null, messages: [] };
     local.del(K_CONV);
   }
   function saveConv() {
     conv.messages = conv.messages.slice(-MAX_STORED_MESSAGES);
-    conv.userId = cfg.userId || null;
+    conv.userId = userKey();
     local.set(K_CONV, conv);
   }
 
@@ -363,6 +363,16 @@
   function toggle() { if (isOpen) close(); else open(); }
 
   // ── Chat: fetch + stream reader over the SSE response ───────────────────────────────
+  // Who the visitor is, to tell users apart in this browser: userId, else the `sub` of a
+  // userToken (read, not verified: the service verifies it).
+  function userKey() {
+    if (cfg.userId) return cfg.userId;
+    if (!cfg.userToken) return null;
+    try {
+      var sub = JSON.parse(atob(String(cfg.userToken).split(".")[1].replace(/-/g, "+").replace(/_/g, "/"))).sub;
+      return typeof sub === "string" && sub ? sub : null;
+    } catch (e) { return null; }
+  }
   function userPayload() {
     if (!cfg.userId) return null;
     var u = { id: String(cfg.userId) };
@@ -397,6 +407,7 @@
     var user = userPayload();
     if (user) body.user = user;
     if (user && cfg.userHash) body.userHash = String(cfg.userHash);
+    if (cfg.userToken) body.userToken = String(cfg.userToken);
     var reply = { role: "assistant", content: "", id: null, rating: null };
     // The streamed text goes in a node marked aria-busy until the turn ends, so the log
     // (a polite live region) announces the final text once; a tool result starts a new node.
@@ -857,9 +868,9 @@
   // ── Public API ──────────────────────────────────────────────────────────────────────
   function identify(u) {
     u = u || {};
-    var prev = cfg.userId;
-    ["userId", "userEmail", "userName", "userHash"].forEach(function (k) { if (k in u) cfg[k] = u[k]; });
-    if (prev && cfg.userId !== prev) clearConversation();
+    var prev = userKey();
+    ["userId", "userEmail", "userName", "userHash", "userToken"].forEach(function (k) { if (k in u) cfg[k] = u[k]; });
+    if (prev && userKey() !== prev) clearConversation();
   }
   function clearConversation() {
     conv = { conversationId: null, userId: null, messages: [] };
@@ -870,7 +881,7 @@
     clearConversation();
     local.del(K_SESSION);
     session.del(K_FIRED);
-    ["userId", "userEmail", "userName", "userHash"].forEach(function (k) { delete cfg[k]; });
+    ["userId", "userEmail", "userName", "userHash", "userToken"].forEach(function (k) { delete cfg[k]; });
     emit("reset", {});
   }
   function track(event, data) {
