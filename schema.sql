@@ -55,10 +55,10 @@ CREATE TABLE agents (
     model           TEXT NOT NULL,
     temperature     REAL NOT NULL,
     system_prompt   TEXT NOT NULL DEFAULT '',
-    language        TEXT NOT NULL DEFAULT 'english', -- Snowball language of its word forms
     identity_secret TEXT,                   -- widget identity signing (encrypted), optional
     created_at      TEXT NOT NULL,
     updated_at      TEXT NOT NULL,
+    language        TEXT NOT NULL DEFAULT 'english', -- Snowball language of its word forms (migration 2)
     UNIQUE (team_id, slug)
 );
 CREATE INDEX agents_team_created ON agents(team_id, created_at);

@@ -12,7 +12,7 @@ UNDO: dict[int, list[tuple[str, str]]] = {
     2: [
         (
             "    language        TEXT NOT NULL DEFAULT 'english', "
-            "-- Snowball language of its word forms\n",
+            "-- Snowball language of its word forms (migration 2)\n",
             "",
         )
     ],
