@@ -14,7 +14,7 @@ from agentsvc.errors import Conflict, NotFound, ValidationFailed
 from agentsvc.ids import iso, new_id, now_iso
 from agentsvc.services.delivery import Deliverer, Outcome, derive_status
 from agentsvc.services.form_files import remove_folder, write_files
-from agentsvc.services.form_values import check_form, template_text
+from agentsvc.services.form_values import check_form, slow_to_check, template_text
 from agentsvc.store import agents as agents_store
 from agentsvc.store import submissions as store
 from agentsvc.store import tools as tools_store
@@ -31,7 +31,6 @@ STATUSES = (
     "success",
     "failed",
 )
-_BIG_VALUE = 64 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +140,7 @@ async def submit(
     started = _epoch_ms("startedAt", started_at)
     schema = tool.form_schema or {"fields": []}
     completed = list(dict.fromkeys(fields_completed))
-    if any(isinstance(v, str) and len(v) > _BIG_VALUE for v in form_data.values()):
+    if slow_to_check(schema, form_data):
         checked = await asyncio.to_thread(check_form, schema, form_data, completed)
     else:
         checked = check_form(schema, form_data, completed)

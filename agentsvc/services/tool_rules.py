@@ -5,12 +5,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
-from jsonschema.validators import validator_for
-
 from agentsvc.errors import ValidationFailed
 from agentsvc.outbound import OutboundError, check_headers, check_url
+from agentsvc.services import tenant_patterns, tenant_schemas
 
 NAME_PATTERN = r"^[a-z][a-z0-9_]{0,63}$"
 EXECUTION_TYPES = ("mock", "http", "form")
@@ -108,14 +105,8 @@ def check_name(name: str) -> None:
 
 
 def check_input_schema(schema: Any) -> None:
-    """A valid JSON Schema (by its metaschema) describing an object."""
-    if not isinstance(schema, dict):
-        raise fail("inputSchema", "must be a JSON Schema object")
-    try:
-        validator_for(schema, default=Draft202012Validator).check_schema(schema)
-    except SchemaError as exc:
-        where = ".".join(str(p) for p in exc.absolute_path)
-        raise fail(f"inputSchema{'.' + where if where else ''}", exc.message) from exc
+    """A safe, valid JSON Schema (2020-12) describing an object."""
+    tenant_schemas.check_schema(schema, "inputSchema")
     if schema.get("type") != "object":
         raise fail("inputSchema.type", 'must be "object"')
     properties = schema.get("properties", {})
@@ -198,10 +189,9 @@ def _normalise_validation(where: str, rules: Any) -> dict:
         if "message" in spec and not isinstance(spec["message"], str):
             raise fail(f"{where}.{rule}.message", "must be a string")
         if rule == "pattern":
-            try:
-                re.compile(value)
-            except re.error as exc:
-                raise fail(f"{where}.pattern.value", f"is not a valid pattern ({exc})") from exc
+            problem = tenant_patterns.pattern_problem(value)
+            if problem:
+                raise fail(f"{where}.pattern.value", problem)
         out[rule] = spec
     return out
 

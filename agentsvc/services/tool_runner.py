@@ -5,6 +5,7 @@ Form tools are not run here: the chat loop shows the form and ends the turn.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from dataclasses import dataclass
@@ -12,13 +13,12 @@ from typing import Any
 from urllib.parse import quote
 
 import orjson
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
 
 from agentsvc.db import Database
 from agentsvc.outbound import OutboundClient, OutboundError
 from agentsvc.secretbox import SecretBox, SecretBoxError
 from agentsvc.services import secrets as secret_service
+from agentsvc.services.tenant_schemas import validation_errors
 from agentsvc.store.tools import Tool
 
 log = logging.getLogger(__name__)
@@ -36,20 +36,6 @@ class ToolResult:
 
     output: Any
     is_error: bool
-
-
-def input_errors(schema: dict, tool_input: Any) -> list[str]:
-    """Messages naming each place where the input does not match the tool's inputSchema."""
-    try:
-        validator = Draft202012Validator(schema)
-        errors = sorted(validator.iter_errors(tool_input), key=lambda e: list(e.absolute_path))
-    except SchemaError as exc:  # stored schemas are checked on save; defensive only
-        return [f"the tool's inputSchema is invalid: {exc.message}"]
-    messages = []
-    for err in errors[:5]:
-        where = ".".join(str(p) for p in err.absolute_path)
-        messages.append(f"{where}: {err.message}" if where else err.message)
-    return messages
 
 
 def _query_value(value: Any) -> str:
@@ -94,7 +80,8 @@ class ToolRunner:
         """Validate the input against the tool's inputSchema, then run the tool."""
         if not isinstance(tool_input, dict):
             return ToolResult("Invalid input: the input must be a JSON object", True)
-        problems = input_errors(tool.input_schema, tool_input)
+        # Bounded, but up to a fraction of a second on a big input: off the event loop.
+        problems = await asyncio.to_thread(validation_errors, tool.input_schema, tool_input)
         if problems:
             return ToolResult(f"Invalid input for tool {tool.name}: " + "; ".join(problems), True)
         if tool.execution_type == "mock":
