@@ -76,6 +76,13 @@ def parse_tool_command(text: str) -> tuple[str, dict | None] | None:
     return name, value if isinstance(value, dict) else None
 
 
+def _arguments_text(tool_input: dict | None) -> str:
+    try:
+        return "" if tool_input is None else orjson.dumps(tool_input).decode()
+    except TypeError:  # nests deeper than orjson writes; the chat loop refuses such input
+        return ""
+
+
 def chunks(text: str) -> list[str]:
     """Split an answer into several pieces that concatenate back to it."""
     pieces = re.findall(r"\S+\s*", text)
@@ -104,8 +111,9 @@ def _reply(request: ModelRequest) -> tuple[str, ToolCall | None]:
             return "\n".join(lines), None
         if request.tools:
             number = sum(1 for m in messages if m.role == "tool") + 1
-            raw = "" if tool_input is None else orjson.dumps(tool_input).decode()
-            return "", ToolCall(f"toolu_builtin_{number}", name, tool_input, raw)
+            return "", ToolCall(
+                f"toolu_builtin_{number}", name, tool_input, _arguments_text(tool_input)
+            )
         return f"The tool {name} is not available right now.", None
     texts = [request.system, *request.knowledge]
     return answer_from_text(question, [t for t in texts if t]), None

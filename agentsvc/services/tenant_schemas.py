@@ -346,6 +346,7 @@ def validation_errors(schema: dict, instance: Any) -> list[str]:
     messages = []
     for err in errors[:MAX_ERRORS]:
         where = ".".join(str(p) for p in err.absolute_path)
+        where = where if len(where) <= 100 else where[:97] + "..."  # a key can be long too
         message = f"{where}: {err.message}" if where else err.message
         messages.append(message if len(message) <= MAX_MESSAGE_CHARS else message[:297] + "...")
     return messages

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 import orjson
@@ -29,6 +29,7 @@ from agentsvc.llm.base import (
 )
 from agentsvc.services import knowledge
 from agentsvc.services.models import BUILTIN
+from agentsvc.services.tenant_schemas import MAX_INPUT_DEPTH, json_depth
 from agentsvc.services.write_batcher import WriteBatcher
 from agentsvc.store import conversations as conv_store
 from agentsvc.store.agents import Agent
@@ -194,6 +195,9 @@ class TurnRunner:
                     parts.append(event.text)
                     await self._sink.delta(self._block, event.text)
                 elif isinstance(event, ToolCall):
+                    if json_depth(event.input, MAX_INPUT_DEPTH) > MAX_INPUT_DEPTH:
+                        # Too deep to validate, show or store (JSON encoders stop at 255).
+                        event = replace(event, input=None, raw_arguments=event.raw_arguments[:200])
                     calls.append(event)
                 elif isinstance(event, Usage):
                     self._produced.add_usage(event)
@@ -271,7 +275,12 @@ class TurnRunner:
             known = ", ".join(sorted(self._turn.tools)) or "none"
             return f"Unknown tool {call.name!r}; available tools: {known}", True, None
         if call.input is None:
-            return "Invalid input: the arguments must be a JSON object", True, None
+            return (
+                "Invalid input: the arguments must be a JSON object nesting at most "
+                f"{MAX_INPUT_DEPTH} levels",
+                True,
+                None,
+            )
         if tool.execution_type == "form":
             form = {
                 "toolId": tool.id,
