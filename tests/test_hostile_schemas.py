@@ -249,6 +249,7 @@ async def test_catastrophic_input_schema_patterns_via_chat_are_answered_fast(app
         (r"(.?){1000}a{1000}", "too complex"),
         ("a" * 1001, "at most 1000 characters"),
     ],
+    ids=["backreference", "lookahead", "lookbehind", "too-complex", "too-long"],
 )
 async def test_patterns_re2_cannot_run_are_refused_on_save(app, pattern, says):
     client, auth, agent_id = app
