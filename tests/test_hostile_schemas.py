@@ -202,9 +202,7 @@ async def test_catastrophic_form_pattern_on_public_submit_is_answered_fast(app):
     body = {"toolId": form["id"], "formData": {"word": EVIL_TEXT}, "fieldsCompleted": ["word"]}
     times = []
     for _ in range(5):
-        took, resp = await timed(
-            lambda: client.post("/api/v1/form-submissions/submit", json=body)
-        )
+        took, resp = await timed(lambda: client.post("/api/v1/form-submissions/submit", json=body))
         await assert_error(resp, 400, "VALIDATION_ERROR", "formData.word: Only a's")
         times.append(took)
     assert statistics.median(times) < 0.05, times
@@ -230,7 +228,7 @@ async def test_catastrophic_input_schema_patterns_via_chat_are_answered_fast(app
     assert len(result["output"]) < 2000  # the 10,000 characters are not echoed back
     assert took < 2, took  # the whole chat turn, on a loaded machine
     # The validation itself: well under 50 ms.
-    tool_schema = (await client.get(f"/api/v1/tools?agentId={agent_id}", headers=auth))
+    tool_schema = await client.get(f"/api/v1/tools?agentId={agent_id}", headers=auth)
     stored = (await tool_schema.json())[0]["inputSchema"]
     times = []
     for _ in range(5):

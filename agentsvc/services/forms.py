@@ -15,12 +15,14 @@ from agentsvc.ids import iso, new_id, now_iso
 from agentsvc.services.delivery import Deliverer, Outcome, derive_status
 from agentsvc.services.form_files import remove_folder, write_files
 from agentsvc.services.form_values import check_form, slow_to_check, template_text
+from agentsvc.services.tenant_schemas import json_depth
 from agentsvc.store import agents as agents_store
 from agentsvc.store import submissions as store
 from agentsvc.store import tools as tools_store
 from agentsvc.store.submissions import Attempt, Delivery, Submission
 from agentsvc.store.tools import Tool
 
+MAX_CLIENT_DATA_DEPTH = 32
 STATUSES = (
     "pending",
     "submitted",
@@ -222,6 +224,9 @@ async def report_client_result(
     db: Database, submission_id: str, success: bool, message: str | None, data: dict | None
 ) -> None:
     """Record what the widget's client handler reported; the status follows."""
+    if data is not None and json_depth(data, MAX_CLIENT_DATA_DEPTH) > MAX_CLIENT_DATA_DEPTH:
+        # Stored as JSON, whose encoder stops at 255 levels: refuse well before.
+        raise ValidationFailed(f"data: must not nest deeper than {MAX_CLIENT_DATA_DEPTH} levels")
 
     def write(raw: sqlite3.Connection) -> None:
         sub = store.read_submission(raw, submission_id)

@@ -29,7 +29,7 @@ from agentsvc.llm.base import (
 )
 from agentsvc.services import knowledge
 from agentsvc.services.models import BUILTIN
-from agentsvc.services.tenant_schemas import MAX_INPUT_DEPTH, json_depth
+from agentsvc.services.tenant_schemas import MAX_INPUT_DEPTH
 from agentsvc.services.write_batcher import WriteBatcher
 from agentsvc.store import conversations as conv_store
 from agentsvc.store.agents import Agent
@@ -39,6 +39,19 @@ from agentsvc.store.tools import Tool
 log = logging.getLogger("agentsvc.chat")
 
 MAX_MODEL_CALLS = 8
+
+
+def _encodable(call: ToolCall) -> ToolCall:
+    """The call, or without its input when JSON cannot encode it (nested over 255 levels).
+
+    Such an input could be neither shown, stored nor validated; the tool run refuses it.
+    Deeper than MAX_INPUT_DEPTH but encodable is refused by the validation, off the loop.
+    """
+    try:
+        orjson.dumps(call.input)
+    except TypeError:
+        return replace(call, input=None, raw_arguments=call.raw_arguments[:200])
+    return call
 
 
 class ClientGone(Exception):
@@ -195,10 +208,7 @@ class TurnRunner:
                     parts.append(event.text)
                     await self._sink.delta(self._block, event.text)
                 elif isinstance(event, ToolCall):
-                    if json_depth(event.input, MAX_INPUT_DEPTH) > MAX_INPUT_DEPTH:
-                        # Too deep to validate, show or store (JSON encoders stop at 255).
-                        event = replace(event, input=None, raw_arguments=event.raw_arguments[:200])
-                    calls.append(event)
+                    calls.append(_encodable(event))
                 elif isinstance(event, Usage):
                     self._produced.add_usage(event)
         finally:
