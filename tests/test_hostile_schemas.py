@@ -398,3 +398,26 @@ async def test_validation_that_runs_out_of_steps_is_a_tool_error(app):
     assert result["isError"] is True
     assert "too large or complex" in result["output"]
     assert took < 5, took
+
+
+async def test_deep_mock_response_is_shown_as_text_not_an_internal_error(app):
+    client, auth, agent_id = app
+    deep_json = "[" * 300 + "]" * 300  # valid JSON, deeper than the JSON encoder writes
+    await new_tool(client, auth, agent_id, "deep", mockResponse=deep_json)
+    result = await run_tool(client, agent_id, "/tool deep")
+    assert result["isError"] is False and result["output"] == deep_json
+
+
+async def test_post_action_payload_deeper_than_the_limit_is_refused(app):
+    client, auth, agent_id = app
+    payload = '{"a": ' * 40 + "1" + "}" * 40
+    body = (
+        '{"agentId": "%s", "name": "f", "description": "d", "executionType": "form", '
+        '"inputSchema": {"type": "object", "properties": {}}, '
+        '"formSchema": {"fields": [{"name": "n", "label": "N", "type": "text"}]}, '
+        '"formExecutionMode": "webhook", "formWebhookUrl": "https://hooks.example.com/in", '
+        '"formPostActions": [{"type": "webhook", "url": "https://hooks.example.com/2", '
+        '"payload": ' + payload + "}]}"
+    ) % agent_id
+    resp = await post_raw(client, auth, body)
+    await assert_error(resp, 400, "VALIDATION_ERROR", "formPostActions.0.payload: must not nest")

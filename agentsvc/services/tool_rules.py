@@ -282,6 +282,9 @@ def _check_post_action(where: str, action: Any) -> None:
             _check_headers(f"{where}.headers", action["headers"])
         if "payload" in action and not isinstance(action["payload"], dict):
             raise fail(f"{where}.payload", "must be an object")
+        depth = tenant_schemas.MAX_SCHEMA_DEPTH
+        if "payload" in action and tenant_schemas.json_depth(action["payload"], depth) > depth:
+            raise fail(f"{where}.payload", f"must not nest deeper than {depth} levels")
     elif kind == "team_chat":
         _check_url(f"{where}.webhookUrl", action.get("webhookUrl"))
         if "messageTemplate" in action and "message" in action:

@@ -63,9 +63,13 @@ def query_items(values: dict[str, Any]) -> list[tuple[str, str]]:
 
 def _parse_body(text: str) -> Any:
     try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
+        value = orjson.loads(text)
+        # Shown in the stream and stored as JSON: an output its encoder refuses (nested
+        # over 255 levels) stays text.
+        orjson.dumps(value)
+    except (orjson.JSONDecodeError, TypeError):
         return text
+    return value
 
 
 class ToolRunner:
