@@ -27,6 +27,7 @@ HAMMER_SECONDS = 3.0
 CONCURRENCY = 4
 ATTEMPTS = 3
 HEALTHZ_P99 = 0.050
+QUIET_P99 = 0.010  # /healthz p99 of an idle server on a quiet machine is a few ms
 EVIL = "^(a+)+$"
 EVIL_TEXT = "a" * 9_999 + "!"  # 10,000 characters, the most a form text value may have
 
@@ -80,8 +81,7 @@ async def probe_healthz(base: str, seconds: float) -> list[float]:
 
 
 def p99(latencies: list[float]) -> float:
-    ordered = sorted(latencies)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+    return percentile(latencies, 0.99)
 
 
 def deep(levels: int, inner: str = "{}") -> str:
@@ -331,42 +331,58 @@ async def hammer(base: str, plan: list[tuple[str, str, dict]], seconds: float) -
     return seen
 
 
-def describe(idle: list[float], loaded: list[float], requests: int) -> str:
+def describe(control: list[float], loaded: list[float], requests: int) -> str:
     return (
-        f"healthz idle p50 {statistics.median(idle) * 1000:.1f} ms, "
-        f"p99 {p99(idle) * 1000:.1f} ms; under attack p50 {statistics.median(loaded) * 1000:.1f}"
-        f" ms, p99 {p99(loaded) * 1000:.1f} ms, max {max(loaded) * 1000:.1f} ms over "
-        f"{len(loaded)} probes; {requests} attack requests"
+        f"healthz of the attacked server: p50 {statistics.median(loaded) * 1000:.1f} ms, "
+        f"p99 {p99(loaded) * 1000:.1f} ms, max {max(loaded) * 1000:.1f} ms over {len(loaded)} "
+        f"probes ({requests} attack requests); of the idle control server at the same time: "
+        f"p50 {statistics.median(control) * 1000:.1f} ms, p99 {p99(control) * 1000:.1f} ms"
     )
+
+
+def allowed_p99(control: list[float]) -> float:
+    """HEALTHZ_P99, plus the machine's own noise when it is loaded (measured alongside)."""
+    return HEALTHZ_P99 + max(0.0, p99(control) - QUIET_P99)
 
 
 async def test_public_endpoints_under_pathological_load_keep_healthz_p99_under_50ms(tmp_path):
     reports = []
-    with serve(tmp_path) as (base, config):
+    (tmp_path / "control").mkdir()
+    with serve(tmp_path) as (base, config), serve(tmp_path / "control") as (control_base, _):
         auth = {"Authorization": f"Bearer {api_key(config)}"}
         async with aiohttp.ClientSession(base) as http:
             targets = await setup_tenant(http, auth)
         plan = attacks(targets)
-        # The machine is shared: a run whose probe was starved of CPU by other processes is
-        # tried again. A handler that blocks the loop fails every attempt (before the fixes,
-        # a 26-character value stalled the server 2.3 s).
+        # The machine may be shared (CI runners, other test runs): an idle control server
+        # is probed at the same time, and what its p99 shows beyond a quiet machine's is
+        # machine noise, not this server's doing. A run is tried again when the noise
+        # still wins; a handler that blocks the loop fails every attempt (before the
+        # fixes, a 26-character form value stalled the server 2.3 s).
         for _ in range(ATTEMPTS):
-            idle = await probe_healthz(base, 0.5)
-            probe = asyncio.ensure_future(probe_healthz(base, HAMMER_SECONDS))
-            seen = await hammer(base, plan, HAMMER_SECONDS + 0.5)
-            loaded = await probe
+            loaded, control, seen = await asyncio.gather(
+                probe_healthz(base, HAMMER_SECONDS),
+                probe_healthz(control_base, HAMMER_SECONDS),
+                hammer(base, plan, HAMMER_SECONDS + 0.5),
+            )
             failures = {key: n for key, n in seen.items() if key[2] >= 500}
             assert failures == {}, failures
             hit = {(method, path.split("?")[0][:60]) for method, path, _ in plan}
             assert hit == {(m, p) for m, p, _ in seen}, "every endpoint of the plan was driven"
-            reports.append(describe(idle, loaded, sum(seen.values())))
+            reports.append(describe(control, loaded, sum(seen.values())))
             print(reports[-1])
-            if p99(loaded) < HEALTHZ_P99:
+            if p99(loaded) < allowed_p99(control):
                 break
-    assert p99(loaded) < HEALTHZ_P99, reports
+    assert p99(loaded) < allowed_p99(control), reports
+
+
+def percentile(latencies: list[float], share: float) -> float:
+    ordered = sorted(latencies)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * share))]
 
 
 async def test_healthz_stays_fast_while_20_catastrophic_submits_run(tmp_path):
+    """Item 2: `^(a+)+$` against 10,000 characters, 20 submits at a time, for 1.5 s."""
+    reports = []
     with serve(tmp_path) as (base, config):
         auth = {"Authorization": f"Bearer {api_key(config)}"}
         async with aiohttp.ClientSession(base) as http:
@@ -374,14 +390,9 @@ async def test_healthz_stays_fast_while_20_catastrophic_submits_run(tmp_path):
             body = orjson.dumps(
                 {"toolId": targets["form"], "formData": {"f0": EVIL_TEXT}, "fieldsCompleted": []}
             )
-            probe = asyncio.ensure_future(probe_healthz(base, 1.5))
-            statuses: Counter = Counter()
-            times: list[float] = []
-            deadline = time.monotonic() + 1.5
 
-            async def submit() -> None:
+            async def submit(deadline: float, statuses: Counter) -> None:
                 while time.monotonic() < deadline:
-                    started = time.perf_counter()
                     async with http.post(
                         "/api/v1/form-submissions/submit",
                         data=body,
@@ -389,15 +400,21 @@ async def test_healthz_stays_fast_while_20_catastrophic_submits_run(tmp_path):
                     ) as resp:
                         statuses[resp.status] += 1
                         await resp.read()
-                    times.append(time.perf_counter() - started)
 
-            await asyncio.gather(*(submit() for _ in range(20)))
-            loaded = await probe
-    assert set(statuses) == {400}, statuses  # each refused: the pattern does not match
-    report = (
-        f"{sum(statuses.values())} submits, median {statistics.median(times) * 1000:.1f} ms; "
-        f"healthz p50 {statistics.median(loaded) * 1000:.1f} ms, "
-        f"p99 {p99(loaded) * 1000:.1f} ms"
-    )
-    print(report)
-    assert statistics.median(loaded) < 0.020, report
+            for _ in range(ATTEMPTS):  # a CPU-starved probe is tried again, as above
+                statuses: Counter = Counter()
+                probe = asyncio.ensure_future(probe_healthz(base, 1.5))
+                deadline = time.monotonic() + 1.5
+                await asyncio.gather(*(submit(deadline, statuses) for _ in range(20)))
+                loaded = await probe
+                # Each refused at once: the value does not match the pattern.
+                assert set(statuses) == {400}, statuses
+                reports.append(
+                    f"{sum(statuses.values())} submits; healthz p50 "
+                    f"{statistics.median(loaded) * 1000:.1f} ms, p90 "
+                    f"{percentile(loaded, 0.9) * 1000:.1f} ms, max {max(loaded) * 1000:.1f} ms"
+                )
+                print(reports[-1])
+                if percentile(loaded, 0.9) < 0.020:
+                    break
+    assert percentile(loaded, 0.9) < 0.020, reports
