@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 from collections.abc import AsyncIterator
 
 import orjson
@@ -58,19 +57,6 @@ async def _tools_ctx(app: web.Application) -> AsyncIterator[None]:
     await outbound.close()
 
 
-async def _frozen_heap_ctx(app: web.Application) -> AsyncIterator[None]:
-    """Keep what startup built out of the garbage collector's full passes.
-
-    A full pass walks every tracked object: ~86,000 after startup, 20-50 ms with the event
-    loop stopped, and big requests (a tool input of thousands of objects) trigger them.
-    Frozen objects are still freed by reference counting; only cycles wait for unfreeze.
-    (No collection first: it would cost every start, tests included, a full pass.)
-    """
-    gc.freeze()
-    yield
-    gc.unfreeze()
-
-
 def create_app(settings: Settings) -> web.Application:
     """Build the application; resources open on startup and close on cleanup."""
     server = settings.server
@@ -88,7 +74,6 @@ def create_app(settings: Settings) -> web.Application:
     app.cleanup_ctx.append(knowledge_ctx)  # after chat_ctx: embeddings use its ClientSession
     app.cleanup_ctx.append(auth_ctx)
     app.cleanup_ctx.append(delivery_ctx)
-    app.cleanup_ctx.append(_frozen_heap_ctx)  # last: everything startup built is frozen
     app.on_shutdown.append(close_streams)
     app[metrics_key] = Metrics()
 
