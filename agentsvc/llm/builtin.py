@@ -45,6 +45,7 @@ _TOOL_COMMAND = re.compile(r"^\s*/tool\s+([A-Za-z0-9_\-]+)\s*(.*)$", re.DOTALL)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _LINE_BREAKS = re.compile(r"\n+")
 _ABBREVIATIONS = frozenset("dr mr mrs ms prof st mt jr sr vs nr approx dept".split())
+_BIG_PROMPT_CHARS = 20_000
 
 
 def words(text: str, language: str = DEFAULT_LANGUAGE) -> frozenset[str]:
@@ -144,6 +145,13 @@ def parse_tool_command(text: str) -> tuple[str, dict | None] | None:
     return name, value if isinstance(value, dict) else None
 
 
+def _arguments_text(tool_input: dict | None) -> str:
+    try:
+        return "" if tool_input is None else orjson.dumps(tool_input).decode()
+    except TypeError:  # nests deeper than orjson writes; the chat loop refuses such input
+        return ""
+
+
 def chunks(text: str) -> list[str]:
     """Split an answer into several pieces that concatenate back to it."""
     pieces = re.findall(r"\S+\s*", text)
@@ -172,8 +180,9 @@ def _reply(request: ModelRequest) -> tuple[str, ToolCall | None]:
             return "\n".join(lines), None
         if request.tools:
             number = sum(1 for m in messages if m.role == "tool") + 1
-            raw = "" if tool_input is None else orjson.dumps(tool_input).decode()
-            return "", ToolCall(f"toolu_builtin_{number}", name, tool_input, raw)
+            return "", ToolCall(
+                f"toolu_builtin_{number}", name, tool_input, _arguments_text(tool_input)
+            )
         return f"The tool {name} is not available right now.", None
     texts = [request.system, *request.knowledge]
     return answer_from_text(question, [t for t in texts if t], request.language), None
@@ -186,7 +195,11 @@ class BuiltinModel:
         self._delay = chunk_delay
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        text, call = _reply(request)
+        if sum(len(m.content) for m in request.messages) > _BIG_PROMPT_CHARS:
+            # Word scoring is linear but takes tens of ms on a 100,000-character message.
+            text, call = await asyncio.to_thread(_reply, request)
+        else:
+            text, call = _reply(request)
         prompt_words = sum(len(m.content.split()) for m in request.messages)
         if call is not None:
             yield Usage(prompt_words, 1)

@@ -13,10 +13,15 @@ from typing import Any
 from urllib.parse import unquote
 
 from agentsvc.errors import FileTooLarge, ValidationFailed
+from agentsvc.services import tenant_patterns
 
 MAX_FILE_BYTES = 5 * 1024 * 1024
 MAX_TEXT_CHARS = 10_000
 MAX_ERRORS = 5
+# Above these, checking a form moves off the event loop: decoding a big file, or running
+# the tenant's patterns (linear, but a complex one costs ~1 ms per 1,000 characters).
+_BIG_VALUE = 64 * 1024
+_BIG_PATTERN_TEXT = 4096
 
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s.]+$")
 _TEL = re.compile(r"^\+?[0-9 ().\-/]{3,30}$")
@@ -196,9 +201,14 @@ def _check_text_rules(spec: dict, value: str) -> str | None:
     if maximum is not None and len(value) > maximum:
         return message or f"must be at most {maximum} characters"
     pattern, message = _rule(spec, "pattern")
-    if pattern is not None and re.fullmatch(pattern, value) is None:
-        return message or "does not have the expected format"
-    return None
+    if pattern is None:
+        return None
+    try:
+        matched = tenant_patterns.fullmatch(pattern, value)
+    except tenant_patterns.PatternError:
+        # Saved before patterns were checked with RE2: refuse rather than skip the check.
+        return "cannot be checked: the form's pattern is not supported (the form must be updated)"
+    return None if matched else message or "does not have the expected format"
 
 
 def _check_value(spec: dict, value: Any) -> tuple[Any, str | None]:
@@ -257,6 +267,15 @@ def _check_value(spec: dict, value: Any) -> tuple[Any, str | None]:
         if chosen not in chosen_list:
             chosen_list.append(chosen)
     return chosen_list, None
+
+
+def slow_to_check(schema: dict, form_data: dict[str, Any]) -> bool:
+    """Whether checking this form data may take long enough to be run in a thread."""
+    lengths = [len(v) for v in form_data.values() if isinstance(v, str)]
+    if any(n > _BIG_VALUE for n in lengths):
+        return True
+    patterned = any(_rule(f, "pattern")[0] is not None for f in schema.get("fields", []))
+    return patterned and sum(lengths) > _BIG_PATTERN_TEXT
 
 
 def check_form(schema: dict, form_data: dict[str, Any], fields_completed: list[str]) -> CheckedForm:

@@ -15,7 +15,8 @@ from agentsvc.ids import iso, new_id, now_iso
 from agentsvc.services.conversations import caller_may_use
 from agentsvc.services.delivery import Deliverer, Outcome, derive_status
 from agentsvc.services.form_files import remove_folder, write_files
-from agentsvc.services.form_values import check_form, template_text
+from agentsvc.services.form_values import check_form, slow_to_check, template_text
+from agentsvc.services.tenant_schemas import json_depth
 from agentsvc.store import agents as agents_store
 from agentsvc.store import conversations as conv_store
 from agentsvc.store import submissions as store
@@ -23,6 +24,7 @@ from agentsvc.store import tools as tools_store
 from agentsvc.store.submissions import Attempt, Delivery, Submission
 from agentsvc.store.tools import Tool
 
+MAX_CLIENT_DATA_DEPTH = 32
 STATUSES = (
     "pending",
     "submitted",
@@ -191,7 +193,7 @@ async def store_submission(
     started = _epoch_ms("startedAt", started_at)
     schema = tool.form_schema or {"fields": []}
     completed = list(dict.fromkeys(fields_completed))
-    if any(isinstance(v, str) and len(v) > _BIG_VALUE for v in form_data.values()):
+    if slow_to_check(schema, form_data):
         checked = await asyncio.to_thread(check_form, schema, form_data, completed)
     else:
         checked = check_form(schema, form_data, completed)
@@ -304,6 +306,9 @@ async def report_client_result(
     A submission made from a widget session takes results only from that session (or a
     key of its team); another caller is told it does not exist.
     """
+    if data is not None and json_depth(data, MAX_CLIENT_DATA_DEPTH) > MAX_CLIENT_DATA_DEPTH:
+        # Stored as JSON, whose encoder stops at 255 levels: refuse well before.
+        raise ValidationFailed(f"data: must not nest deeper than {MAX_CLIENT_DATA_DEPTH} levels")
 
     def write(raw: sqlite3.Connection) -> None:
         sub = store.read_submission(raw, submission_id)

@@ -5,12 +5,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
-from jsonschema.validators import validator_for
-
 from agentsvc.errors import ValidationFailed
 from agentsvc.outbound import OutboundError, check_headers, check_url, private_host
+from agentsvc.services import tenant_patterns, tenant_schemas
 from agentsvc.services.tool_url import host_params
 
 NAME_PATTERN = r"^[a-z][a-z0-9_]{0,63}$"
@@ -109,14 +106,8 @@ def check_name(name: str) -> None:
 
 
 def check_input_schema(schema: Any) -> None:
-    """A valid JSON Schema (by its metaschema) describing an object."""
-    if not isinstance(schema, dict):
-        raise fail("inputSchema", "must be a JSON Schema object")
-    try:
-        validator_for(schema, default=Draft202012Validator).check_schema(schema)
-    except SchemaError as exc:
-        where = ".".join(str(p) for p in exc.absolute_path)
-        raise fail(f"inputSchema{'.' + where if where else ''}", exc.message) from exc
+    """A safe, valid JSON Schema (2020-12) describing an object."""
+    tenant_schemas.check_schema(schema, "inputSchema")
     if schema.get("type") != "object":
         raise fail("inputSchema.type", 'must be "object"')
     properties = schema.get("properties", {})
@@ -208,10 +199,9 @@ def _normalise_validation(where: str, rules: Any) -> dict:
         if "message" in spec and not isinstance(spec["message"], str):
             raise fail(f"{where}.{rule}.message", "must be a string")
         if rule == "pattern":
-            try:
-                re.compile(value)
-            except re.error as exc:
-                raise fail(f"{where}.pattern.value", f"is not a valid pattern ({exc})") from exc
+            problem = tenant_patterns.pattern_problem(value)
+            if problem:
+                raise fail(f"{where}.pattern.value", problem)
         out[rule] = spec
     return out
 
@@ -302,6 +292,9 @@ def _check_post_action(where: str, action: Any, *, allow_private: bool) -> None:
             _check_headers(f"{where}.headers", action["headers"])
         if "payload" in action and not isinstance(action["payload"], dict):
             raise fail(f"{where}.payload", "must be an object")
+        depth = tenant_schemas.MAX_SCHEMA_DEPTH
+        if "payload" in action and tenant_schemas.json_depth(action["payload"], depth) > depth:
+            raise fail(f"{where}.payload", f"must not nest deeper than {depth} levels")
     elif kind == "team_chat":
         _check_url(f"{where}.webhookUrl", action.get("webhookUrl"), allow_private=allow_private)
         if "messageTemplate" in action and "message" in action:

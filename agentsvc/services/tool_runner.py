@@ -5,18 +5,18 @@ Form tools are not run here: the chat loop shows the form and ends the turn.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
 
 from agentsvc.db import Database
 from agentsvc.outbound import OutboundClient, OutboundError
 from agentsvc.secretbox import SecretBox, SecretBoxError
 from agentsvc.services import secrets as secret_service
+from agentsvc.services.tenant_schemas import validation_errors
 from agentsvc.services.tool_url import UrlRefused, add_query, build_url, input_text
 from agentsvc.store.tools import Tool
 
@@ -31,20 +31,6 @@ class ToolResult:
 
     output: Any
     is_error: bool
-
-
-def input_errors(schema: dict, tool_input: Any) -> list[str]:
-    """Messages naming each place where the input does not match the tool's inputSchema."""
-    try:
-        validator = Draft202012Validator(schema)
-        errors = sorted(validator.iter_errors(tool_input), key=lambda e: list(e.absolute_path))
-    except SchemaError as exc:  # stored schemas are checked on save; defensive only
-        return [f"the tool's inputSchema is invalid: {exc.message}"]
-    messages = []
-    for err in errors[:5]:
-        where = ".".join(str(p) for p in err.absolute_path)
-        messages.append(f"{where}: {err.message}" if where else err.message)
-    return messages
 
 
 def query_items(values: dict[str, Any]) -> list[tuple[str, str]]:
@@ -62,9 +48,13 @@ def query_items(values: dict[str, Any]) -> list[tuple[str, str]]:
 
 def _parse_body(text: str) -> Any:
     try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
+        value = orjson.loads(text)
+        # Shown in the stream and stored as JSON: an output its encoder refuses (nested
+        # over 255 levels) stays text.
+        orjson.dumps(value)
+    except (orjson.JSONDecodeError, TypeError):
         return text
+    return value
 
 
 def _scrubbed(result: ToolResult, scrub: secret_service.Scrubber) -> ToolResult:
@@ -86,7 +76,8 @@ class ToolRunner:
         """Validate the input against the tool's inputSchema, then run the tool."""
         if not isinstance(tool_input, dict):
             return ToolResult("Invalid input: the input must be a JSON object", True)
-        problems = input_errors(tool.input_schema, tool_input)
+        # Bounded, but up to a fraction of a second on a big input: off the event loop.
+        problems = await asyncio.to_thread(validation_errors, tool.input_schema, tool_input)
         if problems:
             return ToolResult(f"Invalid input for tool {tool.name}: " + "; ".join(problems), True)
         if tool.execution_type == "mock":

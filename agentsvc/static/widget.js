@@ -577,7 +577,7 @@
     return !isNaN(d) && d.toISOString().slice(0, 10) === v;
   }
   function validateField(f, v) {
-    var req = rule(f, "required"), t = f.type, r;
+    var req = rule(f, "required"), t = f.type, r, re;
     if (empty(v)) return req && req.value ? req.message || "This field is required" : null;
     if (t === "file" || t === "image") {
       if (v.size > MAX_FILE_BYTES) return "The file is over 5 MB";
@@ -599,10 +599,54 @@
     if (t === "datetime" && (!DATETIME.test(v) || !validDate(v.slice(0, 10)))) return "Must be a date and time";
     if ((r = rule(f, "minLength")) && v.length < r.value) return r.message || "Must be at least " + r.value + " characters";
     if ((r = rule(f, "maxLength")) && v.length > r.value) return r.message || "Must be at most " + r.value + " characters";
-    if ((r = rule(f, "pattern"))) {
-      try { if (!new RegExp("^(?:" + r.value + ")$").test(v)) return r.message || "Does not have the expected format"; } catch (e) { /* the server checks */ }
+    if ((r = rule(f, "pattern")) && (re = simplePattern(r.value, v.length)) && !re.test(v)) {
+      return r.message || "Does not have the expected format";
     }
     return null;
+  }
+  // The browser's RegExp backtracks: `^(a+)+$` on 30 characters would freeze the page. A
+  // pattern is tried here only when its backtracking is provably small for this value (no
+  // quantified group, no backreference or lookaround, few choices); any other is left to
+  // the server, which checks every pattern in linear time and names the field on refusal.
+  var PATTERN_BUDGET = 1e6;
+  function patternChoices(src, n) {
+    var cost = 1, inClass = false, i, c, m;
+    for (i = 0; i < src.length; i++) {
+      c = src.charAt(i);
+      if (c === "\\") {
+        if (!inClass && /[1-9k]/.test(src.charAt(i + 1))) return Infinity;
+        i++;
+      } else if (inClass) {
+        if (c === "]") inClass = false;
+      } else if (c === "[") {
+        inClass = true;
+      } else if (c === "(") {
+        if (src.charAt(i + 1) !== "?") continue;
+        if (src.charAt(i + 2) === ":") { i += 2; continue; }
+        m = /^\(\?P?<[A-Za-z_][A-Za-z0-9_]*>/.exec(src.slice(i));
+        if (!m) return Infinity; // lookaround, inline flags: not simple
+        i += m[0].length - 1;
+      } else if (c === ")") {
+        if (/[*+?{]/.test(src.charAt(i + 1))) return Infinity;
+      } else if (c === "*" || c === "+") {
+        cost *= n + 1;
+        if (src.charAt(i + 1) === "?") i++;
+      } else if (c === "?") {
+        cost *= 2;
+      } else if (c === "|") {
+        cost *= 2;
+      } else if (c === "{" && (m = /^\{(\d+)(,(\d*))?\}/.exec(src.slice(i)))) {
+        if (m[2]) cost *= (m[3] === "" ? n : Math.min(+m[3] - +m[1], n)) + 1;
+        i += m[0].length - 1;
+        if (src.charAt(i + 1) === "?") i++;
+      }
+      if (cost > PATTERN_BUDGET) return Infinity;
+    }
+    return cost;
+  }
+  function simplePattern(src, n) {
+    if (typeof src !== "string" || src.length > 500 || patternChoices(src, n) > PATTERN_BUDGET) return null;
+    try { return new RegExp("^(?:" + src + ")$"); } catch (e) { return null; /* the server checks */ }
   }
   function readDataUrl(file) {
     return new Promise(function (resolve, reject) {

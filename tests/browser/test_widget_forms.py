@@ -381,3 +381,47 @@ def test_the_interface_form_example_stores_what_the_visitor_sends(page, stack):
     [sub] = eventually(lambda: _submissions(stack, agent_id))
     assert sub["status"] == "submitted" and sub["formData"] == {"phone": "+44 20 7946 0000"}
     assert sub["clientResult"] is None  # no handler ran, none was reported
+
+
+def test_catastrophic_pattern_does_not_hang_the_page(page, stack):
+    # `^(a+)+$` backtracks exponentially in the browser's RegExp: the widget leaves such a
+    # pattern to the server (RE2, linear), which refuses the value and names the field.
+    agent_id = stack.new_agent()
+    _form_tool(
+        stack,
+        agent_id,
+        "evil",
+        {
+            "title": "Evil",
+            "fields": [
+                {
+                    "name": "word",
+                    "label": "Word",
+                    "type": "text",
+                    "validation": {"pattern": {"value": "^(a+)+$", "message": "Only a's"}},
+                },
+                {
+                    "name": "code",
+                    "label": "Code",
+                    "type": "text",
+                    "validation": {"pattern": {"value": "[A-Z]{3}", "message": "Three capitals"}},
+                },
+            ],
+        },
+        formExecutionMode="webhook",
+        formWebhookUrl=stack.receiver_url + "/hooks/evil",
+    )
+    stack.embed({"agentId": agent_id})
+    load(page, stack)
+    page.evaluate("agentsvc.showForm('evil')")
+    form = page.get_by_role("form", name="Evil")
+    form.get_by_label("Word").fill("a" * 5000 + "!")
+    form.get_by_label("Code").fill("abc")
+    form.get_by_role("button", name="Submit").click()
+    # A simple pattern is still checked in the page.
+    expect(form.get_by_text("Three capitals")).to_be_visible(timeout=5000)
+    form.get_by_label("Code").fill("ABC")
+    form.get_by_role("button", name="Submit").click()
+    expect(form.get_by_text("formData.word: Only a's")).to_be_visible(timeout=5000)
+    assert page.evaluate("1 + 1") == 2  # the page still runs scripts
+    assert _submissions(stack, agent_id) == []

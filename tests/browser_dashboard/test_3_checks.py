@@ -25,6 +25,14 @@ SCHEMAS = [
     {"type": "array", "items": {"type": "string"}},
     {"type": "object", "properties": []},
     ["not", "an", "object"],
+    {
+        "type": "object",
+        "$defs": {"s": {"type": "string"}},
+        "properties": {"q": {"$ref": "#/$defs/s"}},
+    },
+    {"type": "object", "properties": {"q": {"$ref": "http://127.0.0.1:9/schema.json"}}},
+    {"type": "object", "properties": {"q": {"allOf": [{"$ref": "file:///etc/hostname"}]}}},
+    {"type": "object", "$id": "https://example.com/s"},
 ]
 FORM_SCHEMAS = [
     {"fields": [{"name": "email", "label": "E-mail", "type": "email"}]},
