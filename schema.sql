@@ -58,6 +58,7 @@ CREATE TABLE agents (
     identity_secret TEXT,                   -- widget identity signing (encrypted), optional
     created_at      TEXT NOT NULL,
     updated_at      TEXT NOT NULL,
+    language        TEXT NOT NULL DEFAULT 'english', -- Snowball language of its word forms (migration 2)
     UNIQUE (team_id, slug)
 );
 CREATE INDEX agents_team_created ON agents(team_id, created_at);
@@ -138,14 +139,15 @@ CREATE INDEX invitations_team ON invitations(team_id, created_at);
 CREATE INDEX invitations_pending ON invitations(status, expires_at);
 
 -- Mail that could not go through SMTP (none configured, or the server failed): kept so the
--- links it carries still reach a self-hoster.
+-- links it carries still reach a self-hoster. The body may hold a live magic-link or
+-- invitation token, so it is sealed (AES-GCM, context mail:<id>); '' when it was removed.
 CREATE TABLE mail_outbox (
-    id         TEXT PRIMARY KEY,
-    to_address TEXT NOT NULL,
-    subject    TEXT NOT NULL,
-    body       TEXT NOT NULL,
-    reason     TEXT NOT NULL,                 -- "no SMTP configured" or the SMTP error
-    created_at TEXT NOT NULL
+    id          TEXT PRIMARY KEY,
+    to_address  TEXT NOT NULL,
+    subject     TEXT NOT NULL,
+    sealed_body TEXT NOT NULL,
+    reason      TEXT NOT NULL,                -- "no SMTP configured" or the SMTP error
+    created_at  TEXT NOT NULL
 );
 
 -- ── secrets ─────────────────────────────────────────────────────────────────────────────
@@ -172,7 +174,11 @@ CREATE TABLE conversations (
     user_email  TEXT,
     user_name   TEXT,
     created_at  TEXT NOT NULL,
-    updated_at  TEXT NOT NULL
+    updated_at  TEXT NOT NULL,
+    -- how the user was vouched for: 'userToken' (a signed JWT: every field), 'userHash'
+    -- (the id only; e-mail and name as declared), 'apiKey' (the team's own call), or NULL
+    -- (declared, unchecked). Last, where migration 4 added it.
+    user_verified_by TEXT CHECK (user_verified_by IN ('userToken', 'userHash', 'apiKey'))
 );
 CREATE INDEX conversations_agent_created ON conversations(agent_id, created_at);
 CREATE INDEX conversations_team ON conversations(team_id);
@@ -247,9 +253,14 @@ CREATE TABLE form_submissions (
     impression_at    TEXT,
     started_at       TEXT,
     created_at       TEXT NOT NULL,
-    updated_at       TEXT NOT NULL
+    updated_at       TEXT NOT NULL,
+    session_id       TEXT,                     -- the widget session that submitted it
+    files_bytes      INTEGER NOT NULL DEFAULT 0 -- size of its files (file quota)
 );
 CREATE INDEX form_submissions_team_created ON form_submissions(team_id, created_at);
+-- The file quota sums an agent's files (only rows with files).
+CREATE INDEX form_submissions_agent_files ON form_submissions(agent_id, files_bytes)
+    WHERE files_bytes > 0;
 CREATE INDEX form_submissions_tool ON form_submissions(tool_id, status);
 
 -- The outbox: one row per target (position 0 the primary webhook, 1.. the post actions),

@@ -9,6 +9,7 @@ from aiohttp import web
 
 from agentsvc import keys
 from agentsvc.api import all_endpoints
+from agentsvc.api.bodies import BodySlots
 from agentsvc.api.chat import chat_ctx, close_streams
 from agentsvc.api.documents import knowledge_body_mb
 from agentsvc.api.openapi import build_document
@@ -66,6 +67,7 @@ def create_app(settings: Settings) -> web.Application:
     app = web.Application(client_max_size=int(max_mb * 1024 * 1024))
     app[keys.settings_key] = settings
     app[keys.rate_buckets_key] = TokenBuckets()
+    app[keys.body_slots_key] = BodySlots(server.max_large_bodies, server.large_body_wait_seconds)
     app.cleanup_ctx.append(_database_ctx)
     app.cleanup_ctx.append(scheduler_ctx)
     app.cleanup_ctx.append(_tools_ctx)

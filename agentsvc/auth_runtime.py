@@ -35,7 +35,7 @@ async def prune_sessions_job(app: web.Application) -> None:
 async def auth_ctx(app: web.Application) -> AsyncIterator[None]:
     """cleanup_ctx (after the database and the scheduler): mailer, OAuth client, jobs."""
     settings = app[keys.settings_key]
-    mailer = Mailer(settings.smtp, app[keys.db_key])
+    mailer = Mailer(settings.smtp, app[keys.db_key], app[keys.secret_box_key])
     app[keys.mailer_key] = mailer
     # Redirects are not followed: a token endpoint that redirects is misconfigured.
     http = aiohttp.ClientSession(timeout=oauth.HTTP_TIMEOUT)

@@ -1,4 +1,5 @@
-"""The `agentsvc` command: serve, apikey create, user create, team set-plan, backup, migrate."""
+"""The `agentsvc` command: serve, apikey create, user create and set-password, login-link,
+team set-plan, backup, migrate."""
 
 from __future__ import annotations
 
@@ -8,14 +9,32 @@ import gc
 import logging
 import os
 import signal
+import socket
 import sys
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, NoReturn
 
 from aiohttp import web
 
-from agentsvc.config import ConfigError, Settings, load_settings
+from agentsvc.cli_input import (
+    UsageError,
+    checked,
+    checked_plan,
+    forget_running,
+    read_password,
+    record_running,
+    running_public_url,
+)
+from agentsvc.config import (
+    WILDCARD_HOSTS,
+    ConfigError,
+    Settings,
+    listener_url,
+    load_settings,
+)
 from agentsvc.db import Database
+from agentsvc.errors import ValidationFailed
+from agentsvc.passwords import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH
 
 log = logging.getLogger("agentsvc")
 
@@ -37,27 +56,88 @@ async def _serve(settings: Settings) -> None:
     from agentsvc.api.server import make_runner
     from agentsvc.app import create_app
 
+    sock = None
+    if settings.server.port == 0:
+        # The port must be known before the app is built: a derived public_url names it.
+        sock = _bind_any_port(settings.server.host)
+        port = sock.getsockname()[1]
+        settings = settings.model_copy(update={"server": settings.server.listening_on(port)})
     app = create_app(settings)
     runner = make_runner(app, settings)
     await runner.setup()
-    site = web.TCPSite(runner, settings.server.host, settings.server.port)
+    if sock is not None:
+        site: web.BaseSite = web.SockSite(runner, sock)
+    else:
+        site = web.TCPSite(runner, settings.server.host, settings.server.port)
     try:
         await site.start()
     except OSError as exc:
         await runner.cleanup()
         where = f"{settings.server.host}:{settings.server.port}"
         raise CommandError(f"cannot listen on {where}: {exc}") from exc
-    host, port = site._server.sockets[0].getsockname()[:2]  # noqa: SLF001 (real port if 0)
+    host, port = site._server.sockets[0].getsockname()[:2]  # noqa: SLF001
     _tune_collector()
-    log.info("agentsvc listening on http://%s:%s (data: %s)", host, port, settings.db_path)
+    _log_addresses(settings, host, port)
+    try:
+        running = record_running(settings.server.data_dir, settings.server.public_url)
+    except OSError as exc:  # only `login-link` needs it, and it falls back to the settings
+        log.warning("cannot note the public URL in the data directory: %s", exc)
+        running = None
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
     log.info("agentsvc stopping")
+    if running is not None:
+        forget_running(running)
     await runner.cleanup()
     log.info("agentsvc stopped")
+
+
+def _bind_any_port(host: str) -> socket.socket:
+    """A listening socket on a free port of `host` (what `--port 0` asks for)."""
+    try:
+        family, _, _, _, address = socket.getaddrinfo(
+            host or None, 0, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        return socket.create_server(address, family=family)
+    except OSError as exc:
+        raise CommandError(f"cannot listen on {host}:0: {exc}") from exc
+
+
+def _log_addresses(settings: Settings, host: str, port: int) -> None:
+    """Name the listener and the public URL, and warn when they cannot both be right."""
+    from agentsvc.services.trust import loopback_port_mismatch
+
+    server = settings.server
+    shown = f"[{host}]" if ":" in host else host
+    log.info(
+        "agentsvc listening on http://%s:%s (public URL %s; data: %s)",
+        shown,
+        port,
+        server.public_url,
+        settings.db_path,
+    )
+    if server.public_url_derived and server.host in WILDCARD_HOSTS:
+        log.info(
+            "public URL %s is derived from the listener on every interface; set [server]"
+            " public_url (AGENTSVC_SERVER_PUBLIC_URL) to the address others browse to",
+            server.public_url,
+        )
+    other = loopback_port_mismatch(server.public_url, port)
+    if other is not None and not server.public_url_derived:
+        log.warning(
+            "[server] public_url %s is on port %s but agentsvc listens on port %s: a"
+            " browser at %s is refused (403, untrusted origin) and e-mailed links"
+            " lead to port %s; set public_url to the address you browse to, or leave it"
+            " empty to derive it from the listener",
+            server.public_url,
+            other,
+            port,
+            listener_url(server.host, port),
+            other,
+        )
 
 
 def _tune_collector() -> None:
@@ -104,40 +184,57 @@ def cmd_serve(args: argparse.Namespace) -> None:
 
 def cmd_apikey_create(args: argparse.Namespace) -> None:
     from agentsvc.services import accounts
+    from agentsvc.services.sessions import normalise_email
 
+    options = checked(email=args.email, name=args.name, key_name=args.key_name)
     settings = _settings(args)
 
     async def create(db: Database) -> str:
         user, team = await accounts.ensure_user_with_team(
-            db, email=args.email, name=args.name or "", plan=settings.plans.default
+            db,
+            email=normalise_email(options.email or ""),
+            name=(options.name or "").strip(),
+            plan=settings.plans.default,
         )
         async with db.write() as conn:
             created = await accounts.create_api_key(
-                conn, team_id=team.id, user_id=user.id, name=args.key_name or "cli"
+                conn, team_id=team.id, user_id=user.id, name=options.key_name or "cli"
             )
         return created.key
 
     print(_run(lambda: _with_db(settings, create)))
 
 
+def _new_password(args: argparse.Namespace) -> str:
+    from agentsvc.passwords import hash_password
+
+    if getattr(args, "password", None) is not None:
+        if args.password_stdin:
+            raise UsageError("give --password or --password-stdin, not both")
+        password = checked(password=args.password).password or ""
+    else:
+        password = read_password(args.password_stdin)
+    return hash_password(password)
+
+
 def cmd_user_create(args: argparse.Namespace) -> None:
-    from agentsvc.passwords import MIN_PASSWORD_LENGTH, hash_password
     from agentsvc.services import accounts
+    from agentsvc.services.sessions import normalise_email
     from agentsvc.store import accounts as accounts_store
 
+    options = checked(email=args.email, name=args.name)
+    email = normalise_email(options.email or "")
     settings = _settings(args)
-    if len(args.password) < MIN_PASSWORD_LENGTH:
-        raise CommandError(f"password must be at least {MIN_PASSWORD_LENGTH} characters")
-    password_hash = hash_password(args.password)
+    password_hash = _new_password(args)
 
     async def create(db: Database) -> str:
         async with db.write() as conn:
-            if await accounts_store.get_user_by_email(conn, args.email):
-                raise CommandError(f"a user with e-mail {args.email} already exists")
+            if await accounts_store.get_user_by_email(conn, email):
+                raise CommandError(f"a user with e-mail {email} already exists")
             user, _ = await accounts.create_user_with_team(
                 conn,
-                email=args.email,
-                name=args.name or "",
+                email=email,
+                name=(options.name or "").strip(),
                 password_hash=password_hash,
                 plan=settings.plans.default,
             )
@@ -146,23 +243,68 @@ def cmd_user_create(args: argparse.Namespace) -> None:
     print(_run(lambda: _with_db(settings, create)))
 
 
+def cmd_user_set_password(args: argparse.Namespace) -> None:
+    from agentsvc.services import accounts
+    from agentsvc.services.sessions import normalise_email
+
+    email = normalise_email(checked(email=args.email).email or "")
+    settings = _settings(args)
+    password_hash = _new_password(args)
+
+    async def set_password(db: Database) -> None:
+        try:
+            await accounts.set_password(db, email=email, password_hash=password_hash)
+        except LookupError as exc:
+            raise CommandError(f"{exc}; create it with `agentsvc user create`") from exc
+
+    _run(lambda: _with_db(settings, set_password))
+    print(f"{email}: password set")
+
+
+def cmd_login_link(args: argparse.Namespace) -> None:
+    from agentsvc.services import sessions
+    from agentsvc.store import accounts as accounts_store
+
+    options = checked(email=args.email, callback=args.callback)
+    email = sessions.normalise_email(options.email or "")
+    settings = _settings(args)
+    running = running_public_url(settings.server.data_dir)
+    if settings.server.public_url_derived and running:
+        # The link must reach the server that runs now, on whatever port it was given.
+        server = settings.server.model_copy(update={"public_url": running})
+        settings = settings.model_copy(update={"server": server})
+
+    async def create(db: Database) -> str:
+        user = await accounts_store.get_user_by_email(db.reader, email)
+        if user is None:
+            raise CommandError(
+                f"no user with e-mail {email}; create one with `agentsvc apikey create`"
+                " or `agentsvc user create`"
+            )
+        try:
+            return await sessions.create_magic_link(db, settings, user, options.callback or "/")
+        except ValidationFailed as exc:
+            raise UsageError(f"--callback: {exc.message.partition(': ')[2]}") from exc
+
+    print(_run(lambda: _with_db(settings, create)))
+
+
 def cmd_team_set_plan(args: argparse.Namespace) -> None:
     from agentsvc.services import accounts
+    from agentsvc.services.sessions import normalise_email
 
+    email = normalise_email(checked(email=args.email).email or "")
     settings = _settings(args)
-    if args.plan not in settings.plans.plans:
-        raise CommandError(
-            f"unknown plan {args.plan!r}; plans: {', '.join(sorted(settings.plans.plans))}"
-        )
+    plan = checked_plan(args.plan, settings.plans.plans)
 
     async def set_plan(db: Database) -> None:
         try:
-            await accounts.set_team_plan(db, email=args.email, plan=args.plan)
+            await accounts.set_team_plan(db, email=email, plan=plan)
         except LookupError as exc:
             raise CommandError(str(exc)) from exc
 
     _run(lambda: _with_db(settings, set_plan))
-    print(f"{args.email}: plan {args.plan}")
+    print(f"{email}: plan {plan}")
 
 
 def cmd_backup(args: argparse.Namespace) -> None:
@@ -200,60 +342,172 @@ def cmd_migrate(args: argparse.Namespace) -> None:
     print(f"{settings.db_path}: schema version {schema_version()}")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with usage errors as one line on stderr (exit status 2)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # `--password` must not be taken for `--password-stdin`, nor any prefix for an option.
+        super().__init__(*args, **{**kwargs, "allow_abbrev": False})
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"agentsvc: {self.prog.removeprefix('agentsvc ')}: {message} (see --help)\n")
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"must be a whole number from 0 to 65535, got {text!r}")
+    return port
+
+
 def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", help="TOML configuration file (or AGENTSVC_CONFIG)")
-    parser.add_argument("--data-dir", dest="data_dir", help="data directory (default ./data)")
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        help="TOML configuration file (default: $AGENTSVC_CONFIG, else none: built-in defaults)",
+    )
+    parser.add_argument(
+        "--data-dir",
+        dest="data_dir",
+        metavar="DIR",
+        help="data directory (default: [server] data_dir, $AGENTSVC_SERVER_DATA_DIR, ./data)",
+    )
+
+
+def _email(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--email", required=True, metavar="E", help=f"{what} (required; compared ignoring case)"
+    )
+
+
+def _password_input(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--password-stdin",
+        dest="password_stdin",
+        action="store_true",
+        help="read the password from the first line of stdin (for scripts); default: ask"
+        f" twice on the terminal. At least {MIN_PASSWORD_LENGTH}, at most"
+        f" {MAX_PASSWORD_LENGTH} characters",
+    )
+
+
+def _add(commands: Any, name: str, func: Callable[..., None], help: str) -> _Parser:
+    parser = commands.add_parser(name, help=help, description=help)
+    _common(parser)
+    parser.set_defaults(func=func)
+    return parser
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="agentsvc", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True)
+    """The `agentsvc` parser: every option of every command is listed by its --help."""
+    parser = _Parser(prog="agentsvc", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    serve = commands.add_parser("serve", help="run the service in the foreground")
-    _common(serve)
-    serve.add_argument("--host")
-    serve.add_argument("--port", type=int)
-    serve.set_defaults(func=cmd_serve)
+    serve = _add(commands, "serve", cmd_serve, "run the service in the foreground")
+    serve.add_argument(
+        "--host",
+        metavar="H",
+        help="address to listen on (default: [server] host, $AGENTSVC_SERVER_HOST, 127.0.0.1;"
+        " 0.0.0.0 or :: for every interface)",
+    )
+    serve.add_argument(
+        "--port",
+        type=_port,
+        metavar="P",
+        help="port to listen on, 0-65535, 0 picks a free one (default: [server] port,"
+        " $AGENTSVC_SERVER_PORT, 8080). Without [server] public_url, links and the"
+        " trusted origin are http://H:P",
+    )
 
     apikey = commands.add_parser("apikey", help="manage API keys").add_subparsers(
-        dest="subcommand", required=True
+        dest="subcommand", required=True, metavar="SUBCOMMAND"
     )
-    create_key = apikey.add_parser("create", help="create a key; prints it alone on stdout")
-    _common(create_key)
-    create_key.add_argument("--email", required=True)
-    create_key.add_argument("--name", help="the user's name when the user is created")
-    create_key.add_argument("--key-name", dest="key_name", help="a label for the key")
-    create_key.set_defaults(func=cmd_apikey_create)
+    create_key = _add(
+        apikey,
+        "create",
+        cmd_apikey_create,
+        "create the user and their own team when missing, then an API key; prints the key"
+        " alone on stdout (safe while a server runs)",
+    )
+    _email(create_key, "the user's e-mail address")
+    create_key.add_argument(
+        "--name", metavar="N", help="the user's name, when the user is created (default: none)"
+    )
+    create_key.add_argument(
+        "--key-name",
+        dest="key_name",
+        metavar="L",
+        help="a label for the key, up to 200 characters (default: cli)",
+    )
 
     user = commands.add_parser("user", help="manage users").add_subparsers(
-        dest="subcommand", required=True
+        dest="subcommand", required=True, metavar="SUBCOMMAND"
     )
-    create_user = user.add_parser("create", help="create a user with a password")
-    _common(create_user)
-    create_user.add_argument("--email", required=True)
-    create_user.add_argument("--password", required=True)
-    create_user.add_argument("--name")
-    create_user.set_defaults(func=cmd_user_create)
+    create_user = _add(
+        user,
+        "create",
+        cmd_user_create,
+        "create a user (with their own team) who signs in with a password",
+    )
+    _email(create_user, "the new user's e-mail address")
+    create_user.add_argument("--name", metavar="N", help="the user's name (default: none)")
+    create_user.add_argument(
+        "--password",
+        metavar="P",
+        help="the password on the command line (visible to other local users; prefer the"
+        " prompt or --password-stdin)",
+    )
+    _password_input(create_user)
+    set_password = _add(
+        user,
+        "set-password",
+        cmd_user_set_password,
+        "set or replace the password of an existing user (safe while a server runs)",
+    )
+    _email(set_password, "the user's e-mail address")
+    _password_input(set_password)
+
+    login_link = _add(
+        commands,
+        "login-link",
+        cmd_login_link,
+        "print a one-time dashboard sign-in link for an existing user (works once, within"
+        " [auth] magic_link_ttl_seconds; safe while a server runs)",
+    )
+    _email(login_link, "the user's e-mail address")
+    login_link.add_argument(
+        "--callback",
+        metavar="URL",
+        default="/",
+        help="where the link lands once signed in: a path, or an address on a trusted origin"
+        " (default: /, the dashboard)",
+    )
 
     team = commands.add_parser("team", help="manage teams").add_subparsers(
-        dest="subcommand", required=True
+        dest="subcommand", required=True, metavar="SUBCOMMAND"
     )
-    set_plan = team.add_parser("set-plan", help="set the plan of the team a user owns")
-    _common(set_plan)
-    set_plan.add_argument("--email", required=True)
-    set_plan.add_argument("--plan", required=True)
-    set_plan.set_defaults(func=cmd_team_set_plan)
-
-    backup = commands.add_parser(
-        "backup", help="write a consistent copy of the database to PATH (safe while serving)"
+    set_plan = _add(team, "set-plan", cmd_team_set_plan, "set the plan of the team a user owns")
+    _email(set_plan, "the owner's e-mail address")
+    set_plan.add_argument(
+        "--plan",
+        required=True,
+        metavar="PLAN",
+        help="a plan of the configuration (required): free, starter, growth, pro, or a"
+        " [plans.NAME] table",
     )
-    _common(backup)
-    backup.add_argument("path")
-    backup.set_defaults(func=cmd_backup)
 
-    migrate = commands.add_parser("migrate", help="create or upgrade the database schema")
-    _common(migrate)
-    migrate.set_defaults(func=cmd_migrate)
+    backup = _add(
+        commands,
+        "backup",
+        cmd_backup,
+        "write a consistent copy of the database to PATH (safe while serving)",
+    )
+    backup.add_argument("path", metavar="PATH", help="a new file (it must not exist)")
+
+    _add(commands, "migrate", cmd_migrate, "create or upgrade the database schema")
     return parser
 
 
@@ -267,6 +521,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         args.func(args)
+    except UsageError as exc:
+        print(f"agentsvc: {exc}", file=sys.stderr)
+        return 2
     except (ConfigError, CommandError) as exc:
         print(f"agentsvc: {exc}", file=sys.stderr)
         return 1

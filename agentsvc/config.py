@@ -9,8 +9,17 @@ import tomllib
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 
 class ConfigError(Exception):
@@ -21,17 +30,55 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+# A listener on every interface is reached, from the machine itself, at these names.
+WILDCARD_HOSTS = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "localhost"}  # noqa: S104
+
+
+def listener_url(host: str, port: int) -> str:
+    """The address a browser on this machine uses to reach a listener on host:port."""
+    name = WILDCARD_HOSTS.get(host, host)
+    if ":" in name:
+        name = f"[{name}]"  # an IPv6 literal
+    return f"http://{name}" if port == 80 else f"http://{name}:{port}"
+
+
 class ServerSettings(_Section):
     host: str = "127.0.0.1"
     port: int = Field(8080, ge=0, le=65535)
-    public_url: str = "http://127.0.0.1:8080"
+    public_url: str = ""  # empty: derived from host and port (see listener_url)
     data_dir: Path = Path("./data")
     max_body_mb: float = Field(2, gt=0)
     submit_max_body_mb: float = Field(25, gt=0)
+    max_large_bodies: int = Field(2, ge=1)
+    large_body_wait_seconds: float = Field(10, ge=0)
+    large_body_read_seconds: float = Field(120, gt=0)
     secret_key: str = ""
     cpu_affinity: list[int] = Field(default_factory=list)
     access_log: bool = False
     metrics: bool = True
+    _public_url_derived: bool = PrivateAttr(False)
+
+    @model_validator(mode="after")
+    def _derive_public_url(self) -> ServerSettings:
+        # Links and trusted origins follow the listener unless an address is configured,
+        # so `serve --port 18100` works without also setting public_url.
+        if not self.public_url:
+            object.__setattr__(self, "public_url", listener_url(self.host, self.port))
+            self._public_url_derived = True
+        return self
+
+    @property
+    def public_url_derived(self) -> bool:
+        """True when public_url was not configured but derived from host and port."""
+        return self._public_url_derived
+
+    def listening_on(self, port: int) -> ServerSettings:
+        """These settings with the port actually bound (port 0 picks one at start-up)."""
+        data = self.model_dump()
+        data["port"] = port
+        if self.public_url_derived:
+            data["public_url"] = ""
+        return ServerSettings.model_validate(data)
 
 
 class ModelSettings(_Section):
@@ -46,6 +93,18 @@ class ProviderSettings(_Section):
     max_retries: int = Field(2, ge=0, le=10)
     timeout_seconds: float = Field(120, gt=0)
     max_tokens: int = Field(4096, gt=0)
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_base(cls, value: str) -> str:
+        # Paths are appended to it (`/chat/completions`, `/v1/messages`): a query or a
+        # fragment would swallow them.
+        parts = urlsplit(value.strip())
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError("must be an http or https URL, such as https://api.openai.com/v1")
+        if parts.query or parts.fragment:
+            raise ValueError("must not have a query (?...) or fragment (#...)")
+        return value.strip()
 
 
 class OutboundSettings(_Section):
@@ -154,6 +213,10 @@ class ChatSettings(_Section):
     max_public_streams_per_ip: int = Field(10, gt=0)
 
 
+class FormSettings(_Section):
+    file_quota_mb_per_agent: float = Field(1024, ge=0)
+
+
 class KnowledgeSettings(_Section):
     max_document_mb: float = Field(10, gt=0)
     top_k: int = Field(4, ge=1, le=20)
@@ -176,6 +239,7 @@ class Settings(_Section):
     plans: PlanSettings = PlanSettings()
     ratelimit: RateLimitSettings = RateLimitSettings()
     chat: ChatSettings = ChatSettings()
+    forms: FormSettings = FormSettings()
     knowledge: KnowledgeSettings = KnowledgeSettings()
 
     @property

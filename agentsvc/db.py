@@ -22,6 +22,7 @@ from typing import TypeVar
 
 import aiosqlite
 
+from agentsvc.datadir import ensure_private_db_files
 from agentsvc.migrations import MIGRATIONS
 
 log = logging.getLogger("agentsvc.db")
@@ -90,7 +91,7 @@ class Database:
 
     async def open(self) -> None:
         """Open the connections, creating and migrating the database as needed."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        ensure_private_db_files(self.path)
         self._writer = await _connect(self.path)
         # Fetched to the end: a pragma's statement left holding its result row counts as a
         # write in progress, and SQLite then refuses savepoints on this connection.

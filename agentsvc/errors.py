@@ -89,6 +89,21 @@ class PayloadTooLarge(ApiError):
     default_message = "Request body too large"
 
 
+class FileQuotaExceeded(ApiError):
+    status = 413
+    code = "FILE_QUOTA_EXCEEDED"
+
+
+class RequestTimeout(ApiError):
+    status = 408
+    code = "REQUEST_TIMEOUT"
+
+
+class ServerBusy(ApiError):
+    status = 503
+    code = "SERVER_BUSY"
+
+
 class UnsupportedMediaType(ApiError):
     status = 415
     code = "UNSUPPORTED_MEDIA_TYPE"
@@ -126,10 +141,13 @@ ERROR_CLASSES: tuple[type[ApiError], ...] = (
     MethodNotAllowed,
     Conflict,
     PayloadTooLarge,
+    FileQuotaExceeded,
+    RequestTimeout,
     UnsupportedMediaType,
     HeadersTooLarge,
     RateLimited,
     InternalError,
+    ServerBusy,
 )
 
 

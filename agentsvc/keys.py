@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from aiohttp.abc import AbstractResolver
     from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
+    from agentsvc.api.bodies import BodySlots
     from agentsvc.api.chat import OpenStreams
     from agentsvc.api.state import RequestState
     from agentsvc.config import Settings
@@ -33,6 +34,7 @@ db_key: web.AppKey[Database] = web.AppKey("db")
 key_resolver_key: web.AppKey[KeyResolver] = web.AppKey("key_resolver")
 agent_cache_key: web.AppKey[AgentCache] = web.AppKey("agent_cache")
 rate_buckets_key: web.AppKey[TokenBuckets] = web.AppKey("rate_buckets")
+body_slots_key: web.AppKey[BodySlots] = web.AppKey("body_slots")
 scheduler_key: web.AppKey[AsyncIOScheduler] = web.AppKey("scheduler")
 event_writer_key: web.AppKey[EventWriter] = web.AppKey("event_writer")
 secret_box_key: web.AppKey[SecretBox] = web.AppKey("secret_box")

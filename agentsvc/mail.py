@@ -1,10 +1,16 @@
-"""Outgoing e-mail: SMTP through aiosmtplib, or the log and the outbox table without it."""
+"""Outgoing e-mail: SMTP through aiosmtplib, or the log and the outbox table without it.
+
+A message body may carry a live magic-link or invitation token, so the outbox keeps it
+sealed with the instance's secret box (AES-256-GCM, context `mail:<id>`): the database
+alone (a backup, a copied file, SQL access) never holds a link in clear.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from email.message import EmailMessage
 from email.utils import formatdate, make_msgid
 
@@ -15,6 +21,7 @@ from agentsvc import keys
 from agentsvc.config import SmtpSettings
 from agentsvc.db import Database
 from agentsvc.ids import new_id, now_iso
+from agentsvc.secretbox import SecretBox, SecretBoxError
 from agentsvc.store import mail_outbox
 from agentsvc.store.mail_outbox import OutboxMessage
 
@@ -22,6 +29,11 @@ log = logging.getLogger("agentsvc.mail")
 
 SMTP_TIMEOUT_SECONDS = 30
 NO_SMTP = "no SMTP configured"
+UNREADABLE = "(this message cannot be decrypted with the current secret key)"
+
+
+def _context(mail_id: str) -> str:
+    return f"mail:{mail_id}"
 
 
 class UnsafeHeader(ValueError):
@@ -41,9 +53,10 @@ def check_header(name: str, value: str) -> str:
 class Mailer:
     """Sends plain-text mail; without `[smtp] host` logs it and keeps it in the outbox."""
 
-    def __init__(self, smtp: SmtpSettings, db: Database):
+    def __init__(self, smtp: SmtpSettings, db: Database, box: SecretBox):
         self._smtp = smtp
         self._db = db
+        self._box = box
         self._tasks: set[asyncio.Task] = set()
 
     def _message(self, to: str, subject: str, text: str) -> EmailMessage:
@@ -93,9 +106,24 @@ class Mailer:
             await self._keep(to, subject, text, f"SMTP error: {exc}"[:500])
 
     async def _keep(self, to: str, subject: str, text: str, reason: str) -> None:
-        message = OutboxMessage(new_id("mail"), to, subject, text, reason, now_iso())
+        mail_id = new_id("mail")
+        sealed = self._box.seal(text, _context(mail_id))
+        message = OutboxMessage(mail_id, to, subject, sealed, reason, now_iso())
         async with self._db.write() as conn:
             await mail_outbox.insert(conn, message)
+
+    async def kept(self, to: str | None = None, limit: int = 100) -> list[OutboxMessage]:
+        """The outbox's messages, newest first, with their bodies opened."""
+        rows = await mail_outbox.list_recent(self._db.reader, to, limit)
+        return [replace(row, body=self._open(row)) for row in rows]
+
+    def _open(self, row: OutboxMessage) -> str:
+        if not row.body:
+            return ""  # kept before bodies were sealed: removed at the upgrade
+        try:
+            return self._box.open(row.body, _context(row.id))
+        except SecretBoxError:
+            return UNREADABLE
 
     async def drain(self, within: float = 10.0) -> None:
         """Wait up to `within` seconds for background sends to finish (shutdown, tests)."""
@@ -111,7 +139,7 @@ class Mailer:
 
 async def mailer_ctx(app: web.Application) -> AsyncIterator[None]:
     """cleanup_ctx: the app's Mailer (after the database opens; closed before it closes)."""
-    mailer = Mailer(app[keys.settings_key].smtp, app[keys.db_key])
+    mailer = Mailer(app[keys.settings_key].smtp, app[keys.db_key], app[keys.secret_box_key])
     app[keys.mailer_key] = mailer
     yield
     await mailer.close()

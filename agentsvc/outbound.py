@@ -138,6 +138,23 @@ def literal_address(host: str) -> IPAddress | None:
     return None
 
 
+def private_host(host: str) -> str | None:
+    """How a host is shown when it can only be private (a non-public IP or `localhost`), or None.
+
+    Used when an address is saved; a name is not resolved then (it is checked on every
+    connection), so only literals and the reserved `localhost` names are known to be private.
+    """
+    bare = host.strip("[]").rstrip(".").lower()
+    if bare == "localhost" or bare.endswith(".localhost"):
+        return bare
+    addr = literal_address(bare)
+    if addr is None or forbidden_reason(addr) is None:
+        return None
+    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
+        return f"{bare}, that is {addr.ipv4_mapped}"
+    return bare if str(addr) == bare.split("%", 1)[0] else f"{bare}, that is {addr}"
+
+
 class GuardedResolver(AbstractResolver):
     """Resolve with an inner resolver and refuse the host if any address is not public."""
 
@@ -264,7 +281,8 @@ class OutboundClient:
         assert self._session is not None, "outbound client is not open"
         target = check_url(url, allow_private=self.allow_private)
         if params:
-            target = target.update_query(params)
+            # Appended, never replacing: a query item the URL fixes is not overridden.
+            target = target.extend_query(params)
         sent_headers = check_headers(headers)
         cap = self.max_response_bytes if max_response_bytes is None else max_response_bytes
         req_timeout = (

@@ -17,6 +17,8 @@ from pathlib import Path
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+from agentsvc.datadir import ensure_private_dir
+
 KEY_FILE_NAME = "secret.key"
 _VERSION = "v1"
 _NONCE_BYTES = 12
@@ -34,7 +36,7 @@ def _key_from_text(text: str) -> bytes:
 def load_or_create_key(data_dir: Path) -> bytes:
     """Return the key stored in data_dir, creating it (0600) on first use."""
     path = data_dir / KEY_FILE_NAME
-    data_dir.mkdir(parents=True, exist_ok=True)
+    ensure_private_dir(data_dir)
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:

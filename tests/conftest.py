@@ -14,11 +14,15 @@ from agentsvc.app import create_app
 from agentsvc.config import Settings, load_settings
 from agentsvc.services import accounts
 
+PUBLIC_ORIGIN = "http://127.0.0.1:8080"  # the public_url derived from the default listener
+
 
 def make_settings(tmp_path: Path, **sections: dict[str, Any]) -> Settings:
     """Settings for a test: data in tmp_path, outbound to loopback allowed, plus overrides."""
     overrides: dict[str, Any] = {
-        "server": {"data_dir": str(tmp_path / "data"), "port": 0},
+        # Port 0 is never listened on here (the test server picks its own); links and the
+        # trusted origin stay at the default listener's address.
+        "server": {"data_dir": str(tmp_path / "data"), "port": 0, "public_url": PUBLIC_ORIGIN},
         "outbound": {"allow_private": True},
     }
     for name, values in sections.items():
@@ -95,14 +99,12 @@ async def smtp_server():
 
 
 async def outbox(client: TestClient, to: str | None = None) -> list:
-    """Messages kept in the outbox table (no SMTP configured), newest first."""
-    from agentsvc.store import mail_outbox
+    """Messages kept in the outbox table (no SMTP configured), newest first, bodies opened."""
+    mailer = client.app[keys.mailer_key]
+    await mailer.drain()
+    return await mailer.kept(to)
 
-    await client.app[keys.mailer_key].drain()
-    return await mail_outbox.list_recent(client.app[keys.db_key].reader, to)
 
-
-PUBLIC_ORIGIN = "http://127.0.0.1:8080"  # the default [server] public_url
 SESSION_COOKIE = "agentsvc_session"
 PASSWORD = "correct horse battery"  # noqa: S105 (a test password)
 

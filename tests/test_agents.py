@@ -26,7 +26,17 @@ async def test_create_returns_interface_shape(client, auth):
     body = await resp.json()
     assert body["error"] is None
     agent = body["data"]
-    assert set(agent) == {"id", "name", "slug", "model", "temperature", "systemPrompt", "createdAt"}
+    assert set(agent) == {
+        "id",
+        "name",
+        "slug",
+        "model",
+        "temperature",
+        "systemPrompt",
+        "language",
+        "createdAt",
+    }
+    assert agent["language"] == "english"
     assert agent["id"].startswith("agt_") and len(agent["id"]) > 20
     assert agent["slug"] == "support-bot"
     assert agent["model"] == "builtin"
@@ -51,6 +61,7 @@ async def test_list_and_get_shapes(client, auth):
         "model",
         "temperature",
         "systemPrompt",
+        "language",
         "createdAt",
         "updatedAt",
     }
@@ -190,3 +201,59 @@ async def test_reads_after_changes_are_never_stale(client, auth):
     await assert_error(await client.get(url, headers=other), 404, "NOT_FOUND")  # cached, still
     await client.delete(url, headers=auth)
     await assert_error(await client.get(url, headers=auth), 404, "NOT_FOUND")
+
+
+async def test_language_is_validated_and_kept(client, auth):
+    agent = await create(client, auth, language="french")
+    assert agent["language"] == "french"
+    url = f"/api/v1/agents/{agent['id']}"
+    for bad in ("klingon", "English", "porter", 5, None, "x" * 10_000):
+        resp = await client.patch(url, json={"language": bad}, headers=auth)
+        await assert_error(resp, 400, "VALIDATION_ERROR", "language")
+    resp = await client.post(
+        "/api/v1/agents", json={"name": "X", "language": "latin"}, headers=auth
+    )
+    error = await assert_error(resp, 400, "VALIDATION_ERROR", "language: Input should be")
+    assert "'german'" in error["message"]
+    resp = await client.patch(url, json={"language": "german"}, headers=auth)
+    assert (await resp.json())["data"]["language"] == "german"
+    resp = await client.get(url, headers=auth)
+    assert (await resp.json())["data"]["language"] == "german"
+
+
+async def test_openapi_lists_the_languages(client):
+    doc = await (await client.get("/api/v1/openapi.json")).json()
+    text = str(doc)
+    for schema in ("AgentCreate", "AgentPatch", "AgentOut"):
+        assert schema in doc["components"]["schemas"], schema
+    assert "'german'" in text and "'english'" in text and "'porter'" not in text
+
+
+async def test_a_database_from_before_the_language_column_is_migrated(tmp_path):
+    """Version 1 (no `language`): opening migrates it; its agents read as English."""
+    import sqlite3
+
+    from agentsvc.db import Database, schema_version
+    from tests.old_schemas import schema_at
+
+    path = tmp_path / "old.db"
+    old = sqlite3.connect(path)
+    old.executescript(schema_at(1))
+    assert "language" not in [r[1] for r in old.execute("PRAGMA table_info(agents)")]
+    # Foreign keys are off on this plain connection: no user is needed for the team.
+    old.execute("INSERT INTO teams VALUES ('team_1', 'T', 'usr_1', 'pro', 'now', 'now')")
+    old.execute(
+        "INSERT INTO agents (id, team_id, name, slug, model, temperature, created_at, "
+        "updated_at) VALUES ('agt_1', 'team_1', 'A', 'a', 'builtin', 70, 'now', 'now')"
+    )
+    old.commit()
+    old.close()
+    db = Database(path)
+    await db.open()
+    try:
+        rows = await db.reader.execute_fetchall("PRAGMA user_version")
+        assert rows[0][0] == schema_version() >= 2
+        rows = await db.reader.execute_fetchall("SELECT language FROM agents")
+        assert [r[0] for r in rows] == ["english"]
+    finally:
+        await db.close()

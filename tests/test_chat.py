@@ -206,7 +206,14 @@ async def test_public_continuation_is_bound_to_the_session(client, auth):
 
     conv = await get_conversation(client, auth, conv_id)
     assert conv["sessionId"] == "sess-1"
-    assert conv["user"] == {"id": "u-42", "email": "ann@example.com", "name": "Ann"}
+    # Public, and the agent has no identity secret: recorded as declared, nothing checked.
+    assert conv["user"] == {
+        "id": "u-42",
+        "email": "ann@example.com",
+        "name": "Ann",
+        "verified": False,
+        "verifiedBy": None,
+    }
     assert [m["role"] for m in conv["messages"]] == ["user", "assistant"] * 3
     assert conv["title"] == "Do you sell cargo bikes?"
 

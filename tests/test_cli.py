@@ -2,25 +2,35 @@
 
 from __future__ import annotations
 
+import argparse
+import http.client
 import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
 import urllib.request
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
+
+from agentsvc.cli import build_parser
 
 AGENTSVC = [sys.executable, "-m", "agentsvc"]
 
 
-def run(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess:
+def run(
+    args: list[str], cwd: Path, stdin: str | None = None, **env: str
+) -> subprocess.CompletedProcess:
     return subprocess.run(
         [*AGENTSVC, *args],
         cwd=cwd,
+        input=stdin,
+        stdin=None if stdin is not None else subprocess.DEVNULL,
         capture_output=True,
         text=True,
         timeout=60,
@@ -31,12 +41,15 @@ def run(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess:
 class Server:
     """`agentsvc serve` in a subprocess on a free port."""
 
-    def __init__(self, cwd: Path, *args: str):
+    def __init__(
+        self, cwd: Path, *args: str, env: dict[str, str] | None = None, port: str | None = "0"
+    ):
         self.proc = subprocess.Popen(
-            [*AGENTSVC, "serve", "--port", "0", *args],
+            [*AGENTSVC, "serve", *(["--port", port] if port is not None else []), *args],
             cwd=cwd,
             stderr=subprocess.PIPE,
             text=True,
+            env={**os.environ, **(env or {})},
         )
         self.log: list[str] = []
         deadline = time.monotonic() + 30
@@ -144,3 +157,324 @@ def test_bad_configuration_stops_startup(tmp_path, env, named):
     assert result.returncode == 1
     assert named in result.stderr
     assert not (tmp_path / "data").exists()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def call(
+    url: str, method: str = "GET", body: dict | None = None, **headers: str
+) -> tuple[int, dict, dict | None]:
+    """One HTTP request, redirects not followed: (status, headers, JSON body or None)."""
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
+    data = json.dumps(body).encode() if body is not None else None
+    if data is not None:
+        headers["Content-Type"] = "application/json"
+    conn.request(method, parts.path + (f"?{parts.query}" if parts.query else ""), data, headers)
+    resp = conn.getresponse()
+    raw = resp.read()
+    conn.close()
+    is_json = resp.getheader("Content-Type", "").startswith("application/json")
+    return resp.status, dict(resp.getheaders()), json.loads(raw) if is_json else None
+
+
+def cookie_of(headers: dict) -> str:
+    return headers["Set-Cookie"].split(";", 1)[0]
+
+
+@pytest.mark.parametrize("how", ["--port", "AGENTSVC_SERVER_PORT", "port 0"])
+def test_serve_on_any_port_trusts_and_links_to_that_port(tmp_path, how):
+    port = free_port()
+    if how == "--port":
+        server = Server(tmp_path, port=str(port))
+    elif how == "AGENTSVC_SERVER_PORT":
+        server = Server(tmp_path, port=None, env={"AGENTSVC_SERVER_PORT": str(port)})
+    else:
+        server = Server(tmp_path)
+    if how != "port 0":
+        assert server.url == f"http://127.0.0.1:{port}"
+    try:
+        origin = server.url
+        assert f"(public URL {origin};" in "".join(server.log)
+        assert "WARNING" not in "".join(server.log)
+        # First-run setup from a browser on that address is not refused as untrusted.
+        status, headers, body = call(
+            origin + "/api/v1/setup",
+            "POST",
+            {"email": "owner@example.com", "password": "correct horse"},
+            Origin=origin,
+        )
+        assert status == 201, body
+        # The printed sign-in link points at the running server, works once, and its
+        # session may change state from that origin.
+        result = run(["login-link", "--email", "owner@example.com"], tmp_path)
+        assert result.returncode == 0, result.stderr
+        link = result.stdout.strip()
+        assert link.startswith(origin + "/api/v1/auth/magic-link/verify?token="), link
+        status, headers, _ = call(link)
+        assert (status, headers["Location"]) == (303, origin + "/")
+        status, _, body = call(
+            origin + "/api/v1/agents",
+            "POST",
+            {"name": "Support"},
+            Origin=origin,
+            Cookie=cookie_of(headers),
+        )
+        assert status == 201, body
+        assert call(link)[0] == 401  # once only
+    finally:
+        assert server.stop() == 0
+
+
+def test_loopback_public_url_on_another_port_is_warned(tmp_path):
+    server = Server(tmp_path, env={"AGENTSVC_SERVER_PUBLIC_URL": "http://localhost:8080"})
+    try:
+        assert "(public URL http://localhost:8080;" in "".join(server.log)
+        for _ in range(10):  # the warning follows the start-up line
+            server.log.append(server.proc.stderr.readline())
+            if "WARNING" in server.log[-1]:
+                break
+        warning = next(line for line in server.log if "WARNING" in line)
+        assert "public_url http://localhost:8080 is on port 8080" in warning
+        assert f"listens on port {urlsplit(server.url).port}" in warning
+    finally:
+        server.stop()
+
+
+def test_public_url_of_a_proxy_is_not_warned(tmp_path):
+    server = Server(tmp_path, env={"AGENTSVC_SERVER_PUBLIC_URL": "https://chat.example.com"})
+    try:
+        assert "WARNING" not in "".join(server.log)
+    finally:
+        server.stop()
+
+
+def test_owner_signs_in_after_apikey_create(tmp_path):
+    server = Server(tmp_path)
+    try:
+        assert run(["apikey", "create", "--email", "Owner@Example.com"], tmp_path).returncode == 0
+        result = run(
+            ["user", "set-password", "--email", "owner@example.com", "--password-stdin"],
+            tmp_path,
+            stdin="correct horse battery\n",
+        )
+        assert result.returncode == 0, result.stderr
+        assert "correct horse" not in result.stdout + result.stderr
+        status, headers, body = call(
+            server.url + "/api/v1/auth/sign-in/email",
+            "POST",
+            {"email": "owner@example.com", "password": "correct horse battery"},
+            Origin=server.url,
+        )
+        assert status == 200, body
+        status, _, body = call(server.url + "/api/v1/auth/session", Cookie=cookie_of(headers))
+        assert body["data"]["team"]["role"] == "owner"
+        # Replacing the password: the old one stops working.
+        run(
+            ["user", "set-password", "--email", "owner@example.com", "--password-stdin"],
+            tmp_path,
+            stdin="another long password",
+        )
+        status, _, _ = call(
+            server.url + "/api/v1/auth/sign-in/email",
+            "POST",
+            {"email": "owner@example.com", "password": "correct horse battery"},
+            Origin=server.url,
+        )
+        assert status == 401
+    finally:
+        server.stop()
+
+
+def one_line_usage_error(result: subprocess.CompletedProcess) -> str:
+    assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("agentsvc: "), result.stderr
+    assert result.stdout == ""
+    return lines[0].removeprefix("agentsvc: ")
+
+
+def test_cli_refuses_what_the_api_refuses_with_its_message(tmp_path):
+    server = Server(tmp_path)
+    try:
+        key = run(["apikey", "create", "--email", "owner@example.com"], tmp_path).stdout.strip()
+        status, _, body = call(
+            server.url + "/api/v1/team/invite",
+            "POST",
+            {"email": "not an email"},
+            Authorization=f"Bearer {key}",
+        )
+        assert status == 400
+        api_message = body["error"]["message"]
+        assert api_message.startswith("email: ")
+        cli_message = one_line_usage_error(
+            run(["apikey", "create", "--email", "not an email"], tmp_path)
+        )
+        assert cli_message == "--" + api_message
+    finally:
+        server.stop()
+    assert not run(["login-link", "--email", "not an email"], tmp_path).stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "stdin", "named"),
+    [
+        (["apikey", "create", "--email", "a@b@c"], None, "--email"),
+        (
+            ["apikey", "create", "--email", "a@example.com", "--key-name", "k" * 201],
+            None,
+            "--key-name",
+        ),
+        (["apikey", "create", "--email", "a@example.com", "--name", "a\x1bb"], None, "--name"),
+        (["user", "create", "--email", "a@example.com", "--password", "short"], None, "--password"),
+        (
+            ["user", "create", "--email", "a@example.com", "--password-stdin"],
+            "x" * 1025,
+            "--password",
+        ),
+        (
+            [
+                "user",
+                "create",
+                "--email",
+                "a@example.com",
+                "--password",
+                "long enough",
+                "--password-stdin",
+            ],
+            "long enough",
+            "not both",
+        ),
+        (["user", "set-password", "--email", "a@example.com"], None, "--password-stdin"),
+        (
+            ["user", "set-password", "--email", "a@example.com", "--password-stdin"],
+            "",
+            "--password",
+        ),
+        (
+            ["user", "set-password", "--email", "a@example.com", "--password", "x" * 8],
+            None,
+            "--password",
+        ),
+        (
+            ["login-link", "--email", "a@example.com", "--callback", "//evil.test"],
+            None,
+            "--callback",
+        ),
+        (
+            ["login-link", "--email", "a@example.com", "--callback", "https://evil.test/"],
+            None,
+            "--callback",
+        ),
+        (["team", "set-plan", "--email", "a@example.com", "--plan", "platinum"], None, "--plan"),
+        (["team", "set-plan", "--email", "a@example.com"], None, "--plan"),
+        (["serve", "--port", "70000"], None, "--port"),
+        (["serve", "--port", "eighty"], None, "--port"),
+    ],
+)
+def test_bad_option_is_a_usage_error_naming_it(tmp_path, args, stdin, named):
+    run(["user", "create", "--email", "a@example.com", "--password-stdin"], tmp_path, "long enough")
+    message = one_line_usage_error(run(args, tmp_path, stdin))
+    assert named in message
+    assert "Traceback" not in message
+
+
+def test_failures_that_are_not_usage_errors_exit_1(tmp_path):
+    for args in (
+        ["login-link", "--email", "nobody@example.com"],
+        ["user", "set-password", "--email", "nobody@example.com", "--password-stdin"],
+        ["team", "set-plan", "--email", "nobody@example.com", "--plan", "free"],
+    ):
+        result = run(args, tmp_path, "long enough")
+        assert result.returncode == 1, result.stderr
+        assert "nobody@example.com" in result.stderr and len(result.stderr.splitlines()) == 1
+
+
+def _commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
+    for action in parser._actions:  # noqa: SLF001 (argparse has no public walk)
+        if isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
+            for name, sub in action.choices.items():
+                yield from _commands(sub, (*path, name))
+            return
+    yield path, parser
+
+
+def test_every_option_of_every_command_is_documented():
+    commands = dict(_commands(build_parser()))
+    assert {" ".join(p) for p in commands} >= {
+        "serve",
+        "apikey create",
+        "user create",
+        "user set-password",
+        "login-link",
+        "team set-plan",
+        "backup",
+        "migrate",
+    }
+    for path, parser in commands.items():
+        text = parser.format_help()
+        for action in parser._actions:  # noqa: SLF001
+            assert action.help, (path, action.dest)
+            for option in action.option_strings:
+                assert option in text, (path, option)
+            if action.choices:
+                assert all(str(c) in text for c in action.choices), (path, action.dest)
+            if action.default not in (None, False, argparse.SUPPRESS):
+                assert f"default: {action.default}" in action.help, (path, action.dest)
+
+
+def _on_a_terminal(args: list[str], cwd: Path, answers: list[str]) -> tuple[int, str]:
+    """Run a command with a pseudo-terminal as stdin and type each answer after its prompt
+    (getpass flushes what was typed before it asks); return the exit status and stderr."""
+    import pty
+    import select
+
+    main_fd, terminal_fd = pty.openpty()
+    proc = subprocess.Popen(
+        [*AGENTSVC, *args],
+        cwd=cwd,
+        stdin=terminal_fd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    err = b""
+
+    def asked() -> int:  # the prompts: "New password: ", "The same password again: "
+        return err.count(b"password: ") + err.count(b"again: ")
+
+    try:
+        for answer in answers:
+            prompts = asked()
+            deadline = time.monotonic() + 30
+            while asked() == prompts and time.monotonic() < deadline:
+                if select.select([proc.stderr], [], [], 1)[0]:
+                    chunk = os.read(proc.stderr.fileno(), 4096)
+                    if not chunk:
+                        break
+                    err += chunk
+            os.write(main_fd, answer.encode() + b"\n")
+        err += proc.stderr.read()
+        proc.wait(timeout=30)
+    finally:
+        os.close(terminal_fd)
+        os.close(main_fd)
+        if proc.poll() is None:
+            proc.kill()
+    return proc.returncode, err.decode()
+
+
+def test_set_password_asks_twice_on_a_terminal(tmp_path):
+    assert run(["apikey", "create", "--email", "owner@example.com"], tmp_path).returncode == 0
+    args = ["user", "set-password", "--email", "owner@example.com"]
+    code, err = _on_a_terminal(args, tmp_path, ["correct horse", "another horse"])
+    assert code == 2 and "the two passwords differ" in err
+    code, err = _on_a_terminal(args, tmp_path, ["correct horse", "correct horse"])
+    assert code == 0, err
+    assert "correct horse" not in err  # not echoed
+    code, err = _on_a_terminal(args, tmp_path, ["short", "short"])
+    assert code == 2 and "--password: must be a string of 8 to 1024 characters" in err

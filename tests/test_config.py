@@ -118,6 +118,8 @@ def test_toml_file_and_environment(tmp_path):
         ("[plans]\ndefault = 'gold'\n", {}, "plans.default"),
         ("[plans.free]\nrequests_per_minute = 0\n", {}, "plans.free.requests_per_minute"),
         ("[providers.x]\nkind = 'bogus'\nbase_url = 'http://a'\n", {}, "providers.x.kind"),
+        ("[providers.x]\nkind = 'openai'\nbase_url = 'api.openai.com/v1'\n", {}, "x.base_url"),
+        ("[providers.x]\nkind = 'anthropic'\nbase_url = 'http://a/?v=1'\n", {}, "x.base_url"),
         ("[models]\ndefault = 'nope/model'\n", {}, "models.default"),
         ("[webhooks]\nretry_schedule_seconds = []\n", {}, "webhooks.retry_schedule_seconds"),
         ("not toml [", {}, "invalid TOML"),
@@ -154,3 +156,64 @@ def test_missing_file_is_named(tmp_path):
 
 def test_plan_settings_unknown_plan_is_unlimited():
     assert PlanSettings().limits("enterprise").requests_per_minute is None
+
+
+@pytest.mark.parametrize(
+    ("server", "environ", "public_url"),
+    [
+        ({}, {}, "http://127.0.0.1:8080"),
+        ({"port": 18100}, {}, "http://127.0.0.1:18100"),
+        ({}, {"AGENTSVC_SERVER_PORT": "18100"}, "http://127.0.0.1:18100"),
+        ({"host": "0.0.0.0", "port": 9000}, {}, "http://127.0.0.1:9000"),
+        ({"host": "::", "port": 9000}, {}, "http://localhost:9000"),
+        ({"host": "::1", "port": 9000}, {}, "http://[::1]:9000"),
+        ({"host": "chat.internal", "port": 80}, {}, "http://chat.internal"),
+    ],
+)
+def test_public_url_follows_the_listener_when_not_configured(server, environ, public_url):
+    from agentsvc.services.trust import is_trusted_origin
+
+    settings = load_settings(None, environ=environ, overrides={"server": server})
+    assert settings.server.public_url == public_url
+    assert settings.server.public_url_derived
+    assert is_trusted_origin(settings, public_url)
+    assert not is_trusted_origin(settings, "http://127.0.0.1:8081")
+
+
+def test_configured_public_url_is_kept_whatever_the_port():
+    settings = load_settings(
+        None,
+        environ={"AGENTSVC_SERVER_PUBLIC_URL": "https://chat.example.com"},
+        overrides={"server": {"port": 18100}},
+    )
+    assert settings.server.public_url == "https://chat.example.com"
+    assert not settings.server.public_url_derived
+    assert settings.server.listening_on(18200).public_url == "https://chat.example.com"
+
+
+def test_port_zero_is_replaced_by_the_bound_port():
+    server = load_settings(None, environ={}, overrides={"server": {"port": 0}}).server
+    bound = server.listening_on(41234)
+    assert (bound.port, bound.public_url, bound.public_url_derived) == (
+        41234,
+        "http://127.0.0.1:41234",
+        True,
+    )
+
+
+@pytest.mark.parametrize(
+    ("public_url", "port", "flagged"),
+    [
+        ("http://127.0.0.1:8080", 18100, 8080),
+        ("http://localhost:8080/", 18100, 8080),
+        ("http://[::1]", 18100, 80),
+        ("http://127.0.0.1:18100", 18100, None),
+        ("https://chat.example.com", 18100, None),  # a proxy elsewhere
+        ("http://10.0.0.5:8080", 18100, None),
+        ("not a url", 18100, None),
+    ],
+)
+def test_loopback_public_url_on_another_port_is_flagged(public_url, port, flagged):
+    from agentsvc.services.trust import loopback_port_mismatch
+
+    assert loopback_port_mismatch(public_url, port) == flagged

@@ -23,6 +23,7 @@ from agentsvc.services.delivery import deliver_due
 from agentsvc.services.form_files import remove_orphan_files
 from tests.conftest import assert_error, bearer, new_api_key
 from tests.fakes.webhook_receiver import WebhookReceiver, free_port
+from tests.saved_tools import save_tool_as_if_private_allowed
 
 FAST = {"retry_schedule_seconds": [0, 0.2, 0.4], "timeout_seconds": 0.5}
 
@@ -261,7 +262,7 @@ async def test_valid_values_are_normalised_and_files_kept_on_disk(client, auth, 
     assert rows[0][0] < 1000
     # The receiver gets the file back as the data URL that was sent.
     hook = receiver.at("/ok")[0].json
-    assert hook["formData"]["cv"] == data_url(pdf)
+    assert hook["formData"]["cv"] == data_url(pdf, name="cv.pdf")
     assert hook["formData"]["photo"] == data_url(png, "image/png")
 
 
@@ -412,9 +413,22 @@ async def test_unreachable_receiver_is_an_attempt_error(make_client):
 
 async def test_private_addresses_are_refused_by_default(make_client, receiver):
     client = await make_client(webhooks=FAST, outbound={"allow_private": False})
-    auth = bearer(await new_api_key(client))
-    tool = await make_form(client, auth, formWebhookUrl=receiver.url("/ok"))
-    result = await submitted(client, tool["id"], {"email": "a@b.co"})
+    db = client.app[keys.db_key]
+    _, team = await accounts.ensure_user_with_team(db, email="o@example.com", name="", plan="pro")
+    auth = bearer(await new_api_key(client, "o@example.com"))
+    body = {
+        "agentId": await make_agent(client, auth),
+        "name": "contact",
+        "description": "Collect contact details",
+        "executionType": "form",
+        "formSchema": {"fields": FIELDS},
+        "formWebhookUrl": receiver.url("/ok"),
+    }
+    resp = await client.post("/api/v1/tools", json=body, headers=auth)
+    await assert_error(resp, 400, "VALIDATION_ERROR", "[outbound] allow_private")
+    # Saved while the setting was on: still stopped at delivery.
+    tool = await save_tool_as_if_private_allowed(client, team.id, body)
+    result = await submitted(client, tool.id, {"email": "a@b.co"})
     assert result["webhookResult"]["success"] is False
     assert "refused" in result["webhookResult"]["error"]
     assert receiver.hooks == []
@@ -852,11 +866,13 @@ async def test_analytics(make_client, receiver):
     for kind in ("impression",) * 4 + ("started",) * 3:
         resp = await event(client, tool["id"], kind)
         assert resp.status == 202 and await resp.json() == {"success": True}
-    await submitted(client, tool["id"], {"email": "a@b.co", "name": "Ada"})
-    await submitted(client, tool["id"], {"email": "b@b.co"})
+    # As the widget sends them: with the times of the impression and start it reported.
+    seen = {"impressionAt": 1763719200000, "startedAt": 1763719205000}
+    await submitted(client, tool["id"], {"email": "a@b.co", "name": "Ada"}, **seen)
+    await submitted(client, tool["id"], {"email": "b@b.co"}, **seen)
     resp = await event(client, quiet["id"], "impression", None)
     assert resp.status == 202
-    failed = await submitted(client, quiet["id"], {"email": "a@b.co"})
+    failed = await submitted(client, quiet["id"], {"email": "a@b.co"}, impressionAt=1)
     assert failed["status"] == "webhook_failed"
 
     resp = await client.get(f"/api/v1/form-submissions/analytics?agentId={agent_id}", headers=auth)
@@ -872,18 +888,19 @@ async def test_analytics(make_client, receiver):
         "successful": 2,
         "failed": 0,
         "conversionRate": 50.0,
-        "completionRate": 66.67,
+        "completionRate": 66.7,
         "fieldCompletionRates": {
-            **{f["name"]: 0 for f in FIELDS},
+            **{f["name"]: 0.0 for f in FIELDS},
             "email": 100.0,
             "name": 50.0,
         },
     }
     other = entries[quiet["id"]]
-    assert other["impressions"] == 1 and other["started"] == 0
+    # Sent with no startedAt (and no start event): the submission was its own start.
+    assert other["impressions"] == 1 and other["started"] == 1
     assert other["submitted"] == 1 and other["failed"] == 1 and other["successful"] == 0
     assert other["conversionRate"] == 100.0
-    assert other["completionRate"] == 0  # no starts: 0, not a division error
+    assert other["completionRate"] == 100.0
 
     fresh = await make_agent(client, auth, "Fresh")
     await make_form(client, auth, fresh)
@@ -1074,11 +1091,17 @@ async def test_submission_is_recorded_in_its_conversation(make_client):
             formWebhookUrl=None,
         )
         fake.script(oai.stream(oai.tool_events([("c1", "contact", ["{}"])])))
-        stream = await chat(client, {"agentId": agent["id"], "messages": user("call me")}, auth)
+        # A widget visitor's conversation: its submit carries the visitor's session.
+        start = {"agentId": agent["id"], "messages": user("call me"), "sessionId": "s_visitor"}
+        stream = await chat(client, start)
         conv_id = stream.start["conversationId"]
 
         result = await submitted(
-            client, tool["id"], {"email": "ada@example.com", "seats": 2}, conversationId=conv_id
+            client,
+            tool["id"],
+            {"email": "ada@example.com", "seats": 2},
+            conversationId=conv_id,
+            sessionId="s_visitor",
         )
         resp = await client.get(f"/api/v1/conversations/{conv_id}", headers=auth)
         messages = (await resp.json())["data"]["messages"]

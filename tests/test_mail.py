@@ -77,7 +77,7 @@ async def test_unreachable_server_is_kept_in_the_outbox(make_client, smtp_server
 
 async def test_mailer_is_general(client):
     # The same object serves other features (form post actions): any recipient and text.
-    mailer = Mailer(SmtpSettings(), client.app[keys.db_key])
+    mailer = Mailer(SmtpSettings(), client.app[keys.db_key], client.app[keys.secret_box_key])
     await mailer.send("team@example.com", "Form submitted: contact", "name: Ada\n")
     assert [m.subject for m in await outbox(client)] == ["Form submitted: contact"]
 

@@ -11,9 +11,11 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 from agentsvc import keys
 from agentsvc.app import create_app
 from agentsvc.outbound import OutboundClient, OutboundError, forbidden_reason, literal_address
+from agentsvc.services import accounts
 from agentsvc.store import tools as tools_store
 from tests.conftest import bearer, make_settings, new_api_key
 from tests.fakes.http_receiver import HttpReceiver
+from tests.saved_tools import save_tool_as_if_private_allowed
 
 FORBIDDEN = [
     "127.0.0.1",  # loopback
@@ -305,24 +307,32 @@ async def guarded_app_client(aiohttp_client, tmp_path):
 )
 async def test_http_tool_cannot_reach_loopback(guarded_app_client, receiver, host):
     client = guarded_app_client
-    auth = bearer(await new_api_key(client))
+    db = client.app[keys.db_key]
+    user, team = await accounts.ensure_user_with_team(
+        db, email="o@example.com", name="", plan="pro"
+    )
+    auth = bearer(await new_api_key(client, "o@example.com"))
     resp = await client.post("/api/v1/agents", json={"name": "A"}, headers=auth)
     agent_id = (await resp.json())["data"]["id"]
-    resp = await client.post(
-        "/api/v1/tools",
-        json={
-            "agentId": agent_id,
-            "name": "internal",
-            "description": "Calls an internal service",
-            "executionType": "http",
-            "inputSchema": {"type": "object", "properties": {}},
-            "httpUrl": f"http://{host}:{receiver.port}/admin",
-        },
-        headers=auth,
-    )
-    assert resp.status == 201, await resp.text()
-    tool_id = (await resp.json())["id"]
-    tool = await tools_store.get_public(client.app[keys.db_key].reader, tool_id)
+    body = {
+        "agentId": agent_id,
+        "name": "internal",
+        "description": "Calls an internal service",
+        "executionType": "http",
+        "inputSchema": {"type": "object", "properties": {}},
+        "httpUrl": f"http://{host}:{receiver.port}/admin",
+    }
+    resp = await client.post("/api/v1/tools", json=body, headers=auth)
+    if literal_address(host) is None:
+        # A name: only its resolved address tells, so it is saved and checked on sending.
+        assert resp.status == 201, await resp.text()
+        tool_id = (await resp.json())["id"]
+        tool = await tools_store.get_public(db.reader, tool_id)
+    else:
+        # A literal is refused on save (tests/test_http_tool_shape.py); one saved while
+        # allow_private was on is still stopped on sending.
+        assert resp.status == 400, await resp.text()
+        tool = await save_tool_as_if_private_allowed(client, team.id, body)
     result = await client.app[keys.tool_runner_key].run(tool, {})
     assert result.is_error and "refused" in result.output
     assert receiver.requests == []

@@ -8,6 +8,7 @@ import aiohttp
 import pytest
 
 from agentsvc.config import ProviderSettings
+from agentsvc.llm.anthropic import messages_url
 from agentsvc.llm.base import (
     Message,
     ModelRequest,
@@ -19,6 +20,7 @@ from agentsvc.llm.base import (
     Usage,
     make_provider,
 )
+from tests.conftest import bearer, new_api_key
 from tests.fakes import anthropic_server as anth
 from tests.fakes import openai_server as oai
 from tests.fakes.llm_common import Reply, split_every
@@ -250,6 +252,53 @@ async def test_anthropic_text_usage_and_request_shape(session, anthropic_fake):
     assert body["system"] == "Be brief." and body["stream"] is True
     assert body["tools"][0]["input_schema"] == WEATHER.input_schema
     assert body["messages"] == [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]
+
+
+@pytest.mark.parametrize("suffix", ["", "/", "/v1", "/v1/"])
+async def test_anthropic_base_url_with_or_without_v1(session, anthropic_fake, suffix):
+    """Item 14: what ANTHROPIC_BASE_URL holds (no /v1) works, as does our /v1 spelling."""
+    anthropic_fake.script(anth.stream(anth.text_events(["Hi"])))
+    base_url = anthropic_fake.url + suffix
+    events = await collect(make_provider(session, conf("anthropic", base_url)))
+    assert text_of(events) == "Hi"
+    assert [r["path"] for r in anthropic_fake.requests] == ["/v1/messages"]
+
+
+async def test_chat_through_an_anthropic_provider_configured_sdk_style(make_client, anthropic_fake):
+    """The address as the Anthropic SDK takes it, in the service's configuration."""
+    client = await make_client(
+        providers={"claude": {"kind": "anthropic", "base_url": anthropic_fake.url, "api_key": "k"}}
+    )
+    auth = bearer(await new_api_key(client))
+    resp = await client.post(
+        "/api/v1/agents", json={"name": "A", "model": "claude/claude-fake-1"}, headers=auth
+    )
+    agent_id = (await resp.json())["data"]["id"]
+    anthropic_fake.script(anth.stream(anth.text_events(["Bonjour"])))
+    body = {"agentId": agent_id, "messages": [{"role": "user", "content": "hi"}]}
+    resp = await client.post("/api/v1/chat", json=body, headers=auth)
+    assert resp.status == 200 and "Bonjour" in await resp.text()
+    assert anthropic_fake.requests[0]["path"] == "/v1/messages"
+
+
+def test_anthropic_messages_url_keeps_a_gateway_prefix():
+    assert messages_url("https://api.anthropic.com") == "https://api.anthropic.com/v1/messages"
+    assert messages_url("https://api.anthropic.com/v1") == "https://api.anthropic.com/v1/messages"
+    assert (
+        messages_url("https://gw.example/anthropic") == "https://gw.example/anthropic/v1/messages"
+    )
+    assert messages_url("https://gw.example/anthropic/V1/") == (
+        "https://gw.example/anthropic/V1/messages"
+    )
+
+
+async def test_openai_base_url_is_what_openai_base_url_holds(session, openai_fake):
+    """The openai kind takes OPENAI_BASE_URL's value (with /v1) and adds /chat/completions."""
+    assert openai_fake.base_url.endswith("/v1")
+    openai_fake.script(oai.stream(oai.text_events(["Hi"])))
+    events = await collect(make_provider(session, conf("openai", openai_fake.base_url + "/")))
+    assert text_of(events) == "Hi"
+    assert [r["path"] for r in openai_fake.requests] == ["/v1/chat/completions"]
 
 
 async def test_anthropic_text_then_parallel_tool_calls(session, anthropic_fake):

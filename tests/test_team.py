@@ -263,6 +263,30 @@ async def test_acceptance_checks_expiry_itself(make_client):
     assert listed[0]["status"] == "expired"
 
 
+async def test_an_invitation_past_its_expiry_is_listed_expired_at_once(make_client):
+    """Item 13: no waiting for the expiry job (it does not run during this test)."""
+    client = await make_client(
+        auth={"invitation_ttl_seconds": 0.2, "invitation_sweep_seconds": 3600}
+    )
+    _, _, auth = await owner_of_team(client)
+    invitation = await invite(client, auth)
+    await asyncio.sleep(0.3)
+    listed = await (await client.get("/api/v1/team/invitations", headers=auth)).json()
+    assert [(i["id"], i["status"]) for i in listed] == [(invitation["id"], "expired")]
+    db = client.app[keys.db_key]
+    rows = await db.reader.execute_fetchall("SELECT status FROM invitations")
+    assert [r[0] for r in rows] == ["pending"]  # the job has not run: reading sees the time
+    # It is treated as what it reads: not cancelled, and not turned "cancelled" by a new one.
+    resp = await client.delete(f"/api/v1/team/invitations/{invitation['id']}", headers=auth)
+    await assert_error(resp, 409, "CONFLICT", "expired")
+    again = await invite(client, auth)
+    listed = await (await client.get("/api/v1/team/invitations", headers=auth)).json()
+    assert [(i["id"], i["status"]) for i in listed] == [
+        (again["id"], "pending"),
+        (invitation["id"], "expired"),
+    ]
+
+
 async def test_expiry_job_called_directly(make_client):
     client = await make_client(
         auth={"invitation_ttl_seconds": 0.1, "invitation_sweep_seconds": 3600}

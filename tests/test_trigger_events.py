@@ -110,6 +110,43 @@ async def test_events_naming_no_trigger_of_the_agent_are_refused(client, auth, s
 
 
 @pytest.mark.parametrize(
+    ("over", "field"),
+    [
+        ({"triggerName": "Someone else"}, "triggerName"),
+        ({"triggerType": "exit_intent"}, "triggerType"),
+        ({"actionType": "show_bubble"}, "actionType"),
+    ],
+)
+async def test_event_with_a_trigger_id_must_agree_with_that_trigger(
+    client, auth, setup, over, field
+):
+    """Item 7: the name, type and action of an event given its triggerId are the trigger's."""
+    agent_id, trigger = setup  # "Welcome", time_on_page, open_chat
+    resp = await client.post(EVENT_URL, json=event(agent_id, trigger, **over))
+    error = await assert_error(resp, 400, "VALIDATION_ERROR", f"{field}: does not match")
+    assert "triggerId" in error["message"]
+    assert resp.headers["Access-Control-Allow-Origin"] == "*"
+    assert (await stats(client, auth, agent_id))[trigger["id"]]["firedCount"] == 0
+    # The same event told truly is counted; a bad one in the same batch changes nothing.
+    good, bad = event(agent_id, trigger), event(agent_id, trigger, **over)
+    answers = await asyncio.gather(*(client.post(EVENT_URL, json=b) for b in (good, bad, good)))
+    assert [r.status for r in answers] == [202, 400, 202]
+    assert (await stats(client, auth, agent_id))[trigger["id"]]["firedCount"] == 2
+
+
+async def test_event_checks_follow_a_renamed_trigger(client, auth, setup):
+    agent_id, trigger = setup
+    resp = await client.put(
+        f"/api/v1/triggers/{trigger['id']}", json={"name": "Hello"}, headers=auth
+    )
+    assert resp.status == 200
+    resp = await client.post(EVENT_URL, json=event(agent_id, trigger))  # the old name
+    await assert_error(resp, 400, "VALIDATION_ERROR", "triggerName")
+    resp = await client.post(EVENT_URL, json=event(agent_id, trigger, triggerName="Hello"))
+    assert resp.status == 202
+
+
+@pytest.mark.parametrize(
     ("over", "message"),
     [
         ({"eventType": "clicked"}, "eventType"),

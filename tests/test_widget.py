@@ -124,7 +124,8 @@ async def test_identity_secret_signs_users(client, auth):
     assert (await resp.json())["data"] == {"agentId": agent_id, "enabled": True, "secret": None}
 
     signed = await _chat_user(client, auth, agent_id, user=user, userHash=_sign(secret, "u-42"))
-    assert signed == user
+    # The hash signs the id only: the e-mail and name are shown as unverified.
+    assert signed == {**user, "verified": False, "verifiedBy": "userHash"}
     assert await _chat_user(client, auth, agent_id, user=user) is None
     assert (
         await _chat_user(client, auth, agent_id, user=user, userHash=_sign(secret, "u-43")) is None

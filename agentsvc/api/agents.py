@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
@@ -11,6 +11,7 @@ from agentsvc import keys
 from agentsvc.api.models import MODEL_ID_MARKER, RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, envelope_response
 from agentsvc.errors import ValidationFailed
+from agentsvc.language import DEFAULT_LANGUAGE, LANGUAGES
 from agentsvc.services import agents as agent_service
 from agentsvc.services.models import model_error
 from agentsvc.store.agents import Agent
@@ -24,6 +25,11 @@ ModelId = Annotated[
 ]
 Temperature = Annotated[float, Field(ge=0, le=100)]
 Prompt = Annotated[str, Field(max_length=100_000)]
+# Snowball's language names: the word forms the builtin model and retrieval fold together.
+Language = Annotated[
+    Literal[LANGUAGES],  # type: ignore[valid-type]
+    Field(description="The agent's language, for word forms (ships/shipping)."),
+]
 
 
 class AgentCreate(RequestModel):
@@ -31,6 +37,7 @@ class AgentCreate(RequestModel):
     model: ModelId | SkipJsonSchema[None] = None
     system_prompt: Prompt | SkipJsonSchema[None] = None
     temperature: Temperature | SkipJsonSchema[None] = None
+    language: Language | SkipJsonSchema[None] = None
 
 
 class AgentPatch(RequestModel):
@@ -38,6 +45,7 @@ class AgentPatch(RequestModel):
     model: ModelId | SkipJsonSchema[None] = None
     system_prompt: Prompt | SkipJsonSchema[None] = None
     temperature: Temperature | SkipJsonSchema[None] = None
+    language: Language | SkipJsonSchema[None] = None
 
 
 class AgentSummary(ResponseModel):
@@ -51,6 +59,7 @@ class AgentSummary(ResponseModel):
 class AgentCreated(AgentSummary):
     temperature: float
     system_prompt: str
+    language: Language
 
 
 class AgentOut(AgentCreated):
@@ -77,6 +86,7 @@ def created_json(agent: Agent) -> dict:
         **summary_json(agent),
         "temperature": agent.temperature,
         "systemPrompt": agent.system_prompt,
+        "language": agent.language,
     }
 
 
@@ -128,6 +138,7 @@ async def post_agent(call: Call):
         model=model,
         system_prompt=body.system_prompt or "",
         temperature=body.temperature,
+        language=body.language or DEFAULT_LANGUAGE,
     )
     return envelope_response(created_json(agent), status=201)
 

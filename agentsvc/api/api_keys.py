@@ -15,9 +15,11 @@ from agentsvc.store.api_keys import ApiKey
 
 routes = RouteTable("api-keys")
 
+KeyName = Annotated[str, Field(max_length=200)]
+
 
 class ApiKeyCreate(RequestModel):
-    name: Annotated[str, Field(max_length=200)] | SkipJsonSchema[None] = None
+    name: KeyName | SkipJsonSchema[None] = None
 
 
 class ApiKeyOut(ResponseModel):

@@ -55,7 +55,7 @@ class ChatUser(RequestModel):
 
 
 class ChatBody(RequestModel):
-    nullable = frozenset({"conversationId", "sessionId", "user", "userHash"})
+    nullable = frozenset({"conversationId", "sessionId", "user", "userHash", "userToken"})
 
     agent_id: Annotated[str, Field(min_length=1, max_length=100)]
     messages: Annotated[list[ChatMessageIn], Field(min_length=1, max_length=500)]
@@ -64,6 +64,13 @@ class ChatBody(RequestModel):
     user: ChatUser | SkipJsonSchema[None] = None
     user_hash: Annotated[str, Field(max_length=200)] | None = Field(
         None, description="HMAC-SHA256 of user.id with the agent's identity secret (hex)"
+    )
+    # Not bounded here: an oversized token is refused unread (the caller is anonymous), as
+    # every other token that does not verify; the body limit bounds the request.
+    user_token: str | None = Field(
+        None,
+        description="HS256 JWT signed with the agent's identity secret: claims sub (the"
+        " user id), email, name, exp; replaces user when sent",
     )
 
 
@@ -237,12 +244,16 @@ async def post_chat(call: Call):
 async def _stream_chat(call: Call) -> web.StreamResponse:
     body: ChatBody = call.body
     app = call.app
-    user = body.user.model_dump() if body.user else None
-    if call.principal is None:
-        # Public callers: with an identity secret set, only a signed user stands.
-        user = await identity_service.verify_user_hash(
-            app[keys.db_key], app[keys.secret_box_key], body.agent_id, user, body.user_hash
-        )
+    # With an identity secret set, only a signed user stands for a public caller.
+    user = await identity_service.verify_end_user(
+        app[keys.db_key],
+        app[keys.secret_box_key],
+        body.agent_id,
+        body.user.model_dump() if body.user else None,
+        body.user_hash,
+        body.user_token,
+        trusted=call.principal is not None,
+    )
     chat = chat_service.ChatInput(
         agent_id=body.agent_id,
         messages=tuple((m.role, m.content) for m in body.messages),

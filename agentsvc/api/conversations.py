@@ -10,6 +10,7 @@ from agentsvc import keys
 from agentsvc.api.models import QueryModel, RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, envelope_response
 from agentsvc.services import conversations as conv_service
+from agentsvc.services import identity as identity_service
 from agentsvc.store.conversations import Conversation, StoredMessage
 
 routes = RouteTable("conversations")
@@ -32,6 +33,14 @@ class EndUser(ResponseModel):
     id: str | None
     email: str | None
     name: str | None
+    verified: bool = Field(
+        description="true when the e-mail and name are vouched for (a userToken, or the"
+        " team's own call); false when they are as the browser declared them"
+    )
+    verified_by: Literal["userToken", "userHash", "apiKey"] | None = Field(
+        description="userToken: every field signed; userHash: the id only; apiKey: the"
+        " team's key or session; null: nothing checked"
+    )
 
 
 class ConversationSummary(ResponseModel):
@@ -99,7 +108,13 @@ class FeedbackOut(ResponseModel):
 def _user_json(conv: Conversation) -> dict | None:
     if conv.user_ref is None and conv.user_email is None and conv.user_name is None:
         return None
-    return {"id": conv.user_ref, "email": conv.user_email, "name": conv.user_name}
+    return {
+        "id": conv.user_ref,
+        "email": conv.user_email,
+        "name": conv.user_name,
+        "verified": identity_service.profile_verified(conv.user_verified_by),
+        "verifiedBy": conv.user_verified_by,
+    }
 
 
 def _base_json(conv: Conversation) -> dict:

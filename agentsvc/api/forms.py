@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
+from aiohttp import web
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
 from agentsvc import keys
+from agentsvc.api.form_body import parse_submit_body
 from agentsvc.api.models import QueryModel, RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, json_response
 from agentsvc.errors import RateLimited
 from agentsvc.services import forms as form_service
+from agentsvc.services.access import Principal
 from agentsvc.services.delivery import Outcome
 from agentsvc.store.submissions import Attempt, Delivery, Submission
 
@@ -26,15 +29,19 @@ Status = Literal[form_service.STATUSES]  # type: ignore[valid-type]
 EpochMs = Annotated[float, Field(ge=0, le=253_402_300_799_000)]
 
 
+SessionId = Annotated[str, Field(min_length=1, max_length=200)]
+
+
 class SubmitBody(RequestModel):
     tool_id: Id
     conversation_id: Id | SkipJsonSchema[None] = None
+    session_id: SessionId | SkipJsonSchema[None] = None
     form_data: dict[str, Any]
     fields_completed: Annotated[list[Annotated[str, Field(max_length=200)]], Field(max_length=200)]
     impression_at: EpochMs | SkipJsonSchema[None] = None
     started_at: EpochMs | SkipJsonSchema[None] = None
 
-    nullable = frozenset({"conversationId", "impressionAt", "startedAt"})
+    nullable = frozenset({"conversationId", "sessionId", "impressionAt", "startedAt"})
 
 
 class ClientResultBody(RequestModel):
@@ -42,8 +49,9 @@ class ClientResultBody(RequestModel):
     success: bool
     message: Annotated[str, Field(max_length=2000)] | SkipJsonSchema[None] = None
     data: dict[str, Any] | SkipJsonSchema[None] = None
+    session_id: SessionId | SkipJsonSchema[None] = None
 
-    nullable = frozenset({"message", "data"})
+    nullable = frozenset({"message", "data", "sessionId"})
 
 
 class EventBody(RequestModel):
@@ -240,11 +248,11 @@ def detail_json(detail: form_service.SubmissionDetail) -> dict:
     }
 
 
-def _limit_public(call: Call, what: str, key: str | None) -> None:
+def _limit_public(request: web.Request, what: str, key: str | None) -> None:
     """Per-IP (and per-session) limit on the public form endpoints."""
-    per_minute = call.app[keys.settings_key].ratelimit.trigger_events_per_minute
-    buckets = call.app[keys.rate_buckets_key]
-    for bucket in (f"{what}:ip:{call.request.remote}", f"{what}:session:{key}" if key else None):
+    per_minute = request.app[keys.settings_key].ratelimit.trigger_events_per_minute
+    buckets = request.app[keys.rate_buckets_key]
+    for bucket in (f"{what}:ip:{request.remote}", f"{what}:session:{key}" if key else None):
         if bucket is None:
             continue
         decision = buckets.take(bucket, per_minute)
@@ -255,13 +263,20 @@ def _limit_public(call: Call, what: str, key: str | None) -> None:
             )
 
 
+def _limit_submit(request: web.Request, principal: Principal | None) -> None:
+    """Public submits are limited per IP before their (up to 25 MB) body is read; a key's
+    calls count against its team's plan instead."""
+    if principal is None:
+        _limit_public(request, "form-submit", None)
+
+
 # GET /triggers/form/... lives here: it is the form's public face. This table is placed
 # before the triggers table so the fixed path wins over `/triggers/{id}`.
 @routes.get(
     "/triggers/form/{toolIdOrName}",
     query=FormQuery,
     response=PublicForm,
-    auth="public",
+    auth="optional",  # public; a caller's key or session lets a name go without agentId
     cors=True,
     errors=(400, 404),
     tag="triggers",
@@ -269,8 +284,9 @@ def _limit_public(call: Call, what: str, key: str | None) -> None:
 async def get_public_form(call: Call):
     """Get an enabled form tool for the widget (by id, or by name with agentId)."""
     query: FormQuery = call.query
+    team_id = call.principal.team_id if call.principal else None
     tool = await form_service.get_public_form(
-        call.app[keys.db_key], call.params["toolIdOrName"], query.agent_id
+        call.app[keys.db_key], call.params["toolIdOrName"], query.agent_id, team_id
     )
     mode = tool.form_execution_mode or "webhook"
     return json_response(
@@ -288,24 +304,34 @@ async def get_public_form(call: Call):
     "/form-submissions/submit",
     body=SubmitBody,
     response=SubmitResult,
-    auth="public",
+    auth="optional",
     cors=True,
-    errors=(400, 404, 413, 429),
+    errors=(400, 404, 408, 413, 429, 503),
     max_body_mb=lambda settings: settings.server.submit_max_body_mb,
+    precheck=_limit_submit,
+    parse=parse_submit_body,
 )
 async def post_submission(call: Call):
     """Submit a form: stored with its deliveries, the webhook tried at once."""
     body: SubmitBody = call.body
-    _limit_public(call, "form-submit", None)
-    result = await form_service.submit(
-        call.app[keys.deliverer_key],
+    deliverer = call.app[keys.deliverer_key]
+    stored = await form_service.store_submission(
+        deliverer,
         tool_id=body.tool_id,
         conversation_id=body.conversation_id,
+        session_id=body.session_id,
+        team_id=call.principal.team_id if call.principal else None,
         form_data=body.form_data,
         fields_completed=list(body.fields_completed),
         impression_at=body.impression_at,
         started_at=body.started_at,
+        file_quota_mb=call.app[keys.settings_key].forms.file_quota_mb_per_agent,
     )
+    # The submitted values (files included) are on disk now: the next large body may be
+    # read while the first attempts run.
+    del body
+    call.release_body()
+    result = await form_service.deliver_first(deliverer, stored)
     sub = result.submission
     return json_response(
         {
@@ -326,7 +352,7 @@ async def post_submission(call: Call):
     "/form-submissions/client-result",
     body=ClientResultBody,
     response=Success,
-    auth="public",
+    auth="optional",
     cors=True,
     errors=(400, 404, 409),
 )
@@ -334,7 +360,13 @@ async def post_client_result(call: Call):
     """Report the outcome of the widget's client-side form handler."""
     body: ClientResultBody = call.body
     await form_service.report_client_result(
-        call.app[keys.db_key], body.submission_id, body.success, body.message, body.data
+        call.app[keys.db_key],
+        body.submission_id,
+        body.success,
+        body.message,
+        body.data,
+        team_id=call.principal.team_id if call.principal else None,
+        session_id=body.session_id,
     )
     return json_response({"success": True})
 
@@ -351,7 +383,7 @@ async def post_client_result(call: Call):
 async def post_form_event(call: Call):
     """Count a form impression or start (analytics)."""
     body: EventBody = call.body
-    _limit_public(call, "form-event", body.session_id)
+    _limit_public(call.request, "form-event", body.session_id)
     await form_service.record_event(
         call.app[keys.db_key], body.tool_id, body.event_type, body.session_id
     )

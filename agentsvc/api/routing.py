@@ -20,6 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from agentsvc import keys
 from agentsvc.api import auth
+from agentsvc.api.bodies import BodySlot, is_large, read_body
 from agentsvc.api.messages import describe_validation_error
 from agentsvc.api.pipeline import finish_response, from_http_exception, unexpected_error
 from agentsvc.api.state import RequestState
@@ -52,6 +53,15 @@ class Call:
     body: Any
     query: Any
     params: Mapping[str, str]
+    body_slot: BodySlot | None = None  # a large body's slot (see `api.bodies`)
+
+    def release_body(self) -> None:
+        """Drop the parsed body and give back its large-body slot; the handler must hold
+        no reference to the body's big values any more."""
+        self.body = None
+        if self.body_slot is not None:
+            self.body_slot.release()
+            self.body_slot = None
 
     @property
     def app(self) -> web.Application:
@@ -84,6 +94,11 @@ class Endpoint:
     stream: bool = False  # text/event-stream instead of JSON
     media_type: str = "application/json"  # of the success body
     cors: bool = False  # callable from any site (the widget's endpoints)
+    # Runs after authentication and before the body is read (a per-IP limit of a public
+    # endpoint with large bodies must not wait for them), with the principal or None.
+    precheck: Callable[[web.Request, Principal | None], None] | None = None
+    # Parses the JSON body instead of `parse_json` (e.g. leaving big values in the buffer).
+    parse: Callable[[bytes | bytearray], Any] | None = None
     # A multipart/form-data body, described by this model in the OpenAPI document. The
     # framework checks its declared length only; the handler streams the parts itself
     # (`await call.request.multipart()`) and gets `call.body` None. With `body` also set,
@@ -171,25 +186,7 @@ def _parse_query(model: type[BaseModel], request: web.Request) -> BaseModel:
         raise ValidationFailed(describe_validation_error(exc, "query.", model)) from exc
 
 
-async def read_body(request: web.Request, max_mb: float) -> bytes:
-    """Read the request body, refusing more than `max_mb` megabytes with 413."""
-    limit = int(max_mb * 1024 * 1024)
-    length = request.content_length
-    if length is not None and length > limit:
-        raise PayloadTooLarge(f"Request body over {max_mb:g} MB")
-    content = request.content
-    if length is not None and content.is_eof():
-        # The whole (small) body arrived with the headers: take it without awaiting.
-        raw = content.read_nowait()
-    else:
-        # aiohttp's client_max_size caps chunked bodies (413 through the error middleware).
-        raw = await request.read()
-    if len(raw) > limit:
-        raise PayloadTooLarge(f"Request body over {max_mb:g} MB")
-    return raw
-
-
-def parse_json(raw: bytes) -> Any:
+def parse_json(raw: bytes | bytearray) -> Any:
     """Parse a JSON request body or raise VALIDATION_ERROR."""
     try:
         return orjson.loads(raw)
@@ -234,6 +231,7 @@ def make_handler(endpoint: Endpoint) -> Callable[[web.Request], Awaitable[web.St
             stats = request.app[metrics_key].request_stats
         state = RequestState(time.perf_counter(), endpoint.cors, route, stats)
         request[keys.request_state_key] = state
+        slot: BodySlot | None = None
         try:
             principal = None
             if endpoint.auth != "public":
@@ -246,6 +244,8 @@ def make_handler(endpoint: Endpoint) -> Callable[[web.Request], Awaitable[web.St
                         auth.check_origin(request, principal)
                     if endpoint.owner_only and not principal.is_owner:
                         raise Forbidden("Only the team owner can do this")
+            if endpoint.precheck is not None:
+                endpoint.precheck(request, principal)
             query = _parse_query(endpoint.query, request) if endpoint.query else None
             body = None
             if endpoint.form is not None and request.content_type == "multipart/form-data":
@@ -255,9 +255,20 @@ def make_handler(endpoint: Endpoint) -> Callable[[web.Request], Awaitable[web.St
             elif endpoint.form is not None and endpoint.body is None:
                 raise UnsupportedMediaType("Content-Type must be multipart/form-data")
             elif endpoint.body is not None:
-                raw = await read_body(request, body_limit_mb(request))
-                body = validate_model(endpoint.body, parse_json(raw))
-            call = Call(request, principal, body, query, request.match_info)
+                max_mb = body_limit_mb(request)
+                server = request.app[keys.settings_key].server
+                # Only endpoints allowing more than the general limit ever need a slot.
+                if max_mb > server.max_body_mb and is_large(
+                    request, int(max_mb * 2**20), int(server.max_body_mb * 2**20)
+                ):
+                    slot = await request.app[keys.body_slots_key].acquire()
+                    raw = await read_body(request, max_mb, server.large_body_read_seconds)
+                else:
+                    raw = await read_body(request, max_mb)
+                body = validate_model(endpoint.body, (endpoint.parse or parse_json)(raw))
+                del raw  # a large body is held once, parsed
+            call = Call(request, principal, body, query, request.match_info, slot)
+            body = None  # the handler may drop it (`Call.release_body`)
             response = await endpoint.handler(call)
         except ApiError as exc:
             response = error_response(exc)
@@ -269,6 +280,9 @@ def make_handler(endpoint: Endpoint) -> Callable[[web.Request], Awaitable[web.St
             raise
         except Exception:
             response = unexpected_error(request)
+        finally:
+            if slot is not None:
+                slot.release()
         if not response.prepared:  # a stream finishes its own, before its first byte
             finish_response(request, response, state)
         return response

@@ -16,10 +16,12 @@ from agentsvc.services import setup as setup_service
 
 routes = RouteTable("setup")
 
+NewPassword = Annotated[str, Field(min_length=MIN_PASSWORD_LENGTH, max_length=MAX_PASSWORD_LENGTH)]
+
 
 class OwnerCreate(RequestModel):
     email: Annotated[str, Field(min_length=3, max_length=254, pattern=r"^[^@\s]+@[^@\s]+$")]
-    password: Annotated[str, Field(min_length=MIN_PASSWORD_LENGTH, max_length=MAX_PASSWORD_LENGTH)]
+    password: NewPassword
     name: Annotated[str, Field(max_length=200)] = ""
 
 

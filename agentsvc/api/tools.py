@@ -140,6 +140,10 @@ def _plan(call: Call) -> tuple[str, int | None]:
     return plan_id, call.app[keys.settings_key].plans.limits(plan_id).tool_limit
 
 
+def _allow_private(call: Call) -> bool:
+    return call.app[keys.settings_key].outbound.allow_private
+
+
 @routes.get("/tools", query=AgentQuery, response=list[ToolOut], errors=(404,))
 async def list_tools(call: Call):
     """List an agent's tools, oldest first."""
@@ -186,6 +190,7 @@ async def post_tool(call: Call):
         plan_id=plan_id,
         limit=limit,
         given=given,
+        allow_private=_allow_private(call),
     )
     return json_response(tool_json(call, tool), status=201)
 
@@ -199,6 +204,7 @@ async def put_tool(call: Call):
         call.team_id,
         call.params["id"],
         call.body.given(),
+        allow_private=_allow_private(call),
     )
     return json_response(tool_json(call, tool))
 

@@ -18,10 +18,10 @@ from pydantic.json_schema import SkipJsonSchema
 from agentsvc import keys
 from agentsvc.api.models import QueryModel, RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, json_response
-from agentsvc.errors import NotFound, RateLimited
+from agentsvc.errors import NotFound, RateLimited, ValidationFailed
 from agentsvc.services import trigger_templates
 from agentsvc.services import triggers as trigger_service
-from agentsvc.store.trigger_events import TriggerEvent
+from agentsvc.store.trigger_events import Mismatch, TriggerEvent
 from agentsvc.store.triggers import Trigger
 
 routes = RouteTable("triggers")
@@ -234,9 +234,19 @@ async def post_trigger_event(call: Call):
         )
     # sessionId serves the flood limit; pagePath is accepted but not kept (events are
     # counted, not stored one by one).
-    event = TriggerEvent(body.agent_id, body.trigger_id, body.trigger_name, body.event_type)
-    if await app[keys.event_writer_key].record(event) is None:
+    event = TriggerEvent(
+        body.agent_id,
+        body.trigger_id,
+        body.trigger_name,
+        body.event_type,
+        body.trigger_type,
+        body.action_type,
+    )
+    counted = await app[keys.event_writer_key].record(event)
+    if counted is None:
         raise NotFound("No such trigger for this agent")
+    if isinstance(counted, Mismatch):
+        raise ValidationFailed(f"{counted.field}: does not match the trigger that triggerId names")
     return web.Response(body=ACCEPTED_BODY, status=202, content_type="application/json")
 
 

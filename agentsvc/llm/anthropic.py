@@ -77,13 +77,26 @@ def build_payload(request: ModelRequest, max_tokens: int) -> dict[str, Any]:
     return payload
 
 
+def messages_url(base_url: str) -> str:
+    """The Messages endpoint of a base URL given with or without its `/v1`.
+
+    `https://api.anthropic.com/v1` (this service's examples) and `https://api.anthropic.com`
+    (the Anthropic SDK's `ANTHROPIC_BASE_URL`, to which the SDK adds `/v1/messages`) both
+    give `https://api.anthropic.com/v1/messages`; so does a gateway's prefix either way.
+    """
+    base = base_url.rstrip("/")
+    if base.rsplit("/", 1)[-1].lower() != "v1":
+        base += "/v1"
+    return base + "/messages"
+
+
 class AnthropicProvider:
-    """Streams `POST {base_url}/messages` (base_url such as https://api.anthropic.com/v1)."""
+    """Streams `POST {base_url}/v1/messages` (base_url with or without its `/v1`)."""
 
     def __init__(self, session: aiohttp.ClientSession, conf: ProviderSettings):
         self._session = session
         self._conf = conf
-        self._url = conf.base_url.rstrip("/") + "/messages"
+        self._url = messages_url(conf.base_url)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         headers = {

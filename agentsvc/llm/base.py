@@ -63,6 +63,7 @@ class ModelRequest:
     tools: tuple[ToolSpec, ...] = ()
     temperature: float = 70.0  # the agent's 0-100 scale
     knowledge: tuple[str, ...] = ()  # texts the builtin model may answer from
+    language: str = "english"  # the agent's language: the builtin model's word forms
 
 
 @dataclass(frozen=True, slots=True)

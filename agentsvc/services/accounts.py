@@ -118,3 +118,13 @@ async def set_team_plan(db: Database, *, email: str, plan: str) -> Team:
             raise LookupError(f"no team owned by {email}")
         await accounts.set_plan(conn, team.id, plan, now_iso())
         return team
+
+
+async def set_password(db: Database, *, email: str, password_hash: str) -> User:
+    """Set or replace a user's password; raise LookupError when there is no such user."""
+    async with db.write() as conn:
+        user = await accounts.get_user_by_email(conn, email)
+        if user is None:
+            raise LookupError(f"no user with e-mail {email}")
+        await accounts.set_password(conn, user.id, password_hash, now_iso())
+        return user

@@ -8,6 +8,7 @@ import unicodedata
 from agentsvc.db import Database
 from agentsvc.errors import NotFound
 from agentsvc.ids import new_id, now_iso
+from agentsvc.language import DEFAULT_LANGUAGE
 from agentsvc.store import agents as agents_store
 from agentsvc.store.agents import Agent
 
@@ -38,6 +39,7 @@ async def create_agent(
     model: str,
     system_prompt: str,
     temperature: float | None,
+    language: str = DEFAULT_LANGUAGE,
 ) -> Agent:
     """Create an agent with a slug unique within its team."""
     base = slugify(name)
@@ -54,6 +56,7 @@ async def create_agent(
             system_prompt=system_prompt,
             created_at=now,
             updated_at=now,
+            language=language,
         )
         await agents_store.insert(conn, agent)
     return agent

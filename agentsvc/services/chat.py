@@ -13,10 +13,12 @@ from dataclasses import dataclass, replace
 from agentsvc.db import Database
 from agentsvc.errors import NotFound, ValidationFailed
 from agentsvc.ids import new_id, now_iso
+from agentsvc.language import DEFAULT_LANGUAGE
 from agentsvc.llm.base import Message, ProviderError, Providers
 from agentsvc.services import agents as agents_service
 from agentsvc.services import knowledge
 from agentsvc.services.agents import AgentCache
+from agentsvc.services.conversations import caller_may_use
 from agentsvc.services.turn import Turn
 from agentsvc.services.write_batcher import WriteBatcher
 from agentsvc.store import conversations as conv_store
@@ -34,7 +36,7 @@ class ChatInput:
     messages: tuple[tuple[str, str], ...]  # (role, content)
     conversation_id: str | None
     session_id: str | None
-    user: dict[str, str | None] | None
+    user: dict[str, str | None] | None  # id, email, name, verified_by (services.identity)
     team_id: str | None  # set when a Bearer key (or session) authenticated the call
 
 
@@ -52,12 +54,7 @@ async def _load_conversation(db: Database, chat: ChatInput) -> Conversation | No
     conv = await conv_store.get_for_agent(db.reader, chat.agent_id, chat.conversation_id)
     if conv is None:
         raise NotFound("Conversation not found")
-    if chat.team_id is not None:
-        ok = conv.team_id == chat.team_id
-    else:
-        # Without a key, only the anonymous session that started it may continue it.
-        ok = conv.session_id is not None and conv.session_id == chat.session_id
-    if not ok:
+    if not caller_may_use(conv, chat.team_id, chat.session_id):
         raise NotFound("Conversation not found")
     return conv
 
@@ -84,14 +81,21 @@ async def prepare_turn(
         raise ValidationFailed("messages: the last message must have role 'user'")
     if not chat.messages[-1][1].strip():
         raise ValidationFailed("messages: the last message must not be empty")
-    # Queued together, the reads cost one wake-up of the reader thread, not three; the
-    # agent usually comes from the in-process cache.
-    agent, conv, tools, passages = await asyncio.gather(
-        agents_service.find_agent(db, agents, chat.agent_id),
+    # The agent usually comes from the in-process cache; it is read first (once per agent
+    # after a start) because retrieval needs its language. The other reads, queued
+    # together, cost one wake-up of the reader thread, not three.
+    agent = agents.get(chat.agent_id) or await agents_service.find_agent(db, agents, chat.agent_id)
+    language = agent.language if agent is not None else DEFAULT_LANGUAGE
+    conv, tools, passages = await asyncio.gather(
         _load_conversation(db, chat),
         tools_store.list_enabled_for_agent(db.reader, chat.agent_id),
         knowledge.retrieve(
-            db, chat.agent_id, chat.messages[-1][1], providers.settings.knowledge.top_k, semantic
+            db,
+            chat.agent_id,
+            chat.messages[-1][1],
+            providers.settings.knowledge.top_k,
+            semantic,
+            language,
         ),
     )
     if agent is None or (chat.team_id is not None and agent.team_id != chat.team_id):
@@ -134,6 +138,7 @@ async def prepare_turn(
             user_ref=user.get("id"),
             user_email=user.get("email"),
             user_name=user.get("name"),
+            user_verified_by=user.get("verified_by"),
             created_at=now,
             updated_at=now,
         )

@@ -10,6 +10,14 @@ from agentsvc.store import conversations as conv_store
 from agentsvc.store.conversations import Conversation, StoredMessage
 
 
+def caller_may_use(conv: Conversation, team_id: str | None, session_id: str | None) -> bool:
+    """Whether a caller may write to a conversation: with a key (or signed-in session) of
+    its team, or without one, as the anonymous widget session that started it."""
+    if team_id is not None:
+        return conv.team_id == team_id
+    return conv.session_id is not None and conv.session_id == session_id
+
+
 async def list_conversations(
     db: Database, team_id: str, agent_id: str, limit: int, offset: int
 ) -> tuple[list[Conversation], int]:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import aiosmtplib
 import orjson
@@ -54,7 +55,11 @@ def submission_payload(sub: Submission, data_dir: Path) -> dict[str, Any]:
         described = form_data.get(field) or {}
         raw = (data_dir / rel).read_bytes()
         kind = described.get("contentType", "application/octet-stream")
-        form_data[field] = f"data:{kind};base64,{base64.b64encode(raw).decode('ascii')}"
+        name = described.get("fileName")
+        # The name goes back as it came (`;name=`), percent-encoded so that no `;` or `,`
+        # of a visitor's file name can change how the data URL reads.
+        params = f";name={quote(name, safe='')}" if name else ""
+        form_data[field] = f"data:{kind}{params};base64,{base64.b64encode(raw).decode('ascii')}"
     return {
         "submissionId": sub.id,
         "toolId": sub.tool_id,

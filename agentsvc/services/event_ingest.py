@@ -21,11 +21,11 @@ from aiohttp import web
 from agentsvc import keys
 from agentsvc.db import Database, WriterBusy
 from agentsvc.store import trigger_events
-from agentsvc.store.trigger_events import TriggerEvent
+from agentsvc.store.trigger_events import Mismatch, TriggerEvent
 
 log = logging.getLogger("agentsvc.events")
 
-_Item = tuple[TriggerEvent, "asyncio.Future[str | None]"]
+_Item = tuple[TriggerEvent, "asyncio.Future[str | Mismatch | None]"]
 
 
 class WriterClosed(RuntimeError):
@@ -50,16 +50,16 @@ class EventWriter:
         self._loop = asyncio.get_running_loop()
         self._task = asyncio.create_task(self._run(), name="trigger-event-writer")
 
-    def record(self, event: TriggerEvent) -> asyncio.Future[str | None]:
+    def record(self, event: TriggerEvent) -> asyncio.Future[str | Mismatch | None]:
         """Queue an event; the future resolves when its batch commits.
 
         Its result is the id of the trigger the event was counted for, None when it names
-        no trigger of its agent. (A plain function returning the future: one coroutine
-        fewer per event.)
+        no trigger of its agent, a Mismatch when it contradicts the trigger its triggerId
+        names. (A plain function returning the future: one coroutine fewer per event.)
         """
         if self._closing:
             raise WriterClosed("the service is stopping")
-        future: asyncio.Future[str | None] = self._loop.create_future()
+        future: asyncio.Future[str | Mismatch | None] = self._loop.create_future()
         self._pending.append((event, future))
         self._wake.set()
         # A request cancelled while waiting cancels only its future: the event stays queued
@@ -102,7 +102,7 @@ class EventWriter:
                     future.set_exception(exc)
             return
         self.batches += 1
-        self.written += sum(1 for r in results if r is not None)  # type: ignore[union-attr]
+        self.written += sum(1 for r in results if isinstance(r, str))  # type: ignore[union-attr]
         for (_, future), result in zip(batch, results, strict=True):  # type: ignore[arg-type]
             if not future.done():
                 future.set_result(result)

@@ -22,16 +22,23 @@ _CHUNK = 500
 
 
 def write_files(data_dir: Path, sub_id: str, checked: CheckedForm) -> dict[str, str]:
-    """Write the decoded files of a submission; return field -> path relative to data_dir."""
+    """Decode the files of a submission to disk, a piece at a time; return field -> path
+    relative to data_dir. On any failure (bad base64, full disk) nothing is left behind."""
     if not checked.files:
         return {}
     folder = data_dir / FILES_DIR / sub_id
     folder.mkdir(parents=True, exist_ok=True)
     paths = {}
-    for upload in checked.files:
-        rel = f"{FILES_DIR}/{sub_id}/{upload.field}{upload.extension}"
-        (data_dir / rel).write_bytes(upload.data)
-        paths[upload.field] = rel
+    try:
+        for upload in checked.files:
+            rel = f"{FILES_DIR}/{sub_id}/{upload.field}{upload.extension}"
+            with open(data_dir / rel, "wb") as out:
+                for piece in upload.chunks():
+                    out.write(piece)
+            paths[upload.field] = rel
+    except BaseException:
+        remove_folder(data_dir, sub_id)
+        raise
     return paths
 
 

@@ -2,21 +2,26 @@
 
 from __future__ import annotations
 
-import base64
 import binascii
 import math
 import mimetypes
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 from urllib.parse import unquote
 
 from agentsvc.errors import FileTooLarge, ValidationFailed
+from agentsvc.services import tenant_patterns
 
 MAX_FILE_BYTES = 5 * 1024 * 1024
 MAX_TEXT_CHARS = 10_000
 MAX_ERRORS = 5
+# Above these, checking a form moves off the event loop: decoding a big file, or running
+# the tenant's patterns (linear, but a complex one costs ~1 ms per 1,000 characters).
+_BIG_VALUE = 64 * 1024
+_BIG_PATTERN_TEXT = 4096
 
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s.]+$")
 _TEL = re.compile(r"^\+?[0-9 ().\-/]{3,30}$")
@@ -24,16 +29,38 @@ _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:\d{2})?$")
 _TEMPLATE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 FILE_TYPES = ("file", "image")
+_MAX_DATA_URL_HEADER = 1024  # characters before the comma of a data URL
+
+
+@dataclass(frozen=True, slots=True)
+class BodyText:
+    """A long string of a request's JSON left where it is, in the body buffer (see
+    `api.form_body`): its bytes between `start` and `end`, with no escape inside."""
+
+    buffer: bytes | bytearray
+    start: int
+    end: int
+
+    def text(self) -> str | None:
+        """The value as a str (a copy), or None when it is not UTF-8."""
+        try:
+            return bytes(memoryview(self.buffer)[self.start : self.end]).decode()
+        except UnicodeDecodeError:
+            return None
 
 
 @dataclass(slots=True)
 class UploadedFile:
-    """A decoded file of a form field, waiting to be written under the data directory."""
+    """A file of a form field, still base64 inside the submitted value: it is decoded
+    straight to disk (`form_files.write_files`), never held decoded in memory."""
 
     field: str
     content_type: str
     file_name: str | None
-    data: bytes
+    source: str | bytes | bytearray  # the submitted value, or the body buffer holding it
+    start: int  # where its base64 payload begins
+    end: int  # and ends
+    size: int  # decoded bytes
 
     @property
     def extension(self) -> str:
@@ -44,13 +71,26 @@ class UploadedFile:
         return {
             "fileName": self.file_name,
             "contentType": self.content_type,
-            "size": len(self.data),
+            "size": self.size,
         }
+
+    def chunks(self, chunk_chars: int = 1 << 20) -> Iterator[bytes]:
+        """The decoded file, piece by piece (strict base64: a bad piece is a 400)."""
+        if chunk_chars % 4:
+            raise ValueError("chunk_chars must be a multiple of 4")
+        for at in range(self.start, self.end, chunk_chars):
+            piece = self.source[at : min(at + chunk_chars, self.end)]
+            try:
+                yield binascii.a2b_base64(piece, strict_mode=True)
+            except ValueError as exc:  # binascii.Error, or text that is not ASCII
+                raise ValidationFailed(
+                    f"formData.{self.field}: the data URL is not valid base64"
+                ) from exc
 
 
 @dataclass(slots=True)
 class CheckedForm:
-    """Form data as stored (files replaced by descriptors) and the decoded files."""
+    """Form data as stored (files replaced by descriptors) and the files to write."""
 
     values: dict[str, Any]
     files: list[UploadedFile] = field(default_factory=list)
@@ -67,33 +107,57 @@ def _rule(spec: dict, name: str) -> tuple[Any, str | None]:
     return rule.get("value"), rule.get("message")
 
 
+def _not_data_url(name: str) -> ValidationFailed:
+    return ValidationFailed(f"formData.{name}: must be a base64 data URL (data:...;base64,...)")
+
+
 def _decode_data_url(name: str, kind: str, value: Any) -> UploadedFile:
-    """Decode `data:<type>[;name=...];base64,<data>`; the size is checked before decoding."""
-    if not isinstance(value, str) or not value.startswith("data:"):
-        raise ValidationFailed(f"formData.{name}: must be a base64 data URL (data:...;base64,...)")
-    header, comma, payload = value.partition(",")
-    params = header[len("data:") :].split(";")
-    if not comma or "base64" not in params[1:]:
-        raise ValidationFailed(f"formData.{name}: must be a base64 data URL (data:...;base64,...)")
+    """Check `data:<type>[;name=...];base64,<data>` in place: size, type, base64 shape.
+
+    The payload is never copied: sizes and padding are read where it lies, in the str or
+    in the request body (a `BodyText`), and it is decoded later, to disk.
+    """
+    if isinstance(value, BodyText):
+        source: str | bytes | bytearray = value.buffer
+        begin, end = value.start, value.end
+        head = bytes(source[begin : min(end, begin + _MAX_DATA_URL_HEADER)])
+        header = head.decode("ascii", errors="replace")
+        pad: Any = b"="
+    elif isinstance(value, str):
+        source, begin, end = value, 0, len(value)
+        header = value[:_MAX_DATA_URL_HEADER]
+        pad = "="
+        if not value.isascii():
+            raise ValidationFailed(f"formData.{name}: the data URL is not valid base64")
+    else:
+        raise _not_data_url(name)
+    comma = header.find(",")
+    if not header.startswith("data:") or comma < 0:
+        raise _not_data_url(name)
+    params = header[len("data:") : comma].split(";")
+    if "base64" not in params[1:]:
+        raise _not_data_url(name)
     content_type = (params[0] or "application/octet-stream").lower()
     file_name = None
     for param in params[1:]:
         key, _, text = param.partition("=")
         if key.lower() in ("name", "filename") and text:
             file_name = unquote(text)[:255]
-    padding = len(payload) - len(payload.rstrip("="))
-    decoded_size = len(payload) * 3 // 4 - min(padding, 2)
+    start = begin + comma + 1
+    chars = end - start
+    tail = source[max(start, end - 2) : end]
+    padding = 2 if tail.endswith(pad * 2) else 1 if tail.endswith(pad) else 0
+    decoded_size = chars * 3 // 4 - padding
     if decoded_size > MAX_FILE_BYTES:
         raise FileTooLarge(
             f"formData.{name}: the file is over {MAX_FILE_BYTES // (1024 * 1024)} MB"
         )
     if kind == "image" and not content_type.startswith("image/"):
         raise ValidationFailed(f"formData.{name}: must be an image (data:image/...)")
-    try:
-        data = base64.b64decode(payload, validate=True)
-    except (binascii.Error, ValueError) as exc:
-        raise ValidationFailed(f"formData.{name}: the data URL is not valid base64") from exc
-    return UploadedFile(name, content_type, file_name, data)
+    first_pad = source.find(pad, start, end)
+    if chars % 4 or (first_pad >= 0 and first_pad < end - padding):
+        raise ValidationFailed(f"formData.{name}: the data URL is not valid base64")
+    return UploadedFile(name, content_type, file_name, source, start, end, decoded_size)
 
 
 def _number(value: Any) -> float | int | None:
@@ -137,9 +201,14 @@ def _check_text_rules(spec: dict, value: str) -> str | None:
     if maximum is not None and len(value) > maximum:
         return message or f"must be at most {maximum} characters"
     pattern, message = _rule(spec, "pattern")
-    if pattern is not None and re.fullmatch(pattern, value) is None:
-        return message or "does not have the expected format"
-    return None
+    if pattern is None:
+        return None
+    try:
+        matched = tenant_patterns.fullmatch(pattern, value)
+    except tenant_patterns.PatternError:
+        # Saved before patterns were checked with RE2: refuse rather than skip the check.
+        return "cannot be checked: the form's pattern is not supported (the form must be updated)"
+    return None if matched else message or "does not have the expected format"
 
 
 def _check_value(spec: dict, value: Any) -> tuple[Any, str | None]:
@@ -200,8 +269,17 @@ def _check_value(spec: dict, value: Any) -> tuple[Any, str | None]:
     return chosen_list, None
 
 
+def slow_to_check(schema: dict, form_data: dict[str, Any]) -> bool:
+    """Whether checking this form data may take long enough to be run in a thread."""
+    lengths = [len(v) for v in form_data.values() if isinstance(v, str)]
+    if any(n > _BIG_VALUE for n in lengths):
+        return True
+    patterned = any(_rule(f, "pattern")[0] is not None for f in schema.get("fields", []))
+    return patterned and sum(lengths) > _BIG_PATTERN_TEXT
+
+
 def check_form(schema: dict, form_data: dict[str, Any], fields_completed: list[str]) -> CheckedForm:
-    """Check formData and fieldsCompleted against a form schema; files are decoded.
+    """Check formData and fieldsCompleted against a form schema (files are written later).
 
     Every problem is reported at once (up to a few), each naming its field; a file over the
     limit is FILE_TOO_LARGE straight away.
@@ -229,6 +307,11 @@ def check_form(schema: dict, form_data: dict[str, Any], fields_completed: list[s
             checked.files.append(upload)
             checked.values[name] = upload.descriptor()
             continue
+        if isinstance(value, BodyText):  # a long value kept in the body; not a file here
+            value = value.text()
+            if value is None:
+                problems.append(f"formData.{name}: must be text")
+                continue
         stored, problem = _check_value(spec, value)
         if problem:
             problems.append(f"formData.{name}: {problem}")

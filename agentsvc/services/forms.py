@@ -10,17 +10,21 @@ from datetime import UTC, datetime
 from typing import Any
 
 from agentsvc.db import Database
-from agentsvc.errors import Conflict, NotFound, ValidationFailed
+from agentsvc.errors import Conflict, FileQuotaExceeded, NotFound, ValidationFailed
 from agentsvc.ids import iso, new_id, now_iso
+from agentsvc.services.conversations import caller_may_use
 from agentsvc.services.delivery import Deliverer, Outcome, derive_status
 from agentsvc.services.form_files import remove_folder, write_files
-from agentsvc.services.form_values import check_form, template_text
+from agentsvc.services.form_values import check_form, slow_to_check, template_text
+from agentsvc.services.tenant_schemas import json_depth
 from agentsvc.store import agents as agents_store
+from agentsvc.store import conversations as conv_store
 from agentsvc.store import submissions as store
 from agentsvc.store import tools as tools_store
 from agentsvc.store.submissions import Attempt, Delivery, Submission
 from agentsvc.store.tools import Tool
 
+MAX_CLIENT_DATA_DEPTH = 32
 STATUSES = (
     "pending",
     "submitted",
@@ -32,6 +36,7 @@ STATUSES = (
     "failed",
 )
 _BIG_VALUE = 64 * 1024
+_NO_OUTCOMES = {"submitted": 0, "successful": 0, "failed": 0, "unseen": 0, "unstarted": 0}
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,11 +58,16 @@ def _form_not_found() -> NotFound:
     return NotFound("Form not found")
 
 
-async def get_public_form(db: Database, tool_id_or_name: str, agent_id: str | None) -> Tool:
-    """An enabled form tool by id, or by name within `agent_id`."""
+async def get_public_form(
+    db: Database, tool_id_or_name: str, agent_id: str | None, team_id: str | None = None
+) -> Tool:
+    """An enabled form tool by id, or by name within `agent_id`, or (for a signed-in
+    caller) by a name that only one of the caller's agents gives a form."""
     tool = await tools_store.get_public(db.reader, tool_id_or_name)
     if tool is None and agent_id is not None:
         tool = await tools_store.get_by_name(db.reader, agent_id, tool_id_or_name)
+    elif tool is None and team_id is not None:
+        return await _form_named(db, team_id, tool_id_or_name)
     elif tool is None:
         raise NotFound("Form not found (give agentId to find a form by its name)")
     if tool is None or tool.execution_type != "form" or not tool.is_enabled:
@@ -65,6 +75,17 @@ async def get_public_form(db: Database, tool_id_or_name: str, agent_id: str | No
     if agent_id is not None and tool.agent_id != agent_id:
         raise _form_not_found()
     return tool
+
+
+async def _form_named(db: Database, team_id: str, name: str) -> Tool:
+    found = await tools_store.enabled_forms_named(db.reader, team_id, name)
+    if not found:
+        raise _form_not_found()
+    if len(found) > 1:
+        raise ValidationFailed(
+            f"agentId: several of your agents have a form named {name!r}; give agentId"
+        )
+    return found[0]
 
 
 def _epoch_ms(name: str, value: float | None) -> str | None:
@@ -122,33 +143,73 @@ def _deliveries(tool: Tool, sub_id: str, now: str, lease_until: str) -> list[Del
     return rows
 
 
-async def submit(
+@dataclass(frozen=True, slots=True)
+class StoredSubmission:
+    """A submission just stored with its outbox rows, before its first attempts."""
+
+    submission: Submission
+    deliveries: list[Delivery]
+
+
+def _quota_error(quota: int) -> FileQuotaExceeded:
+    return FileQuotaExceeded(
+        f"formData: the files would exceed this agent's storage quota for form files"
+        f" ({quota / 2**20:g} MB, [forms] file_quota_mb_per_agent); nothing was stored"
+    )
+
+
+async def _check_conversation(
+    db: Database, agent_id: str, conversation_id: str, team_id: str | None, session_id: str | None
+) -> None:
+    """A conversation of the tool's agent takes a submission only from a caller who may
+    write to it (the rule of `/chat`); an id naming none of its conversations links nothing."""
+    conv = await conv_store.get_for_agent(db.reader, agent_id, conversation_id)
+    if conv is not None and not caller_may_use(conv, team_id, session_id):
+        raise NotFound("Conversation not found")
+
+
+async def store_submission(
     deliverer: Deliverer,
     *,
     tool_id: str,
     conversation_id: str | None,
+    session_id: str | None,
+    team_id: str | None,
     form_data: dict[str, Any],
     fields_completed: list[str],
     impression_at: float | None,
     started_at: float | None,
-) -> SubmitResult:
-    """Check and store a submission with its outbox rows, then make the first attempts."""
+    file_quota_mb: float,
+) -> StoredSubmission:
+    """Check a submission, write its files (within the agent's quota) and store it with its
+    outbox rows in one transaction. The submitted values are not needed afterwards."""
     db = deliverer.db
     tool = await tools_store.get_public(db.reader, tool_id)
     if tool is None or tool.execution_type != "form" or not tool.is_enabled:
         raise _form_not_found()
+    if conversation_id:
+        await _check_conversation(db, tool.agent_id, conversation_id, team_id, session_id)
     impression = _epoch_ms("impressionAt", impression_at)
     started = _epoch_ms("startedAt", started_at)
     schema = tool.form_schema or {"fields": []}
     completed = list(dict.fromkeys(fields_completed))
-    if any(isinstance(v, str) and len(v) > _BIG_VALUE for v in form_data.values()):
+    if slow_to_check(schema, form_data):
         checked = await asyncio.to_thread(check_form, schema, form_data, completed)
     else:
         checked = check_form(schema, form_data, completed)
+    files_bytes = sum(upload.size for upload in checked.files)
+    quota = int(file_quota_mb * 2**20)
+    if (
+        files_bytes
+        and await store.file_bytes_of_agent(db.reader, tool.agent_id) + files_bytes > quota
+    ):
+        raise _quota_error(quota)
     sub_id = new_id("submission")
     now_dt = datetime.now(UTC)
     now = iso(now_dt)
     files = await asyncio.to_thread(write_files, deliverer.data_dir, sub_id, checked)
+    values = checked.values
+    del checked  # holds the submitted data URLs
     deliveries = _deliveries(tool, sub_id, now, deliverer.lease_until(now_dt, attempts=2))
     mode = tool.form_execution_mode or "webhook"
     has_webhook = bool(deliveries) and deliveries[0].kind == "webhook"
@@ -159,7 +220,7 @@ async def submit(
         tool_id=tool.id,
         tool_name=tool.name,
         conversation_id=conversation_id,
-        form_data=checked.values,
+        form_data=values,
         files=files or None,
         fields_completed=completed,
         execution_mode=mode,
@@ -172,9 +233,14 @@ async def submit(
         started_at=started,
         created_at=now,
         updated_at=now,
+        session_id=session_id,
+        files_bytes=files_bytes,
     )
 
     def write(raw: sqlite3.Connection) -> None:
+        # Checked again in the transaction: concurrent submits must not pass it together.
+        if files_bytes and store.read_file_bytes_of_agent(raw, tool.agent_id) + files_bytes > quota:
+            raise _quota_error(quota)
         store.insert_submission(raw, sub)
         store.insert_deliveries(raw, deliveries)
         if conversation_id and store.conversation_of_agent(raw, tool.agent_id, conversation_id):
@@ -192,8 +258,14 @@ async def submit(
         if files:
             remove_folder(deliverer.data_dir, sub_id)
         raise
+    return StoredSubmission(sub, deliveries)
+
+
+async def deliver_first(deliverer: Deliverer, stored: StoredSubmission) -> SubmitResult:
+    """Make the first attempt of each delivery of a stored submission."""
+    sub = stored.submission
     # Shielded: a client that goes away must not cut an attempt in half.
-    task = asyncio.ensure_future(_first_attempts(deliverer, sub, deliveries))
+    task = asyncio.ensure_future(_first_attempts(deliverer, sub, stored.deliveries))
     webhook, actions = await asyncio.shield(task)
     status = (webhook.submission_status if webhook else None) or sub.status
     return SubmitResult(sub, status, webhook, actions)
@@ -220,15 +292,29 @@ async def _first_attempts(
 
 
 async def report_client_result(
-    db: Database, submission_id: str, success: bool, message: str | None, data: dict | None
+    db: Database,
+    submission_id: str,
+    success: bool,
+    message: str | None,
+    data: dict | None,
+    *,
+    team_id: str | None = None,
+    session_id: str | None = None,
 ) -> None:
-    """Record what the widget's client handler reported; the status follows."""
+    """Record what the widget's client handler reported; the status follows.
+
+    A submission made from a widget session takes results only from that session (or a
+    key of its team); another caller is told it does not exist.
+    """
+    if data is not None and json_depth(data, MAX_CLIENT_DATA_DEPTH) > MAX_CLIENT_DATA_DEPTH:
+        # Stored as JSON, whose encoder stops at 255 levels: refuse well before.
+        raise ValidationFailed(f"data: must not nest deeper than {MAX_CLIENT_DATA_DEPTH} levels")
 
     def write(raw: sqlite3.Connection) -> None:
         sub = store.read_submission(raw, submission_id)
-        if sub is None:
+        if sub is None or not _may_report(sub, team_id, session_id):
             raise NotFound("Submission not found")
-        if sub.execution_mode == "webhook":
+        if sub.client_handler is None:  # webhook mode, or a form that only stores
             raise ValidationFailed("submissionId: this form has no client handler")
         if sub.client_result is not None:
             if bool(sub.client_result.get("success")) == success:
@@ -240,6 +326,12 @@ async def report_client_result(
         store.update_submission(raw, sub.id, changes, result["reportedAt"])
 
     await db.run_sync(write)
+
+
+def _may_report(sub: Submission, team_id: str | None, session_id: str | None) -> bool:
+    if sub.session_id is None or team_id == sub.team_id:
+        return True
+    return session_id == sub.session_id
 
 
 def _webhook_state(raw: sqlite3.Connection, submission_id: str) -> str | None:
@@ -348,10 +440,13 @@ async def analytics(db: Database, team_id: str, agent_id: str) -> list[dict[str,
     fields = await store.field_counts(db.reader, agent_id)
     entries = []
     for tool in tools:
-        counts = outcomes.get(tool.id, {"submitted": 0, "successful": 0, "failed": 0})
+        counts = outcomes.get(tool.id, _NO_OUTCOMES)
         submitted = counts["submitted"]
-        impressions = events.get((tool.id, "impression"), 0)
-        started = events.get((tool.id, "started"), 0)
+        # A submission with no recorded impression (or start) was its own: sent by the API,
+        # or by a page whose event was lost. Every submission was shown and started, so
+        # neither count can be below `submitted` and the rates stay within 0-100.
+        impressions = max(events.get((tool.id, "impression"), 0) + counts["unseen"], submitted)
+        started = max(events.get((tool.id, "started"), 0) + counts["unstarted"], submitted)
         names = [f["name"] for f in (tool.form_schema or {}).get("fields", [])]
         entries.append(
             {
@@ -373,5 +468,8 @@ async def analytics(db: Database, team_id: str, agent_id: str) -> list[dict[str,
 
 
 def rate(part: int, whole: int) -> float:
-    """part / whole as a percentage with two decimals; 0 when whole is 0."""
-    return round(part * 100 / whole, 2) if whole else 0
+    """part / whole as a percentage with one decimal (halves rounded up); 0.0 when whole is 0."""
+    if not whole:
+        return 0.0
+    tenths = (2000 * part + whole) // (2 * whole)  # integer arithmetic: 2/3 is 66.7, 1/16 6.3
+    return tenths / 10

@@ -1,17 +1,22 @@
-"""Signed widget identity: an agent's secret and the check of `userHash` on public chat.
+"""Signed widget identity: an agent's secret and the checks of `userToken` and `userHash`.
 
-A site that knows the secret computes `userHash = hex(HMAC-SHA256(secret, userId))` on its
-server and puts it in the widget configuration. When the agent has a secret, a user whose
-hash is missing or wrong is treated as anonymous, so nobody can pose as another end user by
-editing the configuration. Without a secret, declared users are taken as given.
+A site that knows the secret either signs the whole user as an HS256 JWT (`userToken`:
+`sub`, `email`, `name`, `exp`) or only the id (`userHash = hex(HMAC-SHA256(secret, id))`).
+A valid token vouches for every field it carries; a hash vouches for the id alone, so the
+e-mail and name beside it are recorded as unverified. A token or hash that does not check
+out makes the caller anonymous, so nobody can pose as another end user by editing the
+configuration. Without a secret, declared users are taken as given (and unverified).
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 import secrets
 from typing import Any
+
+import jwt
 
 from agentsvc.db import Database
 from agentsvc.errors import NotFound, ValidationFailed
@@ -21,8 +26,26 @@ from agentsvc.services.agents import AgentCache
 from agentsvc.store import agents as agents_store
 from agentsvc.store import identity as identity_store
 
+log = logging.getLogger("agentsvc.identity")
+
 MIN_SECRET_LENGTH = 16
 MAX_SECRET_LENGTH = 200
+# A userToken longer than this is refused before it is decoded (a JWT of a user is < 1 KB).
+MAX_TOKEN_LENGTH = 4096
+# Tolerated clock difference between the site that signs and this server.
+TOKEN_LEEWAY_SECONDS = 30
+# Bounds of the signed claims, as for the `user` of a /chat body.
+_CLAIM_LENGTHS = {"sub": 200, "email": 320, "name": 200}
+
+# How the user recorded on a conversation was vouched for (None: declared, unchecked).
+BY_TOKEN = "userToken"  # noqa: S105 (a label): every field, signed by the site
+BY_HASH = "userHash"  # the id only; e-mail and name as declared
+BY_API_KEY = "apiKey"  # declared by a caller holding the team's key or session
+
+
+def profile_verified(verified_by: str | None) -> bool:
+    """Whether a user's e-mail and name (not only the id) were vouched for."""
+    return verified_by in (BY_TOKEN, BY_API_KEY)
 
 
 def _context(agent_id: str) -> str:
@@ -72,30 +95,93 @@ async def has_secret(db: Database, team_id: str, agent_id: str) -> bool:
     return await identity_store.get_sealed(db.reader, agent_id) is not None
 
 
-async def verify_user_hash(
+def user_from_token(secret: str, token: str, agent_id: str) -> dict[str, Any] | None:
+    """Return the user a `userToken` signs (id, email, name), or None when it is not valid.
+
+    Only HS256 with the agent's secret is accepted (never `none` or another algorithm);
+    `sub` and `exp` are required; an `aud`, when present, must name the agent.
+    """
+    if len(token) > MAX_TOKEN_LENGTH:
+        log.debug("userToken for %s refused: longer than %d", agent_id, MAX_TOKEN_LENGTH)
+        return None
+    try:
+        claims = jwt.decode(
+            token,
+            secret,
+            algorithms=["HS256"],
+            leeway=TOKEN_LEEWAY_SECONDS,
+            options={
+                "require": ["sub", "exp"],
+                "verify_aud": False,  # checked below: the agent id, when present
+                # RFC 7518: an HS256 key has at least 256 bits; shorter secrets sign no token.
+                "enforce_minimum_key_length": True,
+            },
+        )
+    except jwt.PyJWTError as exc:
+        log.debug("userToken for %s refused: %s", agent_id, exc)
+        return None
+    aud = claims.get("aud")
+    if aud is not None and agent_id not in (aud if isinstance(aud, list) else [aud]):
+        log.debug("userToken for %s refused: aud names another agent", agent_id)
+        return None
+    for name, limit in _CLAIM_LENGTHS.items():
+        value = claims.get(name)
+        if value is None and name != "sub":
+            continue
+        if not isinstance(value, str) or not value or len(value) > limit:
+            log.debug("userToken for %s refused: bad %s claim", agent_id, name)
+            return None
+    return {
+        "id": claims["sub"],
+        "email": claims.get("email"),
+        "name": claims.get("name"),
+        "verified_by": BY_TOKEN,
+    }
+
+
+def _open_secret(box: SecretBox, agent_id: str, sealed: str) -> str | None:
+    """The agent's identity secret in clear, or None when this key cannot open it."""
+    try:
+        return box.open(sealed, _context(agent_id))
+    except SecretBoxError:
+        log.warning("identity secret of %s cannot be decrypted with this key", agent_id)
+        return None
+
+
+async def verify_end_user(
     db: Database,
     box: SecretBox,
     agent_id: str,
     user: dict[str, Any] | None,
     given_hash: str | None,
+    token: str | None,
+    *,
+    trusted: bool,
 ) -> dict[str, Any] | None:
-    """Return the user to record on a public chat: as declared, or None (anonymous).
+    """Return the end user to record on a chat (with `verified_by`), or None (anonymous).
 
-    With no secret on the agent the declared user stands. With a secret, the user stands
-    only when it has an id and `given_hash` is its HMAC; otherwise the caller is anonymous.
+    A `token` decides alone: the user it signs, or anonymous when it does not verify (or
+    the agent has no secret). Otherwise a `trusted` caller (the team's key or session) is
+    taken at its word; a public caller's user stands as declared when the agent has no
+    secret, and with a secret only when `given_hash` is the HMAC of its id.
     """
+    if token is not None:
+        sealed = await identity_store.get_sealed(db.reader, agent_id)
+        secret = None if sealed is None else _open_secret(box, agent_id, sealed)
+        return None if secret is None else user_from_token(secret, token, agent_id)
     if user is None:
         return None
+    if trusted:
+        return {**user, "verified_by": BY_API_KEY}
     sealed = await identity_store.get_sealed(db.reader, agent_id)
     if sealed is None:
-        return user
-    try:
-        secret = box.open(sealed, _context(agent_id))
-    except SecretBoxError:
+        return {**user, "verified_by": None}
+    secret = _open_secret(box, agent_id, sealed)
+    if secret is None:
         return None  # a secret we cannot read cannot vouch for anyone
     user_id = user.get("id")
     if not user_id or not given_hash:
         return None
     if not hmac.compare_digest(user_hash(secret, user_id), given_hash.strip().lower()):
         return None
-    return user
+    return {**user, "verified_by": BY_HASH}

@@ -30,6 +30,7 @@ from agentsvc import keys
 from agentsvc.db import Database
 from agentsvc.errors import FileTooLarge, NotFound, UnsupportedMediaType, ValidationFailed
 from agentsvc.ids import new_id, now_iso
+from agentsvc.language import DEFAULT_LANGUAGE, stem
 from agentsvc.llm.base import ProviderError
 from agentsvc.llm.embeddings import Embedder, make_embedder
 from agentsvc.outbound import OutboundClient, OutboundError
@@ -45,6 +46,7 @@ log = logging.getLogger("agentsvc.knowledge")
 
 INDEX_BATCH = 200  # passages per write transaction while indexing in the background (~0.1 s)
 MAX_QUERY_TERMS = 32
+MIN_STEM_PREFIX = 4  # shorter stems as prefixes would match too many unrelated words
 TITLE_LENGTH = 300
 RRF_K = 60  # reciprocal rank fusion's constant (Cormack et al.; the usual choice)
 MIN_CANDIDATES = 20  # passages each ranking contributes to the fusion, at least
@@ -105,30 +107,51 @@ def query_terms(text: str) -> list[str]:
     return list(seen)
 
 
-def match_expression(agent_id: str, terms: list[str]) -> str:
+def _forms(term: str, language: str) -> str:
+    """A term as an FTS5 query: the word, or in another language also its stem's forms.
+
+    The index's tokenizer (porter) folds English word forms on both sides already; for the
+    other languages a prefix query on the Snowball stem finds the word's other forms
+    ("bestellung" finds "bestellungen" through "bestell"*).
+    """
+    if language == DEFAULT_LANGUAGE:
+        return f'"{term}"'
+    root = stem(term, language)
+    if root == term or len(root) < MIN_STEM_PREFIX or not _TERM.fullmatch(root):
+        return f'"{term}"'
+    return f'"{term}" OR "{root}"*'
+
+
+def match_expression(agent_id: str, terms: list[str], language: str = DEFAULT_LANGUAGE) -> str:
     """The FTS5 query: this agent's scope token AND any of the terms in heading or text."""
     scope = agent_id.encode().hex()
-    alternatives = " OR ".join(f'"{t}"' for t in terms)
+    alternatives = " OR ".join(_forms(t, language) for t in terms)
     return f'scope : "{scope}" AND {{heading text}} : ({alternatives})'
 
 
 async def retrieve(
-    db: Database, agent_id: str, query: str, k: int, semantic: Semantic | None = None
+    db: Database,
+    agent_id: str,
+    query: str,
+    k: int,
+    semantic: Semantic | None = None,
+    language: str = DEFAULT_LANGUAGE,
 ) -> list[Passage]:
     """Return the agent's k passages that best match the query, best first.
 
-    BM25 alone, or with `semantic` BM25 and vector similarity fused by reciprocal rank.
+    BM25 alone, or with `semantic` BM25 and vector similarity fused by reciprocal rank;
+    word forms of the agent's `language` match each other.
     """
     terms = query_terms(query)
     if k <= 0 or (not terms and semantic is None):
         return []
     if semantic is None:
-        match = match_expression(agent_id, terms)
+        match = match_expression(agent_id, terms, language)
         hits = await store.search(db.reader, agent_id, match, k, k * 2)
         return [Passage(h.document_id, h.title, h.text, h.score, h.heading) for h in hits]
     depth = max(k * 4, MIN_CANDIDATES)
     lexical, nearest = await asyncio.gather(
-        store.search(db.reader, agent_id, match_expression(agent_id, terms), depth, depth)
+        store.search(db.reader, agent_id, match_expression(agent_id, terms, language), depth, depth)
         if terms
         else _nothing(),
         _nearest(semantic, agent_id, query, depth),

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Mapping
+from urllib.parse import quote, quote_plus
 
 from agentsvc.db import Database
 from agentsvc.errors import NotFound, ValidationFailed
@@ -32,6 +35,41 @@ def check_name(name: str) -> None:
 def placeholder_names(*texts: str | None) -> set[str]:
     """Names of the `{{NAME}}` placeholders in some texts."""
     return {m.group(1) for text in texts if text for m in SECRET_PLACEHOLDER.finditer(text)}
+
+
+def _spellings(value: str) -> set[str]:
+    """The ways a value shows up in messages and echoed responses."""
+    forms = {value, value.lower(), quote(value, safe=""), quote(value), quote_plus(value)}
+    forms |= {f.lower() for f in forms}  # hosts come back lowercased
+    forms.add(json.dumps(value)[1:-1])  # as a JSON string, ASCII-escaped
+    forms.add(json.dumps(value, ensure_ascii=False)[1:-1])
+    return {f for f in forms if f}
+
+
+class Scrubber:
+    """Replaces every spelling of each secret value in a text with its `{{NAME}}`."""
+
+    def __init__(self, values: Mapping[str, str]):
+        replacements: dict[str, str] = {}
+        for name, value in values.items():
+            for form in _spellings(value):
+                replacements.setdefault(form, "{{" + name + "}}")
+        # Longest first, so a secret holding another is replaced whole; str.replace keeps
+        # each pass linear in the text, which is at most the response cap.
+        self._ordered = sorted(replacements.items(), key=lambda item: len(item[0]), reverse=True)
+        self._longest = len(self._ordered[0][0]) if self._ordered else 0
+
+    def __call__(self, text: str) -> str:
+        for form, placeholder in self._ordered:
+            if form in text:
+                text = text.replace(form, placeholder)
+        return text
+
+    def cut(self, text: str) -> str:
+        """Scrub a text cut off at a cap: its tail may hold the start of a value, so it goes."""
+        if self._longest > 1:
+            text = text[: max(0, len(text) - (self._longest - 1))]
+        return self(text)
 
 
 async def list_secrets(db: Database, team_id: str) -> list[SecretInfo]:

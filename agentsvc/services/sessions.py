@@ -114,27 +114,13 @@ async def request_magic_link(
     db: Database, mailer: Mailer, settings: Settings, email: str, callback_url: str
 ) -> None:
     """E-mail a single-use sign-in link when the address has an account; answer alike if not."""
-    try:
-        callback = safe_callback(settings, callback_url)
-    except UntrustedUrl as exc:
-        raise ValidationFailed(f"callbackUrl: {exc}") from exc
+    callback = _checked_callback(settings, callback_url)
     user = await accounts.get_user_by_email(db.reader, normalise_email(email))
     if user is None:
         log.info("magic link asked for an address without an account")
         return
-    token = new_token()
-    now = now_iso()
+    link = await create_magic_link(db, settings, user, callback)
     ttl = settings.auth.magic_link_ttl_seconds
-    async with db.write() as conn:
-        await sign_in.insert_magic_link(
-            conn,
-            token_hash=hash_token(token),
-            user_id=user.id,
-            callback_url=callback,
-            now=now,
-            expires_at=after(ttl, now),
-        )
-    link = f"{settings.server.public_url.rstrip('/')}{MAGIC_LINK_PATH}?token={token}"
     minutes = max(1, round(ttl / 60))
     mailer.send_soon(
         user.email,
@@ -143,6 +129,34 @@ async def request_magic_link(
         f"It works once, within {minutes} minutes. If you did not ask for it, ignore this "
         "message.\n",
     )
+
+
+def _checked_callback(settings: Settings, callback_url: str) -> str:
+    try:
+        return safe_callback(settings, callback_url)
+    except UntrustedUrl as exc:
+        raise ValidationFailed(f"callbackUrl: {exc}") from exc
+
+
+async def create_magic_link(db: Database, settings: Settings, user: User, callback_url: str) -> str:
+    """Store a single-use sign-in link for a user (hashed) and return it; nothing is sent.
+
+    The e-mailed links and `agentsvc login-link` (which prints it for the owner) both
+    come from here.
+    """
+    callback = _checked_callback(settings, callback_url)
+    token = new_token()
+    now = now_iso()
+    async with db.write() as conn:
+        await sign_in.insert_magic_link(
+            conn,
+            token_hash=hash_token(token),
+            user_id=user.id,
+            callback_url=callback,
+            now=now,
+            expires_at=after(settings.auth.magic_link_ttl_seconds, now),
+        )
+    return f"{settings.server.public_url.rstrip('/')}{MAGIC_LINK_PATH}?token={token}"
 
 
 async def use_magic_link(db: Database, settings: Settings, token: str) -> tuple[SignedIn, str]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from agentsvc.config import Settings
 from agentsvc.db import Database
@@ -116,18 +116,31 @@ async def invite(
     return invitation
 
 
+def as_read(invitation: Invitation, now: str) -> Invitation:
+    """The invitation as it stands at `now`: a pending one past its expiry is `expired`
+    at once, whether or not the expiry job has marked it yet."""
+    if invitation.status == "pending" and invitation.expires_at <= now:
+        return replace(invitation, status="expired")
+    return invitation
+
+
 async def list_invitations(db: Database, team_id: str) -> list[Invitation]:
     """The team's invitations, newest first, whatever their status."""
-    return await invitations.list_for_team(db.reader, team_id)
+    now = now_iso()
+    return [as_read(i, now) for i in await invitations.list_for_team(db.reader, team_id)]
 
 
 async def cancel_invitation(db: Database, team_id: str, invitation_id: str) -> Invitation:
     """Cancel a pending invitation; its link stops working."""
     async with db.write() as conn:
-        invitation = await invitations.get(conn, team_id, invitation_id)
-        if invitation is None:
+        now = now_iso()
+        found = await invitations.get(conn, team_id, invitation_id)
+        if found is None:
             raise NotFound("Invitation not found")
-        if not await invitations.transition(conn, invitation.id, "cancelled", now_iso()):
+        invitation = as_read(found, now)
+        if invitation.status != "pending":
+            raise Conflict(f"id: the invitation is {invitation.status}, not pending")
+        if not await invitations.transition(conn, invitation.id, "cancelled", now):
             raise Conflict(f"id: the invitation is {invitation.status}, not pending")
         cancelled = await invitations.get(conn, team_id, invitation_id)
     assert cancelled is not None

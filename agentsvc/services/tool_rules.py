@@ -5,12 +5,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
-from jsonschema.validators import validator_for
-
 from agentsvc.errors import ValidationFailed
-from agentsvc.outbound import OutboundError, check_headers, check_url
+from agentsvc.outbound import OutboundError, check_headers, check_url, private_host
+from agentsvc.services import tenant_patterns, tenant_schemas
+from agentsvc.services.tool_url import host_params
 
 NAME_PATTERN = r"^[a-z][a-z0-9_]{0,63}$"
 EXECUTION_TYPES = ("mock", "http", "form")
@@ -108,14 +106,8 @@ def check_name(name: str) -> None:
 
 
 def check_input_schema(schema: Any) -> None:
-    """A valid JSON Schema (by its metaschema) describing an object."""
-    if not isinstance(schema, dict):
-        raise fail("inputSchema", "must be a JSON Schema object")
-    try:
-        validator_for(schema, default=Draft202012Validator).check_schema(schema)
-    except SchemaError as exc:
-        where = ".".join(str(p) for p in exc.absolute_path)
-        raise fail(f"inputSchema{'.' + where if where else ''}", exc.message) from exc
+    """A safe, valid JSON Schema (2020-12) describing an object."""
+    tenant_schemas.check_schema(schema, "inputSchema")
     if schema.get("type") != "object":
         raise fail("inputSchema.type", 'must be "object"')
     properties = schema.get("properties", {})
@@ -131,7 +123,7 @@ def _check_text(field: str, value: Any, *, max_len: int = 2000, required: bool =
         raise fail(field, f"must be at most {max_len} characters")
 
 
-def _check_url(field: str, url: Any, *, template: bool = False) -> None:
+def _check_url(field: str, url: Any, *, allow_private: bool, template: bool = False) -> None:
     if not isinstance(url, str) or not url.strip():
         raise fail(field, "must be an http or https URL")
     if len(url) > MAX_URL_CHARS:
@@ -139,10 +131,19 @@ def _check_url(field: str, url: Any, *, template: bool = False) -> None:
     # Placeholders are filled at call time; check the shape with stand-ins.
     probe = re.sub(r"\{\{[^{}]*\}\}|\{[^{}]*\}", "x", url) if template else url
     try:
-        check_url(probe, allow_private=True)
+        parsed = check_url(probe, allow_private=True)
     except (OutboundError, ValueError) as exc:
         message = exc.message if isinstance(exc, OutboundError) else str(exc)
         raise fail(field, f"must be an http or https URL ({message})") from exc
+    # Said now rather than at every delivery attempt. Names are resolved (and checked) when
+    # connecting; a host made of a secret is only known then too.
+    shown = None if allow_private else private_host(parsed.raw_host or "")
+    if shown:
+        raise fail(
+            field,
+            f"points to a private address ({shown}); "
+            "set [outbound] allow_private = true to allow it",
+        )
 
 
 def _check_headers(field: str, headers: Any) -> None:
@@ -198,10 +199,9 @@ def _normalise_validation(where: str, rules: Any) -> dict:
         if "message" in spec and not isinstance(spec["message"], str):
             raise fail(f"{where}.{rule}.message", "must be a string")
         if rule == "pattern":
-            try:
-                re.compile(value)
-            except re.error as exc:
-                raise fail(f"{where}.pattern.value", f"is not a valid pattern ({exc})") from exc
+            problem = tenant_patterns.pattern_problem(value)
+            if problem:
+                raise fail(f"{where}.pattern.value", problem)
         out[rule] = spec
     return out
 
@@ -269,7 +269,7 @@ def normalise_form_schema(schema: Any) -> dict:
     return out
 
 
-def _check_post_action(where: str, action: Any) -> None:
+def _check_post_action(where: str, action: Any, *, allow_private: bool) -> None:
     if not isinstance(action, dict):
         raise fail(where, "must be an object")
     kind = action.get("type")
@@ -287,13 +287,16 @@ def _check_post_action(where: str, action: Any) -> None:
         if "url" in action and "webhookUrl" in action:
             raise fail(f"{where}.url", "give url or webhookUrl, not both")
         key = "url" if "url" in action else "webhookUrl"
-        _check_url(f"{where}.{key}", action.get(key))
+        _check_url(f"{where}.{key}", action.get(key), allow_private=allow_private)
         if "headers" in action:
             _check_headers(f"{where}.headers", action["headers"])
         if "payload" in action and not isinstance(action["payload"], dict):
             raise fail(f"{where}.payload", "must be an object")
+        depth = tenant_schemas.MAX_SCHEMA_DEPTH
+        if "payload" in action and tenant_schemas.json_depth(action["payload"], depth) > depth:
+            raise fail(f"{where}.payload", f"must not nest deeper than {depth} levels")
     elif kind == "team_chat":
-        _check_url(f"{where}.webhookUrl", action.get("webhookUrl"))
+        _check_url(f"{where}.webhookUrl", action.get("webhookUrl"), allow_private=allow_private)
         if "messageTemplate" in action and "message" in action:
             raise fail(f"{where}.messageTemplate", "give messageTemplate or message, not both")
         key = "message" if "message" in action else "messageTemplate"
@@ -306,8 +309,12 @@ def _check_post_action(where: str, action: Any) -> None:
             _check_text(f"{where}.subject", action["subject"], max_len=500)
 
 
-def check_tool(tool: dict[str, Any]) -> dict[str, Any]:
-    """Check a whole tool definition (Python field names); return it as it is stored."""
+def check_tool(tool: dict[str, Any], *, allow_private: bool = False) -> dict[str, Any]:
+    """Check a whole tool definition (Python field names); return it as it is stored.
+
+    `allow_private` is the `[outbound]` setting: without it, addresses that can only be
+    private are refused here instead of failing at every call or delivery.
+    """
     tool = dict(tool)
     check_name(tool["name"])
     _check_text("description", tool["description"], max_len=MAX_DESCRIPTION_CHARS)
@@ -329,7 +336,7 @@ def check_tool(tool: dict[str, Any]) -> dict[str, Any]:
         if len(tool["mock_response"]) > MAX_MOCK_RESPONSE_CHARS:
             raise fail("mockResponse", f"must be at most {MAX_MOCK_RESPONSE_CHARS} characters")
     elif kind == "http":
-        _check_url("httpUrl", tool.get("http_url"), template=True)
+        _check_url("httpUrl", tool.get("http_url"), allow_private=allow_private, template=True)
         if tool.get("http_method") not in HTTP_METHODS:
             raise fail("httpMethod", f"must be one of {', '.join(HTTP_METHODS)}")
         if tool.get("http_headers") is not None:
@@ -338,15 +345,22 @@ def check_tool(tool: dict[str, Any]) -> dict[str, Any]:
         for param in url_params(tool["http_url"]):
             if param not in properties:
                 raise fail("httpUrl", f"placeholder {{{param}}} is not a property of inputSchema")
+        in_host = host_params(tool["http_url"])
+        if in_host:
+            raise fail(
+                "httpUrl",
+                f"placeholder {{{in_host[0]}}} is in the host; input may fill only the path "
+                "and the query",
+            )
     else:
         if tool.get("form_schema") is None:
             raise fail("formSchema", "is required for a form tool")
         tool["form_schema"] = normalise_form_schema(tool["form_schema"])
-        _check_form(tool)
+        _check_form(tool, allow_private=allow_private)
     return tool
 
 
-def _check_form(tool: dict[str, Any]) -> None:
+def _check_form(tool: dict[str, Any], *, allow_private: bool) -> None:
     mode = tool.get("form_execution_mode")
     if mode not in EXECUTION_MODES:
         raise fail("formExecutionMode", f"must be one of {', '.join(EXECUTION_MODES)}")
@@ -354,9 +368,10 @@ def _check_form(tool: dict[str, Any]) -> None:
         if tool.get("form_webhook_url") is None:
             raise fail("formWebhookUrl", f'is required when formExecutionMode is "{mode}"')
     if tool.get("form_webhook_url") is not None:
-        _check_url("formWebhookUrl", tool["form_webhook_url"])
-    if mode in ("client", "both") and tool.get("form_client_handler") is None:
-        raise fail("formClientHandler", f'is required when formExecutionMode is "{mode}"')
+        _check_url("formWebhookUrl", tool["form_webhook_url"], allow_private=allow_private)
+    # `client` without a handler is a form that only stores its submissions.
+    if mode == "both" and tool.get("form_client_handler") is None:
+        raise fail("formClientHandler", 'is required when formExecutionMode is "both"')
     if tool.get("form_client_handler") is not None:
         _check_text(
             "formClientHandler", tool["form_client_handler"], max_len=MAX_CLIENT_HANDLER_CHARS
@@ -366,4 +381,4 @@ def _check_form(tool: dict[str, Any]) -> None:
         if not isinstance(actions, list) or len(actions) > MAX_POST_ACTIONS:
             raise fail("formPostActions", f"must be a list of at most {MAX_POST_ACTIONS} actions")
         for i, action in enumerate(actions):
-            _check_post_action(f"formPostActions.{i}", action)
+            _check_post_action(f"formPostActions.{i}", action, allow_private=allow_private)

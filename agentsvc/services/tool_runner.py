@@ -5,28 +5,23 @@ Form tools are not run here: the chat loop shows the form and ends the turn.
 
 from __future__ import annotations
 
+import asyncio
 import logging
-import re
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote
 
 import orjson
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
 
 from agentsvc.db import Database
 from agentsvc.outbound import OutboundClient, OutboundError
 from agentsvc.secretbox import SecretBox, SecretBoxError
 from agentsvc.services import secrets as secret_service
+from agentsvc.services.tenant_schemas import validation_errors
+from agentsvc.services.tool_url import UrlRefused, add_query, build_url, input_text
 from agentsvc.store.tools import Tool
 
 log = logging.getLogger(__name__)
 
-# `{{SECRET}}` and `{param}` in one pattern, so a filled-in value is never scanned again.
-_URL_PLACEHOLDER = re.compile(
-    r"\{\{\s*(?P<secret>[A-Za-z_][A-Za-z0-9_]{0,63})\s*\}\}|\{(?P<param>[A-Za-z_][A-Za-z0-9_]*)\}"
-)
 QUERY_METHODS = frozenset({"GET", "DELETE"})
 
 
@@ -38,30 +33,6 @@ class ToolResult:
     is_error: bool
 
 
-def input_errors(schema: dict, tool_input: Any) -> list[str]:
-    """Messages naming each place where the input does not match the tool's inputSchema."""
-    try:
-        validator = Draft202012Validator(schema)
-        errors = sorted(validator.iter_errors(tool_input), key=lambda e: list(e.absolute_path))
-    except SchemaError as exc:  # stored schemas are checked on save; defensive only
-        return [f"the tool's inputSchema is invalid: {exc.message}"]
-    messages = []
-    for err in errors[:5]:
-        where = ".".join(str(p) for p in err.absolute_path)
-        messages.append(f"{where}: {err.message}" if where else err.message)
-    return messages
-
-
-def _query_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return value
-    if isinstance(value, int | float):
-        return str(value)
-    return orjson.dumps(value).decode()
-
-
 def query_items(values: dict[str, Any]) -> list[tuple[str, str]]:
     """Input parameters as query items (a list repeats its key; null is left out)."""
     items: list[tuple[str, str]] = []
@@ -69,17 +40,28 @@ def query_items(values: dict[str, Any]) -> list[tuple[str, str]]:
         if value is None:
             continue
         if isinstance(value, list):
-            items.extend((key, _query_value(v)) for v in value)
+            items.extend((key, input_text(v)) for v in value)
         else:
-            items.append((key, _query_value(value)))
+            items.append((key, input_text(value)))
     return items
 
 
 def _parse_body(text: str) -> Any:
     try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
+        value = orjson.loads(text)
+        # Shown in the stream and stored as JSON: an output its encoder refuses (nested
+        # over 255 levels) stays text.
+        orjson.dumps(value)
+    except (orjson.JSONDecodeError, TypeError):
         return text
+    return value
+
+
+def _scrubbed(result: ToolResult, scrub: secret_service.Scrubber) -> ToolResult:
+    """The result with every secret value replaced by its `{{NAME}}` (output is shown)."""
+    if isinstance(result.output, str):
+        return ToolResult(scrub(result.output), result.is_error)
+    return result
 
 
 class ToolRunner:
@@ -94,7 +76,8 @@ class ToolRunner:
         """Validate the input against the tool's inputSchema, then run the tool."""
         if not isinstance(tool_input, dict):
             return ToolResult("Invalid input: the input must be a JSON object", True)
-        problems = input_errors(tool.input_schema, tool_input)
+        # Bounded, but up to a fraction of a second on a big input: off the event loop.
+        problems = await asyncio.to_thread(validation_errors, tool.input_schema, tool_input)
         if problems:
             return ToolResult(f"Invalid input for tool {tool.name}: " + "; ".join(problems), True)
         if tool.execution_type == "mock":
@@ -120,41 +103,41 @@ class ToolRunner:
         if missing:
             names = ", ".join(missing)
             return ToolResult(f"Missing secret(s) {names}: set them with PUT /secrets/NAME", True)
+        # The output goes to the model, the visitor and the transcript: no secret value may
+        # come back in it, whether from an error message (a host) or an echoing server.
+        scrub = secret_service.Scrubber(values)
+        result = await self._send(tool, tool_input, headers, values, scrub)
+        return _scrubbed(result, scrub)
 
-        used_params: set[str] = set()
-        unfilled: list[str] = []
-
-        def fill_url(match: re.Match[str]) -> str:
-            if match.group("secret"):
-                return quote(values[match.group("secret")], safe="")
-            name = match.group("param")
-            if tool_input.get(name) is None:
-                unfilled.append(name)
-                return ""
-            used_params.add(name)
-            return quote(_query_value(tool_input[name]), safe="")
-
-        url = _URL_PLACEHOLDER.sub(fill_url, url_template)
-        if unfilled:
-            return ToolResult(
-                f"Missing input parameter(s) for the URL: {', '.join(unfilled)}", True
-            )
+    async def _send(
+        self,
+        tool: Tool,
+        tool_input: dict,
+        headers: dict[str, str],
+        values: dict[str, str],
+        scrub: secret_service.Scrubber,
+    ) -> ToolResult:
+        method = (tool.http_method or "GET").upper()
+        try:
+            built = build_url(tool.http_url or "", values, tool_input)
+            rest = {k: v for k, v in tool_input.items() if k not in built.used_params}
+            url = built.url
+            if method in QUERY_METHODS:
+                url = add_query(url, query_items(rest))
+        except UrlRefused as exc:
+            return ToolResult(exc.message, True)
         sent_headers = {
             name: secret_service.SECRET_PLACEHOLDER.sub(lambda m: values[m.group(1)], value)
             for name, value in headers.items()
         }
-        rest = {k: v for k, v in tool_input.items() if k not in used_params}
-        method = (tool.http_method or "GET").upper()
+        body = None if method in QUERY_METHODS else rest
         try:
-            if method in QUERY_METHODS:
-                resp = await self._outbound.request(
-                    method, url, headers=sent_headers, params=query_items(rest)
-                )
-            else:
-                resp = await self._outbound.request(method, url, headers=sent_headers, json=rest)
+            resp = await self._outbound.request(method, url, headers=sent_headers, json=body)
         except OutboundError as exc:
             return ToolResult(f"HTTP call failed: {exc.message}", True)
-        output: dict[str, Any] = {"status": resp.status, "body": _parse_body(resp.text())}
+        # Scrubbed before parsing, so a value echoed inside a number or a key goes as well.
+        text = scrub.cut(resp.text()) if resp.truncated else scrub(resp.text())
+        output: dict[str, Any] = {"status": resp.status, "body": _parse_body(text)}
         if resp.truncated:
             output["truncated"] = True
         return ToolResult(output, not resp.ok)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import secrets
 import sqlite3
@@ -73,6 +74,19 @@ def canonical_fields(given: dict[str, Any]) -> dict[str, Any]:
     return fields
 
 
+def _check(
+    tool: dict[str, Any], given: dict[str, Any], *, allow_private: bool
+) -> dict[str, Any]:
+    """check_tool, its messages naming the fields as the caller spelled them."""
+    try:
+        return tool_rules.check_tool(tool, allow_private=allow_private)
+    except ValidationFailed as exc:
+        if "form_fields_schema" in given and exc.message.startswith("formSchema.fields"):
+            spelled = "formFieldsSchema" + exc.message.removeprefix("formSchema.fields")
+            raise ValidationFailed(spelled) from exc
+        raise
+
+
 def _apply_defaults(tool: dict[str, Any]) -> None:
     kind = tool.get("execution_type")
     if kind == "http" and tool.get("http_method") is None:
@@ -81,10 +95,24 @@ def _apply_defaults(tool: dict[str, Any]) -> None:
         tool["http_method"] = tool["http_method"].upper()
     if kind == "form":
         if tool.get("form_execution_mode") is None:
-            tool["form_execution_mode"] = "webhook"
+            tool["form_execution_mode"] = default_form_mode(tool)
         if tool.get("input_schema") is None:
             # The form spelling carries no inputSchema: the model calls the form with nothing.
             tool["input_schema"] = dict(tool_rules.EMPTY_INPUT_SCHEMA)
+
+
+def default_form_mode(tool: dict[str, Any]) -> str:
+    """The mode of a form tool that names none: `webhook` when it has an address, else
+    `client` (its handler runs in the page; without one, submissions are only stored)."""
+    return "webhook" if tool.get("form_webhook_url") is not None else "client"
+
+
+def _stores_only(tool: Tool) -> bool:
+    return (
+        tool.execution_type == "form"
+        and tool.form_execution_mode == "client"
+        and tool.form_client_handler is None
+    )
 
 
 async def _require_agent(conn: Any, team_id: str, agent_id: str) -> None:
@@ -118,6 +146,13 @@ async def tool_limits(
     return _limits(await tools_store.count_for_agent(db.reader, agent_id), limit, plan_id)
 
 
+async def _checked(
+    tool: dict[str, Any], given: dict[str, Any], *, allow_private: bool
+) -> dict[str, Any]:
+    """_check in a worker thread: a 64 KB inputSchema takes ~0.1 s against the metaschema."""
+    return await asyncio.to_thread(_check, tool, given, allow_private=allow_private)
+
+
 async def create_tool(
     db: Database,
     box: SecretBox,
@@ -127,6 +162,7 @@ async def create_tool(
     plan_id: str,
     limit: int | None,
     given: dict[str, Any],
+    allow_private: bool = False,
 ) -> Tool:
     """Create a tool after checking it, its name's uniqueness and the plan's limit."""
     fields = canonical_fields(given)
@@ -137,7 +173,7 @@ async def create_tool(
         _apply_defaults(draft)
         if draft["input_schema"] is None:
             raise ValidationFailed("inputSchema: is required")
-        checked = tool_rules.check_tool(draft)
+        checked = await _checked(draft, given, allow_private=allow_private)
         if await tools_store.name_taken(conn, agent_id, checked["name"]):
             raise DuplicateName(f"name: this agent already has a tool named {checked['name']!r}")
         limits = _limits(await tools_store.count_for_agent(conn, agent_id), limit, plan_id)
@@ -164,7 +200,13 @@ async def create_tool(
 
 
 async def update_tool(
-    db: Database, box: SecretBox, team_id: str, tool_id: str, given: dict[str, Any]
+    db: Database,
+    box: SecretBox,
+    team_id: str,
+    tool_id: str,
+    given: dict[str, Any],
+    *,
+    allow_private: bool = False,
 ) -> Tool:
     """Apply a partial update; the result is checked as a whole before it is saved."""
     fields = canonical_fields(given)
@@ -179,8 +221,12 @@ async def update_tool(
             for field in tool_rules.TYPE_FIELDS.get(current.execution_type, ()):
                 merged[field] = None
         merged.update(fields)
+        if "form_execution_mode" not in fields and _stores_only(current):
+            # A form that only stores its submissions takes the mode its new settings
+            # call for: a webhook address added later is then used, not silently ignored.
+            merged["form_execution_mode"] = None
         _apply_defaults(merged)
-        checked = tool_rules.check_tool(merged)
+        checked = await _checked(merged, given, allow_private=allow_private)
         if await tools_store.name_taken(conn, current.agent_id, checked["name"], tool_id):
             raise DuplicateName(f"name: this agent already has a tool named {checked['name']!r}")
         sealed = current.form_webhook_secret

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from urllib.parse import unquote, urlsplit
 
 from agentsvc.config import Settings
@@ -42,6 +43,31 @@ def trusted_origins(settings: Settings) -> frozenset[str]:
 def is_trusted_origin(settings: Settings, origin: str | None) -> bool:
     """True when `origin` (an Origin header, or any URL) is on a trusted origin."""
     return origin is not None and origin_of(origin) in trusted_origins(settings)
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def loopback_port_mismatch(public_url: str, listener_port: int) -> int | None:
+    """The port of a loopback public_url when it differs from the listener's, else None.
+
+    Browsing to the listener then sends an Origin that is not trusted (403) and e-mailed
+    links lead elsewhere; a public address on another host (a proxy) is not flagged.
+    """
+    try:
+        parts = urlsplit(public_url)
+        port = parts.port or _DEFAULT_PORTS.get(parts.scheme)
+    except ValueError:
+        return None
+    if not parts.hostname or not _is_loopback(parts.hostname) or port in (None, listener_port):
+        return None
+    return port
 
 
 def _decoded_forms(url: str) -> list[str]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 import orjson
@@ -29,6 +29,7 @@ from agentsvc.llm.base import (
 )
 from agentsvc.services import knowledge
 from agentsvc.services.models import BUILTIN
+from agentsvc.services.tenant_schemas import MAX_INPUT_DEPTH
 from agentsvc.services.write_batcher import WriteBatcher
 from agentsvc.store import conversations as conv_store
 from agentsvc.store.agents import Agent
@@ -38,6 +39,19 @@ from agentsvc.store.tools import Tool
 log = logging.getLogger("agentsvc.chat")
 
 MAX_MODEL_CALLS = 8
+
+
+def _encodable(call: ToolCall) -> ToolCall:
+    """The call, or without its input when JSON cannot encode it (nested over 255 levels).
+
+    Such an input could be neither shown, stored nor validated; the tool run refuses it.
+    Deeper than MAX_INPUT_DEPTH but encodable is refused by the validation, off the loop.
+    """
+    try:
+        orjson.dumps(call.input)
+    except TypeError:
+        return replace(call, input=None, raw_arguments=call.raw_arguments[:200])
+    return call
 
 
 class ClientGone(Exception):
@@ -166,6 +180,7 @@ class TurnRunner:
                 tools=offered,
                 temperature=turn.agent.temperature,
                 knowledge=texts,
+                language=turn.agent.language,
             )
             text, calls = await self._model_call(request)
             if not calls or not offered:
@@ -194,7 +209,7 @@ class TurnRunner:
                     parts.append(event.text)
                     await self._sink.delta(self._block, event.text)
                 elif isinstance(event, ToolCall):
-                    calls.append(event)
+                    calls.append(_encodable(event))
                 elif isinstance(event, Usage):
                     self._produced.add_usage(event)
         finally:
@@ -271,7 +286,12 @@ class TurnRunner:
             known = ", ".join(sorted(self._turn.tools)) or "none"
             return f"Unknown tool {call.name!r}; available tools: {known}", True, None
         if call.input is None:
-            return "Invalid input: the arguments must be a JSON object", True, None
+            return (
+                "Invalid input: the arguments must be a JSON object nesting at most "
+                f"{MAX_INPUT_DEPTH} levels",
+                True,
+                None,
+            )
         if tool.execution_type == "form":
             form = {
                 "toolId": tool.id,

@@ -1,5 +1,5 @@
 /* agentsvc embeddable chat widget: plain JavaScript, no build step, no dependencies.
- * Embed: set window.agentsvcConfig = {agentId, userId?, userEmail?, userName?, userHash?}
+ * Embed: set window.agentsvcConfig = {agentId, userId?, userEmail?, userName?, userHash?, userToken?}
  * and load <script src="https://HOST/widget.js" async></script>. See the README (## Widget). */
 (function () {
   "use strict";
@@ -63,13 +63,13 @@
   var conv = loadConv();
   // A transcript belongs to the user it was held for: another user (or a signed-out
   // visitor on a shared computer) starts afresh.
-  if (conv.userId && conv.userId !== (cfg.userId || null)) {
+  if (conv.userId && conv.userId !== userKey()) {
     conv = { conversationId: null, userId: null, messages: [] };
     local.del(K_CONV);
   }
   function saveConv() {
     conv.messages = conv.messages.slice(-MAX_STORED_MESSAGES);
-    conv.userId = cfg.userId || null;
+    conv.userId = userKey();
     local.set(K_CONV, conv);
   }
 
@@ -363,6 +363,16 @@
   function toggle() { if (isOpen) close(); else open(); }
 
   // ── Chat: fetch + stream reader over the SSE response ───────────────────────────────
+  // Who the visitor is, to tell users apart in this browser: userId, else the `sub` of a
+  // userToken (read, not verified: the service verifies it).
+  function userKey() {
+    if (cfg.userId) return cfg.userId;
+    if (!cfg.userToken) return null;
+    try {
+      var sub = JSON.parse(atob(String(cfg.userToken).split(".")[1].replace(/-/g, "+").replace(/_/g, "/"))).sub;
+      return typeof sub === "string" && sub ? sub : null;
+    } catch (e) { return null; }
+  }
   function userPayload() {
     if (!cfg.userId) return null;
     var u = { id: String(cfg.userId) };
@@ -397,6 +407,7 @@
     var user = userPayload();
     if (user) body.user = user;
     if (user && cfg.userHash) body.userHash = String(cfg.userHash);
+    if (cfg.userToken) body.userToken = String(cfg.userToken);
     var reply = { role: "assistant", content: "", id: null, rating: null };
     // The streamed text goes in a node marked aria-busy until the turn ends, so the log
     // (a polite live region) announces the final text once; a tool result starts a new node.
@@ -566,7 +577,7 @@
     return !isNaN(d) && d.toISOString().slice(0, 10) === v;
   }
   function validateField(f, v) {
-    var req = rule(f, "required"), t = f.type, r;
+    var req = rule(f, "required"), t = f.type, r, re;
     if (empty(v)) return req && req.value ? req.message || "This field is required" : null;
     if (t === "file" || t === "image") {
       if (v.size > MAX_FILE_BYTES) return "The file is over 5 MB";
@@ -588,10 +599,54 @@
     if (t === "datetime" && (!DATETIME.test(v) || !validDate(v.slice(0, 10)))) return "Must be a date and time";
     if ((r = rule(f, "minLength")) && v.length < r.value) return r.message || "Must be at least " + r.value + " characters";
     if ((r = rule(f, "maxLength")) && v.length > r.value) return r.message || "Must be at most " + r.value + " characters";
-    if ((r = rule(f, "pattern"))) {
-      try { if (!new RegExp("^(?:" + r.value + ")$").test(v)) return r.message || "Does not have the expected format"; } catch (e) { /* the server checks */ }
+    if ((r = rule(f, "pattern")) && (re = simplePattern(r.value, v.length)) && !re.test(v)) {
+      return r.message || "Does not have the expected format";
     }
     return null;
+  }
+  // The browser's RegExp backtracks: `^(a+)+$` on 30 characters would freeze the page. A
+  // pattern is tried here only when its backtracking is provably small for this value (no
+  // quantified group, no backreference or lookaround, few choices); any other is left to
+  // the server, which checks every pattern in linear time and names the field on refusal.
+  var PATTERN_BUDGET = 1e6;
+  function patternChoices(src, n) {
+    var cost = 1, inClass = false, i, c, m;
+    for (i = 0; i < src.length; i++) {
+      c = src.charAt(i);
+      if (c === "\\") {
+        if (!inClass && /[1-9k]/.test(src.charAt(i + 1))) return Infinity;
+        i++;
+      } else if (inClass) {
+        if (c === "]") inClass = false;
+      } else if (c === "[") {
+        inClass = true;
+      } else if (c === "(") {
+        if (src.charAt(i + 1) !== "?") continue;
+        if (src.charAt(i + 2) === ":") { i += 2; continue; }
+        m = /^\(\?P?<[A-Za-z_][A-Za-z0-9_]*>/.exec(src.slice(i));
+        if (!m) return Infinity; // lookaround, inline flags: not simple
+        i += m[0].length - 1;
+      } else if (c === ")") {
+        if (/[*+?{]/.test(src.charAt(i + 1))) return Infinity;
+      } else if (c === "*" || c === "+") {
+        cost *= n + 1;
+        if (src.charAt(i + 1) === "?") i++;
+      } else if (c === "?") {
+        cost *= 2;
+      } else if (c === "|") {
+        cost *= 2;
+      } else if (c === "{" && (m = /^\{(\d+)(,(\d*))?\}/.exec(src.slice(i)))) {
+        if (m[2]) cost *= (m[3] === "" ? n : Math.min(+m[3] - +m[1], n)) + 1;
+        i += m[0].length - 1;
+        if (src.charAt(i + 1) === "?") i++;
+      }
+      if (cost > PATTERN_BUDGET) return Infinity;
+    }
+    return cost;
+  }
+  function simplePattern(src, n) {
+    if (typeof src !== "string" || src.length > 500 || patternChoices(src, n) > PATTERN_BUDGET) return null;
+    try { return new RegExp("^(?:" + src + ")$"); } catch (e) { return null; /* the server checks */ }
   }
   function readDataUrl(file) {
     return new Promise(function (resolve, reject) {
@@ -678,7 +733,7 @@
       })).then(function (vals) {
         var formData = {}, completed = [];
         names.forEach(function (n, i) { if (!empty(vals[i])) { formData[n] = vals[i]; completed.push(n); } });
-        var body = { toolId: toolId, formData: formData, fieldsCompleted: completed, impressionAt: impressionAt, startedAt: startedAt };
+        var body = { toolId: toolId, formData: formData, fieldsCompleted: completed, impressionAt: impressionAt, startedAt: startedAt, sessionId: sessionId() };
         if (conv.conversationId) body.conversationId = conv.conversationId;
         return request("POST", "/form-submissions/submit", body).then(function (res) {
           return runClient(res, form, formData).then(function (client) {
@@ -706,6 +761,7 @@
     var mode = res.executionMode || form.executionMode;
     if (mode !== "client" && mode !== "both") return Promise.resolve(null);
     var name = res.clientHandler || form.clientHandler, fn = handlers[name];
+    if (!name) return Promise.resolve(null); // a form with no handler only stores its submissions
     var run = fn ? Promise.resolve().then(function () {
       return fn(formData, { toolId: form.toolId, toolName: form.toolName, submissionId: res.submissionId });
     }) : Promise.resolve({ success: false, message: "No handler registered for " + name });
@@ -714,7 +770,7 @@
     }, function (err) {
       return { success: false, message: err && err.message ? String(err.message) : "The form handler failed" };
     }).then(function (outcome) {
-      var body = { submissionId: res.submissionId, success: outcome.success };
+      var body = { submissionId: res.submissionId, success: outcome.success, sessionId: sessionId() };
       if (typeof outcome.message === "string") body.message = outcome.message.slice(0, 2000);
       if (isObj(outcome.data)) body.data = outcome.data;
       return request("POST", "/form-submissions/client-result", body).then(function () { return outcome; });
@@ -773,13 +829,20 @@
     triggerEvent(t.trigger, "converted");
     emit("trigger_converted", { triggerId: t.trigger.id, name: t.trigger.name });
   }
+  // A bubble is only a hint: a trigger that opens the chat or shows a form replaces it,
+  // so a bubble left showing never blocks the actions a site owner cares most about.
+  var REPLACES_BUBBLE = { open_chat: true, show_form: true };
   function consider(candidates) {
     // Lower priority values go first; only one proactive action at a time, none while open.
     candidates = candidates.filter(eligible).sort(function (a, b) { return (a.priority || 0) - (b.priority || 0); });
-    if (!candidates.length || isOpen || proactive) return;
+    if (proactive && proactive.action === "show_bubble") {
+      candidates = candidates.filter(function (t) { return REPLACES_BUBBLE[t.actionType] === true; });
+    } else if (proactive) return;
+    if (!candidates.length || isOpen) return;
     fire(candidates[0]);
   }
   function fire(t) {
+    if (REPLACES_BUBBLE[t.actionType] === true) hideBubble();
     pageFired[t.id] = true;
     if (t.triggerOnce !== false) { var f = firedOnce(); f.push(t.id); session.set(K_FIRED, f); }
     var run = { trigger: t, action: t.actionType, converted: false };
@@ -849,9 +912,9 @@
   // ── Public API ──────────────────────────────────────────────────────────────────────
   function identify(u) {
     u = u || {};
-    var prev = cfg.userId;
-    ["userId", "userEmail", "userName", "userHash"].forEach(function (k) { if (k in u) cfg[k] = u[k]; });
-    if (prev && cfg.userId !== prev) clearConversation();
+    var prev = userKey();
+    ["userId", "userEmail", "userName", "userHash", "userToken"].forEach(function (k) { if (k in u) cfg[k] = u[k]; });
+    if (prev && userKey() !== prev) clearConversation();
   }
   function clearConversation() {
     conv = { conversationId: null, userId: null, messages: [] };
@@ -862,7 +925,7 @@
     clearConversation();
     local.del(K_SESSION);
     session.del(K_FIRED);
-    ["userId", "userEmail", "userName", "userHash"].forEach(function (k) { delete cfg[k]; });
+    ["userId", "userEmail", "userName", "userHash", "userToken"].forEach(function (k) { delete cfg[k]; });
     emit("reset", {});
   }
   function track(event, data) {

@@ -18,14 +18,17 @@ class Agent:
     system_prompt: str
     created_at: str
     updated_at: str
+    language: str = "english"
 
 
-_COLUMNS = "id, team_id, name, slug, model, temperature, system_prompt, created_at, updated_at"
+_COLUMNS = (
+    "id, team_id, name, slug, model, temperature, system_prompt, created_at, updated_at, language"
+)
 
 
 async def insert(conn: aiosqlite.Connection, agent: Agent) -> None:
     await conn.execute(
-        f"INSERT INTO agents ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        f"INSERT INTO agents ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             agent.id,
             agent.team_id,
@@ -36,6 +39,7 @@ async def insert(conn: aiosqlite.Connection, agent: Agent) -> None:
             agent.system_prompt,
             agent.created_at,
             agent.updated_at,
+            agent.language,
         ),
     )
 
@@ -74,8 +78,8 @@ async def slugs_like(conn: aiosqlite.Connection, team_id: str, base: str) -> set
 async def update(
     conn: aiosqlite.Connection, team_id: str, agent_id: str, fields: dict, now: str
 ) -> bool:
-    """Update some of name, model, temperature, system_prompt; return False when absent."""
-    allowed = {"name", "model", "temperature", "system_prompt"}
+    """Update some of name, model, temperature, system_prompt, language; False when absent."""
+    allowed = {"name", "model", "temperature", "system_prompt", "language"}
     assert set(fields) <= allowed, fields
     assignments = ", ".join(f"{col} = ?" for col in fields)
     cur = await conn.execute(

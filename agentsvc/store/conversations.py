@@ -21,6 +21,8 @@ class Conversation:
     user_ref: str | None
     user_email: str | None
     user_name: str | None
+    # How the user was vouched for: "userToken", "userHash", "apiKey", or None (unchecked).
+    user_verified_by: str | None
     created_at: str
     updated_at: str
     message_count: int = 0
@@ -43,7 +45,7 @@ class StoredMessage:
 
 _CONV = (
     "id, agent_id, team_id, title, session_id, user_ref, user_email, user_name,"
-    " created_at, updated_at"
+    " user_verified_by, created_at, updated_at"
 )
 _MSG = (
     "id, conversation_id, role, content, tool_calls, usage, sources, status, model, rating,"
@@ -61,7 +63,7 @@ def _message(row: Any) -> StoredMessage:
 def insert_conversation(raw: sqlite3.Connection, conv: Conversation) -> None:
     """Insert a conversation (on the writer thread, inside `Database.run_sync`)."""
     raw.execute(
-        f"INSERT INTO conversations ({_CONV}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        f"INSERT INTO conversations ({_CONV}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             conv.id,
             conv.agent_id,
@@ -71,6 +73,7 @@ def insert_conversation(raw: sqlite3.Connection, conv: Conversation) -> None:
             conv.user_ref,
             conv.user_email,
             conv.user_name,
+            conv.user_verified_by,
             conv.created_at,
             conv.updated_at,
         ),

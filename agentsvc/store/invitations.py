@@ -79,11 +79,12 @@ async def transition(conn: aiosqlite.Connection, invitation_id: str, status: str
 async def cancel_pending_for_email(
     conn: aiosqlite.Connection, team_id: str, email: str, now: str
 ) -> int:
-    """Cancel earlier pending invitations of an address (a new one replaces them)."""
+    """Cancel earlier pending invitations of an address (a new one replaces them); those
+    already past their expiry stay expired."""
     cur = await conn.execute(
         "UPDATE invitations SET status = 'cancelled', updated_at = ?"
-        " WHERE team_id = ? AND email = ? AND status = 'pending'",
-        (now, team_id, email),
+        " WHERE team_id = ? AND email = ? AND status = 'pending' AND expires_at > ?",
+        (now, team_id, email, now),
     )
     return cur.rowcount
 

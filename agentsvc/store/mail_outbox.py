@@ -1,4 +1,4 @@
-"""The mail outbox: messages kept because no SMTP server took them."""
+"""The mail outbox: messages kept because no SMTP server took them (bodies sealed)."""
 
 from __future__ import annotations
 
@@ -12,15 +12,16 @@ class OutboxMessage:
     id: str
     to_address: str
     subject: str
-    body: str
+    body: str  # stored sealed (see agentsvc.mail); "" for a body removed at an upgrade
     reason: str
     created_at: str
 
 
-_COLUMNS = "id, to_address, subject, body, reason, created_at"
+_COLUMNS = "id, to_address, subject, sealed_body, reason, created_at"
 
 
 async def insert(conn: aiosqlite.Connection, message: OutboxMessage) -> None:
+    """Insert a message whose body is already sealed."""
     await conn.execute(
         f"INSERT INTO mail_outbox ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
         (
@@ -37,7 +38,7 @@ async def insert(conn: aiosqlite.Connection, message: OutboxMessage) -> None:
 async def list_recent(
     conn: aiosqlite.Connection, to_address: str | None = None, limit: int = 100
 ) -> list[OutboxMessage]:
-    """Return the newest messages first, optionally only those to one address."""
+    """Return the newest messages first (bodies sealed), optionally those to one address."""
     if to_address is None:
         rows = await conn.execute_fetchall(
             f"SELECT {_COLUMNS} FROM mail_outbox ORDER BY created_at DESC, rowid DESC LIMIT ?",

@@ -36,6 +36,8 @@ class Submission:
     started_at: str | None
     created_at: str
     updated_at: str
+    session_id: str | None = None  # the widget session that submitted it, if any
+    files_bytes: int = 0  # decoded size of its stored files (the agent's file quota)
 
 
 @dataclass(frozen=True, slots=True)
@@ -323,17 +325,26 @@ async def event_counts(conn: aiosqlite.Connection, agent_id: str) -> dict[tuple[
 
 
 async def outcome_counts(conn: aiosqlite.Connection, agent_id: str) -> dict[str, dict[str, int]]:
-    """tool id -> {submitted, successful, failed} over an agent's submissions."""
+    """tool id -> {submitted, successful, failed, unseen, unstarted} over an agent's
+    submissions; `unseen` and `unstarted` count those sent without `impressionAt` and
+    without `startedAt` (the widget sends both, with its impression and start events)."""
     rows = await conn.execute_fetchall(
         "SELECT tool_id, COUNT(*),"
         " SUM(status = 'success' OR (execution_mode = 'webhook' AND status = 'webhook_success')"
         "     OR (execution_mode = 'client' AND status = 'client_success')),"
-        " SUM(status IN ('failed', 'webhook_failed', 'client_failed'))"
+        " SUM(status IN ('failed', 'webhook_failed', 'client_failed')),"
+        " SUM(impression_at IS NULL), SUM(started_at IS NULL)"
         " FROM form_submissions WHERE agent_id = ? GROUP BY tool_id",
         (agent_id,),
     )
     return {
-        r[0]: {"submitted": int(r[1]), "successful": int(r[2] or 0), "failed": int(r[3] or 0)}
+        r[0]: {
+            "submitted": int(r[1]),
+            "successful": int(r[2] or 0),
+            "failed": int(r[3] or 0),
+            "unseen": int(r[4] or 0),
+            "unstarted": int(r[5] or 0),
+        }
         for r in rows
     }
 
@@ -360,6 +371,23 @@ async def member_emails(conn: aiosqlite.Connection, team_id: str, user_ids: list
     )
     found = {r[0]: r[1] for r in rows}
     return [found[i] for i in dict.fromkeys(user_ids) if i in found]
+
+
+_FILE_BYTES_SQL = (
+    "SELECT COALESCE(SUM(files_bytes), 0) FROM form_submissions"
+    " WHERE agent_id = ? AND files_bytes > 0"
+)
+
+
+async def file_bytes_of_agent(conn: aiosqlite.Connection, agent_id: str) -> int:
+    """Total size of the agent's stored form files."""
+    rows = await conn.execute_fetchall(_FILE_BYTES_SQL, (agent_id,))
+    return int(rows[0][0])
+
+
+def read_file_bytes_of_agent(raw: sqlite3.Connection, agent_id: str) -> int:
+    """`file_bytes_of_agent` inside a write transaction."""
+    return int(raw.execute(_FILE_BYTES_SQL, (agent_id,)).fetchone()[0])
 
 
 def conversation_of_agent(raw: sqlite3.Connection, agent_id: str, conversation_id: str) -> bool:

@@ -97,6 +97,18 @@ async def get_by_name(conn: aiosqlite.Connection, agent_id: str, name: str) -> T
     return _from_row(rows[0]) if rows else None
 
 
+async def enabled_forms_named(
+    conn: aiosqlite.Connection, team_id: str, name: str, limit: int = 2
+) -> list[Tool]:
+    """Up to `limit` enabled form tools of that name among the team's agents, oldest first."""
+    rows = await conn.execute_fetchall(
+        f"SELECT {_COLUMNS} FROM tools WHERE team_id = ? AND name = ?"
+        " AND execution_type = 'form' AND is_enabled ORDER BY created_at, rowid LIMIT ?",
+        (team_id, name, limit),
+    )
+    return [_from_row(r) for r in rows]
+
+
 async def list_for_agent(conn: aiosqlite.Connection, team_id: str, agent_id: str) -> list[Tool]:
     """Return the team agent's tools, oldest first."""
     rows = await conn.execute_fetchall(

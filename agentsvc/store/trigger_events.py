@@ -20,16 +20,50 @@ class TriggerEvent(NamedTuple):
     trigger_id: str | None  # None: resolved from trigger_name
     trigger_name: str
     event_type: str  # "fired" or "converted"
+    trigger_type: str | None = None  # with trigger_id: must be the trigger's (None: unchecked)
+    action_type: str | None = None
 
 
-def _owners(raw: sqlite3.Connection, trigger_ids: list[str]) -> dict[str, str]:
-    owners: dict[str, str] = {}
+class Mismatch(NamedTuple):
+    """An event whose triggerId names a trigger of its agent that it does not describe."""
+
+    field: str  # "triggerName", "triggerType" or "actionType"
+
+
+class _Known(NamedTuple):
+    agent_id: str
+    name: str
+    trigger_type: str
+    action_type: str
+
+
+def _known(raw: sqlite3.Connection, trigger_ids: list[str]) -> dict[str, _Known]:
+    known: dict[str, _Known] = {}
     for start in range(0, len(trigger_ids), _CHUNK):
         chunk = trigger_ids[start : start + _CHUNK]
         marks = ",".join("?" * len(chunk))
-        rows = raw.execute(f"SELECT id, agent_id FROM triggers WHERE id IN ({marks})", chunk)
-        owners.update((r[0], r[1]) for r in rows)
-    return owners
+        rows = raw.execute(
+            f"SELECT id, agent_id, name, trigger_type, action_type FROM triggers"
+            f" WHERE id IN ({marks})",
+            chunk,
+        )
+        known.update((r[0], _Known(*r[1:])) for r in rows)
+    return known
+
+
+def _check(event: TriggerEvent, trigger: _Known | None) -> str | Mismatch | None:
+    if trigger is None or trigger.agent_id != event.agent_id:
+        return None
+    # Stats are read by trigger: an event that describes another trigger would be counted
+    # under a name, type or action it does not have.
+    if event.trigger_name != trigger.name:
+        return Mismatch("triggerName")
+    if event.trigger_type is not None and event.trigger_type != trigger.trigger_type:
+        return Mismatch("triggerType")
+    if event.action_type is not None and event.action_type != trigger.action_type:
+        return Mismatch("actionType")
+    assert event.trigger_id is not None
+    return event.trigger_id
 
 
 def _by_name(raw: sqlite3.Connection, agent_id: str, name: str) -> str | None:
@@ -41,19 +75,19 @@ def _by_name(raw: sqlite3.Connection, agent_id: str, name: str) -> str | None:
     return row[0] if row else None
 
 
-def write_batch(raw: sqlite3.Connection, events: list[TriggerEvent]) -> list[str | None]:
-    """Count the events whose trigger belongs to their agent.
+def write_batch(raw: sqlite3.Connection, events: list[TriggerEvent]) -> list[str | Mismatch | None]:
+    """Count the events whose trigger belongs to their agent and matches them.
 
-    Returns, per event, the id of the trigger it was counted for, or None when it names no
-    trigger of its agent (it is not counted).
+    Returns, per event, the id of the trigger it was counted for, None when it names no
+    trigger of its agent, or a Mismatch when its triggerId names a trigger whose name, type
+    or action differ from the event's (neither is counted).
     """
-    owners = _owners(raw, sorted({e.trigger_id for e in events if e.trigger_id}))
+    known = _known(raw, sorted({e.trigger_id for e in events if e.trigger_id}))
     named: dict[tuple[str, str], str | None] = {}
-    resolved: list[str | None] = []
+    resolved: list[str | Mismatch | None] = []
     for event in events:
         if event.trigger_id is not None:
-            ok = owners.get(event.trigger_id) == event.agent_id
-            resolved.append(event.trigger_id if ok else None)
+            resolved.append(_check(event, known.get(event.trigger_id)))
         else:
             key = (event.agent_id, event.trigger_name)
             if key not in named:
@@ -62,7 +96,7 @@ def write_batch(raw: sqlite3.Connection, events: list[TriggerEvent]) -> list[str
 
     counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for event, trigger_id in zip(events, resolved, strict=True):
-        if trigger_id is not None:
+        if isinstance(trigger_id, str):
             counts[trigger_id][0 if event.event_type == "fired" else 1] += 1
     if counts:
         raw.executemany(

@@ -5,7 +5,9 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import time
 
+import jwt
 from playwright.sync_api import expect
 
 from tests.browser.helpers import eventually, launcher, load, pixel, read_png
@@ -309,7 +311,13 @@ def test_identity_signing(page, stack):
         return _conversation(stack, conv_id)
 
     signed = ask()
-    assert signed["user"] == {"id": "cust-7", "email": "ada@example.com", "name": "Ada"}
+    assert signed["user"] == {
+        "id": "cust-7",
+        "email": "ada@example.com",
+        "name": "Ada",
+        "verified": False,  # the hash signs the id only
+        "verifiedBy": "userHash",
+    }
 
     # identify() as someone else with a wrong hash: a new conversation, kept anonymous.
     page.evaluate("agentsvc.identify({userId: 'cust-8', userHash: 'deadbeef'})")
@@ -317,6 +325,27 @@ def test_identity_signing(page, stack):
     forged = ask()
     assert forged["id"] != signed["id"]
     assert forged["user"] is None
+
+    # identify() with a signed token: every field verified; its sub names a new visitor.
+    token = jwt.encode(
+        {"sub": "cust-9", "email": "grace@example.com", "name": "Grace", "exp": time.time() + 600},
+        secret,
+        algorithm="HS256",
+    )
+    page.evaluate(
+        "(t) => agentsvc.identify({userId: null, userEmail: null, userHash: null, userToken: t})",
+        token,
+    )
+    expect(page.get_by_role("log").locator(".msg")).to_have_count(0)
+    tokened = ask()
+    assert tokened["id"] != forged["id"]
+    assert tokened["user"] == {
+        "id": "cust-9",
+        "email": "grace@example.com",
+        "name": "Grace",
+        "verified": True,
+        "verifiedBy": "userToken",
+    }
 
     # reset() forgets the user, the session and the conversation.
     old_session = _stored(page, agent_id, "session")

@@ -166,9 +166,11 @@ def test_every_field_type_validates_and_delivers_to_the_webhook(page, stack):
     assert data["day"] == "2026-12-01"
     assert data["slot"] == "2026-12-01T10:30"
     assert data["code"] == "ABC"
-    # Files travel as data URLs; the stored submission keeps the name the widget sent.
-    assert data["brief"] == "data:text/plain;base64," + base64.b64encode(b"hello brief").decode()
-    assert data["logo"] == "data:image/png;base64," + base64.b64encode(PNG_1PX).decode()
+    # Files travel as data URLs with the name the widget sent, which the submission keeps.
+    brief = base64.b64encode(b"hello brief").decode()
+    assert data["brief"] == "data:text/plain;name=brief.txt;base64," + brief
+    logo = base64.b64encode(PNG_1PX).decode()
+    assert data["logo"] == "data:image/png;name=logo.png;base64," + logo
     assert "webhook-signature" in hook["headers"]
     sub = eventually(
         lambda: [s for s in _submissions(stack, agent_id) if s["status"] == "webhook_success"]
@@ -352,3 +354,74 @@ def test_both_mode_runs_webhook_and_handler(page, stack):
     assert eventually(
         lambda: [s for s in _submissions(stack, agent_id) if s["status"] == "success"]
     )
+
+
+def test_the_interface_form_example_stores_what_the_visitor_sends(page, stack):
+    """`type: "form"` + `formFieldsSchema`, no webhook, no handler: stored as `submitted`."""
+    agent_id = stack.new_agent()
+    tool = stack.api(
+        "POST",
+        "/tools",
+        {
+            "agentId": agent_id,
+            "name": "callback",
+            "description": "Ask for a call back",
+            "type": "form",
+            "formFieldsSchema": [{"name": "phone", "label": "Phone", "type": "tel"}],
+        },
+    )
+    assert tool["formExecutionMode"] == "client" and tool["formClientHandler"] is None
+    stack.embed({"agentId": agent_id})
+    load(page, stack)
+    page.evaluate("agentsvc.showForm('callback')")
+    form = page.get_by_role("form").last
+    form.get_by_label("Phone").fill("+44 20 7946 0000")
+    form.get_by_role("button", name="Submit").click()
+    expect(page.get_by_text("Thank you!")).to_be_visible()
+    [sub] = eventually(lambda: _submissions(stack, agent_id))
+    assert sub["status"] == "submitted" and sub["formData"] == {"phone": "+44 20 7946 0000"}
+    assert sub["clientResult"] is None  # no handler ran, none was reported
+
+
+def test_catastrophic_pattern_does_not_hang_the_page(page, stack):
+    # `^(a+)+$` backtracks exponentially in the browser's RegExp: the widget leaves such a
+    # pattern to the server (RE2, linear), which refuses the value and names the field.
+    agent_id = stack.new_agent()
+    _form_tool(
+        stack,
+        agent_id,
+        "evil",
+        {
+            "title": "Evil",
+            "fields": [
+                {
+                    "name": "word",
+                    "label": "Word",
+                    "type": "text",
+                    "validation": {"pattern": {"value": "^(a+)+$", "message": "Only a's"}},
+                },
+                {
+                    "name": "code",
+                    "label": "Code",
+                    "type": "text",
+                    "validation": {"pattern": {"value": "[A-Z]{3}", "message": "Three capitals"}},
+                },
+            ],
+        },
+        formExecutionMode="webhook",
+        formWebhookUrl=stack.receiver_url + "/hooks/evil",
+    )
+    stack.embed({"agentId": agent_id})
+    load(page, stack)
+    page.evaluate("agentsvc.showForm('evil')")
+    form = page.get_by_role("form", name="Evil")
+    form.get_by_label("Word").fill("a" * 5000 + "!")
+    form.get_by_label("Code").fill("abc")
+    form.get_by_role("button", name="Submit").click()
+    # A simple pattern is still checked in the page.
+    expect(form.get_by_text("Three capitals")).to_be_visible(timeout=5000)
+    form.get_by_label("Code").fill("ABC")
+    form.get_by_role("button", name="Submit").click()
+    expect(form.get_by_text("formData.word: Only a's")).to_be_visible(timeout=5000)
+    assert page.evaluate("1 + 1") == 2  # the page still runs scripts
+    assert _submissions(stack, agent_id) == []

@@ -275,3 +275,87 @@ def test_exit_intent_on_touch_devices_is_a_quick_scroll_up(browser, stack):
         expect(bubble).to_be_visible()
     finally:
         context.close()
+
+
+def _bubble_then(stack, agent_id, action_type, action_config):
+    """A page-view bubble trigger, and a custom-event trigger with the given action."""
+    bubble = trigger(
+        stack,
+        agent_id,
+        name="Hello bubble",
+        triggerType="page_view",
+        conditions={"page": "/**"},
+        actionType="show_bubble",
+        actionConfig={"message": "Hi! Questions?"},  # no duration: shown until dismissed
+    )
+    later = trigger(
+        stack,
+        agent_id,
+        name="Intent",
+        triggerType="custom_event",
+        conditions={"event": "pricing_viewed"},
+        actionType=action_type,
+        actionConfig=action_config,
+        priority=10,  # a later priority than the bubble's does not matter once it shows
+    )
+    return bubble, later
+
+
+def test_open_chat_trigger_replaces_a_showing_bubble(page, stack):
+    agent_id = stack.new_agent()
+    bubble, later = _bubble_then(
+        stack, agent_id, "open_chat", {"message": "Which plan suits a team of five?"}
+    )
+    stack.embed({"agentId": agent_id})
+    load(page, stack)
+    expect(_bubble(page, "Hi! Questions?")).to_be_visible()
+    page.evaluate("agentsvc.track('pricing_viewed')")
+    expect(page.get_by_role("dialog")).to_be_visible()
+    expect(page.get_by_role("textbox", name="Message")).to_have_value(
+        "Which plan suits a team of five?"
+    )
+    expect(_bubble(page, "Hi! Questions?")).to_be_hidden()
+    assert eventually(lambda: _counts(stack, agent_id, later["id"]) == (1, 0))
+    # The bubble was shown, never clicked: fired, not converted.
+    assert _counts(stack, agent_id, bubble["id"]) == (1, 0)
+
+
+def test_show_form_trigger_replaces_a_showing_bubble(page, stack):
+    agent_id = stack.new_agent()
+    tool = stack.api(
+        "POST",
+        "/tools",
+        {
+            "agentId": agent_id,
+            "name": "callback",
+            "description": "Asks for a phone number",
+            "executionType": "form",
+            "inputSchema": {"type": "object", "properties": {}},
+            "formSchema": {"fields": [{"name": "phone", "label": "Phone", "type": "tel"}]},
+            "formExecutionMode": "webhook",
+            "formWebhookUrl": stack.receiver_url + "/hooks/callback",
+        },
+    )
+    bubble, later = _bubble_then(stack, agent_id, "show_form", {"toolId": tool["id"]})
+    stack.embed({"agentId": agent_id})
+    load(page, stack)
+    expect(_bubble(page, "Hi! Questions?")).to_be_visible()
+    page.evaluate("agentsvc.track('pricing_viewed')")
+    expect(page.get_by_role("form").get_by_label("Phone")).to_be_visible()
+    expect(page.get_by_role("dialog")).to_be_visible()
+    expect(_bubble(page, "Hi! Questions?")).to_be_hidden()
+    assert eventually(lambda: _counts(stack, agent_id, later["id"]) == (1, 0))
+    assert _counts(stack, agent_id, bubble["id"]) == (1, 0)
+
+
+def test_a_showing_bubble_is_not_replaced_by_another_bubble(page, stack):
+    agent_id = stack.new_agent()
+    _bubble_then(stack, agent_id, "show_bubble", {"message": "A second hint"})
+    stack.embed({"agentId": agent_id})
+    load(page, stack)
+    expect(_bubble(page, "Hi! Questions?")).to_be_visible()
+    page.evaluate("agentsvc.track('pricing_viewed')")
+    page.wait_for_timeout(200)
+    # One hint at a time: the first stays, the second waits for its next chance.
+    expect(_bubble(page, "Hi! Questions?")).to_be_visible()
+    expect(_bubble(page, "A second hint")).to_be_hidden()

@@ -28,7 +28,6 @@ from agentsvc import keys
 from agentsvc.api import all_endpoints
 from agentsvc.app import create_app
 from agentsvc.services import accounts
-from agentsvc.store import mail_outbox
 from tests.conftest import make_settings
 from tests.fakes.oauth import FakeOAuth
 
@@ -129,8 +128,9 @@ class Stack:
 
     def outbox(self, to: str) -> list:
         async def read():
-            await self.app[keys.mailer_key].drain()
-            return await mail_outbox.list_recent(self.app[keys.db_key].reader, to)
+            mailer = self.app[keys.mailer_key]
+            await mailer.drain()
+            return await mailer.kept(to)
 
         return self.run(read())
 

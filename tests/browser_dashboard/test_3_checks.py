@@ -25,6 +25,14 @@ SCHEMAS = [
     {"type": "array", "items": {"type": "string"}},
     {"type": "object", "properties": []},
     ["not", "an", "object"],
+    {
+        "type": "object",
+        "$defs": {"s": {"type": "string"}},
+        "properties": {"q": {"$ref": "#/$defs/s"}},
+    },
+    {"type": "object", "properties": {"q": {"$ref": "http://127.0.0.1:9/schema.json"}}},
+    {"type": "object", "properties": {"q": {"allOf": [{"$ref": "file:///etc/hostname"}]}}},
+    {"type": "object", "$id": "https://example.com/s"},
 ]
 FORM_SCHEMAS = [
     {"fields": [{"name": "email", "label": "E-mail", "type": "email"}]},
@@ -134,3 +142,35 @@ def test_csv_export_quotes_cells_and_defuses_formulas(tab, stack):
     assert rows[1][7] == ""
     assert rows[2][6] == "two\nlines" and rows[2][7] == "up"
     assert text.endswith("\r\n")
+
+
+def test_visitor_fields_not_signed_by_the_site_are_marked_unverified(tab, stack):
+    page = tab.page
+    page.goto(stack.url + "/")
+    users = [
+        # userHash: the id is signed, the e-mail and name are as the browser declared them.
+        {"id": "u-1", "email": "a@b.c", "name": "Ada", "verified": False, "verifiedBy": "userHash"},
+        # No identity secret: nothing was checked.
+        {"id": "u-2", "email": "b@b.c", "name": None, "verified": False, "verifiedBy": None},
+        # A userToken signs every field.
+        {"id": "u-3", "email": "c@b.c", "name": "Cy", "verified": True, "verifiedBy": "userToken"},
+    ]
+    shown = page.evaluate(
+        """async (users) => {
+            const m = await import("/dashboard/page-conversations.js");
+            const { h } = await import("/dashboard/dom.js");
+            const render = (parts) => h("div", {}, parts);
+            return users.map((u) => {
+                const full = render(m.visitor(u));
+                const short = render(m.visitor(u, true));
+                const tags = (el) => el.querySelectorAll(".tag").length;
+                return [full.textContent, tags(full), short.textContent, tags(short)];
+            });
+        }""",
+        users,
+    )
+    assert shown == [
+        ["Ada unverified · a@b.c unverified · u-1", 2, "a@b.c unverified", 1],
+        ["b@b.c unverified · u-2 unverified", 2, "b@b.c unverified", 1],
+        ["Cy · c@b.c · u-3", 0, "c@b.c", 0],
+    ]

@@ -16,6 +16,7 @@ class Received:
     query: list[tuple[str, str]]
     headers: dict[str, str]
     body: bytes
+    raw_query: str = ""  # the query string exactly as sent
 
 
 @dataclass
@@ -41,6 +42,7 @@ class HttpReceiver:
             query=list(request.query.items()),
             headers=dict(request.headers),
             body=await request.read(),
+            raw_query=request.raw_path.partition("?")[2],
         )
         self.requests.append(item)
         return item

@@ -5,7 +5,8 @@ import { h, mount, table } from "./dom.js";
 import { funnelChart, groupedBars } from "./charts.js";
 import { pageHeader } from "./forms.js";
 
-const pct = (n) => `${Math.round((Number(n) || 0) * 10) / 10} %`;
+// Every rate with one decimal (33.3 %, 50.0 %), within 0-100.
+const pct = (n) => `${Math.min(100, Math.max(0, Number(n) || 0)).toFixed(1)} %`;
 
 /** Form funnels and trigger performance of the selected agent. */
 export async function renderAnalytics(ctx, page) {

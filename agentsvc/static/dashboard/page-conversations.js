@@ -45,14 +45,38 @@ export function csvCell(value) {
 
 /** The CSV of conversations with their messages, one row per message. */
 export function conversationsCsv(conversations) {
-  const header = ["conversationId", "title", "userEmail", "conversationCreatedAt", "messageId", "role", "content", "rating", "messageCreatedAt"];
+  const header = ["conversationId", "title", "userEmail", "conversationCreatedAt", "messageId", "role", "content", "rating", "messageCreatedAt", "userVerified"];
   const rows = [header];
   for (const c of conversations) {
+    const verified = c.user ? String(Boolean(c.user.verified)) : "";
     for (const m of c.messages) {
-      rows.push([c.id, c.title, c.user ? c.user.email : "", c.createdAt, m.id, m.role, m.content, m.rating || "", m.createdAt]);
+      rows.push([c.id, c.title, c.user ? c.user.email : "", c.createdAt, m.id, m.role, m.content, m.rating || "", m.createdAt, verified]);
     }
   }
   return rows.map((r) => r.map(csvCell).join(",")).join("\r\n") + "\r\n";
+}
+
+const UNVERIFIED_HINT = "Declared by the visitor's browser, not signed by your site (see Signed identity)";
+
+/** A field of the visitor, marked "unverified" when the site did not sign it. */
+function field(value, verified) {
+  return [value, verified ? null : [" ", h("span", { class: "tag warn", title: UNVERIFIED_HINT }, "unverified")]];
+}
+
+/** Who the visitor was: e-mail, name and id, each marked when unverified. */
+export function visitor(user, short = false) {
+  // verifiedBy userHash signs the id only; userToken and apiKey vouch for every field.
+  const idVerified = Boolean(user.verifiedBy);
+  const profileVerified = Boolean(user.verified);
+  if (short) {
+    if (user.email || user.name) return field(user.email || user.name, profileVerified);
+    return field(user.id, idVerified);
+  }
+  const parts = [];
+  if (user.name) parts.push(field(user.name, profileVerified));
+  if (user.email) parts.push(field(user.email, profileVerified));
+  if (user.id) parts.push(field(user.id, idVerified));
+  return parts.flatMap((p, i) => (i ? [" · ", p] : [p]));
 }
 
 function download(name, text) {
@@ -78,7 +102,7 @@ export async function renderConversations(ctx, page) {
   }
   const columns = [
     { label: "Title", cell: (c) => h("a", { href: `#/conversations/${encodeURIComponent(c.id)}` }, c.title || "(untitled)") },
-    { label: "Visitor", cell: (c) => (c.user ? c.user.email || c.user.name || c.user.id : c.sessionId ? "anonymous" : "API / dashboard") },
+    { label: "Visitor", cell: (c) => (c.user ? h("span", {}, visitor(c.user, true)) : c.sessionId ? "anonymous" : "API / dashboard") },
     { label: "Messages", cell: (c) => String(c.messageCount ?? c.messages.length) },
     ...(view.feedback ? [{ label: "Feedback", cell: (c) => `👍 ${ratingCell.get(c.id).up} · 👎 ${ratingCell.get(c.id).down}` }] : []),
     { label: "Updated", cell: (c) => when(c.updatedAt) },
@@ -144,9 +168,9 @@ export async function renderConversation(ctx, page, id) {
     toast("Conversation deleted");
     ctx.navigate("#/conversations");
   }, { class: "danger" });
-  const who = conv.user ? [conv.user.name, conv.user.email, conv.user.id].filter(Boolean).join(" · ") : conv.sessionId ? `anonymous session ${conv.sessionId}` : "API or dashboard";
+  const who = conv.user ? visitor(conv.user) : conv.sessionId ? `anonymous session ${conv.sessionId}` : "API or dashboard";
   mount(page,
-    pageHeader(conv.title || "(untitled)", `${who} · started ${when(conv.createdAt)}`, h("a", { class: "button secondary", href: "#/conversations" }, "All conversations"), remove),
+    pageHeader(conv.title || "(untitled)", [who, ` · started ${when(conv.createdAt)}`], h("a", { class: "button secondary", href: "#/conversations" }, "All conversations"), remove),
     h("div", { class: "transcript read", role: "log", "aria-label": "Messages" }, messages.length ? messages : h("p", { class: "empty" }, "No messages.")));
 }
 

@@ -115,9 +115,9 @@ function toolEditor(tool) {
       field("Headers (JSON object)", jsonArea("httpHeaders", pretty(t.httpHeaders), 4), 'e.g. {"Authorization": "Bearer {{API_KEY}}"}')),
     form: h("fieldset", { class: "stack", dataset: { for: "form" } }, h("legend", {}, "Form"),
       field("Form schema (JSON)", jsonArea("formSchema", pretty(t.formSchema || EXAMPLE_FORM), 12), "fields: [{name, label, type, validation?, options?}], submitLabel, successMessage. Types: text, email, tel, number, textarea, select, multiselect, date, datetime, file, image."),
-      field("Delivery", select([["webhook", "webhook"], ["client", "client handler"], ["both", "both"]], t.formExecutionMode || "webhook", { name: "formExecutionMode" })),
+      field("Delivery", select([["webhook", "webhook"], ["client", "client handler (or only stored)"], ["both", "both"]], t.formExecutionMode || "webhook", { name: "formExecutionMode" }), "Every submission is kept and listed under Form submissions, whatever the delivery."),
       field("Webhook URL", h("input", { name: "formWebhookUrl", value: t.formWebhookUrl || "", placeholder: "https://example.com/hooks/forms" })),
-      field("Client handler name", h("input", { name: "formClientHandler", value: t.formClientHandler || "" }), "Registered in the page with agentsvc.registerFormHandler(name, fn)."),
+      field("Client handler name", h("input", { name: "formClientHandler", value: t.formClientHandler || "" }), "Registered in the page with agentsvc.registerFormHandler(name, fn). Left empty with client delivery, submissions are only stored."),
       field("Post actions (JSON list)", jsonArea("formPostActions", pretty(t.formPostActions), 5), 'webhook {url, headers, payload}, team_chat {webhookUrl, messageTemplate}, email {recipientIds, subject}. Templates: {{field}}, {{_toolName}}.'),
       t.formWebhookSecret ? h("p", { class: "muted" }, "Webhook signing secret: ", h("code", {}, t.formWebhookSecret)) : null),
   };

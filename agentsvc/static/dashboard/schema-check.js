@@ -7,12 +7,34 @@ const PROPERTY_TYPES = ["string", "number", "integer", "boolean", "array", "obje
 const validType = (t) => PROPERTY_TYPES.includes(t) || (Array.isArray(t) && t.length > 0 && t.every((x) => PROPERTY_TYPES.includes(x)) && new Set(t).size === t.length);
 export const FIELD_TYPES = ["text", "email", "tel", "number", "textarea", "select", "multiselect", "date", "datetime", "file", "image"];
 
+// The API's limits on a tenant schema (README, "Tools"): it never fetches a schema, so
+// every reference is local (#...), and it nests at most 32 levels.
+const REFERENCE_KEYWORDS = ["$ref", "$dynamicRef", "$recursiveRef", "$id"];
+export const MAX_SCHEMA_DEPTH = 32;
+
+/** Problems of references and nesting, found without recursion (a schema may be deep). */
+function referenceProblems(schema) {
+  const stack = [[schema, [], 1]];
+  while (stack.length) {
+    const [node, path, depth] = stack.pop();
+    if (depth > MAX_SCHEMA_DEPTH) return [`inputSchema: must not nest deeper than ${MAX_SCHEMA_DEPTH} levels`];
+    for (const [key, value] of Object.entries(node)) {
+      if (REFERENCE_KEYWORDS.includes(key) && typeof value === "string" && !value.startsWith("#")) {
+        return [`inputSchema.${[...path, key].join(".")}: must be a local reference starting with # (schemas are never fetched)`];
+      }
+      if (value && typeof value === "object") stack.push([value, [...path, key], depth + 1]);
+    }
+  }
+  return [];
+}
+
 /** Return a list of problems with an inputSchema value (empty when it looks right). */
 export function checkInputSchema(schema) {
   const problems = [];
   if (!schema || typeof schema !== "object" || Array.isArray(schema)) {
     return ["inputSchema: must be a JSON object"];
   }
+  problems.push(...referenceProblems(schema));
   if (schema.type !== "object") problems.push('inputSchema.type: must be "object"');
   const props = schema.properties ?? {};
   if (typeof props !== "object" || Array.isArray(props)) {

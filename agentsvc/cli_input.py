@@ -1,0 +1,105 @@
+"""What the command line reads: options checked by the API's own rules, and passwords."""
+
+from __future__ import annotations
+
+import getpass
+import os
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from agentsvc.api.api_keys import KeyName
+from agentsvc.api.messages import describe_validation_error
+from agentsvc.api.session_auth import CallbackUrl, Email
+from agentsvc.api.setup import NewPassword
+from agentsvc.api.team import Name
+from agentsvc.passwords import MAX_PASSWORD_LENGTH
+
+
+class UsageError(Exception):
+    """A bad option value: one line on stderr and exit status 2, as argparse does."""
+
+
+class Options(BaseModel):
+    """The option values a command takes, with the types the API validates them with."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    email: Email | None = None
+    name: Name | None = None
+    key_name: KeyName | None = None
+    password: NewPassword | None = None
+    callback: CallbackUrl | None = None
+
+
+def checked(**values: Any) -> Options:
+    """Validate option values (by Python name) as the API would; raise UsageError naming one."""
+    data = {name: value for name, value in values.items() if value is not None}
+    try:
+        return Options.model_validate(data)
+    except ValidationError as exc:
+        # Options are optional in the model only: on the command line there is no null.
+        message = describe_validation_error(exc, "--", Options).replace(", or null", "")
+        for name in Options.model_fields:
+            # Messages name the options as typed (`--key-name`).
+            message = message.replace(f"--{name}:", f"--{name.replace('_', '-')}:")
+        raise UsageError(message) from exc
+
+
+def checked_plan(plan: str, plans: dict[str, Any]) -> str:
+    """A plan id of the configuration, else UsageError listing the plans."""
+    if plan not in plans:
+        raise UsageError(f"--plan: unknown plan {plan!r}; plans: {', '.join(sorted(plans))}")
+    return plan
+
+
+def read_password(from_stdin: bool, stdin: TextIO | None = None) -> str:
+    """Read a new password from one line of stdin, or ask twice on the terminal; never argv."""
+    stdin = stdin or sys.stdin
+    if from_stdin:
+        # Bounded: a password is at most MAX_PASSWORD_LENGTH characters.
+        line = stdin.readline(MAX_PASSWORD_LENGTH + 2)
+        password = line[:-1] if line.endswith("\n") else line
+        password = password[:-1] if password.endswith("\r") else password
+    elif stdin.isatty():
+        password = getpass.getpass("New password: ")
+        if getpass.getpass("The same password again: ") != password:
+            raise UsageError("the two passwords differ; nothing was changed")
+    else:
+        raise UsageError(
+            "no terminal to ask for the password: pass it on stdin with --password-stdin"
+        )
+    return checked(password=password).password or ""
+
+
+# `serve` writes where it can be reached into the data directory, so commands run beside
+# it (`login-link`) build links to the port it actually listens on.
+RUNNING_FILE = "server-url"
+
+
+def record_running(data_dir: Path, public_url: str) -> Path:
+    """Note this process's public URL in the data directory; return the file."""
+    path = data_dir / RUNNING_FILE
+    path.write_text(f"{os.getpid()} {public_url}\n", encoding="utf-8")
+    return path
+
+
+def forget_running(path: Path) -> None:
+    """Remove the note written by record_running, unless another server has replaced it."""
+    try:
+        if path.read_text(encoding="utf-8").split(" ", 1)[0] == str(os.getpid()):
+            path.unlink()
+    except (OSError, ValueError):
+        pass
+
+
+def running_public_url(data_dir: Path) -> str | None:
+    """The public URL of a server running on this data directory, if one is."""
+    try:
+        pid, url = (data_dir / RUNNING_FILE).read_text(encoding="utf-8").split()
+        os.kill(int(pid), 0)  # a stale note (the server was killed) is ignored
+    except (OSError, ValueError):
+        return None
+    return url

@@ -1,0 +1,56 @@
+# ruff: noqa: E501  (schema lines quoted as they stand in schema.sql)
+"""The schema of an older database version, rebuilt from `schema.sql` for migration tests.
+
+Each migration lists the edits that undo it in the current `schema.sql` text; a test asks
+for the schema as it stood at a version and gets every later migration undone.
+"""
+
+from agentsvc.db import schema_sql
+
+# Migration number -> (text in schema.sql, text before that migration).
+UNDO: dict[int, list[tuple[str, str]]] = {
+    2: [
+        (
+            "    language        TEXT NOT NULL DEFAULT 'english', "
+            "-- Snowball language of its word forms (migration 2)\n",
+            "",
+        )
+    ],
+    3: [
+        (
+            "    updated_at       TEXT NOT NULL,\n"
+            "    session_id       TEXT,                     -- the widget session that submitted it\n"
+            "    files_bytes      INTEGER NOT NULL DEFAULT 0 -- size of its files (file quota)\n",
+            "    updated_at       TEXT NOT NULL\n",
+        ),
+        (
+            "-- The file quota sums an agent's files (only rows with files).\n"
+            "CREATE INDEX form_submissions_agent_files ON form_submissions(agent_id, files_bytes)\n"
+            "    WHERE files_bytes > 0;\n",
+            "",
+        ),
+    ],
+    4: [
+        (
+            "    updated_at  TEXT NOT NULL,\n"
+            "    -- how the user was vouched for: 'userToken' (a signed JWT: every field), 'userHash'\n"
+            "    -- (the id only; e-mail and name as declared), 'apiKey' (the team's own call), or NULL\n"
+            "    -- (declared, unchecked). Last, where migration 4 added it.\n"
+            "    user_verified_by TEXT CHECK (user_verified_by IN ('userToken', 'userHash', 'apiKey'))\n",
+            "    updated_at  TEXT NOT NULL\n",
+        )
+    ],
+    5: [("    sealed_body TEXT NOT NULL,\n", "    body TEXT NOT NULL,\n")],
+}
+
+
+def schema_at(version: int) -> str:
+    """`schema.sql` with every migration after `version` undone, ending in its user_version."""
+    schema = schema_sql()
+    for number in sorted(UNDO, reverse=True):
+        if number <= version:
+            break
+        for new, old in UNDO[number]:
+            assert new in schema, f"migration {number}: schema.sql no longer holds {new!r}"
+            schema = schema.replace(new, old)
+    return schema + f"PRAGMA user_version = {version};"
