@@ -316,9 +316,14 @@ def cmd_backup(args: argparse.Namespace) -> None:
     if not source_path.is_file():
         raise CommandError(f"no database at {source_path}")
     target = Path(args.path)
-    if target.exists():
-        raise CommandError(f"{target} already exists; choose a new file")
     target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        # The copy holds every team's data: created 0600 (whatever the umask), never over
+        # an existing file.
+        os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        raise CommandError(f"{target} already exists; choose a new file") from None
+    os.chmod(target, 0o600)
     # SQLite's online backup copies a consistent snapshot while the server keeps writing.
     source = sqlite3.connect(f"file:{source_path}?mode=ro", uri=True)
     dest = sqlite3.connect(target)
@@ -328,6 +333,10 @@ def cmd_backup(args: argparse.Namespace) -> None:
         check = dest.execute("PRAGMA integrity_check").fetchone()[0]
         if check != "ok":
             raise CommandError(f"backup failed its integrity check: {check}")
+    except BaseException:
+        dest.close()
+        target.unlink(missing_ok=True)  # no half-written copy left to restore from
+        raise
     finally:
         dest.close()
         source.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import stat
 
 from tests.conftest import assert_error
 from tests.test_cli import Server, run
@@ -47,6 +48,8 @@ def test_backup_while_serving_and_restore(tmp_path):
         assert server.get("/api/v1/agents", key)[0] == 200
         result = run(["backup", str(tmp_path / "backups" / "one.db")], tmp_path)
         assert result.returncode == 0, result.stderr
+        # The copy holds every team's data: private to the service's user, whatever the umask.
+        assert stat.S_IMODE((tmp_path / "backups" / "one.db").stat().st_mode) == 0o600
         again = run(["backup", str(tmp_path / "backups" / "one.db")], tmp_path)
         assert again.returncode == 1 and "already exists" in again.stderr
     finally:
