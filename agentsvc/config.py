@@ -319,14 +319,11 @@ def _normalise_plans(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _describe(error: ValidationError) -> str:
-    parts = []
-    for item in error.errors():
-        loc = [str(p) for p in item["loc"]]
-        if len(loc) >= 2 and loc[0] == "plans" and loc[1] == "plans":
-            loc = ["plans", *loc[2:]]
-        msg = "unknown key" if item["type"] == "extra_forbidden" else item["msg"]
-        parts.append(f"{'.'.join(loc)}: {msg}")
-    return "; ".join(parts)
+    # The API's describer, so an operator reads the same plain words as an API client
+    # (imported here: it needs the API's models, which need this module).
+    from agentsvc.api.messages import describe_validation_error
+
+    return describe_validation_error(error, "", Settings).replace("plans.plans.", "plans.")
 
 
 def load_settings(

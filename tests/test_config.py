@@ -131,6 +131,9 @@ def test_bad_configuration_names_the_key(tmp_path, toml, environ, named):
     with pytest.raises(ConfigError) as excinfo:
         load_settings(path, environ=environ)
     assert named in str(excinfo.value)
+    # Written for people: the API's plain words, no validation library's.
+    for internal in ("Input should", "pydantic", "type=", "Value error", "unable to parse"):
+        assert internal not in str(excinfo.value)
 
 
 def test_nested_tables_from_the_environment():
