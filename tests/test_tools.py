@@ -195,8 +195,19 @@ async def test_deleting_agent_deletes_its_tools(client, auth):
         ({"description": "  "}, "description: must be a non-empty string"),
         ({"executionType": "shell"}, "executionType: must be mock, http or form"),
         ({"inputSchema": {"type": "array"}}, 'inputSchema.type: must be "object"'),
-        ({"inputSchema": {"type": "object", "properties": {"q": {"type": "strin"}}}}, "strin"),
+        (
+            {"inputSchema": {"type": "object", "properties": {"q": {"type": "strin"}}}},
+            "inputSchema.properties.q.type: must be a JSON Schema type (array, boolean, ",
+        ),
         ({"inputSchema": {"type": "object", "required": ["zzz"]}}, "inputSchema.required"),
+        (
+            {"inputSchema": {"type": "object", "required": "q"}},
+            "inputSchema.required: must be a list",
+        ),
+        (
+            {"inputSchema": {"type": "object", "properties": {"q": {"minLength": -1}}}},
+            "inputSchema.properties.q.minLength: must be at least 0",
+        ),
         ({"inputSchema": {"type": 5}}, "inputSchema"),
         ({"mockResponse": None}, "mockResponse: may not be null"),
         ({"httpUrl": "https://example.com"}, "httpUrl: is only for tools with executionType"),

@@ -312,7 +312,42 @@ def check_schema(schema: Any, field: str = "inputSchema") -> None:
         if exc.validator == "format" and exc.validator_value == "regex":
             problem = tenant_patterns.pattern_problem(exc.instance) or "is not a valid pattern"
             raise _fail(field, path, f"{exc.instance!r} {problem}") from exc
-        raise _fail(field, path, exc.message) from exc
+        raise _fail(field, path, _schema_problem(exc, path)) from exc
+
+
+_JSON_TYPE_WORDS = {
+    "array": "a list",
+    "object": "an object",
+    "string": "a string",
+    "integer": "a whole number",
+    "number": "a number",
+    "boolean": "true or false",
+    "null": "null",
+}
+
+
+def _schema_problem(exc: SchemaError, path: list) -> str:
+    """What the metaschema expects at the failing place, in words (not jsonschema's)."""
+    rule, value = exc.validator, exc.validator_value
+    if path and path[-1] == "type" and rule in ("anyOf", "oneOf", "enum"):
+        names = ", ".join(sorted(_JSON_TYPE_WORDS))
+        return f"must be a JSON Schema type ({names}) or a list of them"
+    if rule == "type":
+        wanted = [value] if isinstance(value, str) else list(value)
+        return "must be " + " or ".join(_JSON_TYPE_WORDS.get(t, t) for t in wanted)
+    if rule == "minimum":
+        return f"must be at least {value}"
+    if rule == "maximum":
+        return f"must be at most {value}"
+    if rule == "minItems":
+        return f"must hold at least {value} item{'s' if value != 1 else ''}"
+    if rule == "uniqueItems":
+        return "must not repeat an item"
+    if rule == "enum":
+        return "must be one of " + ", ".join(orjson.dumps(v).decode() for v in value)
+    if rule in ("anyOf", "oneOf"):
+        return "is not a value JSON Schema accepts here"
+    return exc.message
 
 
 # ── at run time ──────────────────────────────────────────────────────────────────────────
