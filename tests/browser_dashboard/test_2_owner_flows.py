@@ -42,8 +42,15 @@ def test_owner_creates_an_agent_tools_and_a_trigger_and_chats(tab, stack):
     page.get_by_role("button", name="Save changes").click()
     expect(page.get_by_role("alert")).to_contain_text("VALIDATION_ERROR")
     page.get_by_label("Model").fill("builtin")
+    expect(page.get_by_label("Language")).to_have_value("english")
+    page.get_by_label("Language").select_option("german")
     page.get_by_role("button", name="Save changes").click()
     expect(page.locator(".toast").filter(has_text="Saved Support bot")).to_be_visible()
+    page.reload()
+    expect(page.get_by_label("Language")).to_have_value("german")
+    page.get_by_label("Language").select_option("english")
+    page.get_by_role("button", name="Save changes").click()
+    expect(page.locator(".toast").filter(has_text="Saved Support bot").last).to_be_visible()
 
     # A mock tool: bad JSON is caught in the page, the API's own 400 is shown inline.
     nav(page, "Tools")

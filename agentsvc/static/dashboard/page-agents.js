@@ -5,6 +5,7 @@ import { confirmDialog, field, h, mount, table, toast, when } from "./dom.js";
 import { onSubmit, pageHeader } from "./forms.js";
 
 let providers = null;
+let languages = null;
 
 /** Provider names from the model id pattern of the OpenAPI document (unescaped). */
 export function providersFromPattern(pattern) {
@@ -20,12 +21,22 @@ async function modelProviders() {
   if (providers === null) {
     try {
       const doc = await get("/openapi.json");
-      providers = providersFromPattern(doc.components.schemas.AgentCreate.properties.model.pattern);
+      const props = doc.components.schemas.AgentCreate.properties;
+      providers = providersFromPattern(props.model.pattern);
+      languages = props.language.enum || [];
     } catch {
       providers = [];
+      languages = [];
     }
   }
   return providers;
+}
+
+/** The language choice: Snowball's names, read from the same OpenAPI document. */
+function languageSelect(value) {
+  const current = value || "english";
+  const names = languages && languages.length ? languages : [current];
+  return h("select", { name: "language" }, names.map((name) => h("option", { value: name, selected: name === current }, name)));
 }
 
 function modelInput(value, names) {
@@ -44,6 +55,7 @@ function agentFields(agent, names) {
       : "builtin (offline). Other models need a provider in the configuration ([providers.NAME])."),
     list,
     field("Temperature (0-100)", temperature, "0 is focused, 100 is creative."),
+    field("Language", languageSelect(agent.language), "The language of the agent's prompt and knowledge: the builtin model and knowledge search match its word forms (ships, shipping)."),
     field("System prompt", h("textarea", { name: "systemPrompt", rows: 8 }, agent.systemPrompt || "")),
   ];
 }
@@ -55,6 +67,8 @@ function agentBody(data) {
   const temperature = String(data.get("temperature")).trim();
   if (temperature !== "") body.temperature = Number(temperature);
   body.systemPrompt = String(data.get("systemPrompt"));
+  const language = data.get("language");
+  if (language) body.language = String(language);
   if (!body.name) throw new Error("name: required");
   if (body.temperature !== undefined && !(body.temperature >= 0 && body.temperature <= 100)) {
     throw new Error("temperature: a number from 0 to 100");
