@@ -213,8 +213,8 @@ async def test_language_is_validated_and_kept(client, auth):
     resp = await client.post(
         "/api/v1/agents", json={"name": "X", "language": "latin"}, headers=auth
     )
-    error = await assert_error(resp, 400, "VALIDATION_ERROR", "language: Input should be")
-    assert "'german'" in error["message"]
+    error = await assert_error(resp, 400, "VALIDATION_ERROR", "language: must be one of")
+    assert '"german"' in error["message"]
     resp = await client.patch(url, json={"language": "german"}, headers=auth)
     assert (await resp.json())["data"]["language"] == "german"
     resp = await client.get(url, headers=auth)
