@@ -14,9 +14,9 @@ import pytest
 from agentsvc import keys
 from agentsvc.db import schema_version
 from tests.conftest import bearer, create_user, key_for, make_settings
+from tests.old_schemas import schema_at
 
 TOKEN = re.compile(r"[?&]token=([\w-]+)")
-SCHEMA_V1 = Path(__file__).with_name("schema_v1.sql")
 
 
 def db_files(data_dir: Path) -> list[Path]:
@@ -174,7 +174,7 @@ def _v1_database(path: Path, link: str) -> None:
     """A database as version 1 left it: an outbox body and a conversation user in clear."""
     path.parent.mkdir(mode=0o700, parents=True)
     conn = sqlite3.connect(path)
-    conn.executescript(SCHEMA_V1.read_text(encoding="utf-8") + "\nPRAGMA user_version = 1;")
+    conn.executescript(schema_at(1))
     with conn:
         conn.execute(
             "INSERT INTO mail_outbox VALUES (?, ?, ?, ?, ?, ?)",
