@@ -149,7 +149,7 @@ def test_user_create_and_failures(tmp_path):
     ("env", "named"),
     [
         ({"AGENTSVC_SERVER_PORT": "nope"}, "server.port"),
-        ({"AGENTSVC_SERVER_PROT": "1"}, "server.prot: unknown key"),
+        ({"AGENTSVC_SERVER_PROT": "1"}, "server.prot: is not a known field"),
     ],
 )
 def test_bad_configuration_stops_startup(tmp_path, env, named):
