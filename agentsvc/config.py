@@ -202,6 +202,7 @@ class PlanSettings(_Section):
 class RateLimitSettings(_Section):
     trigger_events_per_minute: int = Field(100, gt=0)
     public_chat_per_minute: int = Field(30, gt=0)
+    form_submits_per_minute: int = Field(100, gt=0)
 
 
 class ChatSettings(_Section):

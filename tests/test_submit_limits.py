@@ -69,7 +69,7 @@ def files_dir(client) -> Path:
 
 # ── the per-IP limit comes before the body ───────────────────────────────────────────────
 async def test_rate_limit_applies_before_the_body_is_read(make_client):
-    client, auth = await _setup(make_client, ratelimit={"trigger_events_per_minute": 2})
+    client, auth = await _setup(make_client, ratelimit={"form_submits_per_minute": 2})
     tool = await make_form(client, auth)
     for _ in range(2):
         assert (await submit(client, tool["id"], {"email": "a@b.co"})).status != 429
