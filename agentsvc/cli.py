@@ -36,7 +36,7 @@ from agentsvc.db import Database
 from agentsvc.errors import ValidationFailed
 from agentsvc.passwords import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH
 
-log = logging.getLogger("agentsvc")
+log = logging.getLogger(__name__)
 
 
 class CommandError(Exception):

@@ -22,7 +22,7 @@ from agentsvc.secretbox import SecretBox, SecretBoxError
 from agentsvc.store import mail_outbox
 from agentsvc.store.mail_outbox import OutboxMessage
 
-log = logging.getLogger("agentsvc.mail")
+log = logging.getLogger(__name__)
 
 SMTP_TIMEOUT_SECONDS = 30
 NO_SMTP = "no SMTP configured"
@@ -132,4 +132,3 @@ class Mailer:
         await self.drain()
         for task in list(self._tasks):
             task.cancel()
-

@@ -18,7 +18,7 @@ import orjson
 
 from agentsvc.config import ProviderSettings, Settings
 
-log = logging.getLogger("agentsvc.llm")
+log = logging.getLogger(__name__)
 
 # Longest Retry-After honoured before giving up on a provider that asks us to wait.
 MAX_RETRY_WAIT_SECONDS = 30.0

@@ -36,7 +36,7 @@ from agentsvc.store.agents import Agent
 from agentsvc.store.conversations import Conversation, StoredMessage
 from agentsvc.store.tools import Tool
 
-log = logging.getLogger("agentsvc.chat")
+log = logging.getLogger(__name__)
 
 MAX_MODEL_CALLS = 8
 
