@@ -31,6 +31,7 @@ from agentsvc.config import (
     Settings,
     listener_url,
     load_settings,
+    log_level,
 )
 from agentsvc.db import Database
 from agentsvc.errors import ValidationFailed
@@ -523,7 +524,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `agentsvc` command."""
     logging.basicConfig(
-        level=os.environ.get("AGENTSVC_LOG_LEVEL", "INFO"),
+        level=log_level(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )

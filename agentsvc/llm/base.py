@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -103,13 +102,6 @@ class ModelProvider(Protocol):
 def scale_temperature(value: float) -> float:
     """Map the agent's 0-100 onto 0-1 (also for OpenAI, whose 0-2 range we cap at 1)."""
     return max(0.0, min(100.0, value)) / 100.0
-
-
-def api_key(settings: ProviderSettings) -> str:
-    """The provider's key: `api_key`, else the variable named by `api_key_env`."""
-    if settings.api_key:
-        return settings.api_key
-    return os.environ.get(settings.api_key_env, "") if settings.api_key_env else ""
 
 
 def _retry_after(headers: Mapping[str, str], attempt: int) -> float:
