@@ -22,6 +22,15 @@ log = logging.getLogger(__name__)
 # Longest Retry-After honoured before giving up on a provider that asks us to wait.
 MAX_RETRY_WAIT_SECONDS = 30.0
 
+# The model id of the built-in model; any other id is `PROVIDER/MODEL`.
+BUILTIN = "builtin"
+
+
+def split_model_id(model_id: str) -> tuple[str, str]:
+    """Split `PROVIDER/MODEL` on the first `/` only (model names hold `/` and `:`)."""
+    provider, _, model = model_id.partition("/")
+    return provider, model
+
 
 @dataclass(frozen=True, slots=True)
 class ToolSpec:
@@ -173,7 +182,6 @@ class Providers:
     def resolve(self, model_id: str) -> tuple[ModelProvider, str]:
         """Return the provider of `PROVIDER/MODEL` (or `builtin`) and the model name."""
         from agentsvc.llm.builtin import BuiltinModel
-        from agentsvc.services.models import BUILTIN, split_model_id
 
         if model_id == BUILTIN:
             key, name = BUILTIN, BUILTIN

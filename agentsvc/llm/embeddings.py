@@ -9,8 +9,7 @@ import numpy as np
 import orjson
 
 from agentsvc.config import ProviderSettings, Settings
-from agentsvc.llm.base import ProviderError, open_stream
-from agentsvc.services.models import split_model_id
+from agentsvc.llm.base import ProviderError, open_stream, split_model_id
 
 # Longest text sent for one passage or question (characters); servers cap their input in
 # tokens, and a passage is a few hundred words, so this only guards against odd documents.
