@@ -211,6 +211,8 @@ class PlanSettings(_Section):
 
 
 class RateLimitSettings(_Section):
+    """`[ratelimit]`: the per-minute limits of the public endpoints (teams: `[plans]`)."""
+
     trigger_events_per_minute: int = Field(100, gt=0)
     public_chat_per_minute: int = Field(30, gt=0)
     form_submits_per_minute: int = Field(100, gt=0)

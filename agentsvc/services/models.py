@@ -1,4 +1,4 @@
-"""Model identifiers: `builtin` or `PROVIDER/MODEL` with a configured provider."""
+"""Which model ids an agent may use: `builtin`, or `PROVIDER/MODEL` of a configured provider."""
 
 from __future__ import annotations
 
