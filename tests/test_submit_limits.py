@@ -83,6 +83,18 @@ async def test_rate_limit_applies_before_the_body_is_read(make_client):
     assert client.app[keys.body_slots_key].held == 0
 
 
+async def test_submit_limit_is_its_own_setting_not_the_trigger_event_limit(make_client):
+    client, auth = await _setup(
+        make_client, ratelimit={"trigger_events_per_minute": 1, "form_submits_per_minute": 3}
+    )
+    tool = await make_form(client, auth)
+    for _ in range(3):
+        assert (await submit(client, tool["id"], {"email": "a@b.co"})).status != 429
+    resp = await submit(client, tool["id"], {"email": "a@b.co"})
+    assert resp.status == 429
+    assert int(resp.headers["Retry-After"]) >= 1
+
+
 # ── large bodies: a bounded number in memory ─────────────────────────────────────────────
 async def test_large_bodies_beyond_the_cap_get_503_with_retry_after(make_client):
     client, auth = await _setup(
