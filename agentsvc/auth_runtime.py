@@ -15,7 +15,7 @@ from agentsvc.services import oauth
 from agentsvc.services import sessions as session_service
 from agentsvc.services import team as team_service
 
-log = logging.getLogger("agentsvc.auth")
+log = logging.getLogger(__name__)
 
 EXPIRE_JOB_ID = "expire-invitations"
 PRUNE_JOB_ID = "prune-sessions"

@@ -31,12 +31,13 @@ from agentsvc.config import (
     Settings,
     listener_url,
     load_settings,
+    log_level,
 )
 from agentsvc.db import Database
 from agentsvc.errors import ValidationFailed
 from agentsvc.passwords import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH
 
-log = logging.getLogger("agentsvc")
+log = logging.getLogger(__name__)
 
 
 class CommandError(Exception):
@@ -523,7 +524,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `agentsvc` command."""
     logging.basicConfig(
-        level=os.environ.get("AGENTSVC_LOG_LEVEL", "INFO"),
+        level=log_level(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )

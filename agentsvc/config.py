@@ -6,6 +6,7 @@ import json
 import os
 import sqlite3
 import tomllib
+from collections.abc import Mapping
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Any, Literal
@@ -106,6 +107,16 @@ class ProviderSettings(_Section):
             raise ValueError("must not have a query (?...) or fragment (#...)")
         return value.strip()
 
+    def resolved_api_key(self) -> str:
+        """The provider's key: `api_key`, else the variable named by `api_key_env`.
+
+        Read at each call, as before settings existed for it: a key rotated in the
+        environment of a running process is picked up.
+        """
+        if self.api_key:
+            return self.api_key
+        return os.environ.get(self.api_key_env, "") if self.api_key_env else ""
+
 
 class OutboundSettings(_Section):
     allow_private: bool = False
@@ -200,8 +211,11 @@ class PlanSettings(_Section):
 
 
 class RateLimitSettings(_Section):
+    """`[ratelimit]`: the per-minute limits of the public endpoints (teams: `[plans]`)."""
+
     trigger_events_per_minute: int = Field(100, gt=0)
     public_chat_per_minute: int = Field(30, gt=0)
+    form_submits_per_minute: int = Field(100, gt=0)
 
 
 class ChatSettings(_Section):
@@ -324,6 +338,11 @@ def _describe(error: ValidationError) -> str:
     from agentsvc.api.messages import describe_validation_error
 
     return describe_validation_error(error, "", Settings).replace("plans.plans.", "plans.")
+
+
+def log_level(environ: Mapping[str, str] | None = None) -> str:
+    """The logging level of `AGENTSVC_LOG_LEVEL` (INFO), needed before settings are loaded."""
+    return (os.environ if environ is None else environ).get("AGENTSVC_LOG_LEVEL", "INFO")
 
 
 def load_settings(

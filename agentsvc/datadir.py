@@ -12,7 +12,7 @@ import os
 import stat
 from pathlib import Path
 
-log = logging.getLogger("agentsvc.datadir")
+log = logging.getLogger(__name__)
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600

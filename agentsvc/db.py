@@ -25,7 +25,7 @@ import aiosqlite
 from agentsvc.datadir import ensure_private_db_files
 from agentsvc.migrations import MIGRATIONS
 
-log = logging.getLogger("agentsvc.db")
+log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 BUSY_TIMEOUT_MS = 5000

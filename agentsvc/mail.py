@@ -9,15 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
 from dataclasses import replace
 from email.message import EmailMessage
 from email.utils import formatdate, make_msgid
 
 import aiosmtplib
-from aiohttp import web
 
-from agentsvc import keys
 from agentsvc.config import SmtpSettings
 from agentsvc.db import Database
 from agentsvc.ids import new_id, now_iso
@@ -25,7 +22,7 @@ from agentsvc.secretbox import SecretBox, SecretBoxError
 from agentsvc.store import mail_outbox
 from agentsvc.store.mail_outbox import OutboxMessage
 
-log = logging.getLogger("agentsvc.mail")
+log = logging.getLogger(__name__)
 
 SMTP_TIMEOUT_SECONDS = 30
 NO_SMTP = "no SMTP configured"
@@ -135,11 +132,3 @@ class Mailer:
         await self.drain()
         for task in list(self._tasks):
             task.cancel()
-
-
-async def mailer_ctx(app: web.Application) -> AsyncIterator[None]:
-    """cleanup_ctx: the app's Mailer (after the database opens; closed before it closes)."""
-    mailer = Mailer(app[keys.settings_key].smtp, app[keys.db_key], app[keys.secret_box_key])
-    app[keys.mailer_key] = mailer
-    yield
-    await mailer.close()

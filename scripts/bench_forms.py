@@ -68,6 +68,7 @@ CONFIG = """
 allow_private = true
 [ratelimit]
 trigger_events_per_minute = 1000000000
+form_submits_per_minute = 1000000000
 [webhooks]
 retry_schedule_seconds = [0, 3600]
 timeout_seconds = 10

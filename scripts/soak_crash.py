@@ -52,6 +52,7 @@ CONFIG = f"""
 allow_private = true
 [ratelimit]
 trigger_events_per_minute = 1000000000
+form_submits_per_minute = 1000000000
 [webhooks]
 retry_schedule_seconds = {RETRY_SCHEDULE}
 timeout_seconds = 5

@@ -9,7 +9,14 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from agentsvc.config import ConfigError, PlanSettings, Settings, load_settings
+from agentsvc.config import (
+    ConfigError,
+    PlanSettings,
+    ProviderSettings,
+    Settings,
+    load_settings,
+    log_level,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "config.example.toml"
@@ -55,8 +62,6 @@ def _model_keys() -> set[str]:
     for section, field in Settings.model_fields.items():
         model = field.annotation
         if section == "providers":
-            from agentsvc.config import ProviderSettings
-
             keys |= {f"providers.*.{k}" for k in ProviderSettings.model_fields}
         elif section == "plans":
             from agentsvc.config import PlanLimits
@@ -220,3 +225,18 @@ def test_loopback_public_url_on_another_port_is_flagged(public_url, port, flagge
     from agentsvc.services.trust import loopback_port_mismatch
 
     assert loopback_port_mismatch(public_url, port) == flagged
+
+
+def test_provider_key_comes_from_the_named_variable_at_each_call(monkeypatch):
+    provider = ProviderSettings(kind="openai", base_url="http://127.0.0.1:1/v1", api_key_env="K")
+    monkeypatch.setenv("K", "first")
+    assert provider.resolved_api_key() == "first"
+    monkeypatch.setenv("K", "rotated")
+    assert provider.resolved_api_key() == "rotated"
+    assert provider.model_copy(update={"api_key": "inline"}).resolved_api_key() == "inline"
+    assert ProviderSettings(kind="openai", base_url="http://a/v1").resolved_api_key() == ""
+
+
+def test_log_level_is_read_from_its_variable():
+    assert log_level({}) == "INFO"
+    assert log_level({"AGENTSVC_LOG_LEVEL": "DEBUG"}) == "DEBUG"

@@ -59,6 +59,7 @@ def serve(tmp_path: Path):
         f'[server]\ndata_dir = "{tmp_path / "data"}"\nport = {port}\n'
         "[outbound]\nallow_private = true\n"
         "[ratelimit]\npublic_chat_per_minute = 1000000\ntrigger_events_per_minute = 1000000\n"
+        "form_submits_per_minute = 1000000\n"
         "[chat]\nmax_public_streams_per_ip = 1000\n"
     )
     server = ServerProcess(config, port)

@@ -69,7 +69,7 @@ def files_dir(client) -> Path:
 
 # ── the per-IP limit comes before the body ───────────────────────────────────────────────
 async def test_rate_limit_applies_before_the_body_is_read(make_client):
-    client, auth = await _setup(make_client, ratelimit={"trigger_events_per_minute": 2})
+    client, auth = await _setup(make_client, ratelimit={"form_submits_per_minute": 2})
     tool = await make_form(client, auth)
     for _ in range(2):
         assert (await submit(client, tool["id"], {"email": "a@b.co"})).status != 429
@@ -81,6 +81,18 @@ async def test_rate_limit_applies_before_the_body_is_read(make_client):
         writer.close()
     assert status == 429 and b"RATE_LIMITED" in body, body
     assert client.app[keys.body_slots_key].held == 0
+
+
+async def test_submit_limit_is_its_own_setting_not_the_trigger_event_limit(make_client):
+    client, auth = await _setup(
+        make_client, ratelimit={"trigger_events_per_minute": 1, "form_submits_per_minute": 3}
+    )
+    tool = await make_form(client, auth)
+    for _ in range(3):
+        assert (await submit(client, tool["id"], {"email": "a@b.co"})).status != 429
+    resp = await submit(client, tool["id"], {"email": "a@b.co"})
+    assert resp.status == 429
+    assert int(resp.headers["Retry-After"]) >= 1
 
 
 # ── large bodies: a bounded number in memory ─────────────────────────────────────────────

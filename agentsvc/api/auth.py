@@ -5,8 +5,9 @@ from __future__ import annotations
 from aiohttp import web
 
 from agentsvc import keys
+from agentsvc.api.limits import take_token
 from agentsvc.api.state import request_state
-from agentsvc.errors import Forbidden, RateLimited, Unauthorized
+from agentsvc.errors import Forbidden, Unauthorized
 from agentsvc.services.access import Principal
 from agentsvc.services.sessions import SESSION_COOKIE
 from agentsvc.services.trust import is_trusted_origin
@@ -86,13 +87,13 @@ def enforce_rate_limit(request: web.Request, principal: Principal) -> None:
     per_minute = settings.plans.limits(principal.plan).requests_per_minute
     if per_minute is None:
         return
-    decision = request.app[keys.rate_buckets_key].take(f"team:{principal.team_id}", per_minute)
-    request_state(request).rate_decision = decision
-    if not decision.allowed:
-        raise RateLimited(
-            f"Rate limit of {per_minute} requests per minute exceeded",
-            headers={"Retry-After": str(decision.retry_after)},
-        )
+    take_token(
+        request,
+        f"team:{principal.team_id}",
+        per_minute,
+        f"Rate limit of {per_minute} requests per minute exceeded",
+        report=True,
+    )
 
 
 def check_origin(request: web.Request, principal: Principal) -> None:

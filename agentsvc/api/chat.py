@@ -22,10 +22,10 @@ from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
 from agentsvc import keys
+from agentsvc.api.limits import take_token
 from agentsvc.api.models import RequestModel
 from agentsvc.api.pipeline import finish_response
 from agentsvc.api.routing import Call, RouteTable
-from agentsvc.api.state import request_state
 from agentsvc.errors import RateLimited
 from agentsvc.llm.base import Providers
 from agentsvc.observability import metrics_key
@@ -208,13 +208,13 @@ def _client_ip(call: Call) -> str:
 
 def _check_public_rate(call: Call) -> None:
     per_minute = call.app[keys.settings_key].ratelimit.public_chat_per_minute
-    decision = call.app[keys.rate_buckets_key].take(f"chat-ip:{_client_ip(call)}", per_minute)
-    request_state(call.request).rate_decision = decision
-    if not decision.allowed:
-        raise RateLimited(
-            f"Chat rate limit of {per_minute} messages per minute exceeded",
-            headers={"Retry-After": str(decision.retry_after)},
-        )
+    take_token(
+        call.request,
+        f"chat-ip:{_client_ip(call)}",
+        per_minute,
+        f"Chat rate limit of {per_minute} messages per minute exceeded",
+        report=True,
+    )
 
 
 @routes.post(

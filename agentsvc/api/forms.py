@@ -10,9 +10,9 @@ from pydantic.json_schema import SkipJsonSchema
 
 from agentsvc import keys
 from agentsvc.api.form_body import parse_submit_body
+from agentsvc.api.limits import take_token
 from agentsvc.api.models import QueryModel, RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, json_response
-from agentsvc.errors import RateLimited
 from agentsvc.services import forms as form_service
 from agentsvc.services.access import Principal
 from agentsvc.services.delivery import Outcome
@@ -248,26 +248,22 @@ def detail_json(detail: form_service.SubmissionDetail) -> dict:
     }
 
 
-def _limit_public(request: web.Request, what: str, key: str | None) -> None:
-    """Per-IP (and per-session) limit on the public form endpoints."""
-    per_minute = request.app[keys.settings_key].ratelimit.trigger_events_per_minute
-    buckets = request.app[keys.rate_buckets_key]
-    for bucket in (f"{what}:ip:{request.remote}", f"{what}:session:{key}" if key else None):
-        if bucket is None:
-            continue
-        decision = buckets.take(bucket, per_minute)
-        if not decision.allowed:
-            raise RateLimited(
-                f"More than {per_minute} form requests per minute",
-                headers={"Retry-After": str(decision.retry_after)},
-            )
-
-
 def _limit_submit(request: web.Request, principal: Principal | None) -> None:
     """Public submits are limited per IP before their (up to 25 MB) body is read; a key's
     calls count against its team's plan instead."""
     if principal is None:
-        _limit_public(request, "form-submit", None)
+        per_minute = request.app[keys.settings_key].ratelimit.form_submits_per_minute
+        message = f"More than {per_minute} form requests per minute"
+        take_token(request, f"form-submit:ip:{request.remote}", per_minute, message)
+
+
+def _limit_event(request: web.Request, session_id: str | None) -> None:
+    """Form analytics events are limited per IP and per session, like trigger events."""
+    per_minute = request.app[keys.settings_key].ratelimit.trigger_events_per_minute
+    message = f"More than {per_minute} form requests per minute"
+    take_token(request, f"form-event:ip:{request.remote}", per_minute, message)
+    if session_id:
+        take_token(request, f"form-event:session:{session_id}", per_minute, message)
 
 
 # GET /triggers/form/... lives here: it is the form's public face. This table is placed
@@ -383,7 +379,7 @@ async def post_client_result(call: Call):
 async def post_form_event(call: Call):
     """Count a form impression or start (analytics)."""
     body: EventBody = call.body
-    _limit_public(call.request, "form-event", body.session_id)
+    _limit_event(call.request, body.session_id)
     await form_service.record_event(
         call.app[keys.db_key], body.tool_id, body.event_type, body.session_id
     )

@@ -11,7 +11,7 @@ from agentsvc import __version__
 from agentsvc.api.models import MODEL_ID_MARKER
 from agentsvc.api.routing import PATH_PARAM, Endpoint
 from agentsvc.errors import ERROR_CLASSES
-from agentsvc.services.models import BUILTIN
+from agentsvc.llm.base import BUILTIN
 
 _REF = "#/components/schemas/{model}"
 

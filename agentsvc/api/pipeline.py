@@ -31,7 +31,7 @@ from agentsvc.errors import (
 )
 from agentsvc.observability import UNMATCHED_ROUTE, observe, request_id
 
-log = logging.getLogger("agentsvc.api")
+log = logging.getLogger(__name__)
 
 # Browsers read the allowed methods and headers, and how long to cache them, from the
 # preflight's answer only: other responses carry just the origin.

@@ -23,7 +23,7 @@ from agentsvc.config import Settings
 from agentsvc.errors import ApiError, BadRequest, HeadersTooLarge, InternalError, error_body
 from agentsvc.observability import JsonAccessLogger, access_log, request_id
 
-log = logging.getLogger("agentsvc.api")
+log = logging.getLogger(__name__)
 
 # aiohttp's 8190-byte default refuses a request line the API's own bounds allow: query
 # strings up to 2,448 characters (an OAuth callback) percent-encode to up to 12 bytes each.

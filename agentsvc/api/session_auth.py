@@ -10,9 +10,10 @@ from pydantic.json_schema import SkipJsonSchema
 
 from agentsvc import keys
 from agentsvc.api import auth
+from agentsvc.api.limits import take_token
 from agentsvc.api.models import QueryModel, RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, envelope_response
-from agentsvc.errors import Forbidden, RateLimited, Unauthorized
+from agentsvc.errors import Forbidden, Unauthorized
 from agentsvc.passwords import MAX_PASSWORD_LENGTH
 from agentsvc.services import oauth
 from agentsvc.services import sessions as session_service
@@ -97,19 +98,13 @@ class Providers(ResponseModel):
 def limit_sign_in(call: Call, email: str | None = None) -> None:
     """Take a token per client IP (and per e-mail address); 429 with Retry-After beyond."""
     settings = call.app[keys.settings_key].auth
-    buckets = call.app[keys.rate_buckets_key]
-    checks = [(f"sign-in-ip:{call.request.remote}", settings.sign_in_per_minute_ip)]
+    message = "Too many sign-in attempts; try again later"
+    take_token(
+        call.request, f"sign-in-ip:{call.request.remote}", settings.sign_in_per_minute_ip, message
+    )
     if email is not None:
-        checks.append(
-            (f"sign-in-email:{normalise_email(email)}", settings.sign_in_per_minute_email)
-        )
-    for key, per_minute in checks:
-        decision = buckets.take(key, per_minute)
-        if not decision.allowed:
-            raise RateLimited(
-                "Too many sign-in attempts; try again later",
-                headers={"Retry-After": str(decision.retry_after)},
-            )
+        bucket = f"sign-in-email:{normalise_email(email)}"
+        take_token(call.request, bucket, settings.sign_in_per_minute_email, message)
 
 
 def user_json(user) -> dict:

@@ -16,9 +16,10 @@ from pydantic import BeforeValidator, Field
 from pydantic.json_schema import SkipJsonSchema
 
 from agentsvc import keys
+from agentsvc.api.limits import take_token
 from agentsvc.api.models import QueryModel, RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, json_response
-from agentsvc.errors import NotFound, RateLimited, ValidationFailed
+from agentsvc.errors import NotFound, ValidationFailed
 from agentsvc.services import trigger_templates
 from agentsvc.services import triggers as trigger_service
 from agentsvc.store.trigger_events import Mismatch, TriggerEvent
@@ -222,16 +223,11 @@ async def post_trigger_event(call: Call):
     body: TriggerEventIn = call.body
     app = call.app
     per_minute = app[keys.settings_key].ratelimit.trigger_events_per_minute
-    buckets = app[keys.rate_buckets_key]
-    wait = buckets.retry_after(f"trigger-events:ip:{call.request.remote}", per_minute)
-    if not wait and body.session_id:
+    message = f"More than {per_minute} trigger events per minute from this session or address"
+    take_token(call.request, f"trigger-events:ip:{call.request.remote}", per_minute, message)
+    if body.session_id:
         session_key = f"trigger-events:session:{body.agent_id}:{body.session_id}"
-        wait = buckets.retry_after(session_key, per_minute)
-    if wait:
-        raise RateLimited(
-            f"More than {per_minute} trigger events per minute from this session or address",
-            headers={"Retry-After": str(wait)},
-        )
+        take_token(call.request, session_key, per_minute, message)
     # sessionId serves the flood limit; pagePath is accepted but not kept (events are
     # counted, not stored one by one).
     event = TriggerEvent(

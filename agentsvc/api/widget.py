@@ -17,7 +17,7 @@ from agentsvc import keys
 from agentsvc.api.models import QueryModel
 from agentsvc.api.routing import Call, RouteTable
 from agentsvc.errors import NotFound
-from agentsvc.store import agents as agents_store
+from agentsvc.services import agents as agent_service
 
 routes = RouteTable("widget")
 
@@ -159,7 +159,9 @@ def embed_snippet(config: dict[str, Any], script_src: str) -> str:
 async def get_widget_demo(call: Call):
     """A demo page embedding the widget of an agent against this instance."""
     agent_id = call.query.agent_id
-    agent = await agents_store.get_public(call.app[keys.db_key].reader, agent_id)
+    agent = await agent_service.find_agent(
+        call.app[keys.db_key], call.app[keys.agent_cache_key], agent_id
+    )
     if agent is None:
         raise NotFound("Agent not found")
     request = call.request

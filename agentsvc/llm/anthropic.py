@@ -17,7 +17,6 @@ from agentsvc.llm.base import (
     TextDelta,
     ToolCall,
     Usage,
-    api_key,
     open_stream,
     scale_temperature,
 )
@@ -102,7 +101,7 @@ class AnthropicProvider:
         headers = {
             "Accept": "text/event-stream",
             "anthropic-version": ANTHROPIC_VERSION,
-            "x-api-key": api_key(self._conf),
+            "x-api-key": self._conf.resolved_api_key(),
         }
         payload = build_payload(request, self._conf.max_tokens)
         resp = await open_stream(self._session, self._conf, self._url, headers, payload)

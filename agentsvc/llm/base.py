@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -18,10 +17,19 @@ import orjson
 
 from agentsvc.config import ProviderSettings, Settings
 
-log = logging.getLogger("agentsvc.llm")
+log = logging.getLogger(__name__)
 
 # Longest Retry-After honoured before giving up on a provider that asks us to wait.
 MAX_RETRY_WAIT_SECONDS = 30.0
+
+# The model id of the built-in model; any other id is `PROVIDER/MODEL`.
+BUILTIN = "builtin"
+
+
+def split_model_id(model_id: str) -> tuple[str, str]:
+    """Split `PROVIDER/MODEL` on the first `/` only (model names hold `/` and `:`)."""
+    provider, _, model = model_id.partition("/")
+    return provider, model
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,13 +113,6 @@ def scale_temperature(value: float) -> float:
     return max(0.0, min(100.0, value)) / 100.0
 
 
-def api_key(settings: ProviderSettings) -> str:
-    """The provider's key: `api_key`, else the variable named by `api_key_env`."""
-    if settings.api_key:
-        return settings.api_key
-    return os.environ.get(settings.api_key_env, "") if settings.api_key_env else ""
-
-
 def _retry_after(headers: Mapping[str, str], attempt: int) -> float:
     raw = headers.get("Retry-After", "")
     try:
@@ -181,7 +182,6 @@ class Providers:
     def resolve(self, model_id: str) -> tuple[ModelProvider, str]:
         """Return the provider of `PROVIDER/MODEL` (or `builtin`) and the model name."""
         from agentsvc.llm.builtin import BuiltinModel
-        from agentsvc.services.models import BUILTIN, split_model_id
 
         if model_id == BUILTIN:
             key, name = BUILTIN, BUILTIN

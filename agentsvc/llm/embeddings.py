@@ -9,8 +9,7 @@ import numpy as np
 import orjson
 
 from agentsvc.config import ProviderSettings, Settings
-from agentsvc.llm.base import ProviderError, api_key, open_stream
-from agentsvc.services.models import split_model_id
+from agentsvc.llm.base import ProviderError, open_stream, split_model_id
 
 # Longest text sent for one passage or question (characters); servers cap their input in
 # tokens, and a passage is a few hundred words, so this only guards against odd documents.
@@ -53,7 +52,7 @@ class Embedder:
 
     async def _batch(self, texts: Sequence[str]) -> np.ndarray:
         headers = {"Accept": "application/json"}
-        key = api_key(self._conf)
+        key = self._conf.resolved_api_key()
         if key:
             headers["Authorization"] = f"Bearer {key}"
         # An empty string is refused by some servers; a space embeds as "nothing".

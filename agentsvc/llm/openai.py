@@ -17,7 +17,6 @@ from agentsvc.llm.base import (
     TextDelta,
     ToolCall,
     Usage,
-    api_key,
     open_stream,
     scale_temperature,
 )
@@ -111,7 +110,7 @@ class OpenAIProvider:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         headers = {"Accept": "text/event-stream"}
-        key = api_key(self._conf)
+        key = self._conf.resolved_api_key()
         if key:
             headers["Authorization"] = f"Bearer {key}"
         resp = await open_stream(

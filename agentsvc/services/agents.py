@@ -1,4 +1,4 @@
-"""Agents: creation with slugs, partial updates and deletion."""
+"""Agents: creation with slugs, reads through a cache, partial updates and deletion."""
 
 from __future__ import annotations
 

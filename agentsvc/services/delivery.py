@@ -29,7 +29,7 @@ from agentsvc.services.form_files import SWEEP_INTERVAL_SECONDS, remove_orphan_f
 from agentsvc.store import submissions as store
 from agentsvc.store.submissions import Attempt, Delivery, Submission
 
-log = logging.getLogger("agentsvc.delivery")
+log = logging.getLogger(__name__)
 
 CLAIM_BATCH = 100
 CONCURRENCY = 32

@@ -23,7 +23,7 @@ from agentsvc.db import Database, WriterBusy
 from agentsvc.store import trigger_events
 from agentsvc.store.trigger_events import Mismatch, TriggerEvent
 
-log = logging.getLogger("agentsvc.events")
+log = logging.getLogger(__name__)
 
 _Item = tuple[TriggerEvent, "asyncio.Future[str | Mismatch | None]"]
 

@@ -12,7 +12,7 @@ from agentsvc.db import Database
 from agentsvc.services.form_values import CheckedForm
 from agentsvc.store import submissions as store
 
-log = logging.getLogger("agentsvc.forms")
+log = logging.getLogger(__name__)
 
 FILES_DIR = "files"
 # A folder younger than this may belong to a submit whose transaction is still running.

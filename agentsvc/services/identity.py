@@ -26,7 +26,7 @@ from agentsvc.services.agents import AgentCache
 from agentsvc.store import agents as agents_store
 from agentsvc.store import identity as identity_store
 
-log = logging.getLogger("agentsvc.identity")
+log = logging.getLogger(__name__)
 
 MIN_SECRET_LENGTH = 16
 MAX_SECRET_LENGTH = 200

@@ -1,16 +1,9 @@
-"""Model identifiers: `builtin` or `PROVIDER/MODEL` with a configured provider."""
+"""Which model ids an agent may use: `builtin`, or `PROVIDER/MODEL` of a configured provider."""
 
 from __future__ import annotations
 
 from agentsvc.config import Settings
-
-BUILTIN = "builtin"
-
-
-def split_model_id(model_id: str) -> tuple[str, str]:
-    """Split `PROVIDER/MODEL` on the first `/` only (model names hold `/` and `:`)."""
-    provider, _, model = model_id.partition("/")
-    return provider, model
+from agentsvc.llm.base import BUILTIN, split_model_id
 
 
 def model_error(settings: Settings, model_id: str) -> str | None:

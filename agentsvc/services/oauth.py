@@ -21,7 +21,7 @@ from agentsvc.services.sessions import SignedIn, after, hash_token, normalise_em
 from agentsvc.services.trust import UntrustedUrl, safe_callback
 from agentsvc.store import accounts, sign_in
 
-log = logging.getLogger("agentsvc.oauth")
+log = logging.getLogger(__name__)
 
 PROVIDERS = ("github", "google")
 STATE_TTL_SECONDS = 600

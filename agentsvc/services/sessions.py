@@ -20,7 +20,7 @@ from agentsvc.store import accounts, sessions, sign_in
 from agentsvc.store import team as team_store
 from agentsvc.store.accounts import User
 
-log = logging.getLogger("agentsvc.sessions")
+log = logging.getLogger(__name__)
 
 SESSION_COOKIE = "agentsvc_session"
 MAGIC_LINK_PATH = "/api/v1/auth/magic-link/verify"

@@ -27,7 +27,7 @@ from agentsvc.store.accounts import Team, User
 from agentsvc.store.invitations import Invitation
 from agentsvc.store.team import Member
 
-log = logging.getLogger("agentsvc.team")
+log = logging.getLogger(__name__)
 
 ACCEPT_PATH = "/accept-invitation"
 

@@ -18,6 +18,7 @@ import orjson
 
 from agentsvc.ids import now_iso
 from agentsvc.llm.base import (
+    BUILTIN,
     Message,
     ModelProvider,
     ModelRequest,
@@ -28,7 +29,6 @@ from agentsvc.llm.base import (
     Usage,
 )
 from agentsvc.services import knowledge
-from agentsvc.services.models import BUILTIN
 from agentsvc.services.tenant_schemas import MAX_INPUT_DEPTH
 from agentsvc.services.write_batcher import WriteBatcher
 from agentsvc.store import conversations as conv_store
@@ -36,7 +36,7 @@ from agentsvc.store.agents import Agent
 from agentsvc.store.conversations import Conversation, StoredMessage
 from agentsvc.store.tools import Tool
 
-log = logging.getLogger("agentsvc.chat")
+log = logging.getLogger(__name__)
 
 MAX_MODEL_CALLS = 8
 

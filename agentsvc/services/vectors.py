@@ -27,7 +27,7 @@ import numpy as np
 from agentsvc.db import Database
 from agentsvc.store import documents as store
 
-log = logging.getLogger("agentsvc.knowledge")
+log = logging.getLogger(__name__)
 
 # Matrices larger than this (floats; ~0.5 ms of work) are ranked on a worker thread, off
 # the event loop. Below it the hop to a thread costs more than it saves.

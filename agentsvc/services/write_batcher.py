@@ -20,7 +20,7 @@ from functools import partial
 
 from agentsvc.db import Database, WriterBusy
 
-log = logging.getLogger("agentsvc.chat")
+log = logging.getLogger(__name__)
 
 Write = Callable[[sqlite3.Connection], None]
 

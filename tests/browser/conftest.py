@@ -92,7 +92,11 @@ class Stack:
         settings = make_settings(
             self.tmp,
             webhooks={"retry_schedule_seconds": [0, 0.2]},
-            ratelimit={"trigger_events_per_minute": 100000, "public_chat_per_minute": 100000},
+            ratelimit={
+                "trigger_events_per_minute": 100000,
+                "public_chat_per_minute": 100000,
+                "form_submits_per_minute": 100000,
+            },
             chat={"builtin_chunk_delay_ms": 60},
         )
         self.app = create_app(settings)
