@@ -38,8 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from agentsvc.db import Database  # noqa: E402
 from agentsvc.services import accounts, agents, knowledge  # noqa: E402
-from agentsvc.services.chunking import TARGET_WORDS  # noqa: E402
-from agentsvc.services.extraction import html_text  # noqa: E402
+from agentsvc.services.knowledge.chunking import TARGET_WORDS  # noqa: E402
+from agentsvc.services.knowledge.extraction import html_text  # noqa: E402
 from agentsvc.store import documents as documents_store  # noqa: E402
 from scripts import benchlib  # noqa: E402
 
@@ -296,7 +296,7 @@ async def embeddings_run(args: argparse.Namespace) -> None:
 
     from agentsvc.config import ProviderSettings
     from agentsvc.llm.embeddings import Embedder
-    from agentsvc.services.vectors import VectorIndex
+    from agentsvc.services.knowledge.vectors import VectorIndex
 
     rng = random.Random(7)
     words = Words(rng)

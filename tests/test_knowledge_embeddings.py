@@ -9,7 +9,7 @@ from agentsvc import keys
 from agentsvc.config import ConfigError, load_settings
 from agentsvc.llm.base import ProviderError
 from agentsvc.services import knowledge
-from agentsvc.services.vectors import VectorIndex, sqlite_vec_available
+from agentsvc.services.knowledge.vectors import VectorIndex, sqlite_vec_available
 from tests.chat_helpers import add_document, chat, new_agent, user
 from tests.conftest import assert_error, bearer, new_api_key
 from tests.fakes.embeddings_server import MODEL, FakeEmbeddings

@@ -34,9 +34,9 @@ from agentsvc.language import DEFAULT_LANGUAGE, stem
 from agentsvc.llm.base import ProviderError
 from agentsvc.llm.embeddings import Embedder, make_embedder
 from agentsvc.outbound import OutboundClient, OutboundError
-from agentsvc.services import extraction
-from agentsvc.services.chunking import chunk
-from agentsvc.services.vectors import VectorIndex, to_blob
+from agentsvc.services.knowledge import extraction
+from agentsvc.services.knowledge.chunking import chunk
+from agentsvc.services.knowledge.vectors import VectorIndex, to_blob
 from agentsvc.stopwords import STOP_WORDS
 from agentsvc.store import agents as agents_store
 from agentsvc.store import documents as store
