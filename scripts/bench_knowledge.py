@@ -40,6 +40,7 @@ from agentsvc.db import Database  # noqa: E402
 from agentsvc.services import accounts, agents, knowledge  # noqa: E402
 from agentsvc.services.knowledge.chunking import TARGET_WORDS  # noqa: E402
 from agentsvc.services.knowledge.extraction import html_text  # noqa: E402
+from agentsvc.stopwords import STOP_WORDS  # noqa: E402
 from agentsvc.store import documents as documents_store  # noqa: E402
 from scripts import benchlib  # noqa: E402
 
@@ -53,12 +54,12 @@ class Words:
     def __init__(self, rng: random.Random, size: int = 20_000):
         self.rng = rng
         # The head of a Zipf distribution is the language's stop words, as in English.
-        stop = sorted(knowledge.STOP_WORDS)
+        stop = sorted(STOP_WORDS)
         rng.shuffle(stop)
         made_up: set[str] = set()
         while len(made_up) < size - len(stop):
             word = "".join(rng.choice(SYLLABLES) for _ in range(rng.randint(1, 4)))
-            if word not in knowledge.STOP_WORDS:
+            if word not in STOP_WORDS:
                 made_up.add(word)
         rest = sorted(made_up)
         rng.shuffle(rest)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import PurePosixPath
 
-log = logging.getLogger("agentsvc.knowledge")
+log = logging.getLogger(__name__)
 
 FORMATS = ("text", "markdown", "html", "pdf")
 SUPPORTED = ".txt, .md, .html or .pdf"

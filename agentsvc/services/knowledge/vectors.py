@@ -25,9 +25,10 @@ import aiosqlite
 import numpy as np
 
 from agentsvc.db import Database
+from agentsvc.llm.embeddings import Embedder
 from agentsvc.store import documents as store
 
-log = logging.getLogger("agentsvc.knowledge")
+log = logging.getLogger(__name__)
 
 # Matrices larger than this (floats; ~0.5 ms of work) are ranked on a worker thread, off
 # the event loop. Below it the hop to a thread costs more than it saves.
@@ -50,6 +51,14 @@ def sqlite_vec_available() -> bool:
 def to_blob(vector: np.ndarray) -> bytes:
     """A vector as sqlite-vec's BLOB format: float32, little-endian."""
     return np.asarray(vector, dtype="<f4").tobytes()
+
+
+@dataclass(frozen=True, slots=True)
+class Semantic:
+    """Embeddings are on: the embedder of passages and questions, and the vector index."""
+
+    embedder: Embedder
+    vectors: VectorIndex
 
 
 @dataclass(frozen=True, slots=True)
