@@ -28,7 +28,7 @@ from agentsvc.services.access import KeyResolver
 from agentsvc.services.agents import AgentCache
 from agentsvc.services.delivery import delivery_ctx
 from agentsvc.services.event_ingest import event_writer_ctx
-from agentsvc.services.knowledge import knowledge_ctx
+from agentsvc.services.knowledge.indexing import knowledge_ctx
 from agentsvc.services.tool_runner import ToolRunner
 
 

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from agentsvc.services.agents import AgentCache
     from agentsvc.services.delivery import Deliverer
     from agentsvc.services.event_ingest import EventWriter
-    from agentsvc.services.knowledge import Indexer
+    from agentsvc.services.knowledge.indexing import Indexer
     from agentsvc.services.tool_runner import ToolRunner
     from agentsvc.services.write_batcher import WriteBatcher
 

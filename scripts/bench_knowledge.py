@@ -1,9 +1,9 @@
 """Knowledge benchmark: indexing rate (MB/s) and retrieval latency over 10,000 passages.
 
 Runs in-process on a temporary database, through the same service functions the API uses:
-`knowledge.create_document` (chunking + passages + FTS5 in one transaction, the path of
+`documents.create_document` (chunking + passages + FTS5 in one transaction, the path of
 small documents), the background `Indexer` (large documents, written in batches) and
-`knowledge.retrieve` (one aiosqlite round trip on the reader, as a chat turn does).
+`retrieval.retrieve` (one aiosqlite round trip on the reader, as a chat turn does).
 
 The text is synthetic: words drawn from a Zipf distribution over a made-up vocabulary, so
 term frequencies look like prose (a few very common words, a long tail of rare ones).
@@ -37,9 +37,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from agentsvc.db import Database  # noqa: E402
-from agentsvc.services import accounts, agents, knowledge  # noqa: E402
-from agentsvc.services.chunking import TARGET_WORDS  # noqa: E402
-from agentsvc.services.extraction import html_text  # noqa: E402
+from agentsvc.services import accounts, agents  # noqa: E402
+from agentsvc.services.knowledge import documents, ingestion, retrieval  # noqa: E402
+from agentsvc.services.knowledge.chunking import TARGET_WORDS  # noqa: E402
+from agentsvc.services.knowledge.extraction import html_text  # noqa: E402
+from agentsvc.services.knowledge.indexing import Indexer  # noqa: E402
+from agentsvc.stopwords import STOP_WORDS  # noqa: E402
 from agentsvc.store import documents as documents_store  # noqa: E402
 from scripts import benchlib  # noqa: E402
 
@@ -53,12 +56,12 @@ class Words:
     def __init__(self, rng: random.Random, size: int = 20_000):
         self.rng = rng
         # The head of a Zipf distribution is the language's stop words, as in English.
-        stop = sorted(knowledge.STOP_WORDS)
+        stop = sorted(STOP_WORDS)
         rng.shuffle(stop)
         made_up: set[str] = set()
         while len(made_up) < size - len(stop):
             word = "".join(rng.choice(SYLLABLES) for _ in range(rng.randint(1, 4)))
-            if word not in knowledge.STOP_WORDS:
+            if word not in STOP_WORDS:
                 made_up.add(word)
         rest = sorted(made_up)
         rng.shuffle(rest)
@@ -133,9 +136,9 @@ async def fill(db, indexer, team_id, agent_id, words, passages, per_doc, backgro
     while made < passages and time.monotonic() - started < MAX_SECONDS:
         sections = min(per_doc, passages - made)
         text = document(words, sections)
-        source = knowledge.text_source(f"Manual {made}", text, 2**31)
+        source = ingestion.text_source(f"Manual {made}", text, 2**31)
         t0 = time.perf_counter()
-        doc = await knowledge.create_document(
+        doc = await documents.create_document(
             db,
             indexer,
             team_id=team_id,
@@ -168,7 +171,7 @@ async def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         db = Database(Path(args.keep) if args.keep else Path(tmp) / "bench.db")
         await db.open()
-        indexer = knowledge.Indexer(db)
+        indexer = Indexer(db)
         _, team = await accounts.ensure_user_with_team(
             db, email="b@example.com", name="", plan="pro"
         )
@@ -218,7 +221,7 @@ async def main() -> None:
             picked = rng.sample(text_words, min(len(text_words), rng.randint(2, 5)))
             queries.append(" ".join(picked + words.sample(rng.randint(1, 3))) + "?")
         for q in queries[:50]:  # warm the page cache
-            await knowledge.retrieve(db, target.id, q, args.k)
+            await retrieval.retrieve(db, target.id, q, args.k)
         # Three passes over the queries: `single` is every timing of the first pass; `best`
         # keeps each query's fastest pass, which filters out the scheduling noise of a
         # shared machine and leaves the cost of the query itself.
@@ -229,7 +232,7 @@ async def main() -> None:
             timings = []
             for q in queries:
                 t0 = time.perf_counter()
-                hits = await knowledge.retrieve(db, target.id, q, args.k)
+                hits = await retrieval.retrieve(db, target.id, q, args.k)
                 timings.append((time.perf_counter() - t0) * 1000)
                 found += bool(hits) and not rounds
                 if time.monotonic() - started > MAX_SECONDS:
@@ -242,8 +245,8 @@ async def main() -> None:
         raw = sqlite3.connect(db.path)
         sql_only = []
         for q in queries:
-            match = knowledge.match_expression(target.id, knowledge.query_terms(q))
-            if not knowledge.query_terms(q):
+            match = retrieval.match_expression(target.id, retrieval.query_terms(q))
+            if not retrieval.query_terms(q):
                 continue
             best_of = []
             for _ in range(3):
@@ -296,7 +299,7 @@ async def embeddings_run(args: argparse.Namespace) -> None:
 
     from agentsvc.config import ProviderSettings
     from agentsvc.llm.embeddings import Embedder
-    from agentsvc.services.vectors import VectorIndex
+    from agentsvc.services.knowledge.vectors import Semantic, VectorIndex
 
     rng = random.Random(7)
     words = Words(rng)
@@ -308,8 +311,8 @@ async def embeddings_run(args: argparse.Namespace) -> None:
         await db.open()
         vectors = VectorIndex(db, embedder.model_id, path=args.vector_search)
         await vectors.open()
-        semantic = knowledge.Semantic(embedder, vectors)
-        indexer = knowledge.Indexer(db, semantic)
+        semantic = Semantic(embedder, vectors)
+        indexer = Indexer(db, semantic)
         _, team = await accounts.ensure_user_with_team(
             db, email="e@example.com", name="", plan="pro"
         )
@@ -333,12 +336,12 @@ async def embeddings_run(args: argparse.Namespace) -> None:
             picked = rng.sample(text_words, min(len(text_words), rng.randint(2, 5)))
             queries.append(" ".join(picked + words.sample(rng.randint(1, 3))) + "?")
         for q in queries[:50]:  # warm the page cache and the vector cache
-            await knowledge.retrieve(db, target.id, q, args.k, semantic)
+            await retrieval.retrieve(db, target.id, q, args.k, semantic)
         fused, embed_only, vector_only = [], [], []
         started = time.monotonic()
         for q in queries:
             t0 = time.perf_counter()
-            await knowledge.retrieve(db, target.id, q, args.k, semantic)
+            await retrieval.retrieve(db, target.id, q, args.k, semantic)
             t1 = time.perf_counter()
             query_vector = (await embedder.embed([q]))[0]
             t2 = time.perf_counter()

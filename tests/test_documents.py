@@ -9,7 +9,7 @@ from aiohttp import FormData, MultipartWriter, web
 from agentsvc import keys
 from agentsvc.ids import new_id, now_iso
 from agentsvc.services import accounts as accounts_service
-from agentsvc.services import knowledge
+from agentsvc.services.knowledge import retrieval
 from agentsvc.store import accounts
 from tests.conftest import assert_error, bearer, new_api_key
 from tests.fakes.pdf import make_pdf
@@ -83,7 +83,7 @@ async def test_text_document_lifecycle(client, auth):
     got = (await (await client.get(f"/api/v1/documents/{doc['id']}", headers=auth)).json())["data"]
     assert got["content"].startswith("# Shipping guide") and got["title"] == "Shipping guide"
 
-    hits = await knowledge.retrieve(client.app[keys.db_key], agent_id, "Can I return an item?", 3)
+    hits = await retrieval.retrieve(client.app[keys.db_key], agent_id, "Can I return an item?", 3)
     assert hits[0].document_id == doc["id"] and "full refund" in hits[0].text
     assert hits[0].title == "Shipping guide" and hits[0].heading == "Shipping guide › Returns"
 
@@ -95,7 +95,7 @@ async def test_text_document_lifecycle(client, auth):
     await assert_error(
         await client.delete(f"/api/v1/documents/{doc['id']}", headers=auth), 404, "NOT_FOUND"
     )
-    assert await knowledge.retrieve(client.app[keys.db_key], agent_id, "refund", 3) == []
+    assert await retrieval.retrieve(client.app[keys.db_key], agent_id, "refund", 3) == []
 
 
 async def test_json_body_errors(client, auth):
@@ -155,7 +155,7 @@ async def test_uploads_of_each_format(client, auth):
     resp = await post_form(client, auth, agent_id, upload("w.pdf", pdf, "application/pdf", "W"))
     doc = (await resp.json())["data"]
     assert (doc["title"], doc["format"], doc["sizeBytes"]) == ("W", "pdf", len(pdf))
-    hits = await knowledge.retrieve(client.app[keys.db_key], agent_id, "kettle warranty", 1)
+    hits = await retrieval.retrieve(client.app[keys.db_key], agent_id, "kettle warranty", 1)
     assert hits[0].document_id == doc["id"] and "two year warranty" in hits[0].text
 
 
@@ -253,7 +253,7 @@ async def test_fetch_from_url(client, auth, aiohttp_server):
     assert resp.status == 201, doc
     assert (doc["title"], doc["sourceType"], doc["format"]) == ("FAQ page", "url", "html")
     assert doc["sourceUrl"] == f"{base}/faq" and doc["status"] == "ready"
-    hits = await knowledge.retrieve(client.app[keys.db_key], agent_id, "bank transfer", 2)
+    hits = await retrieval.retrieve(client.app[keys.db_key], agent_id, "bank transfer", 2)
     assert hits[0].heading == "FAQ page › Payment"
 
     resp = await client.post(url, json={"url": f"{base}/hours", "title": "Hours"}, headers=auth)
@@ -338,8 +338,8 @@ async def test_agent_deletion_cascades_to_documents_and_index(client, auth):
     kept = await add_text(client, auth, keep)
     doc = await add_text(client, auth, gone)
     db = client.app[keys.db_key]
-    assert (await knowledge.retrieve(db, gone, "refund", 5))[0].document_id == doc["id"]
-    assert [p.document_id for p in await knowledge.retrieve(db, keep, "refund", 5)] == [kept["id"]]
+    assert (await retrieval.retrieve(db, gone, "refund", 5))[0].document_id == doc["id"]
+    assert [p.document_id for p in await retrieval.retrieve(db, keep, "refund", 5)] == [kept["id"]]
     assert (await client.delete(f"/api/v1/agents/{gone}", headers=auth)).status == 200
     await assert_error(
         await client.get(f"/api/v1/documents/{doc['id']}", headers=auth), 404, "NOT_FOUND"
@@ -353,7 +353,7 @@ async def test_agent_deletion_cascades_to_documents_and_index(client, auth):
         "SELECT count(*) FROM passages_fts WHERE passages_fts MATCH 'refund'"
     )
     assert rows[0][0] == 1
-    assert await knowledge.retrieve(db, gone, "refund", 5) == []
+    assert await retrieval.retrieve(db, gone, "refund", 5) == []
 
 
 async def test_queries_cannot_inject_fts_syntax(client, auth):
@@ -368,9 +368,9 @@ async def test_queries_cannot_inject_fts_syntax(client, auth):
         "",
         "the and of",  # stop words only
     ):
-        hits = await knowledge.retrieve(db, agent_id, query, 3)
+        hits = await retrieval.retrieve(db, agent_id, query, 3)
         assert all(h.document_id for h in hits)
-    assert knowledge.query_terms('Refund" OR x* NEAR(a)') == ["refund", "x", "near"]
+    assert retrieval.query_terms('Refund" OR x* NEAR(a)') == ["refund", "x", "near"]
 
 
 async def test_large_documents_index_in_the_background(make_client):
@@ -385,7 +385,7 @@ async def test_large_documents_index_in_the_background(make_client):
     assert doc["status"] == "indexing" and doc["passageCount"] == 0
     done = await wait_status(client, auth, doc["id"])
     assert done["status"] == "ready" and done["passageCount"] == 40 and done["error"] is None
-    hits = await knowledge.retrieve(client.app[keys.db_key], agent_id, "word17x5", 1)
+    hits = await retrieval.retrieve(client.app[keys.db_key], agent_id, "word17x5", 1)
     assert hits[0].heading == "Big manual › Topic 17"
 
     # Only headings: nothing to index, so the document fails with a reason.
@@ -408,7 +408,7 @@ async def test_indexing_left_unfinished_resumes(make_client):
         await conn.execute(
             "DELETE FROM passages WHERE document_id = ? AND position > 2", (doc["id"],)
         )
-    assert await knowledge.retrieve(db, agent_id, "refund", 3) == []  # not ready: not used
+    assert await retrieval.retrieve(db, agent_id, "refund", 3) == []  # not ready: not used
     indexer = client.app[keys.indexer_key]
     assert await indexer.resume() == 1
     await indexer.idle()
@@ -418,7 +418,7 @@ async def test_indexing_left_unfinished_resumes(make_client):
         "SELECT count(*) FROM passages WHERE document_id = ?", (doc["id"],)
     )
     assert rows[0][0] == 20
-    assert len(await knowledge.retrieve(db, agent_id, "refund", 30)) == 10
+    assert len(await retrieval.retrieve(db, agent_id, "refund", 30)) == 10
 
 
 async def test_openapi_documents_both_body_types(client):

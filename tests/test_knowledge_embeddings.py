@@ -8,8 +8,8 @@ import pytest
 from agentsvc import keys
 from agentsvc.config import ConfigError, load_settings
 from agentsvc.llm.base import ProviderError
-from agentsvc.services import knowledge
-from agentsvc.services.vectors import VectorIndex, sqlite_vec_available
+from agentsvc.services.knowledge import retrieval
+from agentsvc.services.knowledge.vectors import VectorIndex, sqlite_vec_available
 from tests.chat_helpers import add_document, chat, new_agent, user
 from tests.conftest import assert_error, bearer, new_api_key
 from tests.fakes.embeddings_server import MODEL, FakeEmbeddings
@@ -89,20 +89,20 @@ async def test_lexical_matches_still_rank_with_fusion(make_client, fake):
     await add_doc(client, auth, agent["id"])
     semantic = client.app[keys.indexer_key].semantic
     db = client.app[keys.db_key]
-    hits = await knowledge.retrieve(db, agent["id"], "When does the shop open?", 2, semantic)
+    hits = await retrieval.retrieve(db, agent["id"], "When does the shop open?", 2, semantic)
     assert "opens at nine" in hits[0].text
-    hits = await knowledge.retrieve(db, agent["id"], QUESTION, 3, semantic)
+    hits = await retrieval.retrieve(db, agent["id"], QUESTION, 3, semantic)
     assert "refund" in hits[0].text
     # Both rankings agree on the first: it has the largest fused score, 2 / (60 + 1).
-    both = await knowledge.retrieve(db, agent["id"], "refund card", 1, semantic)
+    both = await retrieval.retrieve(db, agent["id"], "refund card", 1, semantic)
     assert "refund" in both[0].text and both[0].score == pytest.approx(2 / 61)
 
 
 def test_reciprocal_rank_fusion():
-    fused = knowledge.fuse([[1, 2, 3], [3, 4]])
+    fused = retrieval.fuse([[1, 2, 3], [3, 4]])
     assert [pid for pid, _ in fused] == [3, 1, 2, 4]
     assert dict(fused)[3] == pytest.approx(1 / 63 + 1 / 61)
-    assert knowledge.fuse([[], []]) == []
+    assert retrieval.fuse([[], []]) == []
 
 
 async def test_small_document_is_embedded_before_ready(make_client, fake):
@@ -171,7 +171,7 @@ async def test_provider_failure_fails_the_document(make_client, fake):
     assert await count(client, "SELECT count(*) FROM passages") == 0
     assert await count(client, "SELECT count(*) FROM passage_embeddings") == 0
     db = client.app[keys.db_key]
-    assert await knowledge.retrieve(db, agent["id"], "refund", 3) == []
+    assert await retrieval.retrieve(db, agent["id"], "refund", 3) == []
 
     # The provider recovers: new documents index again; a failed one can be deleted.
     fake.fail_with = None
@@ -225,7 +225,7 @@ async def test_deletions_remove_embeddings(make_client, fake):
     kept = await add_doc(client, auth, keep["id"])
     semantic = client.app[keys.indexer_key].semantic
     db = client.app[keys.db_key]
-    hits = await knowledge.retrieve(db, gone["id"], QUESTION, 1, semantic)  # caches vectors
+    hits = await retrieval.retrieve(db, gone["id"], QUESTION, 1, semantic)  # caches vectors
     assert hits[0].document_id == doc["id"]
     assert await count(client, "SELECT count(*) FROM passage_embeddings") == 6
 
@@ -237,15 +237,15 @@ async def test_deletions_remove_embeddings(make_client, fake):
         )
         == 0
     )
-    assert await knowledge.retrieve(db, gone["id"], QUESTION, 1, semantic) == []
+    assert await retrieval.retrieve(db, gone["id"], QUESTION, 1, semantic) == []
     assert [
-        p.document_id for p in await knowledge.retrieve(db, keep["id"], QUESTION, 1, semantic)
+        p.document_id for p in await retrieval.retrieve(db, keep["id"], QUESTION, 1, semantic)
     ] == [kept["id"]]
 
     resp = await client.delete(f"/api/v1/documents/{kept['id']}", headers=auth)
     assert resp.status == 200
     assert await count(client, "SELECT count(*) FROM passage_embeddings") == 0
-    assert await knowledge.retrieve(db, keep["id"], QUESTION, 1, semantic) == []
+    assert await retrieval.retrieve(db, keep["id"], QUESTION, 1, semantic) == []
 
 
 async def test_vector_cache_sees_new_documents(make_client, fake):
@@ -375,5 +375,5 @@ async def test_interrupted_indexing_resumes_with_embeddings(make_client, fake):
     again = await wait_status(client, auth, doc["id"])
     assert again["status"] == "ready" and again["passageCount"] == done["passageCount"]
     assert await count(client, "SELECT count(*) FROM passage_embeddings") == done["passageCount"]
-    hits = await knowledge.retrieve(db, agent["id"], QUESTION, 1, indexer.semantic)
+    hits = await retrieval.retrieve(db, agent["id"], QUESTION, 1, indexer.semantic)
     assert "refund" in hits[0].text

@@ -8,7 +8,7 @@ from pathlib import Path
 from aiohttp import FormData
 
 from agentsvc import keys
-from agentsvc.services import knowledge
+from agentsvc.services.knowledge import retrieval
 
 CORPUS = Path(__file__).parent / "knowledge_corpus"
 MEDIA_TYPES = {".md": "text/markdown", ".html": "text/html", ".txt": "text/plain"}
@@ -36,7 +36,7 @@ async def test_answers_are_in_the_top_three(client, auth):
     db = client.app[keys.db_key]
     misses = []
     for item in questions:
-        passages = await knowledge.retrieve(db, agent_id, item["q"], 3)
+        passages = await retrieval.retrieve(db, agent_id, item["q"], 3)
         if not any(flat(item["a"]) in flat(p.text) for p in passages):
             misses.append((item["q"], [p.heading for p in passages]))
     hit_rate = 1 - len(misses) / len(questions)

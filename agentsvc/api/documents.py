@@ -14,7 +14,7 @@ from agentsvc.api.models import RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, envelope_response
 from agentsvc.config import Settings
 from agentsvc.errors import FileTooLarge, ValidationFailed
-from agentsvc.services import knowledge
+from agentsvc.services.knowledge import documents, ingestion
 from agentsvc.store.documents import Document
 
 routes = RouteTable("documents")
@@ -97,7 +97,7 @@ def document_json(doc: Document) -> dict:
 @routes.get("/agents/{id}/documents", response=list[DocumentOut], envelope=True, errors=(404,))
 async def list_documents(call: Call):
     """List an agent's knowledge documents, newest first."""
-    docs = await knowledge.list_documents(call.app[keys.db_key], call.team_id, call.params["id"])
+    docs = await documents.list_documents(call.app[keys.db_key], call.team_id, call.params["id"])
     return envelope_response([document_json(d) for d in docs])
 
 
@@ -115,7 +115,7 @@ async def _read_part(part: BodyPartReader, max_bytes: int, field: str) -> bytes:
     return b"".join(chunks)
 
 
-async def _upload(request: web.Request, max_bytes: int) -> knowledge.Source:
+async def _upload(request: web.Request, max_bytes: int) -> ingestion.Source:
     """Read a multipart upload part by part, capping the file as it streams in."""
     raw = None
     filename = media_type = title = None
@@ -145,7 +145,7 @@ async def _upload(request: web.Request, max_bytes: int) -> knowledge.Source:
         raise ValidationFailed("file: is required")
     if title is not None and not title.strip():
         raise ValidationFailed("title: must not be empty")
-    return await knowledge.file_source(raw, filename, media_type, title)
+    return await ingestion.file_source(raw, filename, media_type, title)
 
 
 @routes.post(
@@ -166,23 +166,23 @@ async def post_document(call: Call):
     db = app[keys.db_key]
     agent_id = call.params["id"]
     # Check the agent before reading a file or fetching a URL for it.
-    await knowledge.check_agent(db, call.team_id, agent_id)
+    await documents.check_agent(db, call.team_id, agent_id)
     body: DocumentCreate | None = call.body
     if body is None:
         source = await _upload(call.request, max_bytes)
     elif body.url is not None:
         if body.content is not None:
             raise ValidationFailed("body: give either content or url, not both")
-        source = await knowledge.url_source(
+        source = await ingestion.url_source(
             app[keys.outbound_key], body.url, body.title, max_bytes, settings.fetch_timeout_seconds
         )
     elif body.content is not None:
         if body.title is None:
             raise ValidationFailed("title: is required with content")
-        source = knowledge.text_source(body.title, body.content, max_bytes)
+        source = ingestion.text_source(body.title, body.content, max_bytes)
     else:
         raise ValidationFailed("body: content (with title) or url is required")
-    doc = await knowledge.create_document(
+    doc = await documents.create_document(
         db,
         app[keys.indexer_key],
         team_id=call.team_id,
@@ -196,7 +196,7 @@ async def post_document(call: Call):
 @routes.get("/documents/{id}", response=DocumentWithContent, envelope=True, errors=(404,))
 async def get_document(call: Call):
     """Get a document with its extracted text."""
-    doc, content = await knowledge.get_document(
+    doc, content = await documents.get_document(
         call.app[keys.db_key], call.team_id, call.params["id"]
     )
     return envelope_response({**document_json(doc), "content": content})
@@ -206,7 +206,7 @@ async def get_document(call: Call):
 async def delete_document(call: Call):
     """Delete a document and its passages."""
     app = call.app
-    await knowledge.delete_document(
+    await documents.delete_document(
         app[keys.db_key], call.team_id, call.params["id"], app[keys.indexer_key]
     )
     return envelope_response({"id": call.params["id"], "deleted": True})

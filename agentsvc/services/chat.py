@@ -16,9 +16,10 @@ from agentsvc.ids import new_id, now_iso
 from agentsvc.language import DEFAULT_LANGUAGE
 from agentsvc.llm.base import Message, ProviderError, Providers
 from agentsvc.services import agents as agents_service
-from agentsvc.services import knowledge
 from agentsvc.services.agents import AgentCache
 from agentsvc.services.conversations import caller_may_use
+from agentsvc.services.knowledge.retrieval import retrieve
+from agentsvc.services.knowledge.vectors import Semantic
 from agentsvc.services.turn import Turn
 from agentsvc.services.write_batcher import WriteBatcher
 from agentsvc.store import conversations as conv_store
@@ -74,7 +75,7 @@ async def prepare_turn(
     writer: WriteBatcher,
     providers: Providers,
     chat: ChatInput,
-    semantic: knowledge.Semantic | None = None,
+    semantic: Semantic | None = None,
 ) -> Turn:
     """Validate and load everything, store the user's message, and return the turn."""
     if chat.messages[-1][0] != "user":
@@ -89,7 +90,7 @@ async def prepare_turn(
     conv, tools, passages = await asyncio.gather(
         _load_conversation(db, chat),
         tools_store.list_enabled_for_agent(db.reader, chat.agent_id),
-        knowledge.retrieve(
+        retrieve(
             db,
             chat.agent_id,
             chat.messages[-1][1],

@@ -28,7 +28,8 @@ from agentsvc.llm.base import (
     ToolSpec,
     Usage,
 )
-from agentsvc.services import knowledge
+from agentsvc.services.knowledge import prompt
+from agentsvc.services.knowledge.retrieval import Passage
 from agentsvc.services.tenant_schemas import MAX_INPUT_DEPTH
 from agentsvc.services.write_batcher import WriteBatcher
 from agentsvc.store import conversations as conv_store
@@ -84,7 +85,7 @@ class Turn:
     provider: ModelProvider
     model_name: str
     # Knowledge passages retrieved for the user's message, best first.
-    passages: list[knowledge.Passage] = field(default_factory=list)
+    passages: list[Passage] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -159,7 +160,7 @@ class TurnRunner:
         if error is not None:
             await self._sink.event("error", {"type": "error", "error": error})
         else:
-            sources = knowledge.sources(turn.passages)
+            sources = prompt.sources(turn.passages)
             await self._sink.event("message_stop", {"type": "message_stop", "sources": sources})
 
     async def _loop(self) -> None:
@@ -170,7 +171,7 @@ class TurnRunner:
         # a delimited block after the system prompt.
         system, texts = turn.agent.system_prompt, tuple(p.text for p in turn.passages)
         if turn.agent.model != BUILTIN and texts:
-            system, texts = knowledge.with_context(system, turn.passages), ()
+            system, texts = prompt.with_context(system, turn.passages), ()
         for step in range(MAX_MODEL_CALLS):
             offered = specs if step < MAX_MODEL_CALLS - 1 else ()
             request = ModelRequest(
@@ -327,7 +328,7 @@ class TurnRunner:
             content="\n\n".join(t for t in produced.texts if t),
             tool_calls=produced.tool_calls or None,
             usage=produced.usage_json(),
-            sources=knowledge.sources(turn.passages) or None,
+            sources=prompt.sources(turn.passages) or None,
             status=status,
             model=turn.agent.model,
             rating=None,

@@ -25,6 +25,7 @@ import aiosqlite
 import numpy as np
 
 from agentsvc.db import Database
+from agentsvc.llm.embeddings import Embedder
 from agentsvc.store import documents as store
 
 log = logging.getLogger(__name__)
@@ -50,6 +51,14 @@ def sqlite_vec_available() -> bool:
 def to_blob(vector: np.ndarray) -> bytes:
     """A vector as sqlite-vec's BLOB format: float32, little-endian."""
     return np.asarray(vector, dtype="<f4").tobytes()
+
+
+@dataclass(frozen=True, slots=True)
+class Semantic:
+    """Embeddings are on: the embedder of passages and questions, and the vector index."""
+
+    embedder: Embedder
+    vectors: VectorIndex
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,1 @@
+"""Knowledge documents: ingestion, documents, indexing, vectors, retrieval and prompt modules."""

@@ -1,0 +1,181 @@
+"""Passages into the index, embedded when embeddings are on; the background `Indexer`."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sqlite3
+from collections.abc import AsyncIterator
+from functools import partial
+
+import numpy as np
+from aiohttp import web
+
+from agentsvc import keys
+from agentsvc.db import Database
+from agentsvc.ids import now_iso
+from agentsvc.llm.base import ProviderError
+from agentsvc.llm.embeddings import make_embedder
+from agentsvc.services.knowledge.chunking import Chunk, chunk
+from agentsvc.services.knowledge.vectors import Semantic, VectorIndex, to_blob
+from agentsvc.store import documents as store
+from agentsvc.store.documents import PassageRow
+
+log = logging.getLogger(__name__)
+
+INDEX_BATCH = 200  # passages per write transaction while indexing in the background (~0.1 s)
+
+
+def passage_rows(chunks: list[Chunk]) -> list[PassageRow]:
+    """The chunks of a document as passage rows, numbered in order."""
+    return [PassageRow(i, c.heading, c.text) for i, c in enumerate(chunks)]
+
+
+def _embedding_text(row: PassageRow) -> str:
+    # The heading path says what the section is about; it is part of the meaning.
+    return f"{row.heading}\n{row.text}" if row.heading else row.text
+
+
+async def embed_rows(semantic: Semantic, rows: list[PassageRow]) -> np.ndarray:
+    """The embeddings of passages (heading and text), one row each."""
+    return await semantic.embedder.embed([_embedding_text(r) for r in rows])
+
+
+def write_passages(
+    raw: sqlite3.Connection,
+    document_id: str,
+    agent_id: str,
+    rows: list[PassageRow],
+    vectors: np.ndarray | None,
+    model: str,
+) -> None:
+    """Insert passages and, when given, their embeddings (one row of `vectors` each)."""
+    store.insert_passages(raw, document_id, agent_id, rows)
+    if vectors is None or not rows:
+        return
+    ids = store.passage_ids(raw, document_id, rows[0].position, rows[-1].position)
+    blobs = zip(ids, (to_blob(v) for v in vectors), strict=True)
+    store.insert_embeddings(raw, agent_id, model, int(vectors.shape[1]), blobs)
+
+
+class Indexer:
+    """Indexes `indexing` documents in tasks owned by the app; resumes them at start.
+
+    Documents over `[knowledge] background_index_kb` of text are indexed here in batches,
+    so the single writer is never held for long; the database is the source of truth, so
+    documents a stop interrupted are indexed again at start. `semantic` is set when
+    embeddings are on: passages are then embedded batch by batch.
+    """
+
+    def __init__(self, db: Database, semantic: Semantic | None = None):
+        self._db = db
+        self.semantic = semantic
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def schedule(self, document_id: str) -> None:
+        """Index a stored `indexing` document in a background task."""
+        task = asyncio.create_task(self.index(document_id), name=f"index-{document_id}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def resume(self) -> int:
+        """Schedule every document a stop left `indexing`; return how many."""
+        ids = await self._db.run_sync(store.ids_indexing)
+        assert isinstance(ids, list)
+        for document_id in ids:
+            self.schedule(document_id)
+        return len(ids)
+
+    async def idle(self) -> None:
+        """Wait until no indexing task is running (tests, benchmarks)."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    async def close(self) -> None:
+        """Stop the running tasks; their documents stay `indexing` and resume next start."""
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    async def index(self, document_id: str) -> None:
+        """Chunk a document and write its passages in batches, then mark it ready or failed."""
+        db = self._db
+        semantic = self.semantic
+        model = semantic.embedder.model_id if semantic else ""
+        loaded = await db.run_sync(partial(store.content_of, document_id=document_id))
+        if loaded is None:
+            return
+        agent_id, title, content = loaded  # type: ignore[misc]
+        try:
+            rows = passage_rows(await asyncio.to_thread(chunk, content, title))
+            if not rows:
+                raise ValueError("the document has no text to index besides headings")
+            await db.run_sync(partial(store.clear_passages, document_id=document_id))
+            for start in range(0, len(rows), INDEX_BATCH):
+                batch = rows[start : start + INDEX_BATCH]
+                # Embedded before the write, so the writer never waits on the provider.
+                vectors = await embed_rows(semantic, batch) if semantic else None
+
+                def write(
+                    raw: sqlite3.Connection,
+                    batch: list[PassageRow] = batch,
+                    vectors: np.ndarray | None = vectors,
+                ) -> bool:
+                    if not store.exists(raw, document_id):
+                        return False  # deleted meanwhile: stop quietly
+                    write_passages(raw, document_id, agent_id, batch, vectors, model)
+                    return True
+
+                if not await db.run_sync(write):
+                    return
+                await asyncio.sleep(0)  # let requests use the writer between batches
+            await db.run_sync(
+                partial(
+                    store.finish,
+                    document_id=document_id,
+                    status="ready",
+                    passage_count=len(rows),
+                    error=None,
+                    now=now_iso(),
+                )
+            )
+            if semantic is not None:
+                semantic.vectors.invalidate(agent_id)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            if isinstance(exc, ProviderError):
+                log.warning("indexing document %s failed: %s", document_id, exc.message)
+            else:
+                log.exception("indexing document %s failed", document_id)
+            reason = str(exc)[:500] or type(exc).__name__
+
+            def fail(raw: sqlite3.Connection) -> None:
+                store.clear_passages(raw, document_id)
+                store.finish(raw, document_id, "failed", 0, reason, now_iso())
+
+            await db.run_sync(fail)
+
+
+async def knowledge_ctx(app: web.Application) -> AsyncIterator[None]:
+    """cleanup_ctx: the indexer (with embeddings when configured), resuming at start.
+
+    Runs after chat_ctx: the embedder uses the providers' ClientSession.
+    """
+    db = app[keys.db_key]
+    settings = app[keys.settings_key]
+    semantic = None
+    embedder = make_embedder(settings, app[keys.providers_key].session)
+    if embedder is not None:
+        vectors = VectorIndex(db, embedder.model_id, path=settings.knowledge.vector_search)
+        await vectors.open()
+        semantic = Semantic(embedder, vectors)
+    indexer = Indexer(db, semantic)
+    app[keys.indexer_key] = indexer
+    resumed = await indexer.resume()
+    if resumed:
+        log.info("resumed indexing of %d document(s)", resumed)
+    yield
+    await indexer.close()
+    if semantic is not None:
+        await semantic.vectors.close()
