@@ -44,6 +44,13 @@ async def test_unknown_route_and_method(client, auth):
     assert "GET" in resp.headers["Allow"]
 
 
+async def test_unknown_path_with_an_encoded_line_break_answers_the_envelope(client, auth):
+    # Found by fuzzing: the catch-all's `.*` stopped at a decoded "\n", leaving aiohttp's
+    # plain-text 404.
+    for path in ("/x%0Ay", "/api/v1/tools/a%0Ab", "/api/v1/agents/%0D%0A"):
+        await assert_error(await client.get(path, headers=auth), 404, "NOT_FOUND")
+
+
 async def test_allow_names_the_methods_of_the_resource_itself(client, auth):
     # A fixed path next to an id path (/tools/limits, /tools/{id}) is its own resource: ids
     # carry their prefix, so the router never reads "limits" as an id.

@@ -139,4 +139,4 @@ async def fallback(request: web.Request) -> web.Response:
 
 def add_fallback(app: web.Application) -> None:
     """Register the catch-all route; call it after every endpoint (it must resolve last)."""
-    app.router.add_route("*", "/{tail:.*}", fallback, name=UNMATCHED_ROUTE)
+    app.router.add_route("*", r"/{tail:[\s\S]*}", fallback, name=UNMATCHED_ROUTE)
