@@ -9,8 +9,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from tests.test_cli import call, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -60,7 +58,6 @@ def _bin_dir(tmp_path: Path) -> Path:
     return bin_dir
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="the README's commands are bash")
 def test_readme_quickstart_runs_as_written(tmp_path):
     work = tmp_path / "work"
     work.mkdir()
