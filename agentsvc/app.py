@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 
 import orjson
@@ -18,27 +20,31 @@ from agentsvc.api.routing import make_handler
 from agentsvc.api.system import openapi_body_key
 from agentsvc.auth_runtime import auth_ctx
 from agentsvc.config import Settings
-from agentsvc.db import Database
+from agentsvc.db.sqlite import SqliteDatabase
 from agentsvc.jobs import scheduler_ctx
 from agentsvc.observability import Metrics, metrics_key
 from agentsvc.outbound import OutboundClient
 from agentsvc.ratelimit import TokenBuckets
 from agentsvc.secretbox import SecretBox
-from agentsvc.services.access import KeyResolver
-from agentsvc.services.agents import AgentCache
-from agentsvc.services.delivery import delivery_ctx
-from agentsvc.services.event_ingest import event_writer_ctx
+from agentsvc.services.agents.registry import AgentCache
+from agentsvc.services.forms.delivery import delivery_ctx
 from agentsvc.services.knowledge.indexing import knowledge_ctx
-from agentsvc.services.tool_runner import ToolRunner
+from agentsvc.services.team.access import KeyResolver
+from agentsvc.services.tools.runner import ToolRunner
+from agentsvc.services.triggers.events import event_writer_ctx
 
 
 async def _database_ctx(app: web.Application) -> AsyncIterator[None]:
-    db = Database(app[keys.settings_key].db_path)
+    db = SqliteDatabase(app[keys.settings_key].db_path)
     await db.open()
+    checkpoints = asyncio.create_task(db.run_checkpoints(), name="wal-checkpoints")
     app[keys.db_key] = db
     app[keys.key_resolver_key] = KeyResolver(db)
     app[keys.agent_cache_key] = AgentCache()
     yield
+    checkpoints.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await checkpoints
     await db.close()
 
 

@@ -11,9 +11,9 @@ from aiohttp import web
 from agentsvc import keys
 from agentsvc.mail import Mailer
 from agentsvc.passwords import warm_up
-from agentsvc.services import oauth
-from agentsvc.services import sessions as session_service
-from agentsvc.services import team as team_service
+from agentsvc.services.team import membership as team_service
+from agentsvc.services.team import oauth
+from agentsvc.services.team import sessions as session_service
 
 log = logging.getLogger(__name__)
 

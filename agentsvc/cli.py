@@ -34,6 +34,7 @@ from agentsvc.config import (
     log_level,
 )
 from agentsvc.db import Database
+from agentsvc.db.sqlite import SqliteDatabase
 from agentsvc.errors import ValidationFailed
 from agentsvc.passwords import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH
 
@@ -109,7 +110,7 @@ def _bind_any_port(host: str) -> socket.socket:
 
 def _log_addresses(settings: Settings, host: str, port: int) -> None:
     """Name the listener and the public URL, and warn when they cannot both be right."""
-    from agentsvc.services.trust import loopback_port_mismatch
+    from agentsvc.services.team.trust import loopback_port_mismatch
 
     server = settings.server
     shown = f"[{host}]" if ":" in host else host
@@ -167,7 +168,7 @@ def _run(coro_fn: Callable[[], Awaitable[Any]], fast_loop: bool = False) -> Any:
 
 
 async def _with_db(settings: Settings, fn: Callable[[Database], Awaitable[Any]]) -> Any:
-    db = Database(settings.db_path)
+    db = SqliteDatabase(settings.db_path)
     await db.open()
     try:
         return await fn(db)
@@ -184,8 +185,8 @@ def cmd_serve(args: argparse.Namespace) -> None:
 
 
 def cmd_apikey_create(args: argparse.Namespace) -> None:
-    from agentsvc.services import accounts
-    from agentsvc.services.sessions import normalise_email
+    from agentsvc.services.team import accounts
+    from agentsvc.services.team.sessions import normalise_email
 
     options = checked(email=args.email, name=args.name, key_name=args.key_name)
     settings = _settings(args)
@@ -219,8 +220,8 @@ def _new_password(args: argparse.Namespace) -> str:
 
 
 def cmd_user_create(args: argparse.Namespace) -> None:
-    from agentsvc.services import accounts
-    from agentsvc.services.sessions import normalise_email
+    from agentsvc.services.team import accounts
+    from agentsvc.services.team.sessions import normalise_email
     from agentsvc.store import accounts as accounts_store
 
     options = checked(email=args.email, name=args.name)
@@ -245,8 +246,8 @@ def cmd_user_create(args: argparse.Namespace) -> None:
 
 
 def cmd_user_set_password(args: argparse.Namespace) -> None:
-    from agentsvc.services import accounts
-    from agentsvc.services.sessions import normalise_email
+    from agentsvc.services.team import accounts
+    from agentsvc.services.team.sessions import normalise_email
 
     email = normalise_email(checked(email=args.email).email or "")
     settings = _settings(args)
@@ -263,7 +264,7 @@ def cmd_user_set_password(args: argparse.Namespace) -> None:
 
 
 def cmd_login_link(args: argparse.Namespace) -> None:
-    from agentsvc.services import sessions
+    from agentsvc.services.team import sessions
     from agentsvc.store import accounts as accounts_store
 
     options = checked(email=args.email, callback=args.callback)
@@ -291,8 +292,8 @@ def cmd_login_link(args: argparse.Namespace) -> None:
 
 
 def cmd_team_set_plan(args: argparse.Namespace) -> None:
-    from agentsvc.services import accounts
-    from agentsvc.services.sessions import normalise_email
+    from agentsvc.services.team import accounts
+    from agentsvc.services.team.sessions import normalise_email
 
     email = normalise_email(checked(email=args.email).email or "")
     settings = _settings(args)
@@ -345,7 +346,7 @@ def cmd_backup(args: argparse.Namespace) -> None:
 
 
 def cmd_migrate(args: argparse.Namespace) -> None:
-    from agentsvc.db import schema_version
+    from agentsvc.db.schema import schema_version
 
     settings = _settings(args)
     _run(lambda: _with_db(settings, lambda db: asyncio.sleep(0)))

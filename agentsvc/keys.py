@@ -16,18 +16,18 @@ if TYPE_CHECKING:
     from agentsvc.api.state import RequestState
     from agentsvc.config import Settings
     from agentsvc.db import Database
+    from agentsvc.db.batcher import WriteBatcher
     from agentsvc.llm.base import Providers
     from agentsvc.mail import Mailer
     from agentsvc.outbound import OutboundClient
     from agentsvc.ratelimit import TokenBuckets
     from agentsvc.secretbox import SecretBox
-    from agentsvc.services.access import KeyResolver
-    from agentsvc.services.agents import AgentCache
-    from agentsvc.services.delivery import Deliverer
-    from agentsvc.services.event_ingest import EventWriter
+    from agentsvc.services.agents.registry import AgentCache
+    from agentsvc.services.forms.delivery import Deliverer
     from agentsvc.services.knowledge.indexing import Indexer
-    from agentsvc.services.tool_runner import ToolRunner
-    from agentsvc.services.write_batcher import WriteBatcher
+    from agentsvc.services.team.access import KeyResolver
+    from agentsvc.services.tools.runner import ToolRunner
+    from agentsvc.services.triggers.events import EventWriter
 
 settings_key: web.AppKey[Settings] = web.AppKey("settings")
 db_key: web.AppKey[Database] = web.AppKey("db")

@@ -36,12 +36,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from agentsvc.db import Database  # noqa: E402
-from agentsvc.services import accounts, agents  # noqa: E402
+from agentsvc.db.sqlite import SqliteDatabase  # noqa: E402
+from agentsvc.services.agents import registry as agents  # noqa: E402
 from agentsvc.services.knowledge import documents, ingestion, retrieval  # noqa: E402
 from agentsvc.services.knowledge.chunking import TARGET_WORDS  # noqa: E402
 from agentsvc.services.knowledge.extraction import html_text  # noqa: E402
 from agentsvc.services.knowledge.indexing import Indexer  # noqa: E402
+from agentsvc.services.team import accounts  # noqa: E402
 from agentsvc.stopwords import STOP_WORDS  # noqa: E402
 from agentsvc.store import documents as documents_store  # noqa: E402
 from scripts import benchlib  # noqa: E402
@@ -169,7 +170,7 @@ async def main() -> None:
     words = Words(rng)
 
     with tempfile.TemporaryDirectory() as tmp:
-        db = Database(Path(args.keep) if args.keep else Path(tmp) / "bench.db")
+        db = SqliteDatabase(Path(args.keep) if args.keep else Path(tmp) / "bench.db")
         await db.open()
         indexer = Indexer(db)
         _, team = await accounts.ensure_user_with_team(
@@ -307,7 +308,7 @@ async def embeddings_run(args: argparse.Namespace) -> None:
         session = aiohttp.ClientSession()
         conf = ProviderSettings(kind="openai", base_url=base_url, api_key="sk-embed")
         embedder = Embedder(session, conf, "text-embedding-3-small", 64, "emb/bench")
-        db = Database(Path(tmp) / "bench.db")
+        db = SqliteDatabase(Path(tmp) / "bench.db")
         await db.open()
         vectors = VectorIndex(db, embedder.model_id, path=args.vector_search)
         await vectors.open()

@@ -12,7 +12,7 @@ from aiohttp.test_utils import TestClient
 from agentsvc import keys
 from agentsvc.app import create_app
 from agentsvc.config import Settings, load_settings
-from agentsvc.services import accounts
+from agentsvc.services.team import accounts
 
 PUBLIC_ORIGIN = "http://127.0.0.1:8080"  # the public_url derived from the default listener
 

@@ -5,7 +5,7 @@ Each migration lists the edits that undo it in the current `schema.sql` text; a 
 for the schema as it stood at a version and gets every later migration undone.
 """
 
-from agentsvc.db import schema_sql
+from agentsvc.db.schema import schema_sql
 
 # Migration number -> (text in schema.sql, text before that migration).
 UNDO: dict[int, list[tuple[str, str]]] = {

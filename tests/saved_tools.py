@@ -6,7 +6,7 @@ from aiohttp.test_utils import TestClient
 
 from agentsvc import keys
 from agentsvc.api.tools import ToolCreate
-from agentsvc.services import tools as tool_service
+from agentsvc.services.tools import definitions as tool_service
 from agentsvc.store.tools import Tool
 
 

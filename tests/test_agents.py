@@ -150,7 +150,7 @@ async def test_another_teams_agent_is_not_found(client, auth):
 
 async def test_members_may_edit_but_not_create_or_delete(client, auth):
     from agentsvc.ids import new_id, now_iso
-    from agentsvc.services import accounts as accounts_service
+    from agentsvc.services.team import accounts as accounts_service
     from agentsvc.store import accounts
 
     agent = await create(client, auth)
@@ -233,7 +233,8 @@ async def test_a_database_from_before_the_language_column_is_migrated(tmp_path):
     """Version 1 (no `language`): opening migrates it; its agents read as English."""
     import sqlite3
 
-    from agentsvc.db import Database, schema_version
+    from agentsvc.db.schema import schema_version
+    from agentsvc.db.sqlite import SqliteDatabase
     from tests.old_schemas import schema_at
 
     path = tmp_path / "old.db"
@@ -248,7 +249,7 @@ async def test_a_database_from_before_the_language_column_is_migrated(tmp_path):
     )
     old.commit()
     old.close()
-    db = Database(path)
+    db = SqliteDatabase(path)
     await db.open()
     try:
         rows = await db.reader.execute_fetchall("PRAGMA user_version")

@@ -575,34 +575,3 @@ async def test_agent_whose_provider_is_no_longer_configured(make_client, tmp_pat
         "/api/v1/chat", json={"agentId": agent["id"], "messages": user("hi")}
     )
     await assert_error(resp, 400, "VALIDATION_ERROR", "oai/gpt-4o-mini")
-
-
-async def test_write_batcher_groups_writes_and_isolates_failures(tmp_path):
-    from agentsvc.db import Database
-    from agentsvc.services.write_batcher import WriteBatcher
-
-    db = Database(tmp_path / "batch.db")
-    await db.open()
-    try:
-        async with db.write() as conn:
-            await conn.execute("CREATE TABLE t (n INTEGER PRIMARY KEY)")
-        writer = WriteBatcher(db)
-
-        def insert(n: int):
-            return lambda raw: raw.execute("INSERT INTO t (n) VALUES (?)", (n,))
-
-        results = await asyncio.gather(
-            *(writer.run_sync(insert(n)) for n in (1, 2, 2, 3)), return_exceptions=True
-        )
-        assert [type(r).__name__ for r in results] == [
-            "NoneType",
-            "NoneType",
-            "IntegrityError",
-            "NoneType",
-        ]
-        assert writer.writes == 4 and writer.batches < 4  # several writes per transaction
-        rows = await db.reader.execute_fetchall("SELECT n FROM t ORDER BY n")
-        assert [r[0] for r in rows] == [1, 2, 3]
-        await writer.close()
-    finally:
-        await db.close()

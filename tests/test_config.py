@@ -179,7 +179,7 @@ def test_plan_settings_unknown_plan_is_unlimited():
     ],
 )
 def test_public_url_follows_the_listener_when_not_configured(server, environ, public_url):
-    from agentsvc.services.trust import is_trusted_origin
+    from agentsvc.services.team.trust import is_trusted_origin
 
     settings = load_settings(None, environ=environ, overrides={"server": server})
     assert settings.server.public_url == public_url
@@ -222,7 +222,7 @@ def test_port_zero_is_replaced_by_the_bound_port():
     ],
 )
 def test_loopback_public_url_on_another_port_is_flagged(public_url, port, flagged):
-    from agentsvc.services.trust import loopback_port_mismatch
+    from agentsvc.services.team.trust import loopback_port_mismatch
 
     assert loopback_port_mismatch(public_url, port) == flagged
 

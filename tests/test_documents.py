@@ -8,8 +8,8 @@ from aiohttp import FormData, MultipartWriter, web
 
 from agentsvc import keys
 from agentsvc.ids import new_id, now_iso
-from agentsvc.services import accounts as accounts_service
 from agentsvc.services.knowledge import retrieval
+from agentsvc.services.team import accounts as accounts_service
 from agentsvc.store import accounts
 from tests.conftest import assert_error, bearer, new_api_key
 from tests.fakes.pdf import make_pdf

@@ -9,7 +9,7 @@ from urllib.parse import unquote
 
 import pytest
 
-from agentsvc.services.forms import rate
+from agentsvc.services.forms.submissions import rate
 from tests.conftest import assert_error, bearer, create_user, key_for, new_api_key, session
 from tests.conftest import sign_in as sign_in_session
 from tests.fakes.webhook_receiver import WebhookReceiver

@@ -18,9 +18,9 @@ import pytest
 from standardwebhooks.webhooks import Webhook
 
 from agentsvc import keys
-from agentsvc.services import accounts
-from agentsvc.services.delivery import deliver_due
-from agentsvc.services.form_files import remove_orphan_files
+from agentsvc.services.forms.delivery import deliver_due
+from agentsvc.services.forms.files import remove_orphan_files
+from agentsvc.services.team import accounts
 from tests.conftest import assert_error, bearer, new_api_key
 from tests.fakes.webhook_receiver import WebhookReceiver, free_port
 from tests.saved_tools import save_tool_as_if_private_allowed

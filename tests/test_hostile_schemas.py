@@ -16,7 +16,7 @@ import orjson
 import pytest
 
 from agentsvc import keys
-from agentsvc.services import tenant_schemas
+from agentsvc.services.tenant import schemas as tenant_schemas
 from tests.chat_helpers import chat, new_agent, new_tool, user
 from tests.conftest import assert_error, bearer, new_api_key
 

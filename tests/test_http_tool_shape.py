@@ -16,7 +16,7 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 
 from agentsvc import keys
 from agentsvc.app import create_app
-from agentsvc.services.tool_url import UrlRefused, build_url
+from agentsvc.services.tools.url import UrlRefused, build_url
 from tests.chat_helpers import Stream, chat, get_conversation, new_agent, user
 from tests.conftest import assert_error, bearer, make_settings, new_api_key
 from tests.fakes.http_receiver import HttpReceiver

@@ -10,7 +10,7 @@ import pytest
 
 from agentsvc import keys
 from agentsvc.ids import now_iso
-from agentsvc.services.sessions import after
+from agentsvc.services.team.sessions import after
 from agentsvc.store import sign_in as sign_in_store
 from tests.conftest import SESSION_COOKIE, assert_error, create_user, outbox, session
 

@@ -9,7 +9,7 @@ import pytest
 from aiohttp.test_utils import TestServer
 
 from agentsvc import keys
-from agentsvc.services.sessions import hash_token
+from agentsvc.services.team.sessions import hash_token
 from tests.conftest import SESSION_COOKIE, assert_error, create_user, session
 from tests.fakes.oauth import CLIENT_ID, FakeOAuth
 

@@ -11,7 +11,7 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 from agentsvc import keys
 from agentsvc.app import create_app
 from agentsvc.outbound import OutboundClient, OutboundError, forbidden_reason, literal_address
-from agentsvc.services import accounts
+from agentsvc.services.team import accounts
 from agentsvc.store import tools as tools_store
 from tests.conftest import bearer, make_settings, new_api_key
 from tests.fakes.http_receiver import HttpReceiver

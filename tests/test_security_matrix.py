@@ -23,7 +23,7 @@ from agentsvc.api.routing import PATH_PARAM, Endpoint
 from agentsvc.app import create_app
 from agentsvc.observability import JsonAccessLogger, access_log
 from agentsvc.outbound import literal_address
-from agentsvc.services import secrets as secret_service
+from agentsvc.services.tools import secrets as secret_service
 from tests.chat_helpers import chat, user
 from tests.conftest import (
     SESSION_COOKIE,

@@ -128,7 +128,7 @@ async def test_wrong_password_and_unknown_email_answer_identically(client):
 
 
 async def test_user_without_password_cannot_sign_in_by_password(client):
-    from agentsvc.services import accounts
+    from agentsvc.services.team import accounts
 
     await accounts.ensure_user_with_team(
         client.app[keys.db_key], email="keyonly@example.com", name="", plan="pro"

@@ -342,7 +342,7 @@ def test_bench_body_is_about_the_size_asked():
 
 # ── long data URLs are left in the body buffer, and only where that changes nothing ─────
 def _plain(value):
-    from agentsvc.services.form_values import BodyText
+    from agentsvc.services.forms.values import BodyText
 
     if isinstance(value, BodyText):
         return value.text()
@@ -442,7 +442,8 @@ async def test_a_database_from_before_sessions_and_file_sizes_is_migrated(tmp_pa
     and counts the files already stored against the quota."""
     import sqlite3
 
-    from agentsvc.db import Database, schema_version
+    from agentsvc.db.schema import schema_version
+    from agentsvc.db.sqlite import SqliteDatabase
     from agentsvc.store import submissions as store
     from tests.old_schemas import schema_at
 
@@ -463,7 +464,7 @@ async def test_a_database_from_before_sessions_and_file_sizes_is_migrated(tmp_pa
     )
     old.commit()
     old.close()
-    db = Database(path)
+    db = SqliteDatabase(path)
     await db.open()
     try:
         rows = await db.reader.execute_fetchall("PRAGMA user_version")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from agentsvc import keys
-from agentsvc.db import schema_version
+from agentsvc.db.schema import schema_version
 from tests.conftest import bearer, create_user, key_for, make_settings
 from tests.old_schemas import schema_at
 

@@ -482,7 +482,7 @@ async def test_switching_execution_type_drops_old_fields(client, auth):
 
 async def test_members_manage_tools(client, auth):
     # A key of the same team with the member role acts on the team's tools.
-    from agentsvc.services import accounts
+    from agentsvc.services.team import accounts
 
     agent_id = await make_agent(client, auth)
     db = client.app[keys.db_key]

@@ -16,8 +16,8 @@ import aiohttp
 import pytest
 
 from agentsvc import keys
-from agentsvc.db import Database
-from agentsvc.services.event_ingest import EventWriter
+from agentsvc.db.sqlite import SqliteDatabase
+from agentsvc.services.triggers.events import EventWriter
 from agentsvc.store.trigger_events import TriggerEvent
 from tests.conftest import assert_error, bearer, new_api_key
 from tests.test_triggers import body as trigger_body
@@ -232,9 +232,9 @@ async def test_the_wal_is_checkpointed_in_the_background(client, auth, setup):
         assert resp.status == 202
     db = client.app[keys.db_key]
     deadline = time.monotonic() + 5
-    while db._commits and time.monotonic() < deadline:  # noqa: SLF001
+    while db.commits_since_checkpoint and time.monotonic() < deadline:
         await asyncio.sleep(0.1)
-    assert db._commits == 0  # noqa: SLF001
+    assert db.commits_since_checkpoint == 0
     # Everything committed is in the database file: a fresh reader outside the WAL sees it.
     probe = sqlite3.connect(db.path)
     try:
@@ -297,7 +297,7 @@ async def test_flood_limit_per_session_across_addresses(make_client):
 
 
 async def test_close_writes_everything_still_queued(tmp_path):
-    db = Database(tmp_path / "events.db")
+    db = SqliteDatabase(tmp_path / "events.db")
     await db.open()
     try:
         now = "2026-01-01T00:00:00.000Z"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agentsvc.services import trigger_rules
+from agentsvc.services.triggers import rules as trigger_rules
 
 VECTORS = json.loads((Path(__file__).parent / "vectors" / "trigger_rules.json").read_text("utf-8"))
 

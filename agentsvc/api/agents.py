@@ -12,8 +12,8 @@ from agentsvc.api.models import MODEL_ID_MARKER, RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, envelope_response
 from agentsvc.errors import ValidationFailed
 from agentsvc.language import DEFAULT_LANGUAGE, LANGUAGES
-from agentsvc.services import agents as agent_service
-from agentsvc.services.models import model_error
+from agentsvc.services.agents import registry as agent_service
+from agentsvc.services.agents.models import model_error
 from agentsvc.store.agents import Agent
 
 routes = RouteTable("agents")

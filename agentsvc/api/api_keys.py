@@ -10,7 +10,7 @@ from pydantic.json_schema import SkipJsonSchema
 from agentsvc import keys
 from agentsvc.api.models import RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, envelope_response
-from agentsvc.services import api_keys as key_service
+from agentsvc.services.team import api_keys as key_service
 from agentsvc.store.api_keys import ApiKey
 
 routes = RouteTable("api-keys")

@@ -8,9 +8,9 @@ from agentsvc import keys
 from agentsvc.api.limits import take_token
 from agentsvc.api.state import request_state
 from agentsvc.errors import Forbidden, Unauthorized
-from agentsvc.services.access import Principal
-from agentsvc.services.sessions import SESSION_COOKIE
-from agentsvc.services.trust import is_trusted_origin
+from agentsvc.services.team.access import Principal
+from agentsvc.services.team.sessions import SESSION_COOKIE
+from agentsvc.services.team.trust import is_trusted_origin
 
 # Longer than any token we issue: not worth a lookup.
 _MAX_COOKIE_LENGTH = 128

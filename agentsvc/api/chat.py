@@ -29,10 +29,9 @@ from agentsvc.api.routing import Call, RouteTable
 from agentsvc.errors import RateLimited
 from agentsvc.llm.base import Providers
 from agentsvc.observability import metrics_key
-from agentsvc.services import chat as chat_service
-from agentsvc.services import identity as identity_service
-from agentsvc.services import turn as turn_service
-from agentsvc.services.write_batcher import WriteBatcher
+from agentsvc.services.agents import identity as identity_service
+from agentsvc.services.chat import start as chat_service
+from agentsvc.services.chat import turn as turn_service
 
 routes = RouteTable("chat")
 
@@ -364,10 +363,8 @@ async def chat_ctx(app: web.Application) -> AsyncIterator[None]:
     )
     app[keys.providers_key] = Providers(app[keys.settings_key], session)
     app[keys.chat_streams_key] = OpenStreams()
-    writer = WriteBatcher(app[keys.db_key])
-    app[keys.chat_writer_key] = writer
+    app[keys.chat_writer_key] = app[keys.db_key]  # type: ignore[assignment]  # TRANSITION
     yield
-    await writer.close()
     await session.close()
 
 

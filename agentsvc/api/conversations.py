@@ -9,8 +9,8 @@ from pydantic import Field
 from agentsvc import keys
 from agentsvc.api.models import QueryModel, RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, envelope_response
-from agentsvc.services import conversations as conv_service
-from agentsvc.services import identity as identity_service
+from agentsvc.services.agents import identity as identity_service
+from agentsvc.services.chat import conversations as conv_service
 from agentsvc.store.conversations import Conversation, StoredMessage
 
 routes = RouteTable("conversations")

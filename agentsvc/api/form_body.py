@@ -18,7 +18,7 @@ import secrets
 from typing import Any
 
 from agentsvc.api.routing import parse_json
-from agentsvc.services.form_values import BodyText
+from agentsvc.services.forms.values import BodyText
 
 # Shorter strings are cheap to parse; only long ones are worth leaving in the buffer.
 MIN_CUT_BYTES = 64 * 1024

@@ -13,9 +13,9 @@ from agentsvc.api.form_body import parse_submit_body
 from agentsvc.api.limits import take_token
 from agentsvc.api.models import QueryModel, RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, json_response
-from agentsvc.services import forms as form_service
-from agentsvc.services.access import Principal
-from agentsvc.services.delivery import Outcome
+from agentsvc.services.forms import submissions as form_service
+from agentsvc.services.forms.delivery import Outcome
+from agentsvc.services.team.access import Principal
 from agentsvc.store.submissions import Attempt, Delivery, Submission
 
 routes = RouteTable("form submissions")

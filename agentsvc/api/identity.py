@@ -10,7 +10,7 @@ from pydantic.json_schema import SkipJsonSchema
 from agentsvc import keys
 from agentsvc.api.models import RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, envelope_response
-from agentsvc.services import identity as identity_service
+from agentsvc.services.agents import identity as identity_service
 
 routes = RouteTable("agents")
 

@@ -16,7 +16,7 @@ import orjson
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from agentsvc.api.models import MODEL_ID_MARKER
-from agentsvc.services.tool_rules import NAME_PATTERN as TOOL_NAME_PATTERN
+from agentsvc.services.tools.rules import NAME_PATTERN as TOOL_NAME_PATTERN
 
 MAX_ERRORS = 5
 _MAX_SCANNED = 50

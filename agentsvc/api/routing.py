@@ -35,7 +35,7 @@ from agentsvc.errors import (
     error_response,
 )
 from agentsvc.observability import RequestStats, metrics_key
-from agentsvc.services.access import Principal
+from agentsvc.services.team.access import Principal
 
 API_PREFIX = "/api/v1"
 # A path parameter, `{name}` or `{name:regex}` (a regex without braces).

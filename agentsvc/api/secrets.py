@@ -7,7 +7,7 @@ from pydantic import Field
 from agentsvc import keys
 from agentsvc.api.models import RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, json_response
-from agentsvc.services import secrets as secret_service
+from agentsvc.services.tools import secrets as secret_service
 from agentsvc.store.secrets import SecretInfo
 
 routes = RouteTable("secrets")

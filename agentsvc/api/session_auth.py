@@ -15,9 +15,9 @@ from agentsvc.api.models import QueryModel, RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, envelope_response
 from agentsvc.errors import Forbidden, Unauthorized
 from agentsvc.passwords import MAX_PASSWORD_LENGTH
-from agentsvc.services import oauth
-from agentsvc.services import sessions as session_service
-from agentsvc.services.sessions import SignedIn, normalise_email
+from agentsvc.services.team import oauth
+from agentsvc.services.team import sessions as session_service
+from agentsvc.services.team.sessions import SignedIn, normalise_email
 
 routes = RouteTable("auth")
 

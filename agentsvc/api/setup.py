@@ -12,7 +12,7 @@ from agentsvc.api.models import RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, envelope_response
 from agentsvc.api.session_auth import limit_sign_in
 from agentsvc.passwords import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH
-from agentsvc.services import setup as setup_service
+from agentsvc.services.team import setup as setup_service
 
 routes = RouteTable("setup")
 

@@ -13,7 +13,7 @@ from agentsvc import keys
 if TYPE_CHECKING:
     from agentsvc.observability import RequestStats
     from agentsvc.ratelimit import Decision
-    from agentsvc.services.access import Principal
+    from agentsvc.services.team.access import Principal
 
 
 @dataclass(slots=True)

@@ -13,7 +13,7 @@ from agentsvc.api.models import RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, json_response
 from agentsvc.api.session_auth import Email, UserOut, limit_sign_in, user_json
 from agentsvc.passwords import MAX_PASSWORD_LENGTH
-from agentsvc.services import team as team_service
+from agentsvc.services.team import membership as team_service
 from agentsvc.store.invitations import Invitation
 from agentsvc.store.team import Member
 

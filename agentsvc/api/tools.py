@@ -10,8 +10,8 @@ from pydantic.json_schema import SkipJsonSchema
 from agentsvc import keys
 from agentsvc.api.models import QueryModel, RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, json_response
-from agentsvc.services import tool_rules as rules
-from agentsvc.services import tools as tool_service
+from agentsvc.services.tools import definitions as tool_service
+from agentsvc.services.tools import rules
 from agentsvc.store.tools import Tool
 
 routes = RouteTable("tools")

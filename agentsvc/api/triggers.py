@@ -20,8 +20,8 @@ from agentsvc.api.limits import take_token
 from agentsvc.api.models import QueryModel, RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, json_response
 from agentsvc.errors import NotFound, ValidationFailed
-from agentsvc.services import trigger_templates
-from agentsvc.services import triggers as trigger_service
+from agentsvc.services.triggers import definitions as trigger_service
+from agentsvc.services.triggers import templates as trigger_templates
 from agentsvc.store.trigger_events import Mismatch, TriggerEvent
 from agentsvc.store.triggers import Trigger
 

@@ -17,7 +17,7 @@ from agentsvc import keys
 from agentsvc.api.models import QueryModel
 from agentsvc.api.routing import Call, RouteTable
 from agentsvc.errors import NotFound
-from agentsvc.services import agents as agent_service
+from agentsvc.services.agents import registry as agent_service
 
 routes = RouteTable("widget")
 

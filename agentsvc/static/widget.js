@@ -81,7 +81,7 @@
     });
   }
 
-  // ── Trigger matching: the same rules as agentsvc/services/trigger_rules.py ───────────
+  // ── Trigger matching: the same rules as agentsvc/services/triggers/rules.py ───────────
   function segments(p) {
     if (p.length > 1 && p.charAt(p.length - 1) === "/") p = p.slice(0, -1);
     return p === "/" ? [] : p.slice(1).split("/");
@@ -562,7 +562,7 @@
 
   // ── Forms ───────────────────────────────────────────────────────────────────────────
   var handlers = {};
-  // The same checks as the server (agentsvc/services/form_values.py), so errors show early.
+  // The same checks as the server (agentsvc/services/forms/values.py), so errors show early.
   var EMAIL = /^[^@\s]+@[^@\s]+\.[^@\s.]+$/, TEL = /^\+?[0-9 ().\-\/]{3,30}$/;
   var DATETIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:\d{2})?$/;
   function rule(f, name) {

@@ -27,7 +27,7 @@ from aiohttp import web
 from agentsvc import keys
 from agentsvc.api.widget import embed_snippet
 from agentsvc.app import create_app
-from agentsvc.services import accounts
+from agentsvc.services.team import accounts
 from tests.conftest import make_settings
 
 CHROMIUM = "/usr/bin/chromium"

@@ -27,7 +27,7 @@ from playwright.sync_api import Browser, Page, expect
 from agentsvc import keys
 from agentsvc.api import all_endpoints
 from agentsvc.app import create_app
-from agentsvc.services import accounts
+from agentsvc.services.team import accounts
 from tests.conftest import make_settings
 from tests.fakes.oauth import FakeOAuth
 

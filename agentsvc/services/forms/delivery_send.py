@@ -20,7 +20,7 @@ from agentsvc.config import WebhookSettings
 from agentsvc.db import Database
 from agentsvc.outbound import OutboundClient, OutboundError
 from agentsvc.secretbox import SecretBox, SecretBoxError
-from agentsvc.services.form_values import fill_payload, fill_text, template_text
+from agentsvc.services.forms.values import fill_payload, fill_text, template_text
 from agentsvc.store import submissions as store
 from agentsvc.store.submissions import Delivery, Submission
 

@@ -28,8 +28,8 @@ from jsonschema.exceptions import SchemaError, ValidationError
 from jsonschema.validators import extend
 
 from agentsvc.errors import ValidationFailed
-from agentsvc.services import tenant_patterns
-from agentsvc.services.tenant_patterns import PatternError
+from agentsvc.services.tenant import patterns as tenant_patterns
+from agentsvc.services.tenant.patterns import PatternError
 
 log = logging.getLogger(__name__)
 

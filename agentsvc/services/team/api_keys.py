@@ -5,8 +5,8 @@ from __future__ import annotations
 from agentsvc.db import Database
 from agentsvc.errors import Forbidden, NotFound
 from agentsvc.ids import now_iso
-from agentsvc.services.access import KeyResolver, Principal
-from agentsvc.services.accounts import CreatedKey, create_api_key
+from agentsvc.services.team.access import KeyResolver, Principal
+from agentsvc.services.team.accounts import CreatedKey, create_api_key
 from agentsvc.store import api_keys
 from agentsvc.store.api_keys import ApiKey
 

@@ -12,11 +12,11 @@ from typing import Any
 from agentsvc.db import Database
 from agentsvc.errors import Conflict, FileQuotaExceeded, NotFound, ValidationFailed
 from agentsvc.ids import iso, new_id, now_iso
-from agentsvc.services.conversations import caller_may_use
-from agentsvc.services.delivery import Deliverer, Outcome, derive_status
-from agentsvc.services.form_files import remove_folder, write_files
-from agentsvc.services.form_values import check_form, slow_to_check, template_text
-from agentsvc.services.tenant_schemas import json_depth
+from agentsvc.services.chat.conversations import caller_may_use
+from agentsvc.services.forms.delivery import Deliverer, Outcome, derive_status
+from agentsvc.services.forms.files import remove_folder, write_files
+from agentsvc.services.forms.values import check_form, slow_to_check, template_text
+from agentsvc.services.tenant.schemas import json_depth
 from agentsvc.store import agents as agents_store
 from agentsvc.store import conversations as conv_store
 from agentsvc.store import submissions as store

@@ -14,8 +14,8 @@ from agentsvc.errors import NotFound, Unauthorized, ValidationFailed
 from agentsvc.ids import iso, new_id, now_iso, parse_iso
 from agentsvc.mail import Mailer
 from agentsvc.passwords import verify_password_async
-from agentsvc.services.access import KeyResolver, Principal
-from agentsvc.services.trust import UntrustedUrl, safe_callback
+from agentsvc.services.team.access import KeyResolver, Principal
+from agentsvc.services.team.trust import UntrustedUrl, safe_callback
 from agentsvc.store import accounts, sessions, sign_in
 from agentsvc.store import team as team_store
 from agentsvc.store.accounts import User

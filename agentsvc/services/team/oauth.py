@@ -16,9 +16,15 @@ from agentsvc.config import OAuthProviderSettings, Settings
 from agentsvc.db import Database
 from agentsvc.errors import NotFound, Unauthorized, ValidationFailed
 from agentsvc.ids import now_iso
-from agentsvc.services.accounts import create_user_with_team
-from agentsvc.services.sessions import SignedIn, after, hash_token, normalise_email, start_session
-from agentsvc.services.trust import UntrustedUrl, safe_callback
+from agentsvc.services.team.accounts import create_user_with_team
+from agentsvc.services.team.sessions import (
+    SignedIn,
+    after,
+    hash_token,
+    normalise_email,
+    start_session,
+)
+from agentsvc.services.team.trust import UntrustedUrl, safe_callback
 from agentsvc.store import accounts, sign_in
 
 log = logging.getLogger(__name__)

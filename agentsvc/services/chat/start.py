@@ -11,17 +11,17 @@ import sqlite3
 from dataclasses import dataclass, replace
 
 from agentsvc.db import Database
+from agentsvc.db.batcher import WriteBatcher
 from agentsvc.errors import NotFound, ValidationFailed
 from agentsvc.ids import new_id, now_iso
 from agentsvc.language import DEFAULT_LANGUAGE
 from agentsvc.llm.base import Message, ProviderError, Providers
-from agentsvc.services import agents as agents_service
-from agentsvc.services.agents import AgentCache
-from agentsvc.services.conversations import caller_may_use
+from agentsvc.services.agents import registry as agents_service
+from agentsvc.services.agents.registry import AgentCache
+from agentsvc.services.chat.conversations import caller_may_use
+from agentsvc.services.chat.turn import Turn
 from agentsvc.services.knowledge.retrieval import retrieve
 from agentsvc.services.knowledge.vectors import Semantic
-from agentsvc.services.turn import Turn
-from agentsvc.services.write_batcher import WriteBatcher
 from agentsvc.store import conversations as conv_store
 from agentsvc.store import tools as tools_store
 from agentsvc.store.conversations import Conversation, StoredMessage

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 import orjson
 
+from agentsvc.db.batcher import WriteBatcher
 from agentsvc.ids import now_iso
 from agentsvc.llm.base import (
     BUILTIN,
@@ -30,8 +31,7 @@ from agentsvc.llm.base import (
 )
 from agentsvc.services.knowledge import prompt
 from agentsvc.services.knowledge.retrieval import Passage
-from agentsvc.services.tenant_schemas import MAX_INPUT_DEPTH
-from agentsvc.services.write_batcher import WriteBatcher
+from agentsvc.services.tenant.schemas import MAX_INPUT_DEPTH
 from agentsvc.store import conversations as conv_store
 from agentsvc.store.agents import Agent
 from agentsvc.store.conversations import Conversation, StoredMessage

@@ -11,9 +11,9 @@ from agentsvc.errors import Conflict, Forbidden, NotFound, Unauthorized, Validat
 from agentsvc.ids import new_id, now_iso
 from agentsvc.mail import Mailer
 from agentsvc.passwords import MIN_PASSWORD_LENGTH, hash_password_async, verify_password_async
-from agentsvc.services.access import KeyResolver, Principal
-from agentsvc.services.accounts import create_user_with_team
-from agentsvc.services.sessions import (
+from agentsvc.services.team.access import KeyResolver, Principal
+from agentsvc.services.team.accounts import create_user_with_team
+from agentsvc.services.team.sessions import (
     SignedIn,
     after,
     hash_token,

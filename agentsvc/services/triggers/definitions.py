@@ -7,7 +7,7 @@ from typing import Any
 from agentsvc.db import Database
 from agentsvc.errors import NotFound, ValidationFailed
 from agentsvc.ids import new_id, now_iso
-from agentsvc.services import trigger_rules
+from agentsvc.services.triggers import rules as trigger_rules
 from agentsvc.store import agents as agents_store
 from agentsvc.store import triggers as triggers_store
 from agentsvc.store.triggers import Trigger

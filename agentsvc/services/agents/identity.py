@@ -22,7 +22,7 @@ from agentsvc.db import Database
 from agentsvc.errors import NotFound, ValidationFailed
 from agentsvc.ids import now_iso
 from agentsvc.secretbox import SecretBox, SecretBoxError
-from agentsvc.services.agents import AgentCache
+from agentsvc.services.agents.registry import AgentCache
 from agentsvc.store import agents as agents_store
 from agentsvc.store import identity as identity_store
 

@@ -19,7 +19,8 @@ from functools import partial
 from aiohttp import web
 
 from agentsvc import keys
-from agentsvc.db import Database, WriterBusy
+from agentsvc.db import Database
+from agentsvc.db.sqlite import WriterBusy
 from agentsvc.store import trigger_events
 from agentsvc.store.trigger_events import Mismatch, TriggerEvent
 

@@ -24,8 +24,8 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from agentsvc import keys
 from agentsvc.ids import iso, parse_iso
 from agentsvc.observability import metrics_key
-from agentsvc.services.delivery_send import MAIL_TIMEOUT_SECONDS, Outcome, Sender
-from agentsvc.services.form_files import SWEEP_INTERVAL_SECONDS, remove_orphan_files
+from agentsvc.services.forms.delivery_send import MAIL_TIMEOUT_SECONDS, Outcome, Sender
+from agentsvc.services.forms.files import SWEEP_INTERVAL_SECONDS, remove_orphan_files
 from agentsvc.store import submissions as store
 from agentsvc.store.submissions import Attempt, Delivery, Submission
 

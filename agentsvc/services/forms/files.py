@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from agentsvc.db import Database
-from agentsvc.services.form_values import CheckedForm
+from agentsvc.services.forms.values import CheckedForm
 from agentsvc.store import submissions as store
 
 log = logging.getLogger(__name__)

@@ -15,9 +15,9 @@ import orjson
 from agentsvc.db import Database
 from agentsvc.outbound import OutboundClient, OutboundError
 from agentsvc.secretbox import SecretBox, SecretBoxError
-from agentsvc.services import secrets as secret_service
-from agentsvc.services.tenant_schemas import validation_errors
-from agentsvc.services.tool_url import UrlRefused, add_query, build_url, input_text
+from agentsvc.services.tenant.schemas import validation_errors
+from agentsvc.services.tools import secrets as secret_service
+from agentsvc.services.tools.url import UrlRefused, add_query, build_url, input_text
 from agentsvc.store.tools import Tool
 
 log = logging.getLogger(__name__)

@@ -13,7 +13,7 @@ from agentsvc.db import Database
 from agentsvc.errors import DuplicateName, NotFound, ToolLimitReached, ValidationFailed
 from agentsvc.ids import new_id, now_iso
 from agentsvc.secretbox import SecretBox
-from agentsvc.services import tool_rules
+from agentsvc.services.tools import rules as tool_rules
 from agentsvc.store import agents as agents_store
 from agentsvc.store import tools as tools_store
 from agentsvc.store.tools import Tool
@@ -74,9 +74,7 @@ def canonical_fields(given: dict[str, Any]) -> dict[str, Any]:
     return fields
 
 
-def _check(
-    tool: dict[str, Any], given: dict[str, Any], *, allow_private: bool
-) -> dict[str, Any]:
+def _check(tool: dict[str, Any], given: dict[str, Any], *, allow_private: bool) -> dict[str, Any]:
     """check_tool, its messages naming the fields as the caller spelled them."""
     try:
         return tool_rules.check_tool(tool, allow_private=allow_private)

@@ -6,8 +6,8 @@ from agentsvc.config import Settings
 from agentsvc.db import Database
 from agentsvc.errors import Forbidden
 from agentsvc.passwords import hash_password_async
-from agentsvc.services import accounts
-from agentsvc.services.sessions import SignedIn, normalise_email, start_session
+from agentsvc.services.team import accounts
+from agentsvc.services.team.sessions import SignedIn, normalise_email, start_session
 from agentsvc.store import accounts as account_store
 
 OWNER_EXISTS = "The owner account already exists; sign in instead"

@@ -9,7 +9,7 @@ from typing import Any
 
 from agentsvc.db import Database
 from agentsvc.ids import iso, now_iso, parse_iso
-from agentsvc.services.accounts import hash_api_key
+from agentsvc.services.team.accounts import hash_api_key
 from agentsvc.store import api_keys, sessions
 
 # Plan and key changes made by another process (the CLI) must apply within 5 seconds.

@@ -1,0 +1,81 @@
+"""The database interface every store function and service is written against.
+
+A unit of work is an `async with` block: `db.read()` for reads, `db.write()` for one
+transaction (committed when the block ends, rolled back when it raises), and
+`db.write_batched(fn)` for small hot writes that may share a transaction with others.
+Inside, store functions receive a `Tx` and run SQL through it; nothing above `store/` sees
+a driver's connection or its exceptions (a broken constraint is
+`ConstraintViolation`). SQL uses `?` placeholders and may use `RETURNING`; a backend that
+numbers its placeholders (PostgreSQL's `$1`) rewrites them. `sqlite.py` implements it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    from agentsvc.config import Settings
+
+T = TypeVar("T")
+Params = Sequence[Any]
+Row = Any  # indexable by position and by column name (sqlite3.Row, asyncpg.Record)
+
+
+class ConstraintViolation(Exception):
+    """A statement broke a UNIQUE, FOREIGN KEY, NOT NULL or CHECK constraint."""
+
+
+class Tx(Protocol):
+    """Statements of one unit of work, all on one connection."""
+
+    async def execute(self, sql: str, params: Params = ()) -> int:
+        """Run one statement; return the number of rows it changed."""
+        ...
+
+    async def executemany(self, sql: str, rows: Iterable[Params]) -> None:
+        """Run one statement once per parameter row."""
+        ...
+
+    async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
+        """Every row of a query."""
+        ...
+
+    async def fetchone(self, sql: str, params: Params = ()) -> Row | None:
+        """The first row of a query, or None."""
+        ...
+
+    async def fetchval(self, sql: str, params: Params = ()) -> Any:
+        """The first column of the first row, or None."""
+        ...
+
+
+class Database(Protocol):
+    """What the app needs from a database; `open_database` picks the implementation."""
+
+    def read(self) -> AbstractAsyncContextManager[Tx]:
+        """A unit of reads (never blocks writers)."""
+        ...
+
+    def write(self) -> AbstractAsyncContextManager[Tx]:
+        """One transaction: committed at the end of the block, rolled back if it raises."""
+        ...
+
+    async def write_batched(self, fn: Callable[[Tx], Awaitable[T]]) -> T:
+        """Run `fn` in a transaction it may share with other small writes; return its result.
+
+        `fn` fails alone (its own savepoint); the call returns after the commit.
+        """
+        ...
+
+    async def open(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+def database_for(settings: Settings) -> Database:
+    """The database the settings name (SQLite in the data directory)."""
+    from agentsvc.db.sqlite import SqliteDatabase
+
+    return SqliteDatabase(settings.db_path)

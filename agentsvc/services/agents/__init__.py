@@ -1,0 +1,1 @@
+"""Agents: their definitions, the models they may use, and the widget identity secret."""

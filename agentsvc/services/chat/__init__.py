@@ -1,0 +1,1 @@
+"""Chat: starting a turn, running it (model and tools), and stored conversations."""

@@ -1,0 +1,1 @@
+"""Forms: submissions, value checks, files, and delivery of each submission."""

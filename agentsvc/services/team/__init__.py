@@ -1,0 +1,1 @@
+"""Teams and who calls: accounts, sessions, sign-in, membership, API keys, trust."""

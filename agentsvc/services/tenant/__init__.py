@@ -1,0 +1,1 @@
+"""Code written by tenants (JSON Schemas, regular expressions), made safe to run."""

@@ -1,0 +1,1 @@
+"""Tools: definitions and their rules, running a call, request URLs, team secrets."""

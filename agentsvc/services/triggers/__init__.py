@@ -1,0 +1,1 @@
+"""Widget triggers: definitions, matching rules, templates, and event counting."""
