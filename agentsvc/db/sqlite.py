@@ -132,12 +132,20 @@ class LoopTx:
 
     @_constraints
     async def fetchone(self, sql: str, params: Params = ()) -> Row | None:
-        return self._raw.execute(sql, params).fetchone()
+        return _first(self._raw.execute(sql, params))
 
     @_constraints
     async def fetchval(self, sql: str, params: Params = ()) -> Any:
-        row = self._raw.execute(sql, params).fetchone()
+        row = _first(self._raw.execute(sql, params))
         return None if row is None else row[0]
+
+
+def _first(cursor: sqlite3.Cursor) -> Row | None:
+    # Closed at once: a statement left holding rows (an INSERT ... RETURNING read to its
+    # first row) stays active after COMMIT and blocks checkpoints and savepoints.
+    row = cursor.fetchone()
+    cursor.close()
+    return row
 
 
 async def _connect(path: Path) -> aiosqlite.Connection:
