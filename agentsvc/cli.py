@@ -198,9 +198,9 @@ def cmd_apikey_create(args: argparse.Namespace) -> None:
             name=(options.name or "").strip(),
             plan=settings.plans.default,
         )
-        async with db.write() as conn:
+        async with db.write() as tx:
             created = await accounts.create_api_key(
-                conn, team_id=team.id, user_id=user.id, name=options.key_name or "cli"
+                tx, team_id=team.id, user_id=user.id, name=options.key_name or "cli"
             )
         return created.key
 
@@ -230,11 +230,11 @@ def cmd_user_create(args: argparse.Namespace) -> None:
     password_hash = _new_password(args)
 
     async def create(db: Database) -> str:
-        async with db.write() as conn:
-            if await accounts_store.get_user_by_email(conn, email):
+        async with db.write() as tx:
+            if await accounts_store.get_user_by_email(tx, email):
                 raise CommandError(f"a user with e-mail {email} already exists")
             user, _ = await accounts.create_user_with_team(
-                conn,
+                tx,
                 email=email,
                 name=(options.name or "").strip(),
                 password_hash=password_hash,

@@ -1,19 +1,84 @@
-"""The in-process scheduler. It only wakes jobs; pending work lives in the database."""
+"""The in-process scheduler. It only wakes jobs; pending work lives in the database.
+
+`Jobs` wraps APScheduler's AsyncIOScheduler in the three things the service needs: a job
+every N seconds (registered by `runtime.py`), a wake-up at a time (services that keep work
+in the database, like the delivery outbox, ask to be woken when a row comes due), and
+removal. Services receive a `Jobs`, never the scheduler or the application.
+"""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any
 
-from aiohttp import web
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
-from agentsvc import keys
 
+class Jobs:
+    """Periodic jobs and wake-ups on one AsyncIOScheduler (UTC)."""
 
-async def scheduler_ctx(app: web.Application) -> AsyncIterator[None]:
-    """cleanup_ctx: run an AsyncIOScheduler for the app's life."""
-    scheduler = AsyncIOScheduler(timezone="UTC")
-    scheduler.start()
-    app[keys.scheduler_key] = scheduler
-    yield
-    scheduler.shutdown(wait=False)
+    def __init__(self) -> None:
+        self.scheduler = AsyncIOScheduler(timezone="UTC")
+
+    @property
+    def running(self) -> bool:
+        return bool(self.scheduler.running)
+
+    def start(self) -> None:
+        self.scheduler.start()
+
+    def stop(self) -> None:
+        self.scheduler.shutdown(wait=False)
+
+    def every(
+        self,
+        job_id: str,
+        seconds: float,
+        fn: Callable[..., Awaitable[Any]],
+        *args: Any,
+        run_now: bool = False,
+    ) -> None:
+        """Run `fn(*args)` every `seconds` (and at once with run_now); runs never overlap."""
+        extra: dict[str, Any] = {"next_run_time": datetime.now(UTC)} if run_now else {}
+        self.scheduler.add_job(
+            fn,
+            "interval",
+            seconds=seconds,
+            args=list(args),
+            id=job_id,
+            max_instances=1,
+            coalesce=True,
+            **extra,
+        )
+
+    def wake(self, job_id: str, at: datetime, fn: Callable[[], Awaitable[Any]]) -> None:
+        """Run `fn` at `at`, unless the job is already due no later than that."""
+        if not self.running:
+            return
+        job = self.scheduler.get_job(job_id)
+        if job is not None and job.next_run_time is not None and job.next_run_time <= at:
+            return
+        self.scheduler.add_job(
+            fn,
+            "date",
+            run_date=max(at, datetime.now(UTC)),
+            id=job_id,
+            replace_existing=True,
+            misfire_grace_time=None,
+            coalesce=True,
+            max_instances=1000,  # overlapping runs are the job's own business
+        )
+
+    def has(self, job_id: str) -> bool:
+        return self.scheduler.get_job(job_id) is not None
+
+    def interval_of(self, job_id: str) -> float | None:
+        """Seconds between runs of a periodic job (None when there is no such job)."""
+        job = self.scheduler.get_job(job_id)
+        interval = getattr(job.trigger, "interval", None) if job is not None else None
+        return interval.total_seconds() if interval is not None else None
+
+    def cancel(self, job_id: str) -> None:
+        if self.scheduler.get_job(job_id) is not None:
+            self.scheduler.remove_job(job_id)

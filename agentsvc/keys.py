@@ -9,16 +9,16 @@ from aiohttp import web
 if TYPE_CHECKING:
     from aiohttp import ClientSession
     from aiohttp.abc import AbstractResolver
-    from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
     from agentsvc.api.bodies import BodySlots
     from agentsvc.api.chat import OpenStreams
     from agentsvc.api.state import RequestState
     from agentsvc.config import Settings
     from agentsvc.db import Database
-    from agentsvc.db.batcher import WriteBatcher
+    from agentsvc.jobs import Jobs
     from agentsvc.llm.base import Providers
     from agentsvc.mail import Mailer
+    from agentsvc.observability import Metrics
     from agentsvc.outbound import OutboundClient
     from agentsvc.ratelimit import TokenBuckets
     from agentsvc.secretbox import SecretBox
@@ -35,7 +35,9 @@ key_resolver_key: web.AppKey[KeyResolver] = web.AppKey("key_resolver")
 agent_cache_key: web.AppKey[AgentCache] = web.AppKey("agent_cache")
 rate_buckets_key: web.AppKey[TokenBuckets] = web.AppKey("rate_buckets")
 body_slots_key: web.AppKey[BodySlots] = web.AppKey("body_slots")
-scheduler_key: web.AppKey[AsyncIOScheduler] = web.AppKey("scheduler")
+jobs_key: web.AppKey[Jobs] = web.AppKey("jobs")
+metrics_key: web.AppKey[Metrics] = web.AppKey("metrics")
+openapi_body_key: web.AppKey[bytes] = web.AppKey("openapi_body")  # served by GET /openapi.json
 event_writer_key: web.AppKey[EventWriter] = web.AppKey("event_writer")
 secret_box_key: web.AppKey[SecretBox] = web.AppKey("secret_box")
 outbound_key: web.AppKey[OutboundClient] = web.AppKey("outbound")
@@ -48,7 +50,6 @@ oauth_http_key: web.AppKey[ClientSession] = web.AppKey("oauth_http")
 indexer_key: web.AppKey[Indexer] = web.AppKey("knowledge_indexer")
 providers_key: web.AppKey[Providers] = web.AppKey("providers")
 chat_streams_key: web.AppKey[OpenStreams] = web.AppKey("chat_streams")
-chat_writer_key: web.AppKey[WriteBatcher] = web.AppKey("chat_writer")
 
 # Request-scoped values.
 request_state_key: web.RequestKey[RequestState] = web.RequestKey("state")

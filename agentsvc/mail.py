@@ -106,8 +106,8 @@ class Mailer:
         mail_id = new_id("mail")
         sealed = self._box.seal(text, _context(mail_id))
         message = OutboxMessage(mail_id, to, subject, sealed, reason, now_iso())
-        async with self._db.write() as conn:
-            await mail_outbox.insert(conn, message)
+        async with self._db.write() as tx:
+            await mail_outbox.insert(tx, message)
 
     async def kept(self, to: str | None = None, limit: int = 100) -> list[OutboxMessage]:
         """The outbox's messages, newest first, with their bodies opened."""

@@ -18,6 +18,7 @@ from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.utils import floatToGoString
 
+from agentsvc import keys
 from agentsvc.api.state import RequestState, request_state
 
 _SAFE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
@@ -160,14 +161,11 @@ class Metrics:
         return generate_latest(self.registry)
 
 
-metrics_key: web.AppKey[Metrics] = web.AppKey("metrics")
-
-
 def observe(request: web.Request, state: RequestState, status: int) -> None:
     """Count a response and its latency under its route template."""
     stats = state.stats
     if stats is None:
-        metrics = request.app.get(metrics_key)
+        metrics = request.app.get(keys.metrics_key)
         if metrics is None:
             return
         stats = metrics.request_stats

@@ -193,7 +193,7 @@ async def main() -> None:
         other_bytes, other_s, _ = await fill(
             db, indexer, team.id, other.id, words, args.passages, 1000, background=True
         )
-        rows = await db.reader.execute_fetchall(
+        rows = await db.reader.fetchall(
             "SELECT count(*) FROM passages WHERE agent_id = ?", (target.id,)
         )
         indexed = rows[0][0]
@@ -212,7 +212,7 @@ async def main() -> None:
 
         # Queries: a few words from a random passage of the target agent plus common words,
         # as a user's question shares some words with the answer and many with everything.
-        sample = await db.reader.execute_fetchall(
+        sample = await db.reader.fetchall(
             "SELECT text FROM passages WHERE agent_id = ? ORDER BY random() LIMIT 500",
             (target.id,),
         )
@@ -327,7 +327,7 @@ async def embeddings_run(args: argparse.Namespace) -> None:
             db, indexer, team.id, target.id, words, args.passages, 1000, background=True
         )
         await fill(db, indexer, team.id, other.id, words, args.passages, 1000, background=True)
-        sample = await db.reader.execute_fetchall(
+        sample = await db.reader.fetchall(
             "SELECT text FROM passages WHERE agent_id = ? ORDER BY random() LIMIT 500",
             (target.id,),
         )
@@ -362,7 +362,7 @@ async def embeddings_run(args: argparse.Namespace) -> None:
             t0 = time.perf_counter()
             await vectors.nearest(target.id, query_vector, max(args.k * 4, 20))
             cold.append((time.perf_counter() - t0) * 1000)
-        stored = await db.reader.execute_fetchall("SELECT count(*) FROM passage_embeddings")
+        stored = await db.reader.fetchall("SELECT count(*) FROM passage_embeddings")
         await indexer.close()
         await vectors.close()
         await db.close()

@@ -252,9 +252,9 @@ async def test_a_database_from_before_the_language_column_is_migrated(tmp_path):
     db = SqliteDatabase(path)
     await db.open()
     try:
-        rows = await db.reader.execute_fetchall("PRAGMA user_version")
+        rows = await db.reader.fetchall("PRAGMA user_version")
         assert rows[0][0] == schema_version() >= 2
-        rows = await db.reader.execute_fetchall("SELECT language FROM agents")
+        rows = await db.reader.fetchall("SELECT language FROM agents")
         assert [r[0] for r in rows] == ["english"]
     finally:
         await db.close()

@@ -10,7 +10,6 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from agentsvc import keys
-from agentsvc.api.chat import close_streams
 from agentsvc.llm.builtin import NOTHING_FOUND
 from tests.chat_helpers import Stream, chat, get_conversation, new_agent, new_tool, user
 from tests.conftest import assert_error, bearer, new_api_key
@@ -522,7 +521,7 @@ async def test_shutdown_ends_open_streams_cleanly(make_client):
     while b"content_block_delta" not in seen:
         seen += await resp.content.readany()
     assert len(client.app[keys.chat_streams_key]) == 1
-    await close_streams(client.app)  # what on_shutdown runs
+    await client.app[keys.chat_streams_key].close_all()  # what on_shutdown runs
     stream = Stream(seen + await resp.read())
     assert stream.names[-1] == "error"
     assert stream.of("error")[0]["error"]["code"] == "SHUTTING_DOWN"

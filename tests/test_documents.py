@@ -344,12 +344,12 @@ async def test_agent_deletion_cascades_to_documents_and_index(client, auth):
     await assert_error(
         await client.get(f"/api/v1/documents/{doc['id']}", headers=auth), 404, "NOT_FOUND"
     )
-    rows = await db.reader.execute_fetchall(
+    rows = await db.reader.fetchall(
         "SELECT count(*) FROM passages WHERE document_id = ?", (doc["id"],)
     )
     assert rows[0][0] == 0
     # The contentless index forgot the passages too: only the kept agent's two remain.
-    rows = await db.reader.execute_fetchall(
+    rows = await db.reader.fetchall(
         "SELECT count(*) FROM passages_fts WHERE passages_fts MATCH 'refund'"
     )
     assert rows[0][0] == 1
@@ -414,7 +414,7 @@ async def test_indexing_left_unfinished_resumes(make_client):
     await indexer.idle()
     done = await wait_status(client, auth, doc["id"])
     assert done["status"] == "ready" and done["passageCount"] == 20
-    rows = await db.reader.execute_fetchall(
+    rows = await db.reader.fetchall(
         "SELECT count(*) FROM passages WHERE document_id = ?", (doc["id"],)
     )
     assert rows[0][0] == 20
@@ -444,9 +444,9 @@ async def test_deleting_a_document_while_it_is_indexed(make_client):
         assert resp.status == 200
     await client.app[keys.indexer_key].idle()
     db = client.app[keys.db_key]
-    rows = await db.reader.execute_fetchall("SELECT count(*) FROM passages")
+    rows = await db.reader.fetchall("SELECT count(*) FROM passages")
     assert rows[0][0] == 0
-    rows = await db.reader.execute_fetchall(
+    rows = await db.reader.fetchall(
         "SELECT count(*) FROM passages_fts WHERE passages_fts MATCH 'refund'"
     )
     assert rows[0][0] == 0

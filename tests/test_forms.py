@@ -18,7 +18,6 @@ import pytest
 from standardwebhooks.webhooks import Webhook
 
 from agentsvc import keys
-from agentsvc.services.forms.delivery import deliver_due
 from agentsvc.services.forms.files import remove_orphan_files
 from agentsvc.services.team import accounts
 from tests.conftest import assert_error, bearer, new_api_key
@@ -256,7 +255,7 @@ async def test_valid_values_are_normalised_and_files_kept_on_disk(client, auth, 
     assert stored.read_bytes() == pdf
     # The database holds the description, not the bytes.
     db = client.app[keys.db_key]
-    rows = await db.reader.execute_fetchall(
+    rows = await db.reader.fetchall(
         "SELECT length(form_data) FROM form_submissions WHERE id = ?", (sub["id"],)
     )
     assert rows[0][0] < 1000
@@ -482,7 +481,7 @@ async def test_deliver_due_job_can_be_called_directly(make_client, receiver):
     tool = await make_form(client, auth, formWebhookUrl=receiver.url("/flaky"))
     result = await submitted(client, tool["id"], {"email": "a@b.co"})
     # The scheduler may already have run it; the job is idempotent either way.
-    await deliver_due(client.app)
+    await client.app[keys.deliverer_key].deliver_due()
     sub = await wait_status(client, auth, result["submissionId"], "webhook_success")
     assert sub["webhookAttempts"] == 2
 
@@ -595,7 +594,7 @@ async def test_email_without_smtp_goes_to_the_outbox(make_client):
     )
     result = await submitted(client, tool["id"], {"email": "a@b.co"})
     assert result["postActionResults"] == [{"type": "email", "success": True, "error": None}]
-    rows = await db.reader.execute_fetchall("SELECT to_address, subject FROM mail_outbox")
+    rows = await db.reader.fetchall("SELECT to_address, subject FROM mail_outbox")
     assert [tuple(r) for r in rows] == [("owner@example.com", "New submission: contact")]
 
 

@@ -31,7 +31,7 @@ async def test_missing_and_invalid_keys_are_401(client, api_key):
 
 async def test_keys_are_stored_hashed(client, api_key):
     db = client.app[keys.db_key]
-    rows = await db.reader.execute_fetchall("SELECT key_hash, prefix, last4 FROM api_keys")
+    rows = await db.reader.fetchall("SELECT key_hash, prefix, last4 FROM api_keys")
     assert api_key.startswith("asvc_") and len(api_key) > 40
     assert all(api_key not in r[0] for r in rows)
     assert db.path.read_bytes().find(api_key.encode()) == -1

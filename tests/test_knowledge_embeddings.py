@@ -7,9 +7,10 @@ import pytest
 
 from agentsvc import keys
 from agentsvc.config import ConfigError, load_settings
+from agentsvc.db.sqlite import sqlite_vec_available
 from agentsvc.llm.base import ProviderError
 from agentsvc.services.knowledge import retrieval
-from agentsvc.services.knowledge.vectors import VectorIndex, sqlite_vec_available
+from agentsvc.services.knowledge.vectors import VectorIndex
 from tests.chat_helpers import add_document, chat, new_agent, user
 from tests.conftest import assert_error, bearer, new_api_key
 from tests.fakes.embeddings_server import MODEL, FakeEmbeddings
@@ -56,7 +57,7 @@ async def add_doc(client, auth, agent_id, content=POLICY, title="Store policy") 
 
 
 async def count(client, sql: str, *args) -> int:
-    rows = await client.app[keys.db_key].reader.execute_fetchall(sql, args)
+    rows = await client.app[keys.db_key].reader.fetchall(sql, args)
     return rows[0][0]
 
 
@@ -272,7 +273,7 @@ async def test_numpy_ranking_matches_cosine(make_client, fake):
     await vectors.open()
     assert vectors.mode == "numpy"
     query = (await semantic.embedder.embed(["refund"]))[0]
-    rows = await client.app[keys.db_key].reader.execute_fetchall(
+    rows = await client.app[keys.db_key].reader.fetchall(
         "SELECT passage_id, vector FROM passage_embeddings"
     )
     cosine = {pid: float(np.frombuffer(blob, "<f4") @ query) for pid, blob in rows}

@@ -97,15 +97,21 @@ def test_only_config_reads_the_environment():
     assert readers == ["config.py"]
 
 
-def test_only_the_runtime_starts_hooks_jobs_and_background_tasks():
-    """Start-up/shutdown hooks and scheduled jobs are created in runtime.py alone."""
-    pattern = re.compile(r"cleanup_ctx|on_shutdown|on_startup|on_cleanup|\.add_job\(")
-    creators = sorted(
+def files_matching(pattern: str) -> list[str]:
+    regex = re.compile(pattern)
+    return sorted(
         str(path.relative_to(PACKAGE))
         for path in PACKAGE.rglob("*.py")
-        if pattern.search(path.read_text(encoding="utf-8"))
+        if regex.search(path.read_text(encoding="utf-8"))
     )
-    assert creators == ["runtime.py"]
+
+
+def test_only_the_runtime_registers_hooks_and_periodic_jobs():
+    """Start-up/shutdown hooks and periodic jobs are created in runtime.py alone."""
+    assert files_matching(r"cleanup_ctx|on_shutdown|on_startup|on_cleanup") == ["runtime.py"]
+    assert files_matching(r"\bjobs\.every\(") == ["runtime.py"]
+    # jobs.py is the one wrapper of APScheduler; services are woken through it.
+    assert files_matching(r"\.add_job\(|AsyncIOScheduler\b") == ["jobs.py"]
 
 
 def test_no_private_driver_internals():

@@ -38,9 +38,7 @@ async def test_magic_link_signs_in_once_and_redirects(client):
     assert await resp.json() == {"data": {"success": True}, "error": None}
     path, token = await link_from_outbox(client)
     # Stored hashed only.
-    rows = await client.app[keys.db_key].reader.execute_fetchall(
-        "SELECT token_hash FROM magic_links"
-    )
+    rows = await client.app[keys.db_key].reader.fetchall("SELECT token_hash FROM magic_links")
     assert [r[0] for r in rows] == [hashlib.sha256(token.encode()).hexdigest()]
     resp = await client.get(path, allow_redirects=False)
     assert resp.status == 303
@@ -98,7 +96,7 @@ async def test_default_lifetime_is_fifteen_minutes(client):
     await ask(client)
     (message,) = await outbox(client)
     assert "within 15 minutes" in message.body
-    rows = await client.app[keys.db_key].reader.execute_fetchall(
+    rows = await client.app[keys.db_key].reader.fetchall(
         "SELECT created_at, expires_at FROM magic_links"
     )
     assert rows[0][1] == after(900, rows[0][0])

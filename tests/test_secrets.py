@@ -75,9 +75,7 @@ async def test_secrets_need_a_key_and_are_per_team(client, auth):
 async def test_values_are_encrypted_at_rest_and_never_logged(client, auth, tmp_path, caplog):
     caplog.set_level(logging.DEBUG)
     await client.put("/api/v1/secrets/API_KEY", json={"value": VALUE}, headers=auth)
-    rows = await client.app[keys.db_key].reader.execute_fetchall(
-        "SELECT sealed_value FROM team_secrets"
-    )
+    rows = await client.app[keys.db_key].reader.fetchall("SELECT sealed_value FROM team_secrets")
     assert rows and VALUE not in rows[0][0] and rows[0][0].startswith("v1:")
     for path in (tmp_path / "data").iterdir():
         if path.is_file():

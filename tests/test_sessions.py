@@ -45,7 +45,7 @@ async def test_sign_in_sets_the_session_cookie_and_answers_the_user(client):
     token = resp.cookies[SESSION_COOKIE].value
     assert len(token) >= 43
     # Stored hashed only.
-    rows = await client.app[keys.db_key].reader.execute_fetchall("SELECT token_hash FROM sessions")
+    rows = await client.app[keys.db_key].reader.fetchall("SELECT token_hash FROM sessions")
     assert [r[0] for r in rows] == [hashlib.sha256(token.encode()).hexdigest()]
 
 
@@ -186,7 +186,7 @@ async def test_sign_out_ends_the_session(client):
     assert "Max-Age=0" in resp.headers["Set-Cookie"]
     resp = await client.get("/api/v1/auth/session", headers=session(token))
     await assert_error(resp, 401, "UNAUTHORIZED")
-    rows = await client.app[keys.db_key].reader.execute_fetchall("SELECT * FROM sessions")
+    rows = await client.app[keys.db_key].reader.fetchall("SELECT * FROM sessions")
     assert rows == []
 
 
@@ -246,13 +246,13 @@ async def test_rolling_expiry_moves_forward_and_refreshes_the_cookie(make_client
     await create_user(client, "ada@example.com")
     token = await sign_in(client, "ada@example.com")
     db = client.app[keys.db_key]
-    (before,) = [r[0] for r in await db.reader.execute_fetchall("SELECT expires_at FROM sessions")]
+    (before,) = [r[0] for r in await db.reader.fetchall("SELECT expires_at FROM sessions")]
     await asyncio.sleep(0.5)
     client.app[keys.key_resolver_key].invalidate()
     resp = await client.get("/api/v1/auth/session", headers=session(token))
     assert resp.status == 200
     assert "Max-Age=2" in resp.headers["Set-Cookie"]
-    (after,) = [r[0] for r in await db.reader.execute_fetchall("SELECT expires_at FROM sessions")]
+    (after,) = [r[0] for r in await db.reader.fetchall("SELECT expires_at FROM sessions")]
     assert ISO.match(after) and after > before
     # Used again and again, it outlives its first expiry...
     for _ in range(3):

@@ -467,7 +467,7 @@ async def test_a_database_from_before_sessions_and_file_sizes_is_migrated(tmp_pa
     db = SqliteDatabase(path)
     await db.open()
     try:
-        rows = await db.reader.execute_fetchall("PRAGMA user_version")
+        rows = await db.reader.fetchall("PRAGMA user_version")
         assert rows[0][0] == schema_version()
         assert await store.file_bytes_of_agent(db.reader, "agt_1") == 1244
         sub = await store.get_submission(db.reader, "sub_2")

@@ -116,9 +116,7 @@ async def test_outbox_body_is_sealed_and_bound_to_its_row(client):
     await mailer.send("ada@example.com", "Hello", "Open http://x/?token=abc123def456\n")
     await mailer.send("bob@example.com", "Hello", "Open http://x/?token=zzz999yyy888\n")
     db = client.app[keys.db_key]
-    rows = await db.reader.execute_fetchall(
-        "SELECT id, sealed_body FROM mail_outbox ORDER BY to_address"
-    )
+    rows = await db.reader.fetchall("SELECT id, sealed_body FROM mail_outbox ORDER BY to_address")
     assert all(body.startswith("v1:") and "token" not in body for _, body in rows)
     # A sealed body copied onto another row does not open there.
     async with db.write() as conn:
@@ -218,10 +216,10 @@ async def test_upgrade_removes_links_kept_in_clear_and_matches_the_current_schem
 
     client = await aiohttp_client(create_app(make_settings(old)))
     db = client.app[keys.db_key]
-    assert (await db.reader.execute_fetchall("PRAGMA user_version"))[0][0] == schema_version()
+    assert (await db.reader.fetchall("PRAGMA user_version"))[0][0] == schema_version()
     (kept,) = await client.app[keys.mailer_key].kept()
     assert (kept.to_address, kept.subject, kept.body) == ("new@example.com", "You are invited", "")
-    rows = await db.reader.execute_fetchall(
+    rows = await db.reader.fetchall(
         "SELECT user_ref, user_verified_by FROM conversations WHERE id = 'conv_old'"
     )
     assert [tuple(r) for r in rows] == [("u-1", None)]  # recorded before the check: unverified

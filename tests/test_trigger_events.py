@@ -325,7 +325,7 @@ async def test_close_writes_everything_still_queued(tmp_path):
         await asyncio.sleep(0)  # every record() has queued its event
         await writer.close()
         assert [await p for p in pending] == ["trg"] * 250
-        rows = await db.reader.execute_fetchall("SELECT fired_count FROM triggers")
+        rows = await db.reader.fetchall("SELECT fired_count FROM triggers")
         assert rows[0][0] == 250
     finally:
         await db.close()

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal
 
 import aiohttp
@@ -27,8 +26,6 @@ from agentsvc.api.models import RequestModel
 from agentsvc.api.pipeline import finish_response
 from agentsvc.api.routing import Call, RouteTable
 from agentsvc.errors import RateLimited
-from agentsvc.llm.base import Providers
-from agentsvc.observability import metrics_key
 from agentsvc.services.agents import identity as identity_service
 from agentsvc.services.chat import start as chat_service
 from agentsvc.services.chat import turn as turn_service
@@ -262,10 +259,9 @@ async def _stream_chat(call: Call) -> web.StreamResponse:
         team_id=call.principal.team_id if call.principal else None,
     )
     db = app[keys.db_key]
-    writer = app[keys.chat_writer_key]
     semantic = app[keys.indexer_key].semantic
     turn = await chat_service.prepare_turn(
-        db, app[keys.agent_cache_key], writer, app[keys.providers_key], chat, semantic
+        db, app[keys.agent_cache_key], app[keys.providers_key], chat, semantic
     )
 
     response = web.StreamResponse(
@@ -277,7 +273,7 @@ async def _stream_chat(call: Call) -> web.StreamResponse:
     )
     finish_response(call.request, response)
     await response.prepare(call.request)
-    gauge = app[metrics_key].open_streams
+    gauge = app[keys.metrics_key].open_streams
     gauge.inc()
     try:
         await _run_stream(call, response, turn)
@@ -291,7 +287,7 @@ async def _run_stream(call: Call, response: web.StreamResponse, turn: turn_servi
     settings = app[keys.settings_key].chat
     sink = SseSink(response, settings.flush_interval_ms / 1000.0)
     runner = turn_service.TurnRunner(
-        app[keys.chat_writer_key], turn, sink, app[keys.tool_runner_key], settings.keepalive_seconds
+        app[keys.db_key], turn, sink, app[keys.tool_runner_key], settings.keepalive_seconds
     )
     streams = app[keys.chat_streams_key]
     task = asyncio.ensure_future(runner.run())
@@ -351,25 +347,3 @@ async def _watch(task: asyncio.Task, sink: SseSink, settings) -> dict[str, str] 
         await asyncio.wait({task})
         # The turn may have finished on its own meanwhile: then it has already ended.
         return error if task.cancelled() else None
-
-
-async def chat_ctx(app: web.Application) -> AsyncIterator[None]:
-    """The providers' shared ClientSession and the registry of open streams."""
-    # Provider URLs are set by the operator (Ollama on loopback is normal), so model calls
-    # use their own session, not the guarded outbound client of tools and webhooks.
-    session = aiohttp.ClientSession(
-        connector=aiohttp.TCPConnector(limit=0, limit_per_host=0),
-        json_serialize=lambda value: orjson.dumps(value).decode(),
-    )
-    app[keys.providers_key] = Providers(app[keys.settings_key], session)
-    app[keys.chat_streams_key] = OpenStreams()
-    app[keys.chat_writer_key] = app[keys.db_key]  # type: ignore[assignment]  # TRANSITION
-    yield
-    await session.close()
-
-
-async def close_streams(app: web.Application) -> None:
-    """on_shutdown: end every open chat stream cleanly."""
-    streams = app.get(keys.chat_streams_key)
-    if streams is not None:
-        await streams.close_all()

@@ -34,7 +34,7 @@ from agentsvc.errors import (
     ValidationFailed,
     error_response,
 )
-from agentsvc.observability import RequestStats, metrics_key
+from agentsvc.observability import RequestStats
 from agentsvc.services.team.access import Principal
 
 API_PREFIX = "/api/v1"
@@ -228,7 +228,7 @@ def make_handler(endpoint: Endpoint) -> Callable[[web.Request], Awaitable[web.St
         # One coroutine for the whole request: every extra layer costs on every request.
         nonlocal stats
         if stats is None:
-            stats = request.app[metrics_key].request_stats
+            stats = request.app[keys.metrics_key].request_stats
         state = RequestState(time.perf_counter(), endpoint.cors, route, stats)
         request[keys.request_state_key] = state
         slot: BodySlot | None = None

@@ -8,11 +8,9 @@ from agentsvc import keys
 from agentsvc.api.models import ResponseModel
 from agentsvc.api.routing import Call, RouteTable, json_response
 from agentsvc.errors import NotFound
-from agentsvc.observability import CONTENT_TYPE, metrics_key
+from agentsvc.observability import CONTENT_TYPE
 
 routes = RouteTable("system")
-
-openapi_body_key: web.AppKey[bytes] = web.AppKey("openapi_body")
 
 
 class Health(ResponseModel):
@@ -30,11 +28,11 @@ async def get_metrics(call: Call):
     """Prometheus metrics: requests, latencies, open streams, outbox depth, deliveries."""
     if not call.app[keys.settings_key].server.metrics:
         raise NotFound("Metrics are disabled ([server] metrics = false)")
-    body = await call.app[metrics_key].render()
+    body = await call.app[keys.metrics_key].render()
     return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})
 
 
 @routes.get("/openapi.json", auth="public", response=dict, cors=True)
 async def get_openapi(call: Call):
     """The OpenAPI 3.1 document of every endpoint."""
-    return web.Response(body=call.app[openapi_body_key], content_type="application/json")
+    return web.Response(body=call.app[keys.openapi_body_key], content_type="application/json")

@@ -1,10 +1,11 @@
 """The database interface every store function and service is written against.
 
-A unit of work is an `async with` block: `db.read()` for reads, `db.write()` for one
-transaction (committed when the block ends, rolled back when it raises), and
-`db.write_batched(fn)` for small hot writes that may share a transaction with others.
-Inside, store functions receive a `Tx` and run SQL through it; nothing above `store/` sees
-a driver's connection or its exceptions (a broken constraint is
+Store functions receive a `Tx` and run SQL through it. Reads go through `db.reader` (each
+statement on its own, outside any transaction); a unit of writes is an `async with
+db.write() as tx:` block (one transaction, committed when the block ends, rolled back when
+it raises), or `await db.write_batched(unit)` for small hot writes that may share a
+transaction with others (`unit` is an async function of a Tx). Nothing above `store/`
+sees a driver's connection or its exceptions (a broken constraint is
 `ConstraintViolation`). SQL uses `?` placeholders and may use `RETURNING`; a backend that
 numbers its placeholders (PostgreSQL's `$1`) rewrites them. `sqlite.py` implements it.
 """
@@ -54,8 +55,10 @@ class Tx(Protocol):
 class Database(Protocol):
     """What the app needs from a database; `open_database` picks the implementation."""
 
-    def read(self) -> AbstractAsyncContextManager[Tx]:
-        """A unit of reads (never blocks writers)."""
+    @property
+    def reader(self) -> Tx:
+        """Reads outside any transaction: each statement sees the latest commit and never
+        blocks a writer (SQLite: the query-only connection; a pool: any free connection)."""
         ...
 
     def write(self) -> AbstractAsyncContextManager[Tx]:
@@ -67,6 +70,12 @@ class Database(Protocol):
 
         `fn` fails alone (its own savepoint); the call returns after the commit.
         """
+        ...
+
+    async def vector_reader(self) -> Tx:
+        """Reads that may rank vectors inside the database (`vec_distance_cosine`), or
+        VectorSearchUnavailable (an exception of the implementation, subclass of
+        Exception) when the database cannot; callers then rank in memory."""
         ...
 
     async def open(self) -> None: ...

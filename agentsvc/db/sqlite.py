@@ -59,52 +59,37 @@ def _constraints(method: F) -> F:
     return run  # type: ignore[return-value]
 
 
-class WriterBusy(Exception):
-    """TRANSITION: the old write_now's answer when the writer is in use."""
-
-
 class ThreadTx:
     """A Tx on an aiosqlite connection: each statement is one hop to its thread."""
 
-    __slots__ = ("_conn",)
+    __slots__ = ("_aio",)
 
     def __init__(self, conn: aiosqlite.Connection):
-        self._conn = conn
+        self._aio = conn
 
     @_constraints
     async def execute(self, sql: str, params: Params = ()) -> int:
-        cursor = await self._conn.execute(sql, params)
-        return _RowCount(cursor.rowcount)
-
-    def __getattr__(self, name: str) -> Any:  # TRANSITION: old store code's aiosqlite calls
-        return getattr(self._conn, name)
+        cursor = await self._aio.execute(sql, params)
+        return cursor.rowcount
 
     @_constraints
     async def executemany(self, sql: str, rows: Iterable[Params]) -> None:
-        await self._conn.executemany(sql, rows)
+        await self._aio.executemany(sql, rows)
 
     @_constraints
     async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
-        return list(await self._conn.execute_fetchall(sql, params))
+        return list(await self._aio.execute_fetchall(sql, params))
 
     @_constraints
     async def fetchone(self, sql: str, params: Params = ()) -> Row | None:
-        rows = await self._conn.execute_fetchall(sql, params)
+        rows = await self._aio.execute_fetchall(sql, params)
         return next(iter(rows), None)
 
     @_constraints
     async def fetchval(self, sql: str, params: Params = ()) -> Any:
-        rows = await self._conn.execute_fetchall(sql, params)
+        rows = await self._aio.execute_fetchall(sql, params)
         row = next(iter(rows), None)
         return None if row is None else row[0]
-
-
-class _RowCount(int):
-    """TRANSITION: an int that old store code may still read as `cursor.rowcount`."""
-
-    @property
-    def rowcount(self) -> int:
-        return int(self)
 
 
 class LoopTx:
@@ -148,6 +133,21 @@ def _first(cursor: sqlite3.Cursor) -> Row | None:
     return row
 
 
+def sqlite_vec_available() -> bool:
+    """True when this Python's sqlite3 can load extensions and sqlite-vec is installed."""
+    if not hasattr(sqlite3.Connection, "enable_load_extension"):
+        return False
+    try:
+        import sqlite_vec  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+class VectorSearchUnavailable(Exception):
+    """sqlite-vec cannot be used here; the message says why."""
+
+
 async def _connect(path: Path) -> aiosqlite.Connection:
     conn = await aiosqlite.connect(path, isolation_level=None)
     conn.row_factory = sqlite3.Row
@@ -163,6 +163,8 @@ class SqliteDatabase:
         self._writer: aiosqlite.Connection | None = None
         self._reader: aiosqlite.Connection | None = None
         self._loop_writer: sqlite3.Connection | None = None
+        self._read_tx: ThreadTx | None = None
+        self._vector_reader: aiosqlite.Connection | None = None
         self._write_lock = asyncio.Lock()
         self._batcher = WriteBatcher(self._write_batch)
         self.commits_since_checkpoint = 0
@@ -177,6 +179,7 @@ class SqliteDatabase:
         await self._migrate()
         self._reader = await _connect(self.path)
         await self._reader.execute("PRAGMA query_only = ON")
+        self._read_tx = ThreadTx(self._reader)
         raw = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         raw.row_factory = sqlite3.Row
         raw.executescript(_PRAGMAS)
@@ -190,16 +193,17 @@ class SqliteDatabase:
         await self._batcher.close()
         if self._loop_writer is not None:
             self._loop_writer.close()
-        for conn in (self._reader, self._writer):
+        for conn in (self._vector_reader, self._reader, self._writer):
             if conn is not None:
                 await conn.close()
-        self._reader = self._writer = self._loop_writer = None
+        self._reader = self._writer = self._loop_writer = self._read_tx = None
+        self._vector_reader = None
 
-    @asynccontextmanager
-    async def read(self) -> AsyncIterator[Tx]:
+    @property
+    def reader(self) -> Tx:
         """Reads on the query-only connection (each statement sees the latest commit)."""
-        assert self._reader is not None, "database is not open"
-        yield ThreadTx(self._reader)
+        assert self._read_tx is not None, "database is not open"
+        return self._read_tx
 
     @asynccontextmanager
     async def write(self) -> AsyncIterator[Tx]:
@@ -217,6 +221,32 @@ class SqliteDatabase:
             else:
                 await asyncio.shield(conn.execute("COMMIT"))
                 self.commits_since_checkpoint += 1
+
+    async def vector_reader(self) -> Tx:
+        """Reads on a connection of their own with sqlite-vec loaded (`vec_distance_cosine`).
+
+        Raises VectorSearchUnavailable when this Python's sqlite3 cannot load extensions,
+        sqlite-vec is not installed, or loading it fails.
+        """
+        if self._vector_reader is None:
+            if not sqlite_vec_available():
+                raise VectorSearchUnavailable(
+                    "this Python's sqlite3 cannot load extensions (no enable_load_extension)"
+                    " or sqlite-vec is not installed"
+                )
+            import sqlite_vec
+
+            conn = await aiosqlite.connect(self.path, isolation_level=None)
+            try:
+                await conn.enable_load_extension(True)
+                await conn.load_extension(sqlite_vec.loadable_path())
+                await conn.enable_load_extension(False)
+                await conn.execute("PRAGMA query_only = ON")
+            except sqlite3.Error as exc:
+                await conn.close()
+                raise VectorSearchUnavailable(f"loading sqlite-vec failed: {exc}") from exc
+            self._vector_reader = conn
+        return ThreadTx(self._vector_reader)
 
     async def write_batched(self, fn: Callable[[Tx], Awaitable[T]]) -> T:
         """Run `fn` in a transaction shared with other queued small writes (see batcher.py)."""
@@ -253,38 +283,6 @@ class SqliteDatabase:
         await asyncio.shield(conn.execute("COMMIT"))
         self.commits_since_checkpoint += 1
         return results
-
-    # TRANSITION: the old interface, until every store module takes a Tx.
-    @property
-    def reader(self) -> Any:
-        assert self._reader is not None, "database is not open"
-        return ThreadTx(self._reader)
-
-    async def run_sync(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        async with self._write_lock:
-            return self._run_raw(fn)
-
-    def write_now(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        if self._write_lock.locked():
-            raise WriterBusy()
-        return self._run_raw(fn)
-
-    def _run_raw(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        raw = self._loop_writer
-        assert raw is not None
-        raw.execute("PRAGMA busy_timeout = 5000")
-        try:
-            raw.execute("BEGIN IMMEDIATE")
-            try:
-                result = fn(raw)
-            except BaseException:
-                raw.execute("ROLLBACK")
-                raise
-            raw.execute("COMMIT")
-        finally:
-            raw.execute("PRAGMA busy_timeout = 0")
-        self.commits_since_checkpoint += 1
-        return result
 
     async def checkpoint(self) -> None:
         """Copy committed pages from the WAL into the database file (on the writer's thread)."""

@@ -1,1 +1,1 @@
-"""SQL only: one module per table family; functions take a connection and return models."""
+"""SQL only, one module per table family: async functions of a `Tx` returning records."""

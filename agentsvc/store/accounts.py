@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import aiosqlite
+from agentsvc.db import Tx
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +34,7 @@ def _team(row) -> Team:
 
 
 async def insert_user(
-    conn: aiosqlite.Connection,
+    tx: Tx,
     *,
     id: str,
     email: str,
@@ -42,7 +42,7 @@ async def insert_user(
     password_hash: str | None,
     now: str,
 ) -> User:
-    await conn.execute(
+    await tx.execute(
         "INSERT INTO users (id, email, name, password_hash, created_at, updated_at)"
         " VALUES (?, ?, ?, ?, ?, ?)",
         (id, email, name, password_hash, now, now),
@@ -50,32 +50,32 @@ async def insert_user(
     return User(id, email, name, password_hash, now)
 
 
-async def get_user_by_email(conn: aiosqlite.Connection, email: str) -> User | None:
-    rows = await conn.execute_fetchall("SELECT * FROM users WHERE email = ?", (email,))
+async def get_user_by_email(tx: Tx, email: str) -> User | None:
+    rows = await tx.fetchall("SELECT * FROM users WHERE email = ?", (email,))
     return _user(rows[0]) if rows else None
 
 
-async def get_user(conn: aiosqlite.Connection, user_id: str) -> User | None:
-    rows = await conn.execute_fetchall("SELECT * FROM users WHERE id = ?", (user_id,))
+async def get_user(tx: Tx, user_id: str) -> User | None:
+    rows = await tx.fetchall("SELECT * FROM users WHERE id = ?", (user_id,))
     return _user(rows[0]) if rows else None
 
 
-async def set_password(conn: aiosqlite.Connection, user_id: str, password_hash: str, now: str):
-    await conn.execute(
+async def set_password(tx: Tx, user_id: str, password_hash: str, now: str):
+    await tx.execute(
         "UPDATE users SET password_hash = ?, updated_at = ? WHERE id = ?",
         (password_hash, now, user_id),
     )
 
 
-async def count_users(conn: aiosqlite.Connection) -> int:
-    rows = await conn.execute_fetchall("SELECT COUNT(*) FROM users")
+async def count_users(tx: Tx) -> int:
+    rows = await tx.fetchall("SELECT COUNT(*) FROM users")
     return rows[0][0]
 
 
 async def insert_team(
-    conn: aiosqlite.Connection, *, id: str, name: str, owner_user_id: str, plan: str, now: str
+    tx: Tx, *, id: str, name: str, owner_user_id: str, plan: str, now: str
 ) -> Team:
-    await conn.execute(
+    await tx.execute(
         "INSERT INTO teams (id, name, owner_user_id, plan, created_at, updated_at)"
         " VALUES (?, ?, ?, ?, ?, ?)",
         (id, name, owner_user_id, plan, now, now),
@@ -83,35 +83,31 @@ async def insert_team(
     return Team(id, name, owner_user_id, plan, now)
 
 
-async def get_owned_team(conn: aiosqlite.Connection, owner_user_id: str) -> Team | None:
-    rows = await conn.execute_fetchall(
-        "SELECT * FROM teams WHERE owner_user_id = ?", (owner_user_id,)
-    )
+async def get_owned_team(tx: Tx, owner_user_id: str) -> Team | None:
+    rows = await tx.fetchall("SELECT * FROM teams WHERE owner_user_id = ?", (owner_user_id,))
     return _team(rows[0]) if rows else None
 
 
-async def get_team(conn: aiosqlite.Connection, team_id: str) -> Team | None:
-    rows = await conn.execute_fetchall("SELECT * FROM teams WHERE id = ?", (team_id,))
+async def get_team(tx: Tx, team_id: str) -> Team | None:
+    rows = await tx.fetchall("SELECT * FROM teams WHERE id = ?", (team_id,))
     return _team(rows[0]) if rows else None
 
 
-async def set_plan(conn: aiosqlite.Connection, team_id: str, plan: str, now: str) -> None:
-    await conn.execute(
-        "UPDATE teams SET plan = ?, updated_at = ? WHERE id = ?", (plan, now, team_id)
-    )
+async def set_plan(tx: Tx, team_id: str, plan: str, now: str) -> None:
+    await tx.execute("UPDATE teams SET plan = ?, updated_at = ? WHERE id = ?", (plan, now, team_id))
 
 
 async def insert_membership(
-    conn: aiosqlite.Connection, *, id: str, team_id: str, user_id: str, role: str, now: str
+    tx: Tx, *, id: str, team_id: str, user_id: str, role: str, now: str
 ) -> None:
-    await conn.execute(
+    await tx.execute(
         "INSERT INTO memberships (id, team_id, user_id, role, created_at) VALUES (?, ?, ?, ?, ?)",
         (id, team_id, user_id, role, now),
     )
 
 
-async def get_role(conn: aiosqlite.Connection, team_id: str, user_id: str) -> str | None:
-    rows = await conn.execute_fetchall(
+async def get_role(tx: Tx, team_id: str, user_id: str) -> str | None:
+    rows = await tx.fetchall(
         "SELECT role FROM memberships WHERE team_id = ? AND user_id = ?", (team_id, user_id)
     )
     return rows[0][0] if rows else None

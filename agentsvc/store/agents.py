@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import aiosqlite
+from agentsvc.db import Tx
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,8 +26,8 @@ _COLUMNS = (
 )
 
 
-async def insert(conn: aiosqlite.Connection, agent: Agent) -> None:
-    await conn.execute(
+async def insert(tx: Tx, agent: Agent) -> None:
+    await tx.execute(
         f"INSERT INTO agents ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             agent.id,
@@ -44,53 +44,53 @@ async def insert(conn: aiosqlite.Connection, agent: Agent) -> None:
     )
 
 
-async def get(conn: aiosqlite.Connection, team_id: str, agent_id: str) -> Agent | None:
+async def get(tx: Tx, team_id: str, agent_id: str) -> Agent | None:
     """Return the team's agent, or None when it does not exist or belongs to another team."""
-    rows = await conn.execute_fetchall(
+    rows = await tx.fetchall(
         f"SELECT {_COLUMNS} FROM agents WHERE id = ? AND team_id = ?", (agent_id, team_id)
     )
     return Agent(*rows[0]) if rows else None
 
 
-async def get_public(conn: aiosqlite.Connection, agent_id: str) -> Agent | None:
+async def get_public(tx: Tx, agent_id: str) -> Agent | None:
     """Return an agent by id alone, for public endpoints addressed by agent id."""
-    rows = await conn.execute_fetchall(f"SELECT {_COLUMNS} FROM agents WHERE id = ?", (agent_id,))
+    rows = await tx.fetchall(f"SELECT {_COLUMNS} FROM agents WHERE id = ?", (agent_id,))
     return Agent(*rows[0]) if rows else None
 
 
-async def list_for_team(conn: aiosqlite.Connection, team_id: str) -> list[Agent]:
-    rows = await conn.execute_fetchall(
+async def list_for_team(tx: Tx, team_id: str) -> list[Agent]:
+    rows = await tx.fetchall(
         f"SELECT {_COLUMNS} FROM agents WHERE team_id = ? ORDER BY created_at DESC, rowid DESC",
         (team_id,),
     )
     return [Agent(*r) for r in rows]
 
 
-async def slugs_like(conn: aiosqlite.Connection, team_id: str, base: str) -> set[str]:
+async def slugs_like(tx: Tx, team_id: str, base: str) -> set[str]:
     """Return the team's slugs equal to `base` or of the form `base-N`."""
-    rows = await conn.execute_fetchall(
+    rows = await tx.fetchall(
         "SELECT slug FROM agents WHERE team_id = ? AND (slug = ? OR slug GLOB ?)",
         (team_id, base, f"{base}-[0-9]*"),
     )
     return {r[0] for r in rows}
 
 
-async def update(
-    conn: aiosqlite.Connection, team_id: str, agent_id: str, fields: dict, now: str
-) -> bool:
+async def update(tx: Tx, team_id: str, agent_id: str, fields: dict, now: str) -> bool:
     """Update some of name, model, temperature, system_prompt, language; False when absent."""
     allowed = {"name", "model", "temperature", "system_prompt", "language"}
     assert set(fields) <= allowed, fields
     assignments = ", ".join(f"{col} = ?" for col in fields)
-    cur = await conn.execute(
+    changed = await tx.execute(
         f"UPDATE agents SET {assignments}{', ' if fields else ''}updated_at = ?"  # noqa: S608
         " WHERE id = ? AND team_id = ?",
         (*fields.values(), now, agent_id, team_id),
     )
-    return cur.rowcount > 0
+    return changed > 0
 
 
-async def delete(conn: aiosqlite.Connection, team_id: str, agent_id: str) -> bool:
+async def delete(tx: Tx, team_id: str, agent_id: str) -> bool:
     """Delete an agent; foreign keys cascade to everything it owns."""
-    cur = await conn.execute("DELETE FROM agents WHERE id = ? AND team_id = ?", (agent_id, team_id))
-    return cur.rowcount > 0
+    changed = await tx.execute(
+        "DELETE FROM agents WHERE id = ? AND team_id = ?", (agent_id, team_id)
+    )
+    return changed > 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import aiosqlite
+from agentsvc.db import Tx
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,7 +30,7 @@ class ApiKey:
 
 
 async def insert(
-    conn: aiosqlite.Connection,
+    tx: Tx,
     *,
     id: str,
     team_id: str,
@@ -41,16 +41,16 @@ async def insert(
     last4: str,
     now: str,
 ) -> None:
-    await conn.execute(
+    await tx.execute(
         "INSERT INTO api_keys (id, team_id, user_id, name, key_hash, prefix, last4, created_at)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         (id, team_id, user_id, name, key_hash, prefix, last4, now),
     )
 
 
-async def get_owner(conn: aiosqlite.Connection, key_hash: str) -> KeyOwner | None:
+async def get_owner(tx: Tx, key_hash: str) -> KeyOwner | None:
     """Resolve a key hash to its owner in one query; revoked keys and ex-members resolve to None."""
-    rows = await conn.execute_fetchall(
+    rows = await tx.fetchall(
         "SELECT k.id, k.team_id, k.user_id, m.role, t.plan"
         " FROM api_keys k"
         " JOIN memberships m ON m.team_id = k.team_id AND m.user_id = k.user_id"
@@ -64,8 +64,8 @@ async def get_owner(conn: aiosqlite.Connection, key_hash: str) -> KeyOwner | Non
     return KeyOwner(r[0], r[1], r[2], r[3], r[4])
 
 
-async def list_for_team(conn: aiosqlite.Connection, team_id: str) -> list[ApiKey]:
-    rows = await conn.execute_fetchall(
+async def list_for_team(tx: Tx, team_id: str) -> list[ApiKey]:
+    rows = await tx.fetchall(
         "SELECT id, name, prefix, last4, user_id, created_at, last_used_at FROM api_keys"
         " WHERE team_id = ? AND revoked_at IS NULL ORDER BY created_at DESC",
         (team_id,),
@@ -73,16 +73,16 @@ async def list_for_team(conn: aiosqlite.Connection, team_id: str) -> list[ApiKey
     return [ApiKey(*r) for r in rows]
 
 
-async def revoke(conn: aiosqlite.Connection, team_id: str, key_id: str, now: str) -> bool:
-    cur = await conn.execute(
+async def revoke(tx: Tx, team_id: str, key_id: str, now: str) -> bool:
+    changed = await tx.execute(
         "UPDATE api_keys SET revoked_at = ? WHERE id = ? AND team_id = ? AND revoked_at IS NULL",
         (now, key_id, team_id),
     )
-    return cur.rowcount > 0
+    return changed > 0
 
 
-async def list_for_user(conn: aiosqlite.Connection, team_id: str, user_id: str) -> list[ApiKey]:
-    rows = await conn.execute_fetchall(
+async def list_for_user(tx: Tx, team_id: str, user_id: str) -> list[ApiKey]:
+    rows = await tx.fetchall(
         "SELECT id, name, prefix, last4, user_id, created_at, last_used_at FROM api_keys"
         " WHERE team_id = ? AND user_id = ? AND revoked_at IS NULL ORDER BY created_at DESC",
         (team_id, user_id),
@@ -90,9 +90,9 @@ async def list_for_user(conn: aiosqlite.Connection, team_id: str, user_id: str) 
     return [ApiKey(*r) for r in rows]
 
 
-async def get(conn: aiosqlite.Connection, team_id: str, key_id: str) -> ApiKey | None:
+async def get(tx: Tx, team_id: str, key_id: str) -> ApiKey | None:
     """Return a live key of the team, or None (unknown, revoked, or another team's)."""
-    rows = await conn.execute_fetchall(
+    rows = await tx.fetchall(
         "SELECT id, name, prefix, last4, user_id, created_at, last_used_at FROM api_keys"
         " WHERE id = ? AND team_id = ? AND revoked_at IS NULL",
         (key_id, team_id),
@@ -100,13 +100,11 @@ async def get(conn: aiosqlite.Connection, team_id: str, key_id: str) -> ApiKey |
     return ApiKey(*rows[0]) if rows else None
 
 
-async def revoke_for_member(
-    conn: aiosqlite.Connection, team_id: str, user_id: str, now: str
-) -> int:
+async def revoke_for_member(tx: Tx, team_id: str, user_id: str, now: str) -> int:
     """Revoke every key a user holds in a team (the user was removed from it)."""
-    cur = await conn.execute(
+    changed = await tx.execute(
         "UPDATE api_keys SET revoked_at = ?"
         " WHERE team_id = ? AND user_id = ? AND revoked_at IS NULL",
         (now, team_id, user_id),
     )
-    return cur.rowcount
+    return changed

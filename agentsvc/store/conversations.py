@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
-import aiosqlite
-
+from agentsvc.db import Tx
 from agentsvc.store.rows import dump_json, load_json
 
 
@@ -60,9 +58,9 @@ def _message(row: Any) -> StoredMessage:
     return StoredMessage(*values)
 
 
-def insert_conversation(raw: sqlite3.Connection, conv: Conversation) -> None:
-    """Insert a conversation (on the writer thread, inside `Database.run_sync`)."""
-    raw.execute(
+async def insert_conversation(tx: Tx, conv: Conversation) -> None:
+    """Insert a conversation (inside a batched write: see services/chat/start.py)."""
+    await tx.execute(
         f"INSERT INTO conversations ({_CONV}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             conv.id,
@@ -80,41 +78,35 @@ def insert_conversation(raw: sqlite3.Connection, conv: Conversation) -> None:
     )
 
 
-async def get_for_agent(
-    conn: aiosqlite.Connection, agent_id: str, conversation_id: str
-) -> Conversation | None:
+async def get_for_agent(tx: Tx, agent_id: str, conversation_id: str) -> Conversation | None:
     """Return a conversation of the agent, or None."""
-    rows = await conn.execute_fetchall(
+    rows = await tx.fetchall(
         f"SELECT {_CONV} FROM conversations WHERE id = ? AND agent_id = ?",
         (conversation_id, agent_id),
     )
     return Conversation(*rows[0]) if rows else None
 
 
-async def get(
-    conn: aiosqlite.Connection, team_id: str, conversation_id: str
-) -> Conversation | None:
+async def get(tx: Tx, team_id: str, conversation_id: str) -> Conversation | None:
     """Return the team's conversation, or None when absent or another team's."""
-    rows = await conn.execute_fetchall(
+    rows = await tx.fetchall(
         f"SELECT {_CONV} FROM conversations WHERE id = ? AND team_id = ?",
         (conversation_id, team_id),
     )
     return Conversation(*rows[0]) if rows else None
 
 
-async def get_public(conn: aiosqlite.Connection, conversation_id: str) -> Conversation | None:
+async def get_public(tx: Tx, conversation_id: str) -> Conversation | None:
     """Return a conversation by id alone (the caller checks the session id)."""
-    rows = await conn.execute_fetchall(
-        f"SELECT {_CONV} FROM conversations WHERE id = ?", (conversation_id,)
-    )
+    rows = await tx.fetchall(f"SELECT {_CONV} FROM conversations WHERE id = ?", (conversation_id,))
     return Conversation(*rows[0]) if rows else None
 
 
 async def list_for_agent(
-    conn: aiosqlite.Connection, agent_id: str, limit: int, offset: int
+    tx: Tx, agent_id: str, limit: int, offset: int
 ) -> tuple[list[Conversation], int]:
     """A page of the agent's conversations, newest first, with message counts and the total."""
-    rows = await conn.execute_fetchall(
+    rows = await tx.fetchall(
         f"""
         SELECT {", ".join("c." + c.strip() for c in _CONV.split(","))},
                (SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id),
@@ -127,29 +119,29 @@ async def list_for_agent(
         (agent_id, agent_id, limit, offset),
     )
     if not rows:
-        count = await conn.execute_fetchall(
+        count = await tx.fetchall(
             "SELECT COUNT(*) FROM conversations WHERE agent_id = ?", (agent_id,)
         )
         return [], count[0][0]
     return [Conversation(*r[:-1]) for r in rows], rows[0][-1]
 
 
-def touch(raw: sqlite3.Connection, conversation_id: str, now: str) -> None:
-    """Mark a conversation as updated (inside `Database.run_sync`)."""
-    raw.execute("UPDATE conversations SET updated_at = ? WHERE id = ?", (now, conversation_id))
+async def touch(tx: Tx, conversation_id: str, now: str) -> None:
+    """Mark a conversation as updated."""
+    await tx.execute("UPDATE conversations SET updated_at = ? WHERE id = ?", (now, conversation_id))
 
 
-async def delete(conn: aiosqlite.Connection, team_id: str, conversation_id: str) -> bool:
+async def delete(tx: Tx, team_id: str, conversation_id: str) -> bool:
     """Delete a conversation and its messages; False when absent or another team's."""
-    cur = await conn.execute(
+    changed = await tx.execute(
         "DELETE FROM conversations WHERE id = ? AND team_id = ?", (conversation_id, team_id)
     )
-    return cur.rowcount > 0
+    return changed > 0
 
 
-def insert_message(raw: sqlite3.Connection, msg: StoredMessage) -> None:
-    """Insert a message (inside `Database.run_sync`)."""
-    raw.execute(
+async def insert_message(tx: Tx, msg: StoredMessage) -> None:
+    """Insert a message."""
+    await tx.execute(
         f"INSERT INTO messages ({_MSG}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             msg.id,
@@ -167,9 +159,9 @@ def insert_message(raw: sqlite3.Connection, msg: StoredMessage) -> None:
     )
 
 
-async def list_messages(conn: aiosqlite.Connection, conversation_id: str) -> list[StoredMessage]:
+async def list_messages(tx: Tx, conversation_id: str) -> list[StoredMessage]:
     """The conversation's messages in the order they were written."""
-    rows = await conn.execute_fetchall(
+    rows = await tx.fetchall(
         f"SELECT {_MSG} FROM messages WHERE conversation_id = ? ORDER BY rowid",
         (conversation_id,),
     )
@@ -177,11 +169,11 @@ async def list_messages(conn: aiosqlite.Connection, conversation_id: str) -> lis
 
 
 async def rate_message(
-    conn: aiosqlite.Connection, conversation_id: str, message_id: str, rating: str, now: str
+    tx: Tx, conversation_id: str, message_id: str, rating: str, now: str
 ) -> bool:
     """Set (or replace) a message's rating; False when it is not in that conversation."""
-    cur = await conn.execute(
+    changed = await tx.execute(
         "UPDATE messages SET rating = ?, rated_at = ? WHERE id = ? AND conversation_id = ?",
         (rating, now, message_id, conversation_id),
     )
-    return cur.rowcount > 0
+    return changed > 0

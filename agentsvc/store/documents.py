@@ -3,11 +3,10 @@ and the passages' embeddings."""
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-import aiosqlite
+from agentsvc.db import Tx
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,13 +54,13 @@ _COLUMNS = (
 )
 
 
-def agent_in_team(raw: sqlite3.Connection, agent_id: str, team_id: str) -> bool:
+async def agent_in_team(tx: Tx, agent_id: str, team_id: str) -> bool:
     sql = "SELECT 1 FROM agents WHERE id = ? AND team_id = ?"
-    return raw.execute(sql, (agent_id, team_id)).fetchone() is not None
+    return (await tx.fetchone(sql, (agent_id, team_id))) is not None
 
 
-def insert(raw: sqlite3.Connection, doc: Document, content: str) -> None:
-    raw.execute(
+async def insert(tx: Tx, doc: Document, content: str) -> None:
+    await tx.execute(
         f"INSERT INTO documents ({_COLUMNS}, content)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
@@ -84,99 +83,95 @@ def insert(raw: sqlite3.Connection, doc: Document, content: str) -> None:
     )
 
 
-async def get(conn: aiosqlite.Connection, team_id: str, document_id: str) -> Document | None:
+async def get(tx: Tx, team_id: str, document_id: str) -> Document | None:
     """Return the team's document, or None when absent or another team's."""
-    rows = await conn.execute_fetchall(
+    rows = await tx.fetchall(
         f"SELECT {_COLUMNS} FROM documents WHERE id = ? AND team_id = ?", (document_id, team_id)
     )
     return Document(*rows[0]) if rows else None
 
 
-async def get_with_content(
-    conn: aiosqlite.Connection, team_id: str, document_id: str
-) -> tuple[Document, str] | None:
+async def get_with_content(tx: Tx, team_id: str, document_id: str) -> tuple[Document, str] | None:
     """Return the team's document and its extracted text."""
-    rows = await conn.execute_fetchall(
+    rows = await tx.fetchall(
         f"SELECT {_COLUMNS}, content FROM documents WHERE id = ? AND team_id = ?",
         (document_id, team_id),
     )
     return (Document(*rows[0][:-1]), rows[0][-1]) if rows else None
 
 
-async def list_for_agent(conn: aiosqlite.Connection, agent_id: str) -> list[Document]:
-    rows = await conn.execute_fetchall(
+async def list_for_agent(tx: Tx, agent_id: str) -> list[Document]:
+    rows = await tx.fetchall(
         f"SELECT {_COLUMNS} FROM documents WHERE agent_id = ? ORDER BY created_at DESC, rowid DESC",
         (agent_id,),
     )
     return [Document(*r) for r in rows]
 
 
-async def delete(conn: aiosqlite.Connection, team_id: str, document_id: str) -> bool:
+async def delete(tx: Tx, team_id: str, document_id: str) -> bool:
     """Delete a document; its passages (and their index entries) go with it."""
-    cur = await conn.execute(
+    changed = await tx.execute(
         "DELETE FROM documents WHERE id = ? AND team_id = ?", (document_id, team_id)
     )
-    return cur.rowcount > 0
+    return changed > 0
 
 
-def ids_indexing(raw: sqlite3.Connection) -> list[str]:
+async def ids_indexing(tx: Tx) -> list[str]:
     """Documents left `indexing` (by a stop mid-way), oldest first."""
-    rows = raw.execute(
+    rows = await tx.fetchall(
         "SELECT id FROM documents WHERE status = 'indexing' ORDER BY created_at"
-    ).fetchall()
+    )
     return [r[0] for r in rows]
 
 
-def content_of(raw: sqlite3.Connection, document_id: str) -> tuple[str, str, str] | None:
+async def content_of(tx: Tx, document_id: str) -> tuple[str, str, str] | None:
     """(agent_id, title, content) of a document still `indexing`, or None."""
-    row = raw.execute(
+    row = await tx.fetchone(
         "SELECT agent_id, title, content FROM documents WHERE id = ? AND status = 'indexing'",
         (document_id,),
-    ).fetchone()
+    )
     return (row[0], row[1], row[2]) if row else None
 
 
-def insert_passages(
-    raw: sqlite3.Connection, document_id: str, agent_id: str, passages: Iterable[PassageRow]
+async def insert_passages(
+    tx: Tx, document_id: str, agent_id: str, passages: Iterable[PassageRow]
 ) -> None:
     """Insert passages (the insert trigger indexes each one)."""
-    raw.executemany(
+    await tx.executemany(
         "INSERT INTO passages (document_id, agent_id, position, heading, text)"
         " VALUES (?, ?, ?, ?, ?)",
         ((document_id, agent_id, p.position, p.heading, p.text) for p in passages),
     )
 
 
-def passage_ids(raw: sqlite3.Connection, document_id: str, first: int, last: int) -> list[int]:
+async def passage_ids(tx: Tx, document_id: str, first: int, last: int) -> list[int]:
     """The ids of a document's passages at positions first..last, in position order."""
-    rows = raw.execute(
+    rows = await tx.fetchall(
         "SELECT id FROM passages WHERE document_id = ? AND position BETWEEN ? AND ?"
         " ORDER BY position",
         (document_id, first, last),
-    ).fetchall()
+    )
     return [r[0] for r in rows]
 
 
-def insert_embeddings(
-    raw: sqlite3.Connection,
+async def insert_embeddings(
+    tx: Tx,
     agent_id: str,
     model: str,
     dims: int,
     vectors: Iterable[tuple[int, bytes]],
 ) -> None:
     """Store passages' embeddings: (passage_id, float32 little-endian bytes) pairs."""
-    raw.executemany(
+    await tx.executemany(
         "INSERT OR REPLACE INTO passage_embeddings (passage_id, agent_id, model, dims, vector)"
         " VALUES (?, ?, ?, ?, ?)",
         ((passage_id, agent_id, model, dims, blob) for passage_id, blob in vectors),
     )
 
 
-async def ready_vectors(
-    conn: aiosqlite.Connection, agent_id: str, model: str
-) -> list[tuple[int, int, bytes]]:
+async def ready_vectors(tx: Tx, agent_id: str, model: str) -> list[tuple[int, int, bytes]]:
     """(passage_id, dims, vector) by `model` of the agent's passages in `ready` documents."""
-    rows = await conn.execute_fetchall(
+    rows = await tx.fetchall(
         "SELECT e.passage_id, e.dims, e.vector FROM passage_embeddings AS e"
         " JOIN passages AS p ON p.id = e.passage_id"
         " JOIN documents AS d ON d.id = p.document_id"
@@ -199,19 +194,19 @@ LIMIT ?
 
 
 async def vec_search(
-    conn: aiosqlite.Connection, agent_id: str, model: str, query: bytes, dims: int, n: int
+    tx: Tx, agent_id: str, model: str, query: bytes, dims: int, n: int
 ) -> list[int]:
     """Passage ids nearest to a float32 query vector, by sqlite-vec's cosine distance."""
-    rows = await conn.execute_fetchall(_VEC_SEARCH, (agent_id, model, dims, query, n))
+    rows = await tx.fetchall(_VEC_SEARCH, (agent_id, model, dims, query, n))
     return [r[0] for r in rows]
 
 
-async def hits_by_id(conn: aiosqlite.Connection, agent_id: str, ids: list[int]) -> list[Hit]:
+async def hits_by_id(tx: Tx, agent_id: str, ids: list[int]) -> list[Hit]:
     """The agent's passages with these ids that belong to `ready` documents (any order)."""
     if not ids:
         return []
     marks = ",".join("?" * len(ids))
-    rows = await conn.execute_fetchall(
+    rows = await tx.fetchall(
         "SELECT p.id, p.document_id, d.title, p.heading, p.text, 0.0"
         " FROM passages AS p JOIN documents AS d ON d.id = p.document_id"
         f" WHERE p.id IN ({marks}) AND p.agent_id = ? AND d.status = 'ready'",
@@ -220,13 +215,13 @@ async def hits_by_id(conn: aiosqlite.Connection, agent_id: str, ids: list[int]) 
     return [Hit(*r) for r in rows]
 
 
-def clear_passages(raw: sqlite3.Connection, document_id: str) -> None:
+async def clear_passages(tx: Tx, document_id: str) -> None:
     """Remove a document's passages (to index it again from the start)."""
-    raw.execute("DELETE FROM passages WHERE document_id = ?", (document_id,))
+    await tx.execute("DELETE FROM passages WHERE document_id = ?", (document_id,))
 
 
-def finish(
-    raw: sqlite3.Connection,
+async def finish(
+    tx: Tx,
     document_id: str,
     status: str,
     passage_count: int,
@@ -234,16 +229,16 @@ def finish(
     now: str,
 ) -> bool:
     """Set a document's final status; False when it is gone or no longer `indexing`."""
-    cur = raw.execute(
+    changed = await tx.execute(
         "UPDATE documents SET status = ?, passage_count = ?, error = ?, updated_at = ?"
         " WHERE id = ? AND status = 'indexing'",
         (status, passage_count, error, now, document_id),
     )
-    return cur.rowcount > 0
+    return changed > 0
 
 
-def exists(raw: sqlite3.Connection, document_id: str) -> bool:
-    row = raw.execute("SELECT 1 FROM documents WHERE id = ?", (document_id,)).fetchone()
+async def exists(tx: Tx, document_id: str) -> bool:
+    row = await tx.fetchone("SELECT 1 FROM documents WHERE id = ?", (document_id,))
     return row is not None
 
 
@@ -265,9 +260,7 @@ LIMIT ?
 """
 
 
-async def search(
-    conn: aiosqlite.Connection, agent_id: str, match: str, k: int, margin: int
-) -> list[Hit]:
+async def search(tx: Tx, agent_id: str, match: str, k: int, margin: int) -> list[Hit]:
     """Run an FTS5 match expression for one agent and return its best k passages."""
-    rows = await conn.execute_fetchall(_SEARCH, (match, k + margin, agent_id, k))
+    rows = await tx.fetchall(_SEARCH, (match, k + margin, agent_id, k))
     return [Hit(*r) for r in rows]

@@ -2,23 +2,19 @@
 
 from __future__ import annotations
 
-import aiosqlite
+from agentsvc.db import Tx
 
 
-async def get_sealed(conn: aiosqlite.Connection, agent_id: str) -> str | None:
+async def get_sealed(tx: Tx, agent_id: str) -> str | None:
     """Return the sealed identity secret of an agent, or None when it has none."""
-    rows = await conn.execute_fetchall(
-        "SELECT identity_secret FROM agents WHERE id = ?", (agent_id,)
-    )
+    rows = await tx.fetchall("SELECT identity_secret FROM agents WHERE id = ?", (agent_id,))
     return rows[0][0] if rows else None
 
 
-async def set_sealed(
-    conn: aiosqlite.Connection, team_id: str, agent_id: str, sealed: str | None, now: str
-) -> bool:
+async def set_sealed(tx: Tx, team_id: str, agent_id: str, sealed: str | None, now: str) -> bool:
     """Set (or clear with None) the sealed secret; return False when the agent is absent."""
-    cursor = await conn.execute(
+    changed = await tx.execute(
         "UPDATE agents SET identity_secret = ?, updated_at = ? WHERE id = ? AND team_id = ?",
         (sealed, now, agent_id, team_id),
     )
-    return cursor.rowcount > 0
+    return changed > 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import aiosqlite
+from agentsvc.db import Tx
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,8 +25,8 @@ _COLUMNS = (
 )
 
 
-async def insert(conn: aiosqlite.Connection, invitation: Invitation, token_hash: str) -> None:
-    await conn.execute(
+async def insert(tx: Tx, invitation: Invitation, token_hash: str) -> None:
+    await tx.execute(
         f"INSERT INTO invitations ({_COLUMNS}, token_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             invitation.id,
@@ -43,8 +43,8 @@ async def insert(conn: aiosqlite.Connection, invitation: Invitation, token_hash:
     )
 
 
-async def list_for_team(conn: aiosqlite.Connection, team_id: str) -> list[Invitation]:
-    rows = await conn.execute_fetchall(
+async def list_for_team(tx: Tx, team_id: str) -> list[Invitation]:
+    rows = await tx.fetchall(
         f"SELECT {_COLUMNS} FROM invitations WHERE team_id = ?"
         " ORDER BY created_at DESC, rowid DESC",
         (team_id,),
@@ -52,48 +52,46 @@ async def list_for_team(conn: aiosqlite.Connection, team_id: str) -> list[Invita
     return [Invitation(*r) for r in rows]
 
 
-async def get(conn: aiosqlite.Connection, team_id: str, invitation_id: str) -> Invitation | None:
-    rows = await conn.execute_fetchall(
+async def get(tx: Tx, team_id: str, invitation_id: str) -> Invitation | None:
+    rows = await tx.fetchall(
         f"SELECT {_COLUMNS} FROM invitations WHERE id = ? AND team_id = ?",
         (invitation_id, team_id),
     )
     return Invitation(*rows[0]) if rows else None
 
 
-async def get_by_token(conn: aiosqlite.Connection, token_hash: str) -> Invitation | None:
-    rows = await conn.execute_fetchall(
+async def get_by_token(tx: Tx, token_hash: str) -> Invitation | None:
+    rows = await tx.fetchall(
         f"SELECT {_COLUMNS} FROM invitations WHERE token_hash = ?", (token_hash,)
     )
     return Invitation(*rows[0]) if rows else None
 
 
-async def transition(conn: aiosqlite.Connection, invitation_id: str, status: str, now: str) -> bool:
+async def transition(tx: Tx, invitation_id: str, status: str, now: str) -> bool:
     """Move a pending invitation to `status`; False when it was no longer pending."""
-    cur = await conn.execute(
+    changed = await tx.execute(
         "UPDATE invitations SET status = ?, updated_at = ? WHERE id = ? AND status = 'pending'",
         (status, now, invitation_id),
     )
-    return cur.rowcount > 0
+    return changed > 0
 
 
-async def cancel_pending_for_email(
-    conn: aiosqlite.Connection, team_id: str, email: str, now: str
-) -> int:
+async def cancel_pending_for_email(tx: Tx, team_id: str, email: str, now: str) -> int:
     """Cancel earlier pending invitations of an address (a new one replaces them); those
     already past their expiry stay expired."""
-    cur = await conn.execute(
+    changed = await tx.execute(
         "UPDATE invitations SET status = 'cancelled', updated_at = ?"
         " WHERE team_id = ? AND email = ? AND status = 'pending' AND expires_at > ?",
         (now, team_id, email, now),
     )
-    return cur.rowcount
+    return changed
 
 
-async def expire_due(conn: aiosqlite.Connection, now: str) -> int:
+async def expire_due(tx: Tx, now: str) -> int:
     """Mark every pending invitation past its time expired; return how many."""
-    cur = await conn.execute(
+    changed = await tx.execute(
         "UPDATE invitations SET status = 'expired', updated_at = ?"
         " WHERE status = 'pending' AND expires_at <= ?",
         (now, now),
     )
-    return cur.rowcount
+    return changed

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import aiosqlite
+from agentsvc.db import Tx
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,9 +20,9 @@ class OutboxMessage:
 _COLUMNS = "id, to_address, subject, sealed_body, reason, created_at"
 
 
-async def insert(conn: aiosqlite.Connection, message: OutboxMessage) -> None:
+async def insert(tx: Tx, message: OutboxMessage) -> None:
     """Insert a message whose body is already sealed."""
-    await conn.execute(
+    await tx.execute(
         f"INSERT INTO mail_outbox ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
         (
             message.id,
@@ -36,16 +36,16 @@ async def insert(conn: aiosqlite.Connection, message: OutboxMessage) -> None:
 
 
 async def list_recent(
-    conn: aiosqlite.Connection, to_address: str | None = None, limit: int = 100
+    tx: Tx, to_address: str | None = None, limit: int = 100
 ) -> list[OutboxMessage]:
     """Return the newest messages first (bodies sealed), optionally those to one address."""
     if to_address is None:
-        rows = await conn.execute_fetchall(
+        rows = await tx.fetchall(
             f"SELECT {_COLUMNS} FROM mail_outbox ORDER BY created_at DESC, rowid DESC LIMIT ?",
             (limit,),
         )
     else:
-        rows = await conn.execute_fetchall(
+        rows = await tx.fetchall(
             f"SELECT {_COLUMNS} FROM mail_outbox WHERE to_address = ? COLLATE NOCASE"
             " ORDER BY created_at DESC, rowid DESC LIMIT ?",
             (to_address, limit),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import aiosqlite
+from agentsvc.db import Tx
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,7 +20,7 @@ class SessionOwner:
 
 
 async def insert(
-    conn: aiosqlite.Connection,
+    tx: Tx,
     *,
     id: str,
     token_hash: str,
@@ -29,16 +29,16 @@ async def insert(
     now: str,
     expires_at: str,
 ) -> None:
-    await conn.execute(
+    await tx.execute(
         "INSERT INTO sessions (id, token_hash, user_id, team_id, created_at, expires_at)"
         " VALUES (?, ?, ?, ?, ?, ?)",
         (id, token_hash, user_id, team_id, now, expires_at),
     )
 
 
-async def get_owner(conn: aiosqlite.Connection, token_hash: str, now: str) -> SessionOwner | None:
+async def get_owner(tx: Tx, token_hash: str, now: str) -> SessionOwner | None:
     """Resolve a live session in one query; expired sessions and ex-members resolve to None."""
-    rows = await conn.execute_fetchall(
+    rows = await tx.fetchall(
         "SELECT s.id, s.user_id, s.team_id, m.role, t.plan, s.expires_at"
         " FROM sessions s"
         " JOIN memberships m ON m.team_id = s.team_id AND m.user_id = s.user_id"
@@ -49,27 +49,27 @@ async def get_owner(conn: aiosqlite.Connection, token_hash: str, now: str) -> Se
     return SessionOwner(*rows[0]) if rows else None
 
 
-async def extend(conn: aiosqlite.Connection, session_id: str, expires_at: str) -> None:
-    await conn.execute("UPDATE sessions SET expires_at = ? WHERE id = ?", (expires_at, session_id))
+async def extend(tx: Tx, session_id: str, expires_at: str) -> None:
+    await tx.execute("UPDATE sessions SET expires_at = ? WHERE id = ?", (expires_at, session_id))
 
 
-async def set_team(conn: aiosqlite.Connection, session_id: str, team_id: str) -> None:
-    await conn.execute("UPDATE sessions SET team_id = ? WHERE id = ?", (team_id, session_id))
+async def set_team(tx: Tx, session_id: str, team_id: str) -> None:
+    await tx.execute("UPDATE sessions SET team_id = ? WHERE id = ?", (team_id, session_id))
 
 
-async def delete_by_hash(conn: aiosqlite.Connection, token_hash: str) -> bool:
-    cur = await conn.execute("DELETE FROM sessions WHERE token_hash = ?", (token_hash,))
-    return cur.rowcount > 0
+async def delete_by_hash(tx: Tx, token_hash: str) -> bool:
+    changed = await tx.execute("DELETE FROM sessions WHERE token_hash = ?", (token_hash,))
+    return changed > 0
 
 
-async def delete_for_member(conn: aiosqlite.Connection, team_id: str, user_id: str) -> int:
+async def delete_for_member(tx: Tx, team_id: str, user_id: str) -> int:
     """End every session of a user acting in a team (the user was removed from it)."""
-    cur = await conn.execute(
+    changed = await tx.execute(
         "DELETE FROM sessions WHERE team_id = ? AND user_id = ?", (team_id, user_id)
     )
-    return cur.rowcount
+    return changed
 
 
-async def delete_expired(conn: aiosqlite.Connection, now: str) -> int:
-    cur = await conn.execute("DELETE FROM sessions WHERE expires_at <= ?", (now,))
-    return cur.rowcount
+async def delete_expired(tx: Tx, now: str) -> int:
+    changed = await tx.execute("DELETE FROM sessions WHERE expires_at <= ?", (now,))
+    return changed

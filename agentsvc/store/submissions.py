@@ -1,17 +1,15 @@
 """Form submissions, their delivery outbox, the attempt log and form analytics events.
 
-Reads are async on the reader; writes are plain functions of a raw sqlite3 connection, run
-inside `Database.run_sync` so a whole transaction costs one hop to the writer thread.
+Functions of a `Tx`: reads on `db.reader`, writes inside a unit of work (the submit and
+the outcome of an attempt are batched writes, so they cost no thread hop).
 """
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import astuple, dataclass
 from typing import Any
 
-import aiosqlite
-
+from agentsvc.db import Tx
 from agentsvc.store.rows import dump_json, load_json
 
 
@@ -101,16 +99,16 @@ def _attempt(row: Any) -> Attempt:
     return Attempt(**values)
 
 
-def insert_submission(raw: sqlite3.Connection, sub: Submission) -> None:
+async def insert_submission(tx: Tx, sub: Submission) -> None:
     values = tuple(
         dump_json(v) if n in _SUB_JSON else v
         for n, v in zip(_SUB_FIELDS, astuple(sub), strict=True)
     )
     marks = ", ".join("?" for _ in _SUB_FIELDS)
-    raw.execute(f"INSERT INTO form_submissions ({_SUB_COLUMNS}) VALUES ({marks})", values)
+    await tx.execute(f"INSERT INTO form_submissions ({_SUB_COLUMNS}) VALUES ({marks})", values)
 
 
-def insert_deliveries(raw: sqlite3.Connection, deliveries: list[Delivery]) -> None:
+async def insert_deliveries(tx: Tx, deliveries: list[Delivery]) -> None:
     rows = [
         tuple(
             dump_json(v) if n == "spec" else v for n, v in zip(_DLV_FIELDS, astuple(d), strict=True)
@@ -118,7 +116,7 @@ def insert_deliveries(raw: sqlite3.Connection, deliveries: list[Delivery]) -> No
         for d in deliveries
     ]
     marks = ", ".join("?" for _ in _DLV_FIELDS)
-    raw.executemany(f"INSERT INTO form_deliveries ({_DLV_COLUMNS}) VALUES ({marks})", rows)
+    await tx.executemany(f"INSERT INTO form_deliveries ({_DLV_COLUMNS}) VALUES ({marks})", rows)
 
 
 def _submission_query(submission_id: str, team_id: str | None) -> tuple[str, tuple]:
@@ -129,46 +127,45 @@ def _submission_query(submission_id: str, team_id: str | None) -> tuple[str, tup
 
 
 async def get_submission(
-    conn: aiosqlite.Connection, submission_id: str, team_id: str | None = None
+    tx: Tx, submission_id: str, team_id: str | None = None
 ) -> Submission | None:
     """A submission by id; with team_id, only that team's."""
-    rows = await conn.execute_fetchall(*_submission_query(submission_id, team_id))
+    rows = await tx.fetchall(*_submission_query(submission_id, team_id))
     return _submission(rows[0]) if rows else None
 
 
-async def get_submissions(conn: aiosqlite.Connection, ids: list[str]) -> list[Submission]:
+async def get_submissions(tx: Tx, ids: list[str]) -> list[Submission]:
     """Submissions by id (those that exist), in one query."""
     if not ids:
         return []
     marks = ", ".join("?" for _ in ids)
-    rows = await conn.execute_fetchall(
+    rows = await tx.fetchall(
         f"SELECT {_SUB_COLUMNS} FROM form_submissions WHERE id IN ({marks})", ids
     )
     return [_submission(r) for r in rows]
 
 
-def read_submission(
-    raw: sqlite3.Connection, submission_id: str, team_id: str | None = None
+async def read_submission(
+    tx: Tx, submission_id: str, team_id: str | None = None
 ) -> Submission | None:
     """`get_submission` inside a write transaction."""
-    row = raw.execute(*_submission_query(submission_id, team_id)).fetchone()
+    row = await tx.fetchone(*_submission_query(submission_id, team_id))
     return _submission(row) if row else None
 
 
-def read_deliveries(raw: sqlite3.Connection, submission_id: str) -> list[Delivery]:
+async def read_deliveries(tx: Tx, submission_id: str) -> list[Delivery]:
     """`deliveries_for` inside a write transaction."""
-    rows = raw.execute(
+    rows = await tx.fetchall(
         f"SELECT {_DLV_COLUMNS} FROM form_deliveries WHERE submission_id = ? ORDER BY position",
         (submission_id,),
-    ).fetchall()
+    )
     return [_delivery(r) for r in rows]
 
 
-def delivery_exists(raw: sqlite3.Connection, delivery_id: str) -> bool:
+async def delivery_exists(tx: Tx, delivery_id: str) -> bool:
     return (
-        raw.execute("SELECT 1 FROM form_deliveries WHERE id = ?", (delivery_id,)).fetchone()
-        is not None
-    )
+        await tx.fetchone("SELECT 1 FROM form_deliveries WHERE id = ?", (delivery_id,))
+    ) is not None
 
 
 def _filters(team_id: str, status: str | None, agent_id: str | None, tool_id: str | None):
@@ -182,7 +179,7 @@ def _filters(team_id: str, status: str | None, agent_id: str | None, tool_id: st
 
 
 async def list_submissions(
-    conn: aiosqlite.Connection,
+    tx: Tx,
     team_id: str,
     *,
     status: str | None,
@@ -193,7 +190,7 @@ async def list_submissions(
 ) -> tuple[list[Submission], int]:
     """A page of the team's submissions, newest first, and the total that match."""
     where, args = _filters(team_id, status, agent_id, tool_id)
-    rows = await conn.execute_fetchall(
+    rows = await tx.fetchall(
         f"SELECT {_SUB_COLUMNS}, COUNT(*) OVER () FROM form_submissions WHERE {where}"
         " ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?",
         (*args, limit, offset),
@@ -203,35 +200,31 @@ async def list_submissions(
     if offset == 0:
         return [], 0
     # A page past the end still reports the total.
-    count = await conn.execute_fetchall(
-        f"SELECT COUNT(*) FROM form_submissions WHERE {where}", args
-    )
+    count = await tx.fetchall(f"SELECT COUNT(*) FROM form_submissions WHERE {where}", args)
     return [], int(count[0][0])
 
 
-def update_submission(
-    raw: sqlite3.Connection, submission_id: str, fields: dict[str, Any], now: str
-) -> None:
+async def update_submission(tx: Tx, submission_id: str, fields: dict[str, Any], now: str) -> None:
     """Set some columns of a submission (JSON columns serialised)."""
     assignments = "".join(f"{col} = ?, " for col in fields)
     values = [dump_json(v) if k in _SUB_JSON else v for k, v in fields.items()]
-    raw.execute(
+    await tx.execute(
         f"UPDATE form_submissions SET {assignments}updated_at = ? WHERE id = ?",
         (*values, now, submission_id),
     )
 
 
-async def deliveries_for(conn: aiosqlite.Connection, submission_id: str) -> list[Delivery]:
-    rows = await conn.execute_fetchall(
+async def deliveries_for(tx: Tx, submission_id: str) -> list[Delivery]:
+    rows = await tx.fetchall(
         f"SELECT {_DLV_COLUMNS} FROM form_deliveries WHERE submission_id = ? ORDER BY position",
         (submission_id,),
     )
     return [_delivery(r) for r in rows]
 
 
-async def attempts_for(conn: aiosqlite.Connection, submission_id: str) -> list[Attempt]:
+async def attempts_for(tx: Tx, submission_id: str) -> list[Attempt]:
     """Every attempt of a submission's deliveries, in order."""
-    rows = await conn.execute_fetchall(
+    rows = await tx.fetchall(
         f"SELECT {', '.join('a.' + c for c in _ATT_FIELDS)} FROM form_delivery_attempts a"
         " JOIN form_deliveries d ON d.id = a.delivery_id WHERE d.submission_id = ?"
         " ORDER BY d.position, a.attempt",
@@ -240,66 +233,62 @@ async def attempts_for(conn: aiosqlite.Connection, submission_id: str) -> list[A
     return [_attempt(r) for r in rows]
 
 
-def claim_due(raw: sqlite3.Connection, now: str, lease_until: str, limit: int) -> list[Delivery]:
+async def claim_due(tx: Tx, now: str, lease_until: str, limit: int) -> list[Delivery]:
     """Lease up to `limit` due deliveries (pending, due, not leased) and return them."""
-    rows = raw.execute(
+    rows = await tx.fetchall(
         f"UPDATE form_deliveries SET lease_until = ? WHERE id IN ("
         " SELECT id FROM form_deliveries WHERE status = 'pending' AND next_attempt_at <= ?"
         " AND (lease_until IS NULL OR lease_until <= ?) ORDER BY next_attempt_at LIMIT ?)"
         f" RETURNING {_DLV_COLUMNS}",
         (lease_until, now, now, limit),
-    ).fetchall()
+    )
     return sorted((_delivery(r) for r in rows), key=lambda d: (d.next_attempt_at, d.position))
 
 
-async def count_pending(conn: aiosqlite.Connection) -> int:
+async def count_pending(tx: Tx) -> int:
     """How many deliveries are waiting to be sent (the outbox depth)."""
-    rows = await conn.execute_fetchall(
-        "SELECT COUNT(*) FROM form_deliveries WHERE status = 'pending'"
-    )
+    rows = await tx.fetchall("SELECT COUNT(*) FROM form_deliveries WHERE status = 'pending'")
     return rows[0][0]
 
 
-async def next_due_at(conn: aiosqlite.Connection) -> str | None:
+async def next_due_at(tx: Tx) -> str | None:
     """When the earliest pending delivery becomes claimable (its time or its lease's end)."""
-    rows = await conn.execute_fetchall(
+    rows = await tx.fetchall(
         "SELECT MIN(CASE WHEN lease_until > next_attempt_at THEN lease_until"
         " ELSE next_attempt_at END) FROM form_deliveries WHERE status = 'pending'"
     )
     return rows[0][0] if rows else None
 
 
-def release_all_leases(raw: sqlite3.Connection) -> int:
+async def release_all_leases(tx: Tx) -> int:
     """Drop every lease (at start-up: no attempt of a previous process is still running)."""
-    cur = raw.execute(
+    changed = await tx.execute(
         "UPDATE form_deliveries SET lease_until = NULL"
         " WHERE status = 'pending' AND lease_until IS NOT NULL"
     )
-    return cur.rowcount
+    return changed
 
 
-def record_attempt(raw: sqlite3.Connection, attempt: Attempt) -> None:
+async def record_attempt(tx: Tx, attempt: Attempt) -> None:
     values = tuple(
         int(v) if n == "success" else v for n, v in zip(_ATT_FIELDS, astuple(attempt), strict=True)
     )
-    raw.execute(
+    await tx.execute(
         f"INSERT INTO form_delivery_attempts ({_ATT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         values,
     )
 
 
-def update_delivery(
-    raw: sqlite3.Connection, delivery_id: str, fields: dict[str, Any], now: str
-) -> None:
+async def update_delivery(tx: Tx, delivery_id: str, fields: dict[str, Any], now: str) -> None:
     assignments = "".join(f"{col} = ?, " for col in fields)
-    raw.execute(
+    await tx.execute(
         f"UPDATE form_deliveries SET {assignments}updated_at = ? WHERE id = ?",
         (*fields.values(), now, delivery_id),
     )
 
 
-def insert_event(
-    raw: sqlite3.Connection,
+async def insert_event(
+    tx: Tx,
     *,
     tool_id: str,
     agent_id: str,
@@ -307,16 +296,16 @@ def insert_event(
     session_id: str | None,
     now: str,
 ) -> None:
-    raw.execute(
+    await tx.execute(
         "INSERT INTO form_events (tool_id, agent_id, event_type, session_id, created_at)"
         " VALUES (?, ?, ?, ?, ?)",
         (tool_id, agent_id, event_type, session_id, now),
     )
 
 
-async def event_counts(conn: aiosqlite.Connection, agent_id: str) -> dict[tuple[str, str], int]:
+async def event_counts(tx: Tx, agent_id: str) -> dict[tuple[str, str], int]:
     """(tool id, event type) -> number of events, for an agent's forms."""
-    rows = await conn.execute_fetchall(
+    rows = await tx.fetchall(
         "SELECT tool_id, event_type, COUNT(*) FROM form_events WHERE agent_id = ?"
         " GROUP BY tool_id, event_type",
         (agent_id,),
@@ -324,11 +313,11 @@ async def event_counts(conn: aiosqlite.Connection, agent_id: str) -> dict[tuple[
     return {(r[0], r[1]): int(r[2]) for r in rows}
 
 
-async def outcome_counts(conn: aiosqlite.Connection, agent_id: str) -> dict[str, dict[str, int]]:
+async def outcome_counts(tx: Tx, agent_id: str) -> dict[str, dict[str, int]]:
     """tool id -> {submitted, successful, failed, unseen, unstarted} over an agent's
     submissions; `unseen` and `unstarted` count those sent without `impressionAt` and
     without `startedAt` (the widget sends both, with its impression and start events)."""
-    rows = await conn.execute_fetchall(
+    rows = await tx.fetchall(
         "SELECT tool_id, COUNT(*),"
         " SUM(status = 'success' OR (execution_mode = 'webhook' AND status = 'webhook_success')"
         "     OR (execution_mode = 'client' AND status = 'client_success')),"
@@ -349,9 +338,9 @@ async def outcome_counts(conn: aiosqlite.Connection, agent_id: str) -> dict[str,
     }
 
 
-async def field_counts(conn: aiosqlite.Connection, agent_id: str) -> dict[tuple[str, str], int]:
+async def field_counts(tx: Tx, agent_id: str) -> dict[tuple[str, str], int]:
     """(tool id, field name) -> number of submissions that completed that field."""
-    rows = await conn.execute_fetchall(
+    rows = await tx.fetchall(
         "SELECT s.tool_id, f.value, COUNT(*) FROM form_submissions s,"
         " json_each(s.fields_completed) f WHERE s.agent_id = ? GROUP BY s.tool_id, f.value",
         (agent_id,),
@@ -359,12 +348,12 @@ async def field_counts(conn: aiosqlite.Connection, agent_id: str) -> dict[tuple[
     return {(r[0], r[1]): int(r[2]) for r in rows}
 
 
-async def member_emails(conn: aiosqlite.Connection, team_id: str, user_ids: list[str]) -> list[str]:
+async def member_emails(tx: Tx, team_id: str, user_ids: list[str]) -> list[str]:
     """E-mail addresses of those users who are members of the team, in the order given."""
     if not user_ids:
         return []
     marks = ", ".join("?" for _ in user_ids)
-    rows = await conn.execute_fetchall(
+    rows = await tx.fetchall(
         f"SELECT u.id, u.email FROM users u JOIN memberships m ON m.user_id = u.id"
         f" WHERE m.team_id = ? AND u.id IN ({marks})",
         (team_id, *user_ids),
@@ -379,43 +368,41 @@ _FILE_BYTES_SQL = (
 )
 
 
-async def file_bytes_of_agent(conn: aiosqlite.Connection, agent_id: str) -> int:
+async def file_bytes_of_agent(tx: Tx, agent_id: str) -> int:
     """Total size of the agent's stored form files."""
-    rows = await conn.execute_fetchall(_FILE_BYTES_SQL, (agent_id,))
+    rows = await tx.fetchall(_FILE_BYTES_SQL, (agent_id,))
     return int(rows[0][0])
 
 
-def read_file_bytes_of_agent(raw: sqlite3.Connection, agent_id: str) -> int:
+async def read_file_bytes_of_agent(tx: Tx, agent_id: str) -> int:
     """`file_bytes_of_agent` inside a write transaction."""
-    return int(raw.execute(_FILE_BYTES_SQL, (agent_id,)).fetchone()[0])
+    return int(await tx.fetchval(_FILE_BYTES_SQL, (agent_id,)))
 
 
-def conversation_of_agent(raw: sqlite3.Connection, agent_id: str, conversation_id: str) -> bool:
+async def conversation_of_agent(tx: Tx, agent_id: str, conversation_id: str) -> bool:
     """Whether the conversation exists and belongs to the agent."""
-    row = raw.execute(
+    row = await tx.fetchone(
         "SELECT 1 FROM conversations WHERE id = ? AND agent_id = ?", (conversation_id, agent_id)
-    ).fetchone()
+    )
     return row is not None
 
 
-def add_conversation_note(
-    raw: sqlite3.Connection, *, message_id: str, conversation_id: str, text: str, now: str
+async def add_conversation_note(
+    tx: Tx, *, message_id: str, conversation_id: str, text: str, now: str
 ) -> None:
     """Append a user-side message to a conversation (what the end user did, for the model)."""
-    raw.execute(
+    await tx.execute(
         "INSERT INTO messages (id, conversation_id, role, content, status, created_at)"
         " VALUES (?, ?, 'user', ?, 'complete', ?)",
         (message_id, conversation_id, text, now),
     )
-    raw.execute("UPDATE conversations SET updated_at = ? WHERE id = ?", (now, conversation_id))
+    await tx.execute("UPDATE conversations SET updated_at = ? WHERE id = ?", (now, conversation_id))
 
 
-async def existing_ids(conn: aiosqlite.Connection, ids: list[str]) -> set[str]:
+async def existing_ids(tx: Tx, ids: list[str]) -> set[str]:
     """Which of these submission ids exist."""
     if not ids:
         return set()
     marks = ", ".join("?" for _ in ids)
-    rows = await conn.execute_fetchall(
-        f"SELECT id FROM form_submissions WHERE id IN ({marks})", ids
-    )
+    rows = await tx.fetchall(f"SELECT id FROM form_submissions WHERE id IN ({marks})", ids)
     return {r[0] for r in rows}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import aiosqlite
+from agentsvc.db import Tx
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,9 +23,9 @@ _MEMBER = (
 )
 
 
-async def list_members(conn: aiosqlite.Connection, team_id: str) -> list[Member]:
+async def list_members(tx: Tx, team_id: str) -> list[Member]:
     """The team's members, the team's owner first, then by joining time."""
-    rows = await conn.execute_fetchall(
+    rows = await tx.fetchall(
         f"{_MEMBER} JOIN teams t ON t.id = m.team_id WHERE m.team_id = ?"
         " ORDER BY (u.id = t.owner_user_id) DESC, m.created_at, m.rowid",
         (team_id,),
@@ -33,35 +33,33 @@ async def list_members(conn: aiosqlite.Connection, team_id: str) -> list[Member]
     return [Member(*r) for r in rows]
 
 
-async def get_member(conn: aiosqlite.Connection, team_id: str, member_id: str) -> Member | None:
-    rows = await conn.execute_fetchall(
-        f"{_MEMBER} WHERE m.team_id = ? AND m.id = ?", (team_id, member_id)
-    )
+async def get_member(tx: Tx, team_id: str, member_id: str) -> Member | None:
+    rows = await tx.fetchall(f"{_MEMBER} WHERE m.team_id = ? AND m.id = ?", (team_id, member_id))
     return Member(*rows[0]) if rows else None
 
 
-async def delete_membership(conn: aiosqlite.Connection, team_id: str, member_id: str) -> bool:
-    cur = await conn.execute(
+async def delete_membership(tx: Tx, team_id: str, member_id: str) -> bool:
+    changed = await tx.execute(
         "DELETE FROM memberships WHERE team_id = ? AND id = ?", (team_id, member_id)
     )
-    return cur.rowcount > 0
+    return changed > 0
 
 
 async def add_membership(
-    conn: aiosqlite.Connection, *, id: str, team_id: str, user_id: str, role: str, now: str
+    tx: Tx, *, id: str, team_id: str, user_id: str, role: str, now: str
 ) -> bool:
     """Add a user to a team; False when the user already belongs to it."""
-    cur = await conn.execute(
+    changed = await tx.execute(
         "INSERT OR IGNORE INTO memberships (id, team_id, user_id, role, created_at)"
         " VALUES (?, ?, ?, ?, ?)",
         (id, team_id, user_id, role, now),
     )
-    return cur.rowcount > 0
+    return changed > 0
 
 
-async def latest_team_of_user(conn: aiosqlite.Connection, user_id: str) -> str | None:
+async def latest_team_of_user(tx: Tx, user_id: str) -> str | None:
     """The team the user joined most recently (an invited user lands in the inviting team)."""
-    rows = await conn.execute_fetchall(
+    rows = await tx.fetchall(
         "SELECT team_id FROM memberships WHERE user_id = ?"
         " ORDER BY created_at DESC, rowid DESC LIMIT 1",
         (user_id,),
@@ -69,16 +67,16 @@ async def latest_team_of_user(conn: aiosqlite.Connection, user_id: str) -> str |
     return rows[0][0] if rows else None
 
 
-async def is_member(conn: aiosqlite.Connection, team_id: str, user_id: str) -> bool:
-    rows = await conn.execute_fetchall(
+async def is_member(tx: Tx, team_id: str, user_id: str) -> bool:
+    rows = await tx.fetchall(
         "SELECT 1 FROM memberships WHERE team_id = ? AND user_id = ?", (team_id, user_id)
     )
     return bool(rows)
 
 
-async def teams_of_user(conn: aiosqlite.Connection, user_id: str) -> list[tuple[str, str, str]]:
+async def teams_of_user(tx: Tx, user_id: str) -> list[tuple[str, str, str]]:
     """Every team the user belongs to, as (team id, team name, role), oldest first."""
-    rows = await conn.execute_fetchall(
+    rows = await tx.fetchall(
         "SELECT t.id, t.name, m.role FROM memberships m JOIN teams t ON t.id = m.team_id"
         " WHERE m.user_id = ? ORDER BY m.created_at, m.rowid",
         (user_id,),

@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import astuple, dataclass
 from typing import Any
 
-import aiosqlite
-
+from agentsvc.db import Tx
 from agentsvc.store.rows import dump_json, load_json
 
 
@@ -67,41 +66,39 @@ def _from_row(row: Any) -> Tool:
     return Tool(**values)
 
 
-async def insert(conn: aiosqlite.Connection, tool: Tool) -> None:
+async def insert(tx: Tx, tool: Tool) -> None:
     placeholders = ", ".join("?" for _ in _FIELDS)
-    await conn.execute(
+    await tx.execute(
         f"INSERT INTO tools ({_COLUMNS}) VALUES ({placeholders})",
         tuple(_to_db(n, v) for n, v in zip(_FIELDS, astuple(tool), strict=True)),
     )
 
 
-async def get(conn: aiosqlite.Connection, team_id: str, tool_id: str) -> Tool | None:
+async def get(tx: Tx, team_id: str, tool_id: str) -> Tool | None:
     """Return the team's tool, or None when absent or another team's."""
-    rows = await conn.execute_fetchall(
+    rows = await tx.fetchall(
         f"SELECT {_COLUMNS} FROM tools WHERE id = ? AND team_id = ?", (tool_id, team_id)
     )
     return _from_row(rows[0]) if rows else None
 
 
-async def get_public(conn: aiosqlite.Connection, tool_id: str) -> Tool | None:
+async def get_public(tx: Tx, tool_id: str) -> Tool | None:
     """Return a tool by id alone, for public endpoints addressed by tool id."""
-    rows = await conn.execute_fetchall(f"SELECT {_COLUMNS} FROM tools WHERE id = ?", (tool_id,))
+    rows = await tx.fetchall(f"SELECT {_COLUMNS} FROM tools WHERE id = ?", (tool_id,))
     return _from_row(rows[0]) if rows else None
 
 
-async def get_by_name(conn: aiosqlite.Connection, agent_id: str, name: str) -> Tool | None:
+async def get_by_name(tx: Tx, agent_id: str, name: str) -> Tool | None:
     """Return an agent's tool by its name."""
-    rows = await conn.execute_fetchall(
+    rows = await tx.fetchall(
         f"SELECT {_COLUMNS} FROM tools WHERE agent_id = ? AND name = ?", (agent_id, name)
     )
     return _from_row(rows[0]) if rows else None
 
 
-async def enabled_forms_named(
-    conn: aiosqlite.Connection, team_id: str, name: str, limit: int = 2
-) -> list[Tool]:
+async def enabled_forms_named(tx: Tx, team_id: str, name: str, limit: int = 2) -> list[Tool]:
     """Up to `limit` enabled form tools of that name among the team's agents, oldest first."""
-    rows = await conn.execute_fetchall(
+    rows = await tx.fetchall(
         f"SELECT {_COLUMNS} FROM tools WHERE team_id = ? AND name = ?"
         " AND execution_type = 'form' AND is_enabled ORDER BY created_at, rowid LIMIT ?",
         (team_id, name, limit),
@@ -109,9 +106,9 @@ async def enabled_forms_named(
     return [_from_row(r) for r in rows]
 
 
-async def list_for_agent(conn: aiosqlite.Connection, team_id: str, agent_id: str) -> list[Tool]:
+async def list_for_agent(tx: Tx, team_id: str, agent_id: str) -> list[Tool]:
     """Return the team agent's tools, oldest first."""
-    rows = await conn.execute_fetchall(
+    rows = await tx.fetchall(
         f"SELECT {_COLUMNS} FROM tools WHERE agent_id = ? AND team_id = ?"
         " ORDER BY created_at, rowid",
         (agent_id, team_id),
@@ -119,9 +116,9 @@ async def list_for_agent(conn: aiosqlite.Connection, team_id: str, agent_id: str
     return [_from_row(r) for r in rows]
 
 
-async def list_enabled_for_agent(conn: aiosqlite.Connection, agent_id: str) -> list[Tool]:
+async def list_enabled_for_agent(tx: Tx, agent_id: str) -> list[Tool]:
     """Return an agent's enabled tools, oldest first (what the chat loop offers the model)."""
-    rows = await conn.execute_fetchall(
+    rows = await tx.fetchall(
         f"SELECT {_COLUMNS} FROM tools WHERE agent_id = ? AND is_enabled = 1"
         " ORDER BY created_at, rowid",
         (agent_id,),
@@ -129,35 +126,31 @@ async def list_enabled_for_agent(conn: aiosqlite.Connection, agent_id: str) -> l
     return [_from_row(r) for r in rows]
 
 
-async def count_for_agent(conn: aiosqlite.Connection, agent_id: str) -> int:
-    rows = await conn.execute_fetchall("SELECT COUNT(*) FROM tools WHERE agent_id = ?", (agent_id,))
+async def count_for_agent(tx: Tx, agent_id: str) -> int:
+    rows = await tx.fetchall("SELECT COUNT(*) FROM tools WHERE agent_id = ?", (agent_id,))
     return int(rows[0][0])
 
 
-async def name_taken(
-    conn: aiosqlite.Connection, agent_id: str, name: str, except_id: str | None = None
-) -> bool:
+async def name_taken(tx: Tx, agent_id: str, name: str, except_id: str | None = None) -> bool:
     """Whether another tool of the agent already has this name."""
-    rows = await conn.execute_fetchall(
+    rows = await tx.fetchall(
         "SELECT 1 FROM tools WHERE agent_id = ? AND name = ? AND id IS NOT ?",
         (agent_id, name, except_id),
     )
     return bool(rows)
 
 
-async def update(
-    conn: aiosqlite.Connection, team_id: str, tool_id: str, fields: dict[str, Any], now: str
-) -> bool:
+async def update(tx: Tx, team_id: str, tool_id: str, fields: dict[str, Any], now: str) -> bool:
     """Set some columns of a tool (see UPDATABLE); return False when absent."""
     assert set(fields) <= UPDATABLE, fields
     assignments = "".join(f"{col} = ?, " for col in fields)
-    cur = await conn.execute(
+    changed = await tx.execute(
         f"UPDATE tools SET {assignments}updated_at = ? WHERE id = ? AND team_id = ?",
         (*(_to_db(k, v) for k, v in fields.items()), now, tool_id, team_id),
     )
-    return cur.rowcount > 0
+    return changed > 0
 
 
-async def delete(conn: aiosqlite.Connection, team_id: str, tool_id: str) -> bool:
-    cur = await conn.execute("DELETE FROM tools WHERE id = ? AND team_id = ?", (tool_id, team_id))
-    return cur.rowcount > 0
+async def delete(tx: Tx, team_id: str, tool_id: str) -> bool:
+    changed = await tx.execute("DELETE FROM tools WHERE id = ? AND team_id = ?", (tool_id, team_id))
+    return changed > 0

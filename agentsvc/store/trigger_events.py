@@ -1,14 +1,15 @@
-"""Trigger events: one batch of widget events counted into the stats, synchronously.
+"""Trigger events: one batch of widget events counted into the stats.
 
-`write_batch` runs on the writer's thread inside one transaction (see `Database.run_sync`),
-so a whole batch costs one thread hop, one UPDATE per trigger and one commit.
+`write_batch` runs inside one batched write (`Database.write_batched`), so a whole batch
+costs one UPDATE per trigger and one commit.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from collections import defaultdict
 from typing import NamedTuple
+
+from agentsvc.db import Tx
 
 _CHUNK = 500  # stays far below SQLite's limit on bound variables
 
@@ -37,12 +38,12 @@ class _Known(NamedTuple):
     action_type: str
 
 
-def _known(raw: sqlite3.Connection, trigger_ids: list[str]) -> dict[str, _Known]:
+async def _known(tx: Tx, trigger_ids: list[str]) -> dict[str, _Known]:
     known: dict[str, _Known] = {}
     for start in range(0, len(trigger_ids), _CHUNK):
         chunk = trigger_ids[start : start + _CHUNK]
         marks = ",".join("?" * len(chunk))
-        rows = raw.execute(
+        rows = await tx.fetchall(
             f"SELECT id, agent_id, name, trigger_type, action_type FROM triggers"
             f" WHERE id IN ({marks})",
             chunk,
@@ -66,23 +67,23 @@ def _check(event: TriggerEvent, trigger: _Known | None) -> str | Mismatch | None
     return event.trigger_id
 
 
-def _by_name(raw: sqlite3.Connection, agent_id: str, name: str) -> str | None:
-    row = raw.execute(
+async def _by_name(tx: Tx, agent_id: str, name: str) -> str | None:
+    row = await tx.fetchone(
         "SELECT id FROM triggers WHERE agent_id = ? AND name = ?"
         " ORDER BY created_at ASC, rowid ASC LIMIT 1",
         (agent_id, name),
-    ).fetchone()
+    )
     return row[0] if row else None
 
 
-def write_batch(raw: sqlite3.Connection, events: list[TriggerEvent]) -> list[str | Mismatch | None]:
+async def write_batch(tx: Tx, events: list[TriggerEvent]) -> list[str | Mismatch | None]:
     """Count the events whose trigger belongs to their agent and matches them.
 
     Returns, per event, the id of the trigger it was counted for, None when it names no
     trigger of its agent, or a Mismatch when its triggerId names a trigger whose name, type
     or action differ from the event's (neither is counted).
     """
-    known = _known(raw, sorted({e.trigger_id for e in events if e.trigger_id}))
+    known = await _known(tx, sorted({e.trigger_id for e in events if e.trigger_id}))
     named: dict[tuple[str, str], str | None] = {}
     resolved: list[str | Mismatch | None] = []
     for event in events:
@@ -91,7 +92,7 @@ def write_batch(raw: sqlite3.Connection, events: list[TriggerEvent]) -> list[str
         else:
             key = (event.agent_id, event.trigger_name)
             if key not in named:
-                named[key] = _by_name(raw, *key)
+                named[key] = await _by_name(tx, *key)
             resolved.append(named[key])
 
     counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
@@ -99,7 +100,7 @@ def write_batch(raw: sqlite3.Connection, events: list[TriggerEvent]) -> list[str
         if isinstance(trigger_id, str):
             counts[trigger_id][0 if event.event_type == "fired" else 1] += 1
     if counts:
-        raw.executemany(
+        await tx.executemany(
             "UPDATE triggers SET fired_count = fired_count + ?,"
             " converted_count = converted_count + ? WHERE id = ?",
             [(fired, converted, tid) for tid, (fired, converted) in counts.items()],

@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import aiosqlite
-
+from agentsvc.db import Tx
 from agentsvc.store.rows import dump_json, load_json
 
 
@@ -68,8 +67,8 @@ def _from_row(row: Any) -> Trigger:
     )
 
 
-async def insert(conn: aiosqlite.Connection, trigger: Trigger) -> None:
-    await conn.execute(
+async def insert(tx: Tx, trigger: Trigger) -> None:
+    await tx.execute(
         f"INSERT INTO triggers ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             trigger.id,
@@ -90,29 +89,29 @@ async def insert(conn: aiosqlite.Connection, trigger: Trigger) -> None:
     )
 
 
-async def get(conn: aiosqlite.Connection, team_id: str, trigger_id: str) -> Trigger | None:
+async def get(tx: Tx, team_id: str, trigger_id: str) -> Trigger | None:
     """Return the team's trigger, or None when absent or another team's."""
-    rows = await conn.execute_fetchall(
+    rows = await tx.fetchall(
         f"SELECT {_COLUMNS} FROM triggers WHERE id = ? AND team_id = ?", (trigger_id, team_id)
     )
     return _from_row(rows[0]) if rows else None
 
 
-async def list_for_agent(conn: aiosqlite.Connection, agent_id: str) -> list[Trigger]:
+async def list_for_agent(tx: Tx, agent_id: str) -> list[Trigger]:
     """Return every trigger of an agent in execution order."""
-    rows = await conn.execute_fetchall(
+    rows = await tx.fetchall(
         f"SELECT {_COLUMNS} FROM triggers WHERE agent_id = ? {_ORDER}", (agent_id,)
     )
     return [_from_row(r) for r in rows]
 
 
-async def list_for_widget(conn: aiosqlite.Connection, agent_id: str) -> list[Trigger]:
+async def list_for_widget(tx: Tx, agent_id: str) -> list[Trigger]:
     """Return the enabled triggers the widget can run, in execution order.
 
     A `show_form` trigger whose form tool was since disabled or deleted is left out, so the
     widget never receives an action it cannot perform.
     """
-    rows = await conn.execute_fetchall(
+    rows = await tx.fetchall(
         f"SELECT {_COLUMNS} FROM triggers t WHERE agent_id = ? AND is_enabled = 1"
         " AND (action_type != 'show_form' OR EXISTS (SELECT 1 FROM tools"
         "   WHERE tools.id = json_extract(t.action_config, '$.toolId')"
@@ -123,9 +122,7 @@ async def list_for_widget(conn: aiosqlite.Connection, agent_id: str) -> list[Tri
     return [_from_row(r) for r in rows]
 
 
-async def update(
-    conn: aiosqlite.Connection, team_id: str, trigger_id: str, fields: dict[str, Any], now: str
-) -> bool:
+async def update(tx: Tx, team_id: str, trigger_id: str, fields: dict[str, Any], now: str) -> bool:
     """Set some columns of a trigger; return False when it does not exist for the team."""
     assert set(fields) <= UPDATABLE, fields
     values = [
@@ -133,42 +130,42 @@ async def update(
         for k, v in fields.items()
     ]
     assignments = "".join(f"{col} = ?, " for col in fields)
-    cur = await conn.execute(
+    changed = await tx.execute(
         f"UPDATE triggers SET {assignments}updated_at = ? WHERE id = ? AND team_id = ?",
         (*values, now, trigger_id, team_id),
     )
-    return cur.rowcount > 0
+    return changed > 0
 
 
-async def toggle(conn: aiosqlite.Connection, team_id: str, trigger_id: str, now: str) -> bool:
+async def toggle(tx: Tx, team_id: str, trigger_id: str, now: str) -> bool:
     """Invert `is_enabled` in one statement (two concurrent toggles both count)."""
-    cur = await conn.execute(
+    changed = await tx.execute(
         "UPDATE triggers SET is_enabled = 1 - is_enabled, updated_at = ?"
         " WHERE id = ? AND team_id = ?",
         (now, trigger_id, team_id),
     )
-    return cur.rowcount > 0
+    return changed > 0
 
 
-async def delete(conn: aiosqlite.Connection, team_id: str, trigger_id: str) -> bool:
-    cur = await conn.execute(
+async def delete(tx: Tx, team_id: str, trigger_id: str) -> bool:
+    changed = await tx.execute(
         "DELETE FROM triggers WHERE id = ? AND team_id = ?", (trigger_id, team_id)
     )
-    return cur.rowcount > 0
+    return changed > 0
 
 
-async def stats_for_agent(conn: aiosqlite.Connection, agent_id: str) -> list[tuple[str, int, int]]:
+async def stats_for_agent(tx: Tx, agent_id: str) -> list[tuple[str, int, int]]:
     """Return (trigger id, fired count, converted count) for every trigger of an agent."""
-    rows = await conn.execute_fetchall(
+    rows = await tx.fetchall(
         f"SELECT id, fired_count, converted_count FROM triggers WHERE agent_id = ? {_ORDER}",
         (agent_id,),
     )
     return [(r[0], r[1], r[2]) for r in rows]
 
 
-async def is_enabled_form_tool(conn: aiosqlite.Connection, agent_id: str, tool_id: str) -> bool:
+async def is_enabled_form_tool(tx: Tx, agent_id: str, tool_id: str) -> bool:
     """Return whether tool_id is an enabled form tool of the agent."""
-    rows = await conn.execute_fetchall(
+    rows = await tx.fetchall(
         "SELECT 1 FROM tools WHERE id = ? AND agent_id = ? AND execution_type = 'form'"
         " AND is_enabled = 1",
         (tool_id, agent_id),

@@ -73,8 +73,8 @@ async def set_secret(
             f"secret: must be {MIN_SECRET_LENGTH} to {MAX_SECRET_LENGTH} characters"
         )
     sealed = box.seal(secret, _context(agent_id))
-    async with db.write() as conn:
-        if not await identity_store.set_sealed(conn, team_id, agent_id, sealed, now_iso()):
+    async with db.write() as tx:
+        if not await identity_store.set_sealed(tx, team_id, agent_id, sealed, now_iso()):
             raise NotFound("Agent not found")
     cache.forget(agent_id)  # its updatedAt moved
     return secret
@@ -82,8 +82,8 @@ async def set_secret(
 
 async def clear_secret(db: Database, cache: AgentCache, team_id: str, agent_id: str) -> None:
     """Remove the agent's identity secret: declared users are then taken as given."""
-    async with db.write() as conn:
-        if not await identity_store.set_sealed(conn, team_id, agent_id, None, now_iso()):
+    async with db.write() as tx:
+        if not await identity_store.set_sealed(tx, team_id, agent_id, None, now_iso()):
             raise NotFound("Agent not found")
     cache.forget(agent_id)
 

@@ -44,8 +44,8 @@ async def create_agent(
     """Create an agent with a slug unique within its team."""
     base = slugify(name)
     now = now_iso()
-    async with db.write() as conn:
-        slug = _unique_slug(base, await agents_store.slugs_like(conn, team_id, base))
+    async with db.write() as tx:
+        slug = _unique_slug(base, await agents_store.slugs_like(tx, team_id, base))
         agent = Agent(
             id=new_id("agent"),
             team_id=team_id,
@@ -58,7 +58,7 @@ async def create_agent(
             updated_at=now,
             language=language,
         )
-        await agents_store.insert(conn, agent)
+        await agents_store.insert(tx, agent)
     return agent
 
 
@@ -113,10 +113,10 @@ async def update_agent(
     db: Database, cache: AgentCache, team_id: str, agent_id: str, fields: dict
 ) -> Agent:
     """Apply a partial update (the slug never changes) and return the agent."""
-    async with db.write() as conn:
-        if not await agents_store.update(conn, team_id, agent_id, fields, now_iso()):
+    async with db.write() as tx:
+        if not await agents_store.update(tx, team_id, agent_id, fields, now_iso()):
             raise NotFound("Agent not found")
-        agent = await agents_store.get(conn, team_id, agent_id)
+        agent = await agents_store.get(tx, team_id, agent_id)
         cache.forget(agent_id)
     assert agent is not None
     return agent
@@ -124,7 +124,7 @@ async def update_agent(
 
 async def delete_agent(db: Database, cache: AgentCache, team_id: str, agent_id: str) -> None:
     """Delete an agent and, by cascade, its conversations, documents, tools and triggers."""
-    async with db.write() as conn:
-        if not await agents_store.delete(conn, team_id, agent_id):
+    async with db.write() as tx:
+        if not await agents_store.delete(tx, team_id, agent_id):
             raise NotFound("Agent not found")
         cache.forget(agent_id)

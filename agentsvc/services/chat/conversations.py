@@ -39,8 +39,8 @@ async def get_conversation(
 
 async def delete_conversation(db: Database, team_id: str, conversation_id: str) -> None:
     """Delete the team's conversation and its messages, or raise NotFound."""
-    async with db.write() as conn:
-        if not await conv_store.delete(conn, team_id, conversation_id):
+    async with db.write() as tx:
+        if not await conv_store.delete(tx, team_id, conversation_id):
             raise NotFound("Conversation not found")
 
 
@@ -60,14 +60,14 @@ async def rate_message(
     """
     if team_id is None and not session_id:
         raise Unauthorized("An API key or the X-Session-Id header is required")
-    async with db.write() as conn:
+    async with db.write() as tx:
         if team_id is not None:
-            conv = await conv_store.get(conn, team_id, conversation_id)
+            conv = await conv_store.get(tx, team_id, conversation_id)
         else:
-            conv = await conv_store.get_public(conn, conversation_id)
+            conv = await conv_store.get_public(tx, conversation_id)
             if conv is not None and conv.session_id != session_id:
                 conv = None
         if conv is None:
             raise NotFound("Conversation not found")
-        if not await conv_store.rate_message(conn, conv.id, message_id, rating, now_iso()):
+        if not await conv_store.rate_message(tx, conv.id, message_id, rating, now_iso()):
             raise NotFound("Message not found in this conversation")

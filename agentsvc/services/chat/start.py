@@ -7,11 +7,9 @@ Everything that can fail with a clear HTTP error happens here, before the stream
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 from dataclasses import dataclass, replace
 
-from agentsvc.db import Database
-from agentsvc.db.batcher import WriteBatcher
+from agentsvc.db import Database, Tx
 from agentsvc.errors import NotFound, ValidationFailed
 from agentsvc.ids import new_id, now_iso
 from agentsvc.language import DEFAULT_LANGUAGE
@@ -72,7 +70,6 @@ def _history_from_store(messages: list[StoredMessage]) -> list[Message]:
 async def prepare_turn(
     db: Database,
     agents: AgentCache,
-    writer: WriteBatcher,
     providers: Providers,
     chat: ChatInput,
     semantic: Semantic | None = None,
@@ -148,15 +145,15 @@ async def prepare_turn(
         new_conv = None
     user_message = replace(user_message, conversation_id=conv.id)
 
-    def write(raw: sqlite3.Connection) -> None:
+    async def write(tx: Tx) -> None:
         if new_conv is not None:
-            conv_store.insert_conversation(raw, new_conv)
+            await conv_store.insert_conversation(tx, new_conv)
         else:
-            conv_store.touch(raw, user_message.conversation_id, now)
-        conv_store.insert_message(raw, user_message)
+            await conv_store.touch(tx, user_message.conversation_id, now)
+        await conv_store.insert_message(tx, user_message)
 
     # Batched with the other streams' writes: this is on the path to the first delta.
-    await writer.run_sync(write)
+    await db.write_batched(write)
     return Turn(
         agent=agent,
         conversation=conv,

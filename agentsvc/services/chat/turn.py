@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sqlite3
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 import orjson
 
-from agentsvc.db.batcher import WriteBatcher
+from agentsvc.db import Database, Tx
 from agentsvc.ids import now_iso
 from agentsvc.llm.base import (
     BUILTIN,
@@ -117,13 +116,13 @@ class TurnRunner:
 
     def __init__(
         self,
-        writer: WriteBatcher,
+        db: Database,
         turn: Turn,
         sink: EventSink,
         tool_runner: ToolRunnerLike,
         keepalive_seconds: float,
     ):
-        self._writer = writer
+        self._db = db
         self._turn = turn
         self._sink = sink
         self._runner = tool_runner
@@ -335,8 +334,8 @@ class TurnRunner:
             created_at=now,
         )
 
-        def write(raw: sqlite3.Connection) -> None:
-            conv_store.insert_message(raw, message)
-            conv_store.touch(raw, message.conversation_id, now)
+        async def write(tx: Tx) -> None:
+            await conv_store.insert_message(tx, message)
+            await conv_store.touch(tx, message.conversation_id, now)
 
-        await self._writer.run_sync(write)
+        await self._db.write_batched(write)

@@ -11,21 +11,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sqlite3
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from aiohttp import web
-from apscheduler.schedulers.asyncio import AsyncIOScheduler
-
-from agentsvc import keys
+from agentsvc.db import Tx
 from agentsvc.ids import iso, parse_iso
-from agentsvc.observability import metrics_key
+from agentsvc.jobs import Jobs
 from agentsvc.services.forms.delivery_send import MAIL_TIMEOUT_SECONDS, Outcome, Sender
-from agentsvc.services.forms.files import SWEEP_INTERVAL_SECONDS, remove_orphan_files
 from agentsvc.store import submissions as store
 from agentsvc.store.submissions import Attempt, Delivery, Submission
 
@@ -34,7 +29,6 @@ log = logging.getLogger(__name__)
 CLAIM_BATCH = 100
 CONCURRENCY = 32
 JOB_ID = "form-deliveries"
-SWEEP_JOB_ID = "form-files-sweep"
 
 
 def derive_status(mode: str, webhook: str | None, client_result: dict | None) -> str:
@@ -52,13 +46,13 @@ def derive_status(mode: str, webhook: str | None, client_result: dict | None) ->
 
 
 class Deliverer:
-    """Runs delivery attempts and wakes itself (through the scheduler) when rows come due."""
+    """Runs delivery attempts and has itself woken (through `Jobs`) when rows come due."""
 
     def __init__(
         self,
         sender: Sender,
         *,
-        scheduler: AsyncIOScheduler | None,
+        jobs: Jobs | None,
         on_attempt: Callable[[str, str], None] | None = None,
     ):
         self.sender = sender
@@ -67,7 +61,7 @@ class Deliverer:
         self.data_dir = sender.data_dir
         # Told (kind, outcome) after each recorded attempt: "success", "retry" or "failed".
         self.on_attempt = on_attempt
-        self.scheduler = scheduler
+        self.jobs = jobs
         self._running = False
         self._again = False
         self._closed = False
@@ -85,21 +79,10 @@ class Deliverer:
     # ── waking ────────────────────────────────────────────────────────────────────────
     def wake(self, at: datetime) -> None:
         """Make sure the worker runs no later than `at`."""
-        if self._closed or self.scheduler is None or not self.scheduler.running:
+        if self._closed or self.jobs is None:
             return
-        job = self.scheduler.get_job(JOB_ID)
-        if job is not None and job.next_run_time is not None and job.next_run_time <= at:
-            return
-        self.scheduler.add_job(
-            self._job,
-            "date",
-            run_date=max(at, datetime.now(UTC)),
-            id=JOB_ID,
-            replace_existing=True,
-            misfire_grace_time=None,
-            coalesce=True,
-            max_instances=1000,  # overlapping runs are folded by deliver_due itself
-        )
+        # Overlapping runs are folded by deliver_due itself.
+        self.jobs.wake(JOB_ID, at, self._job)
 
     async def _job(self) -> None:
         task = asyncio.current_task()
@@ -120,9 +103,14 @@ class Deliverer:
         if due is not None:
             self.wake(parse_iso(due))
 
+    async def pending_count(self) -> int:
+        """Deliveries not yet delivered or given up (the outbox depth on /metrics)."""
+        return await store.count_pending(self.db.reader)
+
     async def start(self) -> None:
         """At start-up: drop stale leases and reschedule every pending delivery."""
-        released = await self.db.run_sync(store.release_all_leases)
+        async with self.db.write() as tx:
+            released = await store.release_all_leases(tx)
         if released:
             log.info("%d interrupted deliveries will be retried", released)
         await self.schedule_next()
@@ -130,8 +118,8 @@ class Deliverer:
     async def close(self, grace: float = 5.0) -> None:
         """Stop waking; give running attempts a moment, then cancel them (leases stay)."""
         self._closed = True
-        if self.scheduler is not None and self.scheduler.get_job(JOB_ID) is not None:
-            self.scheduler.remove_job(JOB_ID)
+        if self.jobs is not None:
+            self.jobs.cancel(JOB_ID)
         tasks = set(self._tasks)
         if tasks:
             _, pending = await asyncio.wait(tasks, timeout=grace)
@@ -153,11 +141,8 @@ class Deliverer:
                 self._again = False
                 now = datetime.now(UTC)
                 lease = self.lease_until(now)
-                batch: list[Delivery] = await self.db.run_sync(
-                    lambda raw, now=now, lease=lease: store.claim_due(
-                        raw, iso(now), lease, CLAIM_BATCH
-                    )
-                )
+                async with self.db.write() as tx:
+                    batch = await store.claim_due(tx, iso(now), lease, CLAIM_BATCH)
                 if not batch:
                     if self._again:
                         continue
@@ -232,74 +217,27 @@ class Deliverer:
             response_body=res.body,
         )
 
-        def write(raw: sqlite3.Connection) -> str | None:
-            if not store.delivery_exists(raw, delivery.id):
+        async def write(tx: Tx) -> str | None:
+            if not await store.delivery_exists(tx, delivery.id):
                 return None  # deleted with its agent while the attempt ran
-            store.record_attempt(raw, attempt)
-            store.update_delivery(raw, delivery.id, fields, now)
+            await store.record_attempt(tx, attempt)
+            await store.update_delivery(tx, delivery.id, fields, now)
             if delivery.kind != "webhook":
                 return None
-            current = store.read_submission(raw, sub.id)
+            current = await store.read_submission(tx, sub.id)
             if current is None:
                 return None
             webhook_state = fields.get("status", "pending")
             status = derive_status(current.execution_mode, webhook_state, current.client_result)
             changes = {"webhook_attempts": attempts, "last_error": res.error, "status": status}
-            store.update_submission(raw, sub.id, changes, now)
+            await store.update_submission(tx, sub.id, changes, now)
             return status
 
-        status = await self.db.run_sync(write)
+        # Batched with other small writes: under load, attempts end in floods.
+        status = await self.db.write_batched(write)
         if self.on_attempt is not None:
             outcome = "success" if res.success else ("retry" if next_at else "failed")
             self.on_attempt(delivery.kind, outcome)
         if next_at is not None:
             self.wake(next_at)
         return status  # type: ignore[return-value]
-
-
-async def delivery_ctx(app: web.Application) -> AsyncIterator[None]:
-    """cleanup_ctx: the app's Deliverer (after the database, scheduler and outbound client),
-    and the hourly removal of files left by deleted submissions."""
-    settings = app[keys.settings_key]
-    metrics = app[metrics_key]
-    sender = Sender(
-        db=app[keys.db_key],
-        outbound=app[keys.outbound_key],
-        box=app[keys.secret_box_key],
-        settings=settings.webhooks,
-        data_dir=settings.server.data_dir,
-        mailer=lambda: app.get(keys.mailer_key),
-    )
-    deliverer = Deliverer(
-        sender,
-        scheduler=app.get(keys.scheduler_key),
-        on_attempt=lambda kind, outcome: metrics.deliveries.labels(kind, outcome).inc(),
-    )
-    app[keys.deliverer_key] = deliverer
-
-    async def outbox_depth() -> None:
-        metrics.outbox_depth.set(await store.count_pending(deliverer.db.reader))
-
-    metrics.add_collector(outbox_depth)
-    await deliverer.start()
-    scheduler = app.get(keys.scheduler_key)
-    if scheduler is not None:
-        scheduler.add_job(
-            remove_orphan_files,
-            "interval",
-            seconds=SWEEP_INTERVAL_SECONDS,
-            args=[deliverer.db, deliverer.data_dir],
-            id=SWEEP_JOB_ID,
-            next_run_time=datetime.now(UTC),
-            max_instances=1,
-            coalesce=True,
-        )
-    yield
-    if scheduler is not None and scheduler.get_job(SWEEP_JOB_ID) is not None:
-        scheduler.remove_job(SWEEP_JOB_ID)
-    await deliverer.close()
-
-
-async def deliver_due(app: web.Application) -> int:
-    """The job: attempt every due delivery now (tests call it directly)."""
-    return await app[keys.deliverer_key].deliver_due()

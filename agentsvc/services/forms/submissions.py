@@ -4,12 +4,11 @@ client results, impressions, management and analytics."""
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from agentsvc.db import Database
+from agentsvc.db import Database, Tx
 from agentsvc.errors import Conflict, FileQuotaExceeded, NotFound, ValidationFailed
 from agentsvc.ids import iso, new_id, now_iso
 from agentsvc.services.chat.conversations import caller_may_use
@@ -237,15 +236,19 @@ async def store_submission(
         files_bytes=files_bytes,
     )
 
-    def write(raw: sqlite3.Connection) -> None:
+    async def write(tx: Tx) -> None:
         # Checked again in the transaction: concurrent submits must not pass it together.
-        if files_bytes and store.read_file_bytes_of_agent(raw, tool.agent_id) + files_bytes > quota:
+        if files_bytes and (
+            await store.read_file_bytes_of_agent(tx, tool.agent_id) + files_bytes > quota
+        ):
             raise _quota_error(quota)
-        store.insert_submission(raw, sub)
-        store.insert_deliveries(raw, deliveries)
-        if conversation_id and store.conversation_of_agent(raw, tool.agent_id, conversation_id):
-            store.add_conversation_note(
-                raw,
+        await store.insert_submission(tx, sub)
+        await store.insert_deliveries(tx, deliveries)
+        if conversation_id and await store.conversation_of_agent(
+            tx, tool.agent_id, conversation_id
+        ):
+            await store.add_conversation_note(
+                tx,
                 message_id=new_id("message"),
                 conversation_id=conversation_id,
                 text=conversation_note(sub),
@@ -253,7 +256,7 @@ async def store_submission(
             )
 
     try:
-        await db.run_sync(write)  # one transaction, one hop to the writer
+        await db.write_batched(write)  # one transaction, shared with other small writes
     except BaseException:
         if files:
             remove_folder(deliverer.data_dir, sub_id)
@@ -310,8 +313,8 @@ async def report_client_result(
         # Stored as JSON, whose encoder stops at 255 levels: refuse well before.
         raise ValidationFailed(f"data: must not nest deeper than {MAX_CLIENT_DATA_DEPTH} levels")
 
-    def write(raw: sqlite3.Connection) -> None:
-        sub = store.read_submission(raw, submission_id)
+    async def write(tx: Tx) -> None:
+        sub = await store.read_submission(tx, submission_id)
         if sub is None or not _may_report(sub, team_id, session_id):
             raise NotFound("Submission not found")
         if sub.client_handler is None:  # webhook mode, or a form that only stores
@@ -321,11 +324,11 @@ async def report_client_result(
                 return  # the widget repeating itself
             raise Conflict("submissionId: the client result was already reported")
         result = {"success": success, "message": message, "data": data, "reportedAt": now_iso()}
-        status = derive_status(sub.execution_mode, _webhook_state(raw, sub.id), result)
+        status = derive_status(sub.execution_mode, await _webhook_state(tx, sub.id), result)
         changes = {"client_result": result, "status": status}
-        store.update_submission(raw, sub.id, changes, result["reportedAt"])
+        await store.update_submission(tx, sub.id, changes, result["reportedAt"])
 
-    await db.run_sync(write)
+    await db.write_batched(write)
 
 
 def _may_report(sub: Submission, team_id: str | None, session_id: str | None) -> bool:
@@ -334,8 +337,8 @@ def _may_report(sub: Submission, team_id: str | None, session_id: str | None) ->
     return session_id == sub.session_id
 
 
-def _webhook_state(raw: sqlite3.Connection, submission_id: str) -> str | None:
-    deliveries = store.read_deliveries(raw, submission_id)
+async def _webhook_state(tx: Tx, submission_id: str) -> str | None:
+    deliveries = await store.read_deliveries(tx, submission_id)
     if deliveries and deliveries[0].kind == "webhook":
         return deliveries[0].status
     return None
@@ -347,16 +350,18 @@ async def record_event(db: Database, tool_id: str, event_type: str, session_id: 
     if tool is None or tool.execution_type != "form" or not tool.is_enabled:
         raise _form_not_found()
     now = now_iso()
-    await db.run_sync(
-        lambda raw: store.insert_event(
-            raw,
+
+    async def write(tx: Tx) -> None:
+        await store.insert_event(
+            tx,
             tool_id=tool.id,
             agent_id=tool.agent_id,
             event_type=event_type,
             session_id=session_id,
             now=now,
         )
-    )
+
+    await db.write_batched(write)
 
 
 async def list_submissions(
@@ -398,11 +403,11 @@ async def redeliver(deliverer: Deliverer, team_id: str, submission_id: str) -> S
     now = iso(now_dt)
     lease = deliverer.lease_until(now_dt, attempts=2)
 
-    def write(raw: sqlite3.Connection) -> tuple[Submission, list[Delivery]]:
-        sub = store.read_submission(raw, submission_id, team_id)
+    async with db.write() as tx:
+        sub = await store.read_submission(tx, submission_id, team_id)
         if sub is None:
             raise NotFound("Submission not found")
-        failed = [d for d in store.read_deliveries(raw, sub.id) if d.status == "failed"]
+        failed = [d for d in await store.read_deliveries(tx, sub.id) if d.status == "failed"]
         if not failed:
             raise ValidationFailed("id: this submission has no failed delivery to redeliver")
         for d in failed:
@@ -413,14 +418,12 @@ async def redeliver(deliverer: Deliverer, team_id: str, submission_id: str) -> S
                 "lease_until": lease,
                 "completed_at": None,
             }
-            store.update_delivery(raw, d.id, fields, now)
+            await store.update_delivery(tx, d.id, fields, now)
         if failed[0].kind == "webhook":
             status = derive_status(sub.execution_mode, "pending", sub.client_result)
-            store.update_submission(raw, sub.id, {"status": status}, now)
+            await store.update_submission(tx, sub.id, {"status": status}, now)
         failed_ids = {d.id for d in failed}
-        return sub, [d for d in store.read_deliveries(raw, sub.id) if d.id in failed_ids]
-
-    sub, retry = await db.run_sync(write)  # type: ignore[misc]
+        retry = [d for d in await store.read_deliveries(tx, sub.id) if d.id in failed_ids]
     task = asyncio.ensure_future(_first_attempts(deliverer, sub, retry))
     await asyncio.shield(task)
     return await get_detail(db, team_id, submission_id)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
-
 import numpy as np
 
 from agentsvc.db import Database
@@ -47,9 +45,9 @@ async def delete_document(
     db: Database, team_id: str, document_id: str, indexer: Indexer | None = None
 ) -> None:
     """Delete a document with its passages (and their embeddings)."""
-    async with db.write() as conn:
-        doc = await store.get(conn, team_id, document_id)
-        if doc is None or not await store.delete(conn, team_id, document_id):
+    async with db.write() as tx:
+        doc = await store.get(tx, team_id, document_id)
+        if doc is None or not await store.delete(tx, team_id, document_id):
             raise NotFound("Document not found")
     if indexer is not None and indexer.semantic is not None:
         indexer.semantic.vectors.invalidate(doc.agent_id)
@@ -100,16 +98,12 @@ async def create_document(
         updated_at=now,
     )
 
-    def write(raw: sqlite3.Connection) -> bool:
-        if not store.agent_in_team(raw, agent_id, team_id):
-            return False  # deleted since the check above
-        store.insert(raw, doc, source.text)
+    async with db.write() as tx:
+        if not await store.agent_in_team(tx, agent_id, team_id):
+            raise NotFound("Agent not found")  # deleted since the check above
+        await store.insert(tx, doc, source.text)
         model = semantic.embedder.model_id if semantic else ""
-        write_passages(raw, doc.id, agent_id, rows, vectors, model)
-        return True
-
-    if not await db.run_sync(write):
-        raise NotFound("Agent not found")
+        await write_passages(tx, doc.id, agent_id, rows, vectors, model)
     if background:
         indexer.schedule(doc.id)
     elif semantic is not None and vectors is not None:

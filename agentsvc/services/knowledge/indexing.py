@@ -4,20 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sqlite3
-from collections.abc import AsyncIterator
-from functools import partial
 
 import numpy as np
-from aiohttp import web
 
-from agentsvc import keys
-from agentsvc.db import Database
+from agentsvc.db import Database, Tx
 from agentsvc.ids import now_iso
 from agentsvc.llm.base import ProviderError
-from agentsvc.llm.embeddings import make_embedder
 from agentsvc.services.knowledge.chunking import Chunk, chunk
-from agentsvc.services.knowledge.vectors import Semantic, VectorIndex, to_blob
+from agentsvc.services.knowledge.vectors import Semantic, to_blob
 from agentsvc.store import documents as store
 from agentsvc.store.documents import PassageRow
 
@@ -41,8 +35,8 @@ async def embed_rows(semantic: Semantic, rows: list[PassageRow]) -> np.ndarray:
     return await semantic.embedder.embed([_embedding_text(r) for r in rows])
 
 
-def write_passages(
-    raw: sqlite3.Connection,
+async def write_passages(
+    tx: Tx,
     document_id: str,
     agent_id: str,
     rows: list[PassageRow],
@@ -50,12 +44,12 @@ def write_passages(
     model: str,
 ) -> None:
     """Insert passages and, when given, their embeddings (one row of `vectors` each)."""
-    store.insert_passages(raw, document_id, agent_id, rows)
+    await store.insert_passages(tx, document_id, agent_id, rows)
     if vectors is None or not rows:
         return
-    ids = store.passage_ids(raw, document_id, rows[0].position, rows[-1].position)
+    ids = await store.passage_ids(tx, document_id, rows[0].position, rows[-1].position)
     blobs = zip(ids, (to_blob(v) for v in vectors), strict=True)
-    store.insert_embeddings(raw, agent_id, model, int(vectors.shape[1]), blobs)
+    await store.insert_embeddings(tx, agent_id, model, int(vectors.shape[1]), blobs)
 
 
 class Indexer:
@@ -80,8 +74,7 @@ class Indexer:
 
     async def resume(self) -> int:
         """Schedule every document a stop left `indexing`; return how many."""
-        ids = await self._db.run_sync(store.ids_indexing)
-        assert isinstance(ids, list)
+        ids = await store.ids_indexing(self._db.reader)
         for document_id in ids:
             self.schedule(document_id)
         return len(ids)
@@ -102,7 +95,7 @@ class Indexer:
         db = self._db
         semantic = self.semantic
         model = semantic.embedder.model_id if semantic else ""
-        loaded = await db.run_sync(partial(store.content_of, document_id=document_id))
+        loaded = await store.content_of(db.reader, document_id)
         if loaded is None:
             return
         agent_id, title, content = loaded  # type: ignore[misc]
@@ -110,35 +103,20 @@ class Indexer:
             rows = passage_rows(await asyncio.to_thread(chunk, content, title))
             if not rows:
                 raise ValueError("the document has no text to index besides headings")
-            await db.run_sync(partial(store.clear_passages, document_id=document_id))
+            async with db.write() as tx:
+                await store.clear_passages(tx, document_id)
             for start in range(0, len(rows), INDEX_BATCH):
                 batch = rows[start : start + INDEX_BATCH]
                 # Embedded before the write, so the writer never waits on the provider.
                 vectors = await embed_rows(semantic, batch) if semantic else None
 
-                def write(
-                    raw: sqlite3.Connection,
-                    batch: list[PassageRow] = batch,
-                    vectors: np.ndarray | None = vectors,
-                ) -> bool:
-                    if not store.exists(raw, document_id):
-                        return False  # deleted meanwhile: stop quietly
-                    write_passages(raw, document_id, agent_id, batch, vectors, model)
-                    return True
-
-                if not await db.run_sync(write):
-                    return
+                async with db.write() as tx:
+                    if not await store.exists(tx, document_id):
+                        return  # deleted meanwhile: stop quietly
+                    await write_passages(tx, document_id, agent_id, batch, vectors, model)
                 await asyncio.sleep(0)  # let requests use the writer between batches
-            await db.run_sync(
-                partial(
-                    store.finish,
-                    document_id=document_id,
-                    status="ready",
-                    passage_count=len(rows),
-                    error=None,
-                    now=now_iso(),
-                )
-            )
+            async with db.write() as tx:
+                await store.finish(tx, document_id, "ready", len(rows), None, now_iso())
             if semantic is not None:
                 semantic.vectors.invalidate(agent_id)
         except asyncio.CancelledError:
@@ -150,32 +128,6 @@ class Indexer:
                 log.exception("indexing document %s failed", document_id)
             reason = str(exc)[:500] or type(exc).__name__
 
-            def fail(raw: sqlite3.Connection) -> None:
-                store.clear_passages(raw, document_id)
-                store.finish(raw, document_id, "failed", 0, reason, now_iso())
-
-            await db.run_sync(fail)
-
-
-async def knowledge_ctx(app: web.Application) -> AsyncIterator[None]:
-    """cleanup_ctx: the indexer (with embeddings when configured), resuming at start.
-
-    Runs after chat_ctx: the embedder uses the providers' ClientSession.
-    """
-    db = app[keys.db_key]
-    settings = app[keys.settings_key]
-    semantic = None
-    embedder = make_embedder(settings, app[keys.providers_key].session)
-    if embedder is not None:
-        vectors = VectorIndex(db, embedder.model_id, path=settings.knowledge.vector_search)
-        await vectors.open()
-        semantic = Semantic(embedder, vectors)
-    indexer = Indexer(db, semantic)
-    app[keys.indexer_key] = indexer
-    resumed = await indexer.resume()
-    if resumed:
-        log.info("resumed indexing of %d document(s)", resumed)
-    yield
-    await indexer.close()
-    if semantic is not None:
-        await semantic.vectors.close()
+            async with db.write() as tx:
+                await store.clear_passages(tx, document_id)
+                await store.finish(tx, document_id, "failed", 0, reason, now_iso())

@@ -4,8 +4,8 @@ sqlite-vec is a SQLite extension, and Python's stdlib `sqlite3` can load extensi
 when it was built with them enabled; many builds (pyenv's and python.org's macOS ones among
 them) lack `Connection.enable_load_extension`. So `VectorIndex` picks its path at start:
 
-- `sqlite-vec`: a read connection of its own with the extension loaded ranks the agent's
-  stored vectors with `vec_distance_cosine` inside SQLite;
+- `sqlite-vec`: the database's `vector_reader()` (a connection with the extension loaded)
+  ranks the agent's stored vectors with `vec_distance_cosine` inside SQLite;
 - `numpy`: the agent's vectors are read once into a float32 matrix kept in memory (an LRU
   bounded in bytes) and ranked by a dot product (vectors are unit length, so this is the
   cosine similarity). Every write of an agent's vectors or documents invalidates its entry.
@@ -17,14 +17,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sqlite3
 from collections import Counter, OrderedDict
 from dataclasses import dataclass
 
-import aiosqlite
 import numpy as np
 
-from agentsvc.db import Database
+from agentsvc.db import Database, Tx
 from agentsvc.llm.embeddings import Embedder
 from agentsvc.store import documents as store
 
@@ -35,17 +33,6 @@ log = logging.getLogger(__name__)
 OFF_LOOP_FLOATS = 4_000_000
 # Memory the numpy path may keep for agents' vectors.
 MAX_CACHE_BYTES = 256 * 2**20
-
-
-def sqlite_vec_available() -> bool:
-    """True when this Python's sqlite3 can load extensions and sqlite-vec is installed."""
-    if not hasattr(sqlite3.Connection, "enable_load_extension"):
-        return False
-    try:
-        import sqlite_vec  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 def to_blob(vector: np.ndarray) -> bytes:
@@ -75,7 +62,7 @@ class VectorIndex:
         self._db = db
         self._model = model
         self._path = path  # auto, numpy or sqlite-vec (`[knowledge] vector_search`)
-        self._conn: aiosqlite.Connection | None = None
+        self._in_db: Tx | None = None  # reads ranking inside the database (sqlite-vec)
         self._cache: OrderedDict[str, _Entry] = OrderedDict()
         self._cached_bytes = 0
         # Bumped by each invalidation, so a load that raced a write is not cached.
@@ -83,41 +70,25 @@ class VectorIndex:
         self.mode = "numpy"
 
     async def open(self) -> None:
-        """Load sqlite-vec on a connection of our own when possible; else use numpy."""
+        """Rank inside the database (sqlite-vec) when it can; else use numpy."""
         if self._path == "numpy":
             log.info("vector search: numpy (as configured)")
             return
-        if not sqlite_vec_available():
+        try:
+            self._in_db = await self._db.vector_reader()
+        except Exception as exc:  # the database says why it cannot
             if self._path == "sqlite-vec":
                 raise RuntimeError(
-                    "knowledge.vector_search is 'sqlite-vec' but this Python's sqlite3 cannot"
-                    " load extensions (no enable_load_extension) or sqlite-vec is not installed"
-                )
-            log.info("vector search: numpy (sqlite3 cannot load extensions or no sqlite-vec)")
+                    f"knowledge.vector_search is 'sqlite-vec' but it cannot be used: {exc}"
+                ) from exc
+            log.info("vector search: numpy (%s)", exc)
             return
-        import sqlite_vec
-
-        conn = await aiosqlite.connect(self._db.path, isolation_level=None)
-        try:
-            await conn.enable_load_extension(True)
-            await conn.load_extension(sqlite_vec.loadable_path())
-            await conn.enable_load_extension(False)
-            await conn.execute("PRAGMA query_only = ON")
-        except sqlite3.Error as exc:
-            await conn.close()
-            if self._path == "sqlite-vec":
-                raise RuntimeError(f"loading sqlite-vec failed: {exc}") from exc
-            log.warning("vector search: numpy (loading sqlite-vec failed: %s)", exc)
-            return
-        self._conn = conn
         self.mode = "sqlite-vec"
         log.info("vector search: sqlite-vec")
 
     async def close(self) -> None:
-        """Close the sqlite-vec connection and drop the cache."""
-        if self._conn is not None:
-            await self._conn.close()
-            self._conn = None
+        """Drop the cache (the database closes its own connections)."""
+        self._in_db = None
         self._cache.clear()
         self._cached_bytes = 0
 
@@ -132,10 +103,10 @@ class VectorIndex:
         """Passage ids of the agent's n passages most similar to `query`, best first."""
         if n <= 0:
             return []
-        if self._conn is not None:
+        if self._in_db is not None:
             dims = int(query.shape[0])
             return await store.vec_search(
-                self._conn, agent_id, self._model, to_blob(query), dims, n
+                self._in_db, agent_id, self._model, to_blob(query), dims, n
             )
         entry = await self._entry(agent_id)
         if entry is None or entry.matrix.shape[1] != query.shape[0]:

@@ -89,8 +89,8 @@ class KeyResolver:
         extended = parse_iso(expires_at) < renewed - step
         if extended:
             expires_at = iso(renewed)
-            async with self._db.write() as conn:
-                await sessions.extend(conn, owner.session_id, expires_at)
+            async with self._db.write() as tx:
+                await sessions.extend(tx, owner.session_id, expires_at)
         self._remember(token_hash, now, (principal, parse_iso(expires_at).timestamp()))
         return principal, extended
 

@@ -35,19 +35,19 @@ class CreatedKey:
 
 
 async def create_user_with_team(
-    conn, *, email: str, name: str, password_hash: str | None, plan: str
+    tx, *, email: str, name: str, password_hash: str | None, plan: str
 ) -> tuple[User, Team]:
     """Create a user and the user's own team (as owner) inside a write transaction."""
     now = now_iso()
     user = await accounts.insert_user(
-        conn, id=new_id("user"), email=email, name=name, password_hash=password_hash, now=now
+        tx, id=new_id("user"), email=email, name=name, password_hash=password_hash, now=now
     )
     team_name = f"{name or email.split('@')[0]}'s team"
     team = await accounts.insert_team(
-        conn, id=new_id("team"), name=team_name, owner_user_id=user.id, plan=plan, now=now
+        tx, id=new_id("team"), name=team_name, owner_user_id=user.id, plan=plan, now=now
     )
     await accounts.insert_membership(
-        conn, id=new_id("membership"), team_id=team.id, user_id=user.id, role="owner", now=now
+        tx, id=new_id("membership"), team_id=team.id, user_id=user.id, role="owner", now=now
     )
     return user, team
 
@@ -56,17 +56,17 @@ async def ensure_user_with_team(
     db: Database, *, email: str, name: str, plan: str
 ) -> tuple[User, Team]:
     """Return the user with this e-mail and the team it owns, creating either when missing."""
-    async with db.write() as conn:
-        user = await accounts.get_user_by_email(conn, email)
+    async with db.write() as tx:
+        user = await accounts.get_user_by_email(tx, email)
         if user is None:
             return await create_user_with_team(
-                conn, email=email, name=name, password_hash=None, plan=plan
+                tx, email=email, name=name, password_hash=None, plan=plan
             )
-        team = await accounts.get_owned_team(conn, user.id)
+        team = await accounts.get_owned_team(tx, user.id)
         if team is None:
             now = now_iso()
             team = await accounts.insert_team(
-                conn,
+                tx,
                 id=new_id("team"),
                 name=f"{user.name or email}'s team",
                 owner_user_id=user.id,
@@ -74,7 +74,7 @@ async def ensure_user_with_team(
                 now=now,
             )
             await accounts.insert_membership(
-                conn,
+                tx,
                 id=new_id("membership"),
                 team_id=team.id,
                 user_id=user.id,
@@ -84,7 +84,7 @@ async def ensure_user_with_team(
         return user, team
 
 
-async def create_api_key(conn, *, team_id: str, user_id: str, name: str) -> CreatedKey:
+async def create_api_key(tx, *, team_id: str, user_id: str, name: str) -> CreatedKey:
     """Create a key for a user acting in a team; the clear key is returned only here."""
     key = generate_api_key()
     created = CreatedKey(
@@ -96,7 +96,7 @@ async def create_api_key(conn, *, team_id: str, user_id: str, name: str) -> Crea
         created_at=now_iso(),
     )
     await api_keys.insert(
-        conn,
+        tx,
         id=created.id,
         team_id=team_id,
         user_id=user_id,
@@ -111,20 +111,20 @@ async def create_api_key(conn, *, team_id: str, user_id: str, name: str) -> Crea
 
 async def set_team_plan(db: Database, *, email: str, plan: str) -> Team:
     """Set the plan of the team the user owns; raise LookupError when there is none."""
-    async with db.write() as conn:
-        user = await accounts.get_user_by_email(conn, email)
-        team = await accounts.get_owned_team(conn, user.id) if user else None
+    async with db.write() as tx:
+        user = await accounts.get_user_by_email(tx, email)
+        team = await accounts.get_owned_team(tx, user.id) if user else None
         if team is None:
             raise LookupError(f"no team owned by {email}")
-        await accounts.set_plan(conn, team.id, plan, now_iso())
+        await accounts.set_plan(tx, team.id, plan, now_iso())
         return team
 
 
 async def set_password(db: Database, *, email: str, password_hash: str) -> User:
     """Set or replace a user's password; raise LookupError when there is no such user."""
-    async with db.write() as conn:
-        user = await accounts.get_user_by_email(conn, email)
+    async with db.write() as tx:
+        user = await accounts.get_user_by_email(tx, email)
         if user is None:
             raise LookupError(f"no user with e-mail {email}")
-        await accounts.set_password(conn, user.id, password_hash, now_iso())
+        await accounts.set_password(tx, user.id, password_hash, now_iso())
         return user

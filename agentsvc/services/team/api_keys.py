@@ -20,9 +20,9 @@ async def list_keys(db: Database, principal: Principal) -> list[ApiKey]:
 
 async def create_key(db: Database, principal: Principal, name: str) -> CreatedKey:
     """Create a key acting for the caller in the caller's team, with the caller's role."""
-    async with db.write() as conn:
+    async with db.write() as tx:
         return await create_api_key(
-            conn, team_id=principal.team_id, user_id=principal.user_id, name=name
+            tx, team_id=principal.team_id, user_id=principal.user_id, name=name
         )
 
 
@@ -30,11 +30,11 @@ async def revoke_key(
     db: Database, resolver: KeyResolver, principal: Principal, key_id: str
 ) -> None:
     """Revoke a key so that it stops working at once; members revoke only their own."""
-    async with db.write() as conn:
-        key = await api_keys.get(conn, principal.team_id, key_id)
+    async with db.write() as tx:
+        key = await api_keys.get(tx, principal.team_id, key_id)
         if key is None:
             raise NotFound("API key not found")
         if key.user_id != principal.user_id and not principal.is_owner:
             raise Forbidden("Only the team owner can revoke another member's key")
-        await api_keys.revoke(conn, principal.team_id, key_id, now_iso())
+        await api_keys.revoke(tx, principal.team_id, key_id, now_iso())
     resolver.invalidate()

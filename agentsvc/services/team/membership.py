@@ -79,14 +79,14 @@ async def invite(
     email = normalise_email(email)
     token = new_token()
     now = now_iso()
-    async with db.write() as conn:
-        existing = await accounts.get_user_by_email(conn, email)
-        if existing and await team_store.is_member(conn, principal.team_id, existing.id):
+    async with db.write() as tx:
+        existing = await accounts.get_user_by_email(tx, email)
+        if existing and await team_store.is_member(tx, principal.team_id, existing.id):
             raise Conflict("email: already a member of this team")
-        team = await accounts.get_team(conn, principal.team_id)
-        inviter = await accounts.get_user(conn, principal.user_id)
+        team = await accounts.get_team(tx, principal.team_id)
+        inviter = await accounts.get_user(tx, principal.user_id)
         assert team is not None and inviter is not None
-        await invitations.cancel_pending_for_email(conn, team.id, email, now)
+        await invitations.cancel_pending_for_email(tx, team.id, email, now)
         invitation = Invitation(
             id=new_id("invitation"),
             team_id=team.id,
@@ -98,7 +98,7 @@ async def invite(
             updated_at=now,
             expires_at=after(settings.auth.invitation_ttl_seconds, now),
         )
-        await invitations.insert(conn, invitation, hash_token(token))
+        await invitations.insert(tx, invitation, hash_token(token))
     link = f"{settings.server.public_url.rstrip('/')}{ACCEPT_PATH}?token={token}"
     inviter_label = _one_line(
         f"{inviter.name} <{inviter.email}>" if inviter.name else inviter.email
@@ -132,24 +132,24 @@ async def list_invitations(db: Database, team_id: str) -> list[Invitation]:
 
 async def cancel_invitation(db: Database, team_id: str, invitation_id: str) -> Invitation:
     """Cancel a pending invitation; its link stops working."""
-    async with db.write() as conn:
+    async with db.write() as tx:
         now = now_iso()
-        found = await invitations.get(conn, team_id, invitation_id)
+        found = await invitations.get(tx, team_id, invitation_id)
         if found is None:
             raise NotFound("Invitation not found")
         invitation = as_read(found, now)
         if invitation.status != "pending":
             raise Conflict(f"id: the invitation is {invitation.status}, not pending")
-        if not await invitations.transition(conn, invitation.id, "cancelled", now):
+        if not await invitations.transition(tx, invitation.id, "cancelled", now):
             raise Conflict(f"id: the invitation is {invitation.status}, not pending")
-        cancelled = await invitations.get(conn, team_id, invitation_id)
+        cancelled = await invitations.get(tx, team_id, invitation_id)
     assert cancelled is not None
     return cancelled
 
 
 async def _expire(db: Database, invitation: Invitation) -> None:
-    async with db.write() as conn:
-        await invitations.transition(conn, invitation.id, "expired", now_iso())
+    async with db.write() as tx:
+        await invitations.transition(tx, invitation.id, "expired", now_iso())
 
 
 async def accept_invitation(
@@ -199,34 +199,34 @@ async def accept_invitation(
             new_password_hash = await hash_password_async(password)
 
     now = now_iso()
-    async with db.write() as conn:
+    async with db.write() as tx:
         # Pending and unexpired, checked again where it counts: in the accepting write.
         if invitation.expires_at <= now:
-            await invitations.transition(conn, invitation.id, "expired", now)
+            await invitations.transition(tx, invitation.id, "expired", now)
             accepted = False
         else:
-            accepted = await invitations.transition(conn, invitation.id, "accepted", now)
+            accepted = await invitations.transition(tx, invitation.id, "accepted", now)
         if not accepted:
-            current = await invitations.get(conn, invitation.team_id, invitation.id)
+            current = await invitations.get(tx, invitation.team_id, invitation.id)
             status = current.status if current else "gone"
             raise Conflict(f"token: the invitation is {status}")
         if user is None:
             user, _ = await create_user_with_team(
-                conn,
+                tx,
                 email=invitation.email,
                 name=(name or "").strip(),
                 password_hash=new_password_hash,
                 plan=settings.plans.default,
             )
         await team_store.add_membership(
-            conn,
+            tx,
             id=new_id("membership"),
             team_id=invitation.team_id,
             user_id=user.id,
             role=invitation.role,
             now=now_iso(),  # after the user's own team: the invited team is the latest joined
         )
-        role = await accounts.get_role(conn, invitation.team_id, user.id)
+        role = await accounts.get_role(tx, invitation.team_id, user.id)
     return Accepted(user, invitation.team_id, role or invitation.role)
 
 
@@ -234,17 +234,17 @@ async def remove_member(
     db: Database, resolver: KeyResolver, team_id: str, member_id: str
 ) -> Member:
     """Remove a member: membership, sessions in the team and API keys go at once."""
-    async with db.write() as conn:
-        member = await team_store.get_member(conn, team_id, member_id)
+    async with db.write() as tx:
+        member = await team_store.get_member(tx, team_id, member_id)
         if member is None:
             raise NotFound("Member not found")
-        team = await accounts.get_team(conn, team_id)
+        team = await accounts.get_team(tx, team_id)
         assert team is not None
         if member.user_id == team.owner_user_id:
             raise Forbidden("The team owner cannot be removed")
-        await team_store.delete_membership(conn, team_id, member_id)
-        await sessions.delete_for_member(conn, team_id, member.user_id)
-        await api_keys.revoke_for_member(conn, team_id, member.user_id, now_iso())
+        await team_store.delete_membership(tx, team_id, member_id)
+        await sessions.delete_for_member(tx, team_id, member.user_id)
+        await api_keys.revoke_for_member(tx, team_id, member.user_id, now_iso())
     # Cached principals of that user would otherwise live on for a moment.
     resolver.invalidate()
     return member
@@ -252,8 +252,8 @@ async def remove_member(
 
 async def expire_invitations(db: Database) -> int:
     """Mark pending invitations past their time expired (the scheduler's job)."""
-    async with db.write() as conn:
-        count = await invitations.expire_due(conn, now_iso())
+    async with db.write() as tx:
+        count = await invitations.expire_due(tx, now_iso())
     if count:
         log.info("expired %d invitation(s)", count)
     return count
@@ -261,12 +261,12 @@ async def expire_invitations(db: Database) -> int:
 
 async def sign_in_to_team(db: Database, settings: Settings, accepted: Accepted) -> SignedIn:
     """Start a session for a user who just accepted, acting in the team joined."""
-    async with db.write() as conn:
-        return await start_session(conn, settings, accepted.user, accepted.team_id)
+    async with db.write() as tx:
+        return await start_session(tx, settings, accepted.user, accepted.team_id)
 
 
 async def move_session(db: Database, resolver: KeyResolver, session_id: str, team_id: str) -> None:
     """Make a session act in the team its user just joined."""
-    async with db.write() as conn:
-        await sessions.set_team(conn, session_id, team_id)
+    async with db.write() as tx:
+        await sessions.set_team(tx, session_id, team_id)
     resolver.invalidate()

@@ -79,9 +79,9 @@ async def start(db: Database, settings: Settings, provider: str, callback_url: s
     state = secrets.token_urlsafe(32)
     verifier = secrets.token_urlsafe(64)  # 86 characters, within RFC 7636's 43-128
     now = now_iso()
-    async with db.write() as conn:
+    async with db.write() as tx:
         await sign_in.insert_oauth_state(
-            conn,
+            tx,
             state_hash=hash_token(state),
             provider=provider,
             code_verifier=verifier,
@@ -158,8 +158,8 @@ async def finish(
     # The state must be the one this browser was given, and one we issued (once).
     if not browser_state or not secrets.compare_digest(browser_state, state):
         raise Unauthorized("Sign-in state does not match this browser; start again")
-    async with db.write() as conn:
-        found = await sign_in.consume_oauth_state(conn, hash_token(state), provider, now_iso())
+    async with db.write() as tx:
+        found = await sign_in.consume_oauth_state(tx, hash_token(state), provider, now_iso())
     if found is None:
         raise Unauthorized("Sign-in state is unknown, used or expired; start again")
     verifier, callback = found
@@ -190,11 +190,11 @@ async def finish(
         callback = safe_callback(settings, callback)
     except UntrustedUrl as exc:
         raise Unauthorized("The sign-in callback is no longer trusted") from exc
-    async with db.write() as conn:
-        user = await accounts.get_user_by_email(conn, email)
+    async with db.write() as tx:
+        user = await accounts.get_user_by_email(tx, email)
         if user is None:
             user, _ = await create_user_with_team(
-                conn, email=email, name=name, password_hash=None, plan=settings.plans.default
+                tx, email=email, name=name, password_hash=None, plan=settings.plans.default
             )
-        signed_in = await start_session(conn, settings, user)
+        signed_in = await start_session(tx, settings, user)
     return signed_in, callback

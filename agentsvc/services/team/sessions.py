@@ -56,16 +56,14 @@ class SignedIn:
     team_id: str
 
 
-async def start_session(
-    conn, settings: Settings, user: User, team_id: str | None = None
-) -> SignedIn:
+async def start_session(tx, settings: Settings, user: User, team_id: str | None = None) -> SignedIn:
     """Create a session inside a write transaction (team: given, or the latest joined)."""
-    team_id = team_id or await team_store.latest_team_of_user(conn, user.id)
+    team_id = team_id or await team_store.latest_team_of_user(tx, user.id)
     if team_id is None:
         # A user who belongs to no team at all (every membership removed) gets a new one.
         now = now_iso()
         team = await accounts.insert_team(
-            conn,
+            tx,
             id=new_id("team"),
             name=f"{user.name or user.email.split('@')[0]}'s team",
             owner_user_id=user.id,
@@ -73,13 +71,13 @@ async def start_session(
             now=now,
         )
         await accounts.insert_membership(
-            conn, id=new_id("membership"), team_id=team.id, user_id=user.id, role="owner", now=now
+            tx, id=new_id("membership"), team_id=team.id, user_id=user.id, role="owner", now=now
         )
         team_id = team.id
     token = new_token()
     now = now_iso()
     await sessions.insert(
-        conn,
+        tx,
         id=new_id("session"),
         token_hash=hash_token(token),
         user_id=user.id,
@@ -99,14 +97,14 @@ async def sign_in_with_password(
     ok = await verify_password_async(user.password_hash if user else None, password)
     if user is None or not ok:
         raise Unauthorized(BAD_CREDENTIALS)
-    async with db.write() as conn:
-        return await start_session(conn, settings, user)
+    async with db.write() as tx:
+        return await start_session(tx, settings, user)
 
 
 async def sign_out(db: Database, resolver: KeyResolver, token: str) -> None:
     """End the session of this token (nothing happens for an unknown token)."""
-    async with db.write() as conn:
-        await sessions.delete_by_hash(conn, hash_token(token))
+    async with db.write() as tx:
+        await sessions.delete_by_hash(tx, hash_token(token))
     resolver.invalidate()
 
 
@@ -147,9 +145,9 @@ async def create_magic_link(db: Database, settings: Settings, user: User, callba
     callback = _checked_callback(settings, callback_url)
     token = new_token()
     now = now_iso()
-    async with db.write() as conn:
+    async with db.write() as tx:
         await sign_in.insert_magic_link(
-            conn,
+            tx,
             token_hash=hash_token(token),
             user_id=user.id,
             callback_url=callback,
@@ -161,8 +159,8 @@ async def create_magic_link(db: Database, settings: Settings, user: User, callba
 
 async def use_magic_link(db: Database, settings: Settings, token: str) -> tuple[SignedIn, str]:
     """Consume a magic link (once, atomically) and start a session; return it and the callback."""
-    async with db.write() as conn:
-        found = await sign_in.consume_magic_link(conn, hash_token(token), now_iso())
+    async with db.write() as tx:
+        found = await sign_in.consume_magic_link(tx, hash_token(token), now_iso())
         if found is None:
             raise Unauthorized("This sign-in link is invalid, used or expired")
         user_id, callback = found
@@ -171,9 +169,9 @@ async def use_magic_link(db: Database, settings: Settings, token: str) -> tuple[
             callback = safe_callback(settings, callback)
         except UntrustedUrl as exc:
             raise Unauthorized("This sign-in link's callback is no longer trusted") from exc
-        user = await accounts.get_user(conn, user_id)
+        user = await accounts.get_user(tx, user_id)
         assert user is not None  # magic links cascade with their user
-        signed_in = await start_session(conn, settings, user)
+        signed_in = await start_session(tx, settings, user)
     return signed_in, callback
 
 
@@ -197,12 +195,12 @@ async def switch_team(
 ) -> Principal:
     """Make the caller's session act in another team the user belongs to; return its principal."""
     assert principal.session_id is not None
-    async with db.write() as conn:
-        role = await accounts.get_role(conn, team_id, principal.user_id)
-        team = await accounts.get_team(conn, team_id)
+    async with db.write() as tx:
+        role = await accounts.get_role(tx, team_id, principal.user_id)
+        team = await accounts.get_team(tx, team_id)
         if role is None or team is None:
             raise NotFound("Team not found")
-        await sessions.set_team(conn, principal.session_id, team_id)
+        await sessions.set_team(tx, principal.session_id, team_id)
     resolver.invalidate()
     return Principal(principal.user_id, team_id, role, team.plan, session_id=principal.session_id)
 
@@ -210,6 +208,6 @@ async def switch_team(
 async def prune(db: Database) -> None:
     """Delete expired sessions, magic links and OAuth states (a periodic job)."""
     now = now_iso()
-    async with db.write() as conn:
-        await sessions.delete_expired(conn, now)
-        await sign_in.delete_expired(conn, now)
+    async with db.write() as tx:
+        await sessions.delete_expired(tx, now)
+        await sign_in.delete_expired(tx, now)

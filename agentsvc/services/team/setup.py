@@ -25,15 +25,15 @@ async def create_owner(
     if not await needs_owner(db):
         raise Forbidden(OWNER_EXISTS)
     password_hash = await hash_password_async(password)
-    async with db.write() as conn:
+    async with db.write() as tx:
         # Checked again inside the write transaction: two first-run forms cannot both win.
-        if await account_store.count_users(conn) > 0:
+        if await account_store.count_users(tx) > 0:
             raise Forbidden(OWNER_EXISTS)
         user, team = await accounts.create_user_with_team(
-            conn,
+            tx,
             email=normalise_email(email),
             name=name.strip(),
             password_hash=password_hash,
             plan=settings.plans.default,
         )
-        return await start_session(conn, settings, user, team.id)
+        return await start_session(tx, settings, user, team.id)

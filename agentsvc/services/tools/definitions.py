@@ -5,11 +5,10 @@ from __future__ import annotations
 import asyncio
 import base64
 import secrets
-import sqlite3
 from dataclasses import dataclass, replace
 from typing import Any
 
-from agentsvc.db import Database
+from agentsvc.db import ConstraintViolation, Database
 from agentsvc.errors import DuplicateName, NotFound, ToolLimitReached, ValidationFailed
 from agentsvc.ids import new_id, now_iso
 from agentsvc.secretbox import SecretBox
@@ -113,8 +112,8 @@ def _stores_only(tool: Tool) -> bool:
     )
 
 
-async def _require_agent(conn: Any, team_id: str, agent_id: str) -> None:
-    if await agents_store.get(conn, team_id, agent_id) is None:
+async def _require_agent(tx: Any, team_id: str, agent_id: str) -> None:
+    if await agents_store.get(tx, team_id, agent_id) is None:
         raise NotFound("Agent not found")
 
 
@@ -164,17 +163,17 @@ async def create_tool(
 ) -> Tool:
     """Create a tool after checking it, its name's uniqueness and the plan's limit."""
     fields = canonical_fields(given)
-    async with db.write() as conn:
-        await _require_agent(conn, team_id, agent_id)
+    async with db.write() as tx:
+        await _require_agent(tx, team_id, agent_id)
         draft = {name: fields.get(name) for name in CLIENT_FIELDS}
         draft["is_enabled"] = True if draft["is_enabled"] is None else draft["is_enabled"]
         _apply_defaults(draft)
         if draft["input_schema"] is None:
             raise ValidationFailed("inputSchema: is required")
         checked = await _checked(draft, given, allow_private=allow_private)
-        if await tools_store.name_taken(conn, agent_id, checked["name"]):
+        if await tools_store.name_taken(tx, agent_id, checked["name"]):
             raise DuplicateName(f"name: this agent already has a tool named {checked['name']!r}")
-        limits = _limits(await tools_store.count_for_agent(conn, agent_id), limit, plan_id)
+        limits = _limits(await tools_store.count_for_agent(tx, agent_id), limit, plan_id)
         if not limits.can_create:
             raise ToolLimitReached(
                 f"Tool limit reached: the {plan_id} plan allows {limit} tools per agent"
@@ -193,7 +192,7 @@ async def create_tool(
             updated_at=now,
             **checked,
         )
-        await tools_store.insert(conn, tool)
+        await tools_store.insert(tx, tool)
     return tool
 
 
@@ -208,8 +207,8 @@ async def update_tool(
 ) -> Tool:
     """Apply a partial update; the result is checked as a whole before it is saved."""
     fields = canonical_fields(given)
-    async with db.write() as conn:
-        current = await tools_store.get(conn, team_id, tool_id)
+    async with db.write() as tx:
+        current = await tools_store.get(tx, team_id, tool_id)
         if current is None:
             raise NotFound("Tool not found")
         merged = {name: getattr(current, name) for name in CLIENT_FIELDS}
@@ -225,7 +224,7 @@ async def update_tool(
             merged["form_execution_mode"] = None
         _apply_defaults(merged)
         checked = await _checked(merged, given, allow_private=allow_private)
-        if await tools_store.name_taken(conn, current.agent_id, checked["name"], tool_id):
+        if await tools_store.name_taken(tx, current.agent_id, checked["name"], tool_id):
             raise DuplicateName(f"name: this agent already has a tool named {checked['name']!r}")
         sealed = current.form_webhook_secret
         if checked["execution_type"] != "form":
@@ -237,14 +236,14 @@ async def update_tool(
             changes["form_webhook_secret"] = sealed
         now = now_iso()
         try:
-            await tools_store.update(conn, team_id, tool_id, changes, now)
-        except sqlite3.IntegrityError as exc:
+            await tools_store.update(tx, team_id, tool_id, changes, now)
+        except ConstraintViolation as exc:
             raise DuplicateName("name: this agent already has a tool with that name") from exc
     return replace(current, **changes, updated_at=now)
 
 
 async def delete_tool(db: Database, team_id: str, tool_id: str) -> None:
     """Delete the team's tool or raise NotFound."""
-    async with db.write() as conn:
-        if not await tools_store.delete(conn, team_id, tool_id):
+    async with db.write() as tx:
+        if not await tools_store.delete(tx, team_id, tool_id):
             raise NotFound("Tool not found")

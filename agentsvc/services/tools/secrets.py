@@ -83,14 +83,14 @@ async def put_secret(
     """Create or replace a team secret, sealed at rest."""
     check_name(name)
     sealed = box.seal(value, _context(team_id, name))
-    async with db.write() as conn:
-        return await secrets_store.upsert(conn, team_id, name, sealed, now_iso())
+    async with db.write() as tx:
+        return await secrets_store.upsert(tx, team_id, name, sealed, now_iso())
 
 
 async def delete_secret(db: Database, team_id: str, name: str) -> None:
     """Delete a team secret or raise NotFound."""
-    async with db.write() as conn:
-        if not await secrets_store.delete(conn, team_id, name):
+    async with db.write() as tx:
+        if not await secrets_store.delete(tx, team_id, name):
             raise NotFound("Secret not found")
 
 

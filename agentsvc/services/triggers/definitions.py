@@ -141,11 +141,11 @@ async def create_trigger(db: Database, team_id: str, agent_id: str, fields: dict
         created_at=now,
         updated_at=now,
     )
-    async with db.write() as conn:
+    async with db.write() as tx:
         # The agent may have been deleted since the check; the foreign key would refuse.
-        if await agents_store.get(conn, team_id, agent_id) is None:
+        if await agents_store.get(tx, team_id, agent_id) is None:
             raise NotFound("Agent not found")
-        await triggers_store.insert(conn, trigger)
+        await triggers_store.insert(tx, trigger)
     return trigger
 
 
@@ -179,28 +179,28 @@ async def update_trigger(db: Database, team_id: str, trigger_id: str, fields: di
             fields.get("action_type", current.action_type),
             fields.get("action_config", current.action_config),
         )
-    async with db.write() as conn:
-        if not await triggers_store.update(conn, team_id, trigger_id, fields, now_iso()):
+    async with db.write() as tx:
+        if not await triggers_store.update(tx, team_id, trigger_id, fields, now_iso()):
             raise NotFound("Trigger not found")
-        trigger = await triggers_store.get(conn, team_id, trigger_id)
+        trigger = await triggers_store.get(tx, team_id, trigger_id)
     assert trigger is not None
     return trigger
 
 
 async def toggle_trigger(db: Database, team_id: str, trigger_id: str) -> Trigger:
     """Invert the trigger's `isEnabled` and return it."""
-    async with db.write() as conn:
-        if not await triggers_store.toggle(conn, team_id, trigger_id, now_iso()):
+    async with db.write() as tx:
+        if not await triggers_store.toggle(tx, team_id, trigger_id, now_iso()):
             raise NotFound("Trigger not found")
-        trigger = await triggers_store.get(conn, team_id, trigger_id)
+        trigger = await triggers_store.get(tx, team_id, trigger_id)
     assert trigger is not None
     return trigger
 
 
 async def delete_trigger(db: Database, team_id: str, trigger_id: str) -> None:
     """Delete a trigger with its counters and recorded events."""
-    async with db.write() as conn:
-        if not await triggers_store.delete(conn, team_id, trigger_id):
+    async with db.write() as tx:
+        if not await triggers_store.delete(tx, team_id, trigger_id):
             raise NotFound("Trigger not found")
 
 

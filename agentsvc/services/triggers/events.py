@@ -2,8 +2,8 @@
 
 Requests put their event on a queue and wait for its commit. One task drains whatever is
 queued (no fixed sleep window: what arrived since the last batch) and adds it to the
-triggers' counters in one transaction, at once on the loop when the writer is free
-(`Database.write_now`), else on the writer's thread. Replying after the commit means a 202
+triggers' counters in one transaction (`Database.write_batched`: at once on the loop
+when the writer is free). Replying after the commit means a 202
 is a counted event (and is cheaper than replying at once: more replies share each turn of
 the event loop); on shutdown the server first lets the in-flight
 requests finish, then `close()` drains the queue, so SIGTERM loses nothing.
@@ -13,14 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
 from functools import partial
 
-from aiohttp import web
-
-from agentsvc import keys
 from agentsvc.db import Database
-from agentsvc.db.sqlite import WriterBusy
 from agentsvc.store import trigger_events
 from agentsvc.store.trigger_events import Mismatch, TriggerEvent
 
@@ -91,11 +86,9 @@ class EventWriter:
     async def _write(self, batch: list[_Item]) -> None:
         events = [event for event, _ in batch]
         try:
-            write = partial(trigger_events.write_batch, events=events)
-            try:
-                results = self._db.write_now(write)  # no thread hop: see db.py
-            except WriterBusy:
-                results = await self._db.run_sync(write)
+            results = await self._db.write_batched(
+                partial(trigger_events.write_batch, events=events)
+            )
         except Exception as exc:
             log.exception("writing %d trigger events failed", len(batch))
             for _, future in batch:
@@ -103,16 +96,7 @@ class EventWriter:
                     future.set_exception(exc)
             return
         self.batches += 1
-        self.written += sum(1 for r in results if isinstance(r, str))  # type: ignore[union-attr]
-        for (_, future), result in zip(batch, results, strict=True):  # type: ignore[arg-type]
+        self.written += sum(1 for r in results if isinstance(r, str))
+        for (_, future), result in zip(batch, results, strict=True):
             if not future.done():
                 future.set_result(result)
-
-
-async def event_writer_ctx(app: web.Application) -> AsyncIterator[None]:
-    """cleanup_ctx: run the event writer for the app's life and drain it on shutdown."""
-    writer = EventWriter(app[keys.db_key])
-    writer.start()
-    app[keys.event_writer_key] = writer
-    yield
-    await writer.close()

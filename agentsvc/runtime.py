@@ -1,0 +1,220 @@
+"""The application's life: every start-up and shutdown step, background task and job.
+
+`attach(app)` registers, in order, the resources the service runs on. Each step opens what
+it owns, puts it under its key (keys.py) and closes it in reverse order at shutdown, so the
+order below is the dependency order: the database first (and closed last, after every
+writer has flushed), the scheduler, then what uses them. Services receive their
+dependencies here as plain objects; none of them sees the application.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+
+import aiohttp
+import orjson
+from aiohttp import web
+
+from agentsvc import keys
+from agentsvc.api.chat import OpenStreams
+from agentsvc.db.sqlite import SqliteDatabase
+from agentsvc.jobs import Jobs
+from agentsvc.llm.base import Providers
+from agentsvc.llm.embeddings import make_embedder
+from agentsvc.mail import Mailer
+from agentsvc.outbound import OutboundClient
+from agentsvc.passwords import warm_up
+from agentsvc.secretbox import SecretBox
+from agentsvc.services.agents.registry import AgentCache
+from agentsvc.services.forms.delivery import Deliverer
+from agentsvc.services.forms.delivery_send import Sender
+from agentsvc.services.forms.files import SWEEP_INTERVAL_SECONDS, remove_orphan_files
+from agentsvc.services.knowledge.indexing import Indexer
+from agentsvc.services.knowledge.vectors import Semantic, VectorIndex
+from agentsvc.services.team import membership, oauth, sessions
+from agentsvc.services.team.access import KeyResolver
+from agentsvc.services.tools.runner import ToolRunner
+from agentsvc.services.triggers.events import EventWriter
+
+log = logging.getLogger(__name__)
+
+# Periodic jobs (ids are what `Jobs` knows them by).
+EXPIRE_INVITATIONS_JOB = "expire-invitations"
+PRUNE_SESSIONS_JOB = "prune-sessions"
+PRUNE_SESSIONS_SECONDS = 3600
+SWEEP_FILES_JOB = "form-files-sweep"
+
+
+def attach(app: web.Application) -> None:
+    """Register the service's life cycle on the application (see the module docstring)."""
+    app.cleanup_ctx.extend(
+        [
+            _database,
+            _jobs,
+            _tools,
+            _event_writer,
+            _chat,
+            _knowledge,  # after _chat: embeddings use the providers' ClientSession
+            _team,
+            _delivery,  # after _team: e-mail deliveries use the mailer
+        ]
+    )
+    app.on_shutdown.append(_close_streams)
+
+
+async def _database(app: web.Application) -> AsyncIterator[None]:
+    """The database (migrated on open), its background WAL checkpoints and the caches on it."""
+    db = SqliteDatabase(app[keys.settings_key].db_path)
+    await db.open()
+    checkpoints = asyncio.create_task(db.run_checkpoints(), name="wal-checkpoints")
+    app[keys.db_key] = db
+    app[keys.key_resolver_key] = KeyResolver(db)
+    app[keys.agent_cache_key] = AgentCache()
+    yield
+    checkpoints.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await checkpoints
+    await db.close()  # commits queued batched writes first
+
+
+async def _jobs(app: web.Application) -> AsyncIterator[None]:
+    """The in-process scheduler; jobs are registered by the steps that own them."""
+    jobs = Jobs()
+    jobs.start()
+    app[keys.jobs_key] = jobs
+    yield
+    jobs.stop()
+
+
+async def _tools(app: web.Application) -> AsyncIterator[None]:
+    """The secret box, the guarded outbound client and the tool runner built on them."""
+    settings = app[keys.settings_key]
+    box = SecretBox.from_settings(settings.server.secret_key, settings.server.data_dir)
+    outbound = OutboundClient(
+        allow_private=settings.outbound.allow_private,
+        resolver=app.get(keys.outbound_resolver_key),
+    )
+    await outbound.open()
+    app[keys.secret_box_key] = box
+    app[keys.outbound_key] = outbound
+    app[keys.tool_runner_key] = ToolRunner(app[keys.db_key], box, outbound)
+    yield
+    await outbound.close()
+
+
+async def _event_writer(app: web.Application) -> AsyncIterator[None]:
+    """The trigger-event writer; at shutdown it counts everything still queued."""
+    writer = EventWriter(app[keys.db_key])
+    writer.start()
+    app[keys.event_writer_key] = writer
+    yield
+    await writer.close()
+
+
+async def _chat(app: web.Application) -> AsyncIterator[None]:
+    """The providers' shared ClientSession and the registry of open streams."""
+    # Provider URLs are set by the operator (Ollama on loopback is normal), so model calls
+    # use their own session, not the guarded outbound client of tools and webhooks.
+    session = aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=0, limit_per_host=0),
+        json_serialize=lambda value: orjson.dumps(value).decode(),
+    )
+    app[keys.providers_key] = Providers(app[keys.settings_key], session)
+    app[keys.chat_streams_key] = OpenStreams()
+    yield
+    await session.close()
+
+
+async def _close_streams(app: web.Application) -> None:
+    """on_shutdown: end every open chat stream cleanly (before the resources close)."""
+    streams = app.get(keys.chat_streams_key)
+    if streams is not None:
+        await streams.close_all()
+
+
+async def _knowledge(app: web.Application) -> AsyncIterator[None]:
+    """The indexer (with embeddings when configured), resuming what a stop interrupted."""
+    db = app[keys.db_key]
+    settings = app[keys.settings_key]
+    semantic = None
+    embedder = make_embedder(settings, app[keys.providers_key].session)
+    if embedder is not None:
+        vectors = VectorIndex(db, embedder.model_id, path=settings.knowledge.vector_search)
+        await vectors.open()
+        semantic = Semantic(embedder, vectors)
+    indexer = Indexer(db, semantic)
+    app[keys.indexer_key] = indexer
+    resumed = await indexer.resume()
+    if resumed:
+        log.info("resumed indexing of %d document(s)", resumed)
+    yield
+    await indexer.close()
+    if semantic is not None:
+        await semantic.vectors.close()
+
+
+async def _team(app: web.Application) -> AsyncIterator[None]:
+    """The mailer, the OAuth HTTP client, and the invitation and session sweeps."""
+    settings = app[keys.settings_key]
+    db = app[keys.db_key]
+    mailer = Mailer(settings.smtp, db, app[keys.secret_box_key])
+    app[keys.mailer_key] = mailer
+    # Redirects are not followed: a token endpoint that redirects is misconfigured.
+    http = aiohttp.ClientSession(timeout=oauth.HTTP_TIMEOUT)
+    app[keys.oauth_http_key] = http
+    warm_up()
+    jobs = app[keys.jobs_key]
+    jobs.every(
+        EXPIRE_INVITATIONS_JOB,
+        settings.auth.invitation_sweep_seconds,
+        membership.expire_invitations,
+        db,
+    )
+    jobs.every(PRUNE_SESSIONS_JOB, PRUNE_SESSIONS_SECONDS, sessions.prune, db)
+    yield
+    jobs.cancel(EXPIRE_INVITATIONS_JOB)
+    jobs.cancel(PRUNE_SESSIONS_JOB)
+    await mailer.close()
+    await http.close()
+
+
+async def _delivery(app: web.Application) -> AsyncIterator[None]:
+    """The delivery outbox worker, its depth on /metrics, and the hourly file sweep."""
+    settings = app[keys.settings_key]
+    metrics = app[keys.metrics_key]
+    db = app[keys.db_key]
+    sender = Sender(
+        db=db,
+        outbound=app[keys.outbound_key],
+        box=app[keys.secret_box_key],
+        settings=settings.webhooks,
+        data_dir=settings.server.data_dir,
+        mailer=lambda: app.get(keys.mailer_key),
+    )
+    jobs = app[keys.jobs_key]
+    deliverer = Deliverer(
+        sender,
+        jobs=jobs,
+        on_attempt=lambda kind, outcome: metrics.deliveries.labels(kind, outcome).inc(),
+    )
+    app[keys.deliverer_key] = deliverer
+
+    async def outbox_depth() -> None:
+        metrics.outbox_depth.set(await deliverer.pending_count())
+
+    metrics.add_collector(outbox_depth)
+    await deliverer.start()  # drops stale leases, reschedules what is pending
+    jobs.every(
+        SWEEP_FILES_JOB,
+        SWEEP_INTERVAL_SECONDS,
+        remove_orphan_files,
+        db,
+        deliverer.data_dir,
+        run_now=True,
+    )
+    yield
+    jobs.cancel(SWEEP_FILES_JOB)
+    await deliverer.close()
