@@ -412,7 +412,7 @@ async def test_long_data_urls_outside_file_fields_are_checked_as_sent(make_clien
 
 async def test_body_slots_queue_is_bounded_fifo_and_survives_cancelled_waiters():
     from agentsvc.api.bodies import WAITERS_PER_SLOT, BodySlots
-    from agentsvc.errors import ServerBusy
+    from agentsvc.api.errors import ServerBusy
 
     slots = BodySlots(1, 30)
     holder = await slots.acquire()

@@ -17,7 +17,8 @@ from collections import deque
 
 from aiohttp import StreamReader, web
 
-from agentsvc.errors import PayloadTooLarge, RequestTimeout, ServerBusy, ValidationFailed
+from agentsvc.api.errors import PayloadTooLarge, RequestTimeout, ServerBusy
+from agentsvc.errors import ValidationFailed
 
 # Waiting costs only an unread socket buffer, but the queue is bounded all the same.
 WAITERS_PER_SLOT = 8

@@ -21,11 +21,11 @@ from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
 from agentsvc import keys
+from agentsvc.api.errors import RateLimited
 from agentsvc.api.limits import take_token
 from agentsvc.api.models import RequestModel
 from agentsvc.api.pipeline import finish_response
 from agentsvc.api.routing import Call, RouteTable
-from agentsvc.errors import RateLimited
 from agentsvc.services.agents import identity as identity_service
 from agentsvc.services.chat import start as chat_service
 from agentsvc.services.chat import turn as turn_service

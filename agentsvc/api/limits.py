@@ -5,8 +5,8 @@ from __future__ import annotations
 from aiohttp import web
 
 from agentsvc import keys
+from agentsvc.api.errors import RateLimited
 from agentsvc.api.state import request_state
-from agentsvc.errors import RateLimited
 
 
 def take_token(

@@ -8,9 +8,9 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from agentsvc import __version__
+from agentsvc.api.errors import ERROR_CLASSES, STATUS
 from agentsvc.api.models import MODEL_ID_MARKER
 from agentsvc.api.routing import PATH_PARAM, Endpoint
-from agentsvc.errors import ERROR_CLASSES
 from agentsvc.llm.base import BUILTIN
 
 _REF = "#/components/schemas/{model}"
@@ -86,7 +86,7 @@ class _Schemas:
 
 
 def _error_codes(status: int) -> list[str]:
-    return [cls.code for cls in ERROR_CLASSES if cls.status == status]
+    return [cls.code for cls in ERROR_CLASSES if STATUS[cls] == status]
 
 
 def _statuses(endpoint: Endpoint) -> list[int]:

@@ -19,16 +19,15 @@ from aiohttp import web
 
 from agentsvc import keys
 from agentsvc.api import auth
-from agentsvc.api.state import RequestState, request_state
-from agentsvc.errors import (
+from agentsvc.api.errors import (
     ApiError,
     InternalError,
     MethodNotAllowed,
-    NotFound,
     PayloadTooLarge,
-    Unauthorized,
     error_response,
 )
+from agentsvc.api.state import RequestState, request_state
+from agentsvc.errors import DomainError, NotFound, Unauthorized
 from agentsvc.observability import UNMATCHED_ROUTE, observe, request_id
 
 log = logging.getLogger(__name__)
@@ -127,7 +126,7 @@ async def fallback(request: web.Request) -> web.Response:
                     f"Method not allowed; allowed: {allow}", headers={"Allow": allow}
                 )
             raise NotFound("No such endpoint")
-        except ApiError as exc:
+        except DomainError as exc:
             response = error_response(exc)
         except (asyncio.CancelledError, ConnectionResetError):
             raise

@@ -21,18 +21,17 @@ from pydantic import BaseModel, ValidationError
 from agentsvc import keys
 from agentsvc.api import auth
 from agentsvc.api.bodies import BodySlot, is_large, read_body
+from agentsvc.api.errors import PayloadTooLarge, error_response
 from agentsvc.api.messages import describe_validation_error
 from agentsvc.api.pipeline import finish_response, from_http_exception, unexpected_error
 from agentsvc.api.state import RequestState
 from agentsvc.config import Settings
 from agentsvc.errors import (
-    ApiError,
+    DomainError,
     Forbidden,
-    PayloadTooLarge,
     Unauthorized,
     UnsupportedMediaType,
     ValidationFailed,
-    error_response,
 )
 from agentsvc.observability import RequestStats
 from agentsvc.services.team.access import Principal
@@ -270,7 +269,7 @@ def make_handler(endpoint: Endpoint) -> Callable[[web.Request], Awaitable[web.St
             call = Call(request, principal, body, query, request.match_info, slot)
             body = None  # the handler may drop it (`Call.release_body`)
             response = await endpoint.handler(call)
-        except ApiError as exc:
+        except DomainError as exc:
             response = error_response(exc)
         except web.HTTPException as exc:
             if exc.status < 400:

@@ -19,8 +19,15 @@ from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError, LineTooLong
 from aiohttp.web_protocol import RequestHandler
 
+from agentsvc.api.errors import (
+    ApiError,
+    BadRequest,
+    HeadersTooLarge,
+    InternalError,
+    error_body,
+    status_of,
+)
 from agentsvc.config import Settings
-from agentsvc.errors import ApiError, BadRequest, HeadersTooLarge, InternalError, error_body
 from agentsvc.observability import JsonAccessLogger, access_log, request_id
 
 log = logging.getLogger(__name__)
@@ -75,7 +82,7 @@ class EnvelopeRequestHandler(RequestHandler):
             super().handle_error(request, status, exc, message)
             error = _status_error(status)
         response = web.Response(
-            status=error.status,
+            status=status_of(error),
             body=error_body(error.code, error.message),
             content_type="application/json",
             headers={"X-Request-Id": request_id(request)},  # the access log's id
