@@ -198,10 +198,9 @@ def cmd_apikey_create(args: argparse.Namespace) -> None:
             name=(options.name or "").strip(),
             plan=settings.plans.default,
         )
-        async with db.write() as tx:
-            created = await accounts.create_api_key(
-                tx, team_id=team.id, user_id=user.id, name=options.key_name or "cli"
-            )
+        created = await accounts.create_key_for(
+            db, team_id=team.id, user_id=user.id, name=options.key_name or "cli"
+        )
         return created.key
 
     print(_run(lambda: _with_db(settings, create)))
@@ -220,9 +219,9 @@ def _new_password(args: argparse.Namespace) -> str:
 
 
 def cmd_user_create(args: argparse.Namespace) -> None:
+    from agentsvc.errors import Conflict
     from agentsvc.services.team import accounts
     from agentsvc.services.team.sessions import normalise_email
-    from agentsvc.store import accounts as accounts_store
 
     options = checked(email=args.email, name=args.name)
     email = normalise_email(options.email or "")
@@ -230,16 +229,16 @@ def cmd_user_create(args: argparse.Namespace) -> None:
     password_hash = _new_password(args)
 
     async def create(db: Database) -> str:
-        async with db.write() as tx:
-            if await accounts_store.get_user_by_email(tx, email):
-                raise CommandError(f"a user with e-mail {email} already exists")
-            user, _ = await accounts.create_user_with_team(
-                tx,
+        try:
+            user = await accounts.create_user(
+                db,
                 email=email,
                 name=(options.name or "").strip(),
                 password_hash=password_hash,
                 plan=settings.plans.default,
             )
+        except Conflict as exc:
+            raise CommandError(exc.message) from None
         return user.id
 
     print(_run(lambda: _with_db(settings, create)))
@@ -264,8 +263,7 @@ def cmd_user_set_password(args: argparse.Namespace) -> None:
 
 
 def cmd_login_link(args: argparse.Namespace) -> None:
-    from agentsvc.services.team import sessions
-    from agentsvc.store import accounts as accounts_store
+    from agentsvc.services.team import accounts, sessions
 
     options = checked(email=args.email, callback=args.callback)
     email = sessions.normalise_email(options.email or "")
@@ -277,7 +275,7 @@ def cmd_login_link(args: argparse.Namespace) -> None:
         settings = settings.model_copy(update={"server": server})
 
     async def create(db: Database) -> str:
-        user = await accounts_store.get_user_by_email(db.reader, email)
+        user = await accounts.user_by_email(db, email)
         if user is None:
             raise CommandError(
                 f"no user with e-mail {email}; create one with `agentsvc apikey create`"
@@ -310,8 +308,9 @@ def cmd_team_set_plan(args: argparse.Namespace) -> None:
 
 
 def cmd_backup(args: argparse.Namespace) -> None:
-    import sqlite3
     from pathlib import Path
+
+    from agentsvc.db.sqlite import BackupFailed, copy_database
 
     settings = _settings(args)
     source_path = settings.db_path
@@ -326,22 +325,10 @@ def cmd_backup(args: argparse.Namespace) -> None:
     except FileExistsError:
         raise CommandError(f"{target} already exists; choose a new file") from None
     os.chmod(target, 0o600)
-    # SQLite's online backup copies a consistent snapshot while the server keeps writing.
-    source = sqlite3.connect(f"file:{source_path}?mode=ro", uri=True)
-    dest = sqlite3.connect(target)
     try:
-        with dest:
-            source.backup(dest, pages=1024)
-        check = dest.execute("PRAGMA integrity_check").fetchone()[0]
-        if check != "ok":
-            raise CommandError(f"backup failed its integrity check: {check}")
-    except BaseException:
-        dest.close()
-        target.unlink(missing_ok=True)  # no half-written copy left to restore from
-        raise
-    finally:
-        dest.close()
-        source.close()
+        copy_database(source_path, target)
+    except BackupFailed as exc:
+        raise CommandError(str(exc)) from None
     print(target)
 
 

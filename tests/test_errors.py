@@ -42,7 +42,9 @@ def test_codes_are_unique_per_class():
 def test_the_envelope_of_a_domain_error():
     response = error_response(errors.NotFound("Agent not found"))
     assert response.status == 404 == status_of(errors.NotFound())
-    assert response.body == b'{"data":null,"error":{"code":"NOT_FOUND","message":"Agent not found"}}'
+    assert (
+        response.body == b'{"data":null,"error":{"code":"NOT_FOUND","message":"Agent not found"}}'
+    )
 
 
 async def test_domain_errors_over_http_keep_their_status_and_code(make_client):

@@ -148,6 +148,33 @@ class VectorSearchUnavailable(Exception):
     """sqlite-vec cannot be used here; the message says why."""
 
 
+class BackupFailed(Exception):
+    """The copy of the database is not usable (it was removed)."""
+
+
+def copy_database(source_path: Path, target: Path) -> None:
+    """Copy a consistent snapshot into `target` (an empty file) while a server may write.
+
+    SQLite's online backup, then an integrity check; a failed copy is removed, so no
+    half-written file is left to restore from.
+    """
+    source = sqlite3.connect(f"file:{source_path}?mode=ro", uri=True)
+    dest = sqlite3.connect(target)
+    try:
+        with dest:
+            source.backup(dest, pages=1024)
+        check = dest.execute("PRAGMA integrity_check").fetchone()[0]
+        if check != "ok":
+            raise BackupFailed(f"backup failed its integrity check: {check}")
+    except BaseException:
+        dest.close()
+        target.unlink(missing_ok=True)
+        raise
+    finally:
+        dest.close()
+        source.close()
+
+
 async def _connect(path: Path) -> aiosqlite.Connection:
     conn = await aiosqlite.connect(path, isolation_level=None)
     conn.row_factory = sqlite3.Row

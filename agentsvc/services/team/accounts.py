@@ -6,7 +6,8 @@ import hashlib
 import secrets
 from dataclasses import dataclass
 
-from agentsvc.db import Database
+from agentsvc.db import Database, Tx
+from agentsvc.errors import Conflict
 from agentsvc.ids import new_id, now_iso
 from agentsvc.store import accounts, api_keys
 from agentsvc.store.accounts import Team, User
@@ -35,7 +36,7 @@ class CreatedKey:
 
 
 async def create_user_with_team(
-    tx, *, email: str, name: str, password_hash: str | None, plan: str
+    tx: Tx, *, email: str, name: str, password_hash: str | None, plan: str
 ) -> tuple[User, Team]:
     """Create a user and the user's own team (as owner) inside a write transaction."""
     now = now_iso()
@@ -84,7 +85,7 @@ async def ensure_user_with_team(
         return user, team
 
 
-async def create_api_key(tx, *, team_id: str, user_id: str, name: str) -> CreatedKey:
+async def create_api_key(tx: Tx, *, team_id: str, user_id: str, name: str) -> CreatedKey:
     """Create a key for a user acting in a team; the clear key is returned only here."""
     key = generate_api_key()
     created = CreatedKey(
@@ -107,6 +108,30 @@ async def create_api_key(tx, *, team_id: str, user_id: str, name: str) -> Create
         now=created.created_at,
     )
     return created
+
+
+async def user_by_email(db: Database, email: str) -> User | None:
+    """The user with this (normalised) e-mail address, if any."""
+    return await accounts.get_user_by_email(db.reader, email)
+
+
+async def create_user(
+    db: Database, *, email: str, name: str, password_hash: str, plan: str
+) -> User:
+    """Create a user with a password and its own team; Conflict when the e-mail is taken."""
+    async with db.write() as tx:
+        if await accounts.get_user_by_email(tx, email):
+            raise Conflict(f"a user with e-mail {email} already exists")
+        user, _ = await create_user_with_team(
+            tx, email=email, name=name, password_hash=password_hash, plan=plan
+        )
+        return user
+
+
+async def create_key_for(db: Database, *, team_id: str, user_id: str, name: str) -> CreatedKey:
+    """`create_api_key` in a transaction of its own."""
+    async with db.write() as tx:
+        return await create_api_key(tx, team_id=team_id, user_id=user_id, name=name)
 
 
 async def set_team_plan(db: Database, *, email: str, plan: str) -> Team:
