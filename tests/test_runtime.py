@@ -1,0 +1,89 @@
+"""runtime.py: the app starts every part in order and stops them all, losing nothing."""
+
+from __future__ import annotations
+
+import asyncio
+
+from aiohttp.test_utils import TestServer
+
+from agentsvc import keys, runtime
+from agentsvc.app import create_app
+from agentsvc.db.sqlite import SqliteDatabase
+from agentsvc.store.trigger_events import TriggerEvent
+from tests.conftest import make_settings
+
+
+def ours() -> set[asyncio.Task]:
+    return {t for t in asyncio.all_tasks() if t is not asyncio.current_task()}
+
+
+async def test_start_registers_every_part_and_job(tmp_path):
+    settings = make_settings(tmp_path, auth={"invitation_sweep_seconds": 7})
+    app = create_app(settings)
+    async with TestServer(app):
+        for key in (
+            keys.db_key,
+            keys.jobs_key,
+            keys.tool_runner_key,
+            keys.event_writer_key,
+            keys.providers_key,
+            keys.chat_streams_key,
+            keys.indexer_key,
+            keys.mailer_key,
+            keys.deliverer_key,
+        ):
+            assert key in app, key
+        jobs = app[keys.jobs_key]
+        assert jobs.running
+        assert jobs.interval_of(runtime.EXPIRE_INVITATIONS_JOB) == 7
+        assert jobs.interval_of(runtime.PRUNE_SESSIONS_JOB) == runtime.PRUNE_SESSIONS_SECONDS
+        assert jobs.has(runtime.SWEEP_FILES_JOB)
+        names = {t.get_name() for t in asyncio.all_tasks()}
+        assert {"wal-checkpoints", "trigger-event-writer"} <= names
+
+
+async def test_stop_ends_every_background_task_and_counts_queued_events(tmp_path):
+    settings = make_settings(tmp_path)
+    before = ours()
+    app = create_app(settings)
+    server = TestServer(app)
+    await server.start_server()
+    db = app[keys.db_key]
+    async with db.write() as tx:
+        now = "2026-01-01T00:00:00.000Z"
+        await tx.execute(
+            "INSERT INTO users (id, email, name, created_at, updated_at)"
+            " VALUES ('u', 'u@example.com', '', ?, ?)",
+            (now, now),
+        )
+        await tx.execute(
+            "INSERT INTO teams (id, name, owner_user_id, plan, created_at, updated_at)"
+            " VALUES ('t', 'T', 'u', 'pro', ?, ?)",
+            (now, now),
+        )
+        await tx.execute(
+            "INSERT INTO agents (id, team_id, name, slug, model, temperature, system_prompt,"
+            " created_at, updated_at) VALUES ('agent_a', 't', 'A', 'a', 'builtin', 0.7, '', ?, ?)",
+            (now, now),
+        )
+        await tx.execute(
+            "INSERT INTO triggers (id, agent_id, team_id, name, trigger_type, conditions,"
+            " action_type, action_config, created_at, updated_at)"
+            " VALUES ('trigger_t', 'agent_a', 't', 'T', 'time_on_page', '{}', 'open_chat',"
+            " '{}', ?, ?)",
+            (now, now),
+        )
+    writer = app[keys.event_writer_key]
+    event = TriggerEvent("agent_a", "trigger_t", "T", "fired")
+    pending = [writer.record(event) for _ in range(100)]  # queued, not yet written
+    await server.close()  # cleanup: the writer drains, then the database closes
+    assert all(f.done() and f.result() == "trigger_t" for f in pending)
+    leftover = {t for t in ours() - before if not t.done()}
+    assert leftover == set()
+    again = SqliteDatabase(settings.db_path)
+    await again.open()
+    try:
+        count = await again.reader.fetchval("SELECT fired_count FROM triggers")
+    finally:
+        await again.close()
+    assert count == 100
