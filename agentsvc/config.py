@@ -82,6 +82,12 @@ class ServerSettings(_Section):
         return ServerSettings.model_validate(data)
 
 
+class DatabaseSettings(_Section):
+    # Query-only connections reads are spread over, so one slow read (a report, an export)
+    # never queues the others behind it (WAL lets them all read beside the writer).
+    readers: int = Field(3, ge=1, le=32)
+
+
 class ModelSettings(_Section):
     default: str = "builtin"
 
@@ -243,6 +249,7 @@ class KnowledgeSettings(_Section):
 
 class Settings(_Section):
     server: ServerSettings = ServerSettings()
+    database: DatabaseSettings = DatabaseSettings()
     models: ModelSettings = ModelSettings()
     providers: dict[str, ProviderSettings] = Field(default_factory=dict)
     outbound: OutboundSettings = OutboundSettings()

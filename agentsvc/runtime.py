@@ -20,7 +20,7 @@ from aiohttp import web
 
 from agentsvc import keys
 from agentsvc.api.chat import OpenStreams
-from agentsvc.db.sqlite import SqliteDatabase
+from agentsvc.db import database_for
 from agentsvc.jobs import Jobs
 from agentsvc.llm.base import Providers
 from agentsvc.llm.embeddings import make_embedder
@@ -67,7 +67,7 @@ def attach(app: web.Application) -> None:
 
 async def _database(app: web.Application) -> AsyncIterator[None]:
     """The database (migrated on open), its background WAL checkpoints and the caches on it."""
-    db = SqliteDatabase(app[keys.settings_key].db_path)
+    db = database_for(app[keys.settings_key])
     await db.open()
     checkpoints = asyncio.create_task(db.run_checkpoints(), name="wal-checkpoints")
     app[keys.db_key] = db

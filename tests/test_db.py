@@ -201,3 +201,38 @@ async def test_commits_are_checkpointed_in_the_background(db):
         assert probe.execute("SELECT count(*) FROM t").fetchone()[0] == 21
     finally:
         probe.close()
+
+
+SLOW_QUERY = (
+    "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 3000000)"
+    " SELECT count(*) FROM c"
+)
+
+
+async def test_a_slow_read_does_not_hold_up_the_other_reads(db):
+    async with db.write() as tx:
+        await tx.execute("INSERT INTO t (n) VALUES (1)")
+    slow = asyncio.ensure_future(db.reader.fetchval(SLOW_QUERY))
+    await asyncio.sleep(0.05)  # the slow read is running on one reader
+    assert not slow.done()
+    loop = asyncio.get_running_loop()
+    waits = []
+    for _ in range(20):
+        started = loop.time()
+        assert await numbers(db) == [1]
+        waits.append(loop.time() - started)
+    assert not slow.done(), "the slow read finished before the fast ones: make it slower"
+    assert max(waits) < 0.1  # each a few ms at most, not the slow read's second
+    assert await slow == 3000000
+
+
+async def test_with_one_reader_reads_queue_behind_a_slow_one(tmp_path):
+    db = SqliteDatabase(tmp_path / "one.db", readers=1)
+    await db.open()
+    try:
+        slow = asyncio.ensure_future(db.reader.fetchval(SLOW_QUERY))
+        await asyncio.sleep(0.05)
+        await db.reader.fetchval("SELECT 1")
+        assert slow.done()  # it had to wait for the slow read: what the pool avoids
+    finally:
+        await db.close()

@@ -87,4 +87,4 @@ def database_for(settings: Settings) -> Database:
     """The database the settings name (SQLite in the data directory)."""
     from agentsvc.db.sqlite import SqliteDatabase
 
-    return SqliteDatabase(settings.db_path)
+    return SqliteDatabase(settings.db_path, readers=settings.database.readers)

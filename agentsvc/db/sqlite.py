@@ -1,7 +1,8 @@
 """The SQLite implementation of the database interface (the default; WAL mode, one file).
 
-Connections: one writer (aiosqlite, its own thread) behind an asyncio lock, one reader
-(aiosqlite, query-only; WAL lets it read beside the writer), and one plain connection the
+Connections: one writer (aiosqlite, its own thread) behind an asyncio lock, a few readers
+(aiosqlite, query-only; WAL lets them read beside the writer and each other; see
+`ReaderPool`), and one plain connection the
 batched writes use on the event loop's thread. Small writes that come in floods (chat
 messages, trigger events) are committed at once on the loop when the writer is free:
 under load the two thread switches of a hop cost more than the write itself (measured:
@@ -17,6 +18,8 @@ import asyncio
 import functools
 import logging
 import sqlite3
+import time
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -90,6 +93,66 @@ class ThreadTx:
         rows = await self._aio.execute_fetchall(sql, params)
         row = next(iter(rows), None)
         return None if row is None else row[0]
+
+
+# A reader whose oldest statement has waited or run this long is taken to be busy with a
+# slow read (a report, an export): new statements go to another reader meanwhile.
+SLOW_READ_SECONDS = 0.005
+
+
+class _Reader:
+    __slots__ = ("tx", "started")
+
+    def __init__(self, conn: aiosqlite.Connection):
+        self.tx = ThreadTx(conn)
+        self.started: deque[float] = deque()  # when each statement in flight was sent
+
+
+class ReaderPool:
+    """A Tx whose statements go to one of a few query-only connections.
+
+    The first reader takes every statement while it keeps up, so statements issued
+    together share one wake-up of its thread; when its oldest statement is older than
+    SLOW_READ_SECONDS, the statement goes to the reader with the fewest in flight. A slow
+    read thus holds one connection, never the whole service.
+    """
+
+    __slots__ = ("_readers",)
+
+    def __init__(self, readers: list[_Reader]):
+        self._readers = readers
+
+    def _pick(self) -> _Reader:
+        first = self._readers[0]
+        if not first.started or len(self._readers) == 1:
+            return first
+        if time.monotonic() - first.started[0] < SLOW_READ_SECONDS:
+            return first
+        return min(self._readers, key=lambda r: len(r.started))
+
+    async def _run(self, method: str, sql: str, params: Any) -> Any:
+        reader = self._pick()
+        # Statements of one connection complete in the order they were sent (one thread).
+        reader.started.append(time.monotonic())
+        try:
+            return await getattr(reader.tx, method)(sql, params)
+        finally:
+            reader.started.popleft()
+
+    async def execute(self, sql: str, params: Params = ()) -> int:
+        return await self._run("execute", sql, params)
+
+    async def executemany(self, sql: str, rows: Iterable[Params]) -> None:
+        await self._run("executemany", sql, rows)
+
+    async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
+        return await self._run("fetchall", sql, params)
+
+    async def fetchone(self, sql: str, params: Params = ()) -> Row | None:
+        return await self._run("fetchone", sql, params)
+
+    async def fetchval(self, sql: str, params: Params = ()) -> Any:
+        return await self._run("fetchval", sql, params)
 
 
 class LoopTx:
@@ -185,12 +248,13 @@ async def _connect(path: Path) -> aiosqlite.Connection:
 class SqliteDatabase:
     """The app's SQLite database (see the module's docstring)."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, *, readers: int = 3):
         self.path = path
+        self.reader_count = readers
         self._writer: aiosqlite.Connection | None = None
-        self._reader: aiosqlite.Connection | None = None
+        self._readers: list[aiosqlite.Connection] = []
         self._loop_writer: sqlite3.Connection | None = None
-        self._read_tx: ThreadTx | None = None
+        self._read_tx: ReaderPool | None = None
         self._vector_reader: aiosqlite.Connection | None = None
         self._write_lock = asyncio.Lock()
         self._batcher = WriteBatcher(self._write_batch)
@@ -204,9 +268,11 @@ class SqliteDatabase:
         # write in progress, and SQLite then refuses savepoints on this connection.
         await self._writer.execute_fetchall("PRAGMA wal_autocheckpoint = 0")
         await self._migrate()
-        self._reader = await _connect(self.path)
-        await self._reader.execute("PRAGMA query_only = ON")
-        self._read_tx = ThreadTx(self._reader)
+        for _ in range(self.reader_count):
+            reader = await _connect(self.path)
+            await reader.execute("PRAGMA query_only = ON")
+            self._readers.append(reader)
+        self._read_tx = ReaderPool([_Reader(conn) for conn in self._readers])
         raw = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         raw.row_factory = sqlite3.Row
         raw.executescript(_PRAGMAS)
@@ -220,15 +286,16 @@ class SqliteDatabase:
         await self._batcher.close()
         if self._loop_writer is not None:
             self._loop_writer.close()
-        for conn in (self._vector_reader, self._reader, self._writer):
+        for conn in (self._vector_reader, *self._readers, self._writer):
             if conn is not None:
                 await conn.close()
-        self._reader = self._writer = self._loop_writer = self._read_tx = None
+        self._readers = []
+        self._writer = self._loop_writer = self._read_tx = None
         self._vector_reader = None
 
     @property
     def reader(self) -> Tx:
-        """Reads on the query-only connection (each statement sees the latest commit)."""
+        """Reads on the query-only connections (each statement sees the latest commit)."""
         assert self._read_tx is not None, "database is not open"
         return self._read_tx
 
