@@ -382,3 +382,107 @@ CREATE TABLE passage_embeddings (
     vector     BLOB NOT NULL
 );
 CREATE INDEX passage_embeddings_agent ON passage_embeddings(agent_id);
+
+-- ── totals kept as counters (migration 6) ─────────────────────────────────────────────
+-- Lists and analytics read these instead of counting rows: triggers update them in the
+-- transaction that writes the rows they count, and every key starts with the agent, so
+-- one agent's figures never touch another agent's rows.
+CREATE TABLE conversation_totals (
+    agent_id      TEXT PRIMARY KEY,
+    conversations INTEGER NOT NULL
+);
+CREATE TRIGGER conversation_totals_insert AFTER INSERT ON conversations BEGIN
+    INSERT INTO conversation_totals (agent_id, conversations) VALUES (new.agent_id, 1)
+    ON CONFLICT (agent_id) DO UPDATE SET conversations = conversations + 1;
+END;
+CREATE TRIGGER conversation_totals_delete AFTER DELETE ON conversations BEGIN
+    UPDATE conversation_totals SET conversations = conversations - 1
+    WHERE agent_id = old.agent_id;
+END;
+
+-- Submissions by (agent, form tool, status, mode); `unseen`/`unstarted` count those sent
+-- without impressionAt/startedAt.
+CREATE TABLE submission_totals (
+    agent_id       TEXT NOT NULL,
+    tool_id        TEXT NOT NULL,
+    status         TEXT NOT NULL,
+    execution_mode TEXT NOT NULL,
+    team_id        TEXT NOT NULL,
+    submissions    INTEGER NOT NULL,
+    unseen         INTEGER NOT NULL,
+    unstarted      INTEGER NOT NULL,
+    PRIMARY KEY (agent_id, tool_id, status, execution_mode)
+);
+CREATE INDEX submission_totals_team ON submission_totals(team_id);
+CREATE TRIGGER submission_totals_insert AFTER INSERT ON form_submissions BEGIN
+    INSERT INTO submission_totals
+        (agent_id, tool_id, status, execution_mode, team_id, submissions, unseen, unstarted)
+    VALUES (new.agent_id, new.tool_id, new.status, new.execution_mode, new.team_id, 1,
+            new.impression_at IS NULL, new.started_at IS NULL)
+    ON CONFLICT (agent_id, tool_id, status, execution_mode) DO UPDATE SET
+        submissions = submissions + 1,
+        unseen = unseen + (new.impression_at IS NULL),
+        unstarted = unstarted + (new.started_at IS NULL);
+END;
+CREATE TRIGGER submission_totals_delete AFTER DELETE ON form_submissions BEGIN
+    UPDATE submission_totals SET
+        submissions = submissions - 1,
+        unseen = unseen - (old.impression_at IS NULL),
+        unstarted = unstarted - (old.started_at IS NULL)
+    WHERE agent_id = old.agent_id AND tool_id = old.tool_id AND status = old.status
+      AND execution_mode = old.execution_mode;
+END;
+CREATE TRIGGER submission_totals_update
+AFTER UPDATE OF status, impression_at, started_at ON form_submissions BEGIN
+    UPDATE submission_totals SET
+        submissions = submissions - 1,
+        unseen = unseen - (old.impression_at IS NULL),
+        unstarted = unstarted - (old.started_at IS NULL)
+    WHERE agent_id = old.agent_id AND tool_id = old.tool_id AND status = old.status
+      AND execution_mode = old.execution_mode;
+    INSERT INTO submission_totals
+        (agent_id, tool_id, status, execution_mode, team_id, submissions, unseen, unstarted)
+    VALUES (new.agent_id, new.tool_id, new.status, new.execution_mode, new.team_id, 1,
+            new.impression_at IS NULL, new.started_at IS NULL)
+    ON CONFLICT (agent_id, tool_id, status, execution_mode) DO UPDATE SET
+        submissions = submissions + 1,
+        unseen = unseen + (new.impression_at IS NULL),
+        unstarted = unstarted + (new.started_at IS NULL);
+END;
+
+-- How many submissions completed each field of a form.
+CREATE TABLE form_field_totals (
+    agent_id  TEXT NOT NULL,
+    tool_id   TEXT NOT NULL,
+    field     TEXT NOT NULL,
+    completed INTEGER NOT NULL,
+    PRIMARY KEY (agent_id, tool_id, field)
+);
+CREATE TRIGGER form_field_totals_insert AFTER INSERT ON form_submissions BEGIN
+    INSERT INTO form_field_totals (agent_id, tool_id, field, completed)
+    SELECT new.agent_id, new.tool_id, value, 1 FROM json_each(new.fields_completed) WHERE 1
+    ON CONFLICT (agent_id, tool_id, field) DO UPDATE SET completed = completed + 1;
+END;
+CREATE TRIGGER form_field_totals_delete AFTER DELETE ON form_submissions BEGIN
+    UPDATE form_field_totals SET completed = completed - (
+        SELECT COUNT(*) FROM json_each(old.fields_completed) AS f WHERE f.value = field)
+    WHERE agent_id = old.agent_id AND tool_id = old.tool_id;
+END;
+
+-- Form impressions and starts reported by the widget.
+CREATE TABLE form_event_totals (
+    agent_id   TEXT NOT NULL,
+    tool_id    TEXT NOT NULL,
+    event_type TEXT NOT NULL,
+    events     INTEGER NOT NULL,
+    PRIMARY KEY (agent_id, tool_id, event_type)
+);
+CREATE TRIGGER form_event_totals_insert AFTER INSERT ON form_events BEGIN
+    INSERT INTO form_event_totals (agent_id, tool_id, event_type, events)
+    VALUES (new.agent_id, new.tool_id, new.event_type, 1)
+    ON CONFLICT (agent_id, tool_id, event_type) DO UPDATE SET events = events + 1;
+END;
+CREATE TRIGGER form_event_totals_delete AFTER DELETE ON form_events BEGIN
+    UPDATE form_event_totals SET events = events - 1
+    WHERE agent_id = old.agent_id AND tool_id = old.tool_id AND event_type = old.event_type;
+END;

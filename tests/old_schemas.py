@@ -7,6 +7,9 @@ for the schema as it stood at a version and gets every later migration undone.
 
 from agentsvc.db.schema import schema_sql
 
+# The counters' tables and triggers, last in schema.sql.
+MIGRATION_6 = schema_sql()[schema_sql().index("\n-- ── totals kept as counters (migration 6)") :]
+
 # Migration number -> (text in schema.sql, text before that migration).
 UNDO: dict[int, list[tuple[str, str]]] = {
     2: [
@@ -41,6 +44,7 @@ UNDO: dict[int, list[tuple[str, str]]] = {
         )
     ],
     5: [("    sealed_body TEXT NOT NULL,\n", "    body TEXT NOT NULL,\n")],
+    6: [(MIGRATION_6, "")],
 }
 
 

@@ -23,7 +23,7 @@ async def test_list_is_newest_first_with_pagination(client, auth):
     assert resp.status == 200
     body = await resp.json()
     assert body["error"] is None
-    assert body["pagination"] == {"total": 3, "limit": 20, "offset": 0}
+    assert body["pagination"] == {"total": 3, "limit": 20, "offset": 0, "nextCursor": None}
     assert [c["id"] for c in body["data"]] == [s["conversationId"] for s in reversed(starts)]
     first = body["data"][0]
     assert first["title"] == "question 2" and first["messageCount"] == 2
@@ -34,13 +34,47 @@ async def test_list_is_newest_first_with_pagination(client, auth):
         f"/api/v1/conversations?agentId={agent['id']}&limit=1&offset=1", headers=auth
     )
     body = await resp.json()
-    assert body["pagination"] == {"total": 3, "limit": 1, "offset": 1}
+    assert {k: v for k, v in body["pagination"].items() if k != "nextCursor"} == {
+        "total": 3,
+        "limit": 1,
+        "offset": 1,
+    }
+    assert body["pagination"]["nextCursor"]  # one more after this page
     assert [c["title"] for c in body["data"]] == ["question 1"]
     resp = await client.get(
         f"/api/v1/conversations?agentId={agent['id']}&limit=100&offset=10", headers=auth
     )
     body = await resp.json()
     assert body["data"] == [] and body["pagination"]["total"] == 3
+
+
+async def test_cursors_walk_every_page_in_order(client, auth):
+    agent = await new_agent(client, auth)
+    starts = await _conversations(client, auth, agent["id"], 5)
+    base = f"/api/v1/conversations?agentId={agent['id']}&limit=2"
+    seen, cursor, pages = [], None, 0
+    while True:
+        resp = await client.get(base + (f"&cursor={cursor}" if cursor else ""), headers=auth)
+        body = await resp.json()
+        assert resp.status == 200 and body["pagination"]["total"] == 5
+        seen += [c["id"] for c in body["data"]]
+        pages += 1
+        cursor = body["pagination"]["nextCursor"]
+        if cursor is None:
+            break
+    assert pages == 3
+    assert sorted(seen) == sorted(s["conversationId"] for s in starts) and len(set(seen)) == 5
+    # Newest first, as with offsets.
+    offsets = await (await client.get(base.replace("limit=2", "limit=5"), headers=auth)).json()
+    assert seen == [c["id"] for c in offsets["data"]]
+
+
+async def test_a_cursor_that_is_not_ours_is_refused(client, auth):
+    agent = await new_agent(client, auth)
+    base = f"/api/v1/conversations?agentId={agent['id']}"
+    for bad in ("nonsense", "W10", "WyJhIl0", "eyJhIjoxfQ", "x" * 301):
+        resp = await client.get(f"{base}&cursor={bad}", headers=auth)
+        await assert_error(resp, 400, "VALIDATION_ERROR", "cursor")
 
 
 async def test_list_rejects_bad_queries(client, auth):

@@ -751,7 +751,7 @@ async def test_list_filters_paginates_and_is_team_scoped(make_client, receiver):
 
     everything = await listing()
     assert [s["id"] for s in everything["submissions"]] == ids[::-1]  # newest first
-    assert everything["pagination"] == {"total": 4, "limit": 20, "offset": 0}
+    assert everything["pagination"] == {"total": 4, "limit": 20, "offset": 0, "nextCursor": None}
     first = everything["submissions"][-1]
     assert set(first) == {
         "id",
@@ -777,7 +777,16 @@ async def test_list_filters_paginates_and_is_team_scoped(make_client, receiver):
     assert (await listing(f"?toolId={ok_tool['id']}"))["pagination"]["total"] == 2
     page = await listing("?limit=2&offset=1")
     assert [s["id"] for s in page["submissions"]] == [ids[2], ids[1]]
-    assert page["pagination"] == {"total": 4, "limit": 2, "offset": 1}
+    assert page["pagination"]["total"] == 4 and page["pagination"]["nextCursor"]
+    # Cursors walk every page in the same order, whatever the depth.
+    walked, cursor = [], None
+    while True:
+        step = await listing("?limit=3" + (f"&cursor={cursor}" if cursor else ""))
+        walked += [s["id"] for s in step["submissions"]]
+        cursor = step["pagination"]["nextCursor"]
+        if cursor is None:
+            break
+    assert walked == ids[::-1]
     past = await listing("?offset=10")
     assert past["submissions"] == [] and past["pagination"]["total"] == 4
 
@@ -787,6 +796,7 @@ async def test_list_filters_paginates_and_is_team_scoped(make_client, receiver):
         ("?limit=0", "query.limit"),
         ("?offset=-1", "query.offset"),
         ("?limit=ten", "query.limit"),
+        ("?cursor=nonsense", "cursor"),
     ):
         resp = await client.get(f"/api/v1/form-submissions{query}", headers=auth)
         await assert_error(resp, 400, "VALIDATION_ERROR", field)

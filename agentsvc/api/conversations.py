@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from agentsvc import keys
+from agentsvc.api.cursors import MAX_CURSOR_LENGTH, decode_cursor, next_cursor
 from agentsvc.api.models import QueryModel, RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, envelope_response
 from agentsvc.services.agents import identity as identity_service
@@ -22,6 +23,8 @@ class ConversationQuery(QueryModel):
     agent_id: Annotated[str, Field(min_length=1, max_length=100)]
     limit: Annotated[int, Field(ge=1, le=100)] = 20
     offset: Annotated[int, Field(ge=0, le=10**12)] = 0  # SQLite integers are 64-bit
+    # `nextCursor` of the previous page: the page after it at any depth (offset unused).
+    cursor: Annotated[str | None, Field(min_length=1, max_length=MAX_CURSOR_LENGTH)] = None
 
 
 class FeedbackBody(RequestModel):
@@ -160,12 +163,22 @@ def message_json(msg: StoredMessage) -> dict:
 async def list_conversations(call: Call):
     """List an agent's conversations, newest first, with pagination."""
     query: ConversationQuery = call.query
-    convs, total = await conv_service.list_conversations(
-        call.app[keys.db_key], call.team_id, query.agent_id, query.limit, query.offset
+    convs, total, more = await conv_service.list_conversations(
+        call.app[keys.db_key],
+        call.team_id,
+        query.agent_id,
+        query.limit,
+        query.offset,
+        decode_cursor(query.cursor),
     )
     return envelope_response(
         [summary_json(c) for c in convs],
-        pagination={"total": total, "limit": query.limit, "offset": query.offset},
+        pagination={
+            "total": total,
+            "limit": query.limit,
+            "offset": query.offset,
+            "nextCursor": next_cursor(convs, more),
+        },
     )
 
 

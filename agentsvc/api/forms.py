@@ -9,6 +9,7 @@ from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
 from agentsvc import keys
+from agentsvc.api.cursors import MAX_CURSOR_LENGTH, decode_cursor, next_cursor
 from agentsvc.api.form_body import parse_submit_body
 from agentsvc.api.limits import take_token
 from agentsvc.api.models import QueryModel, RequestModel, ResponseModel
@@ -72,6 +73,8 @@ class ListQuery(QueryModel):
     tool_id: str | None = Field(None, min_length=1, max_length=100)
     limit: int = Field(20, ge=1, le=100)
     offset: int = Field(0, ge=0, le=10**12)
+    # `nextCursor` of the previous page: the page after it at any depth (offset unused).
+    cursor: str | None = Field(None, min_length=1, max_length=MAX_CURSOR_LENGTH)
 
 
 class AnalyticsQuery(QueryModel):
@@ -132,6 +135,7 @@ class Pagination(ResponseModel):
     total: int
     limit: int
     offset: int
+    next_cursor: str | None  # pass as `cursor` for the next page; null on the last
 
 
 class SubmissionList(ResponseModel):
@@ -398,7 +402,7 @@ async def get_analytics(call: Call):
 async def list_submissions(call: Call):
     """List the team's submissions, newest first."""
     query: ListQuery = call.query
-    subs, total = await form_service.list_submissions(
+    subs, total, more = await form_service.list_submissions(
         call.app[keys.db_key],
         call.team_id,
         status=query.status,
@@ -406,11 +410,17 @@ async def list_submissions(call: Call):
         tool_id=query.tool_id,
         limit=query.limit,
         offset=query.offset,
+        after=decode_cursor(query.cursor),
     )
     return json_response(
         {
             "submissions": [submission_json(s) for s in subs],
-            "pagination": {"total": total, "limit": query.limit, "offset": query.offset},
+            "pagination": {
+                "total": total,
+                "limit": query.limit,
+                "offset": query.offset,
+                "nextCursor": next_cursor(subs, more),
+            },
         }
     )
 

@@ -103,27 +103,37 @@ async def get_public(tx: Tx, conversation_id: str) -> Conversation | None:
 
 
 async def list_for_agent(
-    tx: Tx, agent_id: str, limit: int, offset: int
-) -> tuple[list[Conversation], int]:
-    """A page of the agent's conversations, newest first, with message counts and the total."""
+    tx: Tx, agent_id: str, limit: int, offset: int, after: tuple[str, str] | None = None
+) -> tuple[list[Conversation], bool]:
+    """A page of the agent's conversations, newest first (`created_at`, then `id`), with
+    message counts, and whether more follow. With `after` (the (created_at, id) of the last
+    one seen), the page starts after it (keyset: any depth costs the same) and `offset` is
+    not used."""
+    where, args = "c.agent_id = ?", [agent_id]
+    if after is not None:
+        where += " AND (c.created_at, c.id) < (?, ?)"
+        args += after
+        offset = 0
     rows = await tx.fetchall(
         f"""
         SELECT {", ".join("c." + c.strip() for c in _CONV.split(","))},
-               (SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id),
-               (SELECT COUNT(*) FROM conversations WHERE agent_id = ?)
+               (SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id)
         FROM conversations c
-        WHERE c.agent_id = ?
-        ORDER BY c.created_at DESC, c.rowid DESC
+        WHERE {where}
+        ORDER BY c.created_at DESC, c.id DESC
         LIMIT ? OFFSET ?
         """,
-        (agent_id, agent_id, limit, offset),
+        (*args, limit + 1, offset),
     )
-    if not rows:
-        count = await tx.fetchall(
-            "SELECT COUNT(*) FROM conversations WHERE agent_id = ?", (agent_id,)
-        )
-        return [], count[0][0]
-    return [Conversation(*r[:-1]) for r in rows], rows[0][-1]
+    return [Conversation(*r) for r in rows[:limit]], len(rows) > limit
+
+
+async def count_for_agent(tx: Tx, agent_id: str) -> int:
+    """The agent's conversations (a counter kept by triggers, not a count of rows)."""
+    total = await tx.fetchval(
+        "SELECT conversations FROM conversation_totals WHERE agent_id = ?", (agent_id,)
+    )
+    return int(total or 0)
 
 
 async def touch(tx: Tx, conversation_id: str, now: str) -> None:

@@ -187,21 +187,31 @@ async def list_submissions(
     tool_id: str | None,
     limit: int,
     offset: int,
-) -> tuple[list[Submission], int]:
-    """A page of the team's submissions, newest first, and the total that match."""
+    after: tuple[str, str] | None = None,
+) -> tuple[list[Submission], bool]:
+    """A page of the team's submissions, newest first (`created_at`, then `id`), and
+    whether more follow. With `after` (the (created_at, id) of the last one seen), the
+    page starts after it (keyset) and `offset` is not used."""
     where, args = _filters(team_id, status, agent_id, tool_id)
+    if after is not None:
+        where += " AND (created_at, id) < (?, ?)"
+        args += after
+        offset = 0
     rows = await tx.fetchall(
-        f"SELECT {_SUB_COLUMNS}, COUNT(*) OVER () FROM form_submissions WHERE {where}"
-        " ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?",
-        (*args, limit, offset),
+        f"SELECT {_SUB_COLUMNS} FROM form_submissions WHERE {where}"
+        " ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?",
+        (*args, limit + 1, offset),
     )
-    if rows:
-        return [_submission(tuple(r)[:-1]) for r in rows], int(rows[0][-1])
-    if offset == 0:
-        return [], 0
-    # A page past the end still reports the total.
-    count = await tx.fetchall(f"SELECT COUNT(*) FROM form_submissions WHERE {where}", args)
-    return [], int(count[0][0])
+    return [_submission(r) for r in rows[:limit]], len(rows) > limit
+
+
+async def count_submissions(
+    tx: Tx, team_id: str, *, status: str | None, agent_id: str | None, tool_id: str | None
+) -> int:
+    """How many of the team's submissions match (from the counters, not the rows)."""
+    where, args = _filters(team_id, status, agent_id, tool_id)
+    total = await tx.fetchval(f"SELECT SUM(submissions) FROM submission_totals WHERE {where}", args)
+    return int(total or 0)
 
 
 async def update_submission(tx: Tx, submission_id: str, fields: dict[str, Any], now: str) -> None:
@@ -304,10 +314,10 @@ async def insert_event(
 
 
 async def event_counts(tx: Tx, agent_id: str) -> dict[tuple[str, str], int]:
-    """(tool id, event type) -> number of events, for an agent's forms."""
+    """(tool id, event type) -> number of events, for an agent's forms (counters)."""
     rows = await tx.fetchall(
-        "SELECT tool_id, event_type, COUNT(*) FROM form_events WHERE agent_id = ?"
-        " GROUP BY tool_id, event_type",
+        "SELECT tool_id, event_type, events FROM form_event_totals"
+        " WHERE agent_id = ? AND events > 0",
         (agent_id,),
     )
     return {(r[0], r[1]): int(r[2]) for r in rows}
@@ -318,12 +328,13 @@ async def outcome_counts(tx: Tx, agent_id: str) -> dict[str, dict[str, int]]:
     submissions; `unseen` and `unstarted` count those sent without `impressionAt` and
     without `startedAt` (the widget sends both, with its impression and start events)."""
     rows = await tx.fetchall(
-        "SELECT tool_id, COUNT(*),"
-        " SUM(status = 'success' OR (execution_mode = 'webhook' AND status = 'webhook_success')"
-        "     OR (execution_mode = 'client' AND status = 'client_success')),"
-        " SUM(status IN ('failed', 'webhook_failed', 'client_failed')),"
-        " SUM(impression_at IS NULL), SUM(started_at IS NULL)"
-        " FROM form_submissions WHERE agent_id = ? GROUP BY tool_id",
+        "SELECT tool_id, SUM(submissions),"
+        " SUM(submissions * (status = 'success'"
+        "     OR (execution_mode = 'webhook' AND status = 'webhook_success')"
+        "     OR (execution_mode = 'client' AND status = 'client_success'))),"
+        " SUM(submissions * (status IN ('failed', 'webhook_failed', 'client_failed'))),"
+        " SUM(unseen), SUM(unstarted)"
+        " FROM submission_totals WHERE agent_id = ? GROUP BY tool_id HAVING SUM(submissions) > 0",
         (agent_id,),
     )
     return {
@@ -339,10 +350,10 @@ async def outcome_counts(tx: Tx, agent_id: str) -> dict[str, dict[str, int]]:
 
 
 async def field_counts(tx: Tx, agent_id: str) -> dict[tuple[str, str], int]:
-    """(tool id, field name) -> number of submissions that completed that field."""
+    """(tool id, field name) -> number of submissions that completed that field (counters)."""
     rows = await tx.fetchall(
-        "SELECT s.tool_id, f.value, COUNT(*) FROM form_submissions s,"
-        " json_each(s.fields_completed) f WHERE s.agent_id = ? GROUP BY s.tool_id, f.value",
+        "SELECT tool_id, field, completed FROM form_field_totals"
+        " WHERE agent_id = ? AND completed > 0",
         (agent_id,),
     )
     return {(r[0], r[1]): int(r[2]) for r in rows}

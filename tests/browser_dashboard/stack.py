@@ -310,6 +310,20 @@ def api_status(stack: Stack, method: str, path: str, key: str, body: Any) -> int
     return 201
 
 
+def chat_as_key(stack: Stack, key: str, agent_id: str, text: str) -> None:
+    """One chat turn over the API (its stream read to the end), as an external client."""
+    request = urllib.request.Request(
+        stack.url + "/api/v1/chat",
+        data=json.dumps(
+            {"agentId": agent_id, "messages": [{"role": "user", "content": text}]}
+        ).encode(),
+        headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=10) as resp:  # noqa: S310 (loopback)
+        resp.read()
+
+
 def public_post(stack: Stack, path: str, body: dict) -> Any:
     """POST to a public endpoint without credentials, as the widget does."""
     request = urllib.request.Request(

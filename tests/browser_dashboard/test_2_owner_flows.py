@@ -13,6 +13,7 @@ from playwright.sync_api import expect
 
 from agentsvc.api.widget import embed_snippet
 from tests.browser_dashboard.stack import (
+    chat_as_key,
     create_api_key,
     ensure_owner,
     nav,
@@ -217,6 +218,21 @@ def test_owner_reads_conversations_submissions_and_analytics(tab, stack):
     assert {r["content"] for r in rows} >= {"Do you ship worldwide?", "/tool contact_form"}
     assert any(r["rating"] == "down" for r in rows)
     assert download.value.suggested_filename == "conversations-support-bot.csv"
+
+    # Pages by cursor: Next and Previous walk the list (more than one page of 20).
+    total = len(stack.api("GET", f"/conversations?agentId={agent_id}&limit=100", key)["data"])
+    for n in range(max(0, 21 - total)):
+        chat_as_key(stack, key, agent_id, f"paging question {n}")
+    total = max(total, 21)
+    nav(page, "Conversations")
+    pager = page.locator(".pager")
+    expect(pager).to_contain_text(f"1–20 of {total}")
+    pager.get_by_role("button", name="Next").click()
+    expect(pager).to_contain_text(f"21–{total} of {total}")
+    expect(pager.get_by_role("button", name="Next")).to_be_disabled()
+    pager.get_by_role("button", name="Previous").click()
+    expect(pager).to_contain_text(f"1–20 of {total}")
+    expect(pager.get_by_role("button", name="Previous")).to_be_disabled()
 
     # Submissions: status filter, delivery log.
     nav(page, "Form submissions")

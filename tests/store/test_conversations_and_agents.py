@@ -46,12 +46,19 @@ async def test_conversations_page_newest_first_with_counts_and_total(db):
             await conversations.insert_conversation(tx, conversation(who, n, f"2026-11-2{n}T00"))
         await conversations.insert_message(tx, message("conversation_4", 1))
         await conversations.insert_message(tx, message("conversation_4", 2, "assistant"))
-    page, total = await conversations.list_for_agent(db.reader, who.agent_id, 2, 0)
-    assert total == 5
+    page, more = await conversations.list_for_agent(db.reader, who.agent_id, 2, 0)
+    assert more and await conversations.count_for_agent(db.reader, who.agent_id) == 5
     assert [c.id for c in page] == ["conversation_4", "conversation_3"]
     assert [c.message_count for c in page] == [2, 0]
-    late, total = await conversations.list_for_agent(db.reader, who.agent_id, 2, 10)
-    assert (late, total) == ([], 5)
+    late, more = await conversations.list_for_agent(db.reader, who.agent_id, 2, 10)
+    assert (late, more) == ([], False)
+    after = (page[-1].created_at, page[-1].id)
+    rest, more = await conversations.list_for_agent(db.reader, who.agent_id, 5, 0, after)
+    assert [c.id for c in rest] == ["conversation_2", "conversation_1", "conversation_0"]
+    assert not more
+    async with db.write() as tx:
+        await conversations.delete(tx, who.team_id, "conversation_0")
+    assert await conversations.count_for_agent(db.reader, who.agent_id) == 4
 
 
 async def test_messages_keep_their_order_json_and_ratings(db):

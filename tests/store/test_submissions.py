@@ -86,17 +86,30 @@ async def test_submissions_page_newest_first_with_filters_and_total(db):
             status = "webhook_failed" if n == 1 else "pending"
             await store.insert_submission(tx, submission(who, n, status=status))
     kwargs = {"agent_id": None, "tool_id": None}
-    page, total = await store.list_submissions(
+    page, more = await store.list_submissions(
         db.reader, who.team_id, status=None, limit=2, offset=0, **kwargs
     )
-    assert total == 4 and [s.id for s in page] == ["submission_3", "submission_2"]
-    page, total = await store.list_submissions(
+    assert more and [s.id for s in page] == ["submission_3", "submission_2"]
+    assert await store.count_submissions(db.reader, who.team_id, status=None, **kwargs) == 4
+    page, more = await store.list_submissions(
         db.reader, who.team_id, status="webhook_failed", limit=10, offset=0, **kwargs
     )
-    assert (total, [s.id for s in page]) == (1, ["submission_1"])
+    assert (more, [s.id for s in page]) == (False, ["submission_1"])
+    failed = await store.count_submissions(
+        db.reader, who.team_id, status="webhook_failed", **kwargs
+    )
+    assert failed == 1
     assert await store.list_submissions(
         db.reader, who.team_id, status=None, limit=2, offset=9, **kwargs
-    ) == ([], 4)
+    ) == ([], False)
+    # The counters follow a change of status.
+    async with db.write() as tx:
+        await store.update_submission(tx, "submission_1", {"status": "webhook_success"}, LATER)
+    assert (
+        await store.count_submissions(db.reader, who.team_id, status="webhook_failed", **kwargs)
+        == 0
+    )
+    assert await store.count_submissions(db.reader, who.team_id, status=None, **kwargs) == 4
 
 
 async def test_due_deliveries_are_leased_once_until_their_lease_ends(db):

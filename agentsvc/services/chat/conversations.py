@@ -19,12 +19,19 @@ def caller_may_use(conv: Conversation, team_id: str | None, session_id: str | No
 
 
 async def list_conversations(
-    db: Database, team_id: str, agent_id: str, limit: int, offset: int
-) -> tuple[list[Conversation], int]:
-    """A page of an agent's conversations (newest first) and the total count."""
+    db: Database,
+    team_id: str,
+    agent_id: str,
+    limit: int,
+    offset: int,
+    after: tuple[str, str] | None = None,
+) -> tuple[list[Conversation], int, bool]:
+    """A page of an agent's conversations (newest first), the total, and whether more
+    follow; `after` continues from a (created_at, id) key instead of an offset."""
     if await agents_store.get(db.reader, team_id, agent_id) is None:
         raise NotFound("Agent not found")
-    return await conv_store.list_for_agent(db.reader, agent_id, limit, offset)
+    page, more = await conv_store.list_for_agent(db.reader, agent_id, limit, offset, after)
+    return page, await conv_store.count_for_agent(db.reader, agent_id), more
 
 
 async def get_conversation(

@@ -373,17 +373,15 @@ async def list_submissions(
     tool_id: str | None,
     limit: int,
     offset: int,
-) -> tuple[list[Submission], int]:
-    """A page of the team's submissions, newest first, with the total."""
-    return await store.list_submissions(
-        db.reader,
-        team_id,
-        status=status,
-        agent_id=agent_id,
-        tool_id=tool_id,
-        limit=limit,
-        offset=offset,
+    after: tuple[str, str] | None = None,
+) -> tuple[list[Submission], int, bool]:
+    """A page of the team's submissions (newest first), the total, and whether more follow;
+    `after` continues from a (created_at, id) key instead of an offset."""
+    filters = {"status": status, "agent_id": agent_id, "tool_id": tool_id}
+    page, more = await store.list_submissions(
+        db.reader, team_id, limit=limit, offset=offset, after=after, **filters
     )
+    return page, await store.count_submissions(db.reader, team_id, **filters), more
 
 
 async def get_detail(db: Database, team_id: str, submission_id: str) -> SubmissionDetail:

@@ -5,7 +5,12 @@ import { confirmDialog, h, mount, pretty, select, table, toast, when } from "./d
 import { actionButton, pageHeader } from "./forms.js";
 
 const FILTERS = [["", "All conversations"], ["up", "With a 👍 rating"], ["down", "With a 👎 rating"], ["any", "With any rating"]];
-const view = { offset: 0, limit: 20, feedback: "" };
+// Pages by cursor (any depth costs the same); `back` holds the cursors of earlier pages.
+const view = { cursor: null, back: [], shown: 0, limit: 20, feedback: "" };
+
+function firstPage() {
+  Object.assign(view, { cursor: null, back: [], shown: 0 });
+}
 
 /** Fetch many things with at most `width` requests in flight. */
 async function pooled(items, width, fn) {
@@ -91,9 +96,10 @@ function download(name, text) {
 /** The agent's conversations. */
 export async function renderConversations(ctx, page) {
   const agent = ctx.agent;
-  const result = await get(`/conversations${qs({ agentId: agent.id, limit: view.limit, offset: view.offset })}`);
+  const result = await get(`/conversations${qs({ agentId: agent.id, limit: view.limit, cursor: view.cursor })}`);
   let rows = result.data;
-  const { total } = result.pagination;
+  const { total, nextCursor } = result.pagination;
+  const count = rows.length;
   const ratingCell = new Map();
   if (view.feedback) {
     const full = await pooled(rows, 6, details);
@@ -109,37 +115,41 @@ export async function renderConversations(ctx, page) {
   ];
   const filter = select(FILTERS, view.feedback, { "aria-label": "Feedback filter", onchange: (e) => {
     view.feedback = e.target.value;
-    view.offset = 0;
+    firstPage();
     ctx.navigate("#/conversations");
   } });
   const size = select([["20", "20 per page"], ["50", "50 per page"], ["100", "100 per page"]], String(view.limit), { "aria-label": "Page size", onchange: (e) => {
     view.limit = Number(e.target.value);
-    view.offset = 0;
+    firstPage();
     ctx.navigate("#/conversations");
   } });
   const exportButton = actionButton("Export CSV", async (button) => {
     button.textContent = "Exporting…";
     const all = [];
-    for (let offset = 0; ; offset += 100) {
-      const chunk = await get(`/conversations${qs({ agentId: agent.id, limit: 100, offset })}`);
+    for (let cursor = null; ; ) {
+      const chunk = await get(`/conversations${qs({ agentId: agent.id, limit: 100, cursor })}`);
       all.push(...chunk.data);
-      if (offset + 100 >= chunk.pagination.total) break;
+      cursor = chunk.pagination.nextCursor;
+      if (!cursor) break;
     }
     const full = (await pooled(all, 6, details)).filter((c) => matches(c, view.feedback));
     download(`conversations-${agent.slug}.csv`, conversationsCsv(full));
     button.textContent = "Export CSV";
     toast(`Exported ${full.length} conversations`);
   }, { class: "secondary" });
-  const from = total ? view.offset + 1 : 0;
-  const to = Math.min(view.offset + view.limit, total);
+  const from = count ? view.shown + 1 : 0;
+  const to = view.shown + count;
   const pager = h("div", { class: "row pager" },
-    h("button", { type: "button", class: "secondary small", disabled: view.offset === 0, onclick: () => {
-      view.offset = Math.max(0, view.offset - view.limit);
+    h("button", { type: "button", class: "secondary small", disabled: !view.back.length, onclick: () => {
+      view.cursor = view.back.pop();
+      view.shown = Math.max(0, view.shown - view.limit);
       ctx.navigate("#/conversations");
     } }, "Previous"),
     h("span", { class: "muted" }, `${from}–${to} of ${total}`),
-    h("button", { type: "button", class: "secondary small", disabled: to >= total, onclick: () => {
-      view.offset += view.limit;
+    h("button", { type: "button", class: "secondary small", disabled: !nextCursor, onclick: () => {
+      view.back.push(view.cursor);
+      view.cursor = nextCursor;
+      view.shown += count;
       ctx.navigate("#/conversations");
     } }, "Next"));
   mount(page,

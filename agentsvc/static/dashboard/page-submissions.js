@@ -6,7 +6,8 @@ import { actionButton, pageHeader } from "./forms.js";
 
 const STATUSES = ["", "pending", "submitted", "webhook_success", "webhook_failed", "client_success", "client_failed", "success", "failed"];
 const FAILED = new Set(["webhook_failed", "client_failed", "failed"]);
-const view = { status: "", agentId: "", offset: 0, limit: 50 };
+// Pages by cursor (any depth costs the same); `back` holds the cursors of earlier pages.
+const view = { status: "", agentId: "", cursor: null, back: [], shown: 0, limit: 50 };
 
 function statusTag(status) {
   const kind = FAILED.has(status) ? "bad" : status === "pending" ? "warn" : "good";
@@ -15,9 +16,9 @@ function statusTag(status) {
 
 /** The team's submissions, newest first. */
 export async function renderSubmissions(ctx, page) {
-  const result = await get(`/form-submissions${qs({ status: view.status, agentId: view.agentId, limit: view.limit, offset: view.offset })}`);
+  const result = await get(`/form-submissions${qs({ status: view.status, agentId: view.agentId, limit: view.limit, cursor: view.cursor })}`);
   const rows = result.submissions || [];
-  const { total } = result.pagination || { total: rows.length };
+  const { total, nextCursor } = result.pagination || { total: rows.length, nextCursor: null };
   const agentName = (id) => (ctx.agents.find((a) => a.id === id) || {}).name || id;
   const columns = [
     { label: "Submitted", cell: (s) => h("a", { href: `#/submissions/${encodeURIComponent(s.id)}` }, when(s.createdAt)) },
@@ -28,20 +29,20 @@ export async function renderSubmissions(ctx, page) {
     { label: "Attempts", cell: (s) => String(s.webhookAttempts ?? 0) },
   ];
   const refresh = () => {
-    view.offset = 0;
+    Object.assign(view, { cursor: null, back: [], shown: 0 });
     ctx.navigate("#/submissions");
   };
   const statusSelect = select(STATUSES.map((st) => [st, st || "Any status"]), view.status, { "aria-label": "Status filter", onchange: (e) => { view.status = e.target.value; refresh(); } });
   const agentSelect = select([["", "All agents"], ...ctx.agents.map((a) => [a.id, a.name])], view.agentId, { "aria-label": "Agent filter", onchange: (e) => { view.agentId = e.target.value; refresh(); } });
-  const to = Math.min(view.offset + view.limit, total);
+  const to = view.shown + rows.length;
   mount(page,
     pageHeader("Form submissions", "Everything visitors submitted through form tools, with delivery status."),
     h("div", { class: "row filters" }, statusSelect, agentSelect),
     table(columns, rows, "No submissions match."),
     h("div", { class: "row pager" },
-      h("button", { type: "button", class: "secondary small", disabled: view.offset === 0, onclick: () => { view.offset = Math.max(0, view.offset - view.limit); ctx.navigate("#/submissions"); } }, "Previous"),
-      h("span", { class: "muted" }, `${total ? view.offset + 1 : 0}–${to} of ${total}`),
-      h("button", { type: "button", class: "secondary small", disabled: to >= total, onclick: () => { view.offset += view.limit; ctx.navigate("#/submissions"); } }, "Next")));
+      h("button", { type: "button", class: "secondary small", disabled: !view.back.length, onclick: () => { view.cursor = view.back.pop(); view.shown = Math.max(0, view.shown - view.limit); ctx.navigate("#/submissions"); } }, "Previous"),
+      h("span", { class: "muted" }, `${rows.length ? view.shown + 1 : 0}–${to} of ${total}`),
+      h("button", { type: "button", class: "secondary small", disabled: !nextCursor, onclick: () => { view.back.push(view.cursor); view.cursor = nextCursor; view.shown += rows.length; ctx.navigate("#/submissions"); } }, "Next")));
 }
 
 function cellText(value) {
