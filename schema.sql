@@ -486,3 +486,11 @@ CREATE TRIGGER form_event_totals_delete AFTER DELETE ON form_events BEGIN
     UPDATE form_event_totals SET events = events - 1
     WHERE agent_id = old.agent_id AND tool_id = old.tool_id AND event_type = old.event_type;
 END;
+
+-- An agent's counters go with it (its rows went by cascade).
+CREATE TRIGGER agent_totals_delete AFTER DELETE ON agents BEGIN
+    DELETE FROM conversation_totals WHERE agent_id = old.id;
+    DELETE FROM submission_totals WHERE agent_id = old.id;
+    DELETE FROM form_field_totals WHERE agent_id = old.id;
+    DELETE FROM form_event_totals WHERE agent_id = old.id;
+END;

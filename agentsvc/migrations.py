@@ -142,6 +142,13 @@ MIGRATIONS: list[str] = [
         UPDATE form_event_totals SET events = events - 1
         WHERE agent_id = old.agent_id AND tool_id = old.tool_id AND event_type = old.event_type;
     END;
+    -- An agent's counters go with it (its rows went by cascade).
+    CREATE TRIGGER agent_totals_delete AFTER DELETE ON agents BEGIN
+        DELETE FROM conversation_totals WHERE agent_id = old.id;
+        DELETE FROM submission_totals WHERE agent_id = old.id;
+        DELETE FROM form_field_totals WHERE agent_id = old.id;
+        DELETE FROM form_event_totals WHERE agent_id = old.id;
+    END;
     INSERT INTO conversation_totals (agent_id, conversations)
         SELECT agent_id, COUNT(*) FROM conversations GROUP BY agent_id;
     INSERT INTO submission_totals

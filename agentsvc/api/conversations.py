@@ -153,12 +153,29 @@ def message_json(msg: StoredMessage) -> dict:
     }
 
 
+# The envelope's `pagination`, for the OpenAPI document.
+PAGINATION_SCHEMA = {
+    "type": "object",
+    "required": ["total", "limit", "offset", "nextCursor"],
+    "properties": {
+        "total": {"type": "integer"},
+        "limit": {"type": "integer"},
+        "offset": {"type": "integer"},
+        "nextCursor": {
+            "type": ["string", "null"],
+            "description": "Pass as `cursor` for the next page; null on the last page.",
+        },
+    },
+}
+
+
 @routes.get(
     "/conversations",
     query=ConversationQuery,
     response=list[ConversationSummary],
     envelope=True,
     errors=(400, 404),
+    extra={"envelope_extra": {"properties_extra": {"pagination": PAGINATION_SCHEMA}}},
 )
 async def list_conversations(call: Call):
     """List an agent's conversations, newest first, with pagination."""

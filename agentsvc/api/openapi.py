@@ -160,11 +160,16 @@ def _operation(endpoint: Endpoint, schemas: _Schemas) -> dict[str, Any]:
     elif endpoint.response is not None:
         schema = schemas.describe(endpoint.response, "serialization")
         if endpoint.envelope:
+            extra = dict(endpoint.extra.get("envelope_extra", {}))
             schema = {
                 "type": "object",
                 "required": ["data"],
-                "properties": {"data": schema, "error": {"type": "null"}},
-                **endpoint.extra.get("envelope_extra", {}),
+                "properties": {
+                    "data": schema,
+                    "error": {"type": "null"},
+                    **extra.pop("properties_extra", {}),
+                },
+                **extra,
             }
         success["content"] = {"application/json": {"schema": schema}}
     headers = dict(rate_headers)
