@@ -236,3 +236,20 @@ async def test_with_one_reader_reads_queue_behind_a_slow_one(tmp_path):
         assert slow.done()  # it had to wait for the slow read: what the pool avoids
     finally:
         await db.close()
+
+
+async def test_a_failed_open_closes_what_it_opened(tmp_path):
+    path = tmp_path / "newer.db"
+    newer = sqlite3.connect(path)
+    newer.execute("PRAGMA user_version = 999")
+    newer.close()
+    threads = threading.active_count()
+    db = SqliteDatabase(path)
+    with pytest.raises(RuntimeError, match="newer than this agentsvc"):
+        await db.open()
+    # An aiosqlite connection left open keeps a thread that keeps the process alive.
+    for _ in range(50):
+        if threading.active_count() <= threads:
+            break
+        await asyncio.sleep(0.02)
+    assert threading.active_count() <= threads

@@ -261,7 +261,18 @@ class SqliteDatabase:
         self.commits_since_checkpoint = 0
 
     async def open(self) -> None:
-        """Open the connections, creating and migrating the database as needed."""
+        """Open the connections, creating and migrating the database as needed.
+
+        When any step fails (a migration, a newer schema), what was opened is closed again:
+        an open aiosqlite connection's thread would keep the process from exiting.
+        """
+        try:
+            await self._open()
+        except BaseException:
+            await self.close()
+            raise
+
+    async def _open(self) -> None:
         ensure_private_db_files(self.path)
         self._writer = await _connect(self.path)
         # Fetched to the end: a pragma's statement left holding its result row counts as a
