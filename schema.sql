@@ -180,7 +180,7 @@ CREATE TABLE conversations (
     -- (declared, unchecked). Last, where migration 4 added it.
     user_verified_by TEXT CHECK (user_verified_by IN ('userToken', 'userHash', 'apiKey'))
 );
-CREATE INDEX conversations_agent_created ON conversations(agent_id, created_at);
+CREATE INDEX conversations_agent_created ON conversations(agent_id, created_at, id);
 CREATE INDEX conversations_team ON conversations(team_id);
 
 -- An assistant message's content is its text; its tool calls (with their results), token
@@ -257,7 +257,7 @@ CREATE TABLE form_submissions (
     session_id       TEXT,                     -- the widget session that submitted it
     files_bytes      INTEGER NOT NULL DEFAULT 0 -- size of its files (file quota)
 );
-CREATE INDEX form_submissions_team_created ON form_submissions(team_id, created_at);
+CREATE INDEX form_submissions_team_created ON form_submissions(team_id, created_at, id);
 -- The file quota sums an agent's files (only rows with files).
 CREATE INDEX form_submissions_agent_files ON form_submissions(agent_id, files_bytes)
     WHERE files_bytes > 0;
@@ -399,6 +399,11 @@ CREATE TRIGGER conversation_totals_delete AFTER DELETE ON conversations BEGIN
     UPDATE conversation_totals SET conversations = conversations - 1
     WHERE agent_id = old.agent_id;
 END;
+
+-- Pages in list order (`created_at`, then `id`) for the lists' filters: a page, by cursor or
+-- by offset, walks an index, never a sort of every row.
+CREATE INDEX form_submissions_team_status ON form_submissions(team_id, status, created_at, id);
+CREATE INDEX form_submissions_agent_created ON form_submissions(agent_id, created_at, id);
 
 -- Submissions by (agent, form tool, status, mode); `unseen`/`unstarted` count those sent
 -- without impressionAt/startedAt.

@@ -56,6 +56,15 @@ MIGRATIONS: list[str] = [
         WHERE agent_id = old.agent_id;
     END;
 
+    -- Pages in list order (`created_at`, then `id`) for the lists' filters: a page, by cursor or
+    -- by offset, walks an index, never a sort of every row.
+    DROP INDEX conversations_agent_created;
+    CREATE INDEX conversations_agent_created ON conversations(agent_id, created_at, id);
+    DROP INDEX form_submissions_team_created;
+    CREATE INDEX form_submissions_team_created ON form_submissions(team_id, created_at, id);
+    CREATE INDEX form_submissions_team_status ON form_submissions(team_id, status, created_at, id);
+    CREATE INDEX form_submissions_agent_created ON form_submissions(agent_id, created_at, id);
+
     -- Submissions by (agent, form tool, status, mode); `unseen`/`unstarted` count those sent
     -- without impressionAt/startedAt.
     CREATE TABLE submission_totals (

@@ -32,6 +32,8 @@ import benchlib  # noqa: E402
 
 from agentsvc.api.cursors import encode_cursor  # noqa: E402
 
+# A plan without limits: the benchmark sends thousands of requests a minute.
+UNLIMITED = '[plans]\ndefault = "bench"\n[plans.bench]\n'
 FORM = {"fields": [{"name": "email", "label": "E-mail", "type": "email"}]}
 BATCH = 50_000
 
@@ -239,7 +241,7 @@ def main() -> int:
     sizes = [int(s) for s in args.sizes.split(",")]
     runs = {}
     for n in sizes:
-        with benchlib.service() as (base, tmp, config):
+        with benchlib.service(UNLIMITED) as (base, tmp, config):
             key = benchlib.api_key(config)
             runs[n] = asyncio.run(measure(base, key, tmp / "data" / "agentsvc.db", n, args.samples))
         print(

@@ -44,7 +44,17 @@ UNDO: dict[int, list[tuple[str, str]]] = {
         )
     ],
     5: [("    sealed_body TEXT NOT NULL,\n", "    body TEXT NOT NULL,\n")],
-    6: [(MIGRATION_6, "")],
+    6: [
+        (MIGRATION_6, ""),
+        (
+            "CREATE INDEX conversations_agent_created ON conversations(agent_id, created_at, id);",
+            "CREATE INDEX conversations_agent_created ON conversations(agent_id, created_at);",
+        ),
+        (
+            "CREATE INDEX form_submissions_team_created ON form_submissions(team_id, created_at, id);",
+            "CREATE INDEX form_submissions_team_created ON form_submissions(team_id, created_at);",
+        ),
+    ],
 }
 
 
