@@ -60,6 +60,7 @@ def offending(layer: str, forbidden: tuple[str, ...]) -> dict[str, list[str]]:
             (
                 "agentsvc.api",
                 "agentsvc.keys",
+                "agentsvc.observability",
                 "agentsvc.runtime",
                 "agentsvc.app",
                 "agentsvc.db.sqlite",
