@@ -33,8 +33,7 @@ from agentsvc.config import (
     load_settings,
     log_level,
 )
-from agentsvc.db import Database
-from agentsvc.db.sqlite import SqliteDatabase
+from agentsvc.db import Database, database_for
 from agentsvc.errors import ValidationFailed
 from agentsvc.passwords import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH
 
@@ -119,7 +118,7 @@ def _log_addresses(settings: Settings, host: str, port: int) -> None:
         shown,
         port,
         server.public_url,
-        settings.db_path,
+        settings.database_label,
     )
     if server.public_url_derived and server.host in WILDCARD_HOSTS:
         log.info(
@@ -168,7 +167,7 @@ def _run(coro_fn: Callable[[], Awaitable[Any]], fast_loop: bool = False) -> Any:
 
 
 async def _with_db(settings: Settings, fn: Callable[[Database], Awaitable[Any]]) -> Any:
-    db = SqliteDatabase(settings.db_path)
+    db = database_for(settings)
     await db.open()
     try:
         return await fn(db)
@@ -313,6 +312,9 @@ def cmd_backup(args: argparse.Namespace) -> None:
     from agentsvc.db.sqlite import BackupFailed, copy_database
 
     settings = _settings(args)
+    if settings.database.url:
+        _pg_dump(settings.database.url, Path(args.path))
+        return
     source_path = settings.db_path
     if not source_path.is_file():
         raise CommandError(f"no database at {source_path}")
@@ -332,12 +334,68 @@ def cmd_backup(args: argparse.Namespace) -> None:
     print(target)
 
 
+def _pg_dump(url: str, target: Any) -> None:
+    """PostgreSQL's backup is pg_dump's (custom format; restore with pg_restore)."""
+    import shutil
+    import subprocess
+
+    from agentsvc.db.copy import redacted
+
+    pg_dump = shutil.which("pg_dump")
+    if pg_dump is None:
+        raise CommandError(
+            "pg_dump is not installed; install PostgreSQL's client tools (Debian:"
+            " postgresql-client) or run pg_dump --format=custom where it is"
+        )
+    if target.exists():
+        raise CommandError(f"{target} already exists; choose a new file")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(  # noqa: S603 - our own argument list
+        [pg_dump, "--format=custom", "--no-owner", f"--file={target}", f"--dbname={url}"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        target.unlink(missing_ok=True)
+        detail = done.stderr.strip().replace(url, redacted(url))
+        raise CommandError(f"pg_dump failed: {detail}")
+    os.chmod(target, 0o600)
+    print(target)
+
+
 def cmd_migrate(args: argparse.Namespace) -> None:
     from agentsvc.db.schema import schema_version
 
     settings = _settings(args)
     _run(lambda: _with_db(settings, lambda db: asyncio.sleep(0)))
-    print(f"{settings.db_path}: schema version {schema_version()}")
+    print(f"{settings.database_label}: schema version {schema_version()}")
+
+
+def cmd_copy_data(args: argparse.Namespace) -> None:
+    from agentsvc.db.copy import CopyFailed, copy_data, redacted
+    from agentsvc.db.postgres import is_postgres_url
+
+    settings = _settings(args)
+    if settings.database.url:
+        raise UsageError("copy-data copies the SQLite database: unset [database] url first")
+    if not is_postgres_url(args.to):
+        raise UsageError("--to: must be a postgresql:// URL")
+
+    if not settings.db_path.is_file():
+        raise CommandError(f"no database at {settings.db_path}")
+
+    def report(table: str, rows: int) -> None:
+        print(f"{table}: {rows} rows", flush=True)
+
+    try:
+        copied = _run(lambda: copy_data(settings.db_path, args.to, report))
+    except CopyFailed as exc:
+        raise CommandError(str(exc)) from None
+    print(
+        f"copied {sum(copied.values())} rows of {settings.db_path} into {redacted(args.to)};"
+        " every table's count matches"
+    )
 
 
 class _Parser(argparse.ArgumentParser):
@@ -506,6 +564,14 @@ def build_parser() -> argparse.ArgumentParser:
     backup.add_argument("path", metavar="PATH", help="a new file (it must not exist)")
 
     _add(commands, "migrate", cmd_migrate, "create or upgrade the database schema")
+
+    copy = _add(
+        commands,
+        "copy-data",
+        cmd_copy_data,
+        "copy this SQLite instance into an empty PostgreSQL database and check the counts",
+    )
+    copy.add_argument("--to", metavar="URL", required=True, help="postgresql://... (empty)")
     return parser
 
 

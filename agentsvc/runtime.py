@@ -28,7 +28,9 @@ from agentsvc.mail import Mailer
 from agentsvc.outbound import OutboundClient
 from agentsvc.passwords import warm_up
 from agentsvc.secretbox import SecretBox
+from agentsvc.services import changes
 from agentsvc.services.agents.registry import AgentCache
+from agentsvc.services.cluster_jobs import once_for_all
 from agentsvc.services.forms.delivery import Deliverer
 from agentsvc.services.forms.delivery_send import Sender
 from agentsvc.services.forms.files import SWEEP_INTERVAL_SECONDS, remove_orphan_files
@@ -45,7 +47,8 @@ log = logging.getLogger(__name__)
 EXPIRE_INVITATIONS_JOB = "expire-invitations"
 PRUNE_SESSIONS_JOB = "prune-sessions"
 PRUNE_SESSIONS_SECONDS = 3600
-SWEEP_FILES_JOB = "form-files-sweep"
+SWEEP_FILES_JOB = "form-files-sweep"  # each process: files live in its data_dir
+DELIVERY_POLL_JOB = "delivery-poll"  # several processes only
 
 
 def attach(app: web.Application) -> None:
@@ -66,17 +69,19 @@ def attach(app: web.Application) -> None:
 
 
 async def _database(app: web.Application) -> AsyncIterator[None]:
-    """The database (migrated on open), its background WAL checkpoints and the caches on it."""
+    """The database (migrated on open), its upkeep task (SQLite: WAL checkpoints;
+    PostgreSQL: hearing other processes' changes) and the caches on it."""
     db = database_for(app[keys.settings_key])
     await db.open()
-    checkpoints = asyncio.create_task(db.run_checkpoints(), name="wal-checkpoints")
+    upkeep = asyncio.create_task(db.run_upkeep(), name="database-upkeep")
     app[keys.db_key] = db
-    app[keys.key_resolver_key] = KeyResolver(db)
-    app[keys.agent_cache_key] = AgentCache()
+    resolver = app[keys.key_resolver_key] = KeyResolver(db)
+    agents = app[keys.agent_cache_key] = AgentCache()
+    changes.follow(db, resolver=resolver, agents=agents)
     yield
-    checkpoints.cancel()
+    upkeep.cancel()
     with contextlib.suppress(asyncio.CancelledError):
-        await checkpoints
+        await upkeep
     await db.close()  # commits queued batched writes first
 
 
@@ -145,6 +150,7 @@ async def _knowledge(app: web.Application) -> AsyncIterator[None]:
         vectors = VectorIndex(db, embedder.model_id, path=settings.knowledge.vector_search)
         await vectors.open()
         semantic = Semantic(embedder, vectors)
+        changes.follow(db, vector_index=vectors)
     indexer = Indexer(db, semantic)
     app[keys.indexer_key] = indexer
     resumed = await indexer.resume()
@@ -167,13 +173,11 @@ async def _team(app: web.Application) -> AsyncIterator[None]:
     app[keys.oauth_http_key] = http
     warm_up()
     jobs = app[keys.jobs_key]
-    jobs.every(
-        EXPIRE_INVITATIONS_JOB,
-        settings.auth.invitation_sweep_seconds,
-        membership.expire_invitations,
-        db,
-    )
-    jobs.every(PRUNE_SESSIONS_JOB, PRUNE_SESSIONS_SECONDS, sessions.prune, db)
+    sweep = settings.auth.invitation_sweep_seconds
+    expire = once_for_all(db, EXPIRE_INVITATIONS_JOB, sweep, membership.expire_invitations)
+    jobs.every(EXPIRE_INVITATIONS_JOB, sweep, expire, db)
+    prune = once_for_all(db, PRUNE_SESSIONS_JOB, PRUNE_SESSIONS_SECONDS, sessions.prune)
+    jobs.every(PRUNE_SESSIONS_JOB, PRUNE_SESSIONS_SECONDS, prune, db)
     yield
     jobs.cancel(EXPIRE_INVITATIONS_JOB)
     jobs.cancel(PRUNE_SESSIONS_JOB)
@@ -207,6 +211,8 @@ async def _delivery(app: web.Application) -> AsyncIterator[None]:
 
     metrics.add_collector(outbox_depth)
     await deliverer.start()  # drops stale leases, reschedules what is pending
+    if db.shared:  # rows that came due in another process (one that stopped)
+        jobs.every(DELIVERY_POLL_JOB, settings.webhooks.poll_seconds, deliverer.poll)
     jobs.every(
         SWEEP_FILES_JOB,
         SWEEP_INTERVAL_SECONDS,
@@ -217,4 +223,6 @@ async def _delivery(app: web.Application) -> AsyncIterator[None]:
     )
     yield
     jobs.cancel(SWEEP_FILES_JOB)
+    if db.shared:
+        jobs.cancel(DELIVERY_POLL_JOB)
     await deliverer.close()

@@ -239,7 +239,7 @@ def main() -> None:
             f"[ratelimit]\npublic_chat_per_minute = 10000000\n"
             f"[chat]\nbuiltin_chunk_delay_ms = {args.delay_ms}\n"
             # Every stream comes from this one client address.
-            f"max_public_streams_per_ip = {args.streams + 100}\n"
+            f"max_public_streams_per_ip = {args.streams + 100}\n" + benchlib.database_toml()
         )
         env = {**os.environ, "AGENTSVC_CONFIG": str(config), "AGENTSVC_LOG_LEVEL": "WARNING"}
         proc = subprocess.Popen([sys.executable, "-m", "agentsvc", "serve"], env=env)

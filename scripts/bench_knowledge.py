@@ -246,7 +246,7 @@ async def main() -> None:
         raw = sqlite3.connect(db.path)
         sql_only = []
         for q in queries:
-            match = retrieval.match_expression(target.id, retrieval.query_terms(q))
+            match = documents_store.match_expression(target.id, retrieval.query_terms(q), [])
             if not retrieval.query_terms(q):
                 continue
             best_of = []

@@ -17,6 +17,36 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+# `bench_all.py --database URL` (or BENCH_DATABASE_URL): services run on PostgreSQL, each
+# in a fresh schema of that database; the secret key comes from AGENTSVC_SERVER_SECRET_KEY.
+DATABASE_URL = os.environ.get("BENCH_DATABASE_URL", "")
+
+
+def database_toml() -> str:
+    """The `[database]` table of a benchmark's service ('' on SQLite, the default)."""
+    if not DATABASE_URL:
+        return ""
+    return f'\n[database]\nurl = "{fresh_schema_url(DATABASE_URL)}"\npool_size = 20\n'
+
+
+def fresh_schema_url(url: str) -> str:
+    """A URL whose connections see only a new, empty schema of the database at `url`."""
+    import asyncpg
+
+    name = f"bench_{os.getpid()}_{time.monotonic_ns()}"
+
+    async def create() -> None:
+        conn = await asyncpg.connect(url)
+        try:
+            await conn.execute(f"CREATE SCHEMA {name}")
+        finally:
+            await conn.close()
+
+    asyncio.run(create())
+    joiner = "&" if "?" in url else "?"
+    return f"{url}{joiner}search_path={name}"
+
+
 HELLO_WORLD = """
 import sys, uvloop
 from aiohttp import web
@@ -72,6 +102,7 @@ def service(extra_toml: str = ""):
         config = Path(tmp) / "bench.toml"
         config.write_text(
             f'[server]\ndata_dir = "{tmp}/data"\nport = {port}\ncpu_affinity = [0]\n{extra_toml}'
+            + database_toml()
         )
         env = {**os.environ, "AGENTSVC_CONFIG": str(config), "AGENTSVC_LOG_LEVEL": "WARNING"}
         proc = subprocess.Popen([sys.executable, "-m", "agentsvc", "serve"], env=env)

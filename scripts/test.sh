@@ -1,15 +1,42 @@
 #!/usr/bin/env bash
-# Install what the tests need and run them: the project with its test extras (pip), and
-# Debian's Chromium for the browser tests (never Playwright's own browser download).
+# Install what the tests need and run them, on both backends: first on SQLite (the
+# default), then on PostgreSQL + Redis, servers this script starts on free 127.0.0.1 ports
+# in a temporary directory and stops at the end. Installs: the project with its test
+# extras (pip); Debian's Chromium, Redis and nginx when missing (never Playwright's own
+# browser download); PostgreSQL 15 is used from the machine image or Debian's package.
 # Extra arguments go to pytest, e.g. `bash scripts/test.sh tests/test_agents.py`.
+# TEST_BACKENDS="sqlite" (or "postgresql") runs one backend only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
+backends=${TEST_BACKENDS:-sqlite postgresql}
 
 python3 -m pip install -q -e '.[test]'
-if [ ! -x /usr/bin/chromium ]; then
-    sudo=""
-    [ "$(id -u)" -eq 0 ] || sudo="sudo"
-    $sudo apt-get update -qq && $sudo apt-get install -y -qq chromium
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+missing=()
+[ -x /usr/bin/chromium ] || missing+=(chromium)
+if [[ $backends == *postgresql* ]]; then
+    [ -x /usr/bin/redis-server ] || missing+=(redis-server)
+    [ -x /usr/sbin/nginx ] || missing+=(nginx)
+    ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || missing+=(postgresql)
 fi
-exec python3 -m pytest -p no:cacheprovider "$@"
+if [ ${#missing[@]} -gt 0 ]; then
+    $sudo apt-get update -qq && $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+status=0
+for backend in $backends; do
+    if [ "$backend" = sqlite ]; then
+        echo "== tests on SQLite"
+        python3 -m pytest -p no:cacheprovider "$@" || status=$?
+    else
+        echo "== tests on PostgreSQL + Redis"
+        (
+            eval "$(bash scripts/test_servers.sh start)"
+            trap 'bash scripts/test_servers.sh stop "$TEST_SERVERS_DIR"' EXIT
+            TEST_REQUIRE_REDIS=1 python3 -m pytest -p no:cacheprovider "$@"
+        ) || status=$?
+    fi
+done
+exit $status

@@ -13,6 +13,7 @@ from agentsvc import keys
 from agentsvc.app import create_app
 from agentsvc.config import Settings, load_settings
 from agentsvc.services.team import accounts
+from tests import pg
 
 PUBLIC_ORIGIN = "http://127.0.0.1:8080"  # the public_url derived from the default listener
 
@@ -25,9 +26,20 @@ def make_settings(tmp_path: Path, **sections: dict[str, Any]) -> Settings:
         "server": {"data_dir": str(tmp_path / "data"), "port": 0, "public_url": PUBLIC_ORIGIN},
         "outbound": {"allow_private": True},
     }
+    if pg.SERVER_URL:
+        overrides["database"] = {"url": pg.database_url_for(tmp_path)}
+        overrides["server"]["secret_key"] = "test-secret-shared-by-every-process"
     for name, values in sections.items():
         overrides[name] = {**overrides.get(name, {}), **values}
     return load_settings(None, environ={}, overrides=overrides)
+
+
+@pytest.fixture(autouse=True)
+def _drop_postgres_schemas():
+    """On PostgreSQL, drop the schemas the test's apps used (after they closed)."""
+    yield
+    if pg.SERVER_URL:
+        pg.drop_created()
 
 
 @pytest.fixture

@@ -26,6 +26,13 @@ account page and drop the parcel at any post office.
 """
 
 
+# Passages the full-text index finds for "refund" (SQLite's FTS5 table, PostgreSQL's GIN).
+INDEXED_REFUND = {
+    "sqlite": "SELECT count(*) FROM passages_fts WHERE passages_fts MATCH 'refund'",
+    "postgresql": "SELECT count(*) FROM passages WHERE search @@ to_tsquery('english', 'refund')",
+}
+
+
 async def make_agent(client, auth, name="Helper") -> str:
     resp = await client.post("/api/v1/agents", json={"name": name}, headers=auth)
     assert resp.status == 201, await resp.text()
@@ -349,9 +356,7 @@ async def test_agent_deletion_cascades_to_documents_and_index(client, auth):
     )
     assert rows[0][0] == 0
     # The contentless index forgot the passages too: only the kept agent's two remain.
-    rows = await db.reader.fetchall(
-        "SELECT count(*) FROM passages_fts WHERE passages_fts MATCH 'refund'"
-    )
+    rows = await db.reader.fetchall(INDEXED_REFUND[db.reader.dialect])
     assert rows[0][0] == 1
     assert await retrieval.retrieve(db, gone, "refund", 5) == []
 
@@ -446,9 +451,7 @@ async def test_deleting_a_document_while_it_is_indexed(make_client):
     db = client.app[keys.db_key]
     rows = await db.reader.fetchall("SELECT count(*) FROM passages")
     assert rows[0][0] == 0
-    rows = await db.reader.fetchall(
-        "SELECT count(*) FROM passages_fts WHERE passages_fts MATCH 'refund'"
-    )
+    rows = await db.reader.fetchall(INDEXED_REFUND[db.reader.dialect])
     assert rows[0][0] == 0
     listed = await (await client.get(f"/api/v1/agents/{agent_id}/documents", headers=auth)).json()
     assert listed["data"] == []

@@ -91,7 +91,8 @@ async def store_input_schema(client, tool_id: str, schema: dict) -> None:
     """Write a schema straight into the database, as if saved before the checks existed."""
     async with client.app[keys.db_key].write() as conn:
         await conn.execute(
-            "UPDATE tools SET input_schema = ? WHERE id = ?", (orjson.dumps(schema), tool_id)
+            "UPDATE tools SET input_schema = ? WHERE id = ?",
+            (orjson.dumps(schema).decode(), tool_id),
         )
 
 
@@ -299,7 +300,8 @@ async def test_stored_form_pattern_re2_cannot_run_refuses_the_value_quickly(app)
     }
     async with client.app[keys.db_key].write() as conn:
         await conn.execute(
-            "UPDATE tools SET form_schema = ? WHERE id = ?", (orjson.dumps(schema), form["id"])
+            "UPDATE tools SET form_schema = ? WHERE id = ?",
+            (orjson.dumps(schema).decode(), form["id"]),
         )
     body = {"toolId": form["id"], "formData": {"word": "a" * 40 + "!"}, "fieldsCompleted": []}
     resp = await client.post("/api/v1/form-submissions/submit", json=body)

@@ -9,6 +9,7 @@ from agentsvc.api import all_endpoints
 from agentsvc.api.routing import Call, RouteTable
 from agentsvc.store import accounts
 from tests.conftest import assert_error, bearer, new_api_key
+from tests.pg import stored_bytes
 
 
 async def test_healthz(client):
@@ -34,7 +35,7 @@ async def test_keys_are_stored_hashed(client, api_key):
     rows = await db.reader.fetchall("SELECT key_hash, prefix, last4 FROM api_keys")
     assert api_key.startswith("asvc_") and len(api_key) > 40
     assert all(api_key not in r[0] for r in rows)
-    assert db.path.read_bytes().find(api_key.encode()) == -1
+    assert api_key.encode() not in await stored_bytes(client.app)
 
 
 async def test_unknown_route_and_method(client, auth):

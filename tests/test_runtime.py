@@ -8,7 +8,7 @@ from aiohttp.test_utils import TestServer
 
 from agentsvc import keys, runtime
 from agentsvc.app import create_app
-from agentsvc.db.sqlite import SqliteDatabase
+from agentsvc.db import database_for
 from agentsvc.store.trigger_events import TriggerEvent
 from tests.conftest import make_settings
 
@@ -39,7 +39,7 @@ async def test_start_registers_every_part_and_job(tmp_path):
         assert jobs.interval_of(runtime.PRUNE_SESSIONS_JOB) == runtime.PRUNE_SESSIONS_SECONDS
         assert jobs.has(runtime.SWEEP_FILES_JOB)
         names = {t.get_name() for t in asyncio.all_tasks()}
-        assert {"wal-checkpoints", "trigger-event-writer"} <= names
+        assert {"database-upkeep", "trigger-event-writer"} <= names
 
 
 async def test_stop_ends_every_background_task_and_counts_queued_events(tmp_path):
@@ -80,7 +80,7 @@ async def test_stop_ends_every_background_task_and_counts_queued_events(tmp_path
     assert all(f.done() and f.result() == "trigger_t" for f in pending)
     leftover = {t for t in ours() - before if not t.done()}
     assert leftover == set()
-    again = SqliteDatabase(settings.db_path)
+    again = database_for(settings)
     await again.open()
     try:
         count = await again.reader.fetchval("SELECT fired_count FROM triggers")

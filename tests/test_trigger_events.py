@@ -20,6 +20,7 @@ from agentsvc.db.sqlite import SqliteDatabase
 from agentsvc.services.triggers.events import EventWriter
 from agentsvc.store.trigger_events import TriggerEvent
 from tests.conftest import assert_error, bearer, new_api_key
+from tests.pg import sqlite_only
 from tests.test_triggers import body as trigger_body
 from tests.test_triggers import create as create_trigger
 from tests.test_triggers import new_agent
@@ -201,6 +202,7 @@ async def test_concurrent_events_are_batched_and_all_counted(make_client):
     assert writer.batches - batches_before < 400
 
 
+@sqlite_only
 async def test_events_wait_while_another_process_writes_and_are_all_counted(client, auth, setup):
     # Another process (say `agentsvc apikey create`) holds SQLite's write lock: the batch
     # cannot be written at once on the loop, so it waits on the writer's thread instead,
@@ -225,6 +227,7 @@ async def test_events_wait_while_another_process_writes_and_are_all_counted(clie
     assert (await stats(client, auth, agent_id))[trigger["id"]]["firedCount"] == 5
 
 
+@sqlite_only
 async def test_the_wal_is_checkpointed_in_the_background(client, auth, setup):
     agent_id, trigger = setup
     for _ in range(20):

@@ -24,6 +24,7 @@ from agentsvc.api.bodies import BodySlot, is_large, read_body
 from agentsvc.api.errors import PayloadTooLarge, error_response
 from agentsvc.api.messages import describe_validation_error
 from agentsvc.api.pipeline import finish_response, from_http_exception, unexpected_error
+from agentsvc.api.proxies import TrustedProxies
 from agentsvc.api.state import RequestState
 from agentsvc.config import Settings
 from agentsvc.errors import (
@@ -212,6 +213,7 @@ def make_handler(endpoint: Endpoint) -> Callable[[web.Request], Awaitable[web.St
     route = endpoint.documented_path  # what aiohttp calls the resource's canonical path
     stats: RequestStats | None = None
     body_mb: float | None = None
+    proxies: TrustedProxies | None = None
 
     def body_limit_mb(request: web.Request) -> float:
         nonlocal body_mb
@@ -225,9 +227,12 @@ def make_handler(endpoint: Endpoint) -> Callable[[web.Request], Awaitable[web.St
 
     async def handle(request: web.Request) -> web.StreamResponse:
         # One coroutine for the whole request: every extra layer costs on every request.
-        nonlocal stats
+        nonlocal stats, proxies
         if stats is None:
             stats = request.app[keys.metrics_key].request_stats
+            proxies = TrustedProxies(request.app[keys.settings_key].server.trusted_proxies)
+        if proxies:
+            request = proxies.client_of(request)
         state = RequestState(time.perf_counter(), endpoint.cors, route, stats)
         request[keys.request_state_key] = state
         slot: BodySlot | None = None

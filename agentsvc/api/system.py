@@ -5,10 +5,12 @@ from __future__ import annotations
 from aiohttp import web
 
 from agentsvc import keys
+from agentsvc.api.errors import ServerBusy
 from agentsvc.api.models import ResponseModel
 from agentsvc.api.routing import Call, RouteTable, json_response
 from agentsvc.errors import NotFound
 from agentsvc.observability import CONTENT_TYPE
+from agentsvc.services.health import database_reachable
 
 routes = RouteTable("system")
 
@@ -20,6 +22,14 @@ class Health(ResponseModel):
 @routes.get("/healthz", auth="public", response=Health, below_api=False)
 async def get_healthz(call: Call):
     """Report that the service is up."""
+    return json_response({"status": "ok"})
+
+
+@routes.get("/readyz", auth="public", response=Health, below_api=False, errors=(503,))
+async def get_readyz(call: Call):
+    """Report that the service can serve: its database answers (for load balancers)."""
+    if not await database_reachable(call.app[keys.db_key]):
+        raise ServerBusy("The database does not answer; try another instance")
     return json_response({"status": "ok"})
 
 

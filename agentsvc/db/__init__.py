@@ -7,7 +7,12 @@ it raises), or `await db.write_batched(unit)` for small hot writes that may shar
 transaction with others (`unit` is an async function of a Tx). Nothing above `store/`
 sees a driver's connection or its exceptions (a broken constraint is
 `ConstraintViolation`). SQL uses `?` placeholders and may use `RETURNING`; a backend that
-numbers its placeholders (PostgreSQL's `$1`) rewrites them. `sqlite.py` implements it.
+numbers its placeholders (PostgreSQL's `$1`) rewrites them. Where the two dialects differ
+(full-text search, row locks), a store function asks `tx.dialect`. `sqlite.py` and
+`postgres.py` implement it.
+
+Caches of other processes learn of changes through `announce(topic)`/`subscribe(callback)`:
+on SQLite (one process) that is a local call; on PostgreSQL a NOTIFY every process hears.
 """
 
 from __future__ import annotations
@@ -24,12 +29,17 @@ Params = Sequence[Any]
 Row = Any  # indexable by position and by column name (sqlite3.Row, asyncpg.Record)
 
 
+RESYNC = "*"  # the topic that means "anything may have changed": forget every cache
+
+
 class ConstraintViolation(Exception):
     """A statement broke a UNIQUE, FOREIGN KEY, NOT NULL or CHECK constraint."""
 
 
 class Tx(Protocol):
     """Statements of one unit of work, all on one connection."""
+
+    dialect: str  # "sqlite" or "postgresql"
 
     async def execute(self, sql: str, params: Params = ()) -> int:
         """Run one statement; return the number of rows it changed."""
@@ -53,7 +63,9 @@ class Tx(Protocol):
 
 
 class Database(Protocol):
-    """What the app needs from a database; `open_database` picks the implementation."""
+    """What the app needs from a database; `database_for` picks the implementation."""
+
+    shared: bool  # whether several processes may use it at once (PostgreSQL)
 
     @property
     def reader(self) -> Tx:
@@ -78,13 +90,35 @@ class Database(Protocol):
         Exception) when the database cannot; callers then rank in memory."""
         ...
 
+    def subscribe(self, callback: Callable[[str], None]) -> None:
+        """Call `callback(topic)` for every change announced by any process (or RESYNC)."""
+        ...
+
+    async def announce(self, topic: str) -> None:
+        """Tell every process's subscribers (this one's at once) that `topic` changed."""
+        ...
+
+    async def run_upkeep(self) -> None:
+        """Background work until cancelled (SQLite: WAL checkpoints; PostgreSQL: listening
+        for other processes' announcements)."""
+        ...
+
     async def open(self) -> None: ...
 
     async def close(self) -> None: ...
 
 
 def database_for(settings: Settings) -> Database:
-    """The database the settings name (SQLite in the data directory)."""
+    """The database the settings name: `[database] url` (PostgreSQL), else SQLite in the
+    data directory."""
+    if settings.database.url:
+        from agentsvc.db.postgres import PostgresDatabase
+
+        return PostgresDatabase(
+            settings.database.url,
+            pool_size=settings.database.pool_size,
+            statement_timeout_seconds=settings.database.statement_timeout_seconds,
+        )
     from agentsvc.db.sqlite import SqliteDatabase
 
     return SqliteDatabase(settings.db_path, readers=settings.database.readers)

@@ -65,6 +65,8 @@ def _constraints(method: F) -> F:
 class ThreadTx:
     """A Tx on an aiosqlite connection: each statement is one hop to its thread."""
 
+    dialect = "sqlite"
+
     __slots__ = ("_aio",)
 
     def __init__(self, conn: aiosqlite.Connection):
@@ -117,6 +119,8 @@ class ReaderPool:
     read thus holds one connection, never the whole service.
     """
 
+    dialect = "sqlite"
+
     __slots__ = ("_readers",)
 
     def __init__(self, readers: list[_Reader]):
@@ -160,6 +164,8 @@ class LoopTx:
 
     Its methods never suspend, so a batch runs start to commit without yielding the loop.
     """
+
+    dialect = "sqlite"
 
     __slots__ = ("_raw",)
 
@@ -248,6 +254,8 @@ async def _connect(path: Path) -> aiosqlite.Connection:
 class SqliteDatabase:
     """The app's SQLite database (see the module's docstring)."""
 
+    shared = False  # one serving process (CLI commands may write beside it)
+
     def __init__(self, path: Path, *, readers: int = 3):
         self.path = path
         self.reader_count = readers
@@ -259,6 +267,19 @@ class SqliteDatabase:
         self._write_lock = asyncio.Lock()
         self._batcher = WriteBatcher(self._write_batch)
         self.commits_since_checkpoint = 0
+        self._subscribers: list[Callable[[str], None]] = []
+
+    def subscribe(self, callback: Callable[[str], None]) -> None:
+        """Call `callback(topic)` for every change announced in this process."""
+        self._subscribers.append(callback)
+
+    async def announce(self, topic: str) -> None:
+        """One process: the subscribers hear of it at once."""
+        for callback in self._subscribers:
+            try:
+                callback(topic)
+            except Exception:
+                log.exception("a change subscriber failed on %r", topic)
 
     async def open(self) -> None:
         """Open the connections, creating and migrating the database as needed.
@@ -395,6 +416,10 @@ class SqliteDatabase:
         async with self._write_lock:
             self.commits_since_checkpoint = 0
             await self._writer.execute_fetchall("PRAGMA wal_checkpoint(PASSIVE)")
+
+    async def run_upkeep(self) -> None:
+        """Background upkeep until cancelled: WAL checkpoints."""
+        await self.run_checkpoints()
 
     async def run_checkpoints(self, interval: float = CHECKPOINT_INTERVAL_SECONDS) -> None:
         """Checkpoint every `interval` seconds after commits (runs until cancelled)."""

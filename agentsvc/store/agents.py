@@ -69,10 +69,11 @@ async def list_for_team(tx: Tx, team_id: str) -> list[Agent]:
 async def slugs_like(tx: Tx, team_id: str, base: str) -> set[str]:
     """Return the team's slugs equal to `base` or of the form `base-N`."""
     rows = await tx.fetchall(
-        "SELECT slug FROM agents WHERE team_id = ? AND (slug = ? OR slug GLOB ?)",
-        (team_id, base, f"{base}-[0-9]*"),
+        "SELECT slug FROM agents WHERE team_id = ? AND (slug = ? OR substr(slug, 1, ?) = ?)",
+        (team_id, base, len(base) + 1, f"{base}-"),
     )
-    return {r[0] for r in rows}
+    suffix = len(base) + 1
+    return {r[0] for r in rows if r[0] == base or r[0][suffix:].isdigit()}
 
 
 async def update(tx: Tx, team_id: str, agent_id: str, fields: dict, now: str) -> bool:

@@ -163,8 +163,10 @@ async def insert_embeddings(
 ) -> None:
     """Store passages' embeddings: (passage_id, float32 little-endian bytes) pairs."""
     await tx.executemany(
-        "INSERT OR REPLACE INTO passage_embeddings (passage_id, agent_id, model, dims, vector)"
-        " VALUES (?, ?, ?, ?, ?)",
+        "INSERT INTO passage_embeddings (passage_id, agent_id, model, dims, vector)"
+        " VALUES (?, ?, ?, ?, ?) ON CONFLICT (passage_id) DO UPDATE SET"
+        " agent_id = excluded.agent_id, model = excluded.model, dims = excluded.dims,"
+        " vector = excluded.vector",
         ((passage_id, agent_id, model, dims, blob) for passage_id, blob in vectors),
     )
 
@@ -242,8 +244,8 @@ async def exists(tx: Tx, document_id: str) -> bool:
     return row is not None
 
 
-# Ranks the agent's passages inside FTS5 (the scope token restricts the match to them), then
-# joins for the texts. Passages of documents still indexing can take places in the inner
+# SQLite: ranks the agent's passages inside FTS5 (the scope token restricts the match to
+# them), then joins for the texts. Passages of documents still indexing can take places in the inner
 # LIMIT, hence the margin there; the outer query keeps `ready` ones only. Heading matches
 # weigh double; the scope column weighs nothing.
 _SEARCH = """
@@ -260,7 +262,53 @@ LIMIT ?
 """
 
 
-async def search(tx: Tx, agent_id: str, match: str, k: int, margin: int) -> list[Hit]:
-    """Run an FTS5 match expression for one agent and return its best k passages."""
-    rows = await tx.fetchall(_SEARCH, (match, k + margin, agent_id, k))
+# PostgreSQL: the GIN index on `search` finds the passages with any of the words (stemmed
+# as the index is, English) or the prefixes; ts_rank weighs a heading match double (weights
+# are {D, C, B, A}) and divides by 1 + log(length), as BM25 favours short passages.
+_PG_SEARCH = """
+SELECT p.id, p.document_id, d.title, p.heading, p.text,
+       ts_rank('{0, 0, 0.5, 1}', p.search, q.query, 1) AS score
+FROM (SELECT {query} AS query) AS q
+JOIN passages AS p ON p.search @@ q.query
+JOIN documents AS d ON d.id = p.document_id
+WHERE p.agent_id = $1 AND d.status = 'ready'
+ORDER BY score DESC, p.id
+LIMIT $2
+"""
+_PG_WORDS = "to_tsquery('english', $3)"
+_PG_PREFIXES = "to_tsquery('simple', $4)"
+
+
+def match_expression(agent_id: str, words: list[str], prefixes: list[str]) -> str:
+    """The FTS5 query: this agent's scope token AND any word or prefix in heading or text.
+
+    Words and prefixes are letters and digits only (see `retrieval.query_terms`), so
+    quoting them is enough for nothing to be read as FTS5 syntax.
+    """
+    scope = agent_id.encode().hex()
+    alternatives = " OR ".join([*(f'"{w}"' for w in words), *(f'"{p}"*' for p in prefixes)])
+    return f'scope : "{scope}" AND {{heading text}} : ({alternatives})'
+
+
+async def search(
+    tx: Tx, agent_id: str, words: list[str], prefixes: list[str], k: int, margin: int
+) -> list[Hit]:
+    """The agent's best k passages holding any of the words (any form of an English word)
+    or a word starting with one of the prefixes, best first."""
+    if tx.dialect == "sqlite":
+        match = match_expression(agent_id, words, prefixes)
+        rows = await tx.fetchall(_SEARCH, (match, k + margin, agent_id, k))
+        return [Hit(*r) for r in rows]
+    parts = [_PG_WORDS] if words else []
+    params: list = [agent_id, k, " | ".join(words)]
+    if prefixes:
+        parts.append(_PG_PREFIXES)
+        params.append(" | ".join(f"{p}:*" for p in prefixes))
+    if not parts:
+        return []
+    sql = _PG_SEARCH.replace("{query}", " || ".join(parts))
+    if not words:
+        sql = sql.replace("$4", "$3")
+        del params[2]
+    rows = await tx.fetchall(sql, params)
     return [Hit(*r) for r in rows]

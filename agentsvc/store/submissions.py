@@ -243,13 +243,18 @@ async def attempts_for(tx: Tx, submission_id: str) -> list[Attempt]:
     return [_attempt(r) for r in rows]
 
 
+# On PostgreSQL several processes claim at once: a row another claim has locked is skipped,
+# not waited for (and so never leased twice). SQLite has one writer: nothing to skip.
+_SKIP_LOCKED = {"sqlite": "", "postgresql": " FOR UPDATE SKIP LOCKED"}
+
+
 async def claim_due(tx: Tx, now: str, lease_until: str, limit: int) -> list[Delivery]:
     """Lease up to `limit` due deliveries (pending, due, not leased) and return them."""
     rows = await tx.fetchall(
         f"UPDATE form_deliveries SET lease_until = ? WHERE id IN ("
         " SELECT id FROM form_deliveries WHERE status = 'pending' AND next_attempt_at <= ?"
-        " AND (lease_until IS NULL OR lease_until <= ?) ORDER BY next_attempt_at LIMIT ?)"
-        f" RETURNING {_DLV_COLUMNS}",
+        " AND (lease_until IS NULL OR lease_until <= ?) ORDER BY next_attempt_at LIMIT ?"
+        f"{_SKIP_LOCKED[tx.dialect]}) RETURNING {_DLV_COLUMNS}",
         (lease_until, now, now, limit),
     )
     return sorted((_delivery(r) for r in rows), key=lambda d: (d.next_attempt_at, d.position))
@@ -329,10 +334,12 @@ async def outcome_counts(tx: Tx, agent_id: str) -> dict[str, dict[str, int]]:
     without `startedAt` (the widget sends both, with its impression and start events)."""
     rows = await tx.fetchall(
         "SELECT tool_id, SUM(submissions),"
-        " SUM(submissions * (status = 'success'"
+        " SUM(CASE WHEN status = 'success'"
         "     OR (execution_mode = 'webhook' AND status = 'webhook_success')"
-        "     OR (execution_mode = 'client' AND status = 'client_success'))),"
-        " SUM(submissions * (status IN ('failed', 'webhook_failed', 'client_failed'))),"
+        "     OR (execution_mode = 'client' AND status = 'client_success')"
+        "     THEN submissions ELSE 0 END),"
+        " SUM(CASE WHEN status IN ('failed', 'webhook_failed', 'client_failed')"
+        "     THEN submissions ELSE 0 END),"
         " SUM(unseen), SUM(unstarted)"
         " FROM submission_totals WHERE agent_id = ? GROUP BY tool_id HAVING SUM(submissions) > 0",
         (agent_id,),

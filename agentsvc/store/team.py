@@ -50,8 +50,8 @@ async def add_membership(
 ) -> bool:
     """Add a user to a team; False when the user already belongs to it."""
     changed = await tx.execute(
-        "INSERT OR IGNORE INTO memberships (id, team_id, user_id, role, created_at)"
-        " VALUES (?, ?, ?, ?, ?)",
+        "INSERT INTO memberships (id, team_id, user_id, role, created_at)"
+        " VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
         (id, team_id, user_id, role, now),
     )
     return changed > 0

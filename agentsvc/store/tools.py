@@ -100,7 +100,7 @@ async def enabled_forms_named(tx: Tx, team_id: str, name: str, limit: int = 2) -
     """Up to `limit` enabled form tools of that name among the team's agents, oldest first."""
     rows = await tx.fetchall(
         f"SELECT {_COLUMNS} FROM tools WHERE team_id = ? AND name = ?"
-        " AND execution_type = 'form' AND is_enabled ORDER BY created_at, rowid LIMIT ?",
+        " AND execution_type = 'form' AND is_enabled = 1 ORDER BY created_at, rowid LIMIT ?",
         (team_id, name, limit),
     )
     return [_from_row(r) for r in rows]
@@ -133,10 +133,12 @@ async def count_for_agent(tx: Tx, agent_id: str) -> int:
 
 async def name_taken(tx: Tx, agent_id: str, name: str, except_id: str | None = None) -> bool:
     """Whether another tool of the agent already has this name."""
-    rows = await tx.fetchall(
-        "SELECT 1 FROM tools WHERE agent_id = ? AND name = ? AND id IS NOT ?",
-        (agent_id, name, except_id),
-    )
+    if except_id is None:
+        sql, params = "SELECT 1 FROM tools WHERE agent_id = ? AND name = ?", (agent_id, name)
+    else:
+        sql = "SELECT 1 FROM tools WHERE agent_id = ? AND name = ? AND id <> ?"
+        params = (agent_id, name, except_id)
+    rows = await tx.fetchall(sql, params)
     return bool(rows)
 
 

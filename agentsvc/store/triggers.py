@@ -105,16 +105,23 @@ async def list_for_agent(tx: Tx, agent_id: str) -> list[Trigger]:
     return [_from_row(r) for r in rows]
 
 
+_TOOL_ID_OF_ACTION = {
+    "sqlite": "json_extract(t.action_config, '$.toolId')",
+    "postgresql": "(t.action_config::jsonb ->> 'toolId')",
+}
+
+
 async def list_for_widget(tx: Tx, agent_id: str) -> list[Trigger]:
     """Return the enabled triggers the widget can run, in execution order.
 
     A `show_form` trigger whose form tool was since disabled or deleted is left out, so the
     widget never receives an action it cannot perform.
     """
+    tool_id = _TOOL_ID_OF_ACTION[tx.dialect]
     rows = await tx.fetchall(
         f"SELECT {_COLUMNS} FROM triggers t WHERE agent_id = ? AND is_enabled = 1"
         " AND (action_type != 'show_form' OR EXISTS (SELECT 1 FROM tools"
-        "   WHERE tools.id = json_extract(t.action_config, '$.toolId')"
+        f"   WHERE tools.id = {tool_id}"
         "   AND tools.agent_id = t.agent_id AND tools.execution_type = 'form'"
         f"   AND tools.is_enabled = 1)) {_ORDER}",
         (agent_id,),

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from agentsvc.services.knowledge.retrieval import match_expression
 from agentsvc.store import documents as store
 from agentsvc.store.documents import Document, PassageRow
 from tests.store.builders import LATER, NOW, owner
@@ -62,21 +61,19 @@ async def test_full_text_search_finds_one_agents_ready_passages(db):
     other = await owner(db, "other@example.com")
     await stored(db, who, 1)
     await stored(db, other, 2)
-    hits = await store.search(
-        db.reader, who.agent_id, match_expression(who.agent_id, ["ship"]), 4, 8
-    )
+    hits = await store.search(db.reader, who.agent_id, ["ship"], [], 4, 8)
     assert [(h.document_id, h.heading) for h in hits] == [("document_1", "Shipping")]
     # Passages of a document still indexing are not found; once finished they are.
     await stored(db, who, 3, status="indexing")
-    match = match_expression(who.agent_id, ["returns"])
-    assert [h.document_id for h in await store.search(db.reader, who.agent_id, match, 4, 8)] == [
+    match = (["returns"], [])
+    assert [h.document_id for h in await store.search(db.reader, who.agent_id, *match, 4, 8)] == [
         "document_1"
     ]
     assert await store.ids_indexing(db.reader) == ["document_3"]
     async with db.write() as tx:
         assert await store.finish(tx, "document_3", "ready", 2, None, LATER)
         assert not await store.finish(tx, "document_3", "failed", 0, "x", LATER)
-    found = {h.document_id for h in await store.search(db.reader, who.agent_id, match, 4, 8)}
+    found = {h.document_id for h in await store.search(db.reader, who.agent_id, *match, 4, 8)}
     assert found == {"document_1", "document_3"}
 
 
@@ -87,8 +84,7 @@ async def test_cleared_passages_leave_the_index(db):
     async with db.write() as tx:
         await store.clear_passages(tx, "document_1")
         await store.finish(tx, "document_1", "ready", 0, None, LATER)
-    match = match_expression(who.agent_id, ["ship"])
-    assert await store.search(db.reader, who.agent_id, match, 4, 8) == []
+    assert await store.search(db.reader, who.agent_id, ["ship"], [], 4, 8) == []
     assert await store.content_of(db.reader, "document_1") is None
 
 

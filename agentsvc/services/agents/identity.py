@@ -22,6 +22,7 @@ from agentsvc.db import Database
 from agentsvc.errors import NotFound, ValidationFailed
 from agentsvc.ids import now_iso
 from agentsvc.secretbox import SecretBox, SecretBoxError
+from agentsvc.services import changes
 from agentsvc.services.agents.registry import AgentCache
 from agentsvc.store import agents as agents_store
 from agentsvc.store import identity as identity_store
@@ -76,7 +77,7 @@ async def set_secret(
     async with db.write() as tx:
         if not await identity_store.set_sealed(tx, team_id, agent_id, sealed, now_iso()):
             raise NotFound("Agent not found")
-    cache.forget(agent_id)  # its updatedAt moved
+    await db.announce(changes.agent(agent_id))  # its updatedAt moved
     return secret
 
 
@@ -85,7 +86,7 @@ async def clear_secret(db: Database, cache: AgentCache, team_id: str, agent_id: 
     async with db.write() as tx:
         if not await identity_store.set_sealed(tx, team_id, agent_id, None, now_iso()):
             raise NotFound("Agent not found")
-    cache.forget(agent_id)
+    await db.announce(changes.agent(agent_id))
 
 
 async def has_secret(db: Database, team_id: str, agent_id: str) -> bool:

@@ -9,6 +9,7 @@ from agentsvc.db import Database
 from agentsvc.errors import NotFound
 from agentsvc.ids import new_id, now_iso
 from agentsvc.language import DEFAULT_LANGUAGE
+from agentsvc.services import changes
 from agentsvc.store import agents as agents_store
 from agentsvc.store.agents import Agent
 
@@ -70,9 +71,9 @@ async def list_agents(db: Database, team_id: str) -> list[Agent]:
 class AgentCache:
     """Agents by id, for reads on hot paths (one database round trip saved per read).
 
-    Agents change only through `update_agent` and `delete_agent` below, in the one server
-    process of a data directory (the CLI never edits agents), and both drop the entry, so
-    a cached agent is never stale.
+    Agents change only through `update_agent` and `delete_agent` below (the CLI never
+    edits agents); both announce the change, and every process's cache drops the entry
+    (`changes.follow`): at once in this process, within milliseconds in the others.
     """
 
     def __init__(self, max_entries: int = 10_000):
@@ -89,6 +90,9 @@ class AgentCache:
 
     def forget(self, agent_id: str) -> None:
         self._by_id.pop(agent_id, None)
+
+    def clear(self) -> None:
+        self._by_id.clear()
 
 
 async def find_agent(db: Database, cache: AgentCache, agent_id: str) -> Agent | None:
@@ -117,7 +121,7 @@ async def update_agent(
         if not await agents_store.update(tx, team_id, agent_id, fields, now_iso()):
             raise NotFound("Agent not found")
         agent = await agents_store.get(tx, team_id, agent_id)
-        cache.forget(agent_id)
+        await db.announce(changes.agent(agent_id))
     assert agent is not None
     return agent
 
@@ -127,4 +131,4 @@ async def delete_agent(db: Database, cache: AgentCache, team_id: str, agent_id: 
     async with db.write() as tx:
         if not await agents_store.delete(tx, team_id, agent_id):
             raise NotFound("Agent not found")
-        cache.forget(agent_id)
+        await db.announce(changes.agent(agent_id))

@@ -5,6 +5,11 @@ row; an attempt first holds a lease on its row, then sends, then records the att
 the row's next state in one transaction. The APScheduler job only wakes `deliver_due` at
 the earliest time a row becomes due; at start-up every lease is dropped (no attempt of a
 previous process can still be running) and the wake-up is scheduled again.
+
+With several processes on one PostgreSQL database, a claim skips rows another process has
+locked, so each attempt is made by one process; leases are never dropped at start-up
+(another process may be sending), a killed process's leases run out after `lease_seconds`
+and any process takes the rows over, since each also polls every `poll_seconds`.
 """
 
 from __future__ import annotations
@@ -71,6 +76,8 @@ class Deliverer:
     @property
     def lease_seconds(self) -> float:
         """How long an attempt may hold its row: its timeout and a generous margin."""
+        if self.settings.lease_seconds:
+            return self.settings.lease_seconds
         return max(self.settings.timeout_seconds, MAIL_TIMEOUT_SECONDS) + 60
 
     def lease_until(self, now: datetime, attempts: int = 1) -> str:
@@ -108,12 +115,21 @@ class Deliverer:
         return await store.count_pending(self.db.reader)
 
     async def start(self) -> None:
-        """At start-up: drop stale leases and reschedule every pending delivery."""
-        async with self.db.write() as tx:
-            released = await store.release_all_leases(tx)
-        if released:
-            log.info("%d interrupted deliveries will be retried", released)
+        """At start-up: drop stale leases (one process only) and reschedule every pending
+        delivery."""
+        if not self.db.shared:
+            async with self.db.write() as tx:
+                released = await store.release_all_leases(tx)
+            if released:
+                log.info("%d interrupted deliveries will be retried", released)
         await self.schedule_next()
+
+    async def poll(self) -> None:
+        """Deliver what came due anywhere (several processes: see the module docstring)."""
+        try:
+            await self.deliver_due()
+        except Exception:
+            log.exception("delivery poll failed")
 
     async def close(self, grace: float = 5.0) -> None:
         """Stop waking; give running attempts a moment, then cancel them (leases stay)."""

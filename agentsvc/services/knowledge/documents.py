@@ -8,6 +8,7 @@ from agentsvc.db import Database
 from agentsvc.errors import NotFound
 from agentsvc.ids import new_id, now_iso
 from agentsvc.llm.base import ProviderError
+from agentsvc.services import changes
 from agentsvc.services.knowledge.chunking import chunk
 from agentsvc.services.knowledge.indexing import (
     Indexer,
@@ -50,7 +51,7 @@ async def delete_document(
         if doc is None or not await store.delete(tx, team_id, document_id):
             raise NotFound("Document not found")
     if indexer is not None and indexer.semantic is not None:
-        indexer.semantic.vectors.invalidate(doc.agent_id)
+        await db.announce(changes.vectors(doc.agent_id))
 
 
 async def create_document(
@@ -107,5 +108,5 @@ async def create_document(
     if background:
         indexer.schedule(doc.id)
     elif semantic is not None and vectors is not None:
-        semantic.vectors.invalidate(agent_id)
+        await db.announce(changes.vectors(agent_id))
     return doc

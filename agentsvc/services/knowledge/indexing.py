@@ -10,6 +10,7 @@ import numpy as np
 from agentsvc.db import Database, Tx
 from agentsvc.ids import now_iso
 from agentsvc.llm.base import ProviderError
+from agentsvc.services import changes
 from agentsvc.services.knowledge.chunking import Chunk, chunk
 from agentsvc.services.knowledge.vectors import Semantic, to_blob
 from agentsvc.store import documents as store
@@ -118,7 +119,7 @@ class Indexer:
             async with db.write() as tx:
                 await store.finish(tx, document_id, "ready", len(rows), None, now_iso())
             if semantic is not None:
-                semantic.vectors.invalidate(agent_id)
+                await db.announce(changes.vectors(agent_id))
         except asyncio.CancelledError:
             raise
         except Exception as exc:

@@ -53,26 +53,22 @@ def query_terms(text: str) -> list[str]:
     return list(seen)
 
 
-def _forms(term: str, language: str) -> str:
-    """A term as an FTS5 query: the word, or in another language also its stem's forms.
+def stem_prefixes(terms: list[str], language: str) -> list[str]:
+    """Prefixes that find the terms' other word forms in a language other than English.
 
-    The index's tokenizer (porter) folds English word forms on both sides already; for the
-    other languages a prefix query on the Snowball stem finds the word's other forms
-    ("bestellung" finds "bestellungen" through "bestell"*).
+    The index folds English word forms on both sides already (FTS5's porter tokenizer,
+    PostgreSQL's english configuration); for the other languages a prefix query on the
+    Snowball stem finds the word's other forms ("bestellung" finds "bestellungen" through
+    "bestell"*).
     """
     if language == DEFAULT_LANGUAGE:
-        return f'"{term}"'
-    root = stem(term, language)
-    if root == term or len(root) < MIN_STEM_PREFIX or not _TERM.fullmatch(root):
-        return f'"{term}"'
-    return f'"{term}" OR "{root}"*'
-
-
-def match_expression(agent_id: str, terms: list[str], language: str = DEFAULT_LANGUAGE) -> str:
-    """The FTS5 query: this agent's scope token AND any of the terms in heading or text."""
-    scope = agent_id.encode().hex()
-    alternatives = " OR ".join(_forms(t, language) for t in terms)
-    return f'scope : "{scope}" AND {{heading text}} : ({alternatives})'
+        return []
+    prefixes: dict[str, None] = {}
+    for term in terms:
+        root = stem(term, language)
+        if root != term and len(root) >= MIN_STEM_PREFIX and _TERM.fullmatch(root):
+            prefixes[root] = None
+    return list(prefixes)
 
 
 async def retrieve(
@@ -91,13 +87,13 @@ async def retrieve(
     terms = query_terms(query)
     if k <= 0 or (not terms and semantic is None):
         return []
+    prefixes = stem_prefixes(terms, language)
     if semantic is None:
-        match = match_expression(agent_id, terms, language)
-        hits = await store.search(db.reader, agent_id, match, k, k * 2)
+        hits = await store.search(db.reader, agent_id, terms, prefixes, k, k * 2)
         return [Passage(h.document_id, h.title, h.text, h.score, h.heading) for h in hits]
     depth = max(k * 4, MIN_CANDIDATES)
     lexical, nearest = await asyncio.gather(
-        store.search(db.reader, agent_id, match_expression(agent_id, terms, language), depth, depth)
+        store.search(db.reader, agent_id, terms, prefixes, depth, depth)
         if terms
         else _nothing(),
         _nearest(semantic, agent_id, query, depth),

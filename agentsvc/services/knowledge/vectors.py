@@ -92,6 +92,11 @@ class VectorIndex:
         self._cache.clear()
         self._cached_bytes = 0
 
+    def invalidate_all(self) -> None:
+        """Forget every cached agent's vectors (changes may have been missed)."""
+        for agent_id in list(self._cache):
+            self.invalidate(agent_id)
+
     def invalidate(self, agent_id: str) -> None:
         """Forget an agent's cached vectors (after any write to its passages or documents)."""
         self._generation[agent_id] = self._generation.get(agent_id, 0) + 1

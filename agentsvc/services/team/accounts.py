@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from agentsvc.db import Database, Tx
 from agentsvc.errors import Conflict
 from agentsvc.ids import new_id, now_iso
+from agentsvc.services import changes
 from agentsvc.store import accounts, api_keys
 from agentsvc.store.accounts import Team, User
 
@@ -142,7 +143,8 @@ async def set_team_plan(db: Database, *, email: str, plan: str) -> Team:
         if team is None:
             raise LookupError(f"no team owned by {email}")
         await accounts.set_plan(tx, team.id, plan, now_iso())
-        return team
+    await db.announce(changes.PRINCIPALS)  # limits are read with the caller's key
+    return team
 
 
 async def set_password(db: Database, *, email: str, password_hash: str) -> User:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from agentsvc.db import Database
 from agentsvc.errors import Forbidden, NotFound
 from agentsvc.ids import now_iso
+from agentsvc.services import changes
 from agentsvc.services.team.access import KeyResolver, Principal
 from agentsvc.services.team.accounts import CreatedKey, create_api_key
 from agentsvc.store import api_keys
@@ -37,4 +38,4 @@ async def revoke_key(
         if key.user_id != principal.user_id and not principal.is_owner:
             raise Forbidden("Only the team owner can revoke another member's key")
         await api_keys.revoke(tx, principal.team_id, key_id, now_iso())
-    resolver.invalidate()
+    await db.announce(changes.PRINCIPALS)

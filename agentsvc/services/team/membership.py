@@ -11,6 +11,7 @@ from agentsvc.errors import Conflict, Forbidden, NotFound, Unauthorized, Validat
 from agentsvc.ids import new_id, now_iso
 from agentsvc.mail import Mailer
 from agentsvc.passwords import MIN_PASSWORD_LENGTH, hash_password_async, verify_password_async
+from agentsvc.services import changes
 from agentsvc.services.team.access import KeyResolver, Principal
 from agentsvc.services.team.accounts import create_user_with_team
 from agentsvc.services.team.sessions import (
@@ -246,7 +247,7 @@ async def remove_member(
         await sessions.delete_for_member(tx, team_id, member.user_id)
         await api_keys.revoke_for_member(tx, team_id, member.user_id, now_iso())
     # Cached principals of that user would otherwise live on for a moment.
-    resolver.invalidate()
+    await db.announce(changes.PRINCIPALS)
     return member
 
 
@@ -269,4 +270,4 @@ async def move_session(db: Database, resolver: KeyResolver, session_id: str, tea
     """Make a session act in the team its user just joined."""
     async with db.write() as tx:
         await sessions.set_team(tx, session_id, team_id)
-    resolver.invalidate()
+    await db.announce(changes.PRINCIPALS)

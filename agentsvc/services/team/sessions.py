@@ -14,6 +14,7 @@ from agentsvc.errors import NotFound, Unauthorized, ValidationFailed
 from agentsvc.ids import iso, new_id, now_iso, parse_iso
 from agentsvc.mail import Mailer
 from agentsvc.passwords import verify_password_async
+from agentsvc.services import changes
 from agentsvc.services.team.access import KeyResolver, Principal
 from agentsvc.services.team.trust import UntrustedUrl, safe_callback
 from agentsvc.store import accounts, sessions, sign_in
@@ -105,7 +106,7 @@ async def sign_out(db: Database, resolver: KeyResolver, token: str) -> None:
     """End the session of this token (nothing happens for an unknown token)."""
     async with db.write() as tx:
         await sessions.delete_by_hash(tx, hash_token(token))
-    resolver.invalidate()
+    await db.announce(changes.PRINCIPALS)
 
 
 async def request_magic_link(
@@ -201,7 +202,7 @@ async def switch_team(
         if role is None or team is None:
             raise NotFound("Team not found")
         await sessions.set_team(tx, principal.session_id, team_id)
-    resolver.invalidate()
+    await db.announce(changes.PRINCIPALS)
     return Principal(principal.user_id, team_id, role, team.plan, session_id=principal.session_id)
 
 

@@ -1,0 +1,150 @@
+"""Copy a SQLite instance into an empty PostgreSQL database (`agentsvc copy-data`).
+
+Rows go table by table in foreign-key order with COPY (asyncpg's binary
+`copy_records_to_table`), in one transaction: a failure leaves the target as it was. The
+counters (`*_totals`) are not copied: PostgreSQL's triggers count the copied rows as they
+arrive, so they come out right by construction. Tables that stand in for SQLite's rowid
+get it copied, so lists keep their order; identity columns then continue after the
+largest copied value. Every table's row count is compared at the end.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+import asyncpg
+
+from agentsvc.db.postgres import PostgresDatabase
+from agentsvc.db.sqlite import SqliteDatabase
+
+# Parents before children.
+TABLES = [
+    "users",
+    "teams",
+    "memberships",
+    "api_keys",
+    "agents",
+    "tools",
+    "sessions",
+    "magic_links",
+    "oauth_states",
+    "invitations",
+    "mail_outbox",
+    "team_secrets",
+    "conversations",
+    "messages",
+    "triggers",
+    "form_submissions",
+    "form_deliveries",
+    "form_delivery_attempts",
+    "form_events",
+    "documents",
+    "passages",
+    "passage_embeddings",
+]
+BATCH_ROWS = 5_000
+
+
+class CopyFailed(Exception):
+    """The copy could not be made (the message says why, for the operator)."""
+
+
+async def copy_data(
+    sqlite_path: Path, url: str, progress: Callable[[str, int], None] | None = None
+) -> dict[str, int]:
+    """Copy every row of the SQLite database at `sqlite_path` into the empty PostgreSQL
+    database at `url`; return the rows copied per table."""
+    source = SqliteDatabase(sqlite_path, readers=1)
+    await source.open()  # migrates an older SQLite file to the current schema first
+    await source.close()
+    target = PostgresDatabase(url, pool_size=2)
+    try:
+        await target.open()  # creates the schema when the database is new
+    except (OSError, asyncpg.PostgresError) as exc:
+        raise CopyFailed(f"cannot open {redacted(url)}: {exc}") from None
+    try:
+        async with target.acquire() as conn:
+            for table in TABLES:
+                if await conn.fetchval(f"SELECT EXISTS (SELECT 1 FROM {table})"):
+                    raise CopyFailed(
+                        f"the target database is not empty (table {table} has rows);"
+                        " copy-data only fills an empty database"
+                    )
+            raw = sqlite3.connect(f"file:{sqlite_path}?mode=ro", uri=True)
+            try:
+                copied = await _copy_tables(raw, conn, progress)
+            finally:
+                raw.close()
+    finally:
+        await target.close()
+    return copied
+
+
+async def _copy_tables(
+    raw: sqlite3.Connection,
+    conn: asyncpg.Connection,
+    progress: Callable[[str, int], None] | None,
+) -> dict[str, int]:
+    copied: dict[str, int] = {}
+    async with conn.transaction():
+        for table in TABLES:
+            target_columns = await _columns(conn, table)
+            source_columns = [r[1] for r in raw.execute(f"PRAGMA table_info({table})")]
+            columns = [c for c in source_columns if c in target_columns]
+            selected = ", ".join(columns)
+            if "rowid" in target_columns and "rowid" not in source_columns:
+                columns.append("rowid")
+                selected += ", rowid"
+            cursor = raw.execute(f"SELECT {selected} FROM {table} ORDER BY rowid")
+            total = 0
+            while rows := cursor.fetchmany(BATCH_ROWS):
+                await conn.copy_records_to_table(table, records=rows, columns=columns)
+                total += len(rows)
+            expected = raw.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+            found = await conn.fetchval(f"SELECT COUNT(*) FROM {table}")
+            if not expected == found == total:
+                raise CopyFailed(
+                    f"{table}: {expected} rows in SQLite but {found} in PostgreSQL; nothing"
+                    " was copied"
+                )
+            await _continue_identities(conn, table)
+            copied[table] = total
+            if progress is not None:
+                progress(table, total)
+    return copied
+
+
+async def _columns(conn: asyncpg.Connection, table: str) -> set[str]:
+    rows = await conn.fetch(
+        "SELECT column_name FROM information_schema.columns"
+        " WHERE table_name = $1 AND table_schema = current_schema() AND is_generated = 'NEVER'",
+        table,
+    )
+    return {r[0] for r in rows}
+
+
+async def _continue_identities(conn: asyncpg.Connection, table: str) -> None:
+    """Identity columns continue after the largest copied value."""
+    rows = await conn.fetch(
+        "SELECT column_name FROM information_schema.columns WHERE table_name = $1"
+        " AND table_schema = current_schema() AND is_identity = 'YES'",
+        table,
+    )
+    for (column,) in rows:
+        await conn.execute(
+            f"SELECT setval(pg_get_serial_sequence('{table}', '{column}'),"
+            f" COALESCE((SELECT MAX({column}) FROM {table}), 0) + 1, false)"
+        )
+
+
+def redacted(url: str) -> str:
+    """The URL without its password (for logs and messages)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))

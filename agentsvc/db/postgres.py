@@ -1,0 +1,291 @@
+"""The PostgreSQL implementation of the database interface (asyncpg; several processes).
+
+One asyncpg pool serves everything: reads take any free connection for one statement; a
+write unit holds one connection for its transaction. Batched small writes share one
+transaction, a savepoint each, as on SQLite. The store's SQL is written once with `?`
+placeholders; `_numbered` rewrites them to `$1, $2...` (cached per statement text).
+
+Changes other processes must hear of (`announce`) travel as `NOTIFY agentsvc_changes`; one
+connection per process LISTENs and hands them to the subscribers. When that connection is
+lost, subscribers are told everything may have changed (`RESYNC`) once it is back, since
+notifications sent in between are gone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import os
+import re
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from contextlib import asynccontextmanager
+from importlib import resources
+from typing import Any, TypeVar
+
+import asyncpg
+
+from agentsvc.db import RESYNC, ConstraintViolation, Params, Row, Tx
+from agentsvc.db.batcher import Failed, WriteBatcher
+from agentsvc.db.schema import schema_version
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
+
+CHANNEL = "agentsvc_changes"
+MIGRATION_LOCK = 0x61677376  # pg_advisory_lock key: one process migrates at a time
+LISTEN_RETRY_SECONDS = 1.0
+# Migrations after the PostgreSQL schema was introduced (at version 6): version -> SQL.
+POSTGRES_MIGRATIONS: dict[int, str] = {}
+FIRST_POSTGRES_VERSION = 6
+
+_STRING_OR_MARK = re.compile(r"'(?:[^']|'')*'|\?")
+
+
+def is_postgres_url(url: str) -> bool:
+    return url.startswith(("postgresql://", "postgres://"))
+
+
+@functools.lru_cache(maxsize=4096)
+def _numbered(sql: str) -> str:
+    """`?` placeholders as `$1, $2...` (not inside string literals)."""
+    if "?" not in sql:
+        return sql
+    counter = 0
+
+    def number(match: re.Match[str]) -> str:
+        nonlocal counter
+        if match.group(0) != "?":
+            return match.group(0)
+        counter += 1
+        return f"${counter}"
+
+    return _STRING_OR_MARK.sub(number, sql)
+
+
+def _constraints(method: F) -> F:
+    """Raise the interface's ConstraintViolation for a broken integrity constraint."""
+
+    @functools.wraps(method)
+    async def run(self: Any, sql: str, params: Any = ()) -> Any:
+        try:
+            return await method(self, sql, params)
+        except asyncpg.IntegrityConstraintViolationError as exc:
+            raise ConstraintViolation(str(exc)) from exc
+
+    return run  # type: ignore[return-value]
+
+
+def _rowcount(status: str) -> int:
+    """Rows changed, from a command tag such as 'UPDATE 3' or 'INSERT 0 1'."""
+    last = status.rpartition(" ")[2]
+    return int(last) if last.isdigit() else 0
+
+
+class PgTx:
+    """Statements on one connection (a transaction's, or the pool's for single reads)."""
+
+    dialect = "postgresql"
+
+    def __init__(self, conn: asyncpg.Connection | asyncpg.Pool):
+        self._on = conn
+
+    @_constraints
+    async def execute(self, sql: str, params: Params = ()) -> int:
+        return _rowcount(await self._on.execute(_numbered(sql), *params))
+
+    async def executemany(self, sql: str, rows: Iterable[Params]) -> None:
+        try:
+            await self._on.executemany(_numbered(sql), [tuple(r) for r in rows])
+        except asyncpg.IntegrityConstraintViolationError as exc:
+            raise ConstraintViolation(str(exc)) from exc
+
+    @_constraints
+    async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
+        return await self._on.fetch(_numbered(sql), *params)
+
+    @_constraints
+    async def fetchone(self, sql: str, params: Params = ()) -> Row | None:
+        return await self._on.fetchrow(_numbered(sql), *params)
+
+    @_constraints
+    async def fetchval(self, sql: str, params: Params = ()) -> Any:
+        return await self._on.fetchval(_numbered(sql), *params)
+
+
+class VectorSearchUnavailable(Exception):
+    """Vectors are ranked in memory on PostgreSQL (pgvector is not required)."""
+
+
+def schema_sql() -> str:
+    return resources.files("agentsvc.db").joinpath("schema_postgres.sql").read_text("utf-8")
+
+
+class PostgresDatabase:
+    """The app's PostgreSQL database (see the module's docstring)."""
+
+    shared = True  # several processes may use it at once
+
+    def __init__(self, url: str, *, pool_size: int = 10, statement_timeout_seconds: float = 30.0):
+        self.url = url
+        self.pool_size = pool_size
+        self.statement_timeout_ms = int(statement_timeout_seconds * 1000)
+        self._pool: asyncpg.Pool | None = None
+        self._reader: PgTx | None = None
+        self._batcher = WriteBatcher(self._write_batch)
+        self._subscribers: list[Callable[[str], None]] = []
+        self._origin = uuid.uuid4().hex[:12]  # this process, to skip its own notifications
+
+    async def open(self) -> None:
+        """Connect, create or migrate the schema (one process at a time)."""
+        self._pool = await asyncpg.create_pool(
+            self.url,
+            min_size=1,
+            max_size=self.pool_size,
+            server_settings={
+                "application_name": f"agentsvc-{os.getpid()}",
+                "statement_timeout": str(self.statement_timeout_ms),
+            },
+        )
+        try:
+            await self._migrate()
+        except BaseException:
+            await self._pool.close()
+            self._pool = None
+            raise
+        self._reader = PgTx(self._pool)
+
+    async def close(self) -> None:
+        await self._batcher.close()
+        if self._pool is not None:
+            await self._pool.close()
+            self._pool = None
+        self._reader = None
+
+    @property
+    def reader(self) -> Tx:
+        assert self._reader is not None, "database is not open"
+        return self._reader
+
+    @asynccontextmanager
+    async def write(self) -> AsyncIterator[Tx]:
+        """One transaction (READ COMMITTED) on a connection of its own."""
+        assert self._pool is not None, "database is not open"
+        async with self._pool.acquire() as conn, conn.transaction():
+            yield PgTx(conn)
+
+    async def write_batched(self, fn: Callable[[Tx], Awaitable[T]]) -> T:
+        return await self._batcher.submit(fn)
+
+    async def _write_batch(self, units: list[Callable[[Tx], Awaitable[Any]]]) -> list[Any]:
+        assert self._pool is not None, "database is not open"
+        results: list[Any] = []
+        async with self._pool.acquire() as conn, conn.transaction():
+            tx = PgTx(conn)
+            for unit in units:
+                savepoint = conn.transaction()
+                await savepoint.start()
+                try:
+                    results.append(await unit(tx))
+                except Exception as exc:
+                    await savepoint.rollback()
+                    results.append(Failed(exc))
+                else:
+                    await savepoint.commit()
+        return results
+
+    async def vector_reader(self) -> Tx:
+        raise VectorSearchUnavailable("vectors are ranked in memory on PostgreSQL")
+
+    def acquire(self) -> Any:
+        """A connection of the pool for this package's own tools (copy-data), as
+        `async with db.acquire() as conn`."""
+        assert self._pool is not None, "database is not open"
+        return self._pool.acquire()
+
+    # ── changes other processes must hear of ──────────────────────────────────────────
+    def subscribe(self, callback: Callable[[str], None]) -> None:
+        """Call `callback(topic)` for every announced change, this process's included."""
+        self._subscribers.append(callback)
+
+    async def announce(self, topic: str) -> None:
+        """Tell every process (this one at once) that `topic` changed."""
+        self._deliver(topic)
+        assert self._pool is not None, "database is not open"
+        await self._pool.execute("SELECT pg_notify($1, $2)", CHANNEL, f"{self._origin} {topic}")
+
+    def _deliver(self, topic: str) -> None:
+        for callback in self._subscribers:
+            try:
+                callback(topic)
+            except Exception:
+                log.exception("a change subscriber failed on %r", topic)
+
+    def _on_notification(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
+        origin, _, topic = payload.partition(" ")
+        if origin != self._origin:
+            self._deliver(topic)
+
+    async def run_upkeep(self) -> None:
+        """Keep one connection listening for changes (runs until cancelled); after a
+        reconnect, subscribers hear RESYNC: notifications sent meanwhile are lost."""
+        lost = False
+        while True:
+            try:
+                conn = await asyncpg.connect(self.url)
+            except (OSError, asyncpg.PostgresError) as exc:
+                log.warning("listening for changes: cannot connect (%s); retrying", exc)
+                lost = True
+                await asyncio.sleep(LISTEN_RETRY_SECONDS)
+                continue
+            closed = asyncio.Event()
+            conn.add_termination_listener(functools.partial(_set, closed))
+            try:
+                await conn.add_listener(CHANNEL, self._on_notification)
+                if lost:
+                    self._deliver(RESYNC)
+                await closed.wait()
+                log.warning("listening for changes: connection lost; reconnecting")
+                lost = True
+            finally:
+                if not conn.is_closed():
+                    await conn.close()
+
+    # ── schema ─────────────────────────────────────────────────────────────────────────
+    async def _migrate(self) -> None:
+        assert self._pool is not None
+        async with self._pool.acquire() as conn:
+            await conn.execute("SELECT pg_advisory_lock($1)", MIGRATION_LOCK)
+            try:
+                await _migrate_on(conn)
+            finally:
+                await conn.execute("SELECT pg_advisory_unlock($1)", MIGRATION_LOCK)
+
+    async def schema_version_now(self) -> int:
+        assert self._pool is not None
+        return int(await self._pool.fetchval("SELECT version FROM schema_info"))
+
+
+def _set(event: asyncio.Event, _conn: Any) -> None:
+    event.set()
+
+
+async def _migrate_on(conn: asyncpg.Connection) -> None:
+    exists = await conn.fetchval("SELECT to_regclass('schema_info') IS NOT NULL")
+    if not exists:
+        async with conn.transaction():
+            await conn.execute(schema_sql())
+            await conn.execute("INSERT INTO schema_info (version) VALUES ($1)", schema_version())
+        return
+    version = int(await conn.fetchval("SELECT version FROM schema_info"))
+    if version > schema_version():
+        raise RuntimeError(
+            f"the PostgreSQL database has schema version {version}, newer than this "
+            f"agentsvc ({schema_version()}); upgrade agentsvc"
+        )
+    for number in range(max(version + 1, FIRST_POSTGRES_VERSION + 1), schema_version() + 1):
+        async with conn.transaction():
+            await conn.execute(POSTGRES_MIGRATIONS[number])
+            await conn.execute("UPDATE schema_info SET version = $1", number)

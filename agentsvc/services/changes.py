@@ -1,0 +1,60 @@
+"""Changes that caches must hear of, in every process that serves the same database.
+
+A service that changes what a cache holds announces a topic through the database
+(`db.announce`); every process's caches follow the topics (`follow`). On SQLite that is a
+call in this process; on PostgreSQL a NOTIFY reaches every process within milliseconds.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from agentsvc.db import RESYNC, Database
+
+if TYPE_CHECKING:
+    from agentsvc.services.agents.registry import AgentCache
+    from agentsvc.services.knowledge.vectors import VectorIndex
+    from agentsvc.services.team.access import KeyResolver
+
+PRINCIPALS = "principals"  # keys, sessions, members or a team's plan changed
+_AGENT = "agent:"
+_VECTORS = "vectors:"
+
+
+def agent(agent_id: str) -> str:
+    """An agent's settings changed (or it was deleted)."""
+    return _AGENT + agent_id
+
+
+def vectors(agent_id: str) -> str:
+    """An agent's documents or passage embeddings changed."""
+    return _VECTORS + agent_id
+
+
+def follow(
+    db: Database,
+    *,
+    resolver: KeyResolver | None = None,
+    agents: AgentCache | None = None,
+    vector_index: VectorIndex | None = None,
+) -> None:
+    """Keep these caches in step with the announced changes."""
+
+    def on_change(topic: str) -> None:
+        if topic == RESYNC:
+            if resolver is not None:
+                resolver.invalidate()
+            if agents is not None:
+                agents.clear()
+            if vector_index is not None:
+                vector_index.invalidate_all()
+        elif topic == PRINCIPALS:
+            if resolver is not None:
+                resolver.invalidate()
+        elif topic.startswith(_AGENT):
+            if agents is not None:
+                agents.forget(topic[len(_AGENT) :])
+        elif topic.startswith(_VECTORS) and vector_index is not None:
+            vector_index.invalidate(topic[len(_VECTORS) :])
+
+    db.subscribe(on_change)

@@ -1,0 +1,23 @@
+"""Readiness: whether this process can reach what it serves from (a load balancer's check)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from agentsvc.db import Database
+from agentsvc.store import health as store
+
+log = logging.getLogger(__name__)
+
+READY_TIMEOUT_SECONDS = 2.0
+
+
+async def database_reachable(db: Database) -> bool:
+    """True when one query comes back within READY_TIMEOUT_SECONDS."""
+    try:
+        await asyncio.wait_for(store.ping(db.reader), READY_TIMEOUT_SECONDS)
+    except Exception as exc:  # any failure means "not ready"; the reason goes to the log
+        log.warning("readiness: the database does not answer: %s", exc)
+        return False
+    return True

@@ -1,0 +1,108 @@
+"""The PostgreSQL side of the suite: with TEST_POSTGRES_URL set (a server the test
+run started, see scripts/test.sh --postgres), every app a test builds gets a schema of its
+own in that database (a fresh, empty database as far as the app can tell), dropped after
+the test."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import threading
+from pathlib import Path
+from urllib.parse import urlencode, urlsplit, urlunsplit
+
+import pytest
+
+SERVER_URL = os.environ.get("TEST_POSTGRES_URL", "")
+
+# For what only SQLite has (its WAL, its file lock, its file on disk).
+sqlite_only = pytest.mark.skipif(bool(SERVER_URL), reason="SQLite's own mechanics")
+
+_counter = itertools.count(1)
+_created: list[str] = []
+_created_databases: list[str] = []
+_by_directory: dict[Path, str] = {}
+_loop: asyncio.AbstractEventLoop | None = None
+_admin = None
+
+
+def _run(coro):
+    """Run a coroutine on the helper thread's loop (tests' own loops come and go)."""
+    global _loop
+    if _loop is None:
+        _loop = asyncio.new_event_loop()
+        threading.Thread(target=_loop.run_forever, daemon=True).start()
+    return asyncio.run_coroutine_threadsafe(coro, _loop).result(timeout=60)
+
+
+async def _execute(sql: str) -> None:
+    global _admin
+    import asyncpg
+
+    if _admin is None or _admin.is_closed():
+        _admin = await asyncpg.connect(SERVER_URL)
+    await _admin.execute(sql)
+
+
+def with_search_path(url: str, schema: str) -> str:
+    parts = urlsplit(url)
+    query = "&".join(q for q in (parts.query, urlencode({"search_path": schema})) if q)
+    return urlunsplit(parts._replace(query=query))
+
+
+def fresh_database_url() -> str:
+    """A URL whose connections see only a new, empty schema."""
+    schema = f"t{os.getpid()}_{next(_counter)}"
+    _run(_execute(f"CREATE SCHEMA {schema}"))
+    _created.append(schema)
+    return with_search_path(SERVER_URL, schema)
+
+
+def database_url_for(data_dir: Path) -> str:
+    """The database of a test's data directory: apps started again on the same directory
+    (a restart) find the same data, as they would in the SQLite file there."""
+    url = _by_directory.get(data_dir)
+    if url is None:
+        url = _by_directory[data_dir] = fresh_database_url()
+    return url
+
+
+def fresh_real_database_url() -> str:
+    """A new database of its own (for tools that take a plain URL, such as pg_dump)."""
+    name = f"d{os.getpid()}_{next(_counter)}"
+    _run(_execute(f"CREATE DATABASE {name}"))
+    _created_databases.append(name)
+    parts = urlsplit(SERVER_URL)
+    return urlunsplit(parts._replace(path=f"/{name}"))
+
+
+def drop_created() -> None:
+    _by_directory.clear()
+    while _created:
+        _run(_execute(f"DROP SCHEMA IF EXISTS {_created.pop()} CASCADE"))
+    while _created_databases:
+        _run(_execute(f"DROP DATABASE IF EXISTS {_created_databases.pop()} WITH (FORCE)"))
+
+
+async def stored_bytes(app) -> bytes:
+    """Everything the app's database holds, to search for what must not be stored: the
+    SQLite files' bytes, or every PostgreSQL row of its schema as text."""
+    from agentsvc import keys
+
+    settings = app[keys.settings_key]
+    if not settings.database.url:
+        data_dir = Path(settings.server.data_dir)
+        return b"".join(
+            p.read_bytes() for p in sorted(data_dir.glob("agentsvc.db*")) if p.is_file()
+        )
+    db = app[keys.db_key]
+    tables = await db.reader.fetchall(
+        "SELECT table_name FROM information_schema.tables"
+        " WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'"
+    )
+    parts = []
+    for (table,) in tables:
+        rows = await db.reader.fetchall(f'SELECT t::text FROM "{table}" t')  # noqa: S608
+        parts.extend(r[0].encode() for r in rows)
+    return b"\n".join(parts)

@@ -1,0 +1,230 @@
+"""Three `agentsvc serve` processes behind nginx on one PostgreSQL and one Redis act as one
+service: limits are shared, every accepted submission is delivered (one process killed
+with SIGKILL mid-delivery), and a revoked key is refused by every process within 1 s.
+
+Runs on the PostgreSQL side of the suite (scripts/test.sh starts the servers); nginx is
+Debian's, with scripts/nginx_cluster.conf as the README shows it, on free ports.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from tests import pg
+from tests.fakes.webhook_receiver import WebhookReceiver
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+from benchlib import ServerProcess, api_key, free_port, wait_http  # noqa: E402
+
+REDIS_URL = os.environ.get("TEST_REDIS_URL", "")
+NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else "")
+NGINX_CONF = Path(__file__).resolve().parents[1] / "scripts" / "nginx_cluster.conf"
+PLAN_PER_MINUTE = 30
+LEASE_SECONDS = 4
+POLL_SECONDS = 0.5
+
+pytestmark = pytest.mark.skipif(
+    not (pg.SERVER_URL and REDIS_URL and NGINX),
+    reason="needs PostgreSQL, Redis and nginx (bash scripts/test.sh starts them)",
+)
+
+
+class Cluster:
+    def __init__(self, tmp_path: Path):
+        self.tmp = tmp_path
+        self.url = pg.fresh_database_url()
+        self.ports = [free_port() for _ in range(3)]
+        self.lb_port = free_port()
+        self.base = f"http://127.0.0.1:{self.lb_port}"
+        self.servers: list[ServerProcess] = []
+        self.nginx: subprocess.Popen | None = None
+
+    def config(self, index: int) -> Path:
+        path = self.tmp / f"process{index}.toml"
+        path.write_text(
+            f"""
+[server]
+port = {self.ports[index]}
+data_dir = "{self.tmp / f"data{index}"}"
+public_url = "{self.base}"
+secret_key = "one key for the whole cluster"
+trusted_proxies = ["127.0.0.1"]
+[database]
+url = "{self.url}"
+pool_size = 4
+[ratelimit]
+redis_url = "{REDIS_URL}"
+[outbound]
+allow_private = true
+[webhooks]
+retry_schedule_seconds = [0, 1, 1, 1, 1]
+timeout_seconds = 3
+lease_seconds = {LEASE_SECONDS}
+poll_seconds = {POLL_SECONDS}
+[plans.limited]
+requests_per_minute = {PLAN_PER_MINUTE}
+""",
+            encoding="utf-8",
+        )
+        return path
+
+    def start(self) -> None:
+        for index, port in enumerate(self.ports):
+            server = ServerProcess(self.config(index), port)
+            server.start()
+            self.servers.append(server)
+        conf = NGINX_CONF.read_text(encoding="utf-8")
+        for n, port in enumerate(self.ports, start=1):
+            conf = conf.replace(f"127.0.0.1:808{n}", f"127.0.0.1:{port}")
+        conf = conf.replace("listen 127.0.0.1:8080;", f"listen 127.0.0.1:{self.lb_port};")
+        (self.tmp / "nginx.conf").write_text(conf, encoding="utf-8")
+        globals_ = f"daemon off; pid {self.tmp}/nginx.pid; error_log {self.tmp}/nginx.log;"
+        self.nginx = subprocess.Popen(
+            [NGINX, "-c", str(self.tmp / "nginx.conf"), "-p", str(self.tmp), "-g", globals_]
+        )
+        wait_http(f"{self.base}/healthz", 15)
+
+    def stop(self) -> None:
+        if self.nginx is not None:
+            self.nginx.terminate()
+            self.nginx.wait(10)
+        for server in self.servers:
+            server.stop()
+
+    def key(self, email: str) -> str:
+        return api_key(self.config(0), email)
+
+    def cli(self, *args: str) -> None:
+        env = {**os.environ, "AGENTSVC_CONFIG": str(self.config(0))}
+        subprocess.run([sys.executable, "-m", "agentsvc", *args], env=env, check=True)
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    running = Cluster(tmp_path)
+    try:
+        running.start()
+        yield running
+    finally:
+        running.stop()
+
+
+def bearer(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
+
+
+async def test_three_processes_act_as_one(cluster):
+    limited = cluster.key("limited@example.com")
+    cluster.cli("team", "set-plan", "--email", "limited@example.com", "--plan", "limited")
+    revoked, admin = cluster.key("keys@example.com"), cluster.key("keys@example.com")
+    forms = cluster.key("forms@example.com")
+    async with aiohttp.ClientSession() as http:
+        await plan_limit_holds_across_processes(cluster, http, limited)
+        await revoked_key_is_refused_everywhere_within_a_second(cluster, http, revoked, admin)
+        await deliveries_survive_a_killed_process(cluster, http, forms)
+
+
+async def plan_limit_holds_across_processes(cluster, http, key: str) -> None:
+    started = time.monotonic()
+    statuses = []
+    for _ in range(3 * PLAN_PER_MINUTE):
+        async with http.get(f"{cluster.base}/api/v1/agents", headers=bearer(key)) as resp:
+            statuses.append(resp.status)
+    elapsed = time.monotonic() - started
+    accepted = statuses.count(200)
+    # The bucket holds a minute's worth; it refills at the plan's rate meanwhile.
+    assert accepted <= PLAN_PER_MINUTE + 1 + int(elapsed * PLAN_PER_MINUTE / 60), statuses
+    assert accepted >= PLAN_PER_MINUTE - 1, statuses
+    assert set(statuses) == {200, 429}
+
+
+async def revoked_key_is_refused_everywhere_within_a_second(cluster, http, key, admin) -> None:
+    processes = [f"http://127.0.0.1:{port}" for port in cluster.ports]
+    for base in processes:  # each process has the key in its cache now
+        async with http.get(f"{base}/api/v1/agents", headers=bearer(key)) as resp:
+            assert resp.status == 200
+    async with http.get(f"{cluster.base}/api/v1/api-keys", headers=bearer(admin)) as resp:
+        keys = (await resp.json())["data"]
+    target = next(k for k in keys if key.endswith(k["last4"]) and not admin.endswith(k["last4"]))
+    revoked_at = time.monotonic()
+    url = f"{processes[0]}/api/v1/api-keys/{target['id']}"
+    async with http.delete(url, headers=bearer(admin)) as resp:
+        assert resp.status == 200, await resp.text()
+
+    async def refused_after(base: str) -> float:
+        while True:
+            async with http.get(f"{base}/api/v1/agents", headers=bearer(key)) as resp:
+                if resp.status == 401:
+                    return time.monotonic() - revoked_at
+            assert time.monotonic() - revoked_at < 5, f"{base} still accepts the key"
+            await asyncio.sleep(0.02)
+
+    delays = await asyncio.gather(*(refused_after(base) for base in processes))
+    assert max(delays) < 1.0, delays
+
+
+async def deliveries_survive_a_killed_process(cluster, http, key: str) -> None:
+    receiver = await WebhookReceiver(slow_seconds=2.0).start()
+    try:
+        async with http.post(
+            f"{cluster.base}/api/v1/agents", json={"name": "Shop"}, headers=bearer(key)
+        ) as resp:
+            agent_id = (await resp.json())["data"]["id"]
+        tool_body = {
+            "agentId": agent_id,
+            "name": "contact",
+            "description": "Collect contact details",
+            "executionType": "form",
+            "inputSchema": {"type": "object", "properties": {}},
+            "formSchema": {"fields": [{"name": "email", "label": "E-mail", "type": "email"}]},
+            "formExecutionMode": "webhook",
+            "formWebhookUrl": receiver.url("/slow"),
+        }
+        async with http.post(
+            f"{cluster.base}/api/v1/tools", json=tool_body, headers=bearer(key)
+        ) as r:
+            assert r.status == 201, await r.text()
+            tool_id = (await r.json())["data"]["id"]
+        submission_ids = []
+        for n in range(9):  # round robin: three for each process
+            body = {"toolId": tool_id, "formData": {"email": f"v{n}@example.com"}}
+            async with http.post(f"{cluster.base}/api/v1/form-submissions/submit", json=body) as r:
+                assert r.status == 200, await r.text()
+                submission_ids.append((await r.json())["submissionId"])
+        deadline = time.monotonic() + 10
+        while len(receiver.hooks) < len(submission_ids):  # every one is being sent now
+            assert time.monotonic() < deadline, len(receiver.hooks)
+            await asyncio.sleep(0.05)
+        cluster.servers[1].kill()  # SIGKILL while its attempts wait on the slow receiver
+
+        deadline = time.monotonic() + LEASE_SECONDS + 20
+        pending = set(submission_ids)
+        while pending:
+            assert time.monotonic() < deadline, f"not delivered: {pending}"
+            for sub_id in list(pending):
+                url = f"{cluster.base}/api/v1/form-submissions/{sub_id}"
+                async with http.get(url, headers=bearer(key)) as r:
+                    if r.status == 200 and (await r.json())["status"] == "webhook_success":
+                        pending.discard(sub_id)
+            await asyncio.sleep(0.2)
+        ids_by_submission: dict[str, set[str]] = {}
+        for hook in receiver.hooks:
+            sub_id = re.search(r'"submissionId":\s*"([^"]+)"', hook.body.decode()).group(1)
+            ids_by_submission.setdefault(sub_id, set()).add(hook.headers["webhook-id"])
+        assert set(ids_by_submission) == set(submission_ids)
+        # One webhook-id per submission, however many attempts it took.
+        assert all(ids == {sub_id} for sub_id, ids in ids_by_submission.items())
+        # The killed process's attempts were made again by the others.
+        assert len(receiver.hooks) > len(submission_ids)
+    finally:
+        await receiver.close()

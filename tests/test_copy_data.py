@@ -1,0 +1,124 @@
+"""`agentsvc copy-data --to URL`: a SQLite instance moved into an empty PostgreSQL database
+serves the same answers; `backup` and `migrate` on PostgreSQL. PostgreSQL side only."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agentsvc.app import create_app
+from agentsvc.config import load_settings
+from tests import pg
+from tests.chat_helpers import add_document, chat, new_agent, user
+from tests.conftest import bearer, new_api_key
+
+pytestmark = pytest.mark.skipif(not pg.SERVER_URL, reason="needs the test PostgreSQL")
+
+
+def settings_for(data_dir: Path, url: str = "", secret_key: str = ""):
+    overrides = {
+        "server": {"data_dir": str(data_dir), "port": 0, "secret_key": secret_key},
+        "outbound": {"allow_private": True},
+        "database": {"url": url},
+    }
+    return load_settings(None, environ={}, overrides=overrides)
+
+
+def cli(data_dir: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "agentsvc", *args, "--data-dir", str(data_dir)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+async def answers(client, auth: dict) -> dict:
+    """What a team sees: agents, conversations with messages, submissions, a search."""
+    agents = (await (await client.get("/api/v1/agents", headers=auth)).json())["data"]
+    agent_id = agents[0]["id"]
+    conversations = await (
+        await client.get(f"/api/v1/conversations?agentId={agent_id}", headers=auth)
+    ).json()
+    first = conversations["data"][0]["id"]
+    messages = (await (await client.get(f"/api/v1/conversations/{first}", headers=auth)).json())[
+        "data"
+    ]["messages"]
+    documents = await (
+        await client.get(f"/api/v1/agents/{agent_id}/documents", headers=auth)
+    ).json()
+    return {
+        "agents": [(a["id"], a["name"], a["slug"]) for a in agents],
+        "conversations": [c["id"] for c in conversations["data"]],
+        "total": conversations["pagination"]["total"],
+        "messages": [(m["role"], m["content"]) for m in messages],
+        "documents": [(d["id"], d["status"], d["passageCount"]) for d in documents["data"]],
+    }
+
+
+async def test_copy_data_moves_an_instance_and_checks_counts(aiohttp_client, tmp_path):
+    data_dir = tmp_path / "data"
+    client = await aiohttp_client(create_app(settings_for(data_dir)))
+    key = await new_api_key(client)
+    auth = bearer(key)
+    agent = await new_agent(client, auth, name="Shop")
+    await add_document(client, auth, agent["id"], "Refunds", "Refunds take five days.")
+    for n in range(3):
+        await chat(client, {"agentId": agent["id"], "messages": user(f"question {n}")})
+    before = await answers(client, auth)
+    await client.close()
+
+    url = pg.fresh_database_url()
+    done = cli(data_dir, "copy-data", "--to", url)
+    assert done.returncode == 0, done.stderr
+    assert "every table's count matches" in done.stdout
+    assert "messages: 6 rows" in done.stdout
+
+    # The copy serves the same answers with the same key, and keeps counting.
+    moved = await aiohttp_client(create_app(settings_for(data_dir, url)))
+    assert await answers(moved, auth) == before
+    await chat(moved, {"agentId": agent["id"], "messages": user("refund")})
+    after = await answers(moved, auth)
+    assert after["total"] == before["total"] + 1
+
+    again = cli(data_dir, "copy-data", "--to", url)
+    assert again.returncode == 1
+    assert "not empty" in again.stderr
+
+
+async def test_copy_data_refuses_what_it_cannot_do(tmp_path):
+    bad = cli(tmp_path / "data", "copy-data", "--to", "mysql://x/y")
+    assert bad.returncode == 2 and "--to: must be a postgresql:// URL" in bad.stderr
+    missing = cli(tmp_path / "nothing", "copy-data", "--to", pg.fresh_database_url())
+    assert missing.returncode == 1 and "no database at" in missing.stderr
+    unreachable = cli(tmp_path / "nothing", "copy-data", "--to", "postgresql://x@127.0.0.1:1/y")
+    assert unreachable.returncode == 1
+
+
+async def test_backup_and_migrate_on_postgresql(aiohttp_client, tmp_path):
+    url = pg.fresh_real_database_url()
+    settings = settings_for(tmp_path / "data", url, secret_key="k")
+    client = await aiohttp_client(create_app(settings))
+    await new_api_key(client)
+    await client.close()
+    env_args = ("--config", str(_config(tmp_path, url)))
+    migrated = cli(tmp_path / "data", "migrate", *env_args)
+    assert migrated.returncode == 0, migrated.stderr
+    assert "PostgreSQL 127.0.0.1" in migrated.stdout and "schema version" in migrated.stdout
+    assert "@" not in migrated.stdout  # never the user or password
+    target = tmp_path / "backup.dump"
+    backup = cli(tmp_path / "data", "backup", str(target), *env_args)
+    assert backup.returncode == 0, backup.stderr
+    assert target.read_bytes().startswith(b"PGDMP")  # pg_dump's custom format
+    assert target.stat().st_mode & 0o777 == 0o600
+    again = cli(tmp_path / "data", "backup", str(target), *env_args)
+    assert again.returncode == 1 and "already exists" in again.stderr
+
+
+def _config(tmp_path: Path, url: str) -> Path:
+    path = tmp_path / "pg.toml"
+    path.write_text(f'[database]\nurl = "{url}"\n[server]\nsecret_key = "k"\n', encoding="utf-8")
+    return path

@@ -1,0 +1,150 @@
+"""Several processes on one PostgreSQL database: two apps in this test stand for two
+processes (each with its own caches, pool and listening connection).
+
+Runs on the PostgreSQL side of the suite; the settings checks run on both.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from agentsvc import keys
+from agentsvc.config import ConfigError, load_settings
+from agentsvc.ids import iso
+from agentsvc.store import job_runs
+from tests import pg
+from tests.conftest import bearer, make_settings, new_api_key
+
+postgres_only = pytest.mark.skipif(not pg.SERVER_URL, reason="needs the test PostgreSQL")
+
+
+def test_a_database_url_requires_a_shared_secret_key(tmp_path):
+    url = {"url": "postgresql://agentsvc@127.0.0.1:1/agentsvc"}
+    with pytest.raises(ConfigError, match="server.secret_key: required with database.url"):
+        load_settings(
+            None, environ={}, overrides={"server": {"data_dir": str(tmp_path)}, "database": url}
+        )
+    # A key file copied from the SQLite instance is the other way to share it.
+    (tmp_path / "secret.key").write_text("x")
+    load_settings(
+        None, environ={}, overrides={"server": {"data_dir": str(tmp_path)}, "database": url}
+    )
+
+
+@pytest.mark.parametrize("url", ["mysql://x/y", "sqlite:///data.db", "127.0.0.1:5432"])
+def test_a_database_url_must_be_postgresql(tmp_path, url):
+    with pytest.raises(ConfigError, match="database.url: must be empty .SQLite. or a postgresql"):
+        load_settings(None, environ={"AGENTSVC_DATABASE_URL": url}, overrides={})
+
+
+async def two_processes(aiohttp_client, tmp_path):
+    settings = make_settings(tmp_path)
+    first = await aiohttp_client(_app(settings))
+    second = await aiohttp_client(_app(settings))
+    return first, second
+
+
+def _app(settings):
+    from agentsvc.app import create_app
+
+    return create_app(settings)
+
+
+async def refused_within(client, headers: dict, seconds: float) -> float:
+    started = time.monotonic()
+    while time.monotonic() - started < seconds:
+        resp = await client.get("/api/v1/agents", headers=headers)
+        if resp.status == 401:
+            return time.monotonic() - started
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"still accepted after {seconds} s")
+
+
+@postgres_only
+async def test_a_revoked_key_is_refused_by_the_other_process_within_a_second(
+    aiohttp_client, tmp_path
+):
+    first, second = await two_processes(aiohttp_client, tmp_path)
+    key = await new_api_key(first)
+    admin = bearer(await new_api_key(first))
+    assert (await second.get("/api/v1/agents", headers=bearer(key))).status == 200  # cached
+    listed = (await (await first.get("/api/v1/api-keys", headers=admin)).json())["data"]
+    target = next(k for k in listed if key.endswith(k["last4"]))
+    assert (await first.delete(f"/api/v1/api-keys/{target['id']}", headers=admin)).status == 200
+    assert await refused_within(second, bearer(key), 1.0) < 1.0
+
+
+@postgres_only
+async def test_an_edited_agent_is_seen_by_the_other_process(aiohttp_client, tmp_path):
+    first, second = await two_processes(aiohttp_client, tmp_path)
+    auth = bearer(await new_api_key(first))
+    created = await first.post("/api/v1/agents", json={"name": "Before"}, headers=auth)
+    agent = (await created.json())["data"]
+    assert (await second.get(f"/api/v1/agents/{agent['id']}", headers=auth)).status == 200
+    resp = await first.patch(f"/api/v1/agents/{agent['id']}", json={"name": "After"}, headers=auth)
+    assert resp.status == 200
+    deadline = time.monotonic() + 1.0
+    while True:
+        seen = await (await second.get(f"/api/v1/agents/{agent['id']}", headers=auth)).json()
+        if seen["data"]["name"] == "After":
+            break
+        assert time.monotonic() < deadline, seen
+        await asyncio.sleep(0.01)
+
+
+@postgres_only
+async def test_a_lost_listening_connection_forgets_every_cache(aiohttp_client, tmp_path):
+    first, second = await two_processes(aiohttp_client, tmp_path)
+    auth = bearer(await new_api_key(first))
+    created = await first.post("/api/v1/agents", json={"name": "Before"}, headers=auth)
+    agent_id = (await created.json())["data"]["id"]
+
+    async def name_seen() -> str:
+        resp = await second.get(f"/api/v1/agents/{agent_id}", headers=auth)
+        return (await resp.json())["data"]["name"]
+
+    assert await name_seen() == "Before"
+    async with first.app[keys.db_key].write() as tx:  # a change nobody announced
+        await tx.execute("UPDATE agents SET name = 'After' WHERE id = ?", (agent_id,))
+    assert await name_seen() == "Before"  # the second process's cache holds it
+    # Cut the listening connections from the server's side: notifications may be lost
+    # meanwhile, so once back a process forgets what it cached.
+    async with first.app[keys.db_key].write() as tx:
+        await tx.fetchval(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+            " WHERE query LIKE 'LISTEN%' AND pid <> pg_backend_pid()"
+        )
+    deadline = time.monotonic() + 5
+    while await name_seen() != "After":
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.02)
+
+
+@postgres_only
+async def test_a_periodic_job_is_claimed_by_one_process_per_period(tmp_path):
+    from agentsvc.db.postgres import PostgresDatabase
+
+    url = pg.fresh_database_url()
+    one, two = PostgresDatabase(url), PostgresDatabase(url)
+    await one.open()
+    await two.open()
+    try:
+        now = datetime.now(UTC)
+        before = iso(now - timedelta(seconds=30))
+
+        async def claim(db, at: datetime) -> bool:
+            async with db.write() as tx:
+                return await job_runs.claim(tx, "expire", iso(at), iso(at - timedelta(seconds=30)))
+
+        results = await asyncio.gather(claim(one, now), claim(two, now))
+        assert sorted(results) == [False, True]
+        assert not await claim(two, now + timedelta(seconds=10))
+        assert await claim(two, now + timedelta(seconds=31))
+        assert before  # the period's start is half the job's interval back
+    finally:
+        await one.close()
+        await two.close()
