@@ -63,6 +63,7 @@ class ServerSettings(_Section):
             except ValueError:
                 raise ValueError(f"{entry!r} is not an IP address or network") from None
         return value
+
     max_body_mb: float = Field(2, gt=0)
     submit_max_body_mb: float = Field(25, gt=0)
     max_large_bodies: int = Field(2, ge=1)

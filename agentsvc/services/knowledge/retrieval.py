@@ -93,9 +93,7 @@ async def retrieve(
         return [Passage(h.document_id, h.title, h.text, h.score, h.heading) for h in hits]
     depth = max(k * 4, MIN_CANDIDATES)
     lexical, nearest = await asyncio.gather(
-        store.search(db.reader, agent_id, terms, prefixes, depth, depth)
-        if terms
-        else _nothing(),
+        store.search(db.reader, agent_id, terms, prefixes, depth, depth) if terms else _nothing(),
         _nearest(semantic, agent_id, query, depth),
     )
     fused = fuse([[h.passage_id for h in lexical], nearest])
