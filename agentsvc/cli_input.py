@@ -81,6 +81,9 @@ RUNNING_FILE = "server-url"
 
 def record_running(data_dir: Path, public_url: str) -> Path:
     """Note this process's public URL in the data directory; return the file."""
+    from agentsvc.datadir import ensure_private_dir
+
+    ensure_private_dir(data_dir)  # PostgreSQL creates no database file that would make it
     path = data_dir / RUNNING_FILE
     path.write_text(f"{os.getpid()} {public_url}\n", encoding="utf-8")
     return path

@@ -82,10 +82,11 @@ def _pin(core: int) -> list[str]:
 
 
 @contextmanager
-def hello_world():
-    """A minimal aiohttp + uvloop JSON server, pinned like the service."""
+def hello_world(pin: bool = True):
+    """A minimal aiohttp + uvloop JSON server, pinned like the service (unless not `pin`)."""
     port = free_port()
-    proc = subprocess.Popen([*_pin(0), sys.executable, "-c", HELLO_WORLD, str(port)])
+    pinned = _pin(0) if pin else []
+    proc = subprocess.Popen([*pinned, sys.executable, "-c", HELLO_WORLD, str(port)])
     try:
         wait_http(f"http://127.0.0.1:{port}/")
         yield f"http://127.0.0.1:{port}"
