@@ -14,7 +14,6 @@ from agentsvc.api.pipeline import add_fallback
 from agentsvc.api.routing import make_handler
 from agentsvc.config import Settings
 from agentsvc.observability import Metrics
-from agentsvc.ratelimit import TokenBuckets
 
 
 def create_app(settings: Settings) -> web.Application:
@@ -25,7 +24,6 @@ def create_app(settings: Settings) -> web.Application:
     # No middleware and no response hook: see api/pipeline.py.
     app = web.Application(client_max_size=int(max_mb * 1024 * 1024))
     app[keys.settings_key] = settings
-    app[keys.rate_buckets_key] = TokenBuckets()
     app[keys.body_slots_key] = BodySlots(server.max_large_bodies, server.large_body_wait_seconds)
     app[keys.metrics_key] = Metrics()
     runtime.attach(app)

@@ -258,6 +258,16 @@ class RateLimitSettings(_Section):
     trigger_events_per_minute: int = Field(100, gt=0)
     public_chat_per_minute: int = Field(30, gt=0)
     form_submits_per_minute: int = Field(100, gt=0)
+    # Empty: limits in each process's memory. redis://host:6379/0 (rediss:// for TLS):
+    # every limit shared by the processes through Redis.
+    redis_url: str = ""
+
+    @field_validator("redis_url")
+    @classmethod
+    def _redis_only(cls, value: str) -> str:
+        if value and not value.startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError("must be empty or a redis:// (rediss://, unix://) URL")
+        return value
 
 
 class ChatSettings(_Section):

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from agentsvc.mail import Mailer
     from agentsvc.observability import Metrics
     from agentsvc.outbound import OutboundClient
-    from agentsvc.ratelimit import TokenBuckets
+    from agentsvc.ratelimit import Limiter
     from agentsvc.secretbox import SecretBox
     from agentsvc.services.agents.registry import AgentCache
     from agentsvc.services.forms.delivery import Deliverer
@@ -33,7 +33,7 @@ settings_key: web.AppKey[Settings] = web.AppKey("settings")
 db_key: web.AppKey[Database] = web.AppKey("db")
 key_resolver_key: web.AppKey[KeyResolver] = web.AppKey("key_resolver")
 agent_cache_key: web.AppKey[AgentCache] = web.AppKey("agent_cache")
-rate_buckets_key: web.AppKey[TokenBuckets] = web.AppKey("rate_buckets")
+limiter_key: web.AppKey[Limiter] = web.AppKey("limiter")
 body_slots_key: web.AppKey[BodySlots] = web.AppKey("body_slots")
 jobs_key: web.AppKey[Jobs] = web.AppKey("jobs")
 metrics_key: web.AppKey[Metrics] = web.AppKey("metrics")

@@ -1,10 +1,17 @@
-"""In-memory token buckets for per-team, per-IP and per-session rate limits."""
+"""Rate limits: token buckets per team, IP and session, and caps on concurrent holds.
+
+`LocalLimiter` keeps them in this process's memory (the default: one process).
+`ratelimit_redis.RedisLimiter` shares them between processes through Redis, with this
+module's algorithm, and falls back to a LocalLimiter when Redis does not answer. The HTTP
+layer sees only the `Limiter` interface.
+"""
 
 from __future__ import annotations
 
 import math
 import time
 from dataclasses import dataclass
+from typing import Protocol
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,28 +69,14 @@ class TokenBuckets:
 
     def take(self, key: str, per_minute: int) -> Decision:
         """Take one token from the key's bucket of capacity `per_minute`."""
-        now = time.monotonic()
-        ahead = self._take(key, per_minute, now)
-        interval = 60.0 / per_minute
-        wall = time.time()
-        if ahead < 0:
-            full_in = -ahead + (per_minute - 1) * interval
-            remaining = 0
-            retry_after = max(1, math.ceil(-ahead))
-        else:
-            full_in = ahead
-            remaining = int(per_minute - ahead / interval + 1e-9)
-            retry_after = 0
-        reset = math.ceil(wall + full_in)
-        return Decision(ahead >= 0, per_minute, remaining, reset, retry_after)
+        return decision(self._take(key, per_minute, time.monotonic()), per_minute)
 
     def retry_after(self, key: str, per_minute: int) -> int:
         """Take one token like `take`, without building a Decision (for hot public paths).
 
         Returns 0 when allowed, else the seconds until one more request is allowed.
         """
-        ahead = self._take(key, per_minute, time.monotonic())
-        return 0 if ahead >= 0 else max(1, math.ceil(-ahead))
+        return wait_of(self._take(key, per_minute, time.monotonic()))
 
     def _evict(self, now: float) -> None:
         # A bucket full again is the same as no bucket: drop those, and everything when
@@ -91,3 +84,77 @@ class TokenBuckets:
         self._full_at = {k: v for k, v in self._full_at.items() if v > now}
         if len(self._full_at) >= self._max_keys:
             self._full_at.clear()
+
+
+def decision(ahead: float, per_minute: int) -> Decision:
+    """The Decision for a take that left the bucket full again `ahead` seconds from now
+    (negative: refused, minus the seconds to wait)."""
+    interval = 60.0 / per_minute
+    if ahead < 0:
+        full_in = -ahead + (per_minute - 1) * interval
+        remaining = 0
+        retry_after = max(1, math.ceil(-ahead))
+    else:
+        full_in = ahead
+        remaining = int(per_minute - ahead / interval + 1e-9)
+        retry_after = 0
+    reset = math.ceil(time.time() + full_in)
+    return Decision(ahead >= 0, per_minute, remaining, reset, retry_after)
+
+
+def wait_of(ahead: float) -> int:
+    """Seconds until one more request is allowed (0: allowed)."""
+    return 0 if ahead >= 0 else max(1, math.ceil(-ahead))
+
+
+class Limiter(Protocol):
+    """What the HTTP layer asks of the rate limits."""
+
+    async def take(self, key: str, per_minute: int) -> Decision: ...
+
+    async def retry_after(self, key: str, per_minute: int) -> int: ...
+
+    async def hold(self, key: str, cap: int) -> bool:
+        """Take one of `cap` concurrent slots of `key`; False when all are held."""
+        ...
+
+    async def release(self, key: str) -> None:
+        """Give back a slot taken by `hold`."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+class LocalLimiter:
+    """The limits in this process's memory."""
+
+    def __init__(self) -> None:
+        self.buckets = TokenBuckets()
+        self._held: dict[str, int] = {}
+
+    async def take(self, key: str, per_minute: int) -> Decision:
+        return self.buckets.take(key, per_minute)
+
+    async def retry_after(self, key: str, per_minute: int) -> int:
+        return self.buckets.retry_after(key, per_minute)
+
+    async def hold(self, key: str, cap: int) -> bool:
+        return self.hold_now(key, cap)
+
+    def hold_now(self, key: str, cap: int) -> bool:
+        held = self._held.get(key, 0)
+        if held >= cap:
+            return False
+        self._held[key] = held + 1
+        return True
+
+    async def release(self, key: str) -> None:
+        self.release_now(key)
+
+    def release_now(self, key: str) -> None:
+        held = self._held.pop(key, 0) - 1
+        if held > 0:
+            self._held[key] = held
+
+    async def close(self) -> None:
+        return None

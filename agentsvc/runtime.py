@@ -27,6 +27,8 @@ from agentsvc.llm.embeddings import make_embedder
 from agentsvc.mail import Mailer
 from agentsvc.outbound import OutboundClient
 from agentsvc.passwords import warm_up
+from agentsvc.ratelimit import LocalLimiter
+from agentsvc.ratelimit_redis import RedisLimiter
 from agentsvc.secretbox import SecretBox
 from agentsvc.services import changes
 from agentsvc.services.agents.registry import AgentCache
@@ -55,6 +57,7 @@ def attach(app: web.Application) -> None:
     """Register the service's life cycle on the application (see the module docstring)."""
     app.cleanup_ctx.extend(
         [
+            _limits,
             _database,
             _jobs,
             _tools,
@@ -66,6 +69,15 @@ def attach(app: web.Application) -> None:
         ]
     )
     app.on_shutdown.append(_close_streams)
+
+
+async def _limits(app: web.Application) -> AsyncIterator[None]:
+    """The rate limits: in this process's memory, or shared through Redis when configured."""
+    redis_url = app[keys.settings_key].ratelimit.redis_url
+    limiter = RedisLimiter(redis_url) if redis_url else LocalLimiter()
+    app[keys.limiter_key] = limiter
+    yield
+    await limiter.close()
 
 
 async def _database(app: web.Application) -> AsyncIterator[None]:

@@ -1,6 +1,9 @@
 """Run every benchmark of the project in one go and print one table of headline figures.
 
-Usage: python scripts/bench_all.py [--quick]
+Usage: python scripts/bench_all.py [--quick] [--database postgresql://...]
+
+With --database every service runs on PostgreSQL (a fresh schema of that database each;
+the secret key every process needs is set for them), and the same table is printed.
 
 Each benchmark starts its own servers (the service and, where it compares, a raw aiohttp
 hello-world on the same pinned core) and prints its full report; the table at the end
@@ -80,9 +83,12 @@ def fmt(value: float, unit: str) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="shorter runs")
+    parser.add_argument("--database", default="", help="postgresql://... (default: SQLite)")
     args = parser.parse_args()
     with tempfile.NamedTemporaryFile("r", suffix=".jsonl") as summary:
         env = {**os.environ, "BENCH_SUMMARY_FILE": summary.name}
+        if args.database:
+            env |= {"BENCH_DATABASE_URL": args.database, "AGENTSVC_SERVER_SECRET_KEY": "bench"}
         failed = []
         for script, full, quick in BENCHMARKS:
             print(f"\n===== {script} =====", flush=True)
@@ -95,7 +101,7 @@ def main() -> None:
                 failed.append(script)
         rows = [json.loads(line) for line in Path(summary.name).read_text().splitlines()]
 
-    print(f"\n===== summary: {machine()}")
+    print(f"\n===== summary: {machine()}, {'PostgreSQL' if args.database else 'SQLite'}")
     print(f"{'benchmark':10} {'figure':52} {'value':>16} {'target':>8}  ")
     for row in rows:
         value, unit, target = row["value"], row["unit"], row["target"]

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -181,7 +180,9 @@ def main() -> None:
         config = Path(tmp) / "bench.toml"
         config.write_text(
             f'[server]\ndata_dir = "{tmp}/data"\nport = {port}\ncpu_affinity = [0]\n{CONFIG}'
+            + benchlib.database_toml()
         )
+        database = benchlib.BenchDatabase(Path(tmp) / "data", config.read_text())
         server = serve(config)
         try:
             benchlib.wait_http(f"{receiver}/stats")
@@ -209,15 +210,13 @@ def main() -> None:
             )
             server.terminate()
             server.wait(30)
-            db = sqlite3.connect(Path(tmp) / "data" / "agentsvc.db")
-            with db:
-                db.execute(
-                    "UPDATE form_deliveries SET next_attempt_at = '2000-01-01T00:00:00.000Z'"
-                    " WHERE status = 'pending'"
-                )
-            pending = db.execute(
+            database.execute(
+                "UPDATE form_deliveries SET next_attempt_at = '2000-01-01T00:00:00.000Z'"
+                " WHERE status = 'pending'"
+            )
+            pending = database.execute(
                 "SELECT COUNT(*) FROM form_deliveries WHERE status = 'pending'"
-            ).fetchone()[0]
+            )[0][0]
             open_gate(receiver)
             server = serve(config)
             benchlib.wait_http(f"{base}/healthz")
@@ -225,19 +224,18 @@ def main() -> None:
             deadline = ready + 300
 
             def still_pending() -> int:
-                return db.execute(
+                return database.execute(
                     "SELECT COUNT(*) FROM form_deliveries WHERE status = 'pending'"
-                ).fetchone()[0]
+                )[0][0]
 
             # Drained when every delivery is recorded as done in the database.
             while still_pending() and time.monotonic() < deadline:
                 time.sleep(0.02)
             drain_seconds = time.monotonic() - ready
             stats = receiver_stats(receiver)
-            done = db.execute(
+            done = database.execute(
                 "SELECT COUNT(*) FROM form_submissions WHERE status = 'webhook_success'"
-            ).fetchone()[0]
-            db.close()
+            )[0][0]
             print(
                 f"outbox drain: {pending} pending deliveries recorded delivered "
                 f"({stats['gate_ok']} received) {drain_seconds:.2f} s after the restarted "

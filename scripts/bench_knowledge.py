@@ -51,6 +51,16 @@ SYLLABLES = "ka lo mi nu pe ra si to ve za bri cho dra fen gil hus jor kel mon p
 MAX_SECONDS = 60  # every loop stops here even if its count is not reached
 
 
+async def bench_database(path: Path):
+    """SQLite at `path`, or a fresh schema of BENCH_DATABASE_URL (bench_all --database)."""
+    if benchlib.DATABASE_URL:
+        from agentsvc.db.postgres import PostgresDatabase
+
+        url = await benchlib.fresh_schema_url_async(benchlib.DATABASE_URL)
+        return PostgresDatabase(url, pool_size=8)
+    return SqliteDatabase(path)
+
+
 class Words:
     """Zipf-distributed made-up words."""
 
@@ -170,7 +180,7 @@ async def main() -> None:
     words = Words(rng)
 
     with tempfile.TemporaryDirectory() as tmp:
-        db = SqliteDatabase(Path(args.keep) if args.keep else Path(tmp) / "bench.db")
+        db = await bench_database(Path(args.keep) if args.keep else Path(tmp) / "bench.db")
         await db.open()
         indexer = Indexer(db)
         _, team = await accounts.ensure_user_with_team(
@@ -243,9 +253,9 @@ async def main() -> None:
         best = [min(times) for times in zip(*rounds, strict=False)]
         # The same SQL on a plain sqlite3 connection in this thread: the query's own cost,
         # without the hop to aiosqlite's thread (which a loaded machine makes slow).
-        raw = sqlite3.connect(db.path)
         sql_only = []
-        for q in queries:
+        raw = sqlite3.connect(db.path) if isinstance(db, SqliteDatabase) else None
+        for q in queries if raw is not None else []:
             match = documents_store.match_expression(target.id, retrieval.query_terms(q), [])
             if not retrieval.query_terms(q):
                 continue
@@ -255,7 +265,8 @@ async def main() -> None:
                 raw.execute(documents_store._SEARCH, (match, args.k * 3, target.id, args.k))
                 best_of.append((time.perf_counter() - t0) * 1000)
             sql_only.append(min(best_of))
-        raw.close()
+        if raw is not None:
+            raw.close()
         await indexer.close()
         await db.close()
 
@@ -279,6 +290,8 @@ async def main() -> None:
         ("best of 3 passes", best),
         ("SQL alone, best of 3", sql_only),
     ):
+        if not latencies:  # PostgreSQL: no separate SQL-only figure
+            continue
         print(
             f"retrieval, {name} (k={args.k}, {len(latencies)} queries, {found} with results): "
             f"p50 {statistics.median(latencies):.2f} ms, p90 {percentile(latencies, 90):.2f} ms, "
@@ -308,7 +321,7 @@ async def embeddings_run(args: argparse.Namespace) -> None:
         session = aiohttp.ClientSession()
         conf = ProviderSettings(kind="openai", base_url=base_url, api_key="sk-embed")
         embedder = Embedder(session, conf, "text-embedding-3-small", 64, "emb/bench")
-        db = SqliteDatabase(Path(tmp) / "bench.db")
+        db = await bench_database(Path(tmp) / "bench.db")
         await db.open()
         vectors = VectorIndex(db, embedder.model_id, path=args.vector_search)
         await vectors.open()

@@ -31,20 +31,51 @@ def database_toml() -> str:
 
 def fresh_schema_url(url: str) -> str:
     """A URL whose connections see only a new, empty schema of the database at `url`."""
+    return asyncio.run(fresh_schema_url_async(url))
+
+
+async def fresh_schema_url_async(url: str) -> str:
     import asyncpg
 
     name = f"bench_{os.getpid()}_{time.monotonic_ns()}"
-
-    async def create() -> None:
-        conn = await asyncpg.connect(url)
-        try:
-            await conn.execute(f"CREATE SCHEMA {name}")
-        finally:
-            await conn.close()
-
-    asyncio.run(create())
+    conn = await asyncpg.connect(url)
+    try:
+        await conn.execute(f"CREATE SCHEMA {name}")
+    finally:
+        await conn.close()
     joiner = "&" if "?" in url else "?"
     return f"{url}{joiner}search_path={name}"
+
+
+class BenchDatabase:
+    """Plain SQL on a benchmark service's database (SQLite file or PostgreSQL URL), for
+    checks outside the service (how many deliveries are still pending...)."""
+
+    def __init__(self, data_dir: Path, config_text: str):
+        found = re.search(r'^url = "(postgresql://[^"]+)"', config_text, re.MULTILINE)
+        self.url = found.group(1) if found else ""
+        self.path = data_dir / "agentsvc.db"
+
+    def execute(self, sql: str) -> list[tuple]:
+        if not self.url:
+            import sqlite3
+
+            conn = sqlite3.connect(self.path)
+            try:
+                with conn:
+                    return conn.execute(sql).fetchall()
+            finally:
+                conn.close()
+        import asyncpg
+
+        async def run() -> list[tuple]:
+            conn = await asyncpg.connect(self.url)
+            try:
+                return [tuple(r) for r in await conn.fetch(sql)]
+            finally:
+                await conn.close()
+
+        return asyncio.run(run())
 
 
 HELLO_WORLD = """

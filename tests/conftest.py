@@ -29,6 +29,7 @@ def make_settings(tmp_path: Path, **sections: dict[str, Any]) -> Settings:
     if pg.SERVER_URL:
         overrides["database"] = {"url": pg.database_url_for(tmp_path)}
         overrides["server"]["secret_key"] = "test-secret-shared-by-every-process"
+        overrides["ratelimit"] = {"redis_url": pg.REDIS_URL}
     for name, values in sections.items():
         overrides[name] = {**overrides.get(name, {}), **values}
     return load_settings(None, environ={}, overrides=overrides)
@@ -40,6 +41,7 @@ def _drop_postgres_schemas():
     yield
     if pg.SERVER_URL:
         pg.drop_created()
+        pg.flush_redis()
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 import pytest
 
 SERVER_URL = os.environ.get("TEST_POSTGRES_URL", "")
+REDIS_URL = os.environ.get("TEST_REDIS_URL", "")
 
 # For what only SQLite has (its WAL, its file lock, its file on disk).
 sqlite_only = pytest.mark.skipif(bool(SERVER_URL), reason="SQLite's own mechanics")
@@ -106,3 +107,16 @@ async def stored_bytes(app) -> bytes:
         rows = await db.reader.fetchall(f'SELECT t::text FROM "{table}" t')  # noqa: S608
         parts.extend(r[0].encode() for r in rows)
     return b"\n".join(parts)
+
+
+def flush_redis() -> None:
+    """Empty the test Redis (the next test's limits start full)."""
+    if not REDIS_URL:
+        return
+    import redis
+
+    client = redis.Redis.from_url(REDIS_URL)
+    try:
+        client.flushdb()
+    finally:
+        client.close()

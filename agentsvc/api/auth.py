@@ -81,13 +81,13 @@ async def _session_principal(request: web.Request) -> Principal | None:
     return principal
 
 
-def enforce_rate_limit(request: web.Request, principal: Principal) -> None:
+async def enforce_rate_limit(request: web.Request, principal: Principal) -> None:
     """Take a token from the team's bucket; 429 when its plan's rate is exhausted."""
     settings = request.app[keys.settings_key]
     per_minute = settings.plans.limits(principal.plan).requests_per_minute
     if per_minute is None:
         return
-    take_token(
+    await take_token(
         request,
         f"team:{principal.team_id}",
         per_minute,

@@ -158,28 +158,11 @@ class SseSink:
 
 
 class OpenStreams:
-    """The chat streams in flight, so shutdown can end them cleanly; public ones per IP."""
+    """The chat streams in flight, so shutdown can end them cleanly."""
 
     def __init__(self) -> None:
         self._tasks: set[asyncio.Task] = set()
-        self._public: dict[str, int] = {}
         self.closing = False
-
-    def hold_public(self, ip: str, cap: int) -> None:
-        """Take one of the IP's public stream slots, or raise RateLimited when all are held."""
-        held = self._public.get(ip, 0)
-        if held >= cap:
-            raise RateLimited(
-                f"At most {cap} open chat streams per address",
-                headers={"Retry-After": str(STREAM_SLOT_RETRY_AFTER_SECONDS)},
-            )
-        self._public[ip] = held + 1
-
-    def release_public(self, ip: str) -> None:
-        """Give back a slot taken by `hold_public`."""
-        held = self._public.pop(ip, 0) - 1
-        if held > 0:
-            self._public[ip] = held
 
     def add(self, task: asyncio.Task) -> None:
         self._tasks.add(task)
@@ -202,9 +185,9 @@ def _client_ip(call: Call) -> str:
     return call.request.remote or "unknown"
 
 
-def _check_public_rate(call: Call) -> None:
+async def _check_public_rate(call: Call) -> None:
     per_minute = call.app[keys.settings_key].ratelimit.public_chat_per_minute
-    take_token(
+    await take_token(
         call.request,
         f"chat-ip:{_client_ip(call)}",
         per_minute,
@@ -227,14 +210,20 @@ async def post_chat(call: Call):
         return await _stream_chat(call)
     # Public callers: a slot among the IP's concurrent streams first (refused without
     # spending a message of the rate limit), then the per-minute limit.
-    streams = call.app[keys.chat_streams_key]
-    ip = _client_ip(call)
-    streams.hold_public(ip, call.app[keys.settings_key].chat.max_public_streams_per_ip)
+    limiter = call.app[keys.limiter_key]
+    slot = f"chat-streams:{_client_ip(call)}"
+    cap = call.app[keys.settings_key].chat.max_public_streams_per_ip
+    if not await limiter.hold(slot, cap):
+        raise RateLimited(
+            f"At most {cap} open chat streams per address",
+            headers={"Retry-After": str(STREAM_SLOT_RETRY_AFTER_SECONDS)},
+        )
     try:
-        _check_public_rate(call)
+        await _check_public_rate(call)
         return await _stream_chat(call)
     finally:
-        streams.release_public(ip)
+        # Shielded: a stream cancelled at shutdown still gives its slot back.
+        await asyncio.shield(limiter.release(slot))
 
 
 async def _stream_chat(call: Call) -> web.StreamResponse:

@@ -252,22 +252,22 @@ def detail_json(detail: form_service.SubmissionDetail) -> dict:
     }
 
 
-def _limit_submit(request: web.Request, principal: Principal | None) -> None:
+async def _limit_submit(request: web.Request, principal: Principal | None) -> None:
     """Public submits are limited per IP before their (up to 25 MB) body is read; a key's
     calls count against its team's plan instead."""
     if principal is None:
         per_minute = request.app[keys.settings_key].ratelimit.form_submits_per_minute
         message = f"More than {per_minute} form requests per minute"
-        take_token(request, f"form-submit:ip:{request.remote}", per_minute, message)
+        await take_token(request, f"form-submit:ip:{request.remote}", per_minute, message)
 
 
-def _limit_event(request: web.Request, session_id: str | None) -> None:
+async def _limit_event(request: web.Request, session_id: str | None) -> None:
     """Form analytics events are limited per IP and per session, like trigger events."""
     per_minute = request.app[keys.settings_key].ratelimit.trigger_events_per_minute
     message = f"More than {per_minute} form requests per minute"
-    take_token(request, f"form-event:ip:{request.remote}", per_minute, message)
+    await take_token(request, f"form-event:ip:{request.remote}", per_minute, message)
     if session_id:
-        take_token(request, f"form-event:session:{session_id}", per_minute, message)
+        await take_token(request, f"form-event:session:{session_id}", per_minute, message)
 
 
 # GET /triggers/form/... lives here: it is the form's public face. This table is placed
@@ -383,7 +383,7 @@ async def post_client_result(call: Call):
 async def post_form_event(call: Call):
     """Count a form impression or start (analytics)."""
     body: EventBody = call.body
-    _limit_event(call.request, body.session_id)
+    await _limit_event(call.request, body.session_id)
     await form_service.record_event(
         call.app[keys.db_key], body.tool_id, body.event_type, body.session_id
     )

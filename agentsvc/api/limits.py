@@ -9,7 +9,7 @@ from agentsvc.api.errors import RateLimited
 from agentsvc.api.state import request_state
 
 
-def take_token(
+async def take_token(
     request: web.Request, bucket: str, per_minute: int, message: str, *, report: bool = False
 ) -> None:
     """Take a token from `bucket` (`per_minute` capacity) or raise RateLimited with Retry-After.
@@ -18,12 +18,12 @@ def take_token(
     `pipeline.finish_response`); without, no Decision is built (the hot public paths).
     Limits on several buckets call this once per bucket: a refusal stops at the first.
     """
-    buckets = request.app[keys.rate_buckets_key]
+    limiter = request.app[keys.limiter_key]
     if report:
-        decision = buckets.take(bucket, per_minute)
+        decision = await limiter.take(bucket, per_minute)
         request_state(request).rate_decision = decision
         wait = decision.retry_after
     else:
-        wait = buckets.retry_after(bucket, per_minute)
+        wait = await limiter.retry_after(bucket, per_minute)
     if wait:
         raise RateLimited(message, headers={"Retry-After": str(wait)})

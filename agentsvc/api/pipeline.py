@@ -108,7 +108,7 @@ async def _count_against_team(request: web.Request) -> None:
     except Unauthorized:
         return
     if principal is not None:
-        auth.enforce_rate_limit(request, principal)
+        await auth.enforce_rate_limit(request, principal)
 
 
 async def fallback(request: web.Request) -> web.Response:

@@ -96,7 +96,7 @@ class Endpoint:
     cors: bool = False  # callable from any site (the widget's endpoints)
     # Runs after authentication and before the body is read (a per-IP limit of a public
     # endpoint with large bodies must not wait for them), with the principal or None.
-    precheck: Callable[[web.Request, Principal | None], None] | None = None
+    precheck: Callable[[web.Request, Principal | None], Awaitable[None]] | None = None
     # Parses the JSON body instead of `parse_json` (e.g. leaving big values in the buffer).
     parse: Callable[[bytes | bytearray], Any] | None = None
     # A multipart/form-data body, described by this model in the OpenAPI document. The
@@ -243,13 +243,13 @@ def make_handler(endpoint: Endpoint) -> Callable[[web.Request], Awaitable[web.St
                 if principal is None and endpoint.auth == "required":
                     raise Unauthorized()
                 if principal is not None:
-                    auth.enforce_rate_limit(request, principal)
+                    await auth.enforce_rate_limit(request, principal)
                     if endpoint.method != "GET":
                         auth.check_origin(request, principal)
                     if endpoint.owner_only and not principal.is_owner:
                         raise Forbidden("Only the team owner can do this")
             if endpoint.precheck is not None:
-                endpoint.precheck(request, principal)
+                await endpoint.precheck(request, principal)
             query = _parse_query(endpoint.query, request) if endpoint.query else None
             body = None
             if endpoint.form is not None and request.content_type == "multipart/form-data":

@@ -95,16 +95,16 @@ class Providers(ResponseModel):
     providers: list[str]
 
 
-def limit_sign_in(call: Call, email: str | None = None) -> None:
+async def limit_sign_in(call: Call, email: str | None = None) -> None:
     """Take a token per client IP (and per e-mail address); 429 with Retry-After beyond."""
     settings = call.app[keys.settings_key].auth
     message = "Too many sign-in attempts; try again later"
-    take_token(
+    await take_token(
         call.request, f"sign-in-ip:{call.request.remote}", settings.sign_in_per_minute_ip, message
     )
     if email is not None:
         bucket = f"sign-in-email:{normalise_email(email)}"
-        take_token(call.request, bucket, settings.sign_in_per_minute_email, message)
+        await take_token(call.request, bucket, settings.sign_in_per_minute_email, message)
 
 
 def user_json(user) -> dict:
@@ -134,7 +134,7 @@ async def post_sign_in_email(call: Call):
     """Sign in with e-mail and password; sets the `agentsvc_session` cookie."""
     body: SignInEmail = call.body
     auth.refuse_foreign_origin(call.request)
-    limit_sign_in(call, body.email)
+    await limit_sign_in(call, body.email)
     signed_in = await session_service.sign_in_with_password(
         call.app[keys.db_key], call.app[keys.settings_key], body.email, body.password
     )
@@ -198,7 +198,7 @@ async def post_magic_link(call: Call):
     """E-mail a single-use sign-in link (same answer whether or not the address has an account)."""
     body: MagicLinkRequest = call.body
     auth.refuse_foreign_origin(call.request)
-    limit_sign_in(call, body.email)
+    await limit_sign_in(call, body.email)
     await session_service.request_magic_link(
         call.app[keys.db_key],
         call.app[keys.mailer_key],
@@ -219,7 +219,7 @@ async def post_magic_link(call: Call):
 )
 async def get_magic_link_verify(call: Call):
     """Open a magic link: sign in with the session cookie and go to its callbackUrl."""
-    limit_sign_in(call)
+    await limit_sign_in(call)
     signed_in, callback = await session_service.use_magic_link(
         call.app[keys.db_key], call.app[keys.settings_key], call.query.token
     )
@@ -229,7 +229,7 @@ async def get_magic_link_verify(call: Call):
 
 
 async def _oauth_start(call: Call, provider: str) -> web.Response:
-    limit_sign_in(call)
+    await limit_sign_in(call)
     started = await oauth.start(
         call.app[keys.db_key], call.app[keys.settings_key], provider, call.query.callback_url
     )
@@ -250,7 +250,7 @@ async def _oauth_start(call: Call, provider: str) -> web.Response:
 
 async def _oauth_callback(call: Call, provider: str) -> web.Response:
     query: OAuthCallbackQuery = call.query
-    limit_sign_in(call)
+    await limit_sign_in(call)
     oauth.provider_settings(call.app[keys.settings_key], provider)
     if query.error or not query.code or not query.state:
         raise Unauthorized(f"Sign-in with {provider} was not completed")

@@ -61,7 +61,7 @@ async def post_setup(call: Call):
     body: OwnerCreate = call.body
     auth.refuse_foreign_origin(call.request)
     # Hashing a password is deliberately costly: the sign-in limits apply here too.
-    limit_sign_in(call, body.email)
+    await limit_sign_in(call, body.email)
     signed_in = await setup_service.create_owner(
         call.app[keys.db_key],
         call.app[keys.settings_key],

@@ -169,7 +169,7 @@ async def post_team_invitation_accept(call: Call):
     body: AcceptIn = call.body
     if call.principal is None:
         auth.refuse_foreign_origin(call.request)
-    limit_sign_in(call)
+    await limit_sign_in(call)
     db = call.app[keys.db_key]
     settings = call.app[keys.settings_key]
     accepted = await team_service.accept_invitation(

@@ -224,10 +224,10 @@ async def post_trigger_event(call: Call):
     app = call.app
     per_minute = app[keys.settings_key].ratelimit.trigger_events_per_minute
     message = f"More than {per_minute} trigger events per minute from this session or address"
-    take_token(call.request, f"trigger-events:ip:{call.request.remote}", per_minute, message)
+    await take_token(call.request, f"trigger-events:ip:{call.request.remote}", per_minute, message)
     if body.session_id:
         session_key = f"trigger-events:session:{body.agent_id}:{body.session_id}"
-        take_token(call.request, session_key, per_minute, message)
+        await take_token(call.request, session_key, per_minute, message)
     # sessionId serves the flood limit; pagePath is accepted but not kept (events are
     # counted, not stored one by one).
     event = TriggerEvent(
