@@ -31,9 +31,11 @@ start)
     [ "$(id -u)" -ne 0 ] || chown postgres "$dir/pg"
     as_postgres "$bin/initdb" -D "$dir/pg/data" -A trust -U postgres -E UTF8 --locale=C.UTF-8 \
         >"$dir/pg/initdb.log" 2>&1
+    # One line: pg_ctl runs the options through a shell, where a newline ends the command.
+    pg_options="-p $pg_port -k $dir/pg -c listen_addresses=127.0.0.1 -c max_connections=400"
+    pg_options+=" -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
     as_postgres "$bin/pg_ctl" -D "$dir/pg/data" -l "$dir/pg/server.log" -w -t 60 start \
-        -o "-p $pg_port -k $dir/pg -c listen_addresses=127.0.0.1 -c max_connections=400
-            -c fsync=off -c synchronous_commit=off -c full_page_writes=off" >/dev/null
+        -o "$pg_options" >/dev/null
     redis_port=$(free_port)
     redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no \
         --daemonize yes --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" --dir "$dir"

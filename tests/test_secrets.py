@@ -11,8 +11,10 @@ from agentsvc import keys
 from agentsvc.app import create_app
 from agentsvc.secretbox import KEY_FILE_NAME, SecretBox, SecretBoxError
 from agentsvc.store import tools as tools_store
+from tests import pg
 from tests.conftest import assert_error, bearer, make_settings, new_api_key
 from tests.fakes.http_receiver import HttpReceiver
+from tests.pg import stored_bytes
 
 VALUE = "sk-live-0123456789-very-secret"
 
@@ -77,12 +79,14 @@ async def test_values_are_encrypted_at_rest_and_never_logged(client, auth, tmp_p
     await client.put("/api/v1/secrets/API_KEY", json={"value": VALUE}, headers=auth)
     rows = await client.app[keys.db_key].reader.fetchall("SELECT sealed_value FROM team_secrets")
     assert rows and VALUE not in rows[0][0] and rows[0][0].startswith("v1:")
-    for path in (tmp_path / "data").iterdir():
+    assert VALUE.encode() not in await stored_bytes(client.app)
+    for path in (tmp_path / "data").glob("*"):
         if path.is_file():
             assert VALUE.encode() not in path.read_bytes(), path
     assert VALUE not in caplog.text
 
 
+@pg.sqlite_only  # with PostgreSQL the key is configured: never generated per process
 async def test_key_file_is_created_once_with_private_permissions(client, auth, tmp_path):
     key_file = tmp_path / "data" / KEY_FILE_NAME
     assert key_file.exists()
