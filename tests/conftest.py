@@ -37,11 +37,20 @@ def make_settings(tmp_path: Path, **sections: dict[str, Any]) -> Settings:
 
 @pytest.fixture(autouse=True)
 def _drop_postgres_schemas():
-    """On PostgreSQL, drop the schemas the test's apps used (after they closed)."""
+    """On PostgreSQL, drop the schemas the test's apps used (after they closed); those of
+    module fixtures, set up before this one, live until the end of the session."""
+    before = pg.mark()
+    yield
+    if pg.SERVER_URL:
+        pg.drop_created(since=before)
+        pg.flush_redis()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _drop_every_postgres_schema():
     yield
     if pg.SERVER_URL:
         pg.drop_created()
-        pg.flush_redis()
 
 
 @pytest.fixture

@@ -78,11 +78,21 @@ def fresh_real_database_url() -> str:
     return urlunsplit(parts._replace(path=f"/{name}"))
 
 
-def drop_created() -> None:
-    _by_directory.clear()
-    while _created:
+def mark() -> tuple[int, int]:
+    """How many schemas and databases exist now (see `drop_created`)."""
+    return len(_created), len(_created_databases)
+
+
+def drop_created(since: tuple[int, int] = (0, 0)) -> None:
+    """Drop the schemas and databases created after `since`: a test's own, not those of a
+    module's fixture set up before it (those go at the end of the session)."""
+    schemas, databases = since
+    dropped = set(_created[schemas:])
+    for directory in [d for d, url in _by_directory.items() if url.rsplit("=", 1)[1] in dropped]:
+        del _by_directory[directory]
+    while len(_created) > schemas:
         _run(_execute(f"DROP SCHEMA IF EXISTS {_created.pop()} CASCADE"))
-    while _created_databases:
+    while len(_created_databases) > databases:
         _run(_execute(f"DROP DATABASE IF EXISTS {_created_databases.pop()} WITH (FORCE)"))
 
 

@@ -121,7 +121,8 @@ async def update_agent(
         if not await agents_store.update(tx, team_id, agent_id, fields, now_iso()):
             raise NotFound("Agent not found")
         agent = await agents_store.get(tx, team_id, agent_id)
-        await db.announce(changes.agent(agent_id))
+    # After the commit: a process that reloaded the agent before it would cache the old one.
+    await db.announce(changes.agent(agent_id))
     assert agent is not None
     return agent
 
@@ -131,4 +132,4 @@ async def delete_agent(db: Database, cache: AgentCache, team_id: str, agent_id: 
     async with db.write() as tx:
         if not await agents_store.delete(tx, team_id, agent_id):
             raise NotFound("Agent not found")
-        await db.announce(changes.agent(agent_id))
+    await db.announce(changes.agent(agent_id))
