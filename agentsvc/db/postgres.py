@@ -181,6 +181,12 @@ class PostgresDatabase:
 
     async def _write_batch(self, units: list[Callable[[Tx], Awaitable[Any]]]) -> list[Any]:
         assert self._pool is not None, "database is not open"
+        if len(units) == 1:  # alone in its transaction: no savepoint (a round trip) needed
+            try:
+                async with self.write() as tx:
+                    return [await units[0](tx)]
+            except Exception as exc:
+                return [Failed(exc)]
         results: list[Any] = []
         async with self._pool.acquire() as conn, conn.transaction():
             tx = PgTx(conn)
