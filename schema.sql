@@ -29,6 +29,7 @@ CREATE TABLE memberships (
     user_id    TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
     role       TEXT NOT NULL CHECK (role IN ('owner', 'member')),
     created_at TEXT NOT NULL,
+    notify_handoffs INTEGER NOT NULL DEFAULT 0, -- e-mail me when a visitor asks for a person (migration 7)
     UNIQUE (team_id, user_id)
 );
 CREATE INDEX memberships_user ON memberships(user_id);
@@ -59,6 +60,7 @@ CREATE TABLE agents (
     created_at      TEXT NOT NULL,
     updated_at      TEXT NOT NULL,
     language        TEXT NOT NULL DEFAULT 'english', -- Snowball language of its word forms (migration 2)
+    handoff         TEXT,                   -- handoff settings, JSON (migration 7)
     UNIQUE (team_id, slug)
 );
 CREATE INDEX agents_team_created ON agents(team_id, created_at);
@@ -178,10 +180,21 @@ CREATE TABLE conversations (
     -- how the user was vouched for: 'userToken' (a signed JWT: every field), 'userHash'
     -- (the id only; e-mail and name as declared), 'apiKey' (the team's own call), or NULL
     -- (declared, unchecked). Last, where migration 4 added it.
-    user_verified_by TEXT CHECK (user_verified_by IN ('userToken', 'userHash', 'apiKey'))
+    user_verified_by TEXT CHECK (user_verified_by IN ('userToken', 'userHash', 'apiKey')),
+    -- handoff (migration 7): who answers (bot, waiting for a person, human, closed), the
+    -- member who took it, when a person was first asked for, how long the first human reply
+    -- took, the e-mail a visitor left outside business hours, and when the visitor's event
+    -- stream was last open (a reply to a visitor who is gone is e-mailed).
+    status      TEXT NOT NULL DEFAULT 'bot' CHECK (status IN ('bot', 'waiting', 'human', 'closed')),
+    assignee_id TEXT REFERENCES users(id) ON DELETE SET NULL,
+    handoff_at  TEXT,
+    first_reply_seconds REAL,
+    contact_email TEXT,
+    visitor_seen_at TEXT
 );
 CREATE INDEX conversations_agent_created ON conversations(agent_id, created_at, id);
 CREATE INDEX conversations_team ON conversations(team_id);
+CREATE INDEX conversations_agent_status ON conversations(agent_id, status, created_at, id);
 
 -- An assistant message's content is its text; its tool calls (with their results), token
 -- usage and knowledge sources are JSON columns. status: complete, interrupted (client gone,
@@ -198,9 +211,30 @@ CREATE TABLE messages (
     model           TEXT,
     rating          TEXT CHECK (rating IN ('up', 'down')),
     rated_at        TEXT,
-    created_at      TEXT NOT NULL
+    created_at      TEXT NOT NULL,
+    author_id       TEXT,                      -- a member's reply: the member (migration 7)
+    author_name     TEXT                       -- their name when they wrote it
 );
 CREATE INDEX messages_conversation ON messages(conversation_id, created_at);
+
+-- What happened in a conversation, in order: the live event streams (visitor, inbox) read
+-- from here, so a reconnect resumes after its Last-Event-ID without loss (migration 7).
+-- inbox = 1 for what the team's inbox follows: status changes and visitors' messages.
+CREATE TABLE conversation_events (
+    id              INTEGER PRIMARY KEY AUTOINCREMENT,
+    conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+    team_id         TEXT NOT NULL,
+    agent_id        TEXT NOT NULL,
+    kind            TEXT NOT NULL CHECK (kind IN ('message', 'status')),
+    message_id      TEXT,
+    status          TEXT,
+    assignee_id     TEXT,
+    assignee_name   TEXT,
+    inbox           INTEGER NOT NULL,
+    created_at      TEXT NOT NULL
+);
+CREATE INDEX conversation_events_conversation ON conversation_events(conversation_id, id);
+CREATE INDEX conversation_events_team ON conversation_events(team_id, id) WHERE inbox = 1;
 
 -- ── triggers ────────────────────────────────────────────────────────────────────────────
 -- conditions / action_config hold JSON text. fired_count / converted_count are the stats:

@@ -279,6 +279,16 @@ class ChatSettings(_Section):
     max_public_streams_per_ip: int = Field(10, gt=0)
 
 
+class HandoffSettings(_Section):
+    """`[handoff]`: the live event streams of conversations and the inbox, notifications."""
+
+    keepalive_seconds: float = Field(15, gt=0)
+    max_stream_seconds: float = Field(3600, gt=0)
+    max_public_streams_per_ip: int = Field(20, gt=0)
+    notify_retries: int = Field(3, ge=1, le=10)
+    notify_retry_seconds: float = Field(2, ge=0)
+
+
 class FormSettings(_Section):
     file_quota_mb_per_agent: float = Field(1024, ge=0)
 
@@ -306,6 +316,7 @@ class Settings(_Section):
     plans: PlanSettings = PlanSettings()
     ratelimit: RateLimitSettings = RateLimitSettings()
     chat: ChatSettings = ChatSettings()
+    handoff: HandoffSettings = HandoffSettings()
     forms: FormSettings = FormSettings()
     knowledge: KnowledgeSettings = KnowledgeSettings()
 

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from agentsvc.secretbox import SecretBox
     from agentsvc.services.agents.registry import AgentCache
     from agentsvc.services.forms.delivery import Deliverer
+    from agentsvc.services.handoff.live import LiveEvents
+    from agentsvc.services.handoff.notify import Notifier
     from agentsvc.services.knowledge.indexing import Indexer
     from agentsvc.services.team.access import KeyResolver
     from agentsvc.services.tools.runner import ToolRunner
@@ -50,6 +52,9 @@ oauth_http_key: web.AppKey[ClientSession] = web.AppKey("oauth_http")
 indexer_key: web.AppKey[Indexer] = web.AppKey("knowledge_indexer")
 providers_key: web.AppKey[Providers] = web.AppKey("providers")
 chat_streams_key: web.AppKey[OpenStreams] = web.AppKey("chat_streams")
+live_events_key: web.AppKey[LiveEvents] = web.AppKey("live_events")
+event_streams_key: web.AppKey[OpenStreams] = web.AppKey("event_streams")
+handoff_notifier_key: web.AppKey[Notifier] = web.AppKey("handoff_notifier")
 
 # Request-scoped values.
 request_state_key: web.RequestKey[RequestState] = web.RequestKey("state")

@@ -173,4 +173,35 @@ MIGRATIONS: list[str] = [
         SELECT agent_id, tool_id, event_type, COUNT(*) FROM form_events
         GROUP BY agent_id, tool_id, event_type;
     """,
+    # 7: handoff to a person: agents' handoff settings, members' notification choice,
+    # conversations' status and assignee, members' replies, and the conversation event log.
+    """
+    ALTER TABLE agents ADD COLUMN handoff TEXT;
+    ALTER TABLE memberships ADD COLUMN notify_handoffs INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE conversations ADD COLUMN status TEXT NOT NULL DEFAULT 'bot'
+        CHECK (status IN ('bot', 'waiting', 'human', 'closed'));
+    ALTER TABLE conversations ADD COLUMN assignee_id TEXT REFERENCES users(id) ON DELETE SET NULL;
+    ALTER TABLE conversations ADD COLUMN handoff_at TEXT;
+    ALTER TABLE conversations ADD COLUMN first_reply_seconds REAL;
+    ALTER TABLE conversations ADD COLUMN contact_email TEXT;
+    ALTER TABLE conversations ADD COLUMN visitor_seen_at TEXT;
+    CREATE INDEX conversations_agent_status ON conversations(agent_id, status, created_at, id);
+    ALTER TABLE messages ADD COLUMN author_id TEXT;
+    ALTER TABLE messages ADD COLUMN author_name TEXT;
+    CREATE TABLE conversation_events (
+        id              INTEGER PRIMARY KEY AUTOINCREMENT,
+        conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+        team_id         TEXT NOT NULL,
+        agent_id        TEXT NOT NULL,
+        kind            TEXT NOT NULL CHECK (kind IN ('message', 'status')),
+        message_id      TEXT,
+        status          TEXT,
+        assignee_id     TEXT,
+        assignee_name   TEXT,
+        inbox           INTEGER NOT NULL,
+        created_at      TEXT NOT NULL
+    );
+    CREATE INDEX conversation_events_conversation ON conversation_events(conversation_id, id);
+    CREATE INDEX conversation_events_team ON conversation_events(team_id, id) WHERE inbox = 1;
+    """,
 ]

@@ -36,6 +36,8 @@ from agentsvc.services.cluster_jobs import once_for_all
 from agentsvc.services.forms.delivery import Deliverer
 from agentsvc.services.forms.delivery_send import Sender
 from agentsvc.services.forms.files import SWEEP_INTERVAL_SECONDS, remove_orphan_files
+from agentsvc.services.handoff.live import LiveEvents
+from agentsvc.services.handoff.notify import Notifier
 from agentsvc.services.knowledge.indexing import Indexer
 from agentsvc.services.knowledge.vectors import Semantic, VectorIndex
 from agentsvc.services.team import membership, oauth, sessions
@@ -65,6 +67,7 @@ def attach(app: web.Application) -> None:
             _chat,
             _knowledge,  # after _chat: embeddings use the providers' ClientSession
             _team,
+            _handoff,  # after _team: handoff notifications use the mailer
             _delivery,  # after _team: e-mail deliveries use the mailer
         ]
     )
@@ -146,10 +149,33 @@ async def _chat(app: web.Application) -> AsyncIterator[None]:
 
 
 async def _close_streams(app: web.Application) -> None:
-    """on_shutdown: end every open chat stream cleanly (before the resources close)."""
-    streams = app.get(keys.chat_streams_key)
-    if streams is not None:
-        await streams.close_all()
+    """on_shutdown: end every open chat and event stream cleanly (before the resources
+    close)."""
+    for key in (keys.chat_streams_key, keys.event_streams_key):
+        streams = app.get(key)
+        if streams is not None:
+            await streams.close_all()
+
+
+async def _handoff(app: web.Application) -> AsyncIterator[None]:
+    """Live conversation events (followed through the database's announcements) and the
+    handoff notifications."""
+    settings = app[keys.settings_key]
+    db = app[keys.db_key]
+    live = app[keys.live_events_key] = LiveEvents(db)
+    app[keys.event_streams_key] = OpenStreams()
+    notifier = app[keys.handoff_notifier_key] = Notifier(
+        db,
+        app[keys.mailer_key],
+        app[keys.outbound_key],
+        app[keys.secret_box_key],
+        settings.server.public_url,
+        settings.handoff.notify_retries,
+        settings.handoff.notify_retry_seconds,
+    )
+    yield
+    await notifier.close()
+    live.close()
 
 
 async def _knowledge(app: web.Application) -> AsyncIterator[None]:

@@ -15,6 +15,8 @@ default = "fuzz"
 [plans.fuzz]                # unlimited, so the fuzzer is not rate limited
 [outbound]
 allow_private = false
+[handoff]
+max_stream_seconds = 0.5    # event streams end quickly instead of holding each request
 TOML
 export AGENTSVC_CONFIG="$work/fuzz.toml"
 key=$(python -m agentsvc apikey create --email fuzz@example.com)

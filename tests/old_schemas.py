@@ -11,6 +11,16 @@ from agentsvc.db.schema import schema_sql
 MIGRATION_6 = schema_sql()[schema_sql().index("\n-- ── totals kept as counters (migration 6)") :]
 
 # Migration number -> (text in schema.sql, text before that migration).
+_SCHEMA = schema_sql()
+SCHEMA_7_CONVERSATIONS = _SCHEMA[
+    _SCHEMA.index("    user_verified_by TEXT CHECK (user_verified_by IN ('userToken', 'userHash', 'apiKey')),\n")
+    : _SCHEMA.index("    visitor_seen_at TEXT\n);") + len("    visitor_seen_at TEXT\n);")
+]
+SCHEMA_7_EVENTS = _SCHEMA[
+    _SCHEMA.index("\n-- What happened in a conversation, in order") + 1
+    : _SCHEMA.index("WHERE inbox = 1;\n") + len("WHERE inbox = 1;\n")
+]
+
 UNDO: dict[int, list[tuple[str, str]]] = {
     2: [
         (
@@ -54,6 +64,29 @@ UNDO: dict[int, list[tuple[str, str]]] = {
             "CREATE INDEX form_submissions_team_created ON form_submissions(team_id, created_at, id);",
             "CREATE INDEX form_submissions_team_created ON form_submissions(team_id, created_at);",
         ),
+    ],
+    7: [
+        ("    handoff         TEXT,                   -- handoff settings, JSON (migration 7)\n", ""),
+        (
+            "    notify_handoffs INTEGER NOT NULL DEFAULT 0, -- e-mail me when a visitor asks for"
+            " a person (migration 7)\n",
+            "",
+        ),
+        (
+            SCHEMA_7_CONVERSATIONS,
+            "    user_verified_by TEXT CHECK (user_verified_by IN ('userToken', 'userHash', 'apiKey'))\n);",
+        ),
+        (
+            "CREATE INDEX conversations_agent_status ON conversations(agent_id, status, created_at, id);\n",
+            "",
+        ),
+        (
+            "    created_at      TEXT NOT NULL,\n"
+            "    author_id       TEXT,                      -- a member's reply: the member (migration 7)\n"
+            "    author_name     TEXT                       -- their name when they wrote it\n",
+            "    created_at      TEXT NOT NULL\n",
+        ),
+        (SCHEMA_7_EVENTS, ""),
     ],
 }
 

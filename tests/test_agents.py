@@ -64,6 +64,7 @@ async def test_list_and_get_shapes(client, auth):
         "language",
         "createdAt",
         "updatedAt",
+        "handoff",
     }
 
 

@@ -14,6 +14,8 @@ from agentsvc.errors import ValidationFailed
 from agentsvc.language import DEFAULT_LANGUAGE, LANGUAGES
 from agentsvc.services.agents import registry as agent_service
 from agentsvc.services.agents.models import model_error
+from agentsvc.services.handoff import settings as handoff_settings
+from agentsvc.services.handoff.settings import DAYS
 from agentsvc.store.agents import Agent
 
 routes = RouteTable("agents")
@@ -40,12 +42,51 @@ class AgentCreate(RequestModel):
     language: Language | SkipJsonSchema[None] = None
 
 
+Clock = Annotated[str, Field(pattern=r"^\d\d:\d\d$", description="HH:MM, 00:00 to 24:00")]
+
+
+class BusinessInterval(RequestModel):
+    day: Literal[DAYS]  # type: ignore[valid-type]
+    start: Clock
+    end: Clock
+
+
+class BusinessHours(RequestModel):
+    timezone: Annotated[str, Field(min_length=1, max_length=64, description="IANA zone")]
+    intervals: Annotated[list[BusinessInterval], Field(max_length=70)]
+
+
+class HandoffNotifyIn(RequestModel):
+    nullable = frozenset({"teamChat"})
+
+    email: bool | SkipJsonSchema[None] = Field(
+        None, description="e-mail the members who opted in (PATCH /team/members/{id})"
+    )
+    team_chat: Annotated[str, Field(max_length=2000)] | None = Field(
+        None, description="a webhook URL that gets each handoff, signed (Standard Webhooks)"
+    )
+
+
+class HandoffIn(RequestModel):
+    nullable = frozenset({"businessHours"})
+
+    enabled: bool | SkipJsonSchema[None] = None
+    business_hours: BusinessHours | None = Field(None, description="absent or null: always")
+    offline_message: Annotated[str, Field(min_length=1, max_length=2000)] | SkipJsonSchema[None] = (
+        None
+    )
+    notify: HandoffNotifyIn | SkipJsonSchema[None] = None
+
+
 class AgentPatch(RequestModel):
     name: Name | SkipJsonSchema[None] = None
     model: ModelId | SkipJsonSchema[None] = None
     system_prompt: Prompt | SkipJsonSchema[None] = None
     temperature: Temperature | SkipJsonSchema[None] = None
     language: Language | SkipJsonSchema[None] = None
+    handoff: HandoffIn | SkipJsonSchema[None] = Field(
+        None, description="handoff to a person; the given fields replace the stored ones"
+    )
 
 
 class AgentSummary(ResponseModel):
@@ -62,8 +103,33 @@ class AgentCreated(AgentSummary):
     language: Language
 
 
+class HandoffNotifyOut(ResponseModel):
+    email: bool
+    team_chat: str | None
+    team_chat_secret: str | None = Field(description="whsec_ secret that signs team chat posts")
+
+
+class BusinessIntervalOut(ResponseModel):
+    day: str
+    start: str
+    end: str
+
+
+class BusinessHoursOut(ResponseModel):
+    timezone: str
+    intervals: list[BusinessIntervalOut]
+
+
+class HandoffOut(ResponseModel):
+    enabled: bool
+    business_hours: BusinessHoursOut | None
+    offline_message: str
+    notify: HandoffNotifyOut
+
+
 class AgentOut(AgentCreated):
     updated_at: str
+    handoff: HandoffOut
 
 
 class AgentDeleted(ResponseModel):
@@ -90,8 +156,12 @@ def created_json(agent: Agent) -> dict:
     }
 
 
-def agent_json(agent: Agent) -> dict:
-    return {**created_json(agent), "updatedAt": agent.updated_at}
+def agent_json(call: Call, agent: Agent) -> dict:
+    return {
+        **created_json(agent),
+        "updatedAt": agent.updated_at,
+        "handoff": handoff_settings.public_json(call.app[keys.secret_box_key], agent),
+    }
 
 
 def _check_model(call: Call, model: str) -> None:
@@ -113,7 +183,7 @@ async def get_agent(call: Call):
     agent = await agent_service.get_agent(
         call.app[keys.db_key], call.app[keys.agent_cache_key], call.team_id, call.params["id"]
     )
-    return envelope_response(agent_json(agent))
+    return envelope_response(agent_json(call, agent))
 
 
 @routes.post(
@@ -148,6 +218,7 @@ async def patch_agent(call: Call):
     """Update some fields of an agent; the slug stays as it was."""
     body: AgentPatch = call.body
     fields = body.given()
+    handoff = fields.pop("handoff", None)
     if "model" in fields:
         _check_model(call, fields["model"])
     agent = await agent_service.update_agent(
@@ -157,7 +228,16 @@ async def patch_agent(call: Call):
         call.params["id"],
         fields,
     )
-    return envelope_response(agent_json(agent))
+    if handoff is not None:
+        agent = await handoff_settings.update_settings(
+            call.app[keys.db_key],
+            call.app[keys.secret_box_key],
+            call.team_id,
+            agent.id,
+            body.handoff.model_dump(by_alias=True, exclude_unset=True),  # type: ignore[union-attr]
+            allow_private=call.app[keys.settings_key].outbound.allow_private,
+        )
+    return envelope_response(agent_json(call, agent))
 
 
 @routes.delete(

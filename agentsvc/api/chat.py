@@ -29,6 +29,7 @@ from agentsvc.api.routing import Call, RouteTable
 from agentsvc.services.agents import identity as identity_service
 from agentsvc.services.chat import start as chat_service
 from agentsvc.services.chat import turn as turn_service
+from agentsvc.services.handoff import flow as handoff_flow
 
 routes = RouteTable("chat")
 
@@ -262,6 +263,9 @@ async def _stream_chat(call: Call) -> web.StreamResponse:
     )
     finish_response(call.request, response)
     await response.prepare(call.request)
+    if isinstance(turn, turn_service.HeldTurn):
+        await _held_stream(response, turn)
+        return response
     gauge = app[keys.metrics_key].open_streams
     gauge.inc()
     try:
@@ -271,12 +275,50 @@ async def _stream_chat(call: Call) -> web.StreamResponse:
     return response
 
 
+async def _held_stream(response: web.StreamResponse, turn: turn_service.HeldTurn) -> None:
+    """A person has the conversation: the message is stored; no model reply follows."""
+    conv_id = turn.conversation.id
+    payload = (
+        SseSink.frame(
+            "message_start",
+            {"type": "message_start", "conversationId": conv_id, "messageId": None},
+        )
+        + SseSink.frame(
+            "handoff",
+            {
+                "type": "handoff",
+                "conversationId": conv_id,
+                "status": turn.status,
+                "assignee": turn.assignee,
+            },
+        )
+        + SseSink.frame("message_stop", {"type": "message_stop", "sources": []})
+    )
+    with contextlib.suppress(ConnectionError, aiohttp.ClientConnectionResetError):
+        await response.write(payload)
+        await response.write_eof()
+
+
 async def _run_stream(call: Call, response: web.StreamResponse, turn: turn_service.Turn) -> None:
     app = call.app
     settings = app[keys.settings_key].chat
     sink = SseSink(response, settings.flush_interval_ms / 1000.0)
+    db, agents = app[keys.db_key], app[keys.agent_cache_key]
+    notifier = app[keys.handoff_notifier_key]
+
+    async def request_human(conv) -> dict[str, Any]:
+        state = await handoff_flow.request_human(db, agents, notifier, conv, by_visitor=False)
+        data = state.json()
+        data.pop("conversationId")
+        return {"conversationId": conv.id, **data}
+
     runner = turn_service.TurnRunner(
-        app[keys.db_key], turn, sink, app[keys.tool_runner_key], settings.keepalive_seconds
+        db,
+        turn,
+        sink,
+        app[keys.tool_runner_key],
+        settings.keepalive_seconds,
+        request_human if turn.offer_handoff else None,
     )
     streams = app[keys.chat_streams_key]
     task = asyncio.ensure_future(runner.run())

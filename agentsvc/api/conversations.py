@@ -12,6 +12,7 @@ from agentsvc.api.models import QueryModel, RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, envelope_response
 from agentsvc.services.agents import identity as identity_service
 from agentsvc.services.chat import conversations as conv_service
+from agentsvc.services.handoff.flow import assignee_of
 from agentsvc.store.conversations import Conversation, StoredMessage
 
 routes = RouteTable("conversations")
@@ -25,6 +26,9 @@ class ConversationQuery(QueryModel):
     offset: Annotated[int, Field(ge=0, le=10**12)] = 0  # SQLite integers are 64-bit
     # `nextCursor` of the previous page: the page after it at any depth (offset unused).
     cursor: Annotated[str | None, Field(min_length=1, max_length=MAX_CURSOR_LENGTH)] = None
+    status: Literal["bot", "waiting", "human", "closed"] | None = Field(
+        None, description="only the conversations in this handoff status"
+    )
 
 
 class FeedbackBody(RequestModel):
@@ -46,6 +50,17 @@ class EndUser(ResponseModel):
     )
 
 
+class Assignee(ResponseModel):
+    id: str
+    name: str
+
+
+Status = Literal["bot", "waiting", "human", "closed"]
+STATUS_DESCRIPTION = (
+    "bot: the agent answers; waiting: a person was asked for; human: a member has it; closed"
+)
+
+
 class ConversationSummary(ResponseModel):
     id: str
     agent_id: str
@@ -53,6 +68,8 @@ class ConversationSummary(ResponseModel):
     message_count: int
     session_id: str | None
     user: EndUser | None
+    status: Status = Field(description=STATUS_DESCRIPTION)
+    assignee: Assignee | None
     created_at: str
     updated_at: str
 
@@ -75,10 +92,20 @@ class SourceOut(ResponseModel):
     title: str
 
 
+class Author(ResponseModel):
+    type: Literal["visitor", "ai", "human"]
+    id: str | None = None
+    name: str | None = None
+
+
 class MessageOut(ResponseModel):
     id: str
     role: Literal["user", "assistant"]
     content: str
+    author: Author = Field(
+        description="visitor (role user), ai (the agent) or human (a member's reply, with"
+        " the member's id and name)"
+    )
     created_at: str
     rating: Literal["up", "down"] | None
     tool_calls: list[ToolCallOut] | None
@@ -93,6 +120,8 @@ class ConversationOut(ResponseModel):
     title: str
     session_id: str | None
     user: EndUser | None
+    status: Status = Field(description=STATUS_DESCRIPTION)
+    assignee: Assignee | None
     messages: list[MessageOut]
     created_at: str
     updated_at: str
@@ -127,6 +156,8 @@ def _base_json(conv: Conversation) -> dict:
         "title": conv.title,
         "sessionId": conv.session_id,
         "user": _user_json(conv),
+        "status": conv.status,
+        "assignee": assignee_of(conv),
     }
 
 
@@ -139,11 +170,21 @@ def summary_json(conv: Conversation) -> dict:
     }
 
 
+def author_json(msg: StoredMessage) -> dict:
+    """Who wrote a message: the visitor, the agent (ai) or a member (human)."""
+    if msg.role == "user":
+        return {"type": "visitor"}
+    if msg.author_id is None:
+        return {"type": "ai"}
+    return {"type": "human", "id": msg.author_id, "name": msg.author_name}
+
+
 def message_json(msg: StoredMessage) -> dict:
     return {
         "id": msg.id,
         "role": msg.role,
         "content": msg.content,
+        "author": author_json(msg),
         "createdAt": msg.created_at,
         "rating": msg.rating,
         "toolCalls": msg.tool_calls,
@@ -187,6 +228,7 @@ async def list_conversations(call: Call):
         query.limit,
         query.offset,
         decode_cursor(query.cursor),
+        query.status,
     )
     return envelope_response(
         [summary_json(c) for c in convs],

@@ -123,6 +123,8 @@ def _operation(endpoint: Endpoint, schemas: _Schemas) -> dict[str, Any]:
         "summary": endpoint.summary,
         "tags": [endpoint.tag],
     }
+    if "description" in endpoint.extra:
+        op["description"] = endpoint.extra["description"]
     params: list[dict[str, Any]] = [
         {"name": name, "in": "path", "required": True, "schema": _path_schema(endpoint, name, rx)}
         for name, rx in PATH_PARAM.findall(endpoint.path)

@@ -40,6 +40,11 @@ class MemberOut(ResponseModel):
     email: str
     name: str
     created_at: str
+    notify_handoffs: bool = Field(description="e-mailed when a visitor asks for a person")
+
+
+class MemberPatch(RequestModel):
+    notify_handoffs: bool
 
 
 class TeamContextOut(ResponseModel):
@@ -77,6 +82,7 @@ def member_json(member: Member) -> dict:
         "email": member.email,
         "name": member.name,
         "createdAt": member.created_at,
+        "notifyHandoffs": bool(member.notify_handoffs),
     }
 
 
@@ -205,3 +211,19 @@ async def delete_team_member(call: Call):
         call.params["memberId"],
     )
     return json_response({"success": True})
+
+
+@routes.patch(
+    "/team/members/{memberId}", body=MemberPatch, response=MemberOut, errors=(400, 403, 404)
+)
+async def patch_team_member(call: Call):
+    """Change your own notification choices (memberId: yours, or `me`)."""
+    assert call.principal is not None
+    member = await team_service.set_notify_handoffs(
+        call.app[keys.db_key],
+        call.team_id,
+        call.principal.user_id,
+        call.params["memberId"],
+        call.body.notify_handoffs,
+    )
+    return json_response(member_json(member))

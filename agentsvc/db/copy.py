@@ -35,6 +35,7 @@ TABLES = [
     "team_secrets",
     "conversations",
     "messages",
+    "conversation_events",
     "triggers",
     "form_submissions",
     "form_deliveries",

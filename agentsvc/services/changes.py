@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 PRINCIPALS = "principals"  # keys, sessions, members or a team's plan changed
 _AGENT = "agent:"
 _VECTORS = "vectors:"
+_CONVERSATION = "conversation:"
 
 
 def agent(agent_id: str) -> str:
@@ -29,6 +30,19 @@ def agent(agent_id: str) -> str:
 def vectors(agent_id: str) -> str:
     """An agent's documents or passage embeddings changed."""
     return _VECTORS + agent_id
+
+
+def conversation(team_id: str, conversation_id: str) -> str:
+    """A conversation has new events in the log (services/handoff/live.py reads them)."""
+    return f"{_CONVERSATION}{team_id}:{conversation_id}"
+
+
+def parse_conversation(topic: str) -> tuple[str, str] | None:
+    """(team id, conversation id) of a `conversation` topic, or None for another topic."""
+    if not topic.startswith(_CONVERSATION):
+        return None
+    team_id, _, conversation_id = topic[len(_CONVERSATION) :].partition(":")
+    return team_id, conversation_id
 
 
 def follow(

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from agentsvc.db import Tx
+from agentsvc.store.rows import dump_json, load_json
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,11 +21,18 @@ class Agent:
     created_at: str
     updated_at: str
     language: str = "english"
+    # Handoff to a person: {enabled, businessHours, offlineMessage, notify} (services.handoff).
+    handoff: dict[str, Any] | None = None
 
 
 _COLUMNS = (
     "id, team_id, name, slug, model, temperature, system_prompt, created_at, updated_at, language"
 )
+_SELECT = f"SELECT {_COLUMNS}, handoff FROM agents"
+
+
+def _agent(row: Any) -> Agent:
+    return Agent(*row[:-1], handoff=load_json(row[-1]))
 
 
 async def insert(tx: Tx, agent: Agent) -> None:
@@ -46,24 +55,21 @@ async def insert(tx: Tx, agent: Agent) -> None:
 
 async def get(tx: Tx, team_id: str, agent_id: str) -> Agent | None:
     """Return the team's agent, or None when it does not exist or belongs to another team."""
-    rows = await tx.fetchall(
-        f"SELECT {_COLUMNS} FROM agents WHERE id = ? AND team_id = ?", (agent_id, team_id)
-    )
-    return Agent(*rows[0]) if rows else None
+    rows = await tx.fetchall(f"{_SELECT} WHERE id = ? AND team_id = ?", (agent_id, team_id))
+    return _agent(rows[0]) if rows else None
 
 
 async def get_public(tx: Tx, agent_id: str) -> Agent | None:
     """Return an agent by id alone, for public endpoints addressed by agent id."""
-    rows = await tx.fetchall(f"SELECT {_COLUMNS} FROM agents WHERE id = ?", (agent_id,))
-    return Agent(*rows[0]) if rows else None
+    rows = await tx.fetchall(f"{_SELECT} WHERE id = ?", (agent_id,))
+    return _agent(rows[0]) if rows else None
 
 
 async def list_for_team(tx: Tx, team_id: str) -> list[Agent]:
     rows = await tx.fetchall(
-        f"SELECT {_COLUMNS} FROM agents WHERE team_id = ? ORDER BY created_at DESC, rowid DESC",
-        (team_id,),
+        f"{_SELECT} WHERE team_id = ? ORDER BY created_at DESC, rowid DESC", (team_id,)
     )
-    return [Agent(*r) for r in rows]
+    return [_agent(r) for r in rows]
 
 
 async def slugs_like(tx: Tx, team_id: str, base: str) -> set[str]:
@@ -77,9 +83,12 @@ async def slugs_like(tx: Tx, team_id: str, base: str) -> set[str]:
 
 
 async def update(tx: Tx, team_id: str, agent_id: str, fields: dict, now: str) -> bool:
-    """Update some of name, model, temperature, system_prompt, language; False when absent."""
-    allowed = {"name", "model", "temperature", "system_prompt", "language"}
+    """Update some of name, model, temperature, system_prompt, language, handoff; False when
+    absent."""
+    allowed = {"name", "model", "temperature", "system_prompt", "language", "handoff"}
     assert set(fields) <= allowed, fields
+    if "handoff" in fields:
+        fields = {**fields, "handoff": dump_json(fields["handoff"])}
     assignments = ", ".join(f"{col} = ?" for col in fields)
     changed = await tx.execute(
         f"UPDATE agents SET {assignments}{', ' if fields else ''}updated_at = ?"  # noqa: S608

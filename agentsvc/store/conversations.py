@@ -23,6 +23,14 @@ class Conversation:
     user_verified_by: str | None
     created_at: str
     updated_at: str
+    # Handoff: bot (the agent answers), waiting (a person was asked for), human, closed.
+    status: str = "bot"
+    assignee_id: str | None = None
+    handoff_at: str | None = None
+    first_reply_seconds: float | None = None
+    contact_email: str | None = None  # left by a visitor outside business hours
+    visitor_seen_at: str | None = None  # the visitor's event stream was last open then
+    assignee_name: str | None = None
     message_count: int = 0
 
 
@@ -39,19 +47,29 @@ class StoredMessage:
     model: str | None
     rating: str | None
     created_at: str
+    author_id: str | None = None  # a member's reply: the member, and their name then
+    author_name: str | None = None
 
 
 _CONV = (
     "id, agent_id, team_id, title, session_id, user_ref, user_email, user_name,"
     " user_verified_by, created_at, updated_at"
 )
-_MSG = (
-    "id, conversation_id, role, content, tool_calls, usage, sources, status, model, rating,"
-    " created_at"
+_HANDOFF = "status, assignee_id, handoff_at, first_reply_seconds, contact_email, visitor_seen_at"
+# A conversation with its assignee's name (the member's name as it is now).
+_SELECT = (
+    "SELECT "
+    + ", ".join("c." + c.strip() for c in f"{_CONV}, {_HANDOFF}".split(","))
+    + ", u.name FROM conversations c LEFT JOIN users u ON u.id = c.assignee_id"
 )
+MESSAGE_COLUMNS = (
+    "id, conversation_id, role, content, tool_calls, usage, sources, status, model, rating,"
+    " created_at, author_id, author_name"
+)
+STATUSES = ("bot", "waiting", "human", "closed")
 
 
-def _message(row: Any) -> StoredMessage:
+def message_from_row(row: Any) -> StoredMessage:
     values = list(row)
     for i in (4, 5, 6):
         values[i] = load_json(values[i])
@@ -81,8 +99,7 @@ async def insert_conversation(tx: Tx, conv: Conversation) -> None:
 async def get_for_agent(tx: Tx, agent_id: str, conversation_id: str) -> Conversation | None:
     """Return a conversation of the agent, or None."""
     rows = await tx.fetchall(
-        f"SELECT {_CONV} FROM conversations WHERE id = ? AND agent_id = ?",
-        (conversation_id, agent_id),
+        f"{_SELECT} WHERE c.id = ? AND c.agent_id = ?", (conversation_id, agent_id)
     )
     return Conversation(*rows[0]) if rows else None
 
@@ -90,35 +107,46 @@ async def get_for_agent(tx: Tx, agent_id: str, conversation_id: str) -> Conversa
 async def get(tx: Tx, team_id: str, conversation_id: str) -> Conversation | None:
     """Return the team's conversation, or None when absent or another team's."""
     rows = await tx.fetchall(
-        f"SELECT {_CONV} FROM conversations WHERE id = ? AND team_id = ?",
-        (conversation_id, team_id),
+        f"{_SELECT} WHERE c.id = ? AND c.team_id = ?", (conversation_id, team_id)
     )
     return Conversation(*rows[0]) if rows else None
 
 
 async def get_public(tx: Tx, conversation_id: str) -> Conversation | None:
     """Return a conversation by id alone (the caller checks the session id)."""
-    rows = await tx.fetchall(f"SELECT {_CONV} FROM conversations WHERE id = ?", (conversation_id,))
+    rows = await tx.fetchall(f"{_SELECT} WHERE c.id = ?", (conversation_id,))
     return Conversation(*rows[0]) if rows else None
 
 
 async def list_for_agent(
-    tx: Tx, agent_id: str, limit: int, offset: int, after: tuple[str, str] | None = None
+    tx: Tx,
+    agent_id: str,
+    limit: int,
+    offset: int,
+    after: tuple[str, str] | None = None,
+    status: str | None = None,
 ) -> tuple[list[Conversation], bool]:
     """A page of the agent's conversations, newest first (`created_at`, then `id`), with
     message counts, and whether more follow. With `after` (the (created_at, id) of the last
     one seen), the page starts after it (keyset: any depth costs the same) and `offset` is
-    not used."""
+    not used. `status` keeps only the conversations in that handoff status."""
     where, args = "c.agent_id = ?", [agent_id]
+    if status is not None:
+        where += " AND c.status = ?"
+        args.append(status)
     if after is not None:
         where += " AND (c.created_at, c.id) < (?, ?)"
         args += after
         offset = 0
     rows = await tx.fetchall(
         f"""
-        SELECT {", ".join("c." + c.strip() for c in _CONV.split(","))},
-               (SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id)
-        FROM conversations c
+        {
+            _SELECT.replace(
+                " FROM ",
+                ", (SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id) FROM ",
+                1,
+            )
+        }
         WHERE {where}
         ORDER BY c.created_at DESC, c.id DESC
         LIMIT ? OFFSET ?
@@ -126,6 +154,16 @@ async def list_for_agent(
         (*args, limit + 1, offset),
     )
     return [Conversation(*r) for r in rows[:limit]], len(rows) > limit
+
+
+async def count_in_status(tx: Tx, agent_id: str, status: str) -> int:
+    """The agent's conversations in one handoff status."""
+    return int(
+        await tx.fetchval(
+            "SELECT COUNT(*) FROM conversations WHERE agent_id = ? AND status = ?",
+            (agent_id, status),
+        )
+    )
 
 
 async def count_for_agent(tx: Tx, agent_id: str) -> int:
@@ -152,7 +190,7 @@ async def delete(tx: Tx, team_id: str, conversation_id: str) -> bool:
 async def insert_message(tx: Tx, msg: StoredMessage) -> None:
     """Insert a message."""
     await tx.execute(
-        f"INSERT INTO messages ({_MSG}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        f"INSERT INTO messages ({MESSAGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             msg.id,
             msg.conversation_id,
@@ -165,6 +203,8 @@ async def insert_message(tx: Tx, msg: StoredMessage) -> None:
             msg.model,
             msg.rating,
             msg.created_at,
+            msg.author_id,
+            msg.author_name,
         ),
     )
 
@@ -172,10 +212,10 @@ async def insert_message(tx: Tx, msg: StoredMessage) -> None:
 async def list_messages(tx: Tx, conversation_id: str) -> list[StoredMessage]:
     """The conversation's messages in the order they were written."""
     rows = await tx.fetchall(
-        f"SELECT {_MSG} FROM messages WHERE conversation_id = ? ORDER BY rowid",
+        f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE conversation_id = ? ORDER BY rowid",
         (conversation_id,),
     )
-    return [_message(r) for r in rows]
+    return [message_from_row(r) for r in rows]
 
 
 async def rate_message(
@@ -187,3 +227,57 @@ async def rate_message(
         (rating, now, message_id, conversation_id),
     )
     return changed > 0
+
+
+_HANDOFF_FIELDS = frozenset(
+    {"status", "assignee_id", "handoff_at", "first_reply_seconds", "contact_email"}
+)
+
+
+async def update_handoff(tx: Tx, conversation_id: str, fields: dict[str, Any], now: str) -> None:
+    """Set some handoff columns (status, assignee_id, handoff_at...) and updated_at."""
+    assert set(fields) <= _HANDOFF_FIELDS, fields
+    assignments = "".join(f"{col} = ?, " for col in fields)
+    await tx.execute(
+        f"UPDATE conversations SET {assignments}updated_at = ? WHERE id = ?",  # noqa: S608
+        (*fields.values(), now, conversation_id),
+    )
+
+
+async def set_visitor_seen(tx: Tx, conversation_id: str, seen_at: str | None) -> None:
+    """When the visitor's event stream was last open (None: it closed)."""
+    await tx.execute(
+        "UPDATE conversations SET visitor_seen_at = ? WHERE id = ?", (seen_at, conversation_id)
+    )
+
+
+async def get_message(tx: Tx, conversation_id: str, message_id: str) -> StoredMessage | None:
+    """One message of the conversation, or None."""
+    rows = await tx.fetchall(
+        f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE id = ? AND conversation_id = ?",
+        (message_id, conversation_id),
+    )
+    return message_from_row(rows[0]) if rows else None
+
+
+async def handoff_figures(tx: Tx, agent_id: str) -> tuple[int, int, float | None]:
+    """The agent's conversations, those handed to a person, and the median time (seconds)
+    from the handoff to the first member's reply (None before any reply)."""
+    total = await count_for_agent(tx, agent_id)
+    handoffs, replied = await tx.fetchone(
+        "SELECT COUNT(handoff_at), COUNT(first_reply_seconds) FROM conversations"
+        " WHERE agent_id = ? AND handoff_at IS NOT NULL",
+        (agent_id,),
+    )
+    median = None
+    if replied:
+        # The middle one or two of the sorted times, read by the index-free sort of the
+        # handed-off conversations only.
+        rows = await tx.fetchall(
+            "SELECT first_reply_seconds FROM conversations"
+            " WHERE agent_id = ? AND first_reply_seconds IS NOT NULL"
+            " ORDER BY first_reply_seconds LIMIT ? OFFSET ?",
+            (agent_id, 2 - replied % 2, (replied - 1) // 2),
+        )
+        median = sum(float(r[0]) for r in rows) / len(rows)
+    return total, int(handoffs or 0), median

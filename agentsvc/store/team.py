@@ -15,10 +15,11 @@ class Member:
     email: str
     name: str
     created_at: str
+    notify_handoffs: bool = False
 
 
 _MEMBER = (
-    "SELECT u.id, m.id, m.role, u.email, u.name, m.created_at"
+    "SELECT u.id, m.id, m.role, u.email, u.name, m.created_at, m.notify_handoffs = 1"
     " FROM memberships m JOIN users u ON u.id = m.user_id"
 )
 
@@ -36,6 +37,33 @@ async def list_members(tx: Tx, team_id: str) -> list[Member]:
 async def get_member(tx: Tx, team_id: str, member_id: str) -> Member | None:
     rows = await tx.fetchall(f"{_MEMBER} WHERE m.team_id = ? AND m.id = ?", (team_id, member_id))
     return Member(*rows[0]) if rows else None
+
+
+async def find_member(tx: Tx, team_id: str, ref: str) -> Member | None:
+    """The team's member by membership id or user id, or None."""
+    rows = await tx.fetchall(
+        f"{_MEMBER} WHERE m.team_id = ? AND (m.id = ? OR u.id = ?)", (team_id, ref, ref)
+    )
+    return Member(*rows[0]) if rows else None
+
+
+async def set_notify_handoffs(tx: Tx, team_id: str, user_id: str, notify: bool) -> bool:
+    """Whether the member is e-mailed about handoffs; False when not a member."""
+    changed = await tx.execute(
+        "UPDATE memberships SET notify_handoffs = ? WHERE team_id = ? AND user_id = ?",
+        (1 if notify else 0, team_id, user_id),
+    )
+    return changed > 0
+
+
+async def handoff_recipients(tx: Tx, team_id: str) -> list[str]:
+    """E-mail addresses of the members who asked to hear of handoffs."""
+    rows = await tx.fetchall(
+        "SELECT u.email FROM memberships m JOIN users u ON u.id = m.user_id"
+        " WHERE m.team_id = ? AND m.notify_handoffs = 1 ORDER BY m.rowid",
+        (team_id,),
+    )
+    return [r[0] for r in rows]
 
 
 async def delete_membership(tx: Tx, team_id: str, member_id: str) -> bool:

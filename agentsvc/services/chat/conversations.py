@@ -25,12 +25,16 @@ async def list_conversations(
     limit: int,
     offset: int,
     after: tuple[str, str] | None = None,
+    status: str | None = None,
 ) -> tuple[list[Conversation], int, bool]:
     """A page of an agent's conversations (newest first), the total, and whether more
-    follow; `after` continues from a (created_at, id) key instead of an offset."""
+    follow; `after` continues from a (created_at, id) key instead of an offset; `status`
+    keeps one handoff status."""
     if await agents_store.get(db.reader, team_id, agent_id) is None:
         raise NotFound("Agent not found")
-    page, more = await conv_store.list_for_agent(db.reader, agent_id, limit, offset, after)
+    page, more = await conv_store.list_for_agent(db.reader, agent_id, limit, offset, after, status)
+    if status is not None:
+        return page, await conv_store.count_in_status(db.reader, agent_id, status), more
     return page, await conv_store.count_for_agent(db.reader, agent_id), more
 
 

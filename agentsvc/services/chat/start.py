@@ -14,12 +14,15 @@ from agentsvc.errors import NotFound, ValidationFailed
 from agentsvc.ids import new_id, now_iso
 from agentsvc.language import DEFAULT_LANGUAGE
 from agentsvc.llm.base import Message, ProviderError, Providers
+from agentsvc.services import changes
 from agentsvc.services.agents import registry as agents_service
 from agentsvc.services.agents.registry import AgentCache
 from agentsvc.services.chat.conversations import caller_may_use
-from agentsvc.services.chat.turn import Turn
+from agentsvc.services.chat.turn import HeldTurn, Turn
+from agentsvc.services.handoff.flow import assignee_of
 from agentsvc.services.knowledge.retrieval import retrieve
 from agentsvc.services.knowledge.vectors import Semantic
+from agentsvc.store import conversation_events as events_store
 from agentsvc.store import conversations as conv_store
 from agentsvc.store import tools as tools_store
 from agentsvc.store.conversations import Conversation, StoredMessage
@@ -73,8 +76,10 @@ async def prepare_turn(
     providers: Providers,
     chat: ChatInput,
     semantic: Semantic | None = None,
-) -> Turn:
-    """Validate and load everything, store the user's message, and return the turn."""
+) -> Turn | HeldTurn:
+    """Validate and load everything, store the user's message, and return the turn; or,
+    while a person has the conversation (waiting, human), the held turn: the message is
+    stored for the team and the model is not called."""
     if chat.messages[-1][0] != "user":
         raise ValidationFailed("messages: the last message must have role 'user'")
     if not chat.messages[-1][1].strip():
@@ -144,16 +149,30 @@ async def prepare_turn(
     else:
         new_conv = None
     user_message = replace(user_message, conversation_id=conv.id)
+    held = conv.status in ("waiting", "human")
+    # A visitor writing to a closed conversation reopens it with the agent.
+    reopen = conv.status == "closed"
 
     async def write(tx: Tx) -> None:
         if new_conv is not None:
             await conv_store.insert_conversation(tx, new_conv)
+        elif reopen:
+            await conv_store.update_handoff(
+                tx, conv.id, {"status": "bot", "assignee_id": None}, now
+            )
+            await events_store.insert_status_event(
+                tx, conv.team_id, conv.agent_id, conv.id, "bot", None, now
+            )
         else:
             await conv_store.touch(tx, user_message.conversation_id, now)
         await conv_store.insert_message(tx, user_message)
+        await events_store.insert_message_event(tx, conv.team_id, conv.agent_id, user_message)
 
     # Batched with the other streams' writes: this is on the path to the first delta.
     await db.write_batched(write)
+    await db.announce(changes.conversation(conv.team_id, conv.id))
+    if held:
+        return HeldTurn(conv, user_message.id, conv.status, assignee_of(conv))
     return Turn(
         agent=agent,
         conversation=conv,
@@ -163,4 +182,5 @@ async def prepare_turn(
         provider=provider,
         model_name=model_name,
         passages=passages,
+        offer_handoff=bool((agent.handoff or {}).get("enabled")),
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -28,9 +29,11 @@ from agentsvc.llm.base import (
     ToolSpec,
     Usage,
 )
+from agentsvc.services import changes
 from agentsvc.services.knowledge import prompt
 from agentsvc.services.knowledge.retrieval import Passage
 from agentsvc.services.tenant.schemas import MAX_INPUT_DEPTH
+from agentsvc.store import conversation_events as events_store
 from agentsvc.store import conversations as conv_store
 from agentsvc.store.agents import Agent
 from agentsvc.store.conversations import Conversation, StoredMessage
@@ -39,6 +42,18 @@ from agentsvc.store.tools import Tool
 log = logging.getLogger(__name__)
 
 MAX_MODEL_CALLS = 8
+
+# The reserved tool offered when the agent hands conversations to people.
+REQUEST_HUMAN = "request_human"
+REQUEST_HUMAN_SPEC = ToolSpec(
+    REQUEST_HUMAN,
+    "Ask for a person from the team to take over this conversation. Call it when the user"
+    " asks to talk to a human, or when you cannot help and a person could.",
+    {
+        "type": "object",
+        "properties": {"reason": {"type": "string", "description": "Why, in a few words"}},
+    },
+)
 
 
 def _encodable(call: ToolCall) -> ToolCall:
@@ -85,6 +100,22 @@ class Turn:
     model_name: str
     # Knowledge passages retrieved for the user's message, best first.
     passages: list[Passage] = field(default_factory=list)
+    # Whether the model is offered `request_human` (the agent's handoff is enabled).
+    offer_handoff: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class HeldTurn:
+    """A visitor's message while a person has the conversation: stored, no model call."""
+
+    conversation: Conversation
+    message_id: str
+    status: str
+    assignee: dict[str, str] | None
+
+
+# Asks for a person for the conversation; returns the handoff state's JSON.
+RequestHuman = Callable[[Conversation], Awaitable[dict[str, Any]]]
 
 
 @dataclass(slots=True)
@@ -121,7 +152,10 @@ class TurnRunner:
         sink: EventSink,
         tool_runner: ToolRunnerLike,
         keepalive_seconds: float,
+        request_human: RequestHuman | None = None,
     ):
+        self._request_human = request_human
+        self._handoff: dict[str, Any] | None = None
         self._db = db
         self._turn = turn
         self._sink = sink
@@ -166,6 +200,8 @@ class TurnRunner:
         turn = self._turn
         context = list(turn.history)
         specs = tuple(ToolSpec(t.name, t.description, t.input_schema) for t in turn.tools.values())
+        if turn.offer_handoff and self._request_human is not None:
+            specs += (REQUEST_HUMAN_SPEC,)
         # The builtin model answers from the passages' texts; provider models read them in
         # a delimited block after the system prompt.
         system, texts = turn.agent.system_prompt, tuple(p.text for p in turn.passages)
@@ -187,7 +223,7 @@ class TurnRunner:
                 return
             context.append(Message("assistant", text, tuple(calls)))
             if await self._run_tools(calls, context):
-                return  # a form is shown: the turn waits for the end user
+                return  # a form is shown or a person asked for: the turn waits
 
     async def _model_call(self, request: ModelRequest) -> tuple[str, list[ToolCall]]:
         parts: list[str] = []
@@ -224,7 +260,8 @@ class TurnRunner:
         return "".join(parts), calls
 
     async def _run_tools(self, calls: list[ToolCall], context: list[Message]) -> bool:
-        """Run one model call's tools; return True when a form tool ends the turn."""
+        """Run one model call's tools; return True when a form tool or a handoff ends the
+        turn."""
         for call in calls:
             await self._sink.event(
                 "tool_use_start",
@@ -278,9 +315,14 @@ class TurnRunner:
                 )
             )
             await self._sink.event("tool_result", data)
+        if self._handoff is not None:
+            await self._sink.event("handoff", {"type": "handoff", **self._handoff})
+            return True
         return form_shown
 
     async def _run_one(self, call: ToolCall) -> tuple[Any, bool, dict[str, Any] | None]:
+        if call.name == REQUEST_HUMAN and self._turn.offer_handoff and self._request_human:
+            return await self._ask_for_person()
         tool = self._turn.tools.get(call.name)
         if tool is None:
             known = ", ".join(sorted(self._turn.tools)) or "none"
@@ -308,6 +350,23 @@ class TurnRunner:
             return f"Tool {tool.name} failed unexpectedly", True, None
         return result.output, bool(result.is_error), None
 
+    async def _ask_for_person(self) -> tuple[Any, bool, None]:
+        if self._handoff is None:
+            assert self._request_human is not None
+            self._handoff = await self._request_human(self._turn.conversation)
+        if self._handoff.get("online", True):
+            return (
+                "A person from the team was asked to take over; they will answer here.",
+                False,
+                None,
+            )
+        return (
+            "The team is away right now; the user was asked for an e-mail address to be"
+            " answered later.",
+            False,
+            None,
+        )
+
     async def _store(self, status: str) -> None:
         turn = self._turn
         now = now_iso()
@@ -334,8 +393,12 @@ class TurnRunner:
             created_at=now,
         )
 
+        conv = turn.conversation
+
         async def write(tx: Tx) -> None:
             await conv_store.insert_message(tx, message)
+            await events_store.insert_message_event(tx, conv.team_id, conv.agent_id, message)
             await conv_store.touch(tx, message.conversation_id, now)
 
         await self._db.write_batched(write)
+        await self._db.announce(changes.conversation(conv.team_id, conv.id))

@@ -231,6 +231,24 @@ async def accept_invitation(
     return Accepted(user, invitation.team_id, role or invitation.role)
 
 
+async def set_notify_handoffs(
+    db: Database, team_id: str, caller_id: str, member_ref: str, notify: bool
+) -> Member:
+    """Whether the caller is e-mailed about handoffs; each member chooses for themselves."""
+    async with db.write() as tx:
+        member = await team_store.find_member(
+            tx, team_id, caller_id if member_ref == "me" else member_ref
+        )
+        if member is None:
+            raise NotFound("Member not found")
+        if member.user_id != caller_id:
+            raise Forbidden("Members choose their own notifications")
+        await team_store.set_notify_handoffs(tx, team_id, caller_id, notify)
+        found = await team_store.find_member(tx, team_id, caller_id)
+    assert found is not None
+    return found
+
+
 async def remove_member(
     db: Database, resolver: KeyResolver, team_id: str, member_id: str
 ) -> Member:

@@ -88,6 +88,8 @@ WIRE_NAMES = {
 EMPTY_INPUT_SCHEMA = {"type": "object", "properties": {}}
 
 _NAME = re.compile(NAME_PATTERN)
+# Names the service offers the model itself (services/chat/turn.py).
+RESERVED_NAMES = frozenset({"request_human"})
 _FIELD_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 _URL_PARAM = re.compile(r"\{\{[^{}]*\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -104,6 +106,8 @@ def check_name(name: str) -> None:
             "must start with a lowercase letter and hold only lowercase letters, digits and "
             "underscores (at most 64 characters)",
         )
+    if name in RESERVED_NAMES:
+        raise fail("name", f"{name!r} is reserved (agents with handoff are offered it)")
 
 
 def check_input_schema(schema: Any) -> None:
@@ -145,6 +149,11 @@ def _check_url(field: str, url: Any, *, allow_private: bool, template: bool = Fa
             f"points to a private address ({shown}); "
             "set [outbound] allow_private = true to allow it",
         )
+
+
+def check_target_url(field: str, url: Any, *, allow_private: bool) -> None:
+    """An http(s) URL the service will post to, or ValidationFailed naming the field."""
+    _check_url(field, url, allow_private=allow_private)
 
 
 def _check_headers(field: str, headers: Any) -> None:

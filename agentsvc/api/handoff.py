@@ -1,0 +1,375 @@
+"""Handoff endpoints: asking for a person, taking, replying, releasing and closing a
+conversation, and the live event streams of a conversation and of the team's inbox."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import Field
+from pydantic.json_schema import SkipJsonSchema
+
+from agentsvc import keys
+from agentsvc.api import event_streams
+from agentsvc.api.conversations import (
+    SESSION_HEADER,
+    Assignee,
+    MessageOut,
+    Status,
+    author_json,
+    message_json,
+)
+from agentsvc.api.errors import RateLimited
+from agentsvc.api.limits import take_token
+from agentsvc.api.models import QueryModel, RequestModel, ResponseModel
+from agentsvc.api.routing import Call, RouteTable, envelope_response, parse_json
+from agentsvc.errors import ValidationFailed
+from agentsvc.services.handoff import flow
+from agentsvc.store.conversation_events import ConversationEvent
+from agentsvc.store.conversations import Conversation, StoredMessage
+
+routes = RouteTable("handoff")
+
+STREAM_SLOT_RETRY_AFTER_SECONDS = 5
+SessionId = Annotated[str, Field(min_length=1, max_length=200)]
+EventId = Annotated[int, Field(ge=0, le=event_streams.MAX_EVENT_ID)]
+
+
+def _optional_json(raw: bytes | bytearray) -> Any:
+    """A body that may be left out: nothing reads as `{}`."""
+    return {} if not raw.strip() else parse_json(raw)
+
+
+class HandoffBody(RequestModel):
+    session_id: SessionId | SkipJsonSchema[None] = Field(
+        None, description="the widget session that started the conversation (visitors)"
+    )
+
+
+class ContactBody(RequestModel):
+    session_id: SessionId | SkipJsonSchema[None] = None
+    email: Annotated[str, Field(min_length=3, max_length=320)]
+
+
+class AssignBody(RequestModel):
+    member_id: Annotated[str, Field(min_length=1, max_length=100)] | SkipJsonSchema[None] = Field(
+        None, description="a member's memberId or id (GET /team/members); default: the caller"
+    )
+
+
+class ReplyBody(RequestModel):
+    content: Annotated[str, Field(min_length=1, max_length=20_000, pattern=r"\S")]
+
+
+class EventsQuery(QueryModel):
+    session_id: SessionId | None = None
+    last_event_id: EventId | None = Field(
+        None, description="resume after this event id (or send the Last-Event-ID header)"
+    )
+
+
+class InboxQuery(QueryModel):
+    last_event_id: EventId | None = None
+
+
+class HandoffOut(ResponseModel):
+    conversation_id: str
+    status: Status
+    assignee: Assignee | None
+    online: bool = Field(description="false outside the agent's business hours")
+    offline_message: str | None = Field(description="shown to the visitor when not online")
+
+
+class ContactOut(ResponseModel):
+    conversation_id: str
+    email: str
+
+
+class HandoffStats(ResponseModel):
+    agent_id: str
+    conversations: int
+    handoffs: int = Field(description="conversations in which a person was asked for")
+    handoff_rate: float = Field(description="handoffs / conversations (0 to 1)")
+    median_first_reply_seconds: float | None = Field(
+        description="median time from the handoff to the first member's reply"
+    )
+
+
+def _ip(call: Call) -> str:
+    return call.request.remote or "unknown"
+
+
+async def _limit_visitor(call: Call, what: str) -> None:
+    per_minute = call.app[keys.settings_key].ratelimit.public_chat_per_minute
+    await take_token(
+        call.request,
+        f"{what}-ip:{_ip(call)}",
+        per_minute,
+        f"Rate limit of {per_minute} requests per minute exceeded",
+    )
+
+
+async def _conversation(call: Call, session_id: str | None) -> Conversation:
+    """The team's conversation (key or session), or the visitor's (their session id)."""
+    db = call.app[keys.db_key]
+    if call.principal is not None:
+        return await flow.for_team(db, call.team_id, call.params["id"])
+    session = session_id or call.request.headers.get(SESSION_HEADER)
+    return await flow.for_visitor(db, call.params["id"], session)
+
+
+def _flow_deps(call: Call) -> tuple[Any, Any]:
+    return call.app[keys.db_key], call.app[keys.agent_cache_key]
+
+
+@routes.post(
+    "/conversations/{id}/handoff",
+    auth="optional",
+    cors=True,
+    body=HandoffBody,
+    parse=_optional_json,
+    response=HandoffOut,
+    envelope=True,
+    errors=(400, 403, 404, 429),
+)
+async def post_handoff(call: Call):
+    """Ask for a person (the visitor with the conversation's sessionId, or the team)."""
+    if call.principal is None:
+        await _limit_visitor(call, "handoff")
+    conv = await _conversation(call, call.body.session_id)
+    db, agents = _flow_deps(call)
+    state = await flow.request_human(
+        db, agents, call.app[keys.handoff_notifier_key], conv, by_visitor=call.principal is None
+    )
+    return envelope_response(state.json())
+
+
+def _check_email(email: str) -> str:
+    local, at, domain = email.rpartition("@")
+    if (
+        not at
+        or not local
+        or "." not in domain
+        or any(c.isspace() or ord(c) < 32 or c in "<>,;\"'" for c in email)
+    ):
+        raise ValidationFailed("email: must be an e-mail address such as ana@example.com")
+    return email
+
+
+@routes.post(
+    "/conversations/{id}/contact",
+    auth="optional",
+    cors=True,
+    body=ContactBody,
+    response=ContactOut,
+    envelope=True,
+    errors=(400, 404, 429),
+)
+async def post_contact(call: Call):
+    """Leave an e-mail address for the team's reply (the visitor, outside business hours)."""
+    body: ContactBody = call.body
+    if call.principal is None:
+        await _limit_visitor(call, "contact")
+    email = _check_email(body.email)
+    conv = await _conversation(call, body.session_id)
+    await flow.leave_contact(call.app[keys.db_key], conv, email)
+    return envelope_response({"conversationId": conv.id, "email": email})
+
+
+@routes.post(
+    "/conversations/{id}/assign",
+    body=AssignBody,
+    parse=_optional_json,
+    response=HandoffOut,
+    envelope=True,
+    errors=(400, 404),
+)
+async def post_assign(call: Call):
+    """Take the conversation (or give it to a member): it is then `human`."""
+    body: AssignBody = call.body
+    db, agents = _flow_deps(call)
+    conv = await flow.for_team(db, call.team_id, call.params["id"])
+    assert call.principal is not None
+    member = body.member_id or call.principal.user_id
+    state = await flow.assign(db, agents, call.team_id, conv, member)
+    return envelope_response(state.json())
+
+
+@routes.post(
+    "/conversations/{id}/messages",
+    body=ReplyBody,
+    response=MessageOut,
+    envelope=True,
+    status=201,
+    errors=(400, 404),
+)
+async def post_message(call: Call):
+    """Reply to the visitor as a member (takes the conversation when nobody has it)."""
+    db, agents = _flow_deps(call)
+    conv = await flow.for_team(db, call.team_id, call.params["id"])
+    assert call.principal is not None
+    message = await flow.reply(
+        db,
+        agents,
+        call.app[keys.handoff_notifier_key],
+        call.team_id,
+        conv,
+        call.principal.user_id,
+        call.body.content,
+        call.app[keys.settings_key].handoff.keepalive_seconds,
+    )
+    return envelope_response(message_json(message), status=201)
+
+
+@routes.post("/conversations/{id}/release", response=HandoffOut, envelope=True, errors=(404,))
+async def post_release(call: Call):
+    """Hand the conversation back to the agent: it is then `bot`."""
+    db, agents = _flow_deps(call)
+    conv = await flow.for_team(db, call.team_id, call.params["id"])
+    return envelope_response((await flow.release(db, agents, conv)).json())
+
+
+@routes.post("/conversations/{id}/close", response=HandoffOut, envelope=True, errors=(404,))
+async def post_close(call: Call):
+    """Close the conversation (a visitor's next message reopens it with the agent)."""
+    db, agents = _flow_deps(call)
+    conv = await flow.for_team(db, call.team_id, call.params["id"])
+    return envelope_response((await flow.close(db, agents, conv)).json())
+
+
+@routes.get("/agents/{id}/handoff-stats", response=HandoffStats, envelope=True, errors=(404,))
+async def get_handoff_stats(call: Call):
+    """The agent's handoff rate and median time to the first human reply."""
+    figures = await flow.stats(call.app[keys.db_key], call.team_id, call.params["id"])
+    return envelope_response(figures)
+
+
+# ── live events ─────────────────────────────────────────────────────────────────────
+
+
+def _visitor_message(msg: StoredMessage) -> dict[str, Any]:
+    # What the visitor's widget shows; tool calls and usage stay with the team.
+    return {
+        "id": msg.id,
+        "role": msg.role,
+        "content": msg.content,
+        "author": author_json(msg),
+        "createdAt": msg.created_at,
+    }
+
+
+def _status_json(event: ConversationEvent) -> dict[str, Any]:
+    assignee = (
+        {"id": event.assignee_id, "name": event.assignee_name or ""} if event.assignee_id else None
+    )
+    return {"conversationId": event.conversation_id, "status": event.status, "assignee": assignee}
+
+
+def _render_for(team: bool):
+    shape = message_json if team else _visitor_message
+
+    def render(event: ConversationEvent) -> tuple[str, dict[str, Any]]:
+        if event.kind == "status":
+            return "status", {"type": "status", **_status_json(event)}
+        assert event.message is not None
+        return "message", {
+            "type": "message",
+            "conversationId": event.conversation_id,
+            "message": shape(event.message),
+        }
+
+    return render
+
+
+def _render_inbox(event: ConversationEvent) -> tuple[str, dict[str, Any]]:
+    data: dict[str, Any] = {
+        "type": "conversation",
+        "kind": event.kind,
+        "conversationId": event.conversation_id,
+        "agentId": event.agent_id,
+    }
+    if event.kind == "status":
+        data.update(_status_json(event))
+    elif event.message is not None:
+        data["message"] = message_json(event.message)
+    return "conversation", data
+
+
+EVENTS_DOC = (
+    "Server-Sent Events: `message` {type, conversationId, message} for each new message (any"
+    " author) and `status` {type, conversationId, status, assignee} for each change, each"
+    " with an `id:`; the first event is the current `status` (without an id). Send"
+    " Last-Event-ID (or lastEventId) to resume after a reconnect."
+)
+
+
+@routes.get(
+    "/conversations/{id}/events",
+    auth="optional",
+    cors=True,
+    query=EventsQuery,
+    stream=True,
+    errors=(400, 404, 429),
+    extra={"description": EVENTS_DOC},
+)
+async def get_conversation_events(call: Call):
+    """Follow a conversation live (the visitor with its sessionId, or the team)."""
+    query: EventsQuery = call.query
+    after = event_streams.last_event_id(call, query.last_event_id)
+    conv = await _conversation(call, query.session_id)
+    app = call.app
+    live = app[keys.live_events_key]
+    snapshot = event_streams.frame(
+        "status",
+        {
+            "type": "status",
+            "conversationId": conv.id,
+            "status": conv.status,
+            "assignee": flow.assignee_of(conv),
+        },
+    )
+    if call.principal is not None:
+        following = await live.follow_conversation(conv.id, after)
+        return await event_streams.serve(call, following, _render_for(True), [snapshot])
+    limiter = app[keys.limiter_key]
+    slot = f"event-streams:{_ip(call)}"
+    cap = app[keys.settings_key].handoff.max_public_streams_per_ip
+    if not await limiter.hold(slot, cap):
+        raise RateLimited(
+            f"At most {cap} open event streams per address",
+            headers={"Retry-After": str(STREAM_SLOT_RETRY_AFTER_SECONDS)},
+        )
+    db = app[keys.db_key]
+    try:
+        following = await live.follow_conversation(conv.id, after)
+        await flow.visitor_seen(db, conv.id, True)
+
+        async def still_here() -> None:
+            await flow.visitor_seen(db, conv.id, True)
+
+        try:
+            return await event_streams.serve(
+                call, following, _render_for(False), [snapshot], still_here
+            )
+        finally:
+            await flow.visitor_seen(db, conv.id, False)
+    finally:
+        await limiter.release(slot)
+
+
+@routes.get(
+    "/inbox/events",
+    query=InboxQuery,
+    stream=True,
+    errors=(400,),
+    extra={
+        "description": "Server-Sent Events: `conversation` {type, kind: status|message,"
+        " conversationId, agentId, status, assignee | message} for every status change and"
+        " every visitor message of the team's conversations, each with an `id:`"
+        " (Last-Event-ID resumes)."
+    },
+)
+async def get_inbox_events(call: Call):
+    """Follow the team's inbox live: status changes and visitors' messages."""
+    after = event_streams.last_event_id(call, call.query.last_event_id)
+    following = await call.app[keys.live_events_key].follow_inbox(call.team_id, after)
+    return await event_streams.serve(call, following, _render_inbox, [])
