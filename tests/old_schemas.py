@@ -13,12 +13,15 @@ MIGRATION_6 = schema_sql()[schema_sql().index("\n-- ── totals kept as counte
 # Migration number -> (text in schema.sql, text before that migration).
 _SCHEMA = schema_sql()
 SCHEMA_7_CONVERSATIONS = _SCHEMA[
-    _SCHEMA.index("    user_verified_by TEXT CHECK (user_verified_by IN ('userToken', 'userHash', 'apiKey')),\n")
-    : _SCHEMA.index("    visitor_seen_at TEXT\n);") + len("    visitor_seen_at TEXT\n);")
+    _SCHEMA.index(
+        "    user_verified_by TEXT CHECK (user_verified_by IN ('userToken', 'userHash', 'apiKey')),\n"
+    ) : _SCHEMA.index("    visitor_seen_at TEXT\n);") + len("    visitor_seen_at TEXT\n);")
 ]
 SCHEMA_7_EVENTS = _SCHEMA[
-    _SCHEMA.index("\n-- What happened in a conversation, in order") + 1
-    : _SCHEMA.index("WHERE inbox = 1;\n") + len("WHERE inbox = 1;\n")
+    _SCHEMA.index("\n-- What happened in a conversation, in order") + 1 : _SCHEMA.index(
+        "WHERE inbox = 1;\n"
+    )
+    + len("WHERE inbox = 1;\n")
 ]
 
 UNDO: dict[int, list[tuple[str, str]]] = {
@@ -66,7 +69,10 @@ UNDO: dict[int, list[tuple[str, str]]] = {
         ),
     ],
     7: [
-        ("    handoff         TEXT,                   -- handoff settings, JSON (migration 7)\n", ""),
+        (
+            "    handoff         TEXT,                   -- handoff settings, JSON (migration 7)\n",
+            "",
+        ),
         (
             "    notify_handoffs INTEGER NOT NULL DEFAULT 0, -- e-mail me when a visitor asks for"
             " a person (migration 7)\n",

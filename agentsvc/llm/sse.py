@@ -15,6 +15,7 @@ from dataclasses import dataclass
 class SseEvent:
     event: str  # "message" when the event had no `event:` line
     data: str
+    id: str | None = None  # the `id:` line (live event streams resume after it)
 
 
 class SseParser:
@@ -24,6 +25,7 @@ class SseParser:
         self._buffer = bytearray()
         self._event = ""
         self._data: list[str] = []
+        self._id: str | None = None
         self._skip_lf = False  # the last chunk ended in CR: a following LF belongs to it
 
     def feed(self, chunk: bytes) -> list[SseEvent]:
@@ -60,9 +62,10 @@ class SseParser:
     def _line(self, line: str, events: list[SseEvent]) -> None:
         if not line:
             if self._data:
-                events.append(SseEvent(self._event or "message", "\n".join(self._data)))
+                events.append(SseEvent(self._event or "message", "\n".join(self._data), self._id))
             self._event = ""
             self._data = []
+            self._id = None
             return
         if line.startswith(":"):
             return  # a comment (keep-alive)
@@ -73,6 +76,8 @@ class SseParser:
             self._data.append(value)
         elif name == "event":
             self._event = value
+        elif name == "id":
+            self._id = value
 
 
 async def iter_events(chunks: AsyncIterator[bytes]) -> AsyncIterator[SseEvent]:

@@ -225,12 +225,13 @@ async def reply(
     )
 
     async def write(tx: Tx) -> None:
-        await conv_store.insert_message(tx, message)
-        await events_store.insert_message_event(tx, conv.team_id, conv.agent_id, message)
+        # The member takes the conversation, then their message follows.
         if "status" in fields:
             await events_store.insert_status_event(
                 tx, conv.team_id, conv.agent_id, conv.id, "human", assignee, now
             )
+        await conv_store.insert_message(tx, message)
+        await events_store.insert_message_event(tx, conv.team_id, conv.agent_id, message)
         await conv_store.update_handoff(tx, conv.id, fields, now)
 
     await db.write_batched(write)
