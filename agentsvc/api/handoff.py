@@ -21,7 +21,7 @@ from agentsvc.api.conversations import (
 from agentsvc.api.errors import RateLimited
 from agentsvc.api.limits import take_token
 from agentsvc.api.models import QueryModel, RequestModel, ResponseModel
-from agentsvc.api.routing import Call, RouteTable, envelope_response, parse_json
+from agentsvc.api.routing import Call, RouteTable, envelope_response, json_response, parse_json
 from agentsvc.errors import ValidationFailed
 from agentsvc.services.handoff import flow
 from agentsvc.store.conversation_events import ConversationEvent
@@ -241,6 +241,30 @@ async def get_handoff_stats(call: Call):
     """The agent's handoff rate and median time to the first human reply."""
     figures = await flow.stats(call.app[keys.db_key], call.team_id, call.params["id"])
     return envelope_response(figures)
+
+
+class WidgetHandoff(ResponseModel):
+    enabled: bool
+    online: bool
+    offline_message: str | None
+
+
+@routes.get(
+    "/widget/handoff/{agentId}",
+    auth="public",
+    cors=True,
+    response=WidgetHandoff,
+    response_headers=("Cache-Control",),
+    errors=(404,),
+)
+async def get_widget_handoff(call: Call):
+    """Whether the widget offers "Talk to a person", and whether the team is in (public)."""
+    found = await flow.widget_handoff(
+        call.app[keys.db_key], call.app[keys.agent_cache_key], call.params["agentId"]
+    )
+    response = json_response(found)
+    response.headers["Cache-Control"] = "public, max-age=60"
+    return response
 
 
 # ── live events ─────────────────────────────────────────────────────────────────────

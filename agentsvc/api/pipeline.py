@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 PREFLIGHT_HEADERS = {
     "Access-Control-Allow-Origin": "*",
     "Access-Control-Allow-Methods": "GET, POST, OPTIONS",
-    "Access-Control-Allow-Headers": "Content-Type, Authorization, X-Session-Id",
+    "Access-Control-Allow-Headers": "Content-Type, Authorization, X-Session-Id, Last-Event-ID",
     "Access-Control-Max-Age": "86400",
 }
 

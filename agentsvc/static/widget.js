@@ -236,11 +236,15 @@
     ".compose textarea{flex:1;resize:none;height:38px;padding:8px;border:1px solid #c9ccd1;border-radius:8px}",
     ".bubble-wrap{display:flex;gap:4px;align-items:flex-start}",
     ".bubble{max-width:260px;text-align:left;background:#fff;color:#1f2328;border:0;border-radius:12px;padding:10px 12px;box-shadow:0 4px 14px rgba(0,0,0,.2)}",
-    ".bubble-x{border:0;background:#fff;border-radius:50%;width:22px;height:22px;box-shadow:0 2px 6px rgba(0,0,0,.2)}"
+    ".bubble-x{border:0;background:#fff;border-radius:50%;width:22px;height:22px;box-shadow:0 2px 6px rgba(0,0,0,.2)}",
+    ".who{display:block;font-size:12px;font-weight:600;color:#57606a;margin-bottom:2px}",
+    ".note{align-self:center;max-width:90%;text-align:center;color:#57606a;font-size:13px}",
+    ".human-btn{border:1px solid #fff;background:none;color:#fff;border-radius:12px;padding:2px 9px;font-size:12px;margin-left:auto;margin-right:8px}",
+    ".contact{display:flex;gap:6px;align-self:stretch}.contact input{flex:1;padding:6px;border:1px solid #c9ccd1;border-radius:6px}"
   ].join("\n");
 
   // ── The UI, in a shadow root so host styles neither leak in nor out ─────────────────
-  var host, panel, log, input, sendBtn, launcher, bubbleWrap, bubbleBtn;
+  var host, panel, log, input, sendBtn, launcher, bubbleWrap, bubbleBtn, humanBtn;
   var isOpen = false, busy = false, bubbleTimer = null, proactive = null;
 
   function build() {
@@ -260,6 +264,7 @@
     panel = el("div", { id: "panel", class: "panel", role: "dialog", "aria-label": cfg.title || "Chat", hidden: true }, [
       el("div", { class: "head" }, [
         el("h2", { text: cfg.title || "Chat" }),
+        humanBtn = el("button", { type: "button", class: "human-btn", hidden: true, text: "Talk to a person", onclick: function () { askForPerson(); } }),
         el("button", { class: "x", type: "button", "aria-label": "Close", text: "×", onclick: function () { close(); } })
       ]),
       log,
@@ -284,14 +289,17 @@
     shadow.appendChild(wrap);
     D.body.appendChild(host);
     conv.messages.forEach(function (m) { renderMessage(m); });
+    follow();
   }
 
   function scrollLog() { log.scrollTop = log.scrollHeight; }
 
   function renderMessage(m) {
-    var node = el("div", { class: "msg " + m.role, text: m.content });
+    var node = el("div", { class: "msg " + m.role });
+    if (m.author && m.author.type === "human") node.appendChild(el("span", { class: "who", text: m.author.name || "Team" }));
+    node.appendChild(D.createTextNode(m.content));
     log.appendChild(node);
-    if (m.role === "assistant" && m.id) addFeedback(node, m);
+    if (m.role === "assistant" && m.id && !(m.author && m.author.type === "human")) addFeedback(node, m);
     scrollLog();
     return node;
   }
@@ -441,7 +449,9 @@
         scrollLog();
       } else if (name === "tool_result") {
         node = null;
-        renderToolResult(data);
+        if (data.toolName !== "request_human") renderToolResult(data);
+      } else if (name === "handoff") {
+        handedOver(data);
       } else if (name === "error") {
         var e = data.error || {};
         throw new Error(e.message || "The assistant could not answer.");
@@ -465,33 +475,129 @@
           throw new Error(errorMessage(parsed, r.status));
         });
       }
-      var reader = r.body.getReader(), decoder = new TextDecoder(), buf = "";
-      function pump() {
-        return reader.read().then(function (res) {
-          buf += decoder.decode(res.value || new Uint8Array(), { stream: !res.done });
-          var parts = buf.split(/\r?\n\r?\n/);
-          buf = res.done ? "" : parts.pop();
-          parts.forEach(function (block) {
-            var name = "message", data = "";
-            block.split(/\r?\n/).forEach(function (line) {
-              if (line.indexOf("event:") === 0) name = line.slice(6).trim();
-              else if (line.indexOf("data:") === 0) data += line.slice(5).replace(/^ /, "");
-            });
-            if (!data) return;
-            var parsed;
-            try { parsed = JSON.parse(data); } catch (e) { return; }
-            onEvent(name, parsed);
-          });
-          return res.done ? null : pump();
-        });
-      }
-      return pump();
+      return readSse(r, onEvent);
     }).then(function () { finish(); return true; }, function (err) {
       if (err === null) return true; // answered by the retry of a lost conversation
       finish();
       showError(err && err.message ? err.message : "Network error", retry);
       return false;
     });
+  }
+
+  // Reads an SSE response, calling onEvent(name, data, id) for each event.
+  function readSse(r, onEvent) {
+    var reader = r.body.getReader(), decoder = new TextDecoder(), buf = "";
+    function pump() {
+      return reader.read().then(function (res) {
+        buf += decoder.decode(res.value || new Uint8Array(), { stream: !res.done });
+        var parts = buf.split(/\r?\n\r?\n/);
+        buf = res.done ? "" : parts.pop();
+        parts.forEach(function (block) {
+          var name = "message", data = "", id = null;
+          block.split(/\r?\n/).forEach(function (line) {
+            if (line.indexOf("event:") === 0) name = line.slice(6).trim();
+            else if (line.indexOf("data:") === 0) data += line.slice(5).replace(/^ /, "");
+            else if (line.indexOf("id:") === 0) id = line.slice(3).trim();
+          });
+          if (!data) return;
+          var parsed;
+          try { parsed = JSON.parse(data); } catch (e) { return; }
+          onEvent(name, parsed, id);
+        });
+        return res.done ? null : pump();
+      });
+    }
+    return pump();
+  }
+
+  // ── A person from the team: handoff, live replies, an address when away ─────────────
+  var handoffOn = false, following = null, followRetry = null;
+  function note(text) {
+    log.appendChild(el("div", { class: "note", role: "status", text: text }));
+    scrollLog();
+  }
+  function loadHandoff() {
+    return request("GET", "/widget/handoff/" + encodeURIComponent(agentId)).then(function (h) {
+      handoffOn = !!(h && h.enabled);
+      humanBtn.hidden = !handoffOn;
+    }, function () { /* no handoff: the button stays hidden */ });
+  }
+  function askForPerson() {
+    var first = conv.conversationId ? Promise.resolve(true) : send("I would like to talk to a person.");
+    return first.then(function (ok) {
+      if (!ok || !conv.conversationId || conv.status === "waiting" || conv.status === "human") return;
+      return request("POST", "/conversations/" + encodeURIComponent(conv.conversationId) + "/handoff",
+        { sessionId: sessionId() }).then(function (r) { handedOver(r && r.data); }, function (e) { showError(e.message); });
+    });
+  }
+  function handedOver(h) {
+    if (!h || !h.status) return;
+    var was = conv.status;
+    conv.status = h.status;
+    saveConv();
+    if (h.status === "waiting" && was !== "waiting") {
+      if (h.online === false) askAddress(h.offlineMessage);
+      else note("A person from the team will answer here shortly.");
+    }
+    emit("handoff", h);
+    follow();
+  }
+  function askAddress(message) {
+    if (message) note(message);
+    var field = el("input", { type: "email", "aria-label": "Your e-mail address", placeholder: "you@example.com", required: true, autocomplete: "email" });
+    var box = el("form", { class: "contact", onsubmit: function (e) {
+      e.preventDefault();
+      request("POST", "/conversations/" + encodeURIComponent(conv.conversationId) + "/contact",
+        { sessionId: sessionId(), email: field.value.trim() }).then(function () {
+        box.remove();
+        note("Thank you. We will answer at " + field.value.trim() + ".");
+      }, function (err) { showError(err.message); });
+    } }, [field, el("button", { type: "submit", class: "primary", text: "Send" })]);
+    log.appendChild(box);
+    scrollLog();
+  }
+  function known(id) {
+    return conv.messages.some(function (m) { return m.id === id; });
+  }
+  function onLive(name, data, id) {
+    if (id) { conv.lastEventId = id; saveConv(); }
+    if (name === "status") {
+      var was = conv.status;
+      if (data.status === "human" && data.assignee && (was !== "human" || !conv.assignee || conv.assignee.id !== data.assignee.id) && id) {
+        note((data.assignee.name || "A person") + " joined the conversation.");
+      } else if (data.status === "bot" && was && was !== "bot" && id) {
+        note("The assistant is back.");
+      }
+      conv.status = data.status;
+      conv.assignee = data.assignee || null;
+      saveConv();
+    } else if (name === "message" && data.message) {
+      var m = data.message;
+      if (m.role === "user" || known(m.id) || !m.content) return;
+      var shown = { role: "assistant", content: m.content, id: m.id, rating: null, author: m.author };
+      conv.messages.push(shown);
+      saveConv();
+      renderMessage(shown);
+      emit("message", { role: "assistant", content: m.content, messageId: m.id, author: m.author });
+    }
+  }
+  // Follow the conversation live while a person is (or may be) in it: replayed from the
+  // last event seen, so nothing is lost across reconnects and page loads.
+  function follow() {
+    if (following || !conv.conversationId || !(conv.status === "waiting" || conv.status === "human")) return;
+    var id = conv.conversationId;
+    var headers = { "X-Session-Id": sessionId(), Accept: "text/event-stream", "Last-Event-ID": String(conv.lastEventId || 0) };
+    following = fetch(api + "/conversations/" + encodeURIComponent(id) + "/events", { headers: headers })
+      .then(function (r) {
+        if (!r.ok || !r.body) throw new Error("events " + r.status);
+        return readSse(r, function (name, data, eid) { if (conv.conversationId === id) onLive(name, data, eid); });
+      })
+      .then(function () { return 0; }, function () { return 1; })
+      .then(function (failed) {
+        following = null;
+        clearTimeout(followRetry);
+        followRetry = setTimeout(follow, failed ? 5000 : 500);
+      });
   }
 
   // ── Tool results by displayConfig type ──────────────────────────────────────────────
@@ -945,6 +1051,7 @@
     registerFormHandler: function (name, fn) { if (typeof fn === "function") handlers[name] = fn; },
     showBubble: function (message, seconds) { showBubble(message, seconds); },
     showForm: function (toolIdOrName) { return showForm(toolIdOrName); },
+    talkToPerson: function () { return askForPerson(); },
     on: function (name, fn) { (listeners[name] = listeners[name] || []).push(fn); },
     off: function (name, fn) {
       listeners[name] = (listeners[name] || []).filter(function (f) { return f !== fn; });
@@ -968,7 +1075,7 @@
         try { fn.apply(null, call[1] || []); } catch (e) { if (W.console) console.error(e); }
       }
     });
-    loadTriggers().then(function () { target.ready = true; emit("ready", {}); });
+    Promise.all([loadTriggers(), loadHandoff()]).then(function () { target.ready = true; emit("ready", {}); });
   }
   if (D.body) start(); else D.addEventListener("DOMContentLoaded", start);
 })();

@@ -45,6 +45,7 @@ OWNER_EMAIL = "owner@example.com"
 PASSWORD = "correct horse battery"  # noqa: S105 (a test password)
 PAGES = [
     "Agents",
+    "Inbox",
     "Knowledge",
     "Tools",
     "Triggers",

@@ -114,6 +114,20 @@ def _state(conv: Conversation, agent: Agent, status: str, assignee) -> HandoffSt
     )
 
 
+async def widget_handoff(db: Database, agents: AgentCache, agent_id: str) -> dict[str, Any]:
+    """What the widget needs to offer a person: enabled, in business hours, the message."""
+    agent = await agents_service.find_agent(db, agents, agent_id)
+    if agent is None:
+        raise NotFound("Agent not found")
+    settings = settings_of(agent.handoff)
+    online = is_online(settings, datetime.now(UTC))
+    return {
+        "enabled": bool(settings["enabled"]),
+        "online": online,
+        "offlineMessage": None if online else settings["offlineMessage"],
+    }
+
+
 async def request_human(
     db: Database,
     agents: AgentCache,

@@ -8,6 +8,7 @@ import { renderDocument, renderKnowledge } from "./page-knowledge.js";
 import { renderTool, renderTools } from "./page-tools.js";
 import { renderTrigger, renderTriggers } from "./page-triggers.js";
 import { renderConversation, renderConversations } from "./page-conversations.js";
+import { renderInbox, renderInboxConversation } from "./page-inbox.js";
 import { renderSubmission, renderSubmissions } from "./page-submissions.js";
 import { renderAnalytics } from "./page-analytics.js";
 import { renderPreview } from "./page-preview.js";
@@ -17,11 +18,13 @@ import { renderApiKeys } from "./page-apikeys.js";
 import { renderSecrets } from "./page-secrets.js";
 
 const root = document.getElementById("app");
+const leaving = [];
 const AGENT_KEY = "agentsvc:dashboard:agent";
 
 /** Navigation: [hash, label, page, needs an agent]. */
 const NAV = [
   ["agents", "Agents", renderAgents, false],
+  ["inbox", "Inbox", renderInbox, false],
   ["knowledge", "Knowledge", renderKnowledge, true],
   ["tools", "Tools", renderTools, true],
   ["triggers", "Triggers", renderTriggers, true],
@@ -40,6 +43,7 @@ const DETAIL = {
   tools: renderTool,
   triggers: renderTrigger,
   conversations: renderConversation,
+  inbox: renderInboxConversation,
   submissions: renderSubmission,
 };
 
@@ -54,6 +58,10 @@ const ctx = {
   },
   get agent() {
     return this.agents.find((a) => a.id === this.agentId) || null;
+  },
+  /** Run `fn` when the page is left (live streams close). */
+  onLeave(fn) {
+    leaving.push(fn);
   },
   navigate(hash) {
     if (location.hash === hash) route();
@@ -139,6 +147,13 @@ let routeSeq = 0;
 async function route() {
   if (!shell) return;
   const seq = ++routeSeq;
+  while (leaving.length) {
+    try {
+      leaving.pop()();
+    } catch {
+      /* a stream already closed */
+    }
+  }
   const parts = (location.hash.replace(/^#\/?/, "") || "agents").split("/").map(decodeURIComponent);
   const [section, id] = parts;
   const entry = NAV.find((n) => n[0] === section) || NAV[0];

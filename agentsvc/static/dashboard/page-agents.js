@@ -76,6 +76,53 @@ function agentBody(data) {
   return body;
 }
 
+const DAYS = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"];
+
+/** Business hours as lines of text ("mon 09:00-17:00"), and back. */
+export function hoursText(hours) {
+  return hours ? hours.intervals.map((i) => `${i.day} ${i.start}-${i.end}`).join("\n") : "";
+}
+export function parseHours(text) {
+  return text.split(/\n+/).map((line) => line.trim()).filter(Boolean).map((line) => {
+    const m = line.toLowerCase().match(/^([a-z]{3})\s+(\d\d:\d\d)\s*-\s*(\d\d:\d\d)$/);
+    if (!m || !DAYS.includes(m[1])) throw new Error(`business hours: "${line}" should read like "mon 09:00-17:00"`);
+    return { day: m[1], start: m[2], end: m[3] };
+  });
+}
+
+/** Handoff to a person: on/off, business hours, the offline message, notifications. */
+function handoffForm(agent) {
+  const hand = agent.handoff;
+  const hours = hand.businessHours;
+  const zone = hours ? hours.timezone : Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
+  const form = onSubmit(h("form", { class: "stack card", "aria-label": "Handoff to a person" },
+    h("h2", {}, "Handoff to a person"),
+    h("label", {}, h("input", { type: "checkbox", name: "enabled", checked: hand.enabled }),
+      " Visitors may ask for a person (the widget shows \"Talk to a person\"; the model may call request_human)"),
+    field("Business hours", h("textarea", { name: "hours", rows: 4, placeholder: "mon 09:00-17:00\ntue 09:00-17:00" }, hoursText(hours)),
+      "One line per interval; empty: always. Outside them the widget shows the offline message and asks for an e-mail address."),
+    field("Time zone", h("input", { name: "timezone", value: zone, placeholder: "Europe/Berlin" })),
+    field("Offline message", h("textarea", { name: "offlineMessage", rows: 2 }, hand.offlineMessage)),
+    h("label", {}, h("input", { type: "checkbox", name: "email", checked: hand.notify.email }),
+      " E-mail the members who asked for it (Inbox page) at each handoff"),
+    field("Team chat webhook", h("input", { name: "teamChat", type: "url", value: hand.notify.teamChat || "", placeholder: "https://hooks.example.com/..." }),
+      hand.notify.teamChatSecret ? ["Signed with ", h("code", {}, hand.notify.teamChatSecret), " (Standard Webhooks)."] : "Each handoff is posted here, signed."),
+    h("button", { type: "submit" }, "Save handoff settings")), async (data) => {
+    const intervals = parseHours(String(data.get("hours")));
+    const teamChat = String(data.get("teamChat")).trim();
+    await patch(`/agents/${encodeURIComponent(agent.id)}`, {
+      handoff: {
+        enabled: data.get("enabled") === "on",
+        businessHours: intervals.length ? { timezone: String(data.get("timezone")).trim(), intervals } : null,
+        offlineMessage: String(data.get("offlineMessage")).trim() || hand.offlineMessage,
+        notify: { email: data.get("email") === "on", teamChat: teamChat || null },
+      },
+    });
+    toast("Handoff settings saved");
+  });
+  return form;
+}
+
 /** The list of agents, with a create form for the owner. */
 export async function renderAgents(ctx, page) {
   await ctx.refreshAgents();
@@ -135,5 +182,6 @@ export async function renderAgent(ctx, page, id) {
       h("a", { class: "button secondary", href: "#/tools" }, "Tools"),
       remove),
     h("p", { class: "muted" }, "Agent id: ", h("code", {}, agent.id)),
-    form);
+    form,
+    handoffForm(agent));
 }

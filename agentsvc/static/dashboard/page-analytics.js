@@ -8,13 +8,22 @@ import { pageHeader } from "./forms.js";
 // Every rate with one decimal (33.3 %, 50.0 %), within 0-100.
 const pct = (n) => `${Math.min(100, Math.max(0, Number(n) || 0)).toFixed(1)} %`;
 
+/** Seconds as people read them: 45 s, 3 min 20 s, 2 h 5 min. */
+function duration(seconds) {
+  const s = Math.round(seconds);
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} min ${s % 60} s`;
+  return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
+}
+
 /** Form funnels and trigger performance of the selected agent. */
 export async function renderAnalytics(ctx, page) {
   const agent = ctx.agent;
-  const [forms, triggers, stats] = await Promise.all([
+  const [forms, triggers, stats, handoff] = await Promise.all([
     get(`/form-submissions/analytics${qs({ agentId: agent.id })}`),
     get(`/triggers${qs({ agentId: agent.id })}`),
     get(`/triggers/stats${qs({ agentId: agent.id })}`),
+    get(`/agents/${encodeURIComponent(agent.id)}/handoff-stats`),
   ]);
   const entries = forms.analytics || [];
   const formSections = entries.map((f) => h("section", { class: "card chart-card" },
@@ -32,7 +41,12 @@ export async function renderAnalytics(ctx, page) {
       : null));
   const groups = triggers.map((t) => ({ label: t.name, values: [(stats[t.id] || {}).firedCount || 0, (stats[t.id] || {}).convertedCount || 0] }));
   mount(page,
-    pageHeader(`Analytics of ${agent.name}`, "Form funnels and trigger performance."),
+    pageHeader(`Analytics of ${agent.name}`, "Handoffs, form funnels and trigger performance."),
+    h("h2", {}, "Handoffs"),
+    h("section", { class: "card", "aria-label": "Handoff figures" },
+      h("dl", { class: "figures" },
+        h("dt", {}, "Handoff rate"), h("dd", {}, `${pct(handoff.handoffRate * 100)} (${handoff.handoffs} of ${handoff.conversations} conversations)`),
+        h("dt", {}, "Median first human reply"), h("dd", {}, handoff.medianFirstReplySeconds === null ? "—" : duration(handoff.medianFirstReplySeconds)))),
     h("h2", {}, "Forms"),
     entries.length ? h("div", { class: "charts" }, formSections) : h("p", { class: "empty" }, "No form tools yet."),
     h("h2", {}, "Triggers"),
