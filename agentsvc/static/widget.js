@@ -511,7 +511,7 @@
   }
 
   // ── A person from the team: handoff, live replies, an address when away ─────────────
-  var handoffOn = false, following = null, followRetry = null;
+  var handoffOn = false, following = null, followRetry = null, followAbort = null;
   function note(text) {
     log.appendChild(el("div", { class: "note", role: "status", text: text }));
     scrollLog();
@@ -571,6 +571,8 @@
       conv.status = data.status;
       conv.assignee = data.assignee || null;
       saveConv();
+      // Back with the agent: the chat stream carries its answers; stop following.
+      if ((data.status === "bot" || data.status === "closed") && followAbort) followAbort.abort();
     } else if (name === "message" && data.message) {
       var m = data.message;
       if (m.role === "user" || known(m.id) || !m.content) return;
@@ -587,7 +589,9 @@
     if (following || !conv.conversationId || !(conv.status === "waiting" || conv.status === "human")) return;
     var id = conv.conversationId;
     var headers = { "X-Session-Id": sessionId(), Accept: "text/event-stream", "Last-Event-ID": String(conv.lastEventId || 0) };
-    following = fetch(api + "/conversations/" + encodeURIComponent(id) + "/events", { headers: headers })
+    followAbort = W.AbortController ? new AbortController() : null;
+    following = fetch(api + "/conversations/" + encodeURIComponent(id) + "/events",
+      { headers: headers, signal: followAbort ? followAbort.signal : undefined })
       .then(function (r) {
         if (!r.ok || !r.body) throw new Error("events " + r.status);
         return readSse(r, function (name, data, eid) { if (conv.conversationId === id) onLive(name, data, eid); });

@@ -98,7 +98,7 @@ function handoffForm(agent) {
   const form = onSubmit(h("form", { class: "stack card", "aria-label": "Handoff to a person" },
     h("h2", {}, "Handoff to a person"),
     h("label", {}, h("input", { type: "checkbox", name: "enabled", checked: hand.enabled }),
-      " Visitors may ask for a person (the widget shows \"Talk to a person\"; the model may call request_human)"),
+      " Visitors may ask for a person (the widget shows \"Talk to a person\"; the agent may also hand over by itself)"),
     field("Business hours", h("textarea", { name: "hours", rows: 4, placeholder: "mon 09:00-17:00\ntue 09:00-17:00" }, hoursText(hours)),
       "One line per interval; empty: always. Outside them the widget shows the offline message and asks for an e-mail address."),
     field("Time zone", h("input", { name: "timezone", value: zone, placeholder: "Europe/Berlin" })),
