@@ -12,6 +12,7 @@ if TYPE_CHECKING:
 
     from agentsvc.api.bodies import BodySlots
     from agentsvc.api.chat import OpenStreams
+    from agentsvc.api.event_streams import EventStreams
     from agentsvc.api.state import RequestState
     from agentsvc.config import Settings
     from agentsvc.db import Database
@@ -53,7 +54,7 @@ indexer_key: web.AppKey[Indexer] = web.AppKey("knowledge_indexer")
 providers_key: web.AppKey[Providers] = web.AppKey("providers")
 chat_streams_key: web.AppKey[OpenStreams] = web.AppKey("chat_streams")
 live_events_key: web.AppKey[LiveEvents] = web.AppKey("live_events")
-event_streams_key: web.AppKey[OpenStreams] = web.AppKey("event_streams")
+event_streams_key: web.AppKey[EventStreams] = web.AppKey("event_streams")
 handoff_notifier_key: web.AppKey[Notifier] = web.AppKey("handoff_notifier")
 
 # Request-scoped values.

@@ -20,6 +20,7 @@ from aiohttp import web
 
 from agentsvc import keys
 from agentsvc.api.chat import OpenStreams
+from agentsvc.api.event_streams import EventStreams
 from agentsvc.db import database_for
 from agentsvc.jobs import Jobs
 from agentsvc.llm.base import Providers
@@ -163,7 +164,7 @@ async def _handoff(app: web.Application) -> AsyncIterator[None]:
     settings = app[keys.settings_key]
     db = app[keys.db_key]
     live = app[keys.live_events_key] = LiveEvents(db)
-    app[keys.event_streams_key] = OpenStreams()
+    app[keys.event_streams_key] = EventStreams()
     notifier = app[keys.handoff_notifier_key] = Notifier(
         db,
         app[keys.mailer_key],

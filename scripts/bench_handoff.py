@@ -42,8 +42,11 @@ async def _json(session, method, url, **kw):
 
 async def _start_conversation(session, base, agent_id, n) -> tuple[str, str]:
     sid = f"bench-visitor-{n:05d}"
-    body = {"agentId": agent_id, "messages": [{"role": "user", "content": f"Question {n}"}],
-            "sessionId": sid}
+    body = {
+        "agentId": agent_id,
+        "messages": [{"role": "user", "content": f"Question {n}"}],
+        "sessionId": sid,
+    }
     async with session.post(f"{base}/api/v1/chat", json=body) as resp:
         raw = await resp.read()
     start = raw.split(b"event: message_start\ndata: ", 1)[1].split(b"\n", 1)[0]
@@ -99,10 +102,18 @@ async def bench(base: str, key: str, visitors: int, members: int, replies: int) 
     connector = aiohttp.TCPConnector(limit=0)
     timeout = aiohttp.ClientTimeout(total=None, sock_read=None)
     async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
-        agent = (await _json(session, "POST", f"{base}/api/v1/agents", headers=auth,
-                             json={"name": "Bench"}))["data"]
-        await _json(session, "PATCH", f"{base}/api/v1/agents/{agent['id']}", headers=auth,
-                    json={"handoff": {"enabled": True}})
+        agent = (
+            await _json(
+                session, "POST", f"{base}/api/v1/agents", headers=auth, json={"name": "Bench"}
+            )
+        )["data"]
+        await _json(
+            session,
+            "PATCH",
+            f"{base}/api/v1/agents/{agent['id']}",
+            headers=auth,
+            json={"handoff": {"enabled": True}},
+        )
         t0 = time.perf_counter()
         sem = asyncio.Semaphore(32)
 
@@ -116,8 +127,7 @@ async def bench(base: str, key: str, visitors: int, members: int, replies: int) 
         followers = [Follower() for _ in convs]
         tasks = [
             asyncio.ensure_future(
-                f.run(session, f"{base}/api/v1/conversations/{cid}/events",
-                      {"X-Session-Id": sid})
+                f.run(session, f"{base}/api/v1/conversations/{cid}/events", {"X-Session-Id": sid})
             )
             for f, (cid, sid) in zip(followers, convs, strict=True)
         ]
@@ -126,9 +136,7 @@ async def bench(base: str, key: str, visitors: int, members: int, replies: int) 
             asyncio.ensure_future(f.run(session, f"{base}/api/v1/inbox/events", auth))
             for f in inbox
         ]
-        await asyncio.wait_for(
-            asyncio.gather(*(f.ready.wait() for f in followers + inbox)), 120
-        )
+        await asyncio.wait_for(asyncio.gather(*(f.ready.wait() for f in followers + inbox)), 120)
         await asyncio.sleep(1.0)
         rss_before = benchlib.rss_mb(benchlib.server_pid(base))
 
@@ -139,8 +147,15 @@ async def bench(base: str, key: str, visitors: int, members: int, replies: int) 
             cid, _ = convs[n]
             follower = followers[n]
             sent = time.perf_counter()
-            data = (await _json(session, "POST", f"{base}/api/v1/conversations/{cid}/messages",
-                                headers=auth, json={"content": "A member's reply"}))["data"]
+            data = (
+                await _json(
+                    session,
+                    "POST",
+                    f"{base}/api/v1/conversations/{cid}/messages",
+                    headers=auth,
+                    json={"content": "A member's reply"},
+                )
+            )["data"]
             mid = data["id"]
             if mid in follower.arrived:
                 arrived = follower.arrived[mid]
@@ -178,14 +193,18 @@ def main() -> int:
     lat = result["latencies"]
     p50, p99 = benchlib.percentile(lat, 50), benchlib.percentile(lat, 99)
     hello_p99 = benchlib.percentile(hello_ms, 99)
+    before, after = result["rss_mb"]
     figures = {
         "visitors following / members on the inbox": f"{args.visitors} / {args.members}",
         "conversations started (setup)": f"{args.visitors} in {result['setup_s']:.1f} s",
-        "reply → visitor p50 / p99": f"{p50:.1f} ms / {p99:.1f} ms (target p99 < {TARGET_P99_MS:g})",
-        "hello-world request p99 (same run)": f"{hello_p99:.2f} ms (reply p99 = {p99 / hello_p99:.1f}x)",
+        "reply → visitor p50 / p99": (
+            f"{p50:.1f} ms / {p99:.1f} ms (target p99 < {TARGET_P99_MS:g})"
+        ),
+        "hello-world request p99 (same run)": (
+            f"{hello_p99:.2f} ms (reply p99 = {p99 / hello_p99:.1f}x)"
+        ),
         "inbox events seen by every member": str(result["inbox_events_min"]),
-        "server RSS with every stream open": "%.0f MB (before replies) / %.0f MB (after)"
-        % result["rss_mb"],
+        "server RSS with every stream open": f"{before:.0f} MB (before replies) / {after:.0f} MB",
     }
     benchlib.record("handoff", "reply to visitor p99", p99, "ms", f"< {TARGET_P99_MS:g}")
     violations = []

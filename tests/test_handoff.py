@@ -463,3 +463,17 @@ async def test_chat_held_for_a_person_does_not_call_the_model(make_client, opena
         assert stream.names == ["message_start", "handoff", "message_stop"]
     await asyncio.sleep(0)
     assert len(openai_fake.requests) == 1
+
+
+async def test_visitors_handoff_requests_are_rate_limited_per_address(make_client):
+    client = await make_client(ratelimit={"public_chat_per_minute": 3})
+    _, _, auth = await owner_of_team(client)
+    agent = await handoff_agent(client, auth)
+    conv_id = await visitor_conversation(client, agent["id"])
+    for _ in range(3):
+        await data_of(await post(client, f"/conversations/{conv_id}/handoff", {}, VISITOR))
+    resp = await post(client, f"/conversations/{conv_id}/handoff", {}, VISITOR)
+    await assert_error(resp, 429, "RATE_LIMITED")
+    assert resp.headers["Retry-After"]
+    # The team is not limited by the visitors' bucket.
+    await data_of(await post(client, f"/conversations/{conv_id}/handoff", {}, auth))

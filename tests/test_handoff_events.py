@@ -11,6 +11,7 @@ import pytest
 from standardwebhooks.webhooks import Webhook
 
 from agentsvc import keys
+from agentsvc.store import conversations as conv_store
 from tests import pg
 from tests.conftest import add_member, assert_error, bearer, create_user, key_for, make_settings
 from tests.fakes.webhook_receiver import WebhookReceiver
@@ -257,7 +258,17 @@ async def test_outside_business_hours_the_visitor_leaves_an_address(make_client,
     await visitor.until("message")
     await asyncio.sleep(0.3)
     assert len(smtp_server.messages) == 1
+    # Closing the page ends the stream within about a second: the visitor is gone again.
     visitor.close()
+    db = client.app[keys.db_key]
+    for _ in range(100):
+        if (await conv_store.get_public(db.reader, conv_id)).visitor_seen_at is None:
+            break
+        await asyncio.sleep(0.05)
+    assert (await conv_store.get_public(db.reader, conv_id)).visitor_seen_at is None
+    await post(client, f"/conversations/{conv_id}/messages", {"content": "Anything else?"}, auth)
+    mails = await smtp_server.wait_for(2)
+    assert "Anything else?" in mails[1].text
 
 
 async def test_the_model_handoff_outside_hours_says_so(make_client):

@@ -39,7 +39,16 @@ WRONG_TYPES: dict[str, Any] = {
 
 # Strings tried, in order, for a field with a pattern (the first that matches is valid, the
 # first that does not is the bad value).
-PATTERN_CANDIDATES = ["lookup", "person@example.com", "builtin", "A", " ", "Not valid!", "\x01"]
+PATTERN_CANDIDATES = [
+    "lookup",
+    "person@example.com",
+    "builtin",
+    "09:00",
+    "A",
+    " ",
+    "Not valid!",
+    "\x01",
+]
 
 
 class Schema:

@@ -19,6 +19,7 @@ import orjson
 from aiohttp import web
 
 from agentsvc import keys
+from agentsvc.api.chat import OpenStreams
 from agentsvc.api.pipeline import finish_response
 from agentsvc.api.routing import Call
 from agentsvc.errors import ValidationFailed
@@ -36,6 +37,45 @@ SSE_HEADERS = {
 }
 
 Render = Callable[[ConversationEvent], tuple[str, dict[str, Any]]]
+# How often closed connections are looked for (an idle stream writes nothing for a while).
+GONE_CHECK_SECONDS = 1.0
+
+
+class EventStreams(OpenStreams):
+    """The open event streams: ended at shutdown, and soon after their client has gone.
+
+    An idle stream only learns that its client left when it next writes; one task looks
+    at every stream's connection each second instead, so a visitor who closed the page
+    counts as gone (their replies go by e-mail) within a second, not a keep-alive later.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._watched: dict[asyncio.Task, web.BaseRequest] = {}
+        self._watcher: asyncio.Task | None = None
+
+    def watch(self, task: asyncio.Task, request: web.BaseRequest) -> None:
+        self.add(task)
+        self._watched[task] = request
+        task.add_done_callback(lambda t: self._watched.pop(t, None))
+        if self._watcher is None:
+            self._watcher = asyncio.get_running_loop().create_task(self._look())
+
+    async def _look(self) -> None:
+        try:
+            while self._watched:
+                await asyncio.sleep(GONE_CHECK_SECONDS)
+                for task, request in list(self._watched.items()):
+                    transport = request.transport
+                    if transport is None or transport.is_closing():
+                        task.cancel()
+        finally:
+            self._watcher = None
+
+    async def close_all(self) -> None:
+        if self._watcher is not None:
+            self._watcher.cancel()
+        await super().close_all()
 
 
 def frame(name: str, data: dict[str, Any], event_id: int | None = None) -> bytes:
@@ -76,7 +116,7 @@ async def serve(
         raise
     streams = app[keys.event_streams_key]
     pump = asyncio.ensure_future(_pump(response, following, render, first, on_keepalive, settings))
-    streams.add(pump)
+    streams.watch(pump, call.request)
     try:
         await asyncio.wait({pump})
     except asyncio.CancelledError:

@@ -29,6 +29,7 @@ PATTERN_PHRASES: dict[str, str] = {
     r"\S": "a non-blank string{length}",
     r"^[^\x00-\x1f\x7f]*$": "a string{length} without control characters",
     TOOL_NAME_PATTERN: "1 to 64 lowercase letters, digits and _, starting with a letter",
+    r"^\d\d:\d\d$": "a time of day as HH:MM",
 }
 _EMAIL_PHRASE = "an e-mail address{length}"
 _PATTERN_FALLBACK = "a string{length} in the accepted format"

@@ -1,0 +1,52 @@
+"""The widget's handoff outside business hours: the offline message, the e-mail address,
+and the member's later reply sent there (kept in the outbox: no SMTP in this stack)."""
+
+from __future__ import annotations
+
+from playwright.sync_api import expect
+
+from agentsvc import keys
+from tests.browser.helpers import eventually, launcher, load
+
+
+def _outbox(stack, to: str) -> list:
+    async def read():
+        mailer = stack.app[keys.mailer_key]
+        await mailer.drain()
+        return await mailer.kept(to)
+
+    return stack.run(read())
+
+
+def test_outside_business_hours_the_widget_asks_for_an_address(page, stack):
+    agent_id = stack.new_agent()
+    stack.api(
+        "PATCH",
+        f"/agents/{agent_id}",
+        {
+            "handoff": {
+                "enabled": True,
+                "businessHours": {"timezone": "UTC", "intervals": []},
+                "offlineMessage": "We are away until Monday.",
+            }
+        },
+    )
+    stack.embed({"agentId": agent_id})
+    load(page, stack)
+    launcher(page).click()
+    widget = page.locator("#agentsvc-widget")
+    # Asking before any message starts the conversation first.
+    widget.get_by_role("button", name="Talk to a person").click()
+    log = widget.get_by_role("log")
+    expect(log).to_contain_text("We are away until Monday.")
+    address = widget.get_by_role("textbox", name="Your e-mail address")
+    address.fill("ana@example.com")
+    address.press("Enter")
+    expect(log).to_contain_text("Thank you. We will answer at ana@example.com.")
+
+    conv = stack.api("GET", f"/conversations?agentId={agent_id}")["data"][0]
+    assert conv["status"] == "waiting"
+    page.goto("about:blank")  # the visitor leaves
+    stack.api("POST", f"/conversations/{conv['id']}/messages", {"content": "Back on Monday!"})
+    mails = eventually(lambda: _outbox(stack, "ana@example.com"))
+    assert mails and "Back on Monday!" in mails[0].body
