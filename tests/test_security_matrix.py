@@ -52,6 +52,7 @@ PUBLIC_BY_DESIGN = {
     ("GET", "/api/v1/triggers/widget/{agentId}"): "the widget reads an agent's triggers",
     ("GET", "/dashboard/{name}.js"): "the dashboard's static scripts",
     ("GET", "/dashboard/{name}.css"): "the dashboard's static styles",
+    ("GET", "/api/v1/widget/handoff/{agentId}"): "the widget reads whether an agent hands over",
 }
 # Secrets are addressed by name within the caller's own team: another team's PUT of the
 # same name creates its own secret (checked below to leave the first team's untouched).
@@ -69,6 +70,15 @@ ROUTES: dict[tuple[str, str], tuple[str, Any]] = {
     ("GET", "/api/v1/conversations/{id}"): ("conversation", None),
     ("DELETE", "/api/v1/conversations/{id}"): ("conversation", None),
     ("POST", "/api/v1/conversations/{id}/feedback"): ("conversation", "feedback"),
+    ("POST", "/api/v1/conversations/{id}/handoff"): ("conversation", {}),
+    ("POST", "/api/v1/conversations/{id}/contact"): ("conversation", {"email": "x@example.com"}),
+    ("POST", "/api/v1/conversations/{id}/assign"): ("conversation", {}),
+    ("POST", "/api/v1/conversations/{id}/messages"): ("conversation", {"content": "stolen"}),
+    ("POST", "/api/v1/conversations/{id}/release"): ("conversation", None),
+    ("POST", "/api/v1/conversations/{id}/close"): ("conversation", None),
+    ("GET", "/api/v1/conversations/{id}/events"): ("conversation", None),
+    ("GET", "/api/v1/agents/{id}/handoff-stats"): ("agent", None),
+    ("PATCH", "/api/v1/team/members/{memberId}"): ("member", {"notifyHandoffs": True}),
     ("GET", "/api/v1/agents/{id}/documents"): ("agent", None),
     ("POST", "/api/v1/agents/{id}/documents"): ("agent", {"title": "x", "content": "stolen"}),
     ("GET", "/api/v1/documents/{id}"): ("document", None),
@@ -229,7 +239,9 @@ async def assert_intact(client, team: Team) -> None:
     )
     assert identity["data"]["enabled"] is True
     conv = await client.get(f"/api/v1/conversations/{ids['conversation']}", headers=auth)
-    messages = (await json_of(conv, 200))["data"]["messages"]
+    conv = (await json_of(conv, 200))["data"]
+    assert conv["status"] == "bot" and conv["assignee"] is None
+    messages = conv["messages"]
     assert all(m.get("feedback") in (None, {}) for m in messages), messages
     docs = await client.get(f"/api/v1/agents/{ids['agent']}/documents", headers=auth)
     assert [d["id"] for d in (await json_of(docs, 200))["data"]] == [ids["document"]]
@@ -244,6 +256,7 @@ async def assert_intact(client, team: Team) -> None:
     assert [(i["id"], i["status"]) for i in invitations] == [(ids["invitation"], "pending")]
     members = await json_of(await client.get("/api/v1/team/members", headers=auth), 200)
     assert ids["member"] in [m["memberId"] for m in members]
+    assert not any(m["notifyHandoffs"] for m in members)
     api_keys = await json_of(await client.get("/api/v1/api-keys", headers=auth), 200)
     assert ids["api_key"] in [k["id"] for k in api_keys["data"]]
     db, box = client.app[keys.db_key], client.app[keys.secret_box_key]

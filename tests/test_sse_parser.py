@@ -75,4 +75,5 @@ def test_unterminated_event_is_not_emitted():
 
 
 def test_field_without_colon_and_unknown_fields_are_ignored():
-    assert parse_all([b"id: 7\nretry: 100\ndata\ndata: x\n\n"]) == [SseEvent("message", "\nx")]
+    # `id` is kept (live event streams resume after it); `retry` is not used.
+    assert parse_all([b"id: 7\nretry: 100\ndata\ndata: x\n\n"]) == [SseEvent("message", "\nx", "7")]

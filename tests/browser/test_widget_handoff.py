@@ -6,6 +6,7 @@ from __future__ import annotations
 from playwright.sync_api import expect
 
 from agentsvc import keys
+from agentsvc.store import conversations as conv_store
 from tests.browser.helpers import eventually, launcher, load
 
 
@@ -14,6 +15,14 @@ def _outbox(stack, to: str) -> list:
         mailer = stack.app[keys.mailer_key]
         await mailer.drain()
         return await mailer.kept(to)
+
+    return stack.run(read())
+
+
+def _visitor_gone(stack, conv_id: str) -> bool:
+    async def read():
+        found = await conv_store.get_public(stack.app[keys.db_key].reader, conv_id)
+        return found.visitor_seen_at is None
 
     return stack.run(read())
 
@@ -46,7 +55,8 @@ def test_outside_business_hours_the_widget_asks_for_an_address(page, stack):
 
     conv = stack.api("GET", f"/conversations?agentId={agent_id}")["data"][0]
     assert conv["status"] == "waiting"
-    page.goto("about:blank")  # the visitor leaves
+    page.goto("about:blank")  # the visitor leaves: within a second they count as gone
+    assert eventually(lambda: _visitor_gone(stack, conv["id"]))
     stack.api("POST", f"/conversations/{conv['id']}/messages", {"content": "Back on Monday!"})
     mails = eventually(lambda: _outbox(stack, "ana@example.com"))
     assert mails and "Back on Monday!" in mails[0].body
