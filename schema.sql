@@ -194,7 +194,8 @@ CREATE TABLE conversations (
 );
 CREATE INDEX conversations_agent_created ON conversations(agent_id, created_at, id);
 CREATE INDEX conversations_team ON conversations(team_id);
-CREATE INDEX conversations_agent_status ON conversations(agent_id, status, created_at, id);
+CREATE INDEX conversations_agent_status ON conversations(agent_id, status, created_at, id)
+    WHERE status <> 'bot';
 
 -- An assistant message's content is its text; its tool calls (with their results), token
 -- usage and knowledge sources are JSON columns. status: complete, interrupted (client gone,

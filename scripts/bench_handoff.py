@@ -28,6 +28,7 @@ EXTRA = (
     '[plans]\ndefault = "bench"\n[plans.bench]\n'
     "[ratelimit]\npublic_chat_per_minute = 1000000\n"
     "[handoff]\nmax_public_streams_per_ip = 100000\n"
+    "[chat]\nmax_public_streams_per_ip = 100000\n"
 )
 TARGET_P99_MS = 100.0
 
@@ -49,6 +50,8 @@ async def _start_conversation(session, base, agent_id, n) -> tuple[str, str]:
     }
     async with session.post(f"{base}/api/v1/chat", json=body) as resp:
         raw = await resp.read()
+        if resp.status != 200:
+            raise RuntimeError(f"POST /chat: {resp.status} {raw[:200]!r}")
     start = raw.split(b"event: message_start\ndata: ", 1)[1].split(b"\n", 1)[0]
     return json.loads(start)["conversationId"], sid
 

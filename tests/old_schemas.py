@@ -83,7 +83,8 @@ UNDO: dict[int, list[tuple[str, str]]] = {
             "    user_verified_by TEXT CHECK (user_verified_by IN ('userToken', 'userHash', 'apiKey'))\n);",
         ),
         (
-            "CREATE INDEX conversations_agent_status ON conversations(agent_id, status, created_at, id);\n",
+            "CREATE INDEX conversations_agent_status ON conversations(agent_id, status, created_at, id)\n"
+            "    WHERE status <> 'bot';\n",
             "",
         ),
         (

@@ -148,3 +148,59 @@ async def test_a_periodic_job_is_claimed_by_one_process_per_period(tmp_path):
     finally:
         await one.close()
         await two.close()
+
+
+# What migration 7 added, taken away again: a PostgreSQL database as issue 19 left it.
+UNDO_POSTGRES_7 = """
+DROP TABLE conversation_events;
+DROP INDEX conversations_agent_status;
+ALTER TABLE agents DROP COLUMN handoff;
+ALTER TABLE memberships DROP COLUMN notify_handoffs;
+ALTER TABLE conversations DROP COLUMN status, DROP COLUMN assignee_id, DROP COLUMN handoff_at,
+    DROP COLUMN first_reply_seconds, DROP COLUMN contact_email, DROP COLUMN visitor_seen_at;
+ALTER TABLE messages DROP COLUMN author_id, DROP COLUMN author_name;
+UPDATE schema_info SET version = 6;
+"""
+
+
+async def _catalog(url: str) -> tuple[set, set]:
+    import asyncpg
+
+    conn = await asyncpg.connect(url)
+    try:
+        columns = await conn.fetch(
+            "SELECT table_name, column_name, data_type, is_nullable, column_default"
+            " FROM information_schema.columns WHERE table_schema = current_schema()"
+        )
+        indexes = await conn.fetch(
+            "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = current_schema()"
+        )
+    finally:
+        await conn.close()
+    schema = url.rsplit("search_path=", 1)[1]
+    return (
+        {tuple(r) for r in columns},
+        {(r[0], r[1].replace(f"{schema}.", "")) for r in indexes},
+    )
+
+
+@postgres_only
+async def test_a_postgresql_database_of_version_6_upgrades_to_the_handoff_schema(tmp_path):
+    import asyncpg
+
+    from agentsvc.db.postgres import PostgresDatabase
+    from agentsvc.db.schema import schema_version
+
+    fresh, old = pg.fresh_database_url(), pg.fresh_database_url()
+    for url in (fresh, old):
+        db = PostgresDatabase(url)
+        await db.open()
+        await db.close()
+    conn = await asyncpg.connect(old)
+    await conn.execute(UNDO_POSTGRES_7)
+    await conn.close()
+    upgraded = PostgresDatabase(old)
+    await upgraded.open()
+    assert await upgraded.schema_version_now() == schema_version() == 7
+    await upgraded.close()
+    assert await _catalog(old) == await _catalog(fresh)

@@ -50,7 +50,8 @@ POSTGRES_MIGRATIONS: dict[int, str] = {
     ALTER TABLE conversations ADD COLUMN first_reply_seconds DOUBLE PRECISION;
     ALTER TABLE conversations ADD COLUMN contact_email TEXT;
     ALTER TABLE conversations ADD COLUMN visitor_seen_at TEXT;
-    CREATE INDEX conversations_agent_status ON conversations(agent_id, status, created_at, id);
+    CREATE INDEX conversations_agent_status ON conversations(agent_id, status, created_at, id)
+        WHERE status <> 'bot';
     ALTER TABLE messages ADD COLUMN author_id TEXT;
     ALTER TABLE messages ADD COLUMN author_name TEXT;
     CREATE TABLE conversation_events (

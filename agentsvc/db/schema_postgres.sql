@@ -188,7 +188,8 @@ CREATE TABLE conversations (
 );
 CREATE INDEX conversations_agent_created ON conversations(agent_id, created_at, id);
 CREATE INDEX conversations_team ON conversations(team_id);
-CREATE INDEX conversations_agent_status ON conversations(agent_id, status, created_at, id);
+CREATE INDEX conversations_agent_status ON conversations(agent_id, status, created_at, id)
+    WHERE status <> 'bot';
 
 CREATE TABLE messages (
     id              TEXT PRIMARY KEY,

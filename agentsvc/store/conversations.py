@@ -134,6 +134,10 @@ async def list_for_agent(
     if status is not None:
         where += " AND c.status = ?"
         args.append(status)
+        if status != "bot":
+            # Lets the planner use the partial index of the conversations not with the
+            # agent (inserting a new conversation leaves that index alone).
+            where += " AND c.status <> 'bot'"
     if after is not None:
         where += " AND (c.created_at, c.id) < (?, ?)"
         args += after
@@ -160,7 +164,8 @@ async def count_in_status(tx: Tx, agent_id: str, status: str) -> int:
     """The agent's conversations in one handoff status."""
     return int(
         await tx.fetchval(
-            "SELECT COUNT(*) FROM conversations WHERE agent_id = ? AND status = ?",
+            "SELECT COUNT(*) FROM conversations WHERE agent_id = ? AND status = ?"
+            + ("" if status == "bot" else " AND status <> 'bot'"),
             (agent_id, status),
         )
     )
