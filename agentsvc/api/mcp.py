@@ -152,7 +152,8 @@ async def _serve(server: Any, request: web.Request, body: bytes) -> web.Response
     extra={
         "description": "Streamable HTTP MCP endpoint of the agent (stateless, JSON answers):"
         " tools `ask` {question, conversationId?} and `search_knowledge` {query, limit?}."
-        " A notification is answered 202 with no body; JSON-RPC errors come in the body."
+        " A notification is answered 202 with no body; JSON-RPC errors come in the body.",
+        "other_successes": {202: "A notification, accepted (no body)"},
     },
 )
 async def post_mcp(call: Call):
