@@ -454,7 +454,8 @@ async def test_a_database_from_before_mcp_tools_keeps_its_tools(aiohttp_client, 
     conn.executescript(schema_at(schema_version() - 1))
     with conn:
         conn.execute(
-            "INSERT INTO users (id, email, created_at, updated_at) VALUES ('u_1', 'a@b.c', 't', 't')"
+            "INSERT INTO users (id, email, created_at, updated_at)"
+            " VALUES ('u_1', 'a@b.c', 't', 't')"
         )
         conn.execute(
             "INSERT INTO teams (id, name, owner_user_id, plan, created_at, updated_at)"
