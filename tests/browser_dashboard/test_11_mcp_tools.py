@@ -32,7 +32,7 @@ def test_owner_adds_an_mcp_server_chooses_its_tools_and_refreshes(browser, stack
         editor.get_by_label("Type").select_option("mcp")
         expect(editor.get_by_label("Input schema (JSON Schema)")).to_be_hidden()
         editor.get_by_label("Server URL").fill(server.url)
-        editor.get_by_label("Headers (JSON object)").last.fill(
+        editor.get_by_label("Headers sent to the server (JSON)").fill(
             '{"Authorization": "Bearer {{SHOP_TOKEN}}"}'
         )
         editor.get_by_role("button", name="Load tools").click()

@@ -109,9 +109,9 @@ class FakeMcpServer:
 
         async def endless(request: Request) -> Response:
             async def events():
-                line = b'event: message\ndata: {"jsonrpc": "2.0", "method": "x"}\n\n' * 64
+                comment = b": " + b"x" * 65536 + b"\n\n"  # ignored by parsers, not by caps
                 while True:
-                    yield line
+                    yield comment
                     await asyncio.sleep(0)
 
             return StreamingResponse(events(), media_type="text/event-stream")

@@ -172,7 +172,7 @@ function mcpSection(t) {
   }
   return h("fieldset", { class: "stack", dataset: { for: "mcp" } }, h("legend", {}, "MCP server"),
     field("Server URL", url, "A Streamable HTTP MCP endpoint. Its tools are listed when the tool is saved; use Refresh when the server changes."),
-    field("Headers (JSON object)", headers, 'e.g. {"Authorization": "Bearer {{SHOP_TOKEN}}"}: {{SECRET}} is filled from the team\'s secrets when the server is called.'),
+    field("Headers sent to the server (JSON)", headers, 'e.g. {"Authorization": "Bearer {{SHOP_TOKEN}}"}: {{SECRET}} is filled from the team\'s secrets when the server is called.'),
     h("div", { class: "row" }, load, status),
     field("Expose every tool", all, "Ticked: all the server's tools, including ones it adds later (at the next refresh). Each counts against the plan's tool limit."),
     list);
