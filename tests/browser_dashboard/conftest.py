@@ -16,7 +16,6 @@ from playwright.sync_api import Browser, sync_playwright
 
 from tests.browser_dashboard.stack import CHROMIUM, CHROMIUM_ARGS, Stack, Tab
 
-
 HERE = Path(__file__).resolve().parent
 
 
