@@ -73,7 +73,7 @@ CREATE TABLE tools (
     team_id             TEXT NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
     name                TEXT NOT NULL,
     description         TEXT NOT NULL,
-    execution_type      TEXT NOT NULL CHECK (execution_type IN ('mock', 'http', 'form')),
+    execution_type      TEXT NOT NULL CHECK (execution_type IN ('mock', 'http', 'form', 'mcp')),
     input_schema        TEXT NOT NULL,
     is_enabled          INTEGER NOT NULL DEFAULT 1,
     display_config      TEXT,
@@ -87,6 +87,12 @@ CREATE TABLE tools (
     form_client_handler TEXT,
     form_post_actions   TEXT,
     form_webhook_secret TEXT,               -- encrypted with the secret box
+    mcp_url             TEXT,               -- MCP tools (migration 8): the server's endpoint
+    mcp_headers         TEXT,               -- JSON object; values may hold {{SECRET}}
+    mcp_tools           TEXT,               -- JSON array of the server's names to expose; NULL: all
+    mcp_server_tools    TEXT,               -- JSON array of the functions exposed, as last listed
+    mcp_listed_at       TEXT,               -- when the server's tools were last listed
+    counts_as           INTEGER NOT NULL DEFAULT 1, -- tools it is against the plan's limit
     created_at          TEXT NOT NULL,
     updated_at          TEXT NOT NULL,
     UNIQUE (agent_id, name)

@@ -157,6 +157,16 @@ class OutboundSettings(_Section):
     allow_private: bool = False
 
 
+class ToolSettings(_Section):
+    # MCP tools: one listing or one call, every request and stream of it, within this time.
+    mcp_timeout_seconds: float = Field(30, gt=0)
+    mcp_connect_timeout_seconds: float = Field(5, gt=0)
+    # Bytes an MCP server may send for one listing or call (all its responses together).
+    mcp_max_response_bytes: int = Field(1024 * 1024, ge=1024)
+    # Tools one MCP server may list (a listing beyond it is refused).
+    mcp_max_listed_tools: int = Field(200, ge=1, le=10_000)
+
+
 class WebhookSettings(_Section):
     retry_schedule_seconds: list[float] = Field(default_factory=lambda: [0, 60, 300, 1800, 7200])
     timeout_seconds: float = Field(30, gt=0)
@@ -309,6 +319,7 @@ class Settings(_Section):
     models: ModelSettings = ModelSettings()
     providers: dict[str, ProviderSettings] = Field(default_factory=dict)
     outbound: OutboundSettings = OutboundSettings()
+    tools: ToolSettings = ToolSettings()
     webhooks: WebhookSettings = WebhookSettings()
     smtp: SmtpSettings = SmtpSettings()
     auth: AuthSettings = AuthSettings()

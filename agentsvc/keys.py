@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from agentsvc.jobs import Jobs
     from agentsvc.llm.base import Providers
     from agentsvc.mail import Mailer
+    from agentsvc.mcp_client import McpClient
     from agentsvc.observability import Metrics
     from agentsvc.outbound import OutboundClient
     from agentsvc.ratelimit import Limiter
@@ -47,6 +48,7 @@ outbound_key: web.AppKey[OutboundClient] = web.AppKey("outbound")
 # Optional, set before startup: the resolver under the outbound guard (tests stub DNS with it).
 outbound_resolver_key: web.AppKey[AbstractResolver] = web.AppKey("outbound_resolver")
 tool_runner_key: web.AppKey[ToolRunner] = web.AppKey("tool_runner")
+mcp_client_key: web.AppKey[McpClient] = web.AppKey("mcp_client")
 mailer_key: web.AppKey[Mailer] = web.AppKey("mailer")
 deliverer_key: web.AppKey[Deliverer] = web.AppKey("deliverer")
 oauth_http_key: web.AppKey[ClientSession] = web.AppKey("oauth_http")

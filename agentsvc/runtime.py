@@ -26,6 +26,7 @@ from agentsvc.jobs import Jobs
 from agentsvc.llm.base import Providers
 from agentsvc.llm.embeddings import make_embedder
 from agentsvc.mail import Mailer
+from agentsvc.mcp_client import McpClient
 from agentsvc.outbound import OutboundClient
 from agentsvc.passwords import warm_up
 from agentsvc.ratelimit import LocalLimiter
@@ -111,7 +112,8 @@ async def _jobs(app: web.Application) -> AsyncIterator[None]:
 
 
 async def _tools(app: web.Application) -> AsyncIterator[None]:
-    """The secret box, the guarded outbound client and the tool runner built on them."""
+    """The secret box, the guarded outbound and MCP clients and the tool runner built on
+    them."""
     settings = app[keys.settings_key]
     box = SecretBox.from_settings(settings.server.secret_key, settings.server.data_dir)
     outbound = OutboundClient(
@@ -119,9 +121,18 @@ async def _tools(app: web.Application) -> AsyncIterator[None]:
         resolver=app.get(keys.outbound_resolver_key),
     )
     await outbound.open()
+    mcp = McpClient(
+        allow_private=settings.outbound.allow_private,
+        resolver=app.get(keys.outbound_resolver_key),
+        timeout=settings.tools.mcp_timeout_seconds,
+        connect_timeout=settings.tools.mcp_connect_timeout_seconds,
+        max_response_bytes=settings.tools.mcp_max_response_bytes,
+        max_listed_tools=settings.tools.mcp_max_listed_tools,
+    )
     app[keys.secret_box_key] = box
     app[keys.outbound_key] = outbound
-    app[keys.tool_runner_key] = ToolRunner(app[keys.db_key], box, outbound)
+    app[keys.mcp_client_key] = mcp
+    app[keys.tool_runner_key] = ToolRunner(app[keys.db_key], box, outbound, mcp)
     yield
     await outbound.close()
 

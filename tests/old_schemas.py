@@ -95,6 +95,21 @@ UNDO: dict[int, list[tuple[str, str]]] = {
         ),
         (SCHEMA_7_EVENTS, ""),
     ],
+    8: [
+        (
+            "CHECK (execution_type IN ('mock', 'http', 'form', 'mcp')),\n",
+            "CHECK (execution_type IN ('mock', 'http', 'form')),\n",
+        ),
+        (
+            "    mcp_url             TEXT,               -- MCP tools (migration 8): the server's endpoint\n"
+            "    mcp_headers         TEXT,               -- JSON object; values may hold {{SECRET}}\n"
+            "    mcp_tools           TEXT,               -- JSON array of the server's names to expose; NULL: all\n"
+            "    mcp_server_tools    TEXT,               -- JSON array of the functions exposed, as last listed\n"
+            "    mcp_listed_at       TEXT,               -- when the server's tools were last listed\n"
+            "    counts_as           INTEGER NOT NULL DEFAULT 1, -- tools it is against the plan's limit\n",
+            "",
+        ),
+    ],
 }
 
 

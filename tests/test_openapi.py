@@ -61,7 +61,7 @@ async def test_schema_valid_means_acceptable(client):
     ]:
         assert "CONFLICT" in paths[path][method]["responses"]["409"]["description"], path
     tool = doc["components"]["schemas"]["ToolCreate"]["properties"]
-    assert tool["executionType"]["enum"] == ["mock", "http", "form"]
+    assert tool["executionType"]["enum"] == ["mock", "http", "form", "mcp"]
     assert tool["httpMethod"]["enum"] == ["GET", "POST", "PUT", "DELETE"]
     assert tool["httpUrl"]["maxLength"] == 2048 and tool["name"]["pattern"].startswith("^[a-z]")
     stream = paths["/api/v1/chat"]["post"]["responses"]["200"]["content"]["text/event-stream"]

@@ -86,6 +86,11 @@ ROUTES: dict[tuple[str, str], tuple[str, Any]] = {
     ("GET", "/api/v1/tools/{id}"): ("tool", None),
     ("PUT", "/api/v1/tools/{id}"): ("tool", {"description": "stolen"}),
     ("DELETE", "/api/v1/tools/{id}"): ("tool", None),
+    ("POST", "/api/v1/tools/{id}/refresh"): ("tool", None),
+    ("POST", "/api/v1/mcp/{agentId}"): (
+        "agent",
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "ask"}},
+    ),
     ("DELETE", "/api/v1/secrets/{name}"): ("secret", None),
     ("GET", "/api/v1/form-submissions/{id}"): ("submission", None),
     ("POST", "/api/v1/form-submissions/{id}/redeliver"): ("submission", None),

@@ -150,6 +150,39 @@ async def test_a_periodic_job_is_claimed_by_one_process_per_period(tmp_path):
         await two.close()
 
 
+# What the MCP tools migration added, taken away again (applied first: the later one).
+UNDO_POSTGRES_MCP = """
+ALTER TABLE tools DROP CONSTRAINT tools_execution_type_check;
+ALTER TABLE tools ADD CONSTRAINT tools_execution_type_check
+    CHECK (execution_type IN ('mock', 'http', 'form'));
+ALTER TABLE tools DROP COLUMN mcp_url, DROP COLUMN mcp_headers, DROP COLUMN mcp_tools,
+    DROP COLUMN mcp_server_tools, DROP COLUMN mcp_listed_at, DROP COLUMN counts_as;
+"""
+
+
+@postgres_only
+async def test_a_postgresql_database_from_before_mcp_tools_upgrades(tmp_path):
+    import asyncpg
+
+    from agentsvc.db.postgres import PostgresDatabase
+    from agentsvc.db.schema import schema_version
+
+    fresh, old = pg.fresh_database_url(), pg.fresh_database_url()
+    for url in (fresh, old):
+        db = PostgresDatabase(url)
+        await db.open()
+        await db.close()
+    conn = await asyncpg.connect(old)
+    await conn.execute(UNDO_POSTGRES_MCP)
+    await conn.execute("UPDATE schema_info SET version = $1", schema_version() - 1)
+    await conn.close()
+    upgraded = PostgresDatabase(old)
+    await upgraded.open()
+    assert await upgraded.schema_version_now() == schema_version()
+    await upgraded.close()
+    assert await _catalog(old) == await _catalog(fresh)
+
+
 # What migration 7 added, taken away again: a PostgreSQL database as issue 19 left it.
 UNDO_POSTGRES_7 = """
 DROP TABLE conversation_events;
@@ -197,10 +230,11 @@ async def test_a_postgresql_database_of_version_6_upgrades_to_the_handoff_schema
         await db.open()
         await db.close()
     conn = await asyncpg.connect(old)
+    await conn.execute(UNDO_POSTGRES_MCP)
     await conn.execute(UNDO_POSTGRES_7)
     await conn.close()
     upgraded = PostgresDatabase(old)
     await upgraded.open()
-    assert await upgraded.schema_version_now() == schema_version() == 7
+    assert await upgraded.schema_version_now() == schema_version()
     await upgraded.close()
     assert await _catalog(old) == await _catalog(fresh)

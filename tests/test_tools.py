@@ -193,7 +193,7 @@ async def test_deleting_agent_deletes_its_tools(client, auth):
         ({"name": "has-dash"}, "name:"),
         ({"name": "a" * 65}, "name:"),
         ({"description": "  "}, "description: must be a non-empty string"),
-        ({"executionType": "shell"}, "executionType: must be mock, http or form"),
+        ({"executionType": "shell"}, "executionType: must be mock, http, form or mcp"),
         ({"inputSchema": {"type": "array"}}, 'inputSchema.type: must be "object"'),
         (
             {"inputSchema": {"type": "object", "properties": {"q": {"type": "strin"}}}},

@@ -17,6 +17,7 @@ def all_endpoints() -> list[Endpoint]:
         forms,
         handoff,
         identity,
+        mcp,
         secrets,
         session_auth,
         setup,
@@ -36,6 +37,7 @@ def all_endpoints() -> list[Endpoint]:
         handoff.routes,
         documents.routes,
         tools.routes,
+        mcp.routes,
         secrets.routes,
         forms.routes,  # before triggers: GET /triggers/form/... is a fixed path
         triggers.routes,

@@ -180,6 +180,9 @@ def _operation(endpoint: Endpoint, schemas: _Schemas) -> dict[str, Any]:
     if headers:
         success["headers"] = headers
     responses[str(endpoint.status)] = success
+    # Other successes of the route (an MCP notification's 202 with no body).
+    for status, description in endpoint.extra.get("other_successes", {}).items():
+        responses[str(status)] = {"description": description}
     for status in _statuses(endpoint):
         codes = ", ".join(_error_codes(status))
         response: dict[str, Any] = {

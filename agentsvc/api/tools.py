@@ -21,7 +21,15 @@ TOOL_PATH = "/tools/{id:tool_[A-Za-z0-9_-]+}"
 JsonObject = dict[str, Any]
 
 _NULLABLE = frozenset(
-    {"displayConfig", "httpHeaders", "formWebhookUrl", "formClientHandler", "formPostActions"}
+    {
+        "displayConfig",
+        "httpHeaders",
+        "formWebhookUrl",
+        "formClientHandler",
+        "formPostActions",
+        "mcpHeaders",
+        "mcpTools",
+    }
 )
 
 
@@ -58,6 +66,14 @@ class _ToolFields(RequestModel):
     form_webhook_url: str | None = _doc(**_URL)
     form_client_handler: str | None = _doc(**rules.CLIENT_HANDLER_SCHEMA)
     form_post_actions: list[JsonObject] | None = _doc(maxItems=rules.MAX_POST_ACTIONS)
+    mcp_url: str | SkipJsonSchema[None] = _doc(**_URL)
+    mcp_headers: dict[str, str] | None = _doc(maxProperties=rules.MAX_HEADERS)
+    mcp_tools: list[str] | None = _doc(
+        minItems=1,
+        maxItems=rules.MAX_MCP_TOOL_NAMES,
+        uniqueItems=True,
+        items={"type": "string", "minLength": 1, "maxLength": rules.MAX_MCP_TOOL_NAME_CHARS},
+    )
 
 
 class ToolCreate(_ToolFields):
@@ -70,8 +86,35 @@ class ToolUpdate(_ToolFields):
     pass
 
 
+class McpPreviewBody(RequestModel):
+    """An MCP server to list the tools of (nothing is stored)."""
+
+    nullable: ClassVar[frozenset[str]] = frozenset({"mcpHeaders"})
+
+    mcp_url: str = Field(json_schema_extra=_URL)
+    mcp_headers: dict[str, str] | None = _doc(maxProperties=rules.MAX_HEADERS)
+    name: str | SkipJsonSchema[None] = _doc(
+        pattern=rules.NAME_PATTERN, description="the tool's name: the prefix of exposedName"
+    )
+
+
+class McpServerToolOut(ResponseModel):
+    name: str
+    description: str
+    input_schema: Any
+    exposed_name: str | None
+    problem: str | None
+
+
 class AgentQuery(QueryModel):
     agent_id: str = Field(min_length=1, max_length=100)
+
+
+class McpFunctionOut(ResponseModel):
+    name: str
+    server_name: str
+    description: str
+    input_schema: JsonObject
 
 
 class ToolOut(ResponseModel):
@@ -93,6 +136,11 @@ class ToolOut(ResponseModel):
     form_client_handler: str | None
     form_post_actions: list[JsonObject] | None
     form_webhook_secret: str | None
+    mcp_url: str | None
+    mcp_headers: dict[str, str] | None
+    mcp_tools: list[str] | None
+    mcp_server_tools: list[McpFunctionOut] | None
+    mcp_listed_at: str | None
     created_at: str
     updated_at: str
 
@@ -129,6 +177,11 @@ def tool_json(call: Call, tool: Tool) -> dict:
         "formClientHandler": tool.form_client_handler,
         "formPostActions": tool.form_post_actions,
         "formWebhookSecret": tool_service.webhook_secret(call.app[keys.secret_box_key], tool),
+        "mcpUrl": tool.mcp_url,
+        "mcpHeaders": tool.mcp_headers,
+        "mcpTools": tool.mcp_tools,
+        "mcpServerTools": tool.mcp_server_tools,
+        "mcpListedAt": tool.mcp_listed_at,
         "createdAt": tool.created_at,
         "updatedAt": tool.updated_at,
     }
@@ -191,13 +244,15 @@ async def post_tool(call: Call):
         limit=limit,
         given=given,
         allow_private=_allow_private(call),
+        mcp=call.app[keys.mcp_client_key],
     )
     return json_response(tool_json(call, tool), status=201)
 
 
-@routes.put(TOOL_PATH, body=ToolUpdate, response=ToolOut, errors=(404,))
+@routes.put(TOOL_PATH, body=ToolUpdate, response=ToolOut, errors=(403, 404, 409))
 async def put_tool(call: Call):
     """Update some fields of a tool; the result is checked as a whole."""
+    plan_id, limit = _plan(call)
     tool = await tool_service.update_tool(
         call.app[keys.db_key],
         call.app[keys.secret_box_key],
@@ -205,8 +260,44 @@ async def put_tool(call: Call):
         call.params["id"],
         call.body.given(),
         allow_private=_allow_private(call),
+        mcp=call.app[keys.mcp_client_key],
+        plan_id=plan_id,
+        limit=limit,
     )
     return json_response(tool_json(call, tool))
+
+
+@routes.post(TOOL_PATH + "/refresh", response=ToolOut, errors=(403, 404, 409))
+async def refresh_tool(call: Call):
+    """List an mcp tool's server again and store the tools it now exposes."""
+    plan_id, limit = _plan(call)
+    tool = await tool_service.refresh_tool(
+        call.app[keys.db_key],
+        call.app[keys.secret_box_key],
+        call.app[keys.mcp_client_key],
+        call.team_id,
+        call.params["id"],
+        plan_id=plan_id,
+        limit=limit,
+    )
+    return json_response(tool_json(call, tool))
+
+
+@routes.post("/tools/mcp-preview", body=McpPreviewBody, response=list[McpServerToolOut])
+async def preview_mcp_tools(call: Call):
+    """List an MCP server's tools without saving anything (the tool editor's checklist)."""
+    body: McpPreviewBody = call.body
+    tools = await tool_service.preview_server(
+        call.app[keys.db_key],
+        call.app[keys.secret_box_key],
+        call.app[keys.mcp_client_key],
+        call.team_id,
+        body.mcp_url,
+        body.mcp_headers,
+        body.name,
+        allow_private=_allow_private(call),
+    )
+    return json_response(tools)
 
 
 @routes.delete(TOOL_PATH, response=Success, errors=(404,))

@@ -70,6 +70,15 @@ POSTGRES_MIGRATIONS: dict[int, str] = {
     CREATE INDEX conversation_events_conversation ON conversation_events(conversation_id, id);
     CREATE INDEX conversation_events_team ON conversation_events(team_id, id) WHERE inbox = 1;
     """,
+    # 8: MCP tools (see migrations.py).
+    8: """
+    ALTER TABLE tools DROP CONSTRAINT tools_execution_type_check;
+    ALTER TABLE tools ADD CONSTRAINT tools_execution_type_check
+        CHECK (execution_type IN ('mock', 'http', 'form', 'mcp'));
+    ALTER TABLE tools ADD COLUMN mcp_url TEXT, ADD COLUMN mcp_headers TEXT,
+        ADD COLUMN mcp_tools TEXT, ADD COLUMN mcp_server_tools TEXT,
+        ADD COLUMN mcp_listed_at TEXT, ADD COLUMN counts_as INTEGER NOT NULL DEFAULT 1;
+    """,
 }
 FIRST_POSTGRES_VERSION = 6
 

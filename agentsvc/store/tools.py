@@ -16,7 +16,7 @@ class Tool:
     team_id: str
     name: str
     description: str
-    execution_type: str  # "mock" | "http" | "form"
+    execution_type: str  # "mock" | "http" | "form" | "mcp"
     input_schema: dict
     is_enabled: bool
     display_config: dict | None
@@ -32,6 +32,13 @@ class Tool:
     form_webhook_secret: str | None  # sealed with the secret box
     created_at: str
     updated_at: str
+    mcp_url: str | None = None
+    mcp_headers: dict | None = None
+    mcp_tools: list | None = None  # the server's names to expose; None: all
+    # The functions exposed, as last listed: {name, serverName, description, inputSchema}.
+    mcp_server_tools: list | None = None
+    mcp_listed_at: str | None = None
+    counts_as: int = 1  # tools this row is against the plan's per-agent limit
 
 
 _FIELDS = tuple(Tool.__dataclass_fields__)
@@ -42,6 +49,9 @@ _JSON = {
     "http_headers",
     "form_schema",
     "form_post_actions",
+    "mcp_headers",
+    "mcp_tools",
+    "mcp_server_tools",
 }
 # Columns a partial update may set.
 UPDATABLE = frozenset(_FIELDS) - {"id", "agent_id", "team_id", "created_at", "updated_at"}
@@ -126,8 +136,14 @@ async def list_enabled_for_agent(tx: Tx, agent_id: str) -> list[Tool]:
     return [_from_row(r) for r in rows]
 
 
-async def count_for_agent(tx: Tx, agent_id: str) -> int:
-    rows = await tx.fetchall("SELECT COUNT(*) FROM tools WHERE agent_id = ?", (agent_id,))
+async def count_for_agent(tx: Tx, agent_id: str, except_id: str | None = None) -> int:
+    """The agent's tools against the plan's limit (an MCP tool counts its functions)."""
+    sql = "SELECT COALESCE(SUM(counts_as), 0) FROM tools WHERE agent_id = ?"
+    params: tuple = (agent_id,)
+    if except_id is not None:
+        sql += " AND id <> ?"
+        params = (agent_id, except_id)
+    rows = await tx.fetchall(sql, params)
     return int(rows[0][0])
 
 

@@ -7,6 +7,7 @@ that the later files read. A missing Chromium fails these tests; they never skip
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +15,22 @@ import pytest
 from playwright.sync_api import Browser, sync_playwright
 
 from tests.browser_dashboard.stack import CHROMIUM, CHROMIUM_ARGS, Stack, Tab
+
+HERE = Path(__file__).resolve().parent
+
+
+def _number(item: pytest.Item) -> int:
+    match = re.match(r"test_(\d+)_", item.path.name)
+    return int(match.group(1)) if match else 0
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run this package's files by their numbers (test_11 after test_7, not after test_1),
+    each file's tests in their own order, in the places the package's tests had."""
+    slots = [i for i, item in enumerate(items) if item.path.parent == HERE]
+    ordered = sorted((items[i] for i in slots), key=_number)  # stable: a file stays in order
+    for slot, item in zip(slots, ordered, strict=True):
+        items[slot] = item
 
 
 @pytest.fixture(scope="package")

@@ -22,6 +22,7 @@ from agentsvc.services.chat.turn import HeldTurn, Turn
 from agentsvc.services.handoff.flow import assignee_of
 from agentsvc.services.knowledge.retrieval import retrieve
 from agentsvc.services.knowledge.vectors import Semantic
+from agentsvc.services.tools.mcp import offered
 from agentsvc.store import conversation_events as events_store
 from agentsvc.store import conversations as conv_store
 from agentsvc.store import tools as tools_store
@@ -178,7 +179,7 @@ async def prepare_turn(
         conversation=conv,
         message_id=new_id("message"),
         history=history,
-        tools={t.name: t for t in tools},
+        tools={t.name: t for t in offered(tools)},  # an MCP tool: one per function
         provider=provider,
         model_name=model_name,
         passages=passages,

@@ -8,10 +8,12 @@ import secrets
 from dataclasses import dataclass, replace
 from typing import Any
 
-from agentsvc.db import ConstraintViolation, Database
-from agentsvc.errors import DuplicateName, NotFound, ToolLimitReached, ValidationFailed
+from agentsvc.db import ConstraintViolation, Database, Tx
+from agentsvc.errors import Conflict, DuplicateName, NotFound, ToolLimitReached, ValidationFailed
 from agentsvc.ids import new_id, now_iso
+from agentsvc.mcp_client import McpClient
 from agentsvc.secretbox import SecretBox
+from agentsvc.services.tools import mcp as mcp_service
 from agentsvc.services.tools import rules as tool_rules
 from agentsvc.store import agents as agents_store
 from agentsvc.store import tools as tools_store
@@ -96,6 +98,9 @@ def _apply_defaults(tool: dict[str, Any]) -> None:
         if tool.get("input_schema") is None:
             # The form spelling carries no inputSchema: the model calls the form with nothing.
             tool["input_schema"] = dict(tool_rules.EMPTY_INPUT_SCHEMA)
+    if kind == "mcp" and tool.get("input_schema") is None:
+        # The server's tools bring their own schemas (mcpServerTools).
+        tool["input_schema"] = dict(tool_rules.EMPTY_INPUT_SCHEMA)
 
 
 def default_form_mode(tool: dict[str, Any]) -> str:
@@ -150,6 +155,58 @@ async def _checked(
     return await asyncio.to_thread(_check, tool, given, allow_private=allow_private)
 
 
+def _limit_error(plan_id: str, limit: int, others: int, adding: int, mcp: bool) -> ToolLimitReached:
+    message = f"Tool limit reached: the {plan_id} plan allows {limit} tools per agent"
+    if mcp:
+        message += (
+            f"; this MCP server would expose {adding} and the agent's other tools count"
+            f" {others} (choose fewer with mcpTools)"
+        )
+    return ToolLimitReached(message)
+
+
+async def _offered_elsewhere(tx: Tx, team_id: str, agent_id: str, except_id: str | None):
+    """Every name the model is offered for the agent's other tools -> the tool offering it."""
+    names: dict[str, str] = {}
+    for tool in await tools_store.list_for_agent(tx, team_id, agent_id):
+        if tool.id == except_id:
+            continue
+        if tool.execution_type == "mcp":
+            for function in tool.mcp_server_tools or ():
+                names[function["name"]] = tool.name
+        else:
+            names[tool.name] = tool.name
+    return names
+
+
+async def _check_offered_names(
+    tx: Tx, team_id: str, agent_id: str, names: list[str], except_id: str | None = None
+) -> None:
+    """The names a tool offers the model must be the agent's only ones."""
+    taken = await _offered_elsewhere(tx, team_id, agent_id, except_id)
+    for name in names:
+        if name in taken:
+            raise DuplicateName(
+                f"name: {name} is already offered to the model by this agent's tool {taken[name]!r}"
+            )
+
+
+def _mcp_key(tool: Any) -> tuple:
+    """What a listing depends on: the server, the headers, the selection."""
+    get = tool.get if isinstance(tool, dict) else lambda f: getattr(tool, f)
+    return (get("mcp_url"), get("mcp_headers"), get("mcp_tools"))
+
+
+def _needs_listing(current: Tool | None, tool: dict[str, Any]) -> bool:
+    return current is None or current.execution_type != "mcp" or _mcp_key(current) != _mcp_key(tool)
+
+
+def _renamed(functions: list[dict], prefix: str) -> list[dict]:
+    """The stored functions under a new tool name (no listing needed)."""
+    names = mcp_service.exposed_names(prefix, [f["serverName"] for f in functions])
+    return [{**f, "name": names[f["serverName"]]} for f in functions]
+
+
 async def create_tool(
     db: Database,
     box: SecretBox,
@@ -160,24 +217,37 @@ async def create_tool(
     limit: int | None,
     given: dict[str, Any],
     allow_private: bool = False,
+    mcp: McpClient | None = None,
 ) -> Tool:
-    """Create a tool after checking it, its name's uniqueness and the plan's limit."""
+    """Create a tool after checking it, its names' uniqueness and the plan's limit; an mcp
+    tool lists its server's tools first (outside the write transaction)."""
     fields = canonical_fields(given)
+    draft = {name: fields.get(name) for name in CLIENT_FIELDS}
+    draft["is_enabled"] = True if draft["is_enabled"] is None else draft["is_enabled"]
+    _apply_defaults(draft)
+    if draft["input_schema"] is None:
+        raise ValidationFailed("inputSchema: is required")
+    await _require_agent(db.reader, team_id, agent_id)
+    checked = await _checked(draft, given, allow_private=allow_private)
+    functions: list[dict] | None = None
+    if checked["execution_type"] == "mcp":
+        assert mcp is not None, "an MCP client is needed to create an mcp tool"
+        listed = await mcp_service.list_server(
+            db, box, mcp, team_id, checked["mcp_url"], checked["mcp_headers"]
+        )
+        functions = await mcp_service.checked_functions(
+            listed, checked["mcp_tools"], checked["name"], strict=True
+        )
+    adding = 1 if functions is None else max(1, len(functions))
     async with db.write() as tx:
         await _require_agent(tx, team_id, agent_id)
-        draft = {name: fields.get(name) for name in CLIENT_FIELDS}
-        draft["is_enabled"] = True if draft["is_enabled"] is None else draft["is_enabled"]
-        _apply_defaults(draft)
-        if draft["input_schema"] is None:
-            raise ValidationFailed("inputSchema: is required")
-        checked = await _checked(draft, given, allow_private=allow_private)
         if await tools_store.name_taken(tx, agent_id, checked["name"]):
             raise DuplicateName(f"name: this agent already has a tool named {checked['name']!r}")
-        limits = _limits(await tools_store.count_for_agent(tx, agent_id), limit, plan_id)
-        if not limits.can_create:
-            raise ToolLimitReached(
-                f"Tool limit reached: the {plan_id} plan allows {limit} tools per agent"
-            )
+        offered = [checked["name"]] if functions is None else [f["name"] for f in functions]
+        await _check_offered_names(tx, team_id, agent_id, offered)
+        current = await tools_store.count_for_agent(tx, agent_id)
+        if limit is not None and current + adding > limit:
+            raise _limit_error(plan_id, limit, current, adding, functions is not None)
         now = now_iso()
         tool_id = new_id("tool")
         sealed = None
@@ -190,10 +260,34 @@ async def create_tool(
             form_webhook_secret=sealed,
             created_at=now,
             updated_at=now,
+            mcp_server_tools=functions,
+            mcp_listed_at=now if functions is not None else None,
+            counts_as=adding,
             **checked,
         )
         await tools_store.insert(tx, tool)
     return tool
+
+
+def _merged(current: Tool, fields: dict[str, Any]) -> dict[str, Any]:
+    """The tool as a partial update would leave it (defaults applied, not yet checked)."""
+    merged = {name: getattr(current, name) for name in CLIENT_FIELDS}
+    new_kind = fields.get("execution_type", current.execution_type)
+    if new_kind != current.execution_type:
+        # Switching type drops the settings of the old type that were not resent.
+        for field in tool_rules.TYPE_FIELDS.get(current.execution_type, ()):
+            merged[field] = None
+        if "mcp" in (new_kind, current.execution_type) and "input_schema" not in fields:
+            merged["input_schema"] = None  # an mcp tool's is empty; another's starts so
+    merged.update(fields)
+    if "form_execution_mode" not in fields and _stores_only(current):
+        # A form that only stores its submissions takes the mode its new settings
+        # call for: a webhook address added later is then used, not silently ignored.
+        merged["form_execution_mode"] = None
+    _apply_defaults(merged)
+    if merged["input_schema"] is None:
+        merged["input_schema"] = dict(tool_rules.EMPTY_INPUT_SCHEMA)
+    return merged
 
 
 async def update_tool(
@@ -204,34 +298,66 @@ async def update_tool(
     given: dict[str, Any],
     *,
     allow_private: bool = False,
+    mcp: McpClient | None = None,
+    plan_id: str = "",
+    limit: int | None = None,
 ) -> Tool:
-    """Apply a partial update; the result is checked as a whole before it is saved."""
+    """Apply a partial update; the result is checked as a whole before it is saved. An mcp
+    tool whose server, headers or selection change lists its server's tools again."""
     fields = canonical_fields(given)
+    before = await tools_store.get(db.reader, team_id, tool_id)
+    if before is None:
+        raise NotFound("Tool not found")
+    listing = None
+    draft = _merged(before, fields)
+    if draft["execution_type"] == "mcp" and _needs_listing(before, draft):
+        # Checked first: nothing is sent to a server the rules refuse.
+        shaped = await _checked(draft, given, allow_private=allow_private)
+        assert mcp is not None, "an MCP client is needed to update an mcp tool"
+        listed = await mcp_service.list_server(
+            db, box, mcp, team_id, shaped["mcp_url"], shaped["mcp_headers"]
+        )
+        listing = (_mcp_key(shaped), listed)
     async with db.write() as tx:
         current = await tools_store.get(tx, team_id, tool_id)
         if current is None:
             raise NotFound("Tool not found")
-        merged = {name: getattr(current, name) for name in CLIENT_FIELDS}
-        new_kind = fields.get("execution_type", current.execution_type)
-        if new_kind != current.execution_type:
-            # Switching type drops the settings of the old type that were not resent.
-            for field in tool_rules.TYPE_FIELDS.get(current.execution_type, ()):
-                merged[field] = None
-        merged.update(fields)
-        if "form_execution_mode" not in fields and _stores_only(current):
-            # A form that only stores its submissions takes the mode its new settings
-            # call for: a webhook address added later is then used, not silently ignored.
-            merged["form_execution_mode"] = None
-        _apply_defaults(merged)
-        checked = await _checked(merged, given, allow_private=allow_private)
+        checked = await _checked(_merged(current, fields), given, allow_private=allow_private)
         if await tools_store.name_taken(tx, current.agent_id, checked["name"], tool_id):
             raise DuplicateName(f"name: this agent already has a tool named {checked['name']!r}")
+        service = dict(tool_rules.SERVICE_FIELDS["mcp"])
+        offered = [checked["name"]]
+        if checked["execution_type"] == "mcp":
+            if _needs_listing(current, checked):
+                if listing is None or listing[0] != _mcp_key(checked):
+                    raise Conflict("The tool changed while it was being saved; try again")
+                functions = await mcp_service.checked_functions(
+                    listing[1], checked["mcp_tools"], checked["name"], strict=True
+                )
+                listed_at = now_iso()
+            else:
+                functions = _renamed(current.mcp_server_tools or [], checked["name"])
+                listed_at = current.mcp_listed_at
+            service = {
+                "mcp_server_tools": functions,
+                "mcp_listed_at": listed_at,
+                "counts_as": max(1, len(functions)),
+            }
+            offered = [f["name"] for f in functions]
+        await _check_offered_names(tx, team_id, current.agent_id, offered, tool_id)
+        if limit is not None and service["counts_as"] > current.counts_as:
+            others = await tools_store.count_for_agent(tx, current.agent_id, tool_id)
+            if others + service["counts_as"] > limit:
+                adding = service["counts_as"]
+                raise _limit_error(
+                    plan_id, limit, others, adding, checked["execution_type"] == "mcp"
+                )
         sealed = current.form_webhook_secret
         if checked["execution_type"] != "form":
             sealed = None
         elif sealed is None:
             sealed = box.seal(new_webhook_secret(), _secret_context(tool_id))
-        changes = {k: v for k, v in checked.items() if v != getattr(current, k)}
+        changes = {k: v for k, v in {**checked, **service}.items() if v != getattr(current, k)}
         if sealed != current.form_webhook_secret:
             changes["form_webhook_secret"] = sealed
         now = now_iso()
@@ -240,6 +366,72 @@ async def update_tool(
         except ConstraintViolation as exc:
             raise DuplicateName("name: this agent already has a tool with that name") from exc
     return replace(current, **changes, updated_at=now)
+
+
+async def refresh_tool(
+    db: Database,
+    box: SecretBox,
+    mcp: McpClient,
+    team_id: str,
+    tool_id: str,
+    *,
+    plan_id: str,
+    limit: int | None,
+) -> Tool:
+    """List an mcp tool's server again and store what it now exposes; TOOL_LIMIT_REACHED
+    (nothing changes) when that would pass the plan's limit."""
+    before = await tools_store.get(db.reader, team_id, tool_id)
+    if before is None:
+        raise NotFound("Tool not found")
+    if before.execution_type != "mcp":
+        raise ValidationFailed(
+            f"executionType: only mcp tools can be refreshed (this one is {before.execution_type})"
+        )
+    listed = await mcp_service.list_server(
+        db, box, mcp, team_id, before.mcp_url or "", before.mcp_headers
+    )
+    async with db.write() as tx:
+        current = await tools_store.get(tx, team_id, tool_id)
+        if current is None:
+            raise NotFound("Tool not found")
+        if current.execution_type != "mcp" or _mcp_key(current) != _mcp_key(before):
+            raise Conflict("The tool changed while it was being refreshed; try again")
+        functions = await mcp_service.checked_functions(
+            listed, current.mcp_tools, current.name, strict=False
+        )
+        await _check_offered_names(
+            tx, team_id, current.agent_id, [f["name"] for f in functions], tool_id
+        )
+        counts_as = max(1, len(functions))
+        if limit is not None and counts_as > current.counts_as:
+            others = await tools_store.count_for_agent(tx, current.agent_id, tool_id)
+            if others + counts_as > limit:
+                raise _limit_error(plan_id, limit, others, counts_as, True)
+        now = now_iso()
+        changes = {"mcp_server_tools": functions, "mcp_listed_at": now, "counts_as": counts_as}
+        await tools_store.update(tx, team_id, tool_id, changes, now)
+    return replace(current, **changes, updated_at=now)
+
+
+async def preview_server(
+    db: Database,
+    box: SecretBox,
+    mcp: McpClient,
+    team_id: str,
+    url: str,
+    headers: dict[str, str] | None,
+    prefix: str | None,
+    *,
+    allow_private: bool,
+) -> list[dict[str, Any]]:
+    """A server's tools as the tool editor's checklist shows them (nothing is stored)."""
+    tool_rules.check_target_url("mcpUrl", url, allow_private=allow_private)
+    if headers is not None:
+        tool_rules.check_headers_field("mcpHeaders", headers)
+    if prefix is not None:
+        tool_rules.check_name(prefix)
+    listed = await mcp_service.list_server(db, box, mcp, team_id, url, headers)
+    return await asyncio.to_thread(mcp_service.preview, listed, prefix)
 
 
 async def delete_tool(db: Database, team_id: str, tool_id: str) -> None:

@@ -12,7 +12,7 @@ from agentsvc.services.tenant import schemas as tenant_schemas
 from agentsvc.services.tools.url import host_params
 
 NAME_PATTERN = r"^[a-z][a-z0-9_]{0,63}$"
-EXECUTION_TYPES = ("mock", "http", "form")
+EXECUTION_TYPES = ("mock", "http", "form", "mcp")
 HTTP_METHODS = ("GET", "POST", "PUT", "DELETE")
 EXECUTION_MODES = ("webhook", "client", "both")
 DISPLAY_TYPES = (
@@ -73,7 +73,12 @@ TYPE_FIELDS = {
         "form_client_handler",
         "form_post_actions",
     ),
+    "mcp": ("mcp_url", "mcp_headers", "mcp_tools"),
 }
+# Set by the service, never by a client; cleared when a tool stops being of that type.
+SERVICE_FIELDS = {"mcp": {"mcp_server_tools": None, "mcp_listed_at": None, "counts_as": 1}}
+MAX_MCP_TOOL_NAMES = 200
+MAX_MCP_TOOL_NAME_CHARS = 200
 WIRE_NAMES = {
     "mock_response": "mockResponse",
     "http_url": "httpUrl",
@@ -84,6 +89,9 @@ WIRE_NAMES = {
     "form_webhook_url": "formWebhookUrl",
     "form_client_handler": "formClientHandler",
     "form_post_actions": "formPostActions",
+    "mcp_url": "mcpUrl",
+    "mcp_headers": "mcpHeaders",
+    "mcp_tools": "mcpTools",
 }
 EMPTY_INPUT_SCHEMA = {"type": "object", "properties": {}}
 
@@ -166,6 +174,11 @@ def _check_headers(field: str, headers: Any) -> None:
         check_headers(headers)
     except OutboundError as exc:
         raise fail(field, exc.message) from exc
+
+
+def check_headers_field(field: str, headers: Any) -> None:
+    """An object of header values (no line breaks), or ValidationFailed naming the field."""
+    _check_headers(field, headers)
 
 
 def url_params(url: str) -> list[str]:
@@ -330,7 +343,7 @@ def check_tool(tool: dict[str, Any], *, allow_private: bool = False) -> dict[str
     _check_text("description", tool["description"], max_len=MAX_DESCRIPTION_CHARS)
     kind = tool["execution_type"]
     if kind not in EXECUTION_TYPES:
-        raise fail("executionType", "must be mock, http or form")
+        raise fail("executionType", "must be mock, http, form or mcp")
     check_input_schema(tool["input_schema"])
     if tool.get("display_config") is not None:
         check_display_config(tool["display_config"])
@@ -362,6 +375,8 @@ def check_tool(tool: dict[str, Any], *, allow_private: bool = False) -> dict[str
                 f"placeholder {{{in_host[0]}}} is in the host; input may fill only the path "
                 "and the query",
             )
+    elif kind == "mcp":
+        _check_mcp(tool, allow_private=allow_private)
     else:
         if tool.get("form_schema") is None:
             raise fail("formSchema", "is required for a form tool")
@@ -392,3 +407,30 @@ def _check_form(tool: dict[str, Any], *, allow_private: bool) -> None:
             raise fail("formPostActions", f"must be a list of at most {MAX_POST_ACTIONS} actions")
         for i, action in enumerate(actions):
             _check_post_action(f"formPostActions.{i}", action, allow_private=allow_private)
+
+
+def _check_mcp(tool: dict[str, Any], *, allow_private: bool) -> None:
+    if tool["input_schema"] != EMPTY_INPUT_SCHEMA:
+        raise fail(
+            "inputSchema",
+            "an mcp tool takes the input schemas of its server's tools; leave it out",
+        )
+    _check_url("mcpUrl", tool.get("mcp_url"), allow_private=allow_private)
+    if tool.get("mcp_headers") is not None:
+        _check_headers("mcpHeaders", tool["mcp_headers"])
+    names = tool.get("mcp_tools")
+    if names is None:
+        return
+    if not isinstance(names, list) or not 1 <= len(names) <= MAX_MCP_TOOL_NAMES:
+        raise fail(
+            "mcpTools",
+            f"must be a list of 1 to {MAX_MCP_TOOL_NAMES} of the server's tool names"
+            " (leave it out to expose them all)",
+        )
+    for i, name in enumerate(names):
+        if not isinstance(name, str) or not name.strip() or len(name) > MAX_MCP_TOOL_NAME_CHARS:
+            raise fail(
+                f"mcpTools.{i}", f"must be a name of 1 to {MAX_MCP_TOOL_NAME_CHARS} characters"
+            )
+        if name in names[:i]:
+            raise fail(f"mcpTools.{i}", f"{name!r} is listed twice")

@@ -1,4 +1,4 @@
-"""Running a tool the model called: validate its input, then mock or HTTP call.
+"""Running a tool the model called: validate its input, then mock, HTTP or MCP call.
 
 Form tools are not run here: the chat loop shows the form and ends the turn.
 """
@@ -13,9 +13,11 @@ from typing import Any
 import orjson
 
 from agentsvc.db import Database
+from agentsvc.mcp_client import McpClient
 from agentsvc.outbound import OutboundClient, OutboundError
 from agentsvc.secretbox import SecretBox, SecretBoxError
 from agentsvc.services.tenant.schemas import validation_errors
+from agentsvc.services.tools import mcp as mcp_service
 from agentsvc.services.tools import secrets as secret_service
 from agentsvc.services.tools.url import UrlRefused, add_query, build_url, input_text
 from agentsvc.store.tools import Tool
@@ -67,10 +69,17 @@ def _scrubbed(result: ToolResult, scrub: secret_service.Scrubber) -> ToolResult:
 class ToolRunner:
     """Run tools for the chat loop with the app's database, secret box and outbound client."""
 
-    def __init__(self, db: Database, box: SecretBox, outbound: OutboundClient):
+    def __init__(
+        self,
+        db: Database,
+        box: SecretBox,
+        outbound: OutboundClient,
+        mcp: McpClient | None = None,
+    ):
         self._db = db
         self._box = box
         self._outbound = outbound
+        self._mcp = mcp
 
     async def run(self, tool: Tool, tool_input: dict) -> ToolResult:
         """Validate the input against the tool's inputSchema, then run the tool."""
@@ -84,6 +93,9 @@ class ToolRunner:
             return self._run_mock(tool)
         if tool.execution_type == "http":
             return await self._run_http(tool, tool_input)
+        if tool.execution_type == "mcp" and self._mcp is not None:
+            text, failed = await mcp_service.call(self._db, self._box, self._mcp, tool, tool_input)
+            return ToolResult(text, failed)
         return ToolResult(f"Tool {tool.name} is a form: it is shown to the user, not run", True)
 
     @staticmethod

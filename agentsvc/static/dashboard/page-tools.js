@@ -1,4 +1,5 @@
-// Tools: list with plan limits, create and edit all three types, JSON-Schema editor, test run.
+// Tools: list with plan limits, create and edit all four types, JSON-Schema editor, the MCP
+// server's tool checklist, test run.
 
 import { chatStream, del, get, post, put, qs } from "./api.js";
 import { confirmDialog, field, h, mount, parseJsonField, pretty, select, table, toast, when } from "./dom.js";
@@ -26,7 +27,7 @@ export async function renderTools(ctx, page) {
   const limitText = `${limits.current} of ${limits.limit === null ? "unlimited" : limits.limit} tools on the ${limits.planId} plan`;
   const columns = [
     { label: "Name", cell: (t) => h("a", { href: `#/tools/${encodeURIComponent(t.id)}` }, t.name) },
-    { label: "Type", cell: (t) => h("span", { class: `tag ${t.executionType}` }, t.executionType) },
+    { label: "Type", cell: (t) => h("span", { class: `tag ${t.executionType}` }, t.executionType === "mcp" ? `mcp · ${(t.mcpServerTools || []).length} tools` : t.executionType) },
     { label: "Enabled", cell: (t) => (t.isEnabled ? "yes" : "no") },
     { label: "Description", cell: (t) => t.description },
     { label: "Updated", cell: (t) => when(t.updatedAt) },
@@ -34,7 +35,7 @@ export async function renderTools(ctx, page) {
   mount(page,
     pageHeader(`Tools of ${agent.name}`, limitText,
       limits.canCreate ? h("a", { class: "button", href: "#/tools/new" }, "New tool") : h("span", { class: "muted" }, "Tool limit reached")),
-    table(columns, tools, "No tools yet. Tools let the agent call an HTTP API, answer with a fixed response, or collect a form."));
+    table(columns, tools, "No tools yet. Tools let the agent call an HTTP API or an MCP server, answer with a fixed response, or collect a form."));
 }
 
 function jsonArea(name, value, rows = 8) {
@@ -54,9 +55,12 @@ function toolBody(data, isUpdate) {
     throw new Error("name: lowercase letters, digits and underscores, starting with a letter (at most 64)");
   }
   if (!body.description) throw new Error("description: required (the model reads it)");
-  body.inputSchema = parseJsonField(data.get("inputSchema"), "inputSchema");
-  const problems = checkInputSchema(body.inputSchema);
-  if (problems.length) throw new Error(problems.join("; "));
+  if (type !== "mcp") {
+    // An MCP server's tools bring their own input schemas.
+    body.inputSchema = parseJsonField(data.get("inputSchema"), "inputSchema");
+    const problems = checkInputSchema(body.inputSchema);
+    if (problems.length) throw new Error(problems.join("; "));
+  }
   const displayType = data.get("displayType");
   const displayExtra = parseJsonField(data.get("displayExtra"), "displayConfig", { allowEmpty: true });
   if (displayType || displayExtra) {
@@ -77,6 +81,17 @@ function toolBody(data, isUpdate) {
       body.httpHeaders = headers;
     } else if (isUpdate) {
       body.httpHeaders = null;
+    }
+  } else if (type === "mcp") {
+    body.mcpUrl = String(data.get("mcpUrl")).trim();
+    const headers = mcpHeaders(data.get("mcpHeaders"));
+    if (headers !== undefined) body.mcpHeaders = headers;
+    else if (isUpdate) body.mcpHeaders = null;
+    if (data.get("mcpAll") === "on") {
+      if (isUpdate) body.mcpTools = null;
+    } else {
+      body.mcpTools = data.getAll("mcpTool").map(String);
+      if (!body.mcpTools.length) throw new Error("mcpTools: load the server's tools and tick at least one");
     }
   } else if (type === "form") {
     body.formSchema = parseJsonField(data.get("formSchema"), "formSchema");
@@ -100,10 +115,73 @@ function toolBody(data, isUpdate) {
   return body;
 }
 
+function mcpHeaders(text) {
+  const headers = parseJsonField(text, "mcpHeaders", { allowEmpty: true });
+  if (headers === undefined) return undefined;
+  if (!headers || typeof headers !== "object" || Array.isArray(headers) || Object.values(headers).some((v) => typeof v !== "string")) {
+    throw new Error("mcpHeaders: an object of header names to text values");
+  }
+  return headers;
+}
+
+/** The MCP section: address, headers, "Load tools" and the checklist of the server's tools. */
+function mcpSection(t) {
+  const url = h("input", { name: "mcpUrl", value: t.mcpUrl || "", placeholder: "https://mcp.example.com/mcp" });
+  const headers = jsonArea("mcpHeaders", pretty(t.mcpHeaders), 3);
+  const chosen = new Set(t.mcpTools || (t.mcpServerTools || []).map((f) => f.serverName));
+  const all = h("input", { type: "checkbox", name: "mcpAll", checked: t.executionType === "mcp" ? t.mcpTools === null : true });
+  const list = h("div", { class: "stack mcp-tools", role: "group", "aria-label": "The server's tools" });
+  const status = h("small", { class: "hint", "aria-live": "polite" });
+  const showChecklist = (tools) => {
+    mount(list, tools.map((tool) => {
+      const box = h("input", { type: "checkbox", name: "mcpTool", value: tool.name, checked: !tool.problem && (all.checked || chosen.has(tool.name)), disabled: Boolean(tool.problem) || all.checked, dataset: { problem: tool.problem ? "1" : "" } });
+      return h("label", { class: "check" }, box, " ", h("strong", {}, tool.name),
+        tool.exposedName ? h("span", { class: "muted" }, ` (the model sees ${tool.exposedName})`) : null,
+        tool.description ? h("span", {}, ` — ${tool.description}`) : null,
+        tool.problem ? h("span", { class: "bad" }, ` Cannot be offered: ${tool.problem}`) : null);
+    }));
+  };
+  all.addEventListener("change", () => {
+    for (const box of list.querySelectorAll("input[name=mcpTool]")) {
+      if (!box.dataset.problem) box.disabled = all.checked;
+      if (all.checked && !box.disabled) box.checked = true;
+    }
+  });
+  const load = h("button", { type: "button", class: "secondary" }, "Load tools");
+  load.addEventListener("click", async () => {
+    status.textContent = "Asking the server…";
+    status.className = "hint";
+    try {
+      const form = load.closest("form");
+      const name = form ? String(new FormData(form).get("name") || "").trim() : "";
+      const body = { mcpUrl: url.value.trim() };
+      const given = mcpHeaders(headers.value);
+      if (given !== undefined) body.mcpHeaders = given;
+      if (/^[a-z][a-z0-9_]{0,63}$/.test(name)) body.name = name;
+      const tools = await post("/tools/mcp-preview", body);
+      showChecklist(tools);
+      status.textContent = `The server lists ${tools.length} tools.`;
+      status.className = "hint good";
+    } catch (err) {
+      status.textContent = err.message;
+      status.className = "hint bad";
+    }
+  });
+  if (t.mcpServerTools) {
+    showChecklist(t.mcpServerTools.map((f) => ({ name: f.serverName, description: f.description, exposedName: f.name, problem: null })));
+  }
+  return h("fieldset", { class: "stack", dataset: { for: "mcp" } }, h("legend", {}, "MCP server"),
+    field("Server URL", url, "A Streamable HTTP MCP endpoint. Its tools are listed when the tool is saved; use Refresh when the server changes."),
+    field("Headers sent to the server (JSON)", headers, 'e.g. {"Authorization": "Bearer {{SHOP_TOKEN}}"}: {{SECRET}} is filled from the team\'s secrets when the server is called.'),
+    h("div", { class: "row" }, load, status),
+    field("Expose every tool", all, "Ticked: all the server's tools, including ones it adds later (at the next refresh). Each counts against the plan's tool limit."),
+    list);
+}
+
 function toolEditor(tool) {
   const t = tool || {};
   const type = t.executionType || "mock";
-  const typeSelect = select([["mock", "mock — a fixed response"], ["http", "http — call an address"], ["form", "form — collect data from the visitor"]], type, { name: "executionType" });
+  const typeSelect = select([["mock", "mock — a fixed response"], ["http", "http — call an address"], ["form", "form — collect data from the visitor"], ["mcp", "mcp — the tools of an MCP server"]], type, { name: "executionType" });
   const display = t.displayConfig || {};
   const { type: displayType, ...displayExtra } = display;
   const sections = {
@@ -120,15 +198,17 @@ function toolEditor(tool) {
       field("Client handler name", h("input", { name: "formClientHandler", value: t.formClientHandler || "" }), "Registered in the page with agentsvc.registerFormHandler(name, fn). Left empty with client delivery, submissions are only stored."),
       field("Post actions (JSON list)", jsonArea("formPostActions", pretty(t.formPostActions), 5), 'webhook {url, headers, payload}, team_chat {webhookUrl, messageTemplate}, email {recipientIds, subject}. Templates: {{field}}, {{_toolName}}.'),
       t.formWebhookSecret ? h("p", { class: "muted" }, "Webhook signing secret: ", h("code", {}, t.formWebhookSecret)) : null),
+    mcp: mcpSection(t),
   };
+  let schemaField = null;
   const showSection = () => {
     for (const [name, el] of Object.entries(sections)) {
       el.hidden = name !== typeSelect.value;
       el.disabled = name !== typeSelect.value;
     }
+    if (schemaField) schemaField.hidden = typeSelect.value === "mcp";
   };
   typeSelect.addEventListener("change", showSection);
-  showSection();
   const schemaArea = jsonArea("inputSchema", pretty(t.inputSchema || EMPTY_SCHEMA), 10);
   const schemaStatus = h("small", { class: "hint", "aria-live": "polite" });
   const checkSchema = () => {
@@ -143,22 +223,38 @@ function toolEditor(tool) {
   };
   schemaArea.addEventListener("input", checkSchema);
   checkSchema();
+  schemaField = h("div", { class: "field" }, h("label", { for: "input-schema" }, "Input schema (JSON Schema)"), Object.assign(schemaArea, { id: "input-schema" }), schemaStatus);
+  showSection();
   return [
     h("div", { class: "grid2" },
       field("Name", h("input", { name: "name", required: true, value: t.name || "", pattern: "[a-z][a-z0-9_]{0,63}", placeholder: "lookup_order" }), "Lowercase with underscores; unique for this agent."),
       field("Type", typeSelect)),
     field("Description", h("textarea", { name: "description", rows: 2, required: true }, t.description || ""), "What the tool does; the model reads it to decide when to call it."),
-    h("div", { class: "field" }, h("label", { for: "input-schema" }, "Input schema (JSON Schema)"), Object.assign(schemaArea, { id: "input-schema" }), schemaStatus),
+    schemaField,
     field("Enabled", h("input", { type: "checkbox", name: "isEnabled", checked: t.isEnabled !== false })),
     h("div", { class: "grid2" },
       field("Result display", select(DISPLAY_TYPES.map((d) => [d, d || "(default: text)"]), displayType || "", { name: "displayType" })),
       field("Display mappings and options (JSON)", jsonArea("displayExtra", Object.keys(displayExtra).length ? pretty(displayExtra) : "", 3), '{"fieldMappings": {"title": "name"}, "options": {"showPrice": true}}')),
-    sections.mock, sections.http, sections.form,
+    sections.mock, sections.http, sections.form, sections.mcp,
   ];
 }
 
-/** Run a tool once through the chat (the builtin model runs `/tool NAME {json}` directly). */
+/** Run a tool once through the chat (the builtin model runs `/tool NAME {json}` directly);
+ * an MCP tool runs one of its functions. */
 function testRun(ctx, tool) {
+  if (tool.executionType === "mcp") {
+    const functions = tool.mcpServerTools || [];
+    if (!functions.length) return h("p", { class: "muted card" }, "The server exposes no tool yet: refresh it, or choose its tools above.");
+    const holder = h("div", {});
+    const choice = select(functions.map((f) => [f.name, f.name]), functions[0].name);
+    const show = () => {
+      const f = functions.find((x) => x.name === choice.value);
+      mount(holder, testRun(ctx, { ...tool, executionType: "function", name: f.name, inputSchema: f.inputSchema }));
+    };
+    choice.addEventListener("change", show);
+    show();
+    return h("div", { class: "stack" }, field("Function to test", choice), holder);
+  }
   const input = jsonArea("testInput", pretty(exampleInput(tool.inputSchema)), 4);
   const output = h("div", { class: "test-output", role: "status", "aria-live": "polite" });
   const form = onSubmit(h("form", { class: "stack card", "aria-label": "Test run" },
@@ -215,8 +311,14 @@ export async function renderTool(ctx, page, id) {
     toast("Tool deleted");
     ctx.navigate("#/tools");
   }, { class: "danger" });
+  const refresh = tool.executionType === "mcp" ? actionButton("Refresh from server", async () => {
+    const fresh = await post(`/tools/${encodeURIComponent(id)}/refresh`);
+    toast(`${fresh.mcpServerTools.length} tools from the server`);
+    await renderTool(ctx, page, id);
+  }, { class: "secondary" }) : null;
+  const listed = tool.executionType === "mcp" ? ` · ${(tool.mcpServerTools || []).length} tools, listed ${when(tool.mcpListedAt)}` : "";
   mount(page,
-    pageHeader(tool.name, `${tool.executionType} tool · updated ${when(tool.updatedAt)}`, h("a", { class: "button secondary", href: "#/tools" }, "All tools"), remove),
+    pageHeader(tool.name, `${tool.executionType} tool · updated ${when(tool.updatedAt)}${listed}`, h("a", { class: "button secondary", href: "#/tools" }, "All tools"), refresh, remove),
     form,
     testRun(ctx, tool));
 }

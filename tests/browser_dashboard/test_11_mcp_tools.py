@@ -1,0 +1,76 @@
+"""The tool editor with an MCP server: address and headers, "Load tools", the checklist of
+the server's tools, saving a selection, a test run of one of its tools, and a refresh after
+the server changed its list."""
+
+from __future__ import annotations
+
+from playwright.sync_api import expect
+
+from tests.browser_dashboard.stack import Tab, ensure_owner, nav, owner_key, sign_in
+from tests.fakes.mcp_server import FakeMcpServer
+
+
+def test_owner_adds_an_mcp_server_chooses_its_tools_and_refreshes(browser, stack, shots):
+    ensure_owner(stack)
+    key = owner_key(stack)
+    server = stack.run(FakeMcpServer().start())
+    stack.api("PUT", "/secrets/SHOP_TOKEN", key, {"value": "tok-browser"})
+    agent = stack.api("POST", "/agents", key, {"name": "MCP shop"})["data"]
+    tab = Tab(browser, stack)
+    try:
+        page = tab.page
+        sign_in(page, stack)
+        switcher = page.get_by_label("Team", exact=True)
+        if switcher.count():  # earlier tests joined another team: act in the owner's
+            switcher.select_option(label="Olivia Owner's team (owner)")
+        page.get_by_label("Agent", exact=True).select_option(agent["id"])
+        nav(page, "Tools")
+        page.get_by_role("link", name="New tool").click()
+        editor = page.get_by_role("form", name="New tool")
+        editor.get_by_label("Name", exact=True).fill("shop")
+        editor.get_by_label("Description").fill("The shop's own MCP server")
+        editor.get_by_label("Type").select_option("mcp")
+        expect(editor.get_by_label("Input schema (JSON Schema)")).to_be_hidden()
+        editor.get_by_label("Server URL").fill(server.url)
+        editor.get_by_label("Headers sent to the server (JSON)").fill(
+            '{"Authorization": "Bearer {{SHOP_TOKEN}}"}'
+        )
+        editor.get_by_role("button", name="Load tools").click()
+        expect(editor.get_by_text("The server lists 7 tools.")).to_be_visible()
+        checklist = editor.get_by_role("group", name="The server's tools")
+        expect(checklist).to_contain_text("the model sees shop__search_docs")
+        # Choose two tools instead of all of them.
+        editor.get_by_label("Expose every tool").uncheck()
+        for name in ("whoami", "fail", "crash", "hang", "huge"):
+            checklist.get_by_label(name, exact=False).first.uncheck()
+        expect(checklist.locator("input:checked")).to_have_count(2)
+        page.screenshot(path=str(shots / "mcp-checklist.png"), full_page=True)
+        editor.get_by_role("button", name="Create tool").click()
+        expect(page.get_by_role("heading", name="shop")).to_be_visible()
+        expect(page.get_by_text("mcp tool · updated")).to_contain_text("2 tools, listed")
+
+        stored = stack.api("GET", f"/tools?agentId={agent['id']}", key)
+        assert [f["name"] for f in stored[0]["mcpServerTools"]] == [
+            "shop__get_order",
+            "shop__search_docs",
+        ]
+        assert stored[0]["mcpHeaders"] == {"Authorization": "Bearer {{SHOP_TOKEN}}"}
+
+        # A test run of one of the server's tools, through the builtin model.
+        page.get_by_label("Function to test").select_option("shop__get_order")
+        run = page.get_by_role("form", name="Test run")
+        run.get_by_label("Input (JSON)").fill('{"id": "B-2"}')
+        run.get_by_role("button", name="Run tool").click()
+        expect(run.locator(".test-output")).to_contain_text("Order B-2: shipped")
+        assert server.calls[-1][2] == "Bearer tok-browser"
+
+        # The server drops one of the chosen tools: a refresh shows what is left.
+        del server.tools["Search-Docs"]
+        page.get_by_role("button", name="Refresh from server").click()
+        expect(page.get_by_text("mcp tool · updated")).to_contain_text("1 tools, listed")
+        nav(page, "Tools")
+        expect(page.get_by_text("mcp · 1 tools")).to_be_visible()
+        page.screenshot(path=str(shots / "mcp-tools-list.png"), full_page=True)
+    finally:
+        tab.close()
+        stack.run(server.close())

@@ -1,0 +1,172 @@
+"""A real MCP server on 127.0.0.1: the SDK's low-level `Server` behind its own Streamable
+HTTP app, served by uvicorn in the test's event loop.
+
+Tools (the list is mutable: tests change it and the service refreshes):
+- `get_order` {id}: "Order <id>: shipped" and an image part;
+- `Search-Docs` {query}: a name the service has to map;
+- `whoami`: the Authorization header it received;
+- `fail`: an error result (isError); `crash`: the handler raises;
+- `hang`: never answers; `huge` {size}: that many characters of text.
+
+Beside `/mcp`, raw routes misbehave at the HTTP level: `/redirect` (307 to /mcp, same
+origin: the SDK alone would follow it), `/status/{code}`, `/endless` (an event stream that
+never ends, as fast as it can) and `/trickle` (one small event a second).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from dataclasses import dataclass, field
+from typing import Any
+
+import mcp_types as types
+import uvicorn
+from mcp.server import Server
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response, StreamingResponse
+from starlette.routing import Mount, Route
+
+ORDER_SCHEMA = {
+    "type": "object",
+    "properties": {"id": {"type": "string", "description": "The order id"}},
+    "required": ["id"],
+}
+QUERY_SCHEMA = {"type": "object", "properties": {"query": {"type": "string"}}}
+EMPTY_SCHEMA = {"type": "object", "properties": {}}
+SIZE_SCHEMA = {"type": "object", "properties": {"size": {"type": "integer"}}}
+
+
+def default_tools() -> dict[str, tuple[str, dict[str, Any]]]:
+    """Name -> (description, input schema)."""
+    return {
+        "get_order": ("Look up an order by id", ORDER_SCHEMA),
+        "Search-Docs": ("Search the shop's documentation", QUERY_SCHEMA),
+        "whoami": ("Tell who is calling", EMPTY_SCHEMA),
+        "fail": ("Always fails", EMPTY_SCHEMA),
+        "crash": ("Raises", EMPTY_SCHEMA),
+        "hang": ("Never answers", EMPTY_SCHEMA),
+        "huge": ("Answers a lot of text", SIZE_SCHEMA),
+    }
+
+
+@dataclass
+class FakeMcpServer:
+    """Start with `await FakeMcpServer().start()`; `url` is its MCP endpoint."""
+
+    json_response: bool = False
+    tools: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=default_tools)
+    calls: list[tuple[str, dict[str, Any], str | None]] = field(default_factory=list)
+    requests: int = 0
+    port: int = 0
+
+    async def _list_tools(self, ctx, params) -> types.ListToolsResult:
+        listed = [
+            types.Tool(name=name, description=description, input_schema=schema)
+            for name, (description, schema) in self.tools.items()
+        ]
+        return types.ListToolsResult(tools=listed)
+
+    async def _call_tool(self, ctx, params) -> types.CallToolResult:
+        name, args = params.name, params.arguments or {}
+        auth = ctx.request.headers.get("authorization") if ctx.request is not None else None
+        self.calls.append((name, args, auth))
+        if name not in self.tools:
+            return _text(f"Unknown tool: {name}", error=True)
+        if name == "get_order":
+            return types.CallToolResult(
+                content=[
+                    types.TextContent(type="text", text=f"Order {args.get('id')}: shipped"),
+                    types.ImageContent(type="image", data="aGVsbG8=", mime_type="image/png"),
+                ]
+            )
+        if name == "Search-Docs":
+            return _text(f"Found 2 pages about {args.get('query')}")
+        if name == "whoami":
+            return _text(f"Authorization: {auth}")
+        if name == "fail":
+            return _text("The order system is down", error=True)
+        if name == "crash":
+            raise RuntimeError("database connection lost")
+        if name == "hang":
+            await self._released.wait()
+        if name == "huge":
+            return _text("x" * int(args.get("size", 5_000_000)))
+        return _text("ok")
+
+    def app(self) -> Starlette:
+        server = Server("fake-shop", on_list_tools=self._list_tools, on_call_tool=self._call_tool)
+        mcp_app = server.streamable_http_app(
+            json_response=self.json_response, stateless_http=True, streamable_http_path="/mcp"
+        )
+
+        async def redirect(request: Request) -> Response:
+            return RedirectResponse("/mcp", status_code=307)
+
+        async def status(request: Request) -> Response:
+            return Response("no", status_code=int(request.path_params["code"]))
+
+        async def endless(request: Request) -> Response:
+            async def events():
+                comment = b": " + b"x" * 65536 + b"\n\n"  # ignored by parsers, not by caps
+                while True:
+                    yield comment
+                    await asyncio.sleep(0)
+
+            return StreamingResponse(events(), media_type="text/event-stream")
+
+        async def trickle(request: Request) -> Response:
+            async def events():
+                while True:
+                    yield b": still here\n\n"
+                    await asyncio.sleep(1)
+
+            return StreamingResponse(events(), media_type="text/event-stream")
+
+        async def count(scope, receive, send):
+            self.requests += 1
+            await mcp_app(scope, receive, send)
+
+        return Starlette(
+            routes=[
+                Route("/redirect", redirect, methods=["GET", "POST", "DELETE"]),
+                Route("/status/{code}", status, methods=["GET", "POST", "DELETE"]),
+                Route("/endless", endless, methods=["GET", "POST", "DELETE"]),
+                Route("/trickle", trickle, methods=["GET", "POST", "DELETE"]),
+                Mount("/", app=count),
+            ],
+            lifespan=lambda app: server.session_manager.run(),
+        )
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+    def address(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    async def start(self) -> FakeMcpServer:
+        self._released = asyncio.Event()
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.bind(("127.0.0.1", 0))
+        self.port = sock.getsockname()[1]
+        config = uvicorn.Config(
+            self.app(), log_level="error", lifespan="on", timeout_graceful_shutdown=1
+        )
+        self._server = uvicorn.Server(config)
+        self._task = asyncio.create_task(self._server.serve(sockets=[sock]))
+        while not self._server.started:
+            if self._task.done():
+                self._task.result()
+            await asyncio.sleep(0.01)
+        return self
+
+    async def close(self) -> None:
+        self._released.set()  # a hanging call ends, so the server can stop
+        self._server.should_exit = True
+        await self._task
+
+
+def _text(text: str, error: bool = False) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=error)
