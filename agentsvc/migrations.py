@@ -205,4 +205,8 @@ MIGRATIONS: list[str] = [
     CREATE INDEX conversation_events_conversation ON conversation_events(conversation_id, id);
     CREATE INDEX conversation_events_team ON conversation_events(team_id, id) WHERE inbox = 1;
     """,
+    # 8: the widget's look per agent (appearance, language, strings, starters), JSON.
+    """
+    ALTER TABLE agents ADD COLUMN widget TEXT;
+    """,
 ]

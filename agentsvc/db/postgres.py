@@ -70,6 +70,10 @@ POSTGRES_MIGRATIONS: dict[int, str] = {
     CREATE INDEX conversation_events_conversation ON conversation_events(conversation_id, id);
     CREATE INDEX conversation_events_team ON conversation_events(team_id, id) WHERE inbox = 1;
     """,
+    # 8: the widget's look per agent (see migrations.py).
+    8: """
+    ALTER TABLE agents ADD COLUMN widget TEXT;
+    """,
 }
 FIRST_POSTGRES_VERSION = 6
 
