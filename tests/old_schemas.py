@@ -95,7 +95,12 @@ UNDO: dict[int, list[tuple[str, str]]] = {
         ),
         (SCHEMA_7_EVENTS, ""),
     ],
-    8: [("    widget          TEXT,                   -- the widget's look, JSON (migration 8)\n", "")],
+    8: [
+        (
+            "    widget          TEXT,                   -- the widget's look, JSON (migration 8)\n",
+            "",
+        )
+    ],
 }
 
 
