@@ -635,7 +635,7 @@
       emit("open", {});
     }
     if (opts && typeof opts.message === "string") input.value = opts.message;
-    input.focus();
+    if (!opts || opts.focus !== false) input.focus();
     scrollLog();
   }
   function close() {

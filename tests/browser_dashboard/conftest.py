@@ -7,6 +7,7 @@ that the later files read. A missing Chromium fails these tests; they never skip
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +15,21 @@ import pytest
 from playwright.sync_api import Browser, sync_playwright
 
 from tests.browser_dashboard.stack import CHROMIUM, CHROMIUM_ARGS, Stack, Tab
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run this package's files by their number (test_10 after test_9, not after test_1),
+    keeping every other test where it was."""
+    here = Path(__file__).parent
+    slots = [i for i, item in enumerate(items) if Path(item.fspath).parent == here]
+
+    def number(item: pytest.Item) -> int:
+        found = re.match(r"test_(\d+)_", Path(item.fspath).name)
+        return int(found.group(1)) if found else 0
+
+    ordered = sorted((items[i] for i in slots), key=number)  # stable: order within a file kept
+    for slot, item in zip(slots, ordered, strict=True):
+        items[slot] = item
 
 
 @pytest.fixture(scope="package")
