@@ -75,6 +75,7 @@
     return params ? s.replace(/\{(\w+)\}/g, function (m, n) { return params[n] != null ? params[n] : m; }) : s;
   }
   function warn(message) { if (W.console) console.warn("agentsvc: " + message); }
+  function own(o, k) { return Object.prototype.hasOwnProperty.call(o, k); }
 
   // ── Service address: from the config, else from this script's own src ───────────────
   function scriptBase() {
@@ -312,7 +313,7 @@
     [server && server.appearance, cfg.appearance, cfg.title ? { title: cfg.title } : null].forEach(function (src) {
       if (!isObj(src)) return;
       Object.keys(src).forEach(function (k) {
-        if (!CHECKS[k]) return;
+        if (!own(CHECKS, k)) return;
         if (src[k] === null) out[k] = LOOK[k];
         else if (fits(k, src[k])) out[k] = src[k];
         else warn("appearance." + k + " ignored: " + String(src[k]).slice(0, 40));
@@ -456,7 +457,7 @@
     [server && server.strings && server.strings[lang], page].forEach(function (o) {
       if (!isObj(o)) return;
       Object.keys(o).forEach(function (k) {
-        if ((k in EN || k === "welcome") && typeof o[k] === "string" && o[k]) S[k] = o[k];
+        if ((own(EN, k) || k === "welcome") && typeof o[k] === "string" && o[k]) S[k] = o[k];
       });
     });
   }
