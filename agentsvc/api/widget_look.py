@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, create_model
+from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
 from agentsvc.api.models import RequestModel, ResponseModel
 from agentsvc.services.widget import look
-from agentsvc.services.widget.locales import EXTRA_KEYS, LOCALES, snake_case, string_keys
+from agentsvc.services.widget.locales import EXTRA_KEYS, LOCALES, string_keys
 
 Color = Annotated[str, Field(pattern=look.COLOR_PATTERN, description="#rrggbb")]
 FontFamily = Annotated[
@@ -64,21 +64,11 @@ class WidgetAppearanceIn(RequestModel):
     powered_by: bool | None = None
 
 
-_STRING_FIELDS: dict[str, Any] = {
-    snake_case(key): (Text | SkipJsonSchema[None], None) for key in (*string_keys(), *EXTRA_KEYS)
-}
-WidgetStringsIn = create_model(  # type: ignore[call-overload]
-    "WidgetStringsIn",
-    __base__=RequestModel,
-    __doc__="Texts of one language that replace the built-in ones (keys of the locale tables).",
-    **_STRING_FIELDS,
-)
-WidgetStringsByLanguage = create_model(  # type: ignore[call-overload]
-    "WidgetStringsByLanguage",
-    __base__=RequestModel,
-    __doc__="Per language: its overrides; a given language's map replaces the stored one.",
-    **{code: (WidgetStringsIn | SkipJsonSchema[None], None) for code in LOCALES},
-)
+LanguageCode = Literal[LOCALES]  # type: ignore[valid-type]
+StringKey = Literal[(*string_keys(), *EXTRA_KEYS)]  # type: ignore[valid-type]
+# Per language, the texts that replace the built-in ones (keys of the locale tables, and
+# `welcome`); a given language's map replaces the stored one.
+Strings = dict[LanguageCode, dict[StringKey, Text]]
 
 
 class WidgetIn(RequestModel):
@@ -86,7 +76,9 @@ class WidgetIn(RequestModel):
     language: Language | SkipJsonSchema[None] = Field(
         None, description="auto: the page's lang, else the browser's languages"
     )
-    strings: WidgetStringsByLanguage | SkipJsonSchema[None] = None  # type: ignore[valid-type]
+    strings: Strings | SkipJsonSchema[None] = Field(
+        None, description="per language code, texts by key that replace the built-in ones"
+    )
     starters: (
         Annotated[list[Starter], Field(max_length=look.MAX_STARTERS)] | SkipJsonSchema[None]
     ) = Field(None, description="questions shown as buttons on an empty conversation")
