@@ -150,10 +150,35 @@ async def test_a_periodic_job_is_claimed_by_one_process_per_period(tmp_path):
         await two.close()
 
 
-# What each migration added, taken away again: undoing every one after N leaves a
-# PostgreSQL database as version N left it (7: issue 19's, before handoff).
-UNDO_POSTGRES = {
-    7: """
+# What the widget look migration added, taken away again (applied first: the later one).
+UNDO_POSTGRES_WIDGET = "ALTER TABLE agents DROP COLUMN widget;"
+
+
+@postgres_only
+async def test_a_postgresql_database_from_before_the_widget_look_upgrades(tmp_path):
+    import asyncpg
+
+    from agentsvc.db.postgres import PostgresDatabase
+    from agentsvc.db.schema import schema_version
+
+    fresh, old = pg.fresh_database_url(), pg.fresh_database_url()
+    for url in (fresh, old):
+        db = PostgresDatabase(url)
+        await db.open()
+        await db.close()
+    conn = await asyncpg.connect(old)
+    await conn.execute(UNDO_POSTGRES_WIDGET)
+    await conn.execute("UPDATE schema_info SET version = $1", schema_version() - 1)
+    await conn.close()
+    upgraded = PostgresDatabase(old)
+    await upgraded.open()
+    assert await upgraded.schema_version_now() == schema_version()
+    await upgraded.close()
+    assert await _catalog(old) == await _catalog(fresh)
+
+
+# What migration 7 added, taken away again: a PostgreSQL database as issue 19 left it.
+UNDO_POSTGRES_7 = """
 DROP TABLE conversation_events;
 DROP INDEX conversations_agent_status;
 ALTER TABLE agents DROP COLUMN handoff;
@@ -161,9 +186,8 @@ ALTER TABLE memberships DROP COLUMN notify_handoffs;
 ALTER TABLE conversations DROP COLUMN status, DROP COLUMN assignee_id, DROP COLUMN handoff_at,
     DROP COLUMN first_reply_seconds, DROP COLUMN contact_email, DROP COLUMN visitor_seen_at;
 ALTER TABLE messages DROP COLUMN author_id, DROP COLUMN author_name;
-""",
-    8: "ALTER TABLE agents DROP COLUMN widget;",
-}
+UPDATE schema_info SET version = 6;
+"""
 
 
 async def _catalog(url: str) -> tuple[set, set]:
@@ -188,8 +212,7 @@ async def _catalog(url: str) -> tuple[set, set]:
 
 
 @postgres_only
-@pytest.mark.parametrize("version", [6, 7])
-async def test_an_older_postgresql_database_upgrades_to_the_current_schema(tmp_path, version):
+async def test_a_postgresql_database_of_version_6_upgrades_to_the_handoff_schema(tmp_path):
     import asyncpg
 
     from agentsvc.db.postgres import PostgresDatabase
@@ -201,13 +224,11 @@ async def test_an_older_postgresql_database_upgrades_to_the_current_schema(tmp_p
         await db.open()
         await db.close()
     conn = await asyncpg.connect(old)
-    for number in sorted(UNDO_POSTGRES, reverse=True):
-        if number > version:
-            await conn.execute(UNDO_POSTGRES[number])
-    await conn.execute("UPDATE schema_info SET version = $1", version)
+    await conn.execute(UNDO_POSTGRES_WIDGET)
+    await conn.execute(UNDO_POSTGRES_7)
     await conn.close()
     upgraded = PostgresDatabase(old)
     await upgraded.open()
-    assert await upgraded.schema_version_now() == schema_version() == max(UNDO_POSTGRES)
+    assert await upgraded.schema_version_now() == schema_version()
     await upgraded.close()
     assert await _catalog(old) == await _catalog(fresh)

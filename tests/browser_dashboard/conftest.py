@@ -16,18 +16,19 @@ from playwright.sync_api import Browser, sync_playwright
 
 from tests.browser_dashboard.stack import CHROMIUM, CHROMIUM_ARGS, Stack, Tab
 
+HERE = Path(__file__).resolve().parent
+
+
+def _number(item: pytest.Item) -> int:
+    match = re.match(r"test_(\d+)_", item.path.name)
+    return int(match.group(1)) if match else 0
+
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Run this package's files by their number (test_10 after test_9, not after test_1),
-    keeping every other test where it was."""
-    here = Path(__file__).parent
-    slots = [i for i, item in enumerate(items) if Path(item.fspath).parent == here]
-
-    def number(item: pytest.Item) -> int:
-        found = re.match(r"test_(\d+)_", Path(item.fspath).name)
-        return int(found.group(1)) if found else 0
-
-    ordered = sorted((items[i] for i in slots), key=number)  # stable: order within a file kept
+    """Run this package's files by their numbers (test_11 after test_7, not after test_1),
+    each file's tests in their own order, in the places the package's tests had."""
+    slots = [i for i, item in enumerate(items) if item.path.parent == HERE]
+    ordered = sorted((items[i] for i in slots), key=_number)  # stable: a file stays in order
     for slot, item in zip(slots, ordered, strict=True):
         items[slot] = item
 
