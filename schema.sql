@@ -61,6 +61,7 @@ CREATE TABLE agents (
     updated_at      TEXT NOT NULL,
     language        TEXT NOT NULL DEFAULT 'english', -- Snowball language of its word forms (migration 2)
     handoff         TEXT,                   -- handoff settings, JSON (migration 7)
+    widget          TEXT,                   -- the widget's look, JSON (migration 9)
     UNIQUE (team_id, slug)
 );
 CREATE INDEX agents_team_created ON agents(team_id, created_at);

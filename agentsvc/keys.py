@@ -32,11 +32,13 @@ if TYPE_CHECKING:
     from agentsvc.services.team.access import KeyResolver
     from agentsvc.services.tools.runner import ToolRunner
     from agentsvc.services.triggers.events import EventWriter
+    from agentsvc.services.widget.public import WidgetConfigCache
 
 settings_key: web.AppKey[Settings] = web.AppKey("settings")
 db_key: web.AppKey[Database] = web.AppKey("db")
 key_resolver_key: web.AppKey[KeyResolver] = web.AppKey("key_resolver")
 agent_cache_key: web.AppKey[AgentCache] = web.AppKey("agent_cache")
+widget_config_cache_key: web.AppKey[WidgetConfigCache] = web.AppKey("widget_config_cache")
 limiter_key: web.AppKey[Limiter] = web.AppKey("limiter")
 body_slots_key: web.AppKey[BodySlots] = web.AppKey("body_slots")
 jobs_key: web.AppKey[Jobs] = web.AppKey("jobs")

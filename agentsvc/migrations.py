@@ -253,4 +253,8 @@ MIGRATIONS: list[str] = [
     DROP TABLE tools_before_mcp;
     CREATE INDEX tools_team ON tools(team_id);
     """,
+    # 9: the widget's look per agent (appearance, language, strings, starters), JSON.
+    """
+    ALTER TABLE agents ADD COLUMN widget TEXT;
+    """,
 ]

@@ -46,6 +46,7 @@ from agentsvc.services.team import membership, oauth, sessions
 from agentsvc.services.team.access import KeyResolver
 from agentsvc.services.tools.runner import ToolRunner
 from agentsvc.services.triggers.events import EventWriter
+from agentsvc.services.widget.public import WidgetConfigCache
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +95,8 @@ async def _database(app: web.Application) -> AsyncIterator[None]:
     app[keys.db_key] = db
     resolver = app[keys.key_resolver_key] = KeyResolver(db)
     agents = app[keys.agent_cache_key] = AgentCache()
-    changes.follow(db, resolver=resolver, agents=agents)
+    configs = app[keys.widget_config_cache_key] = WidgetConfigCache()
+    changes.follow(db, resolver=resolver, agents=agents, widget_configs=configs)
     yield
     upkeep.cancel()
     with contextlib.suppress(asyncio.CancelledError):

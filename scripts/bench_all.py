@@ -43,6 +43,7 @@ BENCHMARKS = [
     ("bench_forms.py", ["--seconds", "4"], ["--seconds", "2", "--backlog", "300"]),
     ("bench_knowledge.py", [], ["--queries", "500"]),
     ("bench_handoff.py", [], ["--visitors", "300", "--members", "20", "--replies", "100"]),
+    ("bench_widget.py", [], ["--runs", "3"]),
 ]
 
 

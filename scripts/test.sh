@@ -3,7 +3,8 @@
 # default), then on PostgreSQL + Redis, servers this script starts on free 127.0.0.1 ports
 # in a temporary directory and stops at the end. Installs: the project with its test
 # extras (pip); Debian's Chromium, Redis and nginx when missing (never Playwright's own
-# browser download); PostgreSQL 15 is used from the machine image or Debian's package.
+# browser download); axe-core from the npm registry (tests/browser/package.json);
+# PostgreSQL 15 is used from the machine image or Debian's package.
 # Extra arguments go to pytest, e.g. `bash scripts/test.sh tests/test_agents.py`.
 # TEST_BACKENDS="sqlite" (or "postgresql") runs one backend only.
 set -euo pipefail
@@ -23,6 +24,12 @@ if [[ $backends == *postgresql* ]]; then
 fi
 if [ ${#missing[@]} -gt 0 ]; then
     $sudo apt-get update -qq && $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+# axe-core for the widget's accessibility tests, from the npm registry (never committed):
+# tests/browser/package.json names it with a lower bound; a second run is a quick no-op.
+if [ ! -f tests/browser/node_modules/axe-core/axe.min.js ]; then
+    command -v npm >/dev/null || { $sudo apt-get update -qq && $sudo apt-get install -y -qq npm >/dev/null; }
+    npm install --prefix tests/browser --no-audit --no-fund --no-package-lock --loglevel=error
 fi
 
 status=0

@@ -110,6 +110,12 @@ UNDO: dict[int, list[tuple[str, str]]] = {
             "",
         ),
     ],
+    9: [
+        (
+            "    widget          TEXT,                   -- the widget's look, JSON (migration 9)\n",
+            "",
+        )
+    ],
 }
 
 

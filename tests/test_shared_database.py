@@ -150,41 +150,10 @@ async def test_a_periodic_job_is_claimed_by_one_process_per_period(tmp_path):
         await two.close()
 
 
-# What the MCP tools migration added, taken away again (applied first: the later one).
-UNDO_POSTGRES_MCP = """
-ALTER TABLE tools DROP CONSTRAINT tools_execution_type_check;
-ALTER TABLE tools ADD CONSTRAINT tools_execution_type_check
-    CHECK (execution_type IN ('mock', 'http', 'form'));
-ALTER TABLE tools DROP COLUMN mcp_url, DROP COLUMN mcp_headers, DROP COLUMN mcp_tools,
-    DROP COLUMN mcp_server_tools, DROP COLUMN mcp_listed_at, DROP COLUMN counts_as;
-"""
-
-
-@postgres_only
-async def test_a_postgresql_database_from_before_mcp_tools_upgrades(tmp_path):
-    import asyncpg
-
-    from agentsvc.db.postgres import PostgresDatabase
-    from agentsvc.db.schema import schema_version
-
-    fresh, old = pg.fresh_database_url(), pg.fresh_database_url()
-    for url in (fresh, old):
-        db = PostgresDatabase(url)
-        await db.open()
-        await db.close()
-    conn = await asyncpg.connect(old)
-    await conn.execute(UNDO_POSTGRES_MCP)
-    await conn.execute("UPDATE schema_info SET version = $1", schema_version() - 1)
-    await conn.close()
-    upgraded = PostgresDatabase(old)
-    await upgraded.open()
-    assert await upgraded.schema_version_now() == schema_version()
-    await upgraded.close()
-    assert await _catalog(old) == await _catalog(fresh)
-
-
-# What migration 7 added, taken away again: a PostgreSQL database as issue 19 left it.
-UNDO_POSTGRES_7 = """
+# What each migration since PostgreSQL's first schema (version 6) added, taken away again:
+# undoing every migration after N, in reverse order, gives a database as version N left it.
+UNDO_POSTGRES: dict[int, str] = {
+    7: """
 DROP TABLE conversation_events;
 DROP INDEX conversations_agent_status;
 ALTER TABLE agents DROP COLUMN handoff;
@@ -192,8 +161,16 @@ ALTER TABLE memberships DROP COLUMN notify_handoffs;
 ALTER TABLE conversations DROP COLUMN status, DROP COLUMN assignee_id, DROP COLUMN handoff_at,
     DROP COLUMN first_reply_seconds, DROP COLUMN contact_email, DROP COLUMN visitor_seen_at;
 ALTER TABLE messages DROP COLUMN author_id, DROP COLUMN author_name;
-UPDATE schema_info SET version = 6;
-"""
+""",
+    8: """
+ALTER TABLE tools DROP CONSTRAINT tools_execution_type_check;
+ALTER TABLE tools ADD CONSTRAINT tools_execution_type_check
+    CHECK (execution_type IN ('mock', 'http', 'form'));
+ALTER TABLE tools DROP COLUMN mcp_url, DROP COLUMN mcp_headers, DROP COLUMN mcp_tools,
+    DROP COLUMN mcp_server_tools, DROP COLUMN mcp_listed_at, DROP COLUMN counts_as;
+""",
+    9: "ALTER TABLE agents DROP COLUMN widget;",
+}
 
 
 async def _catalog(url: str) -> tuple[set, set]:
@@ -217,21 +194,34 @@ async def _catalog(url: str) -> tuple[set, set]:
     )
 
 
+def test_every_postgresql_migration_has_its_undo():
+    from agentsvc.db.postgres import FIRST_POSTGRES_VERSION, POSTGRES_MIGRATIONS
+    from agentsvc.db.schema import schema_version
+
+    expected = set(range(FIRST_POSTGRES_VERSION + 1, schema_version() + 1))
+    assert set(POSTGRES_MIGRATIONS) == expected
+    assert set(UNDO_POSTGRES) == expected
+
+
 @postgres_only
-async def test_a_postgresql_database_of_version_6_upgrades_to_the_handoff_schema(tmp_path):
+@pytest.mark.parametrize("version", sorted(set(UNDO_POSTGRES) | {6}))
+async def test_a_postgresql_database_of_an_earlier_version_upgrades(tmp_path, version):
     import asyncpg
 
     from agentsvc.db.postgres import PostgresDatabase
     from agentsvc.db.schema import schema_version
 
+    if version >= schema_version():
+        pytest.skip("the current version")
     fresh, old = pg.fresh_database_url(), pg.fresh_database_url()
     for url in (fresh, old):
         db = PostgresDatabase(url)
         await db.open()
         await db.close()
     conn = await asyncpg.connect(old)
-    await conn.execute(UNDO_POSTGRES_MCP)
-    await conn.execute(UNDO_POSTGRES_7)
+    for later in sorted((n for n in UNDO_POSTGRES if n > version), reverse=True):
+        await conn.execute(UNDO_POSTGRES[later])
+    await conn.execute("UPDATE schema_info SET version = $1", version)
     await conn.close()
     upgraded = PostgresDatabase(old)
     await upgraded.open()

@@ -10,12 +10,14 @@ from pydantic.json_schema import SkipJsonSchema
 from agentsvc import keys
 from agentsvc.api.models import MODEL_ID_MARKER, RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, envelope_response
+from agentsvc.api.widget_look import WidgetIn, WidgetOut
 from agentsvc.errors import ValidationFailed
 from agentsvc.language import DEFAULT_LANGUAGE, LANGUAGES
 from agentsvc.services.agents import registry as agent_service
 from agentsvc.services.agents.models import model_error
 from agentsvc.services.handoff import settings as handoff_settings
 from agentsvc.services.handoff.settings import DAYS
+from agentsvc.services.widget import look as widget_look
 from agentsvc.store.agents import Agent
 
 routes = RouteTable("agents")
@@ -87,6 +89,9 @@ class AgentPatch(RequestModel):
     handoff: HandoffIn | SkipJsonSchema[None] = Field(
         None, description="handoff to a person; the given fields replace the stored ones"
     )
+    widget: WidgetIn | SkipJsonSchema[None] = Field(
+        None, description="the widget's look, language, texts and starters (merged in)"
+    )
 
 
 class AgentSummary(ResponseModel):
@@ -130,6 +135,7 @@ class HandoffOut(ResponseModel):
 class AgentOut(AgentCreated):
     updated_at: str
     handoff: HandoffOut
+    widget: WidgetOut
 
 
 class AgentDeleted(ResponseModel):
@@ -161,6 +167,7 @@ def agent_json(call: Call, agent: Agent) -> dict:
         **created_json(agent),
         "updatedAt": agent.updated_at,
         "handoff": handoff_settings.public_json(call.app[keys.secret_box_key], agent),
+        "widget": widget_look.settings_of(agent.widget),
     }
 
 
@@ -219,6 +226,7 @@ async def patch_agent(call: Call):
     body: AgentPatch = call.body
     fields = body.given()
     handoff = fields.pop("handoff", None)
+    widget = fields.pop("widget", None)
     if "model" in fields:
         _check_model(call, fields["model"])
     agent = await agent_service.update_agent(
@@ -236,6 +244,10 @@ async def patch_agent(call: Call):
             agent.id,
             body.handoff.model_dump(by_alias=True, exclude_unset=True),  # type: ignore[union-attr]
             allow_private=call.app[keys.settings_key].outbound.allow_private,
+        )
+    if widget is not None:
+        agent = await widget_look.update_settings(
+            call.app[keys.db_key], call.team_id, agent.id, widget.changes()
         )
     return envelope_response(agent_json(call, agent))
 

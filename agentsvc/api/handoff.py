@@ -84,7 +84,7 @@ class InboxQuery(QueryModel):
     last_event_id: EventId | None = None
 
 
-class HandoffOut(ResponseModel):
+class ConversationHandoff(ResponseModel):
     conversation_id: str
     status: Status
     assignee: Assignee | None
@@ -140,7 +140,7 @@ def _flow_deps(call: Call) -> tuple[Any, Any]:
     cors=True,
     body=HandoffBody,
     parse=_optional_json,
-    response=HandoffOut,
+    response=ConversationHandoff,
     envelope=True,
     errors=(400, 403, 404, 429),
 )
@@ -192,7 +192,7 @@ async def post_contact(call: Call):
     "/conversations/{id}/assign",
     body=AssignBody,
     parse=_optional_json,
-    response=HandoffOut,
+    response=ConversationHandoff,
     envelope=True,
     errors=(400, 404),
 )
@@ -233,7 +233,9 @@ async def post_message(call: Call):
     return envelope_response(message_json(message), status=201)
 
 
-@routes.post("/conversations/{id}/release", response=HandoffOut, envelope=True, errors=(404,))
+@routes.post(
+    "/conversations/{id}/release", response=ConversationHandoff, envelope=True, errors=(404,)
+)
 async def post_release(call: Call):
     """Hand the conversation back to the agent: it is then `bot`."""
     db, agents = _flow_deps(call)
@@ -241,7 +243,9 @@ async def post_release(call: Call):
     return envelope_response((await flow.release(db, agents, conv)).json())
 
 
-@routes.post("/conversations/{id}/close", response=HandoffOut, envelope=True, errors=(404,))
+@routes.post(
+    "/conversations/{id}/close", response=ConversationHandoff, envelope=True, errors=(404,)
+)
 async def post_close(call: Call):
     """Close the conversation (a visitor's next message reopens it with the agent)."""
     db, agents = _flow_deps(call)

@@ -17,6 +17,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from agentsvc.api.models import MODEL_ID_MARKER
 from agentsvc.services.tools.rules import NAME_PATTERN as TOOL_NAME_PATTERN
+from agentsvc.services.widget import look as widget_look
 
 MAX_ERRORS = 5
 _MAX_SCANNED = 50
@@ -30,6 +31,13 @@ PATTERN_PHRASES: dict[str, str] = {
     r"^[^\x00-\x1f\x7f]*$": "a string{length} without control characters",
     TOOL_NAME_PATTERN: "1 to 64 lowercase letters, digits and _, starting with a letter",
     r"^\d\d:\d\d$": "a time of day as HH:MM",
+    widget_look.COLOR_PATTERN: "a colour as #rrggbb",
+    widget_look.FONT_PATTERN: (
+        "font family names{length}: letters, digits, spaces, commas and hyphens"
+    ),
+    widget_look.IMAGE_PATTERN: (
+        "an https:// address or a base64 data:image/(png|jpeg|gif|webp|svg+xml) URL{length}"
+    ),
 }
 _EMAIL_PHRASE = "an e-mail address{length}"
 _PATTERN_FALLBACK = "a string{length} in the accepted format"
@@ -89,6 +97,9 @@ def _describe_item(item: Any, schema: dict[str, Any] | None) -> tuple[str, str]:
     ctx = item.get("ctx") or {}
     if kind == "null_forbidden":  # RequestModel refuses an explicit null (models.py)
         loc = (*loc, ctx.get("field", ""))
+    if loc and loc[-1] == "[key]":  # a key of a map outside its documented names
+        path, _ = _walk(schema, loc[:-1])
+        return ".".join(str(p) for p in path), "is not a known field"
     path, node = _walk(schema, loc)
     field = ".".join(str(p) for p in path)
     if kind == "missing":

@@ -1,4 +1,5 @@
-"""The embeddable widget script at `/widget.js` (strong ETag, gzip) and its demo page."""
+"""The embeddable widget: its script at `/widget.js` (strong ETag, gzip), its locale tables,
+an agent's public widget config, and the demo page."""
 
 from __future__ import annotations
 
@@ -16,8 +17,11 @@ from pydantic import Field
 from agentsvc import keys
 from agentsvc.api.models import QueryModel
 from agentsvc.api.routing import Call, RouteTable
+from agentsvc.api.widget_look import WidgetConfig
 from agentsvc.errors import NotFound
 from agentsvc.services.agents import registry as agent_service
+from agentsvc.services.widget import public as widget_public
+from agentsvc.services.widget.locales import LOCALES, locale_bytes
 
 routes = RouteTable("widget")
 
@@ -96,6 +100,82 @@ async def get_widget_script(call: Call):
     )
 
 
+def _cached(call: Call, body: bytes, etag: str, cache_control: str, gzipped: bytes | None = None):
+    """A cacheable JSON answer: 304 for a matching If-None-Match, gzip when it pays."""
+    headers = call.request.headers
+    use_gzip = gzipped is not None and _accepts_gzip(headers.get("Accept-Encoding", ""))
+    if use_gzip:
+        etag = etag[:-1] + '-gz"'
+    answer = {"ETag": etag, "Cache-Control": cache_control, "Vary": "Accept-Encoding"}
+    if _etag_matches(headers.get("If-None-Match", ""), etag):
+        return web.Response(status=304, headers=answer)
+    if use_gzip:
+        answer["Content-Encoding"] = "gzip"
+    return web.Response(
+        body=gzipped if use_gzip else body,
+        content_type="application/json",
+        headers=answer,
+    )
+
+
+# A change in the dashboard reaches visitors within a minute; until then (and after, while
+# nothing changed) a browser revalidates with If-None-Match and gets a bodiless 304.
+CONFIG_CACHE_CONTROL = "public, max-age=60"
+
+
+@routes.get(
+    "/widget/config/{agentId}",
+    auth="public",
+    cors=True,
+    response=WidgetConfig,
+    response_headers=("ETag", "Cache-Control", "Vary"),
+    errors=(404,),
+)
+async def get_widget_config(call: Call):
+    """An agent's widget look, language, texts and starters (public; ETag, 304)."""
+    rendered = await widget_public.widget_config(
+        call.app[keys.db_key],
+        call.app[keys.agent_cache_key],
+        call.app[keys.widget_config_cache_key],
+        call.params["agentId"],
+    )
+    return _cached(call, rendered.body, f'"{rendered.digest}"', CONFIG_CACHE_CONTROL)
+
+
+@dataclass(frozen=True, slots=True)
+class LocaleFile:
+    body: bytes
+    gzipped: bytes
+    etag: str
+
+
+_locales: dict[str, LocaleFile] = {}
+
+
+def _locale(code: str) -> LocaleFile:
+    found = _locales.get(code)
+    if found is None:
+        body = locale_bytes(code)
+        digest = hashlib.sha256(body).hexdigest()[:32]
+        found = LocaleFile(body, gzip.compress(body, compresslevel=9, mtime=0), f'"{digest}"')
+        _locales[code] = found
+    return found
+
+
+@routes.get(
+    "/widget/locales/{lang:" + "|".join(LOCALES) + "}.json",
+    auth="public",
+    below_api=False,
+    cors=True,
+    response=dict[str, str],
+    response_headers=("ETag", "Cache-Control", "Vary"),
+)
+async def get_widget_locale(call: Call):
+    """The widget's texts in one language (loaded by the widget when the page needs it)."""
+    found = _locale(call.params["lang"])
+    return _cached(call, found.body, found.etag, CACHE_CONTROL, found.gzipped)
+
+
 class DemoQuery(QueryModel):
     agent_id: Annotated[str, Field(min_length=1, max_length=100)]
 
@@ -139,7 +219,8 @@ def embed_snippet(config: dict[str, Any], script_src: str) -> str:
         f"window.agentsvcConfig = {config_js};\n"
         "(function (a) {\n"
         '  ["open", "close", "toggle", "send", "identify", "reset", "track",\n'
-        '   "registerFormHandler", "showBubble", "showForm", "on", "off"].forEach(function (m) {\n'
+        '   "registerFormHandler", "showBubble", "showForm", "mount", "configure",\n'
+        '   "on", "off"].forEach(function (m) {\n'
         "    if (a.q) a[m] = a[m] || function () { a.q.push([m, [].slice.call(arguments)]); };\n"
         "  });\n"
         "})((window.agentsvc = window.agentsvc || { q: [] }));\n"

@@ -79,6 +79,10 @@ POSTGRES_MIGRATIONS: dict[int, str] = {
         ADD COLUMN mcp_tools TEXT, ADD COLUMN mcp_server_tools TEXT,
         ADD COLUMN mcp_listed_at TEXT, ADD COLUMN counts_as INTEGER NOT NULL DEFAULT 1;
     """,
+    # 9: the widget's look per agent (see migrations.py).
+    9: """
+    ALTER TABLE agents ADD COLUMN widget TEXT;
+    """,
 }
 FIRST_POSTGRES_VERSION = 6
 

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from agentsvc.services.agents.registry import AgentCache
     from agentsvc.services.knowledge.vectors import VectorIndex
     from agentsvc.services.team.access import KeyResolver
+    from agentsvc.services.widget.public import WidgetConfigCache
 
 PRINCIPALS = "principals"  # keys, sessions, members or a team's plan changed
 _AGENT = "agent:"
@@ -51,6 +52,7 @@ def follow(
     resolver: KeyResolver | None = None,
     agents: AgentCache | None = None,
     vector_index: VectorIndex | None = None,
+    widget_configs: WidgetConfigCache | None = None,
 ) -> None:
     """Keep these caches in step with the announced changes."""
 
@@ -62,12 +64,16 @@ def follow(
                 agents.clear()
             if vector_index is not None:
                 vector_index.invalidate_all()
+            if widget_configs is not None:
+                widget_configs.clear()
         elif topic == PRINCIPALS:
             if resolver is not None:
                 resolver.invalidate()
         elif topic.startswith(_AGENT):
             if agents is not None:
                 agents.forget(topic[len(_AGENT) :])
+            if widget_configs is not None:
+                widget_configs.forget(topic[len(_AGENT) :])
         elif topic.startswith(_VECTORS) and vector_index is not None:
             vector_index.invalidate(topic[len(_VECTORS) :])
 

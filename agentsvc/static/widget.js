@@ -1,6 +1,7 @@
 /* agentsvc embeddable chat widget: plain JavaScript, no build step, no dependencies.
- * Embed: set window.agentsvcConfig = {agentId, userId?, userEmail?, userName?, userHash?, userToken?}
- * and load <script src="https://HOST/widget.js" async></script>. See the README (## Widget). */
+ * Embed: set window.agentsvcConfig = {agentId, userId?, userEmail?, userName?, userHash?, userToken?,
+ * appearance?, language?, strings?, starters?} and load <script src="https://HOST/widget.js" async>.
+ * See the README (## Widget). */
 (function () {
   "use strict";
   var W = window, D = document;
@@ -10,8 +11,71 @@
   var MAX_FILE_BYTES = 5 * 1024 * 1024;
   var EXIT_INTENT_DELAY_MS = 3000;
   var MAX_STORED_MESSAGES = 100;
+  var CONFIG_WAIT_MS = 5000;
   var cfg = Object.assign({}, W.agentsvcConfig || {});
   var agentId = cfg.agentId;
+
+  // ── Texts: English built in, the other languages loaded on demand ───────────────────
+  // The same table as static/widget-locales/en.json (a test keeps them equal).
+  var LOCALES = "en de fr es pt it nl pl tr ar he ja zh".split(" ");
+  var RTL = { ar: 1, he: 1 };
+  var EN = {
+    "title": "Chat",
+    "openChat": "Open chat",
+    "closeChat": "Close chat",
+    "close": "Close",
+    "conversation": "Conversation",
+    "message": "Message",
+    "placeholder": "Type a message…",
+    "send": "Send",
+    "talkToPerson": "Talk to a person",
+    "dismiss": "Dismiss",
+    "goodAnswer": "Good answer",
+    "badAnswer": "Bad answer",
+    "retry": "Retry",
+    "team": "Team",
+    "suggestions": "Suggested questions",
+    "poweredBy": "Powered by agentsvc",
+    "networkError": "Network error",
+    "requestFailed": "Request failed ({status})",
+    "noAnswer": "The assistant could not answer.",
+    "askPerson": "I would like to talk to a person.",
+    "personSoon": "A person from the team will answer here shortly.",
+    "emailLabel": "Your e-mail address",
+    "emailPlaceholder": "you@example.com",
+    "answerAt": "Thank you. We will answer at {email}.",
+    "joined": "{name} joined the conversation.",
+    "aPerson": "A person",
+    "assistantBack": "The assistant is back.",
+    "form": "Form",
+    "submit": "Submit",
+    "thanks": "Thank you!",
+    "formFailed": "Sorry, the form could not be processed.",
+    "formNotSent": "Could not send the form",
+    "required": "This field is required",
+    "fileTooLarge": "The file is over 5 MB",
+    "notImage": "Must be an image",
+    "notNumber": "Must be a number",
+    "atLeast": "Must be at least {n}",
+    "atMost": "Must be at most {n}",
+    "minChars": "Must be at least {n} characters",
+    "maxChars": "Must be at most {n} characters",
+    "notEmail": "Must be an e-mail address",
+    "notPhone": "Must be a telephone number",
+    "notDate": "Must be a date (YYYY-MM-DD)",
+    "notDateTime": "Must be a date and time",
+    "badFormat": "Does not have the expected format",
+    "fileUnreadable": "Could not read the file",
+    "noHandler": "No handler registered for {name}",
+    "handlerFailed": "The form handler failed"
+  };
+  var S = EN, lang = "en", tables = { en: EN };
+  function t(key, params) {
+    var s = S[key] != null ? S[key] : EN[key];
+    return params ? s.replace(/\{(\w+)\}/g, function (m, n) { return params[n] != null ? params[n] : m; }) : s;
+  }
+  function warn(message) { if (W.console) console.warn("agentsvc: " + message); }
+  function own(o, k) { return Object.prototype.hasOwnProperty.call(o, k); }
 
   // ── Service address: from the config, else from this script's own src ───────────────
   function scriptBase() {
@@ -162,7 +226,7 @@
 
   // ── HTTP ──────────────────────────────────────────────────────────────────────────────
   function errorMessage(body, status) {
-    return body && body.error && body.error.message ? body.error.message : "Request failed (" + status + ")";
+    return body && body.error && body.error.message ? body.error.message : t("requestFailed", { status: status });
   }
   function request(method, path, body, extra) {
     var opts = Object.assign({ method: method, headers: {} }, extra || {});
@@ -195,6 +259,23 @@
     (kids || []).forEach(function (c) { if (c) n.appendChild(typeof c === "string" ? D.createTextNode(c) : c); });
     return n;
   }
+  // Icons are inline SVG (stroked paths), so they render without any emoji font.
+  var ICONS = {
+    chat: "M5 4h14a2 2 0 0 1 2 2v9a2 2 0 0 1-2 2h-8l-5 4v-4H5a2 2 0 0 1-2-2V6a2 2 0 0 1 2-2z",
+    down: "M6 9l6 6 6-6",
+    x: "M6 6l12 12M18 6L6 18",
+    up: "M3 10h4v10H3zM7 10l4-7c1.5 0 2.5 1 2.5 2.5V9h5a2 2 0 0 1 2 2.3l-1.2 7a2 2 0 0 1-2 1.7H7"
+  };
+  function icon(name, flip) {
+    var NS = "http://www.w3.org/2000/svg", svg = D.createElementNS(NS, "svg"), path = D.createElementNS(NS, "path");
+    svg.setAttribute("viewBox", "0 0 24 24");
+    svg.setAttribute("aria-hidden", "true");
+    svg.setAttribute("focusable", "false");
+    path.setAttribute("d", ICONS[name]);
+    if (flip) path.setAttribute("transform", "rotate(180 12 12)");
+    svg.appendChild(path);
+    return svg;
+  }
   function safeUrl(u) {
     if (typeof u !== "string") return null;
     try { var p = new URL(u, location.href); } catch (e) { return null; }
@@ -203,100 +284,301 @@
   }
   function str(v) { return v == null ? "" : typeof v === "object" ? JSON.stringify(v) : String(v); }
 
+  // ── Appearance: checked again here (it ends up in CSS), merged, turned into CSS ──────
+  var LOOK = {
+    accentColor: "#2457d6", textColor: "#1f2328", backgroundColor: "#ffffff", radius: 12, fontFamily: null,
+    position: "right", offsetX: 20, offsetY: 20, launcherIcon: null, title: null, avatar: null,
+    welcomeMessage: null, darkMode: "off", poweredBy: true
+  };
+  var HEX = /^#[0-9a-f]{6}$/i;
+  var IMAGE = /^(https:\/\/[^\s"'<>\\()]+|data:image\/(png|jpeg|gif|webp|svg\+xml);base64,[A-Za-z0-9+\/]+={0,2})$/;
+  function upTo(max) { return function (v) { return typeof v === "number" && v % 1 === 0 && v >= 0 && v <= max; }; }
+  function text(max) { return function (v) { return typeof v === "string" && v.length > 0 && v.length <= max; }; }
+  function image(v) { return typeof v === "string" && v.length <= 32768 && IMAGE.test(v); }
+  var CHECKS = {
+    accentColor: HEX, textColor: HEX, backgroundColor: HEX, radius: upTo(24),
+    fontFamily: function (v) { return typeof v === "string" && v.length <= 200 && /^[A-Za-z0-9 ,-]*[A-Za-z][A-Za-z0-9 ,-]*$/.test(v); },
+    position: /^(left|right)$/, offsetX: upTo(200), offsetY: upTo(200), launcherIcon: image, title: text(80),
+    avatar: image, welcomeMessage: text(1000), darkMode: /^(off|on|auto)$/,
+    poweredBy: function (v) { return typeof v === "boolean"; }
+  };
+  function fits(key, v) {
+    var c = CHECKS[key];
+    return c instanceof RegExp ? typeof v === "string" && c.test(v) : c(v);
+  }
+  var server = null; // the agent's public config (GET /widget/config/:agentId)
+  // Defaults, then the agent's settings, then the page's: a null puts a default back.
+  function mergeLook() {
+    var out = Object.assign({}, LOOK);
+    [server && server.appearance, cfg.appearance, cfg.title ? { title: cfg.title } : null].forEach(function (src) {
+      if (!isObj(src)) return;
+      Object.keys(src).forEach(function (k) {
+        if (!own(CHECKS, k)) return;
+        if (src[k] === null) out[k] = LOOK[k];
+        else if (fits(k, src[k])) out[k] = src[k];
+        else warn("appearance." + k + " ignored: " + String(src[k]).slice(0, 40));
+      });
+    });
+    return out;
+  }
+  function luminance(hex) {
+    var c = [1, 3, 5].map(function (i) {
+      var v = parseInt(hex.substr(i, 2), 16) / 255;
+      return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4);
+    });
+    return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2];
+  }
+  // White or near-black on the accent, whichever reads better.
+  function onAccent(hex) { var l = luminance(hex); return 1.05 / (l + 0.05) >= (l + 0.05) / 0.0556 ? "#fff" : "#111"; }
+  var DARK = "--bg:#1c1f24;--fg:#e6edf3;--er:#ffb4a9;--eb:#3b1d1a;--ok:#7ee787";
+  function themeCss(L) {
+    return "\n.root{--a:" + L.accentColor + ";--ao:" + onAccent(L.accentColor) + ";--bg:" + L.backgroundColor +
+      ";--fg:" + L.textColor + ";--r:" + L.radius + "px;--x:" + L.offsetX + "px;--y:" + L.offsetY + "px" +
+      (L.fontFamily ? ";--f:" + L.fontFamily + "," + FONTS : "") + "}\n.root.dark{" + DARK +
+      "}\n@media (prefers-color-scheme:dark){.root.auto{" + DARK + "}}";
+  }
+
+  var FONTS = "system-ui,-apple-system,Segoe UI,Roboto,sans-serif";
   var CSS = [
-    ":host{all:initial}",
-    "*{box-sizing:border-box;font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;font-size:14px;line-height:1.4}",
-    ".root{position:fixed;right:20px;bottom:20px;z-index:2147483000;display:flex;flex-direction:column;align-items:flex-end;gap:10px;color:#1f2328}",
+    ":host{all:initial}:host([data-inline]){display:block;height:100%}[hidden]{display:none!important}",
+    "*{box-sizing:border-box;font-family:var(--f);font-size:14px;line-height:1.4}",
+    ".root{--f:" + FONTS + ";--mu:#57606a;--sf:#f0f2f5;--bd:#c9ccd1;--ln:#e1e4e8;--hl:#dde7fb;--er:#8a1c12;--eb:#fdecea;--ok:#116329;" +
+      "position:fixed;right:var(--x);bottom:var(--y);z-index:2147483000;display:flex;flex-direction:column;align-items:flex-end;gap:10px;color:var(--fg)}",
+    "@supports (color:color-mix(in srgb,red,red)){.root{--mu:color-mix(in srgb,var(--fg) 72%,var(--bg));--sf:color-mix(in srgb,var(--fg) 7%,var(--bg));" +
+      "--bd:color-mix(in srgb,var(--fg) 30%,var(--bg));--ln:color-mix(in srgb,var(--fg) 13%,var(--bg));--hl:color-mix(in srgb,var(--a) 18%,var(--bg))}}",
+    ".root.left{right:auto;left:var(--x);align-items:flex-start}",
     "button{cursor:pointer;font:inherit}",
-    ".launcher{width:56px;height:56px;border-radius:50%;border:0;background:#2457d6;color:#fff;font-size:24px;box-shadow:0 4px 14px rgba(0,0,0,.25)}",
+    "svg{width:20px;height:20px;display:block;fill:none;stroke:currentColor;stroke-width:2;stroke-linecap:round;stroke-linejoin:round}",
+    ".launcher{width:56px;height:56px;border-radius:min(50%,calc(var(--r)*2.4));border:0;padding:0;background:var(--a);color:var(--ao);" +
+      "display:flex;align-items:center;justify-content:center;box-shadow:0 4px 14px rgba(0,0,0,.25)}",
+    ".launcher svg{width:28px;height:28px}.launcher img{width:60%;height:60%;object-fit:contain}",
     ".launcher:focus-visible,button:focus-visible,input:focus-visible,textarea:focus-visible,select:focus-visible{outline:3px solid #f5a623;outline-offset:2px}",
-    ".panel{width:min(380px,calc(100vw - 40px));height:min(560px,calc(100vh - 110px));background:#fff;border-radius:12px;box-shadow:0 8px 30px rgba(0,0,0,.25);display:flex;flex-direction:column;overflow:hidden}",
-    ".panel[hidden],.bubble-wrap[hidden]{display:none}",
-    ".head{display:flex;justify-content:space-between;align-items:center;padding:10px 14px;background:#2457d6;color:#fff}",
-    ".head h2{margin:0;font-size:15px}",
-    ".x{border:0;background:none;color:inherit;font-size:18px}",
+    ".panel{width:min(380px,calc(100vw - 40px));height:min(560px,calc(100vh - 110px));background:var(--bg);border-radius:var(--r);" +
+      "box-shadow:0 8px 30px rgba(0,0,0,.25);display:flex;flex-direction:column;overflow:hidden}",
+    ".head{display:flex;align-items:center;gap:8px;padding:10px 14px;background:var(--a);color:var(--ao)}",
+    ".head h2{margin:0;font-size:15px;flex:1;min-width:0;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}",
+    ".av{width:28px;height:28px;border-radius:50%;object-fit:cover;flex:none}",
+    ".x{border:0;background:none;color:inherit;padding:2px;display:flex}",
     ".log{flex:1;overflow-y:auto;padding:12px;display:flex;flex-direction:column;gap:8px}",
-    ".msg{max-width:85%;padding:8px 11px;border-radius:10px;white-space:pre-wrap;word-wrap:break-word}",
-    ".user{align-self:flex-end;background:#2457d6;color:#fff}",
-    ".assistant{align-self:flex-start;background:#f0f2f5}",
-    ".err{align-self:stretch;background:#fdecea;color:#8a1c12;border-radius:8px;padding:8px}",
-    ".fb{display:flex;gap:4px;margin-top:4px}.fb button{border:1px solid #c9ccd1;background:#fff;border-radius:6px;padding:1px 6px}",
-    ".fb button[aria-pressed=true]{background:#dde7fb;border-color:#2457d6}",
-    ".tool{align-self:stretch;border:1px solid #e1e4e8;border-radius:8px;padding:8px;overflow-x:auto}",
-    ".cards{display:flex;gap:8px;overflow-x:auto}.card{min-width:150px;border:1px solid #e1e4e8;border-radius:8px;padding:8px}",
-    ".card img,.tool img{max-width:100%;border-radius:6px}",
-    "table{border-collapse:collapse}td,th{border:1px solid #e1e4e8;padding:3px 6px;text-align:left}",
+    ".msg,.welcome{max-width:85%;padding:8px 11px;border-radius:calc(var(--r)*.8);white-space:pre-wrap;word-wrap:break-word}",
+    ".user{align-self:flex-end;background:var(--a);color:var(--ao)}",
+    ".assistant,.welcome{align-self:flex-start;background:var(--sf)}",
+    ".err{align-self:stretch;background:var(--eb);color:var(--er);border-radius:8px;padding:8px}",
+    ".fb{display:flex;gap:4px;margin-top:4px}.fb button{border:1px solid var(--bd);background:var(--bg);color:var(--fg);border-radius:6px;padding:2px 5px}",
+    ".fb svg{width:16px;height:16px}.fb button[aria-pressed=true]{background:var(--hl);border-color:var(--a)}",
+    ".tool{align-self:stretch;border:1px solid var(--ln);border-radius:8px;padding:8px;overflow-x:auto}",
+    ".cards{display:flex;gap:8px;overflow-x:auto}.card{min-width:150px;border:1px solid var(--ln);border-radius:8px;padding:8px}",
+    ".card img,.tool img{max-width:100%;border-radius:6px}a{color:inherit}",
+    "table{border-collapse:collapse}td,th{border:1px solid var(--ln);padding:3px 6px;text-align:start}",
     "pre{margin:0;white-space:pre-wrap;font-family:ui-monospace,monospace;font-size:12px}",
-    ".choices{display:flex;flex-wrap:wrap;gap:6px}.choices button{border:1px solid #2457d6;color:#2457d6;background:#fff;border-radius:14px;padding:3px 10px}",
+    ".choices,.starters{display:flex;flex-wrap:wrap;gap:6px}.starters{padding:0 12px 10px}",
+    ".choices button,.starters button{border:1px solid var(--a);color:var(--fg);background:var(--bg);border-radius:14px;padding:3px 10px;text-align:start}",
     "form.form{display:flex;flex-direction:column;gap:8px}form.form label{display:flex;flex-direction:column;gap:2px;font-weight:600}",
-    "form.form input,form.form textarea,form.form select{font-weight:400;padding:6px;border:1px solid #c9ccd1;border-radius:6px}",
-    ".ferr{color:#b42318;font-weight:400;font-size:12px}.ok{color:#116329}",
-    ".primary{background:#2457d6;color:#fff;border:0;border-radius:6px;padding:7px 12px}",
-    ".compose{display:flex;gap:6px;padding:10px;border-top:1px solid #e1e4e8}",
-    ".compose textarea{flex:1;resize:none;height:38px;padding:8px;border:1px solid #c9ccd1;border-radius:8px}",
+    "input,textarea,select{background:var(--bg);color:var(--fg)}",
+    "form.form input,form.form textarea,form.form select{font-weight:400;padding:6px;border:1px solid var(--bd);border-radius:6px}",
+    ".ferr{color:var(--er);font-weight:400;font-size:12px}.ok{color:var(--ok)}",
+    ".primary{background:var(--a);color:var(--ao);border:0;border-radius:6px;padding:7px 12px}",
+    ".compose{display:flex;gap:6px;padding:10px;border-top:1px solid var(--ln)}",
+    ".compose textarea{flex:1;resize:none;height:38px;padding:8px;border:1px solid var(--bd);border-radius:8px}",
+    ".pb{text-align:center;font-size:11px;color:var(--mu);padding:0 0 6px}",
     ".bubble-wrap{display:flex;gap:4px;align-items:flex-start}",
-    ".bubble{max-width:260px;text-align:left;background:#fff;color:#1f2328;border:0;border-radius:12px;padding:10px 12px;box-shadow:0 4px 14px rgba(0,0,0,.2)}",
-    ".bubble-x{border:0;background:#fff;border-radius:50%;width:22px;height:22px;box-shadow:0 2px 6px rgba(0,0,0,.2)}",
-    ".who{display:block;font-size:12px;font-weight:600;color:#57606a;margin-bottom:2px}",
-    ".note{align-self:center;max-width:90%;text-align:center;color:#57606a;font-size:13px}",
-    ".human-btn{border:1px solid #fff;background:none;color:#fff;border-radius:12px;padding:2px 9px;font-size:12px;margin-left:auto;margin-right:8px}",
-    ".contact{display:flex;gap:6px;align-self:stretch}.contact input{flex:1;padding:6px;border:1px solid #c9ccd1;border-radius:6px}"
+    ".bubble{max-width:260px;text-align:start;background:var(--bg);color:var(--fg);border:0;border-radius:12px;padding:10px 12px;box-shadow:0 4px 14px rgba(0,0,0,.2)}",
+    ".bubble-x{border:0;background:var(--bg);color:var(--fg);border-radius:50%;width:24px;height:24px;padding:4px;box-shadow:0 2px 6px rgba(0,0,0,.2)}",
+    ".bubble-x svg{width:16px;height:16px}",
+    ".who{display:block;font-size:12px;font-weight:600;color:var(--mu);margin-bottom:2px}",
+    ".note{align-self:center;max-width:90%;text-align:center;color:var(--mu);font-size:13px}",
+    ".human-btn{border:1px solid var(--ao);background:none;color:var(--ao);border-radius:12px;padding:2px 9px;font-size:12px;flex:none}",
+    ".contact{display:flex;gap:6px;align-self:stretch}.contact input{flex:1;padding:6px;border:1px solid var(--bd);border-radius:6px}",
+    ".root.inline{position:relative;inset:auto;z-index:auto;height:100%;align-items:stretch}",
+    ".inline .panel{width:100%;height:100%;min-height:360px;box-shadow:none;border:1px solid var(--ln)}",
+    ".inline .launcher,.inline .bubble-wrap,.inline .x{display:none}",
+    // Narrow screens: the open panel takes the whole screen (the header's button closes it).
+    "@media (max-width:480px){.root.open:not(.inline) .panel{position:fixed;inset:0;width:auto;height:auto;border-radius:0}" +
+      ".root.open:not(.inline) .launcher{display:none}}"
   ].join("\n");
 
   // ── The UI, in a shadow root so host styles neither leak in nor out ─────────────────
-  var host, panel, log, input, sendBtn, launcher, bubbleWrap, bubbleBtn, humanBtn;
-  var isOpen = false, busy = false, bubbleTimer = null, proactive = null;
+  var host, sheet, styleEl, root, panel, log, input, sendBtn, launcher, bubbleWrap, bubbleBtn, bubbleX, humanBtn;
+  var titleEl, avatarEl, closeBtn, welcomeEl, startersEl, poweredEl;
+  var isOpen = false, busy = false, bubbleTimer = null, proactive = null, inline = false, look = LOOK;
 
   function build() {
     host = el("div", { id: "agentsvc-widget" });
     var shadow = host.attachShadow({ mode: "open" });
     // A constructed stylesheet is not inline style, so a site's CSP (style-src) allows it.
     try {
-      var sheet = new CSSStyleSheet();
-      sheet.replaceSync(CSS);
+      sheet = new CSSStyleSheet();
       shadow.adoptedStyleSheets = [sheet];
     } catch (e) {
-      shadow.appendChild(el("style", { text: CSS }));
+      sheet = null;
+      shadow.appendChild(styleEl = el("style"));
     }
-    log = el("div", { class: "log", role: "log", "aria-label": "Conversation" });
-    input = el("textarea", { "aria-label": "Message", placeholder: "Type a message…", rows: "1" });
-    sendBtn = el("button", { type: "submit", class: "primary", text: "Send" });
-    panel = el("div", { id: "panel", class: "panel", role: "dialog", "aria-label": cfg.title || "Chat", hidden: true }, [
-      el("div", { class: "head" }, [
-        el("h2", { text: cfg.title || "Chat" }),
-        humanBtn = el("button", { type: "button", class: "human-btn", hidden: true, text: "Talk to a person", onclick: function () { askForPerson(); } }),
-        el("button", { class: "x", type: "button", "aria-label": "Close", text: "×", onclick: function () { close(); } })
-      ]),
+    log = el("div", { class: "log", role: "log", part: "log" });
+    welcomeEl = el("div", { class: "welcome", part: "welcome", dir: "auto", hidden: true });
+    input = el("textarea", { part: "input", rows: "1" });
+    sendBtn = el("button", { type: "submit", class: "primary", part: "send-button" });
+    startersEl = el("div", { class: "starters", role: "group", part: "starters", hidden: true });
+    titleEl = el("h2", { part: "title" });
+    avatarEl = el("img", { class: "av", part: "avatar", alt: "", hidden: true });
+    humanBtn = el("button", { type: "button", class: "human-btn", part: "human-button", hidden: true, onclick: function () { askForPerson(); } });
+    closeBtn = el("button", { class: "x", type: "button", part: "close-button", onclick: function () { close(); } }, [icon("x")]);
+    poweredEl = el("div", { class: "pb", part: "powered-by" });
+    panel = el("div", { id: "panel", class: "panel", part: "panel", role: "dialog", hidden: true }, [
+      el("div", { class: "head", part: "header" }, [avatarEl, titleEl, humanBtn, closeBtn]),
       log,
-      el("form", { class: "compose", onsubmit: function (e) { e.preventDefault(); send(input.value); } }, [input, sendBtn])
+      startersEl,
+      el("form", { class: "compose", part: "composer", onsubmit: function (e) { e.preventDefault(); send(input.value); } }, [input, sendBtn]),
+      poweredEl
     ]);
     input.addEventListener("keydown", function (e) {
       if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); send(input.value); }
     });
-    bubbleBtn = el("button", { type: "button", class: "bubble", onclick: bubbleClicked });
-    bubbleWrap = el("div", { class: "bubble-wrap", hidden: true }, [
-      bubbleBtn,
-      el("button", { type: "button", class: "bubble-x", "aria-label": "Dismiss", text: "×", onclick: function () { hideBubble(); } })
-    ]);
+    bubbleBtn = el("button", { type: "button", class: "bubble", part: "bubble", dir: "auto", onclick: bubbleClicked });
+    bubbleX = el("button", { type: "button", class: "bubble-x", part: "bubble-close", onclick: function () { hideBubble(); } }, [icon("x")]);
+    bubbleWrap = el("div", { class: "bubble-wrap", hidden: true }, [bubbleBtn, bubbleX]);
     launcher = el("button", {
-      type: "button", class: "launcher", "aria-expanded": "false", "aria-controls": "panel", "aria-label": "Open chat", text: "💬",
+      type: "button", class: "launcher", part: "launcher", "aria-expanded": "false", "aria-controls": "panel",
       onclick: function () { toggle(); }
     });
-    var wrap = el("div", { class: "root" }, [panel, bubbleWrap, launcher]);
-    wrap.addEventListener("keydown", function (e) {
-      if (e.key === "Escape" && isOpen) { e.stopPropagation(); close(); }
+    root = el("div", { class: "root" }, [panel, bubbleWrap, launcher]);
+    root.addEventListener("keydown", function (e) {
+      if (e.key === "Escape" && isOpen && !inline) { e.stopPropagation(); close(); }
     });
-    shadow.appendChild(wrap);
-    D.body.appendChild(host);
+    shadow.appendChild(root);
+  }
+
+  // The texts of the chosen language: its table, then the owner's and the page's overrides.
+  function buildStrings() {
+    S = Object.assign({}, EN, tables[lang] || {});
+    if (look.title) S.title = look.title;
+    S.welcome = look.welcomeMessage || "";
+    var page = cfg.strings;
+    if (isObj(page) && isObj(page[lang])) page = page[lang];
+    [server && server.strings && server.strings[lang], page].forEach(function (o) {
+      if (!isObj(o)) return;
+      Object.keys(o).forEach(function (k) {
+        if ((own(EN, k) || k === "welcome") && typeof o[k] === "string" && o[k]) S[k] = o[k];
+      });
+    });
+  }
+  function starterList() {
+    var list = Array.isArray(cfg.starters) ? cfg.starters : (server && server.starters) || [];
+    return list.filter(function (q) { return typeof q === "string" && q.trim(); }).slice(0, 4);
+  }
+  function showImage(img, src) {
+    img.hidden = !src;
+    if (src) img.setAttribute("src", src); else img.removeAttribute("src");
+  }
+  function classes() {
+    root.className = "root" + (look.position === "left" ? " left" : "") + (inline ? " inline" : "") + (isOpen ? " open" : "") +
+      (look.darkMode === "on" ? " dark" : look.darkMode === "auto" ? " auto" : "");
+    launcher.setAttribute("aria-label", t(isOpen ? "closeChat" : "openChat"));
+    launcher.replaceChildren(look.launcherIcon && !isOpen ? el("img", { src: look.launcherIcon, alt: "" }) : icon(isOpen ? "down" : "chat"));
+  }
+  // Applies the merged appearance and texts to the whole UI (again after configure()).
+  function applyLook() {
+    look = mergeLook();
+    buildStrings();
+    var css = CSS + themeCss(look);
+    if (sheet) sheet.replaceSync(css); else styleEl.textContent = css;
+    classes();
+    root.setAttribute("dir", RTL[lang] ? "rtl" : "ltr");
+    root.setAttribute("lang", lang);
+    panel.setAttribute("aria-label", t("title"));
+    titleEl.textContent = t("title");
+    showImage(avatarEl, look.avatar);
+    closeBtn.setAttribute("aria-label", t("close"));
+    log.setAttribute("aria-label", t("conversation"));
+    input.setAttribute("aria-label", t("message"));
+    input.setAttribute("placeholder", t("placeholder"));
+    sendBtn.textContent = t("send");
+    humanBtn.textContent = t("talkToPerson");
+    bubbleX.setAttribute("aria-label", t("dismiss"));
+    startersEl.setAttribute("aria-label", t("suggestions"));
+    poweredEl.textContent = t("poweredBy");
+    poweredEl.hidden = !look.poweredBy;
+    welcomeEl.textContent = S.welcome;
+    welcomeEl.hidden = !S.welcome;
+    startersEl.replaceChildren.apply(startersEl, starterList().map(function (q) {
+      return el("button", { type: "button", part: "starter", dir: "auto", text: q, onclick: function () { send(q); } });
+    }));
+    showStarters();
+  }
+  function showStarters() { startersEl.hidden = !startersEl.firstChild || conv.messages.length > 0; }
+  function resetLog() {
+    log.replaceChildren(welcomeEl);
     conv.messages.forEach(function (m) { renderMessage(m); });
-    follow();
+    showStarters();
+  }
+
+  // The language: the page's setting, the agent's, the page's lang, the browser's, English.
+  function pickLanguage() {
+    var wanted = [cfg.language, server && server.language, D.documentElement.lang]
+      .concat(navigator.languages || [navigator.language]);
+    for (var i = 0; i < wanted.length; i++) {
+      var code = String(wanted[i] || "").toLowerCase().split(/[-_]/)[0];
+      if (LOCALES.indexOf(code) >= 0) return code;
+    }
+    return "en";
+  }
+  function loadTable(code) {
+    if (tables[code]) return Promise.resolve(tables[code]);
+    return fetch(base + "/widget/locales/" + code + ".json").then(function (r) {
+      if (!r.ok) throw new Error("locale " + code + ": " + r.status);
+      return r.json();
+    }).then(function (table) { return (tables[code] = isObj(table) ? table : {}); }, function (e) {
+      warn(e.message);
+      return {};
+    });
+  }
+  // The agent's config and the language's texts, fetched side by side (the language is
+  // guessed from the page first; the agent's setting may then ask for another one).
+  function loadSettings() {
+    var guess = pickLanguage();
+    loadTable(guess);
+    var config = request("GET", "/widget/config/" + encodeURIComponent(agentId)).then(function (c) {
+      server = isObj(c) ? c : null;
+    }, function (e) { warn("config: " + e.message); });
+    var wait = new Promise(function (resolve) { setTimeout(resolve, CONFIG_WAIT_MS); });
+    return Promise.race([config, wait]).then(function () {
+      var code = pickLanguage();
+      return loadTable(code).then(function () { lang = code; });
+    });
+  }
+  var configSeq = 0;
+  function configure(o) {
+    if (!isObj(o)) return Promise.resolve();
+    if (isObj(o.appearance)) cfg.appearance = Object.assign({}, cfg.appearance, o.appearance);
+    ["title", "language", "strings", "starters"].forEach(function (k) { if (k in o) cfg[k] = o[k]; });
+    if (!root) return Promise.resolve();
+    var seq = ++configSeq, code = pickLanguage();
+    return loadTable(code).then(function () {
+      if (seq !== configSeq) return;
+      var changed = code !== lang;
+      lang = code;
+      applyLook();
+      if (changed) resetLog();
+    });
+  }
+  // Inline mode: the chat inside a page element, always open, no launcher.
+  function mount(target) {
+    if (typeof target === "string") target = D.querySelector(target);
+    if (!target || typeof target.appendChild !== "function") { warn("mount: no such element"); return; }
+    inline = true;
+    hideBubble();
+    host.setAttribute("data-inline", "");
+    panel.setAttribute("role", "region");
+    panel.hidden = false;
+    isOpen = true;
+    classes();
+    target.appendChild(host);
   }
 
   function scrollLog() { log.scrollTop = log.scrollHeight; }
 
   function renderMessage(m) {
-    var node = el("div", { class: "msg " + m.role });
-    if (m.author && m.author.type === "human") node.appendChild(el("span", { class: "who", text: m.author.name || "Team" }));
+    var node = el("div", { class: "msg " + m.role, part: "message " + m.role + "-message", dir: "auto" });
+    if (m.author && m.author.type === "human") node.appendChild(el("span", { class: "who", text: m.author.name || t("team") }));
     node.appendChild(D.createTextNode(m.content));
     log.appendChild(node);
     if (m.role === "assistant" && m.id && !(m.author && m.author.type === "human")) addFeedback(node, m);
@@ -306,12 +588,11 @@
 
   function addFeedback(node, m) {
     var bar = el("div", { class: "fb" });
-    [["up", "Good answer", "👍"], ["down", "Bad answer", "👎"]].forEach(function (spec) {
-      var b = el("button", {
-        type: "button", "aria-label": spec[1], "aria-pressed": String(m.rating === spec[0]), text: spec[2],
+    [["up", "goodAnswer"], ["down", "badAnswer"]].forEach(function (spec) {
+      bar.appendChild(el("button", {
+        type: "button", part: "feedback-button", "aria-label": t(spec[1]), "aria-pressed": String(m.rating === spec[0]),
         onclick: function () { rate(m, spec[0], bar); }
-      });
-      bar.appendChild(b);
+      }, [icon("up", spec[0] === "down")]));
     });
     node.appendChild(bar);
   }
@@ -332,11 +613,11 @@
   }
 
   function showError(message, retry) {
-    var box = el("div", { class: "err", role: "alert" }, [el("span", { text: message })]);
+    var box = el("div", { class: "err", role: "alert", part: "error" }, [el("span", { text: message })]);
     if (retry) {
       box.appendChild(D.createTextNode(" "));
       box.appendChild(el("button", {
-        type: "button", text: "Retry", onclick: function () { box.remove(); retry(); }
+        type: "button", text: t("retry"), onclick: function () { box.remove(); retry(); }
       }));
     }
     log.appendChild(box);
@@ -351,19 +632,19 @@
       hideBubble();
       panel.hidden = false;
       launcher.setAttribute("aria-expanded", "true");
-      launcher.setAttribute("aria-label", "Close chat");
+      classes();
       emit("open", {});
     }
     if (opts && typeof opts.message === "string") input.value = opts.message;
-    input.focus();
+    if (!opts || opts.focus !== false) input.focus();
     scrollLog();
   }
   function close() {
-    if (!isOpen) return;
+    if (!isOpen || inline) return;
     isOpen = false;
     panel.hidden = true;
     launcher.setAttribute("aria-expanded", "false");
-    launcher.setAttribute("aria-label", "Open chat");
+    classes();
     launcher.focus();
     if (proactive && proactive.action !== "show_bubble") proactive = null;
     emit("close", {});
@@ -398,6 +679,7 @@
     conv.messages.push(m);
     saveConv();
     renderMessage(m);
+    showStarters();
     emit("message", { role: "user", content: text });
     if (proactive && proactive.action === "open_chat") { converted(proactive); proactive = null; }
     return stream(text);
@@ -438,7 +720,7 @@
         reply.id = data.messageId || null;
       } else if (name === "content_block_delta" && data.delta && typeof data.delta.text === "string") {
         if (!node) {
-          node = el("div", { class: "msg assistant", "aria-busy": "true" });
+          node = el("div", { class: "msg assistant", part: "message assistant-message", dir: "auto", "aria-busy": "true" });
           textNode = D.createTextNode("");
           node.appendChild(textNode);
           log.appendChild(node);
@@ -454,7 +736,7 @@
         handedOver(data);
       } else if (name === "error") {
         var e = data.error || {};
-        throw new Error(e.message || "The assistant could not answer.");
+        throw new Error(e.message || t("noAnswer"));
       }
       emit("stream", { event: name, data: data });
     }
@@ -479,7 +761,7 @@
     }).then(function () { finish(); return true; }, function (err) {
       if (err === null) return true; // answered by the retry of a lost conversation
       finish();
-      showError(err && err.message ? err.message : "Network error", retry);
+      showError(err && err.message ? err.message : t("networkError"), retry);
       return false;
     });
   }
@@ -513,17 +795,17 @@
   // ── A person from the team: handoff, live replies, an address when away ─────────────
   var handoffOn = false, following = null, followRetry = null, followAbort = null;
   function note(text) {
-    log.appendChild(el("div", { class: "note", role: "status", text: text }));
+    log.appendChild(el("div", { class: "note", role: "status", part: "note", dir: "auto", text: text }));
     scrollLog();
   }
-  function loadHandoff() {
-    return request("GET", "/widget/handoff/" + encodeURIComponent(agentId)).then(function (h) {
+  function loadHandoff(pending) {
+    return pending.then(function (h) {
       handoffOn = !!(h && h.enabled);
       humanBtn.hidden = !handoffOn;
     }, function () { /* no handoff: the button stays hidden */ });
   }
   function askForPerson() {
-    var first = conv.conversationId ? Promise.resolve(true) : send("I would like to talk to a person.");
+    var first = conv.conversationId ? Promise.resolve(true) : send(t("askPerson"));
     return first.then(function (ok) {
       if (!ok || !conv.conversationId || conv.status === "waiting" || conv.status === "human") return;
       return request("POST", "/conversations/" + encodeURIComponent(conv.conversationId) + "/handoff",
@@ -537,22 +819,22 @@
     saveConv();
     if (h.status === "waiting" && was !== "waiting") {
       if (h.online === false) askAddress(h.offlineMessage);
-      else note("A person from the team will answer here shortly.");
+      else note(t("personSoon"));
     }
     emit("handoff", h);
     follow();
   }
   function askAddress(message) {
     if (message) note(message);
-    var field = el("input", { type: "email", "aria-label": "Your e-mail address", placeholder: "you@example.com", required: true, autocomplete: "email" });
+    var field = el("input", { type: "email", "aria-label": t("emailLabel"), placeholder: t("emailPlaceholder"), required: true, autocomplete: "email" });
     var box = el("form", { class: "contact", onsubmit: function (e) {
       e.preventDefault();
       request("POST", "/conversations/" + encodeURIComponent(conv.conversationId) + "/contact",
         { sessionId: sessionId(), email: field.value.trim() }).then(function () {
         box.remove();
-        note("Thank you. We will answer at " + field.value.trim() + ".");
+        note(t("answerAt", { email: field.value.trim() }));
       }, function (err) { showError(err.message); });
-    } }, [field, el("button", { type: "submit", class: "primary", text: "Send" })]);
+    } }, [field, el("button", { type: "submit", class: "primary", text: t("send") })]);
     log.appendChild(box);
     scrollLog();
   }
@@ -564,9 +846,9 @@
     if (name === "status") {
       var was = conv.status;
       if (data.status === "human" && data.assignee && (was !== "human" || !conv.assignee || conv.assignee.id !== data.assignee.id) && id) {
-        note((data.assignee.name || "A person") + " joined the conversation.");
+        note(t("joined", { name: data.assignee.name || t("aPerson") }));
       } else if (data.status === "bot" && was && was !== "bot" && id) {
-        note("The assistant is back.");
+        note(t("assistantBack"));
       }
       conv.status = data.status;
       conv.assignee = data.assignee || null;
@@ -631,7 +913,7 @@
   function renderToolResult(ev) {
     if (ev.form) { renderForm(ev.form, log); return; }
     var dc = isObj(ev.displayConfig) ? ev.displayConfig : { type: "text" };
-    var out = ev.output, box = el("div", { class: "tool", "data-tool": ev.toolName || "" });
+    var out = ev.output, box = el("div", { class: "tool", part: "tool-result", "data-tool": ev.toolName || "" });
     if (ev.isError) { box.appendChild(el("div", { class: "ferr", text: str(out) })); }
     else {
       switch (dc.type) {
@@ -687,30 +969,30 @@
     return !isNaN(d) && d.toISOString().slice(0, 10) === v;
   }
   function validateField(f, v) {
-    var req = rule(f, "required"), t = f.type, r, re;
-    if (empty(v)) return req && req.value ? req.message || "This field is required" : null;
-    if (t === "file" || t === "image") {
-      if (v.size > MAX_FILE_BYTES) return "The file is over 5 MB";
-      if (t === "image" && !/^image\//.test(v.type || "")) return "Must be an image";
+    var req = rule(f, "required"), type = f.type, r, re;
+    if (empty(v)) return req && req.value ? req.message || t("required") : null;
+    if (type === "file" || type === "image") {
+      if (v.size > MAX_FILE_BYTES) return t("fileTooLarge");
+      if (type === "image" && !/^image\//.test(v.type || "")) return t("notImage");
       return null;
     }
-    if (t === "number") {
-      if (typeof v !== "number" || !isFinite(v)) return "Must be a number";
-      if ((r = rule(f, "min")) && v < r.value) return r.message || "Must be at least " + r.value;
-      if ((r = rule(f, "max")) && v > r.value) return r.message || "Must be at most " + r.value;
+    if (type === "number") {
+      if (typeof v !== "number" || !isFinite(v)) return t("notNumber");
+      if ((r = rule(f, "min")) && v < r.value) return r.message || t("atLeast", { n: r.value });
+      if ((r = rule(f, "max")) && v > r.value) return r.message || t("atMost", { n: r.value });
       return null;
     }
     if (typeof v !== "string") return null;
-    if (v.length > 10000) return "Must be at most 10000 characters";
-    if (t !== "text" && t !== "textarea") v = v.trim();
-    if (t === "email" && !EMAIL.test(v)) return "Must be an e-mail address";
-    if (t === "tel" && (!TEL.test(v) || v.replace(/\D/g, "").length < 3)) return "Must be a telephone number";
-    if (t === "date" && !validDate(v)) return "Must be a date (YYYY-MM-DD)";
-    if (t === "datetime" && (!DATETIME.test(v) || !validDate(v.slice(0, 10)))) return "Must be a date and time";
-    if ((r = rule(f, "minLength")) && v.length < r.value) return r.message || "Must be at least " + r.value + " characters";
-    if ((r = rule(f, "maxLength")) && v.length > r.value) return r.message || "Must be at most " + r.value + " characters";
+    if (v.length > 10000) return t("maxChars", { n: 10000 });
+    if (type !== "text" && type !== "textarea") v = v.trim();
+    if (type === "email" && !EMAIL.test(v)) return t("notEmail");
+    if (type === "tel" && (!TEL.test(v) || v.replace(/\D/g, "").length < 3)) return t("notPhone");
+    if (type === "date" && !validDate(v)) return t("notDate");
+    if (type === "datetime" && (!DATETIME.test(v) || !validDate(v.slice(0, 10)))) return t("notDateTime");
+    if ((r = rule(f, "minLength")) && v.length < r.value) return r.message || t("minChars", { n: r.value });
+    if ((r = rule(f, "maxLength")) && v.length > r.value) return r.message || t("maxChars", { n: r.value });
     if ((r = rule(f, "pattern")) && (re = simplePattern(r.value, v.length)) && !re.test(v)) {
-      return r.message || "Does not have the expected format";
+      return r.message || t("badFormat");
     }
     return null;
   }
@@ -767,7 +1049,7 @@
           return "data:" + (type || "application/octet-stream") + ";name=" + encodeURIComponent(file.name);
         }));
       };
-      fr.onerror = function () { reject(new Error("Could not read the file")); };
+      fr.onerror = function () { reject(new Error(t("fileUnreadable"))); };
       fr.readAsDataURL(file);
     });
   }
@@ -782,22 +1064,22 @@
       startedAt = Date.now();
       beacon("/form-submissions/event", { toolId: toolId, eventType: "started", sessionId: sessionId() });
     }
-    var formEl = el("form", { class: "form", novalidate: true, "aria-label": schema.title || form.toolName || "Form" });
+    var formEl = el("form", { class: "form", part: "form", novalidate: true, "aria-label": schema.title || form.toolName || t("form") });
     if (schema.title) formEl.appendChild(el("strong", { text: schema.title }));
     if (schema.description) formEl.appendChild(el("div", { text: schema.description }));
     fields.forEach(function (f) {
-      var id = idp + f.name, c, t = f.type;
+      var id = idp + f.name, c, type = f.type;
       var req = rule(f, "required");
       var attrs = { id: id, name: f.name, placeholder: f.placeholder, required: !!(req && req.value) };
-      if (t === "textarea") c = el("textarea", attrs);
-      else if (t === "select" || t === "multiselect") {
-        attrs.multiple = t === "multiselect";
-        c = el("select", attrs, (t === "select" ? [el("option", { value: "", text: "—" })] : []).concat(
+      if (type === "textarea") c = el("textarea", attrs);
+      else if (type === "select" || type === "multiselect") {
+        attrs.multiple = type === "multiselect";
+        c = el("select", attrs, (type === "select" ? [el("option", { value: "", text: "—" })] : []).concat(
           (f.options || []).map(function (o, i) { return el("option", { value: String(i), text: str(o.label) }); })));
       } else {
-        attrs.type = { email: "email", tel: "tel", number: "number", date: "date", datetime: "datetime-local", file: "file", image: "file" }[t] || "text";
-        if (t === "image") attrs.accept = "image/*";
-        if (t === "number") attrs.step = "any";
+        attrs.type = { email: "email", tel: "tel", number: "number", date: "date", datetime: "datetime-local", file: "file", image: "file" }[type] || "text";
+        if (type === "image") attrs.accept = "image/*";
+        if (type === "number") attrs.step = "any";
         c = el("input", attrs);
       }
       var err = el("span", { class: "ferr", id: id + "_err", "aria-live": "polite" });
@@ -807,7 +1089,7 @@
       controls[f.name] = { field: f, control: c, err: err };
       formEl.appendChild(el("label", { for: id }, [f.label, c, f.description ? el("small", { text: f.description }) : null, err]));
     });
-    var submitBtn = el("button", { type: "submit", class: "primary", text: schema.submitLabel || "Submit" });
+    var submitBtn = el("button", { type: "submit", class: "primary", text: schema.submitLabel || t("submit") });
     var result = el("div", { role: "status" });
     formEl.appendChild(submitBtn);
     formEl.appendChild(result);
@@ -849,7 +1131,7 @@
           return runClient(res, form, formData).then(function (client) {
             var ok = res.success !== false && (!client || client.success);
             var msg = client && client.message ? client.message
-              : ok ? schema.successMessage || "Thank you!" : "Sorry, the form could not be processed.";
+              : ok ? schema.successMessage || t("thanks") : t("formFailed");
             formEl.replaceChildren(el("div", { class: ok ? "ok" : "ferr", role: "status", text: msg }));
             emit("form_submit", { toolId: toolId, submissionId: res.submissionId, success: ok, data: formData });
             if (trigger) converted(trigger);
@@ -859,7 +1141,7 @@
       }).catch(function (err) {
         submitBtn.disabled = false;
         result.className = "ferr";
-        result.textContent = err.message || "Could not send the form";
+        result.textContent = err.message || t("formNotSent");
       });
     });
     into.appendChild(el("div", { class: "tool" }, [formEl]));
@@ -874,11 +1156,11 @@
     if (!name) return Promise.resolve(null); // a form with no handler only stores its submissions
     var run = fn ? Promise.resolve().then(function () {
       return fn(formData, { toolId: form.toolId, toolName: form.toolName, submissionId: res.submissionId });
-    }) : Promise.resolve({ success: false, message: "No handler registered for " + name });
+    }) : Promise.resolve({ success: false, message: t("noHandler", { name: name }) });
     return run.then(function (out) {
       return isObj(out) ? { success: !!out.success, message: out.message, data: out.data } : { success: !!out };
     }, function (err) {
-      return { success: false, message: err && err.message ? String(err.message) : "The form handler failed" };
+      return { success: false, message: err && err.message ? String(err.message) : t("handlerFailed") };
     }).then(function (outcome) {
       var body = { submissionId: res.submissionId, success: outcome.success, sessionId: sessionId() };
       if (typeof outcome.message === "string") body.message = outcome.message.slice(0, 2000);
@@ -1012,11 +1294,11 @@
     });
     W.addEventListener("popstate", changed);
   }
-  function loadTriggers() {
-    return request("GET", "/triggers/widget/" + encodeURIComponent(agentId)).then(function (list) {
+  function loadTriggers(pending) {
+    return pending.then(function (list) {
       triggers = (Array.isArray(list) ? list : []).slice().sort(function (a, b) { return (a.priority || 0) - (b.priority || 0); });
       armPage();
-    }, function (e) { if (W.console) console.warn("agentsvc: triggers: " + e.message); });
+    }, function (e) { warn("triggers: " + e.message); });
   }
 
   // ── Public API ──────────────────────────────────────────────────────────────────────
@@ -1029,7 +1311,7 @@
   function clearConversation() {
     conv = { conversationId: null, userId: null, messages: [] };
     local.del(K_CONV);
-    if (log) log.replaceChildren();
+    if (log) resetLog();
   }
   function reset() {
     clearConversation();
@@ -1056,6 +1338,8 @@
     showBubble: function (message, seconds) { showBubble(message, seconds); },
     showForm: function (toolIdOrName) { return showForm(toolIdOrName); },
     talkToPerson: function () { return askForPerson(); },
+    mount: mount,
+    configure: configure,
     on: function (name, fn) { (listeners[name] = listeners[name] || []).push(fn); },
     off: function (name, fn) {
       listeners[name] = (listeners[name] || []).filter(function (f) { return f !== fn; });
@@ -1064,22 +1348,44 @@
     rules: { globMatches: globMatches, eventDataMatches: eventDataMatches, customEventMatches: customEventMatches }
   };
 
+  // An inline container must be parsed before it is looked for.
+  function domReady() {
+    return D.readyState !== "loading" ? null : new Promise(function (resolve) { D.addEventListener("DOMContentLoaded", resolve); });
+  }
+  // Calls that need no UI run at once; the others wait until the widget is on the page.
+  var AT_ONCE = { on: 1, off: 1, registerFormHandler: 1, identify: 1, configure: 1 };
   function start() {
     if (!agentId) { if (W.console) console.error("agentsvc: window.agentsvcConfig.agentId is required"); return; }
-    build();
     var target = W.agentsvc && typeof W.agentsvc === "object" ? W.agentsvc : {};
     var queue = Array.isArray(target.q) ? target.q : [];
     delete target.q;
-    Object.keys(publicApi).forEach(function (k) { target[k] = publicApi[k]; });
-    W.agentsvc = target;
-    watchPage();
-    queue.forEach(function (call) {
-      var fn = publicApi[call[0]];
-      if (typeof fn === "function") {
-        try { fn.apply(null, call[1] || []); } catch (e) { if (W.console) console.error(e); }
-      }
+    Object.keys(publicApi).forEach(function (k) {
+      var fn = publicApi[k];
+      target[k] = typeof fn !== "function" || AT_ONCE[k] ? fn : function () { queue.push([k, [].slice.call(arguments)]); };
     });
-    Promise.all([loadTriggers(), loadHandoff()]).then(function () { target.ready = true; emit("ready", {}); });
+    W.agentsvc = target;
+    var id = encodeURIComponent(agentId);
+    var pending = [request("GET", "/triggers/widget/" + id), request("GET", "/widget/handoff/" + id)];
+    pending.forEach(function (p) { p.catch(function () { /* reported where it is used */ }); });
+    // The look and texts come first, so the launcher never shows in the wrong colours.
+    loadSettings().then(domReady).then(function () {
+      build();
+      var spot = D.querySelector("[data-agentsvc-inline]");
+      if (spot) mount(spot);
+      applyLook();
+      resetLog();
+      if (!inline) D.body.appendChild(host);
+      follow();
+      Object.keys(publicApi).forEach(function (k) { target[k] = publicApi[k]; });
+      watchPage();
+      queue.forEach(function (call) {
+        var fn = publicApi[call[0]];
+        if (typeof fn === "function") {
+          try { fn.apply(null, call[1] || []); } catch (e) { if (W.console) console.error(e); }
+        }
+      });
+      return Promise.all([loadTriggers(pending[0]), loadHandoff(pending[1])]);
+    }).then(function () { target.ready = true; emit("ready", {}); });
   }
   if (D.body) start(); else D.addEventListener("DOMContentLoaded", start);
 })();

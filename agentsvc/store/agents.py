@@ -23,16 +23,19 @@ class Agent:
     language: str = "english"
     # Handoff to a person: {enabled, businessHours, offlineMessage, notify} (services.handoff).
     handoff: dict[str, Any] | None = None
+    # The widget's look: {appearance, language, strings, starters} (services.widget.look).
+    widget: dict[str, Any] | None = None
 
 
 _COLUMNS = (
     "id, team_id, name, slug, model, temperature, system_prompt, created_at, updated_at, language"
 )
-_SELECT = f"SELECT {_COLUMNS}, handoff FROM agents"
+_SELECT = f"SELECT {_COLUMNS}, handoff, widget FROM agents"
+_JSON_COLUMNS = ("handoff", "widget")
 
 
 def _agent(row: Any) -> Agent:
-    return Agent(*row[:-1], handoff=load_json(row[-1]))
+    return Agent(*row[:-2], handoff=load_json(row[-2]), widget=load_json(row[-1]))
 
 
 async def insert(tx: Tx, agent: Agent) -> None:
@@ -83,12 +86,11 @@ async def slugs_like(tx: Tx, team_id: str, base: str) -> set[str]:
 
 
 async def update(tx: Tx, team_id: str, agent_id: str, fields: dict, now: str) -> bool:
-    """Update some of name, model, temperature, system_prompt, language, handoff; False when
-    absent."""
-    allowed = {"name", "model", "temperature", "system_prompt", "language", "handoff"}
+    """Update some of name, model, temperature, system_prompt, language, handoff, widget;
+    False when absent."""
+    allowed = {"name", "model", "temperature", "system_prompt", "language", *_JSON_COLUMNS}
     assert set(fields) <= allowed, fields
-    if "handoff" in fields:
-        fields = {**fields, "handoff": dump_json(fields["handoff"])}
+    fields = {k: dump_json(v) if k in _JSON_COLUMNS else v for k, v in fields.items()}
     assignments = ", ".join(f"{col} = ?" for col in fields)
     changed = await tx.execute(
         f"UPDATE agents SET {assignments}{', ' if fields else ''}updated_at = ?"  # noqa: S608

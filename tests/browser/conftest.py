@@ -48,10 +48,12 @@ class HostSite:
 
     body_html: str = ""
     head_html: str = ""
+    lang: str = ""  # the page's <html lang>, when set
 
     def render(self) -> str:
+        lang = f" lang='{self.lang}'" if self.lang else ""
         return (
-            "<!doctype html><html><head><meta charset='utf-8'><title>Host</title>"
+            f"<!doctype html><html{lang}><head><meta charset='utf-8'><title>Host</title>"
             "<style>body{font-family:serif;color:red} button{background:lime}</style>"
             f"{self.head_html}</head><body>{self.body_html}</body></html>"
         )
@@ -188,6 +190,18 @@ def browser() -> Iterator[Any]:
         chromium.close()
 
 
+AXE = Path(__file__).resolve().parent / "node_modules" / "axe-core" / "axe.min.js"
+
+
+@pytest.fixture(scope="package")
+def axe_source() -> str:
+    """axe-core's script, installed from the npm registry by scripts/test.sh
+    (`npm install --prefix tests/browser`, tests/browser/package.json); never committed."""
+    if not AXE.exists():
+        pytest.fail(f"{AXE} is missing: run `npm install --prefix tests/browser`", pytrace=False)
+    return AXE.read_text("utf-8")
+
+
 @pytest.fixture
 def page(browser, stack) -> Iterator[Any]:
     context = browser.new_context(viewport={"width": 1200, "height": 800})
@@ -197,6 +211,7 @@ def page(browser, stack) -> Iterator[Any]:
     pg.on("pageerror", lambda exc: pg.errors.append(str(exc)))
     stack.host.body_html = ""
     stack.host.head_html = ""
+    stack.host.lang = ""
     yield pg
     context.close()
     assert pg.errors == [], pg.errors

@@ -1,8 +1,10 @@
-// Agents: list, create (owner), edit model/prompt/temperature, delete (owner).
+// Agents: list, create (owner), edit model/prompt/temperature, handoff, the widget's look,
+// delete (owner).
 
 import { del, get, patch, post } from "./api.js";
 import { confirmDialog, field, h, mount, table, toast, when } from "./dom.js";
 import { onSubmit, pageHeader } from "./forms.js";
+import { widgetLookSection } from "./widget-look.js";
 
 let providers = null;
 let languages = null;
@@ -183,5 +185,6 @@ export async function renderAgent(ctx, page, id) {
       remove),
     h("p", { class: "muted" }, "Agent id: ", h("code", {}, agent.id)),
     form,
-    handoffForm(agent));
+    handoffForm(agent),
+    widgetLookSection(agent));
 }

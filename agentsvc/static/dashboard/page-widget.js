@@ -13,7 +13,8 @@ export function embedSnippet(origin, agentId) {
     `window.agentsvcConfig = ${config};`,
     "(function (a) {",
     '  ["open", "close", "toggle", "send", "identify", "reset", "track",',
-    '   "registerFormHandler", "showBubble", "showForm", "on", "off"].forEach(function (m) {',
+    '   "registerFormHandler", "showBubble", "showForm", "mount", "configure",',
+    '   "on", "off"].forEach(function (m) {',
     "    if (a.q) a[m] = a[m] || function () { a.q.push([m, [].slice.call(arguments)]); };",
     "  });",
     "})((window.agentsvc = window.agentsvc || { q: [] }));",
@@ -38,6 +39,8 @@ export async function renderWidget(ctx, page) {
   mount(page,
     pageHeader(`Widget of ${agent.name}`, "Paste this before </body> on every page where the chat should appear."),
     h("section", { class: "card" }, h("div", { class: "row" }, h("h2", {}, "Embed snippet"), h("span", { class: "spacer" }), copy), code,
-      h("p", { class: "muted" }, "Identify signed-in visitors with userId, userEmail, userName (and userHash when the agent has an identity secret).")),
+      h("p", { class: "muted" }, "Identify signed-in visitors with userId, userEmail, userName (and userHash when the agent has an identity secret)."),
+      h("p", { class: "muted" }, "The widget's look, language, texts and starter questions are set on ", h("a", { href: `#/agents/${encodeURIComponent(agent.id)}` }, "the agent's page"),
+        " (Appearance); a page can override them with appearance, language, strings and starters in its configuration.")),
     h("section", { class: "card" }, h("div", { class: "row" }, h("h2", {}, "Live preview"), h("span", { class: "spacer" }), h("a", { href: demo, target: "_blank", rel: "noopener" }, "Open the demo page")), frame));
 }

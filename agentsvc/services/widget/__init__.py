@@ -1,0 +1,1 @@
+"""The widget's look per agent: appearance, language, visitor-facing strings, starters."""
