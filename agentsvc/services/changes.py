@@ -13,6 +13,7 @@ from agentsvc.db import RESYNC, Database
 
 if TYPE_CHECKING:
     from agentsvc.services.agents.registry import AgentCache
+    from agentsvc.services.events.emitter import Emitter
     from agentsvc.services.knowledge.vectors import VectorIndex
     from agentsvc.services.team.access import KeyResolver
 
@@ -20,6 +21,7 @@ PRINCIPALS = "principals"  # keys, sessions, members or a team's plan changed
 _AGENT = "agent:"
 _VECTORS = "vectors:"
 _CONVERSATION = "conversation:"
+_WEBHOOKS = "webhooks:"
 
 
 def agent(agent_id: str) -> str:
@@ -30,6 +32,11 @@ def agent(agent_id: str) -> str:
 def vectors(agent_id: str) -> str:
     """An agent's documents or passage embeddings changed."""
     return _VECTORS + agent_id
+
+
+def webhooks(team_id: str) -> str:
+    """A team's event webhooks changed (created or deleted)."""
+    return _WEBHOOKS + team_id
 
 
 def conversation(team_id: str, conversation_id: str) -> str:
@@ -51,6 +58,7 @@ def follow(
     resolver: KeyResolver | None = None,
     agents: AgentCache | None = None,
     vector_index: VectorIndex | None = None,
+    emitter: Emitter | None = None,
 ) -> None:
     """Keep these caches in step with the announced changes."""
 
@@ -62,6 +70,8 @@ def follow(
                 agents.clear()
             if vector_index is not None:
                 vector_index.invalidate_all()
+            if emitter is not None:
+                emitter.clear()
         elif topic == PRINCIPALS:
             if resolver is not None:
                 resolver.invalidate()
@@ -70,5 +80,7 @@ def follow(
                 agents.forget(topic[len(_AGENT) :])
         elif topic.startswith(_VECTORS) and vector_index is not None:
             vector_index.invalidate(topic[len(_VECTORS) :])
+        elif topic.startswith(_WEBHOOKS) and emitter is not None:
+            emitter.forget(topic[len(_WEBHOOKS) :])
 
     db.subscribe(on_change)

@@ -23,16 +23,18 @@ class Agent:
     language: str = "english"
     # Handoff to a person: {enabled, businessHours, offlineMessage, notify} (services.handoff).
     handoff: dict[str, Any] | None = None
+    # Conversations and submissions older than this many days are purged; None: kept.
+    retention_days: int | None = None
 
 
 _COLUMNS = (
     "id, team_id, name, slug, model, temperature, system_prompt, created_at, updated_at, language"
 )
-_SELECT = f"SELECT {_COLUMNS}, handoff FROM agents"
+_SELECT = f"SELECT {_COLUMNS}, handoff, retention_days FROM agents"
 
 
 def _agent(row: Any) -> Agent:
-    return Agent(*row[:-1], handoff=load_json(row[-1]))
+    return Agent(*row[:-2], handoff=load_json(row[-2]), retention_days=row[-1])
 
 
 async def insert(tx: Tx, agent: Agent) -> None:
@@ -83,9 +85,17 @@ async def slugs_like(tx: Tx, team_id: str, base: str) -> set[str]:
 
 
 async def update(tx: Tx, team_id: str, agent_id: str, fields: dict, now: str) -> bool:
-    """Update some of name, model, temperature, system_prompt, language, handoff; False when
-    absent."""
-    allowed = {"name", "model", "temperature", "system_prompt", "language", "handoff"}
+    """Update some of name, model, temperature, system_prompt, language, handoff,
+    retention_days; False when absent."""
+    allowed = {
+        "name",
+        "model",
+        "temperature",
+        "system_prompt",
+        "language",
+        "handoff",
+        "retention_days",
+    }
     assert set(fields) <= allowed, fields
     if "handoff" in fields:
         fields = {**fields, "handoff": dump_json(fields["handoff"])}
