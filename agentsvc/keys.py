@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from agentsvc.ratelimit import Limiter
     from agentsvc.secretbox import SecretBox
     from agentsvc.services.agents.registry import AgentCache
+    from agentsvc.services.events.emitter import Emitter
     from agentsvc.services.forms.delivery import Deliverer
     from agentsvc.services.handoff.live import LiveEvents
     from agentsvc.services.handoff.notify import Notifier
@@ -49,6 +50,7 @@ outbound_resolver_key: web.AppKey[AbstractResolver] = web.AppKey("outbound_resol
 tool_runner_key: web.AppKey[ToolRunner] = web.AppKey("tool_runner")
 mailer_key: web.AppKey[Mailer] = web.AppKey("mailer")
 deliverer_key: web.AppKey[Deliverer] = web.AppKey("deliverer")
+emitter_key: web.AppKey[Emitter] = web.AppKey("event_emitter")
 oauth_http_key: web.AppKey[ClientSession] = web.AppKey("oauth_http")
 indexer_key: web.AppKey[Indexer] = web.AppKey("knowledge_indexer")
 providers_key: web.AppKey[Providers] = web.AppKey("providers")

@@ -65,6 +65,7 @@ async def test_list_and_get_shapes(client, auth):
         "createdAt",
         "updatedAt",
         "handoff",
+        "retentionDays",
     }
 
 

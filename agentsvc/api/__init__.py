@@ -10,6 +10,7 @@ def all_endpoints() -> list[Endpoint]:
     from agentsvc.api import (
         agents,
         api_keys,
+        audit,
         chat,
         conversations,
         dashboard,
@@ -17,6 +18,7 @@ def all_endpoints() -> list[Endpoint]:
         forms,
         handoff,
         identity,
+        privacy,
         secrets,
         session_auth,
         setup,
@@ -24,6 +26,7 @@ def all_endpoints() -> list[Endpoint]:
         team,
         tools,
         triggers,
+        webhooks,
         widget,
     )
 
@@ -45,5 +48,8 @@ def all_endpoints() -> list[Endpoint]:
         session_auth.routes,
         team.routes,
         api_keys.routes,
+        webhooks.routes,
+        privacy.routes,
+        audit.routes,
     ]
     return [endpoint for table in tables for endpoint in table.endpoints]

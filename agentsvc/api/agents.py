@@ -8,14 +8,16 @@ from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
 from agentsvc import keys
+from agentsvc.api.audit import actor_of
 from agentsvc.api.models import MODEL_ID_MARKER, RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, envelope_response
-from agentsvc.errors import ValidationFailed
+from agentsvc.errors import Forbidden, ValidationFailed
 from agentsvc.language import DEFAULT_LANGUAGE, LANGUAGES
 from agentsvc.services.agents import registry as agent_service
 from agentsvc.services.agents.models import model_error
 from agentsvc.services.handoff import settings as handoff_settings
 from agentsvc.services.handoff.settings import DAYS
+from agentsvc.services.privacy import retention
 from agentsvc.store.agents import Agent
 
 routes = RouteTable("agents")
@@ -78,7 +80,16 @@ class HandoffIn(RequestModel):
     notify: HandoffNotifyIn | SkipJsonSchema[None] = None
 
 
+RetentionDays = Annotated[int, Field(ge=retention.MIN_DAYS, le=retention.MAX_DAYS)]
+RETENTION_DESCRIPTION = (
+    "conversations idle and submissions older than this many days are purged; null: kept"
+    " forever (owner only)"
+)
+
+
 class AgentPatch(RequestModel):
+    nullable = frozenset({"retentionDays"})
+
     name: Name | SkipJsonSchema[None] = None
     model: ModelId | SkipJsonSchema[None] = None
     system_prompt: Prompt | SkipJsonSchema[None] = None
@@ -87,6 +98,7 @@ class AgentPatch(RequestModel):
     handoff: HandoffIn | SkipJsonSchema[None] = Field(
         None, description="handoff to a person; the given fields replace the stored ones"
     )
+    retention_days: RetentionDays | None = Field(None, description=RETENTION_DESCRIPTION)
 
 
 class AgentSummary(ResponseModel):
@@ -130,6 +142,7 @@ class HandoffOut(ResponseModel):
 class AgentOut(AgentCreated):
     updated_at: str
     handoff: HandoffOut
+    retention_days: int | None = Field(description=RETENTION_DESCRIPTION)
 
 
 class AgentDeleted(ResponseModel):
@@ -161,6 +174,7 @@ def agent_json(call: Call, agent: Agent) -> dict:
         **created_json(agent),
         "updatedAt": agent.updated_at,
         "handoff": handoff_settings.public_json(call.app[keys.secret_box_key], agent),
+        "retentionDays": agent.retention_days,
     }
 
 
@@ -209,6 +223,7 @@ async def post_agent(call: Call):
         system_prompt=body.system_prompt or "",
         temperature=body.temperature,
         language=body.language or DEFAULT_LANGUAGE,
+        actor=actor_of(call),
     )
     return envelope_response(created_json(agent), status=201)
 
@@ -219,6 +234,10 @@ async def patch_agent(call: Call):
     body: AgentPatch = call.body
     fields = body.given()
     handoff = fields.pop("handoff", None)
+    retention_given = "retention_days" in fields
+    retention_days = fields.pop("retention_days", None)
+    if retention_given and not (call.principal and call.principal.is_owner):
+        raise Forbidden("Only the team owner can change how long data is kept (retentionDays)")
     if "model" in fields:
         _check_model(call, fields["model"])
     agent = await agent_service.update_agent(
@@ -237,6 +256,10 @@ async def patch_agent(call: Call):
             body.handoff.model_dump(by_alias=True, exclude_unset=True),  # type: ignore[union-attr]
             allow_private=call.app[keys.settings_key].outbound.allow_private,
         )
+    if retention_given:
+        agent = await retention.set_retention_days(
+            call.app[keys.db_key], actor_of(call), agent.id, retention_days
+        )
     return envelope_response(agent_json(call, agent))
 
 
@@ -246,6 +269,10 @@ async def patch_agent(call: Call):
 async def delete_agent(call: Call):
     """Delete an agent and everything it owns (owner only)."""
     await agent_service.delete_agent(
-        call.app[keys.db_key], call.app[keys.agent_cache_key], call.team_id, call.params["id"]
+        call.app[keys.db_key],
+        call.app[keys.agent_cache_key],
+        call.team_id,
+        call.params["id"],
+        actor=actor_of(call),
     )
     return envelope_response({"id": call.params["id"], "deleted": True})

@@ -151,7 +151,12 @@ async def post_handoff(call: Call):
     conv = await _conversation(call, call.body.session_id)
     db, agents = _flow_deps(call)
     state = await flow.request_human(
-        db, agents, call.app[keys.handoff_notifier_key], conv, by_visitor=call.principal is None
+        db,
+        agents,
+        call.app[keys.handoff_notifier_key],
+        conv,
+        by_visitor=call.principal is None,
+        emitter=call.app[keys.emitter_key],
     )
     return envelope_response(state.json())
 
@@ -203,7 +208,7 @@ async def post_assign(call: Call):
     conv = await flow.for_team(db, call.team_id, call.params["id"])
     assert call.principal is not None
     member = body.member_id or call.principal.user_id
-    state = await flow.assign(db, agents, call.team_id, conv, member)
+    state = await flow.assign(db, agents, call.team_id, conv, member, call.app[keys.emitter_key])
     return envelope_response(state.json())
 
 
@@ -229,6 +234,7 @@ async def post_message(call: Call):
         call.principal.user_id,
         call.body.content,
         call.app[keys.settings_key].handoff.keepalive_seconds,
+        call.app[keys.emitter_key],
     )
     return envelope_response(message_json(message), status=201)
 
@@ -238,7 +244,8 @@ async def post_release(call: Call):
     """Hand the conversation back to the agent: it is then `bot`."""
     db, agents = _flow_deps(call)
     conv = await flow.for_team(db, call.team_id, call.params["id"])
-    return envelope_response((await flow.release(db, agents, conv)).json())
+    state = await flow.release(db, agents, conv, call.app[keys.emitter_key])
+    return envelope_response(state.json())
 
 
 @routes.post("/conversations/{id}/close", response=HandoffOut, envelope=True, errors=(404,))
@@ -246,7 +253,8 @@ async def post_close(call: Call):
     """Close the conversation (a visitor's next message reopens it with the agent)."""
     db, agents = _flow_deps(call)
     conv = await flow.for_team(db, call.team_id, call.params["id"])
-    return envelope_response((await flow.close(db, agents, conv)).json())
+    state = await flow.close(db, agents, conv, call.app[keys.emitter_key])
+    return envelope_response(state.json())
 
 
 @routes.get("/agents/{id}/handoff-stats", response=HandoffStats, envelope=True, errors=(404,))

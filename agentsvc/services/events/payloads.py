@@ -64,10 +64,10 @@ def _author(msg: StoredMessage) -> dict[str, Any]:
     return {"type": "human", "id": msg.author_id, "name": msg.author_name}
 
 
-def message_created(conv: Conversation, msg: StoredMessage) -> dict[str, Any]:
+def message_created(agent_id: str, msg: StoredMessage) -> dict[str, Any]:
     return {
-        "conversationId": conv.id,
-        "agentId": conv.agent_id,
+        "conversationId": msg.conversation_id,
+        "agentId": agent_id,
         "message": {
             "id": msg.id,
             "role": msg.role,
@@ -80,9 +80,7 @@ def message_created(conv: Conversation, msg: StoredMessage) -> dict[str, Any]:
     }
 
 
-def feedback_created(
-    conv: Conversation, message_id: str, rating: str, rated_at: str
-) -> dict[str, Any]:
+def feedback_created(conv: Conversation, message_id: str, rating: str, rated_at: str) -> dict:
     return {
         "conversationId": conv.id,
         "agentId": conv.agent_id,

@@ -37,7 +37,7 @@ from agentsvc.store.conversations import Conversation, StoredMessage
 from agentsvc.store.end_users import Trace
 from agentsvc.store.submissions import Submission
 
-MAX_REF_CHARS = 320
+MAX_REF_CHARS = 200  # the longest path parameter the OpenAPI document allows
 # File contents in an export, at most (larger files are listed without their data).
 EXPORT_FILE_BYTES = 50 * 2**20
 # Subjects of the mail the service sends about a conversation (services/handoff/notify.py).
@@ -54,7 +54,7 @@ class EndUserRef:
 
 def parse_ref(ref: str, by: str | None) -> EndUserRef:
     """`by` when given; otherwise an address when the reference holds an `@`."""
-    value = ref.strip()
+    value = ref
     if not value or len(value) > MAX_REF_CHARS:
         raise ValidationFailed(
             f"ref: must be a user id or an e-mail address of 1 to {MAX_REF_CHARS} characters"

@@ -12,6 +12,8 @@ from agentsvc.db import ConstraintViolation, Database
 from agentsvc.errors import DuplicateName, NotFound, ToolLimitReached, ValidationFailed
 from agentsvc.ids import new_id, now_iso
 from agentsvc.secretbox import SecretBox
+from agentsvc.services import audit
+from agentsvc.services.audit import Actor
 from agentsvc.services.tools import rules as tool_rules
 from agentsvc.store import agents as agents_store
 from agentsvc.store import tools as tools_store
@@ -160,6 +162,7 @@ async def create_tool(
     limit: int | None,
     given: dict[str, Any],
     allow_private: bool = False,
+    actor: Actor | None = None,
 ) -> Tool:
     """Create a tool after checking it, its name's uniqueness and the plan's limit."""
     fields = canonical_fields(given)
@@ -193,6 +196,15 @@ async def create_tool(
             **checked,
         )
         await tools_store.insert(tx, tool)
+        await audit.record_in(
+            tx,
+            actor,
+            "tool.created",
+            target_type="tool",
+            target_id=tool.id,
+            label=tool.name,
+            details={"agentId": agent_id, "executionType": tool.execution_type},
+        )
     return tool
 
 
@@ -242,8 +254,18 @@ async def update_tool(
     return replace(current, **changes, updated_at=now)
 
 
-async def delete_tool(db: Database, team_id: str, tool_id: str) -> None:
+async def delete_tool(db: Database, team_id: str, tool_id: str, actor: Actor | None = None) -> None:
     """Delete the team's tool or raise NotFound."""
     async with db.write() as tx:
-        if not await tools_store.delete(tx, team_id, tool_id):
+        tool = await tools_store.get(tx, team_id, tool_id)
+        if tool is None or not await tools_store.delete(tx, team_id, tool_id):
             raise NotFound("Tool not found")
+        await audit.record_in(
+            tx,
+            actor,
+            "tool.deleted",
+            target_type="tool",
+            target_id=tool_id,
+            label=tool.name,
+            details={"agentId": tool.agent_id},
+        )
