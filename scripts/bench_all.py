@@ -43,6 +43,11 @@ BENCHMARKS = [
     ("bench_forms.py", ["--seconds", "4"], ["--seconds", "2", "--backlog", "300"]),
     ("bench_knowledge.py", [], ["--queries", "500"]),
     ("bench_handoff.py", [], ["--visitors", "300", "--members", "20", "--replies", "100"]),
+    (
+        "bench_webhooks.py",
+        ["--seconds", "4", "--cycles", "5"],
+        ["--seconds", "2", "--cycles", "2", "--turns", "20000"],
+    ),
 ]
 
 

@@ -631,3 +631,29 @@ async def test_a_webhook_created_in_one_process_gets_the_events_of_another(
         await asyncio.sleep(0.05)
     body = verified(hook["secret"], receiver.hooks[0])
     assert body["data"]["conversation"]["title"] == "after"
+
+
+@postgres_only
+async def test_two_processes_send_each_event_once(tmp_path, make_client, receiver):
+    """Both processes' workers claim due rows (SKIP LOCKED): every event arrives, none
+    twice."""
+    settings = make_settings(tmp_path, webhooks=FAST)
+    one = await make_client(settings)
+    two = await make_client(settings)
+    _, auth = await owner(one)
+    hook = await add_webhook(one, auth, receiver.url("/ok"), ["conversation.created"])
+    agent = await new_agent(one, auth)
+    chats = [
+        chat(app, {"agentId": agent["id"], "messages": user(f"question {n}")}, auth)
+        for n in range(12)
+        for app in (one, two)
+    ]
+    await asyncio.gather(*chats)
+    await receiver.wait_for(24)
+    await asyncio.sleep(0.5)
+    ids = [h.headers["webhook-id"] for h in receiver.hooks]
+    assert len(ids) == len(set(ids)) == 24
+    titles = {verified(hook["secret"], h)["data"]["conversation"]["title"] for h in receiver.hooks}
+    assert titles == {f"question {n}" for n in range(12)}
+    log = await settled(one, auth, hook["id"], 24)
+    assert {d["status"] for d in log} == {"success"} and {d["attempts"] for d in log} == {1}
