@@ -36,7 +36,6 @@ class WebhookCreate(RequestModel):
         Field(
             min_length=1,
             max_length=MAX_URL_CHARS,
-            pattern=r"^[Hh][Tt][Tt][Pp][Ss]?://[^\s/?#]+(?:[/?#]\S*)?$",
             description="http(s) address that receives the events (checked like tool URLs)",
         ),
     ]
