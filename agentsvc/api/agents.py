@@ -228,7 +228,7 @@ async def post_agent(call: Call):
     return envelope_response(created_json(agent), status=201)
 
 
-@routes.patch("/agents/{id}", body=AgentPatch, response=AgentOut, envelope=True, errors=(404,))
+@routes.patch("/agents/{id}", body=AgentPatch, response=AgentOut, envelope=True, errors=(403, 404))
 async def patch_agent(call: Call):
     """Update some fields of an agent; the slug stays as it was."""
     body: AgentPatch = call.body
