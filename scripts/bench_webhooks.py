@@ -260,10 +260,16 @@ def main() -> None:
             for cycle in range(args.cycles):
                 order = names if cycle % 2 == 0 else names[::-1]
                 for name in order:
+                    # The server's CPU time per turn holds steady on a busy machine where
+                    # turns/s does not (both servers are pinned to the same core).
+                    pid = benchlib.server_pid(targets[name][0])
+                    cpu_before = benchlib.cpu_seconds(pid)
                     result = loop.run_until_complete(
                         chat_load(*targets[name], args.seconds, args.clients)
                     )
-                    results.setdefault(name, []).append(result)
+                    turns = result[0] * args.seconds
+                    cpu_us = (benchlib.cpu_seconds(pid) - cpu_before) / max(turns, 1) * 1e6
+                    results.setdefault(name, []).append((*result, cpu_us))
                     drain()
     finally:
         if baseline is not None:
@@ -274,15 +280,25 @@ def main() -> None:
         loop.run_until_complete(receiver.close())
         loop.close()
 
-    print(f"\n{'team':24} {'turns/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'errors':>7} {'vs quiet':>9}")
-    quiet_rps = statistics.median(r[0] for r in results["quiet (no webhook)"])
+    print(
+        f"\n{'team':24} {'turns/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'errors':>7}"
+        f" {'CPU µs/turn':>12} {'vs quiet':>9} {'CPU vs quiet':>13}"
+    )
+    quiet = results["quiet (no webhook)"]
+    quiet_rps = statistics.median(r[0] for r in quiet)
+    quiet_cpu = statistics.median(r[4] for r in quiet)
     for name, runs in results.items():
         rps = statistics.median(r[0] for r in runs)
         p50 = statistics.median(r[1] for r in runs)
         p99 = statistics.median(r[2] for r in runs)
         errors = sum(r[3] for r in runs)
-        print(f"{name:24} {rps:9.0f} {p50:8.2f} {p99:8.2f} {errors:7d} {rps / quiet_rps:9.0%}")
+        cpu = statistics.median(r[4] for r in runs)
+        print(
+            f"{name:24} {rps:9.0f} {p50:8.2f} {p99:8.2f} {errors:7d} {cpu:12.0f}"
+            f" {rps / quiet_rps:9.0%} {cpu / quiet_cpu:13.0%}"
+        )
         benchlib.record("webhooks", f"chat turns/s, {name}", rps, "turns/s")
+        benchlib.record("webhooks", f"server CPU per chat turn, {name}", cpu, "µs")
     print(f"events received by the hooked team's receiver: {receiver.count}")
 
 
