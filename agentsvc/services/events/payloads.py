@@ -102,8 +102,8 @@ def status_changed(
 
 
 def form_submitted(sub: Submission) -> dict[str, Any]:
-    # Files are described ({fileName, contentType, size}), not sent: fetch them from the
-    # submission (GET /form-submissions/:id) or through the form's own webhook.
+    # Files are described ({fileName, contentType, size}), not sent: the form's own webhook
+    # carries their data.
     return {
         "submissionId": sub.id,
         "agentId": sub.agent_id,

@@ -131,6 +131,11 @@ class Deliverer:
             self._tasks.add(task)
         try:
             await self.deliver_due()
+        except asyncio.CancelledError:
+            if not self._closed:
+                raise
+            # Cut off by close() at shutdown: the leased rows are retried after the restart
+            # (not an error for the scheduler to log).
         except Exception:
             log.exception("delivery run failed; retrying in a minute")
             self.wake(datetime.now(UTC) + timedelta(seconds=60))
