@@ -545,6 +545,9 @@ async def test_retention_days_is_an_owner_setting_of_the_agent(client):
     for bad in (0, -1, 36501, "30", 1.5, True):
         resp = await client.patch(path, json={"retentionDays": bad}, headers=auth)
         await assert_error(resp, 400, "VALIDATION_ERROR", "retentionDays")
+    # 7.0 is a whole number to JSON Schema too.
+    week = await data_of(await client.patch(path, json={"retentionDays": 7.0}, headers=auth))
+    assert week["retentionDays"] == 7
     cleared = await data_of(await client.patch(path, json={"retentionDays": None}, headers=auth))
     assert cleared["retentionDays"] is None
     log = await data_of(
@@ -552,7 +555,11 @@ async def test_retention_days_is_an_owner_setting_of_the_agent(client):
             "/api/v1/audit-log", params={"action": "agent.retention_changed"}, headers=auth
         )
     )
-    assert [e["details"] for e in log] == [{"from": 30, "to": None}, {"from": None, "to": 30}]
+    assert [e["details"] for e in log] == [
+        {"from": 7, "to": None},
+        {"from": 30, "to": 7},
+        {"from": None, "to": 30},
+    ]
 
 
 async def _backdate(client, days: float, conversation_ids=(), submission_ids=()) -> None:

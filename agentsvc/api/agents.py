@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 from pydantic.json_schema import SkipJsonSchema
 
 from agentsvc import keys
 from agentsvc.api.audit import actor_of
-from agentsvc.api.models import MODEL_ID_MARKER, RequestModel, ResponseModel
+from agentsvc.api.models import MODEL_ID_MARKER, RequestModel, ResponseModel, integral
 from agentsvc.api.routing import Call, RouteTable, envelope_response
 from agentsvc.errors import Forbidden, ValidationFailed
 from agentsvc.language import DEFAULT_LANGUAGE, LANGUAGES
@@ -80,7 +80,9 @@ class HandoffIn(RequestModel):
     notify: HandoffNotifyIn | SkipJsonSchema[None] = None
 
 
-RetentionDays = Annotated[int, Field(ge=retention.MIN_DAYS, le=retention.MAX_DAYS)]
+RetentionDays = Annotated[
+    int, Field(ge=retention.MIN_DAYS, le=retention.MAX_DAYS), BeforeValidator(integral)
+]
 RETENTION_DESCRIPTION = (
     "conversations idle and submissions older than this many days are purged; null: kept"
     " forever (owner only)"
