@@ -590,6 +590,9 @@ CREATE TABLE webhook_deliveries (
 CREATE INDEX webhook_deliveries_due ON webhook_deliveries(status, next_attempt_at);
 CREATE INDEX webhook_deliveries_webhook ON webhook_deliveries(webhook_id, created_at, id);
 CREATE INDEX webhook_deliveries_event ON webhook_deliveries(event_id);
+-- The retention job removes finished deliveries by age.
+CREATE INDEX webhook_deliveries_completed ON webhook_deliveries(completed_at)
+    WHERE completed_at IS NOT NULL;
 
 CREATE TABLE webhook_delivery_attempts (
     id            INTEGER PRIMARY KEY,

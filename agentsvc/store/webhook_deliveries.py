@@ -238,7 +238,7 @@ async def prune(tx: Tx, before: str, limit: int) -> int:
     delivery that are older than that; return how many deliveries went."""
     gone = await tx.execute(
         "DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries"
-        " WHERE status <> 'pending' AND completed_at < ? LIMIT ?)",
+        " WHERE completed_at IS NOT NULL AND completed_at < ? LIMIT ?)",
         (before, limit),
     )
     await tx.execute(
