@@ -177,6 +177,10 @@ class WebhookSettings(_Section):
     # With several processes (PostgreSQL), how often each looks for deliveries that came
     # due in another process (one that stopped before sending them).
     poll_seconds: float = Field(5, gt=0)
+    # Event webhooks (POST /webhooks): how many a team may have, and how many days the log
+    # of finished deliveries is kept (with the events they carried).
+    max_per_team: int = Field(10, ge=1, le=1000)
+    delivery_log_days: float = Field(30, gt=0)
 
     @field_validator("retry_schedule_seconds")
     @classmethod
@@ -313,6 +317,13 @@ class KnowledgeSettings(_Section):
     vector_search: Literal["auto", "numpy", "sqlite-vec"] = "numpy"
 
 
+class PrivacySettings(_Section):
+    """`[privacy]`: the sweep that purges what agents' `retentionDays` no longer keeps (and
+    the event webhooks' old delivery log)."""
+
+    retention_sweep_seconds: float = Field(3600, gt=0)
+
+
 class Settings(_Section):
     server: ServerSettings = ServerSettings()
     database: DatabaseSettings = DatabaseSettings()
@@ -330,6 +341,7 @@ class Settings(_Section):
     handoff: HandoffSettings = HandoffSettings()
     forms: FormSettings = FormSettings()
     knowledge: KnowledgeSettings = KnowledgeSettings()
+    privacy: PrivacySettings = PrivacySettings()
 
     @property
     def database_label(self) -> str:

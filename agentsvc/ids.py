@@ -21,6 +21,10 @@ PREFIXES = {
     "session": "ses",
     "mail": "mail",
     "document": "doc",
+    "webhook": "wh",
+    "event": "evt",
+    "webhook_delivery": "whd",
+    "audit": "aud",
 }
 
 

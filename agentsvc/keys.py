@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from agentsvc.ratelimit import Limiter
     from agentsvc.secretbox import SecretBox
     from agentsvc.services.agents.registry import AgentCache
+    from agentsvc.services.events.emitter import Emitter
     from agentsvc.services.forms.delivery import Deliverer
     from agentsvc.services.handoff.live import LiveEvents
     from agentsvc.services.handoff.notify import Notifier
@@ -53,6 +54,7 @@ tool_runner_key: web.AppKey[ToolRunner] = web.AppKey("tool_runner")
 mcp_client_key: web.AppKey[McpClient] = web.AppKey("mcp_client")
 mailer_key: web.AppKey[Mailer] = web.AppKey("mailer")
 deliverer_key: web.AppKey[Deliverer] = web.AppKey("deliverer")
+emitter_key: web.AppKey[Emitter] = web.AppKey("event_emitter")
 oauth_http_key: web.AppKey[ClientSession] = web.AppKey("oauth_http")
 indexer_key: web.AppKey[Indexer] = web.AppKey("knowledge_indexer")
 providers_key: web.AppKey[Providers] = web.AppKey("providers")

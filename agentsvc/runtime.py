@@ -35,6 +35,8 @@ from agentsvc.secretbox import SecretBox
 from agentsvc.services import changes
 from agentsvc.services.agents.registry import AgentCache
 from agentsvc.services.cluster_jobs import once_for_all
+from agentsvc.services.events.emitter import Emitter
+from agentsvc.services.events.outbox import EventQueue
 from agentsvc.services.forms.delivery import Deliverer
 from agentsvc.services.forms.delivery_send import Sender
 from agentsvc.services.forms.files import SWEEP_INTERVAL_SECONDS, remove_orphan_files
@@ -42,6 +44,7 @@ from agentsvc.services.handoff.live import LiveEvents
 from agentsvc.services.handoff.notify import Notifier
 from agentsvc.services.knowledge.indexing import Indexer
 from agentsvc.services.knowledge.vectors import Semantic, VectorIndex
+from agentsvc.services.privacy.retention import purge_expired
 from agentsvc.services.team import membership, oauth, sessions
 from agentsvc.services.team.access import KeyResolver
 from agentsvc.services.tools.runner import ToolRunner
@@ -56,6 +59,7 @@ PRUNE_SESSIONS_JOB = "prune-sessions"
 PRUNE_SESSIONS_SECONDS = 3600
 SWEEP_FILES_JOB = "form-files-sweep"  # each process: files live in its data_dir
 DELIVERY_POLL_JOB = "delivery-poll"  # several processes only
+RETENTION_JOB = "data-retention"
 
 
 def attach(app: web.Application) -> None:
@@ -238,7 +242,8 @@ async def _team(app: web.Application) -> AsyncIterator[None]:
 
 
 async def _delivery(app: web.Application) -> AsyncIterator[None]:
-    """The delivery outbox worker, its depth on /metrics, and the hourly file sweep."""
+    """The delivery outbox worker (form deliveries and event webhooks), its depth on
+    /metrics, the event emitter, the hourly file sweep and the retention purge."""
     settings = app[keys.settings_key]
     metrics = app[keys.metrics_key]
     db = app[keys.db_key]
@@ -255,8 +260,11 @@ async def _delivery(app: web.Application) -> AsyncIterator[None]:
         sender,
         jobs=jobs,
         on_attempt=lambda kind, outcome: metrics.deliveries.labels(kind, outcome).inc(),
+        events=EventQueue(db, app[keys.secret_box_key]),
     )
     app[keys.deliverer_key] = deliverer
+    emitter = app[keys.emitter_key] = Emitter(db, deliverer.wake)
+    changes.follow(db, emitter=emitter)
 
     async def outbox_depth() -> None:
         metrics.outbox_depth.set(await deliverer.pending_count())
@@ -273,7 +281,13 @@ async def _delivery(app: web.Application) -> AsyncIterator[None]:
         deliverer.data_dir,
         run_now=True,
     )
+    sweep = settings.privacy.retention_sweep_seconds
+    retention = once_for_all(db, RETENTION_JOB, sweep, purge_expired)
+    jobs.every(
+        RETENTION_JOB, sweep, retention, db, deliverer.data_dir, settings.webhooks.delivery_log_days
+    )
     yield
+    jobs.cancel(RETENTION_JOB)
     jobs.cancel(SWEEP_FILES_JOB)
     if db.shared:
         jobs.cancel(DELIVERY_POLL_JOB)

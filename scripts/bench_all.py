@@ -44,6 +44,11 @@ BENCHMARKS = [
     ("bench_knowledge.py", [], ["--queries", "500"]),
     ("bench_handoff.py", [], ["--visitors", "300", "--members", "20", "--replies", "100"]),
     ("bench_widget.py", [], ["--runs", "3"]),
+    (
+        "bench_webhooks.py",
+        ["--seconds", "4", "--cycles", "5"],
+        ["--seconds", "2", "--cycles", "2", "--turns", "20000"],
+    ),
 ]
 
 

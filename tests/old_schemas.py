@@ -7,8 +7,15 @@ for the schema as it stood at a version and gets every later migration undone.
 
 from agentsvc.db.schema import schema_sql
 
-# The counters' tables and triggers, last in schema.sql.
-MIGRATION_6 = schema_sql()[schema_sql().index("\n-- ── totals kept as counters (migration 6)") :]
+# Sections appended to schema.sql by a migration, each up to the next one.
+_MIGRATION_10_HEAD = "\n-- ── event webhooks, privacy and the audit log (migration 10)"
+MIGRATION_10 = schema_sql()[schema_sql().index(_MIGRATION_10_HEAD) :]
+# The counters' tables and triggers.
+MIGRATION_6 = schema_sql()[
+    schema_sql().index("\n-- ── totals kept as counters (migration 6)") : schema_sql().index(
+        _MIGRATION_10_HEAD
+    )
+]
 
 # Migration number -> (text in schema.sql, text before that migration).
 _SCHEMA = schema_sql()
@@ -115,6 +122,14 @@ UNDO: dict[int, list[tuple[str, str]]] = {
             "    widget          TEXT,                   -- the widget's look, JSON (migration 9)\n",
             "",
         )
+    ],
+    10: [
+        (
+            "    retention_days  INTEGER,                -- conversations/submissions kept N days;"
+            " NULL: forever (migration 10)\n",
+            "",
+        ),
+        (MIGRATION_10, ""),
     ],
 }
 

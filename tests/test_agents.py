@@ -66,6 +66,7 @@ async def test_list_and_get_shapes(client, auth):
         "updatedAt",
         "handoff",
         "widget",
+        "retentionDays",
     }
 
 

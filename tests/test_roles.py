@@ -22,6 +22,17 @@ OWNER_ONLY = {
     ("GET", "/api/v1/team/invitations"),
     ("DELETE", "/api/v1/team/invitations/{id}"),
     ("DELETE", "/api/v1/team/members/{memberId}"),
+    # Event webhooks send the team's data out; erasure and exports are the owner's too.
+    ("POST", "/api/v1/webhooks"),
+    ("GET", "/api/v1/webhooks"),
+    ("GET", "/api/v1/webhooks/{id}"),
+    ("DELETE", "/api/v1/webhooks/{id}"),
+    ("GET", "/api/v1/webhooks/{id}/deliveries"),
+    ("GET", "/api/v1/webhooks/{id}/deliveries/{deliveryId}"),
+    ("POST", "/api/v1/webhooks/{id}/deliveries/{deliveryId}/redeliver"),
+    ("DELETE", "/api/v1/end-users/{ref}"),
+    ("GET", "/api/v1/end-users/{ref}/export"),
+    ("GET", "/api/v1/audit-log"),
 }
 # Routes a generic probe would disturb (ending the member's own session).
 SKIP = {("POST", "/api/v1/auth/sign-out")}

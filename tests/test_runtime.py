@@ -31,6 +31,7 @@ async def test_start_registers_every_part_and_job(tmp_path):
             keys.indexer_key,
             keys.mailer_key,
             keys.deliverer_key,
+            keys.emitter_key,
         ):
             assert key in app, key
         jobs = app[keys.jobs_key]
@@ -38,6 +39,7 @@ async def test_start_registers_every_part_and_job(tmp_path):
         assert jobs.interval_of(runtime.EXPIRE_INVITATIONS_JOB) == 7
         assert jobs.interval_of(runtime.PRUNE_SESSIONS_JOB) == runtime.PRUNE_SESSIONS_SECONDS
         assert jobs.has(runtime.SWEEP_FILES_JOB)
+        assert jobs.interval_of(runtime.RETENTION_JOB) == 3600
         names = {t.get_name() for t in asyncio.all_tasks()}
         assert {"database-upkeep", "trigger-event-writer"} <= names
 

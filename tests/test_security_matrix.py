@@ -8,6 +8,7 @@ when the resource is missing cannot pass.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from dataclasses import dataclass, field
@@ -59,6 +60,14 @@ PUBLIC_BY_DESIGN = {
 # Secrets are addressed by name within the caller's own team: another team's PUT of the
 # same name creates its own secret (checked below to leave the first team's untouched).
 OWN_NAMESPACE = {("PUT", "/api/v1/secrets/{name}")}
+# End users are named by their widget userId or e-mail within the caller's own team: another
+# team's export finds nothing and its erasure deletes nothing (checked below).
+END_USER_ROUTES = {
+    ("DELETE", "/api/v1/end-users/{ref}"),
+    ("GET", "/api/v1/end-users/{ref}/export"),
+}
+OWN_NAMESPACE |= END_USER_ROUTES
+VISITOR = {"id": "visitor-7", "email": "visitor@example.com", "name": "Vera"}
 
 # For each route with an id: which resource of the victim team fills it, and a body that
 # passes validation (so the answer is about the id, not about the body).
@@ -103,6 +112,14 @@ ROUTES: dict[tuple[str, str], tuple[str, Any]] = {
     ("DELETE", "/api/v1/team/invitations/{id}"): ("invitation", None),
     ("DELETE", "/api/v1/team/members/{memberId}"): ("member", None),
     ("DELETE", "/api/v1/api-keys/{id}"): ("api_key", None),
+    ("GET", "/api/v1/webhooks/{id}"): ("webhook", None),
+    ("DELETE", "/api/v1/webhooks/{id}"): ("webhook", None),
+    ("GET", "/api/v1/webhooks/{id}/deliveries"): ("webhook", None),
+    ("GET", "/api/v1/webhooks/{id}/deliveries/{deliveryId}"): (("webhook", "delivery"), None),
+    ("POST", "/api/v1/webhooks/{id}/deliveries/{deliveryId}/redeliver"): (
+        ("webhook", "delivery"),
+        None,
+    ),
 }
 
 
@@ -141,6 +158,16 @@ async def furnished_team(client, email: str) -> Team:
     )
     auth = team.owner_key
     ids = team.ids
+    # An event webhook first, so the chat below leaves a delivery in its log.
+    hook = await json_of(
+        await client.post(
+            "/api/v1/webhooks",
+            json={"url": "http://127.0.0.1:9/events", "events": ["conversation.created"]},
+            headers=auth,
+        ),
+        201,
+    )
+    ids["webhook"] = hook["data"]["id"]
     agent = await json_of(
         await client.post("/api/v1/agents", json={"name": "Victim"}, headers=auth), 201
     )
@@ -149,9 +176,15 @@ async def furnished_team(client, email: str) -> Team:
         await client.put(f"/api/v1/agents/{ids['agent']}/identity-secret", json={}, headers=auth),
         200,
     )
-    stream = await chat(client, {"agentId": ids["agent"], "messages": user("hello")}, auth)
+    stream = await chat(
+        client, {"agentId": ids["agent"], "messages": user("hello"), "user": VISITOR}, auth
+    )
     ids["conversation"] = stream.start["conversationId"]
     team.message_id = stream.start["messageId"]
+    deliveries = await json_of(
+        await client.get(f"/api/v1/webhooks/{ids['webhook']}/deliveries", headers=auth), 200
+    )
+    ids["delivery"] = deliveries["data"][0]["id"]
     doc = await json_of(
         await client.post(
             f"/api/v1/agents/{ids['agent']}/documents",
@@ -228,12 +261,17 @@ async def furnished_team(client, email: str) -> Team:
 
 def route_request(endpoint: Endpoint, team: Team) -> tuple[str, Any]:
     """The path naming the team's resource, and a valid body, for one route."""
-    resource, body = ROUTES[(endpoint.method, endpoint.documented_path)]
+    key = (endpoint.method, endpoint.documented_path)
+    if key in END_USER_ROUTES:
+        return fill_path(endpoint, {"ref": VISITOR["email"]}), None
+    resource, body = ROUTES[key]
     if body == "feedback":
         body = {"messageId": team.message_id, "rating": "down"}
-    names = PATH_PARAM.findall(endpoint.path)
-    assert len(names) == 1, endpoint.path
-    return fill_path(endpoint, {names[0][0]: team.ids[resource]}), body
+    names = [name for name, _ in PATH_PARAM.findall(endpoint.path)]
+    resources = resource if isinstance(resource, tuple) else (resource,)
+    assert len(names) == len(resources), endpoint.path
+    values = {name: team.ids[r] for name, r in zip(names, resources, strict=True)}
+    return fill_path(endpoint, values), body
 
 
 async def assert_intact(client, team: Team) -> None:
@@ -266,6 +304,15 @@ async def assert_intact(client, team: Team) -> None:
     assert not any(m["notifyHandoffs"] for m in members)
     api_keys = await json_of(await client.get("/api/v1/api-keys", headers=auth), 200)
     assert ids["api_key"] in [k["id"] for k in api_keys["data"]]
+    hook = await client.get(f"/api/v1/webhooks/{ids['webhook']}", headers=auth)
+    assert (await json_of(hook, 200))["data"]["url"] == "http://127.0.0.1:9/events"
+    delivery = await client.get(
+        f"/api/v1/webhooks/{ids['webhook']}/deliveries/{ids['delivery']}", headers=auth
+    )
+    assert (await json_of(delivery, 200))["data"]["eventType"] == "conversation.created"
+    export = await client.get(f"/api/v1/end-users/{VISITOR['id']}/export", headers=auth)
+    exported = (await json_of(export, 200))["data"]
+    assert [c["id"] for c in exported["conversations"]] == [ids["conversation"]]
     db, box = client.app[keys.db_key], client.app[keys.secret_box_key]
     whoami = await json_of(await client.get("/api/v1/auth/session", headers=auth), 200)
     team_id = whoami["data"]["team"]["id"]
@@ -311,6 +358,17 @@ async def test_another_teams_key_and_session_get_not_found_on_every_id_route(cli
             assert "victim" not in error["message"].lower(), (who, key)
             tried += 1
     assert tried >= 3 * len(ROUTES)
+    # The same end user talked to both teams: the intruder's export holds only its own
+    # conversation, and its erasure deletes nothing of the victim's (assert_intact below
+    # reads the victim's conversation and export).
+    for ref in (VISITOR["email"], VISITOR["id"]):
+        resp = await client.get(f"/api/v1/end-users/{ref}/export", headers=intruder.owner_key)
+        found = (await json_of(resp, 200))["data"]
+        # Its own, until its first erasure took it.
+        own = [intruder.ids["conversation"]] if ref == VISITOR["email"] else []
+        assert [c["id"] for c in found["conversations"]] == own
+        resp = await client.delete(f"/api/v1/end-users/{ref}", headers=intruder.owner_key)
+        assert resp.status == 200
     # The intruder's PUT of the same secret name is their own secret.
     resp = await client.put(
         f"/api/v1/secrets/{victim.ids['secret']}",
@@ -442,6 +500,44 @@ async def test_form_deliveries_cannot_reach_private_addresses(
         for delivery in deliveries:
             assert delivery["status"] == "failed", delivery
             assert "refused" in delivery["lastError"], delivery
+    assert loopback_receiver.requests == []
+
+
+@pytest.mark.parametrize("host", SSRF_HOSTS)
+async def test_event_webhooks_cannot_reach_private_addresses(
+    aiohttp_client, tmp_path, loopback_receiver, host
+):
+    app = create_app(
+        make_settings(
+            tmp_path, outbound={"allow_private": False}, webhooks={"retry_schedule_seconds": [0]}
+        )
+    )
+    app[keys.outbound_resolver_key] = StubResolver("127.0.0.1")
+    client = await aiohttp_client(app)
+    owner, team = await create_user(client, "owner@example.com")
+    auth = bearer(await key_for(client, team.id, owner.id))
+    url = f"http://{host}:{loopback_receiver.port}/events"
+    resp = await client.post(
+        "/api/v1/webhooks", json={"url": url, "events": ["conversation.created"]}, headers=auth
+    )
+    if literal_address(host) is not None:
+        await assert_error(resp, 400, "VALIDATION_ERROR", "allow_private")
+        return
+    hook = (await json_of(resp, 201))["data"]
+    agent = await json_of(
+        await client.post("/api/v1/agents", json={"name": "A"}, headers=auth), 201
+    )
+    await chat(client, {"agentId": agent["data"]["id"], "messages": user("hi")}, auth)
+    await client.app[keys.deliverer_key].deliver_due()
+    for _ in range(100):  # the worker, woken by the chat, may be making the attempt
+        log = await json_of(
+            await client.get(f"/api/v1/webhooks/{hook['id']}/deliveries", headers=auth), 200
+        )
+        [delivery] = log["data"]
+        if delivery["status"] != "pending":
+            break
+        await asyncio.sleep(0.05)
+    assert delivery["status"] == "failed" and "refused" in delivery["lastError"], delivery
     assert loopback_receiver.requests == []
 
 

@@ -170,6 +170,10 @@ ALTER TABLE tools DROP COLUMN mcp_url, DROP COLUMN mcp_headers, DROP COLUMN mcp_
     DROP COLUMN mcp_server_tools, DROP COLUMN mcp_listed_at, DROP COLUMN counts_as;
 """,
     9: "ALTER TABLE agents DROP COLUMN widget;",
+    10: """
+DROP TABLE audit_log, webhook_delivery_attempts, webhook_deliveries, webhook_events, webhooks;
+ALTER TABLE agents DROP COLUMN retention_days;
+""",
 }
 
 

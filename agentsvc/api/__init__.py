@@ -10,6 +10,7 @@ def all_endpoints() -> list[Endpoint]:
     from agentsvc.api import (
         agents,
         api_keys,
+        audit,
         chat,
         conversations,
         dashboard,
@@ -18,6 +19,7 @@ def all_endpoints() -> list[Endpoint]:
         handoff,
         identity,
         mcp,
+        privacy,
         secrets,
         session_auth,
         setup,
@@ -25,6 +27,7 @@ def all_endpoints() -> list[Endpoint]:
         team,
         tools,
         triggers,
+        webhooks,
         widget,
     )
 
@@ -47,5 +50,8 @@ def all_endpoints() -> list[Endpoint]:
         session_auth.routes,
         team.routes,
         api_keys.routes,
+        webhooks.routes,
+        privacy.routes,
+        audit.routes,
     ]
     return [endpoint for table in tables for endpoint in table.endpoints]

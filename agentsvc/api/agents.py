@@ -4,19 +4,21 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 from pydantic.json_schema import SkipJsonSchema
 
 from agentsvc import keys
-from agentsvc.api.models import MODEL_ID_MARKER, RequestModel, ResponseModel
+from agentsvc.api.audit import actor_of
+from agentsvc.api.models import MODEL_ID_MARKER, RequestModel, ResponseModel, integral
 from agentsvc.api.routing import Call, RouteTable, envelope_response
 from agentsvc.api.widget_look import WidgetIn, WidgetOut
-from agentsvc.errors import ValidationFailed
+from agentsvc.errors import Forbidden, ValidationFailed
 from agentsvc.language import DEFAULT_LANGUAGE, LANGUAGES
 from agentsvc.services.agents import registry as agent_service
 from agentsvc.services.agents.models import model_error
 from agentsvc.services.handoff import settings as handoff_settings
 from agentsvc.services.handoff.settings import DAYS
+from agentsvc.services.privacy import retention
 from agentsvc.services.widget import look as widget_look
 from agentsvc.store.agents import Agent
 
@@ -80,7 +82,18 @@ class HandoffIn(RequestModel):
     notify: HandoffNotifyIn | SkipJsonSchema[None] = None
 
 
+RetentionDays = Annotated[
+    int, Field(ge=retention.MIN_DAYS, le=retention.MAX_DAYS), BeforeValidator(integral)
+]
+RETENTION_DESCRIPTION = (
+    "conversations idle and submissions older than this many days are purged; null: kept"
+    " forever (owner only)"
+)
+
+
 class AgentPatch(RequestModel):
+    nullable = frozenset({"retentionDays"})
+
     name: Name | SkipJsonSchema[None] = None
     model: ModelId | SkipJsonSchema[None] = None
     system_prompt: Prompt | SkipJsonSchema[None] = None
@@ -92,6 +105,7 @@ class AgentPatch(RequestModel):
     widget: WidgetIn | SkipJsonSchema[None] = Field(
         None, description="the widget's look, language, texts and starters (merged in)"
     )
+    retention_days: RetentionDays | None = Field(None, description=RETENTION_DESCRIPTION)
 
 
 class AgentSummary(ResponseModel):
@@ -136,6 +150,7 @@ class AgentOut(AgentCreated):
     updated_at: str
     handoff: HandoffOut
     widget: WidgetOut
+    retention_days: int | None = Field(description=RETENTION_DESCRIPTION)
 
 
 class AgentDeleted(ResponseModel):
@@ -168,6 +183,7 @@ def agent_json(call: Call, agent: Agent) -> dict:
         "updatedAt": agent.updated_at,
         "handoff": handoff_settings.public_json(call.app[keys.secret_box_key], agent),
         "widget": widget_look.settings_of(agent.widget),
+        "retentionDays": agent.retention_days,
     }
 
 
@@ -216,17 +232,22 @@ async def post_agent(call: Call):
         system_prompt=body.system_prompt or "",
         temperature=body.temperature,
         language=body.language or DEFAULT_LANGUAGE,
+        actor=actor_of(call),
     )
     return envelope_response(created_json(agent), status=201)
 
 
-@routes.patch("/agents/{id}", body=AgentPatch, response=AgentOut, envelope=True, errors=(404,))
+@routes.patch("/agents/{id}", body=AgentPatch, response=AgentOut, envelope=True, errors=(403, 404))
 async def patch_agent(call: Call):
     """Update some fields of an agent; the slug stays as it was."""
     body: AgentPatch = call.body
     fields = body.given()
     handoff = fields.pop("handoff", None)
     widget = fields.pop("widget", None)
+    retention_given = "retention_days" in fields
+    retention_days = fields.pop("retention_days", None)
+    if retention_given and not (call.principal and call.principal.is_owner):
+        raise Forbidden("Only the team owner can change how long data is kept (retentionDays)")
     if "model" in fields:
         _check_model(call, fields["model"])
     agent = await agent_service.update_agent(
@@ -249,6 +270,10 @@ async def patch_agent(call: Call):
         agent = await widget_look.update_settings(
             call.app[keys.db_key], call.team_id, agent.id, widget.changes()
         )
+    if retention_given:
+        agent = await retention.set_retention_days(
+            call.app[keys.db_key], actor_of(call), agent.id, retention_days
+        )
     return envelope_response(agent_json(call, agent))
 
 
@@ -258,6 +283,10 @@ async def patch_agent(call: Call):
 async def delete_agent(call: Call):
     """Delete an agent and everything it owns (owner only)."""
     await agent_service.delete_agent(
-        call.app[keys.db_key], call.app[keys.agent_cache_key], call.team_id, call.params["id"]
+        call.app[keys.db_key],
+        call.app[keys.agent_cache_key],
+        call.team_id,
+        call.params["id"],
+        actor=actor_of(call),
     )
     return envelope_response({"id": call.params["id"], "deleted": True})

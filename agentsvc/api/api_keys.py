@@ -8,6 +8,7 @@ from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
 from agentsvc import keys
+from agentsvc.api.audit import actor_of
 from agentsvc.api.models import RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, envelope_response
 from agentsvc.services.team import api_keys as key_service
@@ -64,7 +65,7 @@ async def post_api_key(call: Call):
     """Create a key acting for the caller in this team; the key is shown only in this answer."""
     assert call.principal is not None
     created = await key_service.create_key(
-        call.app[keys.db_key], call.principal, call.body.name or ""
+        call.app[keys.db_key], call.principal, call.body.name or "", actor_of(call)
     )
     return envelope_response(
         {
@@ -85,6 +86,10 @@ async def delete_api_key(call: Call):
     """Revoke a key at once (members: only their own)."""
     assert call.principal is not None
     await key_service.revoke_key(
-        call.app[keys.db_key], call.app[keys.key_resolver_key], call.principal, call.params["id"]
+        call.app[keys.db_key],
+        call.app[keys.key_resolver_key],
+        call.principal,
+        call.params["id"],
+        actor_of(call),
     )
     return envelope_response({"id": call.params["id"], "deleted": True})

@@ -251,7 +251,12 @@ async def _stream_chat(call: Call) -> web.StreamResponse:
     db = app[keys.db_key]
     semantic = app[keys.indexer_key].semantic
     turn = await chat_service.prepare_turn(
-        db, app[keys.agent_cache_key], app[keys.providers_key], chat, semantic
+        db,
+        app[keys.agent_cache_key],
+        app[keys.providers_key],
+        chat,
+        semantic,
+        app[keys.emitter_key],
     )
 
     response = web.StreamResponse(
@@ -305,9 +310,12 @@ async def _run_stream(call: Call, response: web.StreamResponse, turn: turn_servi
     sink = SseSink(response, settings.flush_interval_ms / 1000.0)
     db, agents = app[keys.db_key], app[keys.agent_cache_key]
     notifier = app[keys.handoff_notifier_key]
+    emitter = app[keys.emitter_key]
 
     async def request_human(conv) -> dict[str, Any]:
-        state = await handoff_flow.request_human(db, agents, notifier, conv, by_visitor=False)
+        state = await handoff_flow.request_human(
+            db, agents, notifier, conv, by_visitor=False, emitter=emitter
+        )
         data = state.json()
         data.pop("conversationId")
         return {"conversationId": conv.id, **data}
@@ -319,6 +327,7 @@ async def _run_stream(call: Call, response: web.StreamResponse, turn: turn_servi
         app[keys.tool_runner_key],
         settings.keepalive_seconds,
         request_human if turn.offer_handoff else None,
+        emitter,
     )
     streams = app[keys.chat_streams_key]
     task = asyncio.ensure_future(runner.run())

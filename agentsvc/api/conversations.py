@@ -283,5 +283,6 @@ async def post_feedback(call: Call):
         conversation_id=call.params["id"],
         message_id=body.message_id,
         rating=body.rating,
+        emitter=call.app[keys.emitter_key],
     )
     return envelope_response({"messageId": body.message_id, "rating": body.rating})

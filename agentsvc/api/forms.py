@@ -326,6 +326,7 @@ async def post_submission(call: Call):
         impression_at=body.impression_at,
         started_at=body.started_at,
         file_quota_mb=call.app[keys.settings_key].forms.file_quota_mb_per_agent,
+        emitter=call.app[keys.emitter_key],
     )
     # The submitted values (files included) are on disk now: the next large body may be
     # read while the first attempts run.

@@ -47,7 +47,9 @@ class HandoffBody(RequestModel):
 
 # What _check_email accepts, stated in the schema so clients (and the fuzzer) know it; the
 # check itself stays in code for a message a visitor can read.
-_EMAIL_PART = r"[^\s\x00-\x1f<>,;\"'@]+"
+# JSON Schema's `\s` (ECMAScript) leaves out U+0085, which Python's isspace() refuses: the
+# C1 controls are excluded by name.
+_EMAIL_PART = r"[^\s\x00-\x1f\x7f-\x9f<>,;\"'@]+"
 EMAIL_PATTERN = rf"^{_EMAIL_PART}@{_EMAIL_PART}\.{_EMAIL_PART}$"
 
 
@@ -151,7 +153,12 @@ async def post_handoff(call: Call):
     conv = await _conversation(call, call.body.session_id)
     db, agents = _flow_deps(call)
     state = await flow.request_human(
-        db, agents, call.app[keys.handoff_notifier_key], conv, by_visitor=call.principal is None
+        db,
+        agents,
+        call.app[keys.handoff_notifier_key],
+        conv,
+        by_visitor=call.principal is None,
+        emitter=call.app[keys.emitter_key],
     )
     return envelope_response(state.json())
 
@@ -203,7 +210,7 @@ async def post_assign(call: Call):
     conv = await flow.for_team(db, call.team_id, call.params["id"])
     assert call.principal is not None
     member = body.member_id or call.principal.user_id
-    state = await flow.assign(db, agents, call.team_id, conv, member)
+    state = await flow.assign(db, agents, call.team_id, conv, member, call.app[keys.emitter_key])
     return envelope_response(state.json())
 
 
@@ -229,6 +236,7 @@ async def post_message(call: Call):
         call.principal.user_id,
         call.body.content,
         call.app[keys.settings_key].handoff.keepalive_seconds,
+        call.app[keys.emitter_key],
     )
     return envelope_response(message_json(message), status=201)
 
@@ -240,7 +248,8 @@ async def post_release(call: Call):
     """Hand the conversation back to the agent: it is then `bot`."""
     db, agents = _flow_deps(call)
     conv = await flow.for_team(db, call.team_id, call.params["id"])
-    return envelope_response((await flow.release(db, agents, conv)).json())
+    state = await flow.release(db, agents, conv, call.app[keys.emitter_key])
+    return envelope_response(state.json())
 
 
 @routes.post(
@@ -250,7 +259,8 @@ async def post_close(call: Call):
     """Close the conversation (a visitor's next message reopens it with the agent)."""
     db, agents = _flow_deps(call)
     conv = await flow.for_team(db, call.team_id, call.params["id"])
-    return envelope_response((await flow.close(db, agents, conv)).json())
+    state = await flow.close(db, agents, conv, call.app[keys.emitter_key])
+    return envelope_response(state.json())
 
 
 @routes.get("/agents/{id}/handoff-stats", response=HandoffStats, envelope=True, errors=(404,))

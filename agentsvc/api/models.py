@@ -56,3 +56,11 @@ class ResponseModel(BaseModel):
     """A documented response shape; handlers build plain dicts that match it."""
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+
+def integral(value: Any) -> Any:
+    """A float with no fraction as an int (a BeforeValidator of integer fields): JSON Schema
+    counts 3.0 as an integer, and strict mode alone would refuse it."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value

@@ -9,6 +9,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from agentsvc import keys
 from agentsvc.api import auth
+from agentsvc.api.audit import actor_of
 from agentsvc.api.models import RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, json_response
 from agentsvc.api.session_auth import Email, UserOut, limit_sign_in, user_json
@@ -137,6 +138,7 @@ async def post_team_invite(call: Call):
         call.principal,
         call.body.email,
         call.body.role,
+        actor_of(call),
     )
     return json_response(invitation_json(invitation), status=201)
 
@@ -157,7 +159,7 @@ async def get_team_invitations(call: Call):
 async def delete_team_invitation(call: Call):
     """Cancel a pending invitation (owner only); its link stops working."""
     invitation = await team_service.cancel_invitation(
-        call.app[keys.db_key], call.team_id, call.params["id"]
+        call.app[keys.db_key], call.team_id, call.params["id"], actor_of(call)
     )
     return json_response(invitation_json(invitation))
 
@@ -179,7 +181,7 @@ async def post_team_invitation_accept(call: Call):
     db = call.app[keys.db_key]
     settings = call.app[keys.settings_key]
     accepted = await team_service.accept_invitation(
-        db, settings, body.token, call.principal, body.password, body.name
+        db, settings, body.token, call.principal, body.password, body.name, call.request.remote
     )
     response = json_response(
         {
@@ -209,6 +211,7 @@ async def delete_team_member(call: Call):
         call.app[keys.key_resolver_key],
         call.team_id,
         call.params["memberId"],
+        actor_of(call),
     )
     return json_response({"success": True})
 

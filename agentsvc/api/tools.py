@@ -8,6 +8,7 @@ from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
 from agentsvc import keys
+from agentsvc.api.audit import actor_of
 from agentsvc.api.models import QueryModel, RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, json_response
 from agentsvc.services.tools import definitions as tool_service
@@ -245,6 +246,7 @@ async def post_tool(call: Call):
         given=given,
         allow_private=_allow_private(call),
         mcp=call.app[keys.mcp_client_key],
+        actor=actor_of(call),
     )
     return json_response(tool_json(call, tool), status=201)
 
@@ -303,5 +305,7 @@ async def preview_mcp_tools(call: Call):
 @routes.delete(TOOL_PATH, response=Success, errors=(404,))
 async def delete_tool(call: Call):
     """Delete a tool."""
-    await tool_service.delete_tool(call.app[keys.db_key], call.team_id, call.params["id"])
+    await tool_service.delete_tool(
+        call.app[keys.db_key], call.team_id, call.params["id"], actor_of(call)
+    )
     return json_response({"success": True})

@@ -17,7 +17,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from agentsvc import keys
 from agentsvc.api.limits import take_token
-from agentsvc.api.models import QueryModel, RequestModel, ResponseModel
+from agentsvc.api.models import QueryModel, RequestModel, ResponseModel, integral
 from agentsvc.api.routing import Call, RouteTable, json_response
 from agentsvc.errors import NotFound, ValidationFailed
 from agentsvc.services.triggers import definitions as trigger_service
@@ -40,14 +40,7 @@ Name = Annotated[str, Field(min_length=1, max_length=200, pattern=r"\S")]
 Description = Annotated[str, Field(max_length=2000)]
 
 
-def _integral(value: Any) -> Any:
-    # JSON Schema counts 3.0 as an integer; strict mode alone would refuse it.
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
-
-
-Priority = Annotated[int, Field(ge=-1_000_000, le=1_000_000), BeforeValidator(_integral)]
+Priority = Annotated[int, Field(ge=-1_000_000, le=1_000_000), BeforeValidator(integral)]
 Id = Annotated[str, Field(min_length=1, max_length=100)]
 
 

@@ -13,6 +13,7 @@ from agentsvc.db import RESYNC, Database
 
 if TYPE_CHECKING:
     from agentsvc.services.agents.registry import AgentCache
+    from agentsvc.services.events.emitter import Emitter
     from agentsvc.services.knowledge.vectors import VectorIndex
     from agentsvc.services.team.access import KeyResolver
     from agentsvc.services.widget.public import WidgetConfigCache
@@ -21,6 +22,7 @@ PRINCIPALS = "principals"  # keys, sessions, members or a team's plan changed
 _AGENT = "agent:"
 _VECTORS = "vectors:"
 _CONVERSATION = "conversation:"
+_WEBHOOKS = "webhooks:"
 
 
 def agent(agent_id: str) -> str:
@@ -31,6 +33,11 @@ def agent(agent_id: str) -> str:
 def vectors(agent_id: str) -> str:
     """An agent's documents or passage embeddings changed."""
     return _VECTORS + agent_id
+
+
+def webhooks(team_id: str) -> str:
+    """A team's event webhooks changed (created or deleted)."""
+    return _WEBHOOKS + team_id
 
 
 def conversation(team_id: str, conversation_id: str) -> str:
@@ -53,6 +60,7 @@ def follow(
     agents: AgentCache | None = None,
     vector_index: VectorIndex | None = None,
     widget_configs: WidgetConfigCache | None = None,
+    emitter: Emitter | None = None,
 ) -> None:
     """Keep these caches in step with the announced changes."""
 
@@ -66,6 +74,8 @@ def follow(
                 vector_index.invalidate_all()
             if widget_configs is not None:
                 widget_configs.clear()
+            if emitter is not None:
+                emitter.clear()
         elif topic == PRINCIPALS:
             if resolver is not None:
                 resolver.invalidate()
@@ -76,5 +86,7 @@ def follow(
                 widget_configs.forget(topic[len(_AGENT) :])
         elif topic.startswith(_VECTORS) and vector_index is not None:
             vector_index.invalidate(topic[len(_VECTORS) :])
+        elif topic.startswith(_WEBHOOKS) and emitter is not None:
+            emitter.forget(topic[len(_WEBHOOKS) :])
 
     db.subscribe(on_change)

@@ -25,17 +25,21 @@ class Agent:
     handoff: dict[str, Any] | None = None
     # The widget's look: {appearance, language, strings, starters} (services.widget.look).
     widget: dict[str, Any] | None = None
+    # Conversations and submissions older than this many days are purged; None: kept.
+    retention_days: int | None = None
 
 
 _COLUMNS = (
     "id, team_id, name, slug, model, temperature, system_prompt, created_at, updated_at, language"
 )
-_SELECT = f"SELECT {_COLUMNS}, handoff, widget FROM agents"
+_SELECT = f"SELECT {_COLUMNS}, handoff, widget, retention_days FROM agents"
 _JSON_COLUMNS = ("handoff", "widget")
 
 
 def _agent(row: Any) -> Agent:
-    return Agent(*row[:-2], handoff=load_json(row[-2]), widget=load_json(row[-1]))
+    return Agent(
+        *row[:-3], handoff=load_json(row[-3]), widget=load_json(row[-2]), retention_days=row[-1]
+    )
 
 
 async def insert(tx: Tx, agent: Agent) -> None:
@@ -86,9 +90,17 @@ async def slugs_like(tx: Tx, team_id: str, base: str) -> set[str]:
 
 
 async def update(tx: Tx, team_id: str, agent_id: str, fields: dict, now: str) -> bool:
-    """Update some of name, model, temperature, system_prompt, language, handoff, widget;
-    False when absent."""
-    allowed = {"name", "model", "temperature", "system_prompt", "language", *_JSON_COLUMNS}
+    """Update some of name, model, temperature, system_prompt, language, handoff, widget,
+    retention_days; False when absent."""
+    allowed = {
+        "name",
+        "model",
+        "temperature",
+        "system_prompt",
+        "language",
+        "retention_days",
+        *_JSON_COLUMNS,
+    }
     assert set(fields) <= allowed, fields
     fields = {k: dump_json(v) if k in _JSON_COLUMNS else v for k, v in fields.items()}
     assignments = ", ".join(f"{col} = ?" for col in fields)

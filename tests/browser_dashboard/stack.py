@@ -233,6 +233,7 @@ def slug(name: str) -> str:
         "Chat preview": "preview",
         "Form submissions": "submissions",
         "API keys": "api-keys",
+        "Audit log": "audit-log",
     }.get(name, name.lower())
 
 

@@ -9,7 +9,8 @@ from agentsvc.db import Database
 from agentsvc.errors import NotFound
 from agentsvc.ids import new_id, now_iso
 from agentsvc.language import DEFAULT_LANGUAGE
-from agentsvc.services import changes
+from agentsvc.services import audit, changes
+from agentsvc.services.audit import Actor
 from agentsvc.store import agents as agents_store
 from agentsvc.store.agents import Agent
 
@@ -41,6 +42,7 @@ async def create_agent(
     system_prompt: str,
     temperature: float | None,
     language: str = DEFAULT_LANGUAGE,
+    actor: Actor | None = None,
 ) -> Agent:
     """Create an agent with a slug unique within its team."""
     base = slugify(name)
@@ -60,6 +62,9 @@ async def create_agent(
             language=language,
         )
         await agents_store.insert(tx, agent)
+        await audit.record_in(
+            tx, actor, "agent.created", target_type="agent", target_id=agent.id, label=name
+        )
     return agent
 
 
@@ -127,9 +132,15 @@ async def update_agent(
     return agent
 
 
-async def delete_agent(db: Database, cache: AgentCache, team_id: str, agent_id: str) -> None:
+async def delete_agent(
+    db: Database, cache: AgentCache, team_id: str, agent_id: str, actor: Actor | None = None
+) -> None:
     """Delete an agent and, by cascade, its conversations, documents, tools and triggers."""
     async with db.write() as tx:
-        if not await agents_store.delete(tx, team_id, agent_id):
+        agent = await agents_store.get(tx, team_id, agent_id)
+        if agent is None or not await agents_store.delete(tx, team_id, agent_id):
             raise NotFound("Agent not found")
+        await audit.record_in(
+            tx, actor, "agent.deleted", target_type="agent", target_id=agent_id, label=agent.name
+        )
     await db.announce(changes.agent(agent_id))

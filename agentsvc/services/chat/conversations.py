@@ -5,6 +5,8 @@ from __future__ import annotations
 from agentsvc.db import Database
 from agentsvc.errors import NotFound, Unauthorized
 from agentsvc.ids import now_iso
+from agentsvc.services.events import payloads
+from agentsvc.services.events.emitter import NOTHING, Emitter
 from agentsvc.store import agents as agents_store
 from agentsvc.store import conversations as conv_store
 from agentsvc.store.conversations import Conversation, StoredMessage
@@ -63,6 +65,7 @@ async def rate_message(
     conversation_id: str,
     message_id: str,
     rating: str,
+    emitter: Emitter | None = None,
 ) -> None:
     """Rate a message `up` or `down`, replacing an earlier rating.
 
@@ -71,6 +74,7 @@ async def rate_message(
     """
     if team_id is None and not session_id:
         raise Unauthorized("An API key or the X-Session-Id header is required")
+    emission = NOTHING
     async with db.write() as tx:
         if team_id is not None:
             conv = await conv_store.get(tx, team_id, conversation_id)
@@ -80,5 +84,15 @@ async def rate_message(
                 conv = None
         if conv is None:
             raise NotFound("Conversation not found")
-        if not await conv_store.rate_message(tx, conv.id, message_id, rating, now_iso()):
+        rated_at = now_iso()
+        if not await conv_store.rate_message(tx, conv.id, message_id, rating, rated_at):
             raise NotFound("Message not found in this conversation")
+        if emitter is not None:
+            emission = await emitter.for_team(conv.team_id)
+            await emission.emit(
+                tx,
+                "feedback.created",
+                lambda: payloads.feedback_created(conv, message_id, rating, rated_at),
+                conversation_id=conv.id,
+            )
+    emission.sent()

@@ -19,6 +19,8 @@ from agentsvc.services.agents import registry as agents_service
 from agentsvc.services.agents.registry import AgentCache
 from agentsvc.services.chat.conversations import caller_may_use
 from agentsvc.services.chat.turn import HeldTurn, Turn
+from agentsvc.services.events import payloads
+from agentsvc.services.events.emitter import NOTHING, Emitter
 from agentsvc.services.handoff.flow import assignee_of
 from agentsvc.services.knowledge.retrieval import retrieve
 from agentsvc.services.knowledge.vectors import Semantic
@@ -77,6 +79,7 @@ async def prepare_turn(
     providers: Providers,
     chat: ChatInput,
     semantic: Semantic | None = None,
+    emitter: Emitter | None = None,
 ) -> Turn | HeldTurn:
     """Validate and load everything, store the user's message, and return the turn; or,
     while a person has the conversation (waiting, human), the held turn: the message is
@@ -153,10 +156,18 @@ async def prepare_turn(
     held = conv.status in ("waiting", "human")
     # A visitor writing to a closed conversation reopens it with the agent.
     reopen = conv.status == "closed"
+    # A team without webhooks gets NOTHING from a dictionary lookup: no event is built.
+    emission = await emitter.for_team(conv.team_id) if emitter is not None else NOTHING
 
     async def write(tx: Tx) -> None:
         if new_conv is not None:
             await conv_store.insert_conversation(tx, new_conv)
+            await emission.emit(
+                tx,
+                "conversation.created",
+                lambda: payloads.conversation_created(new_conv),
+                conversation_id=conv.id,
+            )
         elif reopen:
             await conv_store.update_handoff(
                 tx, conv.id, {"status": "bot", "assignee_id": None}, now
@@ -164,13 +175,26 @@ async def prepare_turn(
             await events_store.insert_status_event(
                 tx, conv.team_id, conv.agent_id, conv.id, "bot", None, now
             )
+            await emission.emit(
+                tx,
+                "conversation.reopened",
+                lambda: payloads.status_changed(conv, "bot", None),
+                conversation_id=conv.id,
+            )
         else:
             await conv_store.touch(tx, user_message.conversation_id, now)
         await conv_store.insert_message(tx, user_message)
         await events_store.insert_message_event(tx, conv.team_id, conv.agent_id, user_message)
+        await emission.emit(
+            tx,
+            "message.created",
+            lambda: payloads.message_created(conv.agent_id, user_message),
+            conversation_id=conv.id,
+        )
 
     # Batched with the other streams' writes: this is on the path to the first delta.
     await db.write_batched(write)
+    emission.sent()
     await db.announce(changes.conversation(conv.team_id, conv.id))
     if held:
         return HeldTurn(conv, user_message.id, conv.status, assignee_of(conv))

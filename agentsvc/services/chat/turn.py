@@ -30,6 +30,8 @@ from agentsvc.llm.base import (
     Usage,
 )
 from agentsvc.services import changes
+from agentsvc.services.events import payloads
+from agentsvc.services.events.emitter import NOTHING, Emitter
 from agentsvc.services.knowledge import prompt
 from agentsvc.services.knowledge.retrieval import Passage
 from agentsvc.services.tenant.schemas import MAX_INPUT_DEPTH
@@ -153,8 +155,10 @@ class TurnRunner:
         tool_runner: ToolRunnerLike,
         keepalive_seconds: float,
         request_human: RequestHuman | None = None,
+        emitter: Emitter | None = None,
     ):
         self._request_human = request_human
+        self._emitter = emitter
         self._handoff: dict[str, Any] | None = None
         self._db = db
         self._turn = turn
@@ -394,11 +398,20 @@ class TurnRunner:
         )
 
         conv = turn.conversation
+        emitter = self._emitter
+        emission = await emitter.for_team(conv.team_id) if emitter is not None else NOTHING
 
         async def write(tx: Tx) -> None:
             await conv_store.insert_message(tx, message)
             await events_store.insert_message_event(tx, conv.team_id, conv.agent_id, message)
             await conv_store.touch(tx, message.conversation_id, now)
+            await emission.emit(
+                tx,
+                "message.created",
+                lambda: payloads.message_created(conv.agent_id, message),
+                conversation_id=conv.id,
+            )
 
         await self._db.write_batched(write)
+        emission.sent()
         await self._db.announce(changes.conversation(conv.team_id, conv.id))

@@ -1,10 +1,13 @@
-"""The delivery outbox worker: every target of a submission attempted and retried on a schedule.
+"""The delivery outbox worker: every target of a submission, and every event a webhook
+wants, attempted and retried on a schedule.
 
 The database is the source of truth. Each target of a submission is a `form_deliveries`
-row; an attempt first holds a lease on its row, then sends, then records the attempt and
-the row's next state in one transaction. The APScheduler job only wakes `deliver_due` at
-the earliest time a row becomes due; at start-up every lease is dropped (no attempt of a
-previous process can still be running) and the wake-up is scheduled again.
+row, each (event, webhook) a `webhook_deliveries` row (services/events/outbox.py); the
+worker claims due rows of both in one transaction. An attempt first holds a lease on its
+row, then sends, then records the attempt and the row's next state in one transaction. The
+APScheduler job only wakes `deliver_due` at the earliest time a row becomes due; at
+start-up every lease is dropped (no attempt of a previous process can still be running) and
+the wake-up is scheduled again.
 
 With several processes on one PostgreSQL database, a claim skips rows another process has
 locked, so each attempt is made by one process; leases are never dropped at start-up
@@ -20,7 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentsvc.db import Tx
 from agentsvc.ids import iso, parse_iso
@@ -28,6 +31,9 @@ from agentsvc.jobs import Jobs
 from agentsvc.services.forms.delivery_send import MAIL_TIMEOUT_SECONDS, Outcome, Sender
 from agentsvc.store import submissions as store
 from agentsvc.store.submissions import Attempt, Delivery, Submission
+
+if TYPE_CHECKING:
+    from agentsvc.services.events.outbox import Claimed, EventQueue
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +56,32 @@ def derive_status(mode: str, webhook: str | None, client_result: dict | None) ->
     return "client_success" if client else "pending"
 
 
+def next_state(
+    attempts_before: int,
+    cycle_start: int,
+    res: Outcome,
+    schedule: list[float],
+    now_dt: datetime,
+) -> tuple[dict[str, Any], datetime | None]:
+    """A row's columns after an attempt (success, retry at a time, or failed for good) and
+    when it is due again (None when it is done)."""
+    now = iso(now_dt)
+    attempts = attempts_before + 1
+    made = attempts - cycle_start
+    fields: dict[str, Any] = {"attempts": attempts, "lease_until": None}
+    if res.success:
+        fields |= {"status": "success", "last_error": None, "next_attempt_at": None}
+        fields["completed_at"] = now
+        return fields, None
+    fields["last_error"] = res.error
+    if res.stop or made >= len(schedule):
+        fields |= {"status": "failed", "next_attempt_at": None, "completed_at": now}
+        return fields, None
+    next_at = now_dt + timedelta(seconds=schedule[made])
+    fields["next_attempt_at"] = iso(next_at)
+    return fields, next_at
+
+
 class Deliverer:
     """Runs delivery attempts and has itself woken (through `Jobs`) when rows come due."""
 
@@ -59,8 +91,10 @@ class Deliverer:
         *,
         jobs: Jobs | None,
         on_attempt: Callable[[str, str], None] | None = None,
+        events: EventQueue | None = None,
     ):
         self.sender = sender
+        self.events = events  # the event webhooks' queue, drained with the forms' one
         self.db = sender.db
         self.settings = sender.settings
         self.data_dir = sender.data_dir
@@ -97,6 +131,11 @@ class Deliverer:
             self._tasks.add(task)
         try:
             await self.deliver_due()
+        except asyncio.CancelledError:
+            if not self._closed:
+                raise
+            # Cut off by close() at shutdown: the leased rows are retried after the restart
+            # (not an error for the scheduler to log).
         except Exception:
             log.exception("delivery run failed; retrying in a minute")
             self.wake(datetime.now(UTC) + timedelta(seconds=60))
@@ -106,13 +145,19 @@ class Deliverer:
 
     async def schedule_next(self) -> None:
         """Wake the worker when the earliest pending row becomes due."""
-        due = await store.next_due_at(self.db.reader)
+        times = [await store.next_due_at(self.db.reader)]
+        if self.events is not None:
+            times.append(await self.events.next_due_at())
+        due = min((t for t in times if t is not None), default=None)
         if due is not None:
             self.wake(parse_iso(due))
 
     async def pending_count(self) -> int:
         """Deliveries not yet delivered or given up (the outbox depth on /metrics)."""
-        return await store.count_pending(self.db.reader)
+        pending = await store.count_pending(self.db.reader)
+        if self.events is not None:
+            pending += await self.events.pending_count()
+        return pending
 
     async def start(self) -> None:
         """At start-up: drop stale leases (one process only) and reschedule every pending
@@ -120,6 +165,8 @@ class Deliverer:
         if not self.db.shared:
             async with self.db.write() as tx:
                 released = await store.release_all_leases(tx)
+                if self.events is not None:
+                    released += await self.events.release_all_leases(tx)
             if released:
                 log.info("%d interrupted deliveries will be retried", released)
         await self.schedule_next()
@@ -159,19 +206,24 @@ class Deliverer:
                 lease = self.lease_until(now)
                 async with self.db.write() as tx:
                     batch = await store.claim_due(tx, iso(now), lease, CLAIM_BATCH)
-                if not batch:
+                    events = []
+                    if self.events is not None:
+                        events = await self.events.claim(tx, iso(now), lease, CLAIM_BATCH)
+                if not batch and not events:
                     if self._again:
                         continue
                     break
                 subs = await self._submissions({d.submission_id for d in batch})
+                claimed = await self.events.load(events) if self.events and events else []
                 await asyncio.gather(
                     *(
                         self._bounded(d, subs[d.submission_id])
                         for d in batch
                         if d.submission_id in subs
-                    )
+                    ),
+                    *(self._bounded_event(c) for c in claimed),
                 )
-                total += len(batch)
+                total += len(batch) + len(events)
         finally:
             self._running = False
         if not self._closed:
@@ -184,6 +236,38 @@ class Deliverer:
     async def _bounded(self, delivery: Delivery, sub: Submission) -> Outcome:
         async with self._sem:
             return await self.attempt(delivery, sub)
+
+    async def _bounded_event(self, claimed: Claimed) -> Outcome:
+        async with self._sem:
+            return await self.attempt_event(claimed)
+
+    async def attempt_event(self, claimed: Claimed) -> Outcome:
+        """Make one attempt of a leased event delivery and record it; never raises."""
+        assert self.events is not None
+        started = datetime.now(UTC)
+        clock = time.perf_counter()
+        try:
+            outcome = await self.events.send(self.sender, claimed)
+        except Exception as exc:  # a bug must not leave the row leased forever
+            log.exception("event delivery %s: unexpected error", claimed.delivery.id)
+            outcome = Outcome(False, error=f"internal error: {type(exc).__name__}")
+        latency = int((time.perf_counter() - clock) * 1000)
+        delivery = claimed.delivery
+        fields, next_at = next_state(
+            delivery.attempts,
+            delivery.cycle_start,
+            outcome,
+            self.settings.retry_schedule_seconds,
+            datetime.now(UTC),
+        )
+        # Batched with other small writes: under load, attempts end in floods.
+        await self.db.write_batched(self.events.record(delivery, started, latency, outcome, fields))
+        if self.on_attempt is not None:
+            result = "success" if outcome.success else ("retry" if next_at else "failed")
+            self.on_attempt(self.events.kind, result)
+        if next_at is not None:
+            self.wake(next_at)
+        return outcome
 
     async def attempt(self, delivery: Delivery, sub: Submission) -> Outcome:
         """Make one attempt of a leased delivery and record it; never raises for a failure."""
@@ -207,21 +291,9 @@ class Deliverer:
         """
         now_dt = datetime.now(UTC)
         now = iso(now_dt)
-        attempts = delivery.attempts + 1
         schedule = self.settings.retry_schedule_seconds
-        made = attempts - delivery.cycle_start
-        fields: dict[str, Any] = {"attempts": attempts, "lease_until": None}
-        next_at: datetime | None = None
-        if res.success:
-            fields |= {"status": "success", "last_error": None, "next_attempt_at": None}
-            fields["completed_at"] = now
-        else:
-            fields["last_error"] = res.error
-            if res.stop or made >= len(schedule):
-                fields |= {"status": "failed", "next_attempt_at": None, "completed_at": now}
-            else:
-                next_at = now_dt + timedelta(seconds=schedule[made])
-                fields["next_attempt_at"] = iso(next_at)
+        fields, next_at = next_state(delivery.attempts, delivery.cycle_start, res, schedule, now_dt)
+        attempts = fields["attempts"]
         attempt = Attempt(
             delivery_id=delivery.id,
             attempt=attempts,

@@ -136,9 +136,10 @@ class Sender:
                 headers["webhook-timestamp"] = str(stamp)
                 headers["webhook-signature"] = sign(secret, delivery.webhook_id, stamp, body)
         headers["Content-Type"] = "application/json"
-        return await self._post(spec["url"], headers, body)
+        return await self.post(spec["url"], headers, body)
 
-    async def _post(self, url: str, headers: dict[str, str], body: bytes) -> Outcome:
+    async def post(self, url: str, headers: dict[str, str], body: bytes) -> Outcome:
+        """POST a JSON body through the guarded client; a 2xx is success, 410 stops."""
         try:
             resp = await self.outbound.request(
                 "POST",

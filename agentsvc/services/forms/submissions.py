@@ -12,6 +12,8 @@ from agentsvc.db import Database, Tx
 from agentsvc.errors import Conflict, FileQuotaExceeded, NotFound, ValidationFailed
 from agentsvc.ids import iso, new_id, now_iso
 from agentsvc.services.chat.conversations import caller_may_use
+from agentsvc.services.events import payloads
+from agentsvc.services.events.emitter import NOTHING, Emitter
 from agentsvc.services.forms.delivery import Deliverer, Outcome, derive_status
 from agentsvc.services.forms.files import remove_folder, write_files
 from agentsvc.services.forms.values import check_form, slow_to_check, template_text
@@ -20,6 +22,7 @@ from agentsvc.store import agents as agents_store
 from agentsvc.store import conversations as conv_store
 from agentsvc.store import submissions as store
 from agentsvc.store import tools as tools_store
+from agentsvc.store.conversations import StoredMessage
 from agentsvc.store.submissions import Attempt, Delivery, Submission
 from agentsvc.store.tools import Tool
 
@@ -179,6 +182,7 @@ async def store_submission(
     impression_at: float | None,
     started_at: float | None,
     file_quota_mb: float,
+    emitter: Emitter | None = None,
 ) -> StoredSubmission:
     """Check a submission, write its files (within the agent's quota) and store it with its
     outbox rows in one transaction. The submitted values are not needed afterwards."""
@@ -236,6 +240,8 @@ async def store_submission(
         files_bytes=files_bytes,
     )
 
+    emission = await emitter.for_team(tool.team_id) if emitter is not None else NOTHING
+
     async def write(tx: Tx) -> None:
         # Checked again in the transaction: concurrent submits must not pass it together.
         if files_bytes and (
@@ -244,15 +250,25 @@ async def store_submission(
             raise _quota_error(quota)
         await store.insert_submission(tx, sub)
         await store.insert_deliveries(tx, deliveries)
+        await emission.emit(
+            tx, "form.submitted", lambda: payloads.form_submitted(sub), submission_id=sub.id
+        )
         if conversation_id and await store.conversation_of_agent(
             tx, tool.agent_id, conversation_id
         ):
+            note = _note_message(sub, now)
             await store.add_conversation_note(
                 tx,
-                message_id=new_id("message"),
-                conversation_id=conversation_id,
-                text=conversation_note(sub),
+                message_id=note.id,
+                conversation_id=note.conversation_id,
+                text=note.content,
                 now=now,
+            )
+            await emission.emit(
+                tx,
+                "message.created",
+                lambda: payloads.message_created(tool.agent_id, note),
+                conversation_id=note.conversation_id,
             )
 
     try:
@@ -261,7 +277,26 @@ async def store_submission(
         if files:
             remove_folder(deliverer.data_dir, sub_id)
         raise
+    emission.sent()
     return StoredSubmission(sub, deliveries)
+
+
+def _note_message(sub: Submission, now: str) -> StoredMessage:
+    """The user-side message that tells the conversation of the submission."""
+    assert sub.conversation_id is not None
+    return StoredMessage(
+        id=new_id("message"),
+        conversation_id=sub.conversation_id,
+        role="user",
+        content=conversation_note(sub),
+        tool_calls=None,
+        usage=None,
+        sources=None,
+        status="complete",
+        model=None,
+        rating=None,
+        created_at=now,
+    )
 
 
 async def deliver_first(deliverer: Deliverer, stored: StoredSubmission) -> SubmitResult:

@@ -17,6 +17,8 @@ from agentsvc.ids import new_id, now_iso, parse_iso
 from agentsvc.services import changes
 from agentsvc.services.agents import registry as agents_service
 from agentsvc.services.agents.registry import AgentCache
+from agentsvc.services.events import payloads
+from agentsvc.services.events.emitter import NOTHING, Emitter
 from agentsvc.services.handoff.notify import Notifier
 from agentsvc.services.handoff.settings import is_online, settings_of
 from agentsvc.store import agents as agents_store
@@ -85,20 +87,27 @@ async def _set_status(
     conv: Conversation,
     fields: dict[str, Any],
     assignee: tuple[str, str] | None,
-    extra: Any = None,
+    emitter: Emitter | None,
 ) -> None:
-    """Write the status change and its event, then announce it."""
+    """Write the status change, its event (and a webhook event), then announce it."""
     now = now_iso()
+    status = fields["status"]
+    emission = await emitter.for_team(conv.team_id) if emitter is not None else NOTHING
 
     async def write(tx: Tx) -> None:
         await conv_store.update_handoff(tx, conv.id, fields, now)
         await events_store.insert_status_event(
-            tx, conv.team_id, conv.agent_id, conv.id, fields["status"], assignee, now
+            tx, conv.team_id, conv.agent_id, conv.id, status, assignee, now
         )
-        if extra is not None:
-            await extra(tx)
+        await emission.emit(
+            tx,
+            payloads.STATUS_EVENTS[status],
+            lambda: payloads.status_changed(conv, status, assignee),
+            conversation_id=conv.id,
+        )
 
     await db.write_batched(write)
+    emission.sent()
     await db.announce(changes.conversation(conv.team_id, conv.id))
 
 
@@ -135,6 +144,7 @@ async def request_human(
     conv: Conversation,
     *,
     by_visitor: bool,
+    emitter: Emitter | None = None,
 ) -> HandoffState:
     """Ask for a person: `bot` (or `closed`) → `waiting`, and tell the team. A conversation
     already waiting or with a member stays as it is."""
@@ -148,14 +158,19 @@ async def request_human(
     fields: dict[str, Any] = {"status": "waiting", "assignee_id": None}
     if conv.handoff_at is None:
         fields["handoff_at"] = now_iso()
-    await _set_status(db, conv, fields, None)
+    await _set_status(db, conv, fields, None, emitter)
     state = _state(conv, agent, "waiting", None)
     notifier.handoff_requested(agent, conv, settings, state.online)
     return state
 
 
 async def assign(
-    db: Database, agents: AgentCache, team_id: str, conv: Conversation, member_ref: str
+    db: Database,
+    agents: AgentCache,
+    team_id: str,
+    conv: Conversation,
+    member_ref: str,
+    emitter: Emitter | None = None,
 ) -> HandoffState:
     """A member takes the conversation: → `human` with them as the assignee."""
     member = await team_store.find_member(db.reader, team_id, member_ref)
@@ -163,22 +178,27 @@ async def assign(
         raise ValidationFailed("memberId: no member of this team has that id")
     agent = await _agent(db, agents, conv)
     assignee = (member.user_id, member.name or member.email)
-    await _set_status(db, conv, {"status": "human", "assignee_id": member.user_id}, assignee)
+    fields = {"status": "human", "assignee_id": member.user_id}
+    await _set_status(db, conv, fields, assignee, emitter)
     return _state(conv, agent, "human", assignee)
 
 
-async def release(db: Database, agents: AgentCache, conv: Conversation) -> HandoffState:
+async def release(
+    db: Database, agents: AgentCache, conv: Conversation, emitter: Emitter | None = None
+) -> HandoffState:
     """Hand the conversation back to the agent: → `bot`."""
     agent = await _agent(db, agents, conv)
-    await _set_status(db, conv, {"status": "bot", "assignee_id": None}, None)
+    await _set_status(db, conv, {"status": "bot", "assignee_id": None}, None, emitter)
     return _state(conv, agent, "bot", None)
 
 
-async def close(db: Database, agents: AgentCache, conv: Conversation) -> HandoffState:
+async def close(
+    db: Database, agents: AgentCache, conv: Conversation, emitter: Emitter | None = None
+) -> HandoffState:
     """Close the conversation: → `closed` (a visitor's next message reopens it)."""
     agent = await _agent(db, agents, conv)
     current = (conv.assignee_id, conv.assignee_name or "") if conv.assignee_id else None
-    await _set_status(db, conv, {"status": "closed"}, current)
+    await _set_status(db, conv, {"status": "closed"}, current, emitter)
     return _state(conv, agent, "closed", current)
 
 
@@ -198,6 +218,7 @@ async def reply(
     user_id: str,
     content: str,
     keepalive_seconds: float,
+    emitter: Emitter | None = None,
 ) -> StoredMessage:
     """A member's reply, as an assistant message with them as its author. Replying takes a
     conversation that is not yet with a person (→ `human`, assigned to the member when it
@@ -238,17 +259,32 @@ async def reply(
         else None
     )
 
+    emission = await emitter.for_team(conv.team_id) if emitter is not None else NOTHING
+
     async def write(tx: Tx) -> None:
         # The member takes the conversation, then their message follows.
         if "status" in fields:
             await events_store.insert_status_event(
                 tx, conv.team_id, conv.agent_id, conv.id, "human", assignee, now
             )
+            await emission.emit(
+                tx,
+                "conversation.assigned",
+                lambda: payloads.status_changed(conv, "human", assignee),
+                conversation_id=conv.id,
+            )
         await conv_store.insert_message(tx, message)
         await events_store.insert_message_event(tx, conv.team_id, conv.agent_id, message)
         await conv_store.update_handoff(tx, conv.id, fields, now)
+        await emission.emit(
+            tx,
+            "message.created",
+            lambda: payloads.message_created(conv.agent_id, message),
+            conversation_id=conv.id,
+        )
 
     await db.write_batched(write)
+    emission.sent()
     await db.announce(changes.conversation(conv.team_id, conv.id))
     if conv.contact_email and not _visitor_present(conv, keepalive_seconds):
         notifier.reply_by_mail(agent, conv, name, content)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from agentsvc.db import Database
 from agentsvc.errors import Forbidden, NotFound
 from agentsvc.ids import now_iso
-from agentsvc.services import changes
+from agentsvc.services import audit, changes
+from agentsvc.services.audit import Actor
 from agentsvc.services.team.access import KeyResolver, Principal
 from agentsvc.services.team.accounts import CreatedKey, create_api_key
 from agentsvc.store import api_keys
@@ -19,16 +20,31 @@ async def list_keys(db: Database, principal: Principal) -> list[ApiKey]:
     return await api_keys.list_for_user(db.reader, principal.team_id, principal.user_id)
 
 
-async def create_key(db: Database, principal: Principal, name: str) -> CreatedKey:
+async def create_key(
+    db: Database, principal: Principal, name: str, actor: Actor | None = None
+) -> CreatedKey:
     """Create a key acting for the caller in the caller's team, with the caller's role."""
     async with db.write() as tx:
-        return await create_api_key(
+        created = await create_api_key(
             tx, team_id=principal.team_id, user_id=principal.user_id, name=name
         )
+        await audit.record_in(
+            tx,
+            actor,
+            "api_key.created",
+            target_type="api_key",
+            target_id=created.id,
+            label=name or f"{created.prefix}…{created.last4}",
+        )
+    return created
 
 
 async def revoke_key(
-    db: Database, resolver: KeyResolver, principal: Principal, key_id: str
+    db: Database,
+    resolver: KeyResolver,
+    principal: Principal,
+    key_id: str,
+    actor: Actor | None = None,
 ) -> None:
     """Revoke a key so that it stops working at once; members revoke only their own."""
     async with db.write() as tx:
@@ -38,4 +54,12 @@ async def revoke_key(
         if key.user_id != principal.user_id and not principal.is_owner:
             raise Forbidden("Only the team owner can revoke another member's key")
         await api_keys.revoke(tx, principal.team_id, key_id, now_iso())
+        await audit.record_in(
+            tx,
+            actor,
+            "api_key.revoked",
+            target_type="api_key",
+            target_id=key_id,
+            label=key.name or f"{key.prefix}…{key.last4}",
+        )
     await db.announce(changes.PRINCIPALS)

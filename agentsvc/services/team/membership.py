@@ -11,7 +11,8 @@ from agentsvc.errors import Conflict, Forbidden, NotFound, Unauthorized, Validat
 from agentsvc.ids import new_id, now_iso
 from agentsvc.mail import Mailer
 from agentsvc.passwords import MIN_PASSWORD_LENGTH, hash_password_async, verify_password_async
-from agentsvc.services import changes
+from agentsvc.services import audit, changes
+from agentsvc.services.audit import Actor
 from agentsvc.services.team.access import KeyResolver, Principal
 from agentsvc.services.team.accounts import create_user_with_team
 from agentsvc.services.team.sessions import (
@@ -75,6 +76,7 @@ async def invite(
     principal: Principal,
     email: str,
     role: str,
+    actor: Actor | None = None,
 ) -> Invitation:
     """Invite an address to the team and e-mail it a link; an earlier pending one is replaced."""
     email = normalise_email(email)
@@ -100,6 +102,15 @@ async def invite(
             expires_at=after(settings.auth.invitation_ttl_seconds, now),
         )
         await invitations.insert(tx, invitation, hash_token(token))
+        await audit.record_in(
+            tx,
+            actor,
+            "member.invited",
+            target_type="invitation",
+            target_id=invitation.id,
+            label=email,
+            details={"role": role},
+        )
     link = f"{settings.server.public_url.rstrip('/')}{ACCEPT_PATH}?token={token}"
     inviter_label = _one_line(
         f"{inviter.name} <{inviter.email}>" if inviter.name else inviter.email
@@ -131,7 +142,9 @@ async def list_invitations(db: Database, team_id: str) -> list[Invitation]:
     return [as_read(i, now) for i in await invitations.list_for_team(db.reader, team_id)]
 
 
-async def cancel_invitation(db: Database, team_id: str, invitation_id: str) -> Invitation:
+async def cancel_invitation(
+    db: Database, team_id: str, invitation_id: str, actor: Actor | None = None
+) -> Invitation:
     """Cancel a pending invitation; its link stops working."""
     async with db.write() as tx:
         now = now_iso()
@@ -144,6 +157,14 @@ async def cancel_invitation(db: Database, team_id: str, invitation_id: str) -> I
         if not await invitations.transition(tx, invitation.id, "cancelled", now):
             raise Conflict(f"id: the invitation is {invitation.status}, not pending")
         cancelled = await invitations.get(tx, team_id, invitation_id)
+        await audit.record_in(
+            tx,
+            actor,
+            "invitation.cancelled",
+            target_type="invitation",
+            target_id=invitation.id,
+            label=invitation.email,
+        )
     assert cancelled is not None
     return cancelled
 
@@ -160,6 +181,7 @@ async def accept_invitation(
     principal: Principal | None,
     password: str | None,
     name: str | None,
+    ip: str | None = None,
 ) -> Accepted:
     """Accept an invitation for the signed-in user, or for the invitee's (new) account.
 
@@ -228,6 +250,22 @@ async def accept_invitation(
             now=now_iso(),  # after the user's own team: the invited team is the latest joined
         )
         role = await accounts.get_role(tx, invitation.team_id, user.id)
+        joined = Actor(
+            user.id,
+            invitation.team_id,
+            principal.key_id if principal else None,
+            principal.session_id if principal else None,
+            ip,
+        )
+        await audit.record_in(
+            tx,
+            joined,
+            "member.joined",
+            target_type="member",
+            target_id=user.id,
+            label=user.email,
+            details={"role": role or invitation.role, "invitationId": invitation.id},
+        )
     return Accepted(user, invitation.team_id, role or invitation.role)
 
 
@@ -250,7 +288,11 @@ async def set_notify_handoffs(
 
 
 async def remove_member(
-    db: Database, resolver: KeyResolver, team_id: str, member_id: str
+    db: Database,
+    resolver: KeyResolver,
+    team_id: str,
+    member_id: str,
+    actor: Actor | None = None,
 ) -> Member:
     """Remove a member: membership, sessions in the team and API keys go at once."""
     async with db.write() as tx:
@@ -264,6 +306,15 @@ async def remove_member(
         await team_store.delete_membership(tx, team_id, member_id)
         await sessions.delete_for_member(tx, team_id, member.user_id)
         await api_keys.revoke_for_member(tx, team_id, member.user_id, now_iso())
+        await audit.record_in(
+            tx,
+            actor,
+            "member.removed",
+            target_type="member",
+            target_id=member.member_id,
+            label=member.email,
+            details={"userId": member.user_id, "role": member.role},
+        )
     # Cached principals of that user would otherwise live on for a moment.
     await db.announce(changes.PRINCIPALS)
     return member

@@ -13,6 +13,8 @@ from agentsvc.errors import Conflict, DuplicateName, NotFound, ToolLimitReached,
 from agentsvc.ids import new_id, now_iso
 from agentsvc.mcp_client import McpClient
 from agentsvc.secretbox import SecretBox
+from agentsvc.services import audit
+from agentsvc.services.audit import Actor
 from agentsvc.services.tools import mcp as mcp_service
 from agentsvc.services.tools import rules as tool_rules
 from agentsvc.store import agents as agents_store
@@ -218,6 +220,7 @@ async def create_tool(
     given: dict[str, Any],
     allow_private: bool = False,
     mcp: McpClient | None = None,
+    actor: Actor | None = None,
 ) -> Tool:
     """Create a tool after checking it, its names' uniqueness and the plan's limit; an mcp
     tool lists its server's tools first (outside the write transaction)."""
@@ -266,6 +269,15 @@ async def create_tool(
             **checked,
         )
         await tools_store.insert(tx, tool)
+        await audit.record_in(
+            tx,
+            actor,
+            "tool.created",
+            target_type="tool",
+            target_id=tool.id,
+            label=tool.name,
+            details={"agentId": agent_id, "executionType": tool.execution_type},
+        )
     return tool
 
 
@@ -434,8 +446,18 @@ async def preview_server(
     return await asyncio.to_thread(mcp_service.preview, listed, prefix)
 
 
-async def delete_tool(db: Database, team_id: str, tool_id: str) -> None:
+async def delete_tool(db: Database, team_id: str, tool_id: str, actor: Actor | None = None) -> None:
     """Delete the team's tool or raise NotFound."""
     async with db.write() as tx:
-        if not await tools_store.delete(tx, team_id, tool_id):
+        tool = await tools_store.get(tx, team_id, tool_id)
+        if tool is None or not await tools_store.delete(tx, team_id, tool_id):
             raise NotFound("Tool not found")
+        await audit.record_in(
+            tx,
+            actor,
+            "tool.deleted",
+            target_type="tool",
+            target_id=tool_id,
+            label=tool.name,
+            details={"agentId": tool.agent_id},
+        )

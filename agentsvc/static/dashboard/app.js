@@ -16,6 +16,8 @@ import { renderWidget } from "./page-widget.js";
 import { renderTeam } from "./page-team.js";
 import { renderApiKeys } from "./page-apikeys.js";
 import { renderSecrets } from "./page-secrets.js";
+import { renderWebhook, renderWebhooks } from "./page-webhooks.js";
+import { renderAuditLog } from "./page-audit.js";
 
 const root = document.getElementById("app");
 const leaving = [];
@@ -36,6 +38,8 @@ const NAV = [
   ["team", "Team", renderTeam, false],
   ["api-keys", "API keys", renderApiKeys, false],
   ["secrets", "Secrets", renderSecrets, false],
+  ["webhooks", "Webhooks", renderWebhooks, false],
+  ["audit-log", "Audit log", renderAuditLog, false],
 ];
 const DETAIL = {
   agents: renderAgent,
@@ -45,6 +49,7 @@ const DETAIL = {
   conversations: renderConversation,
   inbox: renderInboxConversation,
   submissions: renderSubmission,
+  webhooks: renderWebhook,
 };
 
 /** What every page receives. */

@@ -125,6 +125,30 @@ function handoffForm(agent) {
   return form;
 }
 
+/** How long the agent keeps conversations and submissions (the owner sets it). */
+function retentionForm(ctx, agent) {
+  const days = agent.retentionDays;
+  const hint = "Conversations idle this long and submissions this old are deleted (with their files) by an hourly job. Empty: keep everything.";
+  if (!ctx.isOwner) {
+    return h("section", { class: "stack card", "aria-label": "Data retention" },
+      h("h2", {}, "Data retention"),
+      h("p", {}, days ? `Conversations and submissions are kept ${days} days.` : "Conversations and submissions are kept until deleted."),
+      h("p", { class: "muted" }, "Only the team owner changes this."));
+  }
+  return onSubmit(h("form", { class: "stack card", "aria-label": "Data retention" },
+    h("h2", {}, "Data retention"),
+    field("Keep conversations and submissions for (days)", h("input", { name: "retentionDays", type: "number", min: 1, max: 36500, step: 1, value: days ?? "", placeholder: "forever" }), hint),
+    h("button", { type: "submit" }, "Save retention")), async (data) => {
+    const text = String(data.get("retentionDays")).trim();
+    const value = text === "" ? null : Number(text);
+    if (value !== null && !(Number.isInteger(value) && value >= 1 && value <= 36500)) {
+      throw new Error("retentionDays: a whole number of days from 1 to 36500, or empty");
+    }
+    const saved = await patch(`/agents/${encodeURIComponent(agent.id)}`, { retentionDays: value });
+    toast(saved.retentionDays ? `Kept ${saved.retentionDays} days` : "Kept until deleted");
+  });
+}
+
 /** The list of agents, with a create form for the owner. */
 export async function renderAgents(ctx, page) {
   await ctx.refreshAgents();
@@ -186,5 +210,6 @@ export async function renderAgent(ctx, page, id) {
     h("p", { class: "muted" }, "Agent id: ", h("code", {}, agent.id)),
     form,
     handoffForm(agent),
-    widgetLookSection(agent));
+    widgetLookSection(agent),
+    retentionForm(ctx, agent));
 }

@@ -1,0 +1,105 @@
+"""End users' data (owner only): export everything of one as JSON, or erase it."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from agentsvc import keys
+from agentsvc.api.audit import actor_of
+from agentsvc.api.models import QueryModel, ResponseModel
+from agentsvc.api.routing import Call, RouteTable, envelope_response
+from agentsvc.services.agents import registry as agent_service
+from agentsvc.services.privacy import end_users
+
+routes = RouteTable("privacy")
+
+REF_DESCRIPTION = (
+    "the end user: the widget's userId, or an e-mail address (a reference with an @ is"
+    " taken as an address unless `by` says otherwise); percent-encode it"
+)
+
+
+class RefQuery(QueryModel):
+    by: Literal["userId", "email"] | None = Field(
+        None, description="how to read the reference (default: an address when it holds @)"
+    )
+
+
+class ErasedCounts(ResponseModel):
+    conversations: int
+    messages: int
+    conversation_events: int
+    submissions: int
+    files: int
+    form_deliveries: int
+    webhook_events: int
+    webhook_deliveries: int
+    form_events: int
+    mails: int
+
+
+class ErasedOut(ResponseModel):
+    ref: str
+    by: Literal["userId", "email"]
+    deleted: ErasedCounts
+    total: int
+
+
+class ExportOut(ResponseModel):
+    ref: str
+    by: Literal["userId", "email"]
+    exported_at: str
+    user_ids: list[str]
+    emails: list[str]
+    conversations: list[dict[str, Any]]
+    submissions: list[dict[str, Any]]
+
+
+def _ref(call: Call) -> end_users.EndUserRef:
+    query: RefQuery = call.query
+    return end_users.parse_ref(call.params["ref"], query.by)
+
+
+@routes.delete(
+    "/end-users/{ref}",
+    query=RefQuery,
+    response=ErasedOut,
+    envelope=True,
+    owner_only=True,
+    errors=(403,),
+    extra={"description": REF_DESCRIPTION},
+)
+async def delete_end_user(call: Call):
+    """Erase everything of one end user in the team, and count it (owner only)."""
+    ref = _ref(call)
+    counts = await end_users.erase(
+        call.app[keys.db_key],
+        call.app[keys.mailer_key],
+        call.app[keys.settings_key].server.data_dir,
+        actor_of(call),
+        ref,
+    )
+    return envelope_response(
+        {"ref": ref.value, "by": ref.by, "deleted": counts, "total": sum(counts.values())}
+    )
+
+
+@routes.get(
+    "/end-users/{ref}/export",
+    query=RefQuery,
+    response=ExportOut,
+    envelope=True,
+    owner_only=True,
+    errors=(403,),
+    extra={"description": REF_DESCRIPTION},
+)
+async def get_end_user_export(call: Call):
+    """Everything of one end user in the team, as JSON (owner only)."""
+    db = call.app[keys.db_key]
+    agents = await agent_service.list_agents(db, call.team_id)
+    document = await end_users.export(
+        db, call.app[keys.settings_key].server.data_dir, actor_of(call), _ref(call), agents
+    )
+    return envelope_response(document)

@@ -1,0 +1,265 @@
+"""Event webhook endpoints (owner only): create, list, get, delete, the delivery log and
+redelivery."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import orjson
+from pydantic import Field
+from pydantic.json_schema import SkipJsonSchema
+
+from agentsvc import keys
+from agentsvc.api.audit import CURSOR_PAGINATION_SCHEMA, actor_of
+from agentsvc.api.cursors import MAX_CURSOR_LENGTH, decode_cursor, next_cursor
+from agentsvc.api.models import QueryModel, RequestModel, ResponseModel
+from agentsvc.api.routing import Call, RouteTable, envelope_response
+from agentsvc.services.events import webhooks as webhook_service
+from agentsvc.services.events.payloads import EVENT_TYPES
+from agentsvc.services.tools.rules import MAX_URL_CHARS
+from agentsvc.store.submissions import Attempt
+from agentsvc.store.webhook_deliveries import LoggedDelivery
+from agentsvc.store.webhooks import Webhook
+
+routes = RouteTable("webhooks")
+
+EventType = Literal[EVENT_TYPES]  # type: ignore[valid-type]
+WEBHOOK_ID = "wh_[A-Za-z0-9_-]+"
+DELIVERY_ID = "whd_[A-Za-z0-9_-]+"
+WEBHOOK_PATH = "/webhooks/{id:" + WEBHOOK_ID + "}"
+DELIVERY_PATH = WEBHOOK_PATH + "/deliveries/{deliveryId:" + DELIVERY_ID + "}"
+
+
+class WebhookCreate(RequestModel):
+    url: Annotated[
+        str,
+        Field(
+            min_length=1,
+            max_length=MAX_URL_CHARS,
+            description="http(s) address that receives the events (checked like tool URLs)",
+        ),
+    ]
+    events: Annotated[
+        list[EventType],
+        Field(min_length=1, max_length=len(EVENT_TYPES) * 4, description="event types"),
+    ]
+    description: Annotated[str, Field(max_length=200)] | SkipJsonSchema[None] = None
+
+
+class WebhookOut(ResponseModel):
+    id: str
+    url: str
+    events: list[EventType]
+    description: str
+    created_at: str
+    updated_at: str
+
+
+class WebhookCreated(WebhookOut):
+    secret: str = Field(description="whsec_... signing secret, shown only in this answer")
+
+
+class WebhookDeleted(ResponseModel):
+    id: str
+    deleted: bool
+
+
+DeliveryStatus = Literal["pending", "success", "failed"]
+
+
+class DeliveryQuery(QueryModel):
+    status: DeliveryStatus | None = None
+    limit: Annotated[int, Field(ge=1, le=100)] = 20
+    cursor: Annotated[str | None, Field(min_length=1, max_length=MAX_CURSOR_LENGTH)] = None
+
+
+class DeliveryOut(ResponseModel):
+    id: str
+    event_id: str = Field(description="the webhook-id header: the same on every attempt")
+    event_type: str
+    status: DeliveryStatus
+    attempts: int
+    last_status_code: int | None
+    last_error: str | None
+    next_attempt_at: str | None
+    created_at: str
+    updated_at: str
+    completed_at: str | None
+
+
+class AttemptOut(ResponseModel):
+    attempt: int
+    started_at: str
+    status_code: int | None
+    latency_ms: int
+    success: bool
+    error: str | None
+    response_body: str | None
+
+
+class DeliveryDetail(DeliveryOut):
+    payload: dict[str, Any] = Field(description="the body sent: {id, type, timestamp, data}")
+    log: list[AttemptOut]
+
+
+def webhook_json(webhook: Webhook) -> dict[str, Any]:
+    return {
+        "id": webhook.id,
+        "url": webhook.url,
+        "events": webhook.events,
+        "description": webhook.description,
+        "createdAt": webhook.created_at,
+        "updatedAt": webhook.updated_at,
+    }
+
+
+def delivery_json(logged: LoggedDelivery) -> dict[str, Any]:
+    d = logged.delivery
+    return {
+        "id": d.id,
+        "eventId": d.event_id,
+        "eventType": logged.event_type,
+        "status": d.status,
+        "attempts": d.attempts,
+        "lastStatusCode": d.last_status_code,
+        "lastError": d.last_error,
+        "nextAttemptAt": d.next_attempt_at if d.status == "pending" else None,
+        "createdAt": d.created_at,
+        "updatedAt": d.updated_at,
+        "completedAt": d.completed_at,
+    }
+
+
+def attempt_json(a: Attempt) -> dict[str, Any]:
+    return {
+        "attempt": a.attempt,
+        "startedAt": a.started_at,
+        "statusCode": a.status_code,
+        "latencyMs": a.latency_ms,
+        "success": a.success,
+        "error": a.error,
+        "responseBody": a.response_body,
+    }
+
+
+class _Page:
+    """A delivery as the cursor sees it (created_at, id)."""
+
+    def __init__(self, logged: LoggedDelivery):
+        self.created_at = logged.delivery.created_at
+        self.id = logged.delivery.id
+
+
+@routes.post(
+    "/webhooks",
+    body=WebhookCreate,
+    response=WebhookCreated,
+    envelope=True,
+    status=201,
+    owner_only=True,
+    errors=(403, 409),
+)
+async def post_webhook(call: Call):
+    """Register a URL for events (owner only); the signing secret is shown only here."""
+    body: WebhookCreate = call.body
+    settings = call.app[keys.settings_key]
+    created = await webhook_service.create_webhook(
+        call.app[keys.db_key],
+        call.app[keys.secret_box_key],
+        actor_of(call),
+        url=body.url,
+        events=list(body.events),
+        description=body.description or "",
+        max_per_team=settings.webhooks.max_per_team,
+        allow_private=settings.outbound.allow_private,
+    )
+    return envelope_response(
+        {**webhook_json(created.webhook), "secret": created.secret}, status=201
+    )
+
+
+@routes.get("/webhooks", response=list[WebhookOut], envelope=True, owner_only=True)
+async def list_webhooks(call: Call):
+    """The team's event webhooks, newest first (owner only)."""
+    found = await webhook_service.list_webhooks(call.app[keys.db_key], call.team_id)
+    return envelope_response([webhook_json(w) for w in found])
+
+
+@routes.get(WEBHOOK_PATH, response=WebhookOut, envelope=True, owner_only=True, errors=(404,))
+async def get_webhook(call: Call):
+    """One event webhook (owner only; its secret is never shown again)."""
+    webhook = await webhook_service.get_webhook(
+        call.app[keys.db_key], call.team_id, call.params["id"]
+    )
+    return envelope_response(webhook_json(webhook))
+
+
+@routes.delete(WEBHOOK_PATH, response=WebhookDeleted, envelope=True, owner_only=True, errors=(404,))
+async def delete_webhook(call: Call):
+    """Delete an event webhook and its pending deliveries (owner only)."""
+    await webhook_service.delete_webhook(call.app[keys.db_key], actor_of(call), call.params["id"])
+    return envelope_response({"id": call.params["id"], "deleted": True})
+
+
+@routes.get(
+    WEBHOOK_PATH + "/deliveries",
+    query=DeliveryQuery,
+    response=list[DeliveryOut],
+    envelope=True,
+    owner_only=True,
+    errors=(404,),
+    extra={"envelope_extra": {"properties_extra": {"pagination": CURSOR_PAGINATION_SCHEMA}}},
+)
+async def list_webhook_deliveries(call: Call):
+    """The webhook's delivery log, newest first (owner only)."""
+    query: DeliveryQuery = call.query
+    found, more = await webhook_service.list_deliveries(
+        call.app[keys.db_key],
+        call.team_id,
+        call.params["id"],
+        status=query.status,
+        limit=query.limit,
+        after=decode_cursor(query.cursor),
+    )
+    return envelope_response(
+        [delivery_json(d) for d in found],
+        pagination={
+            "limit": query.limit,
+            "nextCursor": next_cursor([_Page(d) for d in found], more),
+        },
+    )
+
+
+@routes.get(DELIVERY_PATH, response=DeliveryDetail, envelope=True, owner_only=True, errors=(404,))
+async def get_webhook_delivery(call: Call):
+    """One delivery with the body sent and every attempt (owner only)."""
+    logged, attempts = await webhook_service.get_delivery(
+        call.app[keys.db_key], call.team_id, call.params["id"], call.params["deliveryId"]
+    )
+    return envelope_response(
+        {
+            **delivery_json(logged),
+            "payload": orjson.loads(logged.payload or "{}"),
+            "log": [attempt_json(a) for a in attempts],
+        }
+    )
+
+
+@routes.post(
+    DELIVERY_PATH + "/redeliver",
+    response=DeliveryOut,
+    envelope=True,
+    status=202,
+    owner_only=True,
+    errors=(404, 409),
+)
+async def post_webhook_redeliver(call: Call):
+    """Send a delivery again on a fresh retry schedule (owner only); answers at once."""
+    logged = await webhook_service.redeliver(
+        call.app[keys.db_key],
+        call.app[keys.emitter_key],
+        call.team_id,
+        call.params["id"],
+        call.params["deliveryId"],
+    )
+    return envelope_response(delivery_json(logged), status=202)

@@ -1,0 +1,1 @@
+"""Privacy: an end user's data exported or erased, and retention of old conversations."""

@@ -1,0 +1,147 @@
+// Event webhooks (owner): create with the events to send (the secret is shown once), list,
+// delete; one webhook's delivery log with the body sent, every attempt, and Redeliver.
+
+import { del, get, post, qs } from "./api.js";
+import { confirmDialog, copyText, field, h, mount, pretty, select, table, toast, when } from "./dom.js";
+import { actionButton, onSubmit, pageHeader } from "./forms.js";
+
+/** Event types and what they mean (the API refuses any other). */
+export const EVENTS = [
+  ["conversation.created", "A conversation starts"],
+  ["message.created", "A message is stored (visitor, agent or member)"],
+  ["feedback.created", "A message is rated"],
+  ["form.submitted", "A form is submitted"],
+  ["conversation.handoff", "A person is asked for"],
+  ["conversation.assigned", "A member takes a conversation"],
+  ["conversation.released", "A conversation is handed back to the agent"],
+  ["conversation.closed", "A conversation is closed"],
+  ["conversation.reopened", "A visitor writes to a closed conversation"],
+];
+const STATUSES = ["", "pending", "success", "failed"];
+// Pages of the delivery log by cursor; `back` holds the cursors of earlier pages.
+const view = { webhookId: "", status: "", cursor: null, back: [], limit: 20 };
+
+function ownerOnly(page, title) {
+  mount(page, pageHeader(title), h("p", { class: "empty" }, "Only the team owner manages event webhooks: they send the team's data to other systems."));
+}
+
+function statusTag(status) {
+  const kind = status === "failed" ? "bad" : status === "pending" ? "warn" : "good";
+  return h("span", { class: `tag ${kind}` }, status);
+}
+
+/** The team's webhooks and the form that creates one. */
+export async function renderWebhooks(ctx, page) {
+  if (!ctx.isOwner) return ownerOnly(page, "Webhooks");
+  const hooks = await get("/webhooks");
+  const reveal = h("div", { class: "reveal-slot" });
+  const checks = EVENTS.map(([type, label]) =>
+    h("label", { class: "event-choice" }, h("input", { type: "checkbox", name: "events", value: type }), " ", h("code", {}, type), h("span", { class: "muted" }, ` ${label}`)));
+  const form = onSubmit(h("form", { class: "stack card", "aria-label": "Create a webhook" },
+    field("Endpoint URL", h("input", { name: "url", type: "url", required: true, maxlength: 2048, placeholder: "https://crm.example.com/agentsvc" }),
+      "Receives a signed POST for each event (Standard Webhooks headers)."),
+    field("Description", h("input", { name: "description", maxlength: 200, placeholder: "CRM sync" })),
+    h("fieldset", {}, h("legend", {}, "Events to send"), checks),
+    h("button", { type: "submit" }, "Create webhook")), async (data) => {
+    const events = data.getAll("events").map(String);
+    if (!events.length) throw new Error("events: choose at least one event");
+    const body = { url: String(data.get("url")).trim(), events };
+    const description = String(data.get("description") || "").trim();
+    if (description) body.description = description;
+    const created = await post("/webhooks", body);
+    mount(reveal, h("div", { class: "card reveal", role: "status" },
+      h("p", {}, h("strong", {}, "Copy this signing secret now: it is shown only once.")),
+      h("code", { class: "secret-value", id: "new-webhook-secret" }, created.secret),
+      h("p", { class: "muted" }, "Verify each request's webhook-signature with it (any Standard Webhooks library)."),
+      h("div", { class: "row" },
+        h("button", { type: "button", class: "small", onclick: async () => toast((await copyText(created.secret)) ? "Secret copied" : "Copy it by hand", "ok") }, "Copy secret"))));
+    form.reset();
+    toast("Webhook created");
+    await refreshList();
+  });
+  const listSlot = h("div");
+  async function refreshList(rows) {
+    const current = rows || (await get("/webhooks"));
+    mount(listSlot, table([
+      { label: "Endpoint", cell: (w) => h("a", { href: `#/webhooks/${encodeURIComponent(w.id)}` }, w.url) },
+      { label: "Description", cell: (w) => w.description || "—" },
+      { label: "Events", cell: (w) => w.events.join(", ") },
+      { label: "Created", cell: (w) => when(w.createdAt) },
+      { label: "", cell: (w) => actionButton("Delete", async () => {
+        if (!(await confirmDialog(`Delete the webhook to ${w.url}? Events stop at once and its pending deliveries are dropped.`, "Delete webhook"))) return;
+        await del(`/webhooks/${encodeURIComponent(w.id)}`);
+        toast("Webhook deleted");
+        await refreshList();
+      }, { class: "danger small", "aria-label": `Delete ${w.url}` }) },
+    ], current, "No webhooks yet.", "Webhooks"));
+  }
+  await refreshList(hooks);
+  mount(page,
+    pageHeader("Webhooks", "Send conversations, messages, feedback, form submissions and handoffs to your own systems as they happen."),
+    form, reveal, listSlot);
+}
+
+function attemptsTable(log) {
+  return table([
+    { label: "#", cell: (a) => String(a.attempt) },
+    { label: "Started", cell: (a) => when(a.startedAt) },
+    { label: "HTTP", cell: (a) => (a.statusCode === null ? "—" : String(a.statusCode)) },
+    { label: "Latency", cell: (a) => `${a.latencyMs} ms` },
+    { label: "Result", cell: (a) => (a.success ? h("span", { class: "good" }, "ok") : h("span", { class: "bad" }, a.error || "failed")) },
+    { label: "Response", cell: (a) => (a.responseBody ? h("code", {}, a.responseBody.slice(0, 200)) : "") },
+  ], log, "No attempt yet.", "Attempts");
+}
+
+/** One webhook: its delivery log, newest first, with details and Redeliver. */
+export async function renderWebhook(ctx, page, id) {
+  if (!ctx.isOwner) return ownerOnly(page, "Webhook");
+  if (view.webhookId !== id) Object.assign(view, { webhookId: id, status: "", cursor: null, back: [] });
+  const hookPath = `/webhooks/${encodeURIComponent(id)}`;
+  const [hook, result] = await Promise.all([
+    get(hookPath),
+    get(`${hookPath}/deliveries${qs({ status: view.status, limit: view.limit, cursor: view.cursor })}`),
+  ]);
+  const rows = result.data;
+  const nextCursor = result.pagination.nextCursor;
+  const detail = h("div", { class: "delivery-detail" });
+  const reload = () => ctx.navigate(`#/webhooks/${encodeURIComponent(id)}`);
+  async function show(delivery) {
+    const full = await get(`${hookPath}/deliveries/${encodeURIComponent(delivery.id)}`);
+    mount(detail, h("section", { class: "card delivery", "aria-label": "Delivery details" },
+      h("div", { class: "row" }, h("h2", {}, `${full.eventType} · ${full.eventId}`), h("span", { class: "spacer" }), statusTag(full.status)),
+      h("h3", {}, "Body sent"),
+      h("pre", {}, pretty(full.payload)),
+      h("h3", {}, "Attempts"),
+      attemptsTable(full.log)));
+  }
+  const columns = [
+    { label: "Event", cell: (d) => h("code", {}, d.eventType) },
+    { label: "Status", cell: (d) => statusTag(d.status) },
+    { label: "Attempts", cell: (d) => String(d.attempts) },
+    { label: "Last answer", cell: (d) => (d.lastError ? h("span", { class: d.status === "success" ? "" : "bad" }, d.lastError) : d.lastStatusCode ? `HTTP ${d.lastStatusCode}` : "—") },
+    { label: "Created", cell: (d) => when(d.createdAt) },
+    { label: "Next attempt", cell: (d) => when(d.nextAttemptAt) || "—" },
+    { label: "", cell: (d) => h("div", { class: "row" },
+      actionButton("Details", () => show(d), { class: "secondary small", "aria-label": `Details of ${d.eventType} ${d.id}` }),
+      actionButton("Redeliver", async () => {
+        await post(`${hookPath}/deliveries/${encodeURIComponent(d.id)}/redeliver`);
+        toast("Sent again");
+        reload();
+      }, { class: "small", "aria-label": `Redeliver ${d.eventType} ${d.id}` })) },
+  ];
+  const statusSelect = select(STATUSES.map((s) => [s, s || "Any status"]), view.status, {
+    "aria-label": "Status filter",
+    onchange: (e) => { Object.assign(view, { status: e.target.value, cursor: null, back: [] }); reload(); },
+  });
+  mount(page,
+    pageHeader(hook.url, `${hook.description ? hook.description + " · " : ""}${hook.events.join(", ")}`,
+      h("a", { class: "button secondary", href: "#/webhooks" }, "All webhooks"),
+      actionButton("Refresh", reload, { class: "secondary" })),
+    h("h2", {}, "Delivery log"),
+    h("div", { class: "row filters" }, statusSelect),
+    table(columns, rows, "No deliveries yet: they appear when the chosen events happen.", "Deliveries"),
+    h("div", { class: "row pager" },
+      h("button", { type: "button", class: "secondary small", disabled: !view.back.length, onclick: () => { view.cursor = view.back.pop(); reload(); } }, "Previous"),
+      h("button", { type: "button", class: "secondary small", disabled: !nextCursor, onclick: () => { view.back.push(view.cursor); view.cursor = nextCursor; reload(); } }, "Next")),
+    detail);
+}
