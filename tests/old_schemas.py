@@ -7,11 +7,52 @@ for the schema as it stood at a version and gets every later migration undone.
 
 from agentsvc.db.schema import schema_sql
 
-# The counters' tables and triggers, last in schema.sql.
-MIGRATION_6 = schema_sql()[schema_sql().index("\n-- ── totals kept as counters (migration 6)") :]
+_CURRENT = schema_sql()
+# Search, feedback, curated answers and daily figures: their section of schema.sql.
+SCHEMA_8_SECTION = _CURRENT[
+    _CURRENT.index("\n-- ── search, feedback, curated answers and daily figures (migration 8)") : _CURRENT.index(
+        "    DELETE FROM trigger_daily WHERE agent_id = old.id;\nEND;\n"
+    )
+    + len("    DELETE FROM trigger_daily WHERE agent_id = old.id;\nEND;\n")
+]
+UNDO_8 = [
+    (
+        "    visitor_seen_at TEXT,\n"
+        "    trigger_id  TEXT                           -- the trigger the chat started from (migration 8)\n);",
+        "    visitor_seen_at TEXT\n);",
+    ),
+    (
+        "CREATE INDEX conversations_agent_user ON conversations(agent_id, user_ref, created_at, id)\n"
+        "    WHERE user_ref IS NOT NULL;                -- the userId filter (migration 8)\n",
+        "",
+    ),
+    (
+        "    author_name     TEXT,                      -- their name when they wrote it\n"
+        "    unanswered      INTEGER                    -- an AI answer: 1 found nothing, 0 answered (migration 8)\n",
+        "    author_name     TEXT                       -- their name when they wrote it\n",
+    ),
+    (
+        "    files_bytes      INTEGER NOT NULL DEFAULT 0, -- size of its files (file quota)\n"
+        "    trigger_id       TEXT                      -- the trigger that showed the form (migration 8)\n",
+        "    files_bytes      INTEGER NOT NULL DEFAULT 0 -- size of its files (file quota)\n",
+    ),
+    (SCHEMA_8_SECTION, ""),
+]
+
+
+def _undone(schema: str, edits: list[tuple[str, str]]) -> str:
+    for new, old in edits:
+        schema = schema.replace(new, old)
+    return schema
+
+
+# The schema as migration 7 left it: the earlier migrations' texts are found there.
+_SCHEMA = _undone(_CURRENT, UNDO_8)
+
+# The counters' tables and triggers, last in schema.sql before migration 8.
+MIGRATION_6 = _SCHEMA[_SCHEMA.index("\n-- ── totals kept as counters (migration 6)") :]
 
 # Migration number -> (text in schema.sql, text before that migration).
-_SCHEMA = schema_sql()
 SCHEMA_7_CONVERSATIONS = _SCHEMA[
     _SCHEMA.index(
         "    user_verified_by TEXT CHECK (user_verified_by IN ('userToken', 'userHash', 'apiKey')),\n"
@@ -95,6 +136,7 @@ UNDO: dict[int, list[tuple[str, str]]] = {
         ),
         (SCHEMA_7_EVENTS, ""),
     ],
+    8: UNDO_8,
 }
 
 

@@ -150,6 +150,21 @@ async def test_a_periodic_job_is_claimed_by_one_process_per_period(tmp_path):
         await two.close()
 
 
+# What migration 8 added (search, feedback, curated answers, daily figures), taken away again.
+UNDO_POSTGRES_8 = """
+DROP TRIGGER agent_daily_delete ON agents;
+DROP TRIGGER agent_daily_message ON messages;
+DROP TRIGGER agent_daily_conversation ON conversations;
+DROP FUNCTION agent_daily_forget, agent_daily_message_count, agent_daily_conversation_count;
+DROP TABLE agent_daily, message_ratings, curated_answers, unanswered_questions, trigger_daily;
+DROP INDEX messages_search;
+DROP INDEX conversations_agent_user;
+ALTER TABLE conversations DROP COLUMN trigger_id;
+ALTER TABLE messages DROP COLUMN unanswered;
+ALTER TABLE form_submissions DROP COLUMN trigger_id;
+UPDATE schema_info SET version = 7;
+"""
+
 # What migration 7 added, taken away again: a PostgreSQL database as issue 19 left it.
 UNDO_POSTGRES_7 = """
 DROP TABLE conversation_events;
@@ -197,10 +212,59 @@ async def test_a_postgresql_database_of_version_6_upgrades_to_the_handoff_schema
         await db.open()
         await db.close()
     conn = await asyncpg.connect(old)
+    await conn.execute(UNDO_POSTGRES_8)
     await conn.execute(UNDO_POSTGRES_7)
     await conn.close()
     upgraded = PostgresDatabase(old)
     await upgraded.open()
-    assert await upgraded.schema_version_now() == schema_version() == 7
+    assert await upgraded.schema_version_now() == schema_version()
     await upgraded.close()
+    assert await _catalog(old) == await _catalog(fresh)
+
+
+@postgres_only
+async def test_a_postgresql_database_of_version_7_upgrades_with_its_rows_counted(tmp_path):
+    """Migration 8 on PostgreSQL: the same catalog as a new database, its stored ratings
+    and daily figures filled in, its stored messages found by the search."""
+    import asyncpg
+
+    from agentsvc.db.postgres import PostgresDatabase
+    from agentsvc.db.schema import schema_version
+
+    fresh, old = pg.fresh_database_url(), pg.fresh_database_url()
+    for url in (fresh, old):
+        db = PostgresDatabase(url)
+        await db.open()
+        await db.close()
+    conn = await asyncpg.connect(old)
+    await conn.execute(UNDO_POSTGRES_8)
+    await conn.execute(
+        "INSERT INTO users (id, email, created_at, updated_at) VALUES ('usr_1', 'a@b.c', 't', 't');"
+        "INSERT INTO teams VALUES ('team_1', 'T', 'usr_1', 'pro', 't', 't');"
+        "INSERT INTO agents (id, team_id, name, slug, model, temperature, created_at, updated_at)"
+        " VALUES ('agt_1', 'team_1', 'A', 'a', 'builtin', 70, 't', 't');"
+        "INSERT INTO conversations (id, agent_id, team_id, title, created_at, updated_at)"
+        " VALUES ('conv_1', 'agt_1', 'team_1', 'Hi', '2026-03-01T10:00:00.000Z', 't');"
+        "INSERT INTO messages (id, conversation_id, role, content, created_at) VALUES"
+        " ('msg_1', 'conv_1', 'user', 'Where are my refunds?', '2026-03-01T10:00:00.000Z');"
+        "INSERT INTO messages (id, conversation_id, role, content, rating, created_at) VALUES"
+        " ('msg_2', 'conv_1', 'assistant', 'In five days.', 'down', '2026-03-01T10:00:01.000Z');"
+    )
+    await conn.close()
+    upgraded = PostgresDatabase(old)
+    await upgraded.open()
+    try:
+        assert await upgraded.schema_version_now() == schema_version()
+        tx = upgraded.reader
+        daily = await tx.fetchall("SELECT * FROM agent_daily")
+        assert [tuple(r) for r in daily] == [("agt_1", "2026-03-01", 1, 1, 1, 0, 0, 1)]
+        rated = await tx.fetchall("SELECT message_id, agent_id, rating FROM message_ratings")
+        assert [tuple(r) for r in rated] == [("msg_2", "agt_1", "down")]
+        found = await tx.fetchall(
+            "SELECT id FROM messages"
+            " WHERE to_tsvector('english'::regconfig, content) @@ to_tsquery('english', 'refund')"
+        )
+        assert [r[0] for r in found] == ["msg_1"]
+    finally:
+        await upgraded.close()
     assert await _catalog(old) == await _catalog(fresh)

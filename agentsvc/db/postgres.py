@@ -70,6 +70,153 @@ POSTGRES_MIGRATIONS: dict[int, str] = {
     CREATE INDEX conversation_events_conversation ON conversation_events(conversation_id, id);
     CREATE INDEX conversation_events_team ON conversation_events(team_id, id) WHERE inbox = 1;
     """,
+    # 8: search, feedback, curated answers and daily figures (see migrations.py).
+    8: """
+    ALTER TABLE conversations ADD COLUMN trigger_id TEXT;
+    ALTER TABLE messages ADD COLUMN unanswered BIGINT;
+    ALTER TABLE form_submissions ADD COLUMN trigger_id TEXT;
+    CREATE INDEX conversations_agent_user ON conversations(agent_id, user_ref, created_at, id)
+        WHERE user_ref IS NOT NULL;
+    CREATE INDEX messages_search ON messages USING GIN (to_tsvector('english'::regconfig, content));
+    CREATE TABLE agent_daily (
+        agent_id         TEXT NOT NULL,
+        day              TEXT NOT NULL,
+        conversations    BIGINT NOT NULL DEFAULT 0,
+        visitor_messages BIGINT NOT NULL DEFAULT 0,
+        answers          BIGINT NOT NULL DEFAULT 0,
+        unanswered       BIGINT NOT NULL DEFAULT 0,
+        rated_up         BIGINT NOT NULL DEFAULT 0,
+        rated_down       BIGINT NOT NULL DEFAULT 0,
+        PRIMARY KEY (agent_id, day)
+    );
+
+    CREATE TABLE message_ratings (
+        message_id      TEXT PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE,
+        agent_id        TEXT NOT NULL,
+        conversation_id TEXT NOT NULL,
+        rating          TEXT NOT NULL,
+        created_at      TEXT NOT NULL
+    );
+    CREATE INDEX message_ratings_agent ON message_ratings(agent_id, rating, created_at, message_id);
+    CREATE INDEX message_ratings_conversation ON message_ratings(agent_id, rating, conversation_id);
+
+    CREATE TABLE curated_answers (
+        id           TEXT PRIMARY KEY,
+        agent_id     TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+        team_id      TEXT NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
+        question     TEXT NOT NULL,
+        question_key TEXT NOT NULL,
+        answer       TEXT NOT NULL,
+        created_at   TEXT NOT NULL,
+        updated_at   TEXT NOT NULL,
+        UNIQUE (agent_id, question_key)
+    );
+    CREATE INDEX curated_answers_agent ON curated_answers(agent_id, created_at, id);
+    CREATE INDEX curated_answers_team ON curated_answers(team_id);
+
+    CREATE TABLE unanswered_questions (
+        message_id   TEXT PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE,
+        agent_id     TEXT NOT NULL,
+        day          TEXT NOT NULL,
+        question_key TEXT NOT NULL,
+        question     TEXT NOT NULL
+    );
+    CREATE INDEX unanswered_questions_agent ON unanswered_questions(agent_id, day, question_key);
+
+    CREATE TABLE trigger_daily (
+        agent_id      TEXT NOT NULL,
+        day           TEXT NOT NULL,
+        trigger_id    TEXT NOT NULL,
+        fired         BIGINT NOT NULL DEFAULT 0,
+        converted     BIGINT NOT NULL DEFAULT 0,
+        conversations BIGINT NOT NULL DEFAULT 0,
+        submissions   BIGINT NOT NULL DEFAULT 0,
+        PRIMARY KEY (agent_id, day, trigger_id)
+    );
+
+    CREATE FUNCTION agent_daily_conversation_count() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        INSERT INTO agent_daily AS t (agent_id, day, conversations)
+        VALUES (NEW.agent_id, substr(NEW.created_at, 1, 10), 1)
+        ON CONFLICT (agent_id, day) DO UPDATE SET conversations = t.conversations + 1;
+        RETURN NULL;
+    END $$;
+    CREATE TRIGGER agent_daily_conversation AFTER INSERT ON conversations
+        FOR EACH ROW EXECUTE FUNCTION agent_daily_conversation_count();
+
+    -- A message's counts and rating (SQLite: agent_daily_message, message_ratings_insert and
+    -- message_ratings_update).
+    CREATE FUNCTION agent_daily_message_count() RETURNS trigger LANGUAGE plpgsql AS $$
+    DECLARE
+        agent TEXT;
+    BEGIN
+        SELECT agent_id INTO agent FROM conversations WHERE id = NEW.conversation_id;
+        IF agent IS NULL THEN
+            RETURN NULL;
+        END IF;
+        IF TG_OP = 'INSERT' THEN
+            INSERT INTO agent_daily AS t
+                (agent_id, day, visitor_messages, answers, unanswered, rated_up, rated_down)
+            VALUES (agent, substr(NEW.created_at, 1, 10), (NEW.role = 'user')::int,
+                    (NEW.role = 'assistant' AND NEW.author_id IS NULL)::int,
+                    coalesce(NEW.unanswered, 0),
+                    (NEW.role = 'assistant' AND NEW.rating IS NOT DISTINCT FROM 'up')::int,
+                    (NEW.role = 'assistant' AND NEW.rating IS NOT DISTINCT FROM 'down')::int)
+            ON CONFLICT (agent_id, day) DO UPDATE SET
+                visitor_messages = t.visitor_messages + EXCLUDED.visitor_messages,
+                answers = t.answers + EXCLUDED.answers,
+                unanswered = t.unanswered + EXCLUDED.unanswered,
+                rated_up = t.rated_up + EXCLUDED.rated_up,
+                rated_down = t.rated_down + EXCLUDED.rated_down;
+            IF NEW.role = 'assistant' AND NEW.rating IS NOT NULL THEN
+                INSERT INTO message_ratings (message_id, agent_id, conversation_id, rating, created_at)
+                VALUES (NEW.id, agent, NEW.conversation_id, NEW.rating, NEW.created_at);
+            END IF;
+        ELSIF NEW.role = 'assistant' AND NEW.rating IS DISTINCT FROM OLD.rating THEN
+            DELETE FROM message_ratings WHERE message_id = OLD.id;
+            IF NEW.rating IS NOT NULL THEN
+                INSERT INTO message_ratings (message_id, agent_id, conversation_id, rating, created_at)
+                VALUES (NEW.id, agent, NEW.conversation_id, NEW.rating, NEW.created_at);
+            END IF;
+            UPDATE agent_daily SET
+                rated_up = rated_up + (NEW.rating IS NOT DISTINCT FROM 'up')::int
+                    - (OLD.rating IS NOT DISTINCT FROM 'up')::int,
+                rated_down = rated_down + (NEW.rating IS NOT DISTINCT FROM 'down')::int
+                    - (OLD.rating IS NOT DISTINCT FROM 'down')::int
+            WHERE agent_id = agent AND day = substr(NEW.created_at, 1, 10);
+        END IF;
+        RETURN NULL;
+    END $$;
+    CREATE TRIGGER agent_daily_message AFTER INSERT OR UPDATE OF rating ON messages
+        FOR EACH ROW EXECUTE FUNCTION agent_daily_message_count();
+
+    CREATE FUNCTION agent_daily_forget() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        DELETE FROM agent_daily WHERE agent_id = OLD.id;
+        DELETE FROM trigger_daily WHERE agent_id = OLD.id;
+        RETURN NULL;
+    END $$;
+    CREATE TRIGGER agent_daily_delete AFTER DELETE ON agents
+        FOR EACH ROW EXECUTE FUNCTION agent_daily_forget();
+
+    INSERT INTO message_ratings (message_id, agent_id, conversation_id, rating, created_at)
+        SELECT m.id, c.agent_id, m.conversation_id, m.rating, m.created_at
+        FROM messages AS m JOIN conversations AS c ON c.id = m.conversation_id
+        WHERE m.role = 'assistant' AND m.rating IS NOT NULL;
+    INSERT INTO agent_daily (agent_id, day, conversations)
+        SELECT agent_id, substr(created_at, 1, 10), COUNT(*) FROM conversations
+        GROUP BY agent_id, substr(created_at, 1, 10);
+    INSERT INTO agent_daily AS t (agent_id, day, visitor_messages, answers, rated_up, rated_down)
+        SELECT c.agent_id, substr(m.created_at, 1, 10), COUNT(*) FILTER (WHERE m.role = 'user'),
+               COUNT(*) FILTER (WHERE m.role = 'assistant' AND m.author_id IS NULL),
+               COUNT(*) FILTER (WHERE m.role = 'assistant' AND m.rating = 'up'),
+               COUNT(*) FILTER (WHERE m.role = 'assistant' AND m.rating = 'down')
+        FROM messages AS m JOIN conversations AS c ON c.id = m.conversation_id
+        GROUP BY c.agent_id, substr(m.created_at, 1, 10)
+        ON CONFLICT (agent_id, day) DO UPDATE SET
+            visitor_messages = EXCLUDED.visitor_messages, answers = EXCLUDED.answers,
+            rated_up = EXCLUDED.rated_up, rated_down = EXCLUDED.rated_down;
+    """,
 }
 FIRST_POSTGRES_VERSION = 6
 
