@@ -623,6 +623,7 @@ CREATE TABLE message_ratings (
     created_at      TEXT NOT NULL              -- the answer's
 );
 CREATE INDEX message_ratings_agent ON message_ratings(agent_id, rating, created_at, message_id);
+CREATE INDEX message_ratings_newest ON message_ratings(agent_id, created_at, message_id);
 CREATE INDEX message_ratings_conversation ON message_ratings(agent_id, rating, conversation_id);
 CREATE TRIGGER message_ratings_insert AFTER INSERT ON messages
 WHEN new.role = 'assistant' AND new.rating IS NOT NULL BEGIN

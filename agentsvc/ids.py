@@ -21,6 +21,7 @@ PREFIXES = {
     "session": "ses",
     "mail": "mail",
     "document": "doc",
+    "answer": "ans",
 }
 
 

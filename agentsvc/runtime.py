@@ -33,6 +33,7 @@ from agentsvc.ratelimit_redis import RedisLimiter
 from agentsvc.secretbox import SecretBox
 from agentsvc.services import changes
 from agentsvc.services.agents.registry import AgentCache
+from agentsvc.services.answers.matching import CuratedAnswers
 from agentsvc.services.cluster_jobs import once_for_all
 from agentsvc.services.forms.delivery import Deliverer
 from agentsvc.services.forms.delivery_send import Sender
@@ -93,7 +94,10 @@ async def _database(app: web.Application) -> AsyncIterator[None]:
     app[keys.db_key] = db
     resolver = app[keys.key_resolver_key] = KeyResolver(db)
     agents = app[keys.agent_cache_key] = AgentCache()
-    changes.follow(db, resolver=resolver, agents=agents)
+    curated = app[keys.curated_answers_key] = CuratedAnswers(
+        app[keys.settings_key].answers.match_threshold
+    )
+    changes.follow(db, resolver=resolver, agents=agents, curated=curated)
     yield
     upkeep.cancel()
     with contextlib.suppress(asyncio.CancelledError):

@@ -9,11 +9,15 @@ def all_endpoints() -> list[Endpoint]:
     """Every endpoint of the service, in the order they are documented."""
     from agentsvc.api import (
         agents,
+        analytics,
+        answers,
         api_keys,
         chat,
         conversations,
         dashboard,
         documents,
+        exports,
+        feedback,
         forms,
         handoff,
         identity,
@@ -32,9 +36,13 @@ def all_endpoints() -> list[Endpoint]:
         agents.routes,
         identity.routes,
         chat.routes,
+        exports.routes,  # before conversations: /conversations/export is a fixed path
         conversations.routes,
         handoff.routes,
         documents.routes,
+        answers.routes,
+        feedback.routes,
+        analytics.routes,
         tools.routes,
         secrets.routes,
         forms.routes,  # before triggers: GET /triggers/form/... is a fixed path

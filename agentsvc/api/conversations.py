@@ -8,7 +8,8 @@ from pydantic import Field
 
 from agentsvc import keys
 from agentsvc.api.cursors import MAX_CURSOR_LENGTH, decode_cursor, next_cursor
-from agentsvc.api.models import QueryModel, RequestModel, ResponseModel
+from agentsvc.api.list_filters import AgentId, ConversationFilterQuery
+from agentsvc.api.models import RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, envelope_response
 from agentsvc.services.agents import identity as identity_service
 from agentsvc.services.chat import conversations as conv_service
@@ -20,15 +21,12 @@ routes = RouteTable("conversations")
 SESSION_HEADER = "X-Session-Id"
 
 
-class ConversationQuery(QueryModel):
-    agent_id: Annotated[str, Field(min_length=1, max_length=100)]
+class ConversationQuery(ConversationFilterQuery):
+    agent_id: AgentId
     limit: Annotated[int, Field(ge=1, le=100)] = 20
     offset: Annotated[int, Field(ge=0, le=10**12)] = 0  # SQLite integers are 64-bit
     # `nextCursor` of the previous page: the page after it at any depth (offset unused).
     cursor: Annotated[str | None, Field(min_length=1, max_length=MAX_CURSOR_LENGTH)] = None
-    status: Literal["bot", "waiting", "human", "closed"] | None = Field(
-        None, description="only the conversations in this handoff status"
-    )
 
 
 class FeedbackBody(RequestModel):
@@ -70,6 +68,7 @@ class ConversationSummary(ResponseModel):
     user: EndUser | None
     status: Status = Field(description=STATUS_DESCRIPTION)
     assignee: Assignee | None
+    trigger_id: str | None = Field(description="the widget trigger the chat started from")
     created_at: str
     updated_at: str
 
@@ -88,7 +87,16 @@ class Usage(ResponseModel):
 
 
 class SourceOut(ResponseModel):
+    """A knowledge document the answer was given."""
+
     document_id: str
+    title: str
+
+
+class AnswerSourceOut(ResponseModel):
+    """A curated answer the answer came from (its question is the title)."""
+
+    answer_id: str
     title: str
 
 
@@ -110,8 +118,13 @@ class MessageOut(ResponseModel):
     rating: Literal["up", "down"] | None
     tool_calls: list[ToolCallOut] | None
     usage: Usage | None
-    sources: list[SourceOut] | None  # knowledge documents the answer was given
+    # Curated answer first (when one matched), then knowledge documents.
+    sources: list[AnswerSourceOut | SourceOut] | None
     status: Literal["complete", "interrupted", "failed"]
+    unanswered: bool | None = Field(
+        description="an AI answer: true when it found nothing to answer with (no curated"
+        " answer, no knowledge passage, no tool); null for other messages"
+    )
 
 
 class ConversationOut(ResponseModel):
@@ -122,6 +135,7 @@ class ConversationOut(ResponseModel):
     user: EndUser | None
     status: Status = Field(description=STATUS_DESCRIPTION)
     assignee: Assignee | None
+    trigger_id: str | None
     messages: list[MessageOut]
     created_at: str
     updated_at: str
@@ -158,6 +172,7 @@ def _base_json(conv: Conversation) -> dict:
         "user": _user_json(conv),
         "status": conv.status,
         "assignee": assignee_of(conv),
+        "triggerId": conv.trigger_id,
     }
 
 
@@ -191,15 +206,21 @@ def message_json(msg: StoredMessage) -> dict:
         "usage": msg.usage,
         "sources": msg.sources,
         "status": msg.status,
+        "unanswered": msg.unanswered,
     }
 
 
 # The envelope's `pagination`, for the OpenAPI document.
 PAGINATION_SCHEMA = {
     "type": "object",
-    "required": ["total", "limit", "offset", "nextCursor"],
+    "required": ["total", "limit", "offset", "nextCursor", "totalCapped"],
     "properties": {
         "total": {"type": "integer"},
+        "totalCapped": {
+            "type": "boolean",
+            "description": "true when a filtered total stopped counting at 10,000 (or a"
+            " search looked at its 10,000 newest matching messages)",
+        },
         "limit": {"type": "integer"},
         "offset": {"type": "integer"},
         "nextCursor": {
@@ -219,24 +240,25 @@ PAGINATION_SCHEMA = {
     extra={"envelope_extra": {"properties_extra": {"pagination": PAGINATION_SCHEMA}}},
 )
 async def list_conversations(call: Call):
-    """List an agent's conversations, newest first, with pagination."""
+    """List an agent's conversations, newest first, filtered and searched, with pagination."""
     query: ConversationQuery = call.query
-    convs, total, more = await conv_service.list_conversations(
+    page = await conv_service.list_conversations(
         call.app[keys.db_key],
         call.team_id,
         query.agent_id,
         query.limit,
         query.offset,
         decode_cursor(query.cursor),
-        query.status,
+        query.filters(),
     )
     return envelope_response(
-        [summary_json(c) for c in convs],
+        [summary_json(c) for c in page.conversations],
         pagination={
-            "total": total,
+            "total": page.total,
             "limit": query.limit,
             "offset": query.offset,
-            "nextCursor": next_cursor(convs, more),
+            "nextCursor": next_cursor(page.conversations, page.more),
+            "totalCapped": page.total_capped,
         },
     )
 

@@ -30,6 +30,8 @@ PATTERN_PHRASES: dict[str, str] = {
     r"^[^\x00-\x1f\x7f]*$": "a string{length} without control characters",
     TOOL_NAME_PATTERN: "1 to 64 lowercase letters, digits and _, starting with a letter",
     r"^\d\d:\d\d$": "a time of day as HH:MM",
+    r"^\d{4}-\d{2}-\d{2}$": "a calendar date as YYYY-MM-DD",
+    r"[^\W_]": "a string{length} with a letter or digit",
 }
 _EMAIL_PHRASE = "an e-mail address{length}"
 _PATTERN_FALLBACK = "a string{length} in the accepted format"

@@ -13,6 +13,7 @@ from agentsvc.db import RESYNC, Database
 
 if TYPE_CHECKING:
     from agentsvc.services.agents.registry import AgentCache
+    from agentsvc.services.answers.matching import CuratedAnswers
     from agentsvc.services.knowledge.vectors import VectorIndex
     from agentsvc.services.team.access import KeyResolver
 
@@ -20,6 +21,7 @@ PRINCIPALS = "principals"  # keys, sessions, members or a team's plan changed
 _AGENT = "agent:"
 _VECTORS = "vectors:"
 _CONVERSATION = "conversation:"
+_ANSWERS = "answers:"
 
 
 def agent(agent_id: str) -> str:
@@ -30,6 +32,11 @@ def agent(agent_id: str) -> str:
 def vectors(agent_id: str) -> str:
     """An agent's documents or passage embeddings changed."""
     return _VECTORS + agent_id
+
+
+def answers(agent_id: str) -> str:
+    """An agent's curated answers changed."""
+    return _ANSWERS + agent_id
 
 
 def conversation(team_id: str, conversation_id: str) -> str:
@@ -51,6 +58,7 @@ def follow(
     resolver: KeyResolver | None = None,
     agents: AgentCache | None = None,
     vector_index: VectorIndex | None = None,
+    curated: CuratedAnswers | None = None,
 ) -> None:
     """Keep these caches in step with the announced changes."""
 
@@ -60,6 +68,8 @@ def follow(
                 resolver.invalidate()
             if agents is not None:
                 agents.clear()
+            if curated is not None:
+                curated.clear()
             if vector_index is not None:
                 vector_index.invalidate_all()
         elif topic == PRINCIPALS:
@@ -68,6 +78,11 @@ def follow(
         elif topic.startswith(_AGENT):
             if agents is not None:
                 agents.forget(topic[len(_AGENT) :])
+            if curated is not None:  # the agent's language, or the agent itself, is gone
+                curated.forget(topic[len(_AGENT) :])
+        elif topic.startswith(_ANSWERS):
+            if curated is not None:
+                curated.forget(topic[len(_ANSWERS) :])
         elif topic.startswith(_VECTORS) and vector_index is not None:
             vector_index.invalidate(topic[len(_VECTORS) :])
 

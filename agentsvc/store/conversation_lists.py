@@ -1,0 +1,170 @@
+"""An agent's conversations as lists and exports read them: filters, full-text search over
+their messages, keyset pages, and the totals of a filtered list.
+
+The search finds messages holding every given word (any form of an English word: FTS5's
+porter tokenizer on SQLite, the `english` text search configuration on PostgreSQL), among
+the newest `MAX_MATCHES` such messages of the agent, so a word found in a million messages
+costs a bounded read. Words reach SQL only as letters and digits, each quoted (SQLite) or
+joined with `&` (PostgreSQL): nothing a user types is read as search syntax.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from agentsvc.db import Tx
+from agentsvc.store.conversations import ASSIGNEE_JOIN, SELECT_COLUMNS, Conversation
+
+MAX_MATCHES = 10_000  # newest matching messages a search looks at
+COUNT_CAP = 10_000  # a filtered total counts this many conversations at most
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationFilter:
+    """Conditions on an agent's conversations; None (or empty) means any."""
+
+    status: str | None = None  # handoff status
+    words: tuple[str, ...] = ()  # a message holds every word (letters and digits only)
+    rating: str | None = None  # "up", "down" or "any": an answer so rated
+    created_from: str | None = None  # created at or after (ISO timestamp)
+    created_before: str | None = None  # created before (ISO timestamp)
+    user_ref: str | None = None  # the identified end user's id
+
+    @property
+    def counted(self) -> bool:
+        """Whether the total comes from the counters (no filter, or the status alone)."""
+        return not (
+            self.words or self.rating or self.created_from or self.created_before or self.user_ref
+        )
+
+
+def match_expression(agent_id: str, words: tuple[str, ...]) -> str:
+    """The FTS5 query: the agent's scope token AND every word in the message's text."""
+    scope = agent_id.encode().hex()  # the token hex(agent_id) (FTS5 folds the case)
+    every = " AND ".join(f'"{w}"' for w in words)
+    return f'scope : "{scope}" AND content : ({every})'
+
+
+_SQLITE_HITS = """
+    (SELECT DISTINCT m.conversation_id AS id
+     FROM (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?
+           ORDER BY rowid DESC LIMIT ?) AS f
+     JOIN messages AS m ON m.rowid = f.rowid) AS hit
+    CROSS JOIN conversations c ON c.id = hit.id
+"""
+_PG_HITS = """
+    (SELECT DISTINCT h.conversation_id AS id
+     FROM (SELECT m.conversation_id FROM messages AS m
+           JOIN conversations AS mc ON mc.id = m.conversation_id
+           WHERE mc.agent_id = ?
+             AND to_tsvector('english'::regconfig, m.content) @@ to_tsquery('english'::regconfig, ?)
+           ORDER BY m.rowid DESC LIMIT ?) AS h) AS hit
+    JOIN conversations c ON c.id = hit.id
+"""
+
+
+def from_where(tx: Tx, agent_id: str, flt: ConversationFilter) -> tuple[str, str, list[Any]]:
+    """The FROM clause (conversations as `c`), the WHERE clause and their arguments."""
+    args: list[Any] = []
+    if flt.words:
+        # The matching messages first (few), then their conversations: a page never walks
+        # every conversation of the agent looking for the ones that match.
+        if tx.dialect == "sqlite":
+            source = _SQLITE_HITS
+            args += [match_expression(agent_id, flt.words), MAX_MATCHES]
+        else:
+            source = _PG_HITS
+            args += [agent_id, " & ".join(flt.words), MAX_MATCHES]
+    else:
+        source = "conversations c"
+    where = ["c.agent_id = ?"]
+    args.append(agent_id)
+    if flt.status is not None:
+        where.append("c.status = ?")
+        args.append(flt.status)
+        if flt.status != "bot":
+            # Lets the planner use the partial index of the conversations not with the
+            # agent (inserting a new conversation leaves that index alone).
+            where.append("c.status <> 'bot'")
+    if flt.rating is not None:
+        rated = "r.agent_id = ?" + ("" if flt.rating == "any" else " AND r.rating = ?")
+        where.append(f"c.id IN (SELECT r.conversation_id FROM message_ratings r WHERE {rated})")
+        args += [agent_id] if flt.rating == "any" else [agent_id, flt.rating]
+    if flt.created_from is not None:
+        where.append("c.created_at >= ?")
+        args.append(flt.created_from)
+    if flt.created_before is not None:
+        where.append("c.created_at < ?")
+        args.append(flt.created_before)
+    if flt.user_ref is not None:
+        where.append("c.user_ref = ?")
+        args.append(flt.user_ref)
+    return source, " AND ".join(where), args
+
+
+def page_sql(source: str, where: str) -> str:
+    """A page of conversations (with message counts), newest first, `LIMIT ? OFFSET ?`."""
+    return f"""
+        SELECT {SELECT_COLUMNS},
+               (SELECT COUNT(*) FROM messages AS m WHERE m.conversation_id = c.id)
+        FROM {source} {ASSIGNEE_JOIN}
+        WHERE {where}
+        ORDER BY c.created_at DESC, c.id DESC
+        LIMIT ? OFFSET ?
+    """
+
+
+async def list_for_agent(
+    tx: Tx,
+    agent_id: str,
+    limit: int,
+    offset: int,
+    after: tuple[str, str] | None = None,
+    flt: ConversationFilter | None = None,
+) -> tuple[list[Conversation], bool]:
+    """A page of the agent's conversations, newest first (`created_at`, then `id`), with
+    message counts, and whether more follow. With `after` (the (created_at, id) of the last
+    one seen), the page starts after it (keyset: any depth costs the same) and `offset` is
+    not used. `flt` keeps only the conversations it describes."""
+    source, where, args = from_where(tx, agent_id, flt or ConversationFilter())
+    if after is not None:
+        where += " AND (c.created_at, c.id) < (?, ?)"
+        args += after
+        offset = 0
+    rows = await tx.fetchall(page_sql(source, where), (*args, limit + 1, offset))
+    return [Conversation(*r) for r in rows[:limit]], len(rows) > limit
+
+
+async def count_filtered(tx: Tx, agent_id: str, flt: ConversationFilter) -> tuple[int, bool]:
+    """The conversations a filter keeps, counted up to COUNT_CAP, and whether it stopped
+    there (a search's matches count as reached when it looked at MAX_MATCHES messages)."""
+    source, where, args = from_where(tx, agent_id, flt)
+    total = int(
+        await tx.fetchval(
+            f"SELECT COUNT(*) FROM (SELECT 1 FROM {source} WHERE {where} LIMIT ?) AS t",
+            (*args, COUNT_CAP + 1),
+        )
+    )
+    capped = total > COUNT_CAP
+    if flt.words and not capped:
+        capped = await _matches_reach_cap(tx, agent_id, flt.words)
+    return min(total, COUNT_CAP), capped
+
+
+async def _matches_reach_cap(tx: Tx, agent_id: str, words: tuple[str, ...]) -> bool:
+    if tx.dialect == "sqlite":
+        sql = (
+            "SELECT COUNT(*) FROM (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?"
+            " LIMIT ?) AS f"
+        )
+        args: tuple = (match_expression(agent_id, words), MAX_MATCHES)
+    else:
+        sql = (
+            "SELECT COUNT(*) FROM (SELECT 1 FROM messages AS m"
+            " JOIN conversations AS mc ON mc.id = m.conversation_id WHERE mc.agent_id = ?"
+            " AND to_tsvector('english'::regconfig, m.content)"
+            " @@ to_tsquery('english'::regconfig, ?) LIMIT ?) AS f"
+        )
+        args = (agent_id, " & ".join(words), MAX_MATCHES)
+    return int(await tx.fetchval(sql, args)) >= MAX_MATCHES
