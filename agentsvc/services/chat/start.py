@@ -14,6 +14,7 @@ from agentsvc.errors import NotFound, ValidationFailed
 from agentsvc.ids import new_id, now_iso
 from agentsvc.language import DEFAULT_LANGUAGE
 from agentsvc.llm.base import BUILTIN, Message, ProviderError, Providers
+from agentsvc.llm.builtin import parse_tool_command
 from agentsvc.services import changes
 from agentsvc.services.agents import registry as agents_service
 from agentsvc.services.agents.registry import AgentCache
@@ -121,6 +122,8 @@ async def prepare_turn(
     except ProviderError as exc:
         raise ValidationFailed(f"agentId: the agent's {exc.message}") from exc
     user_text = question
+    if match is not None and agent.model == BUILTIN and parse_tool_command(question):
+        match = None  # the builtin model runs the tool a `/tool` command names
     # With nothing retrieved, whether the agent has knowledge at all decides if a provider
     # model's answer counts as unanswered (an agent without documents answers from its
     # prompt); the builtin model says so itself.
