@@ -10,9 +10,9 @@ from agentsvc.db.schema import schema_sql
 _CURRENT = schema_sql()
 # Search, feedback, curated answers and daily figures: their section of schema.sql.
 SCHEMA_8_SECTION = _CURRENT[
-    _CURRENT.index("\n-- ── search, feedback, curated answers and daily figures (migration 8)") : _CURRENT.index(
-        "    DELETE FROM trigger_daily WHERE agent_id = old.id;\nEND;\n"
-    )
+    _CURRENT.index(
+        "\n-- ── search, feedback, curated answers and daily figures (migration 8)"
+    ) : _CURRENT.index("    DELETE FROM trigger_daily WHERE agent_id = old.id;\nEND;\n")
     + len("    DELETE FROM trigger_daily WHERE agent_id = old.id;\nEND;\n")
 ]
 UNDO_8 = [

@@ -169,7 +169,10 @@ async def test_ranges_of_days(client, auth):
     one = await analytics(client, auth, agent["id"], "from=2026-01-05&to=2026-01-05")
     assert len(one["days"]) == 1
     year = (date(2026, 1, 1) + timedelta(days=365)).isoformat()
-    assert len((await analytics(client, auth, agent["id"], f"from=2026-01-01&to={year}"))["days"]) == 366
+    assert (
+        len((await analytics(client, auth, agent["id"], f"from=2026-01-01&to={year}"))["days"])
+        == 366
+    )
     base = f"/api/v1/agents/{agent['id']}/analytics"
     for query, named in (
         ("from=2026-01-06&to=2026-01-05", "from: must not be after to"),

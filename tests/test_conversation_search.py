@@ -84,7 +84,8 @@ async def test_rating_day_and_user_filters(client, auth):
     )
     for conv_id, rating in ((liked, "up"), (disliked, "down")):
         answer = next(
-            m for m in (await get_conversation(client, auth, conv_id))["messages"]
+            m
+            for m in (await get_conversation(client, auth, conv_id))["messages"]
             if m["role"] == "assistant"
         )
         resp = await client.post(
@@ -227,7 +228,8 @@ async def test_an_upgraded_database_finds_its_earlier_messages(aiohttp_client, t
     old.executescript(schema_at(7))
     with old:
         old.execute(
-            "INSERT INTO users (id, email, created_at, updated_at) VALUES ('usr_1', 'a@b.c', 't', 't')"
+            "INSERT INTO users (id, email, created_at, updated_at)"
+            " VALUES ('usr_1', 'a@b.c', 't', 't')"
         )
         old.execute("INSERT INTO teams VALUES ('team_1', 'T', 'usr_1', 'pro', 't', 't')")
         old.execute(

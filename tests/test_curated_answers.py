@@ -41,7 +41,9 @@ async def test_answers_are_created_listed_read_updated_and_deleted(client, auth)
         f"/api/v1/answers/{second['id']}", json={"answer": "Yes, to 40 countries."}, headers=auth
     )
     updated = (await resp.json())["data"]
-    assert updated["answer"] == "Yes, to 40 countries." and updated["question"] == second["question"]
+    assert (
+        updated["answer"] == "Yes, to 40 countries." and updated["question"] == second["question"]
+    )
     assert updated["updatedAt"] >= second["updatedAt"]
     # The same question (words, case and punctuation aside) is one answer per agent.
     resp = await client.post(
@@ -100,9 +102,7 @@ async def test_bad_answers_and_limits(make_client):
     await add_answer(client, auth, agent["id"], "Three?", "3")
     resp = await client.patch(f"/api/v1/answers/{second['id']}", json={"answer": "x"}, headers=auth)
     await assert_error(resp, 404, "NOT_FOUND")
-    resp = await client.patch(
-        f"/api/v1/answers/ans_{'x' * 10}", json={"answer": ""}, headers=auth
-    )
+    resp = await client.patch(f"/api/v1/answers/ans_{'x' * 10}", json={"answer": ""}, headers=auth)
     await assert_error(resp, 400, "VALIDATION_ERROR", "answer")
     resp = await client.get("/api/v1/agents/agt_missing/answers", headers=auth)
     await assert_error(resp, 404, "NOT_FOUND")
@@ -217,7 +217,9 @@ async def test_provider_models_read_the_curated_answer_first(make_client):
             {"documentId": doc["id"], "title": "Account help"},
         ]
         content = fake.requests[0]["json"]["messages"][0]["content"]
-        first = content.index('<passage n="1" title="Curated answer to: How do I reset my password?">')
+        first = content.index(
+            '<passage n="1" title="Curated answer to: How do I reset my password?">'
+        )
         assert first < content.index('<passage n="2" title="Account help')
         assert "prefer it" in content
         assert content.count("</knowledge>") == 1  # the answer cannot close the block

@@ -41,9 +41,7 @@ def csv_rows(raw: bytes) -> list[dict[str, str]]:
 
 async def test_conversations_export_as_csv_one_row_per_message(client, auth):
     agent = await new_agent(client, auth, name="Support Bot", systemPrompt=PROMPT)
-    first = await talk(
-        client, auth, agent["id"], "=HYPERLINK(\"http://evil\")", user={"id": "u-1"}
-    )
+    first = await talk(client, auth, agent["id"], '=HYPERLINK("http://evil")', user={"id": "u-1"})
     second = await talk(client, auth, agent["id"], 'He said "hi", then\nleft', "@SUM(1+1)")
     conv = await get_conversation(client, auth, first)
     answer = next(m for m in conv["messages"] if m["role"] == "assistant")
@@ -67,7 +65,7 @@ async def test_conversations_export_as_csv_one_row_per_message(client, auth):
     assert [r["role"] for r in rows[:4]] == ["user", "assistant", "user", "assistant"]
     assert rows[0]["content"] == 'He said "hi", then\nleft'
     assert rows[2]["content"] == "'@SUM(1+1)"  # defused, as the dashboard did
-    assert rows[4]["content"] == "'=HYPERLINK(\"http://evil\")"
+    assert rows[4]["content"] == '\'=HYPERLINK("http://evil")'
     assert rows[4]["title"].startswith("'=HYPERLINK")  # every cell, titles too
     assert rows[5]["rating"] == "down" and rows[5]["author"] == "ai"
     assert rows[4]["userId"] == "u-1" and rows[4]["userVerified"] == "true"
@@ -219,9 +217,7 @@ async def test_a_team_runs_a_limited_number_of_exports_at_once(make_client):
     # Slots come back after each export, finished or not.
     for _ in range(3):
         await download(client, auth, f"/api/v1/conversations/export?agentId={agent['id']}")
-    resp = await client.get(
-        f"/api/v1/form-submissions/export?agentId={agent['id']}", headers=auth
-    )
+    resp = await client.get(f"/api/v1/form-submissions/export?agentId={agent['id']}", headers=auth)
     resp.close()  # the client goes away at once
     await asyncio.sleep(0.05)
     await download(client, auth, f"/api/v1/form-submissions/export?agentId={agent['id']}")

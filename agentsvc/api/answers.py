@@ -112,9 +112,7 @@ async def patch_answer(call: Call):
     return envelope_response(answer_json(updated))
 
 
-@routes.delete(
-    f"/answers/{{id:{ANSWER_ID}}}", response=AnswerDeleted, envelope=True, errors=(404,)
-)
+@routes.delete(f"/answers/{{id:{ANSWER_ID}}}", response=AnswerDeleted, envelope=True, errors=(404,))
 async def delete_answer(call: Call):
     """Delete a curated answer."""
     await service.delete_answer(call.app[keys.db_key], call.team_id, call.params["id"])

@@ -47,9 +47,7 @@ class SubmitBody(RequestModel):
         " one of the agent's triggers",
     )
 
-    nullable = frozenset(
-        {"conversationId", "sessionId", "impressionAt", "startedAt", "triggerId"}
-    )
+    nullable = frozenset({"conversationId", "sessionId", "impressionAt", "startedAt", "triggerId"})
 
 
 class ClientResultBody(RequestModel):

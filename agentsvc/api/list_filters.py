@@ -51,8 +51,8 @@ class ConversationFilterQuery(QueryModel):
     date_to: Day | None = Field(
         None, alias="to", description="created on or before this UTC day (YYYY-MM-DD)"
     )
-    user_id: Annotated[str, Field(min_length=1, max_length=200, pattern=NO_CONTROL)] | None = (
-        Field(None, description="the identified end user's id (the widget's userId)")
+    user_id: Annotated[str, Field(min_length=1, max_length=200, pattern=NO_CONTROL)] | None = Field(
+        None, description="the identified end user's id (the widget's userId)"
     )
 
     def filters(self) -> ListFilters:

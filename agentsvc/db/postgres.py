@@ -170,13 +170,15 @@ POSTGRES_MIGRATIONS: dict[int, str] = {
                 rated_up = t.rated_up + EXCLUDED.rated_up,
                 rated_down = t.rated_down + EXCLUDED.rated_down;
             IF NEW.role = 'assistant' AND NEW.rating IS NOT NULL THEN
-                INSERT INTO message_ratings (message_id, agent_id, conversation_id, rating, created_at)
+                INSERT INTO message_ratings
+                    (message_id, agent_id, conversation_id, rating, created_at)
                 VALUES (NEW.id, agent, NEW.conversation_id, NEW.rating, NEW.created_at);
             END IF;
         ELSIF NEW.role = 'assistant' AND NEW.rating IS DISTINCT FROM OLD.rating THEN
             DELETE FROM message_ratings WHERE message_id = OLD.id;
             IF NEW.rating IS NOT NULL THEN
-                INSERT INTO message_ratings (message_id, agent_id, conversation_id, rating, created_at)
+                INSERT INTO message_ratings
+                    (message_id, agent_id, conversation_id, rating, created_at)
                 VALUES (NEW.id, agent, NEW.conversation_id, NEW.rating, NEW.created_at);
             END IF;
             UPDATE agent_daily SET

@@ -79,9 +79,11 @@ async def agent_analytics(
         day = funnel.setdefault(row.day, dict.fromkeys(_TRIGGER_FIGURES, 0))
         entry = triggers.setdefault(
             row.trigger_id,
-            {"triggerId": row.trigger_id, "name": row.trigger_name, **dict.fromkeys(
-                ("fired", "converted", "conversations", "submissions"), 0
-            )},
+            {
+                "triggerId": row.trigger_id,
+                "name": row.trigger_name,
+                **dict.fromkeys(("fired", "converted", "conversations", "submissions"), 0),
+            },
         )
         for name, column in _TRIGGER_FIGURES.items():
             value = getattr(row, column)

@@ -65,13 +65,13 @@ async def list_for_agent(tx: Tx, agent_id: str) -> list[CuratedAnswer]:
 
 async def count_for_agent(tx: Tx, agent_id: str) -> int:
     """How many answers the agent has."""
-    found = await tx.fetchval("SELECT COUNT(*) FROM curated_answers WHERE agent_id = ?", (agent_id,))
+    found = await tx.fetchval(
+        "SELECT COUNT(*) FROM curated_answers WHERE agent_id = ?", (agent_id,)
+    )
     return int(found or 0)
 
 
-async def update(
-    tx: Tx, team_id: str, answer_id: str, fields: dict[str, str], now: str
-) -> bool:
+async def update(tx: Tx, team_id: str, answer_id: str, fields: dict[str, str], now: str) -> bool:
     """Set some of question, question_key and answer; False when absent or another team's."""
     assert set(fields) <= {"question", "question_key", "answer"}, fields
     assignments = "".join(f"{column} = ?, " for column in fields)

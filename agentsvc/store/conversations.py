@@ -162,7 +162,8 @@ async def delete(tx: Tx, team_id: str, conversation_id: str) -> bool:
 async def insert_message(tx: Tx, msg: StoredMessage) -> None:
     """Insert a message."""
     await tx.execute(
-        f"INSERT INTO messages ({MESSAGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        f"INSERT INTO messages ({MESSAGE_COLUMNS})"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             msg.id,
             msg.conversation_id,

@@ -59,8 +59,7 @@ async def list_rated(
         (*args, limit + 1),
     )
     found = [
-        RatedAnswer(r[0], r[1], r[2], r[3], r[4], load_json(r[5]), r[6], r[7])
-        for r in rows[:limit]
+        RatedAnswer(r[0], r[1], r[2], r[3], r[4], load_json(r[5]), r[6], r[7]) for r in rows[:limit]
     ]
     return found, len(rows) > limit
 

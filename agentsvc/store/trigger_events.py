@@ -77,9 +77,7 @@ async def _by_name(tx: Tx, agent_id: str, name: str) -> str | None:
     return row[0] if row else None
 
 
-async def write_batch(
-    tx: Tx, events: list[TriggerEvent], day: str
-) -> list[str | Mismatch | None]:
+async def write_batch(tx: Tx, events: list[TriggerEvent], day: str) -> list[str | Mismatch | None]:
     """Count the events whose trigger belongs to their agent and matches them (in the
     triggers' stats and in the figures of `day`, YYYY-MM-DD).
 

@@ -223,6 +223,4 @@ async def _insert_conversation(tx: Tx, conv: Conversation) -> None:
     await conv_store.insert_conversation(tx, conv)
     if trigger_id is not None:
         day = analytics_store.day_of(conv.created_at)
-        await analytics_store.add_trigger_counts(
-            tx, [(conv.agent_id, day, trigger_id, 0, 0, 1, 0)]
-        )
+        await analytics_store.add_trigger_counts(tx, [(conv.agent_id, day, trigger_id, 0, 0, 1, 0)])

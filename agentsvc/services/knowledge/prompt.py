@@ -41,9 +41,7 @@ def context_block(passages: list[Passage], curated: CuratedMatch | None = None) 
     return "\n".join(parts)
 
 
-def with_context(
-    system: str, passages: list[Passage], curated: CuratedMatch | None = None
-) -> str:
+def with_context(system: str, passages: list[Passage], curated: CuratedMatch | None = None) -> str:
     """The system prompt followed by the knowledge block (when there is something)."""
     block = context_block(passages, curated)
     if not block:
