@@ -661,17 +661,17 @@ CREATE TABLE curated_answers (
 CREATE INDEX curated_answers_agent ON curated_answers(agent_id, created_at, id);
 CREATE INDEX curated_answers_team ON curated_answers(team_id);
 
--- The question of each AI answer that found nothing (messages.unanswered = 1), by day and
+-- The question of each AI answer that found nothing (messages.unanswered = 1), by time and
 -- normalised text (the analytics' most frequent unanswered questions). It goes with its
 -- answer, so deleting a conversation forgets its questions.
 CREATE TABLE unanswered_questions (
     message_id   TEXT PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE,
     agent_id     TEXT NOT NULL,
-    day          TEXT NOT NULL,               -- YYYY-MM-DD, UTC
+    asked_at     TEXT NOT NULL,               -- when the answer was given
     question_key TEXT NOT NULL,               -- the question's words, lower-cased
     question     TEXT NOT NULL                -- as asked (its first 300 characters)
 );
-CREATE INDEX unanswered_questions_agent ON unanswered_questions(agent_id, day, question_key);
+CREATE INDEX unanswered_questions_agent ON unanswered_questions(agent_id, asked_at);
 
 -- Per agent, UTC day and trigger: widget events (fired, converted), conversations started
 -- from the trigger and forms submitted from it. Written by the store with the rows they

@@ -55,9 +55,9 @@ class TriggerFigures(ResponseModel):
 
 
 class UnansweredQuestion(ResponseModel):
-    question: str = Field(description="one of the ways it was asked")
+    question: str = Field(description="the latest way it was asked")
     count: int
-    last_asked_on: str
+    last_asked_at: str
 
 
 class AgentAnalytics(ResponseModel):

@@ -543,11 +543,11 @@ CREATE INDEX curated_answers_team ON curated_answers(team_id);
 CREATE TABLE unanswered_questions (
     message_id   TEXT PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE,
     agent_id     TEXT NOT NULL,
-    day          TEXT NOT NULL,
+    asked_at     TEXT NOT NULL,
     question_key TEXT NOT NULL,
     question     TEXT NOT NULL
 );
-CREATE INDEX unanswered_questions_agent ON unanswered_questions(agent_id, day, question_key);
+CREATE INDEX unanswered_questions_agent ON unanswered_questions(agent_id, asked_at);
 
 CREATE TABLE trigger_daily (
     agent_id      TEXT NOT NULL,

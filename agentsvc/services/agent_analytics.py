@@ -71,7 +71,10 @@ async def agent_analytics(
     lo, hi = first.isoformat(), last.isoformat()
     agent_days = {d.day: d for d in await store.agent_days(db.reader, agent_id, lo, hi)}
     trigger_days = await store.trigger_days(db.reader, agent_id, lo, hi)
-    questions = await store.frequent_unanswered(db.reader, agent_id, lo, hi, TOP_QUESTIONS)
+    after_last = (last + timedelta(days=1)).isoformat()
+    questions = await store.frequent_unanswered(
+        db.reader, agent_id, lo, after_last, TOP_QUESTIONS
+    )
 
     funnel: dict[str, dict[str, int]] = {}
     triggers: dict[str, dict[str, Any]] = {}
@@ -111,7 +114,7 @@ async def agent_analytics(
         "totals": totals,
         "triggers": sorted(triggers.values(), key=lambda t: (-t["fired"], t["triggerId"])),
         "unansweredQuestions": [
-            {"question": q.question, "count": q.asked, "lastAskedOn": q.last_asked_on}
+            {"question": q.question, "count": q.asked, "lastAskedAt": q.last_asked_at}
             for q in questions
         ],
     }

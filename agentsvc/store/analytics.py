@@ -39,7 +39,7 @@ class TriggerDay:
 class FrequentQuestion:
     question: str  # as last asked
     asked: int
-    last_asked_on: str  # YYYY-MM-DD
+    last_asked_at: str
 
 
 def day_of(timestamp: str) -> str:
@@ -75,13 +75,13 @@ async def add_trigger_counts(
 
 
 async def insert_unanswered(
-    tx: Tx, message_id: str, agent_id: str, day: str, question_key: str, question: str
+    tx: Tx, message_id: str, agent_id: str, asked_at: str, question_key: str, question: str
 ) -> None:
-    """Record the question of an AI answer that found nothing."""
+    """Record the question of an AI answer that found nothing (`asked_at`: the answer's time)."""
     await tx.execute(
-        "INSERT INTO unanswered_questions (message_id, agent_id, day, question_key, question)"
-        " VALUES (?, ?, ?, ?, ?)",
-        (message_id, agent_id, day, question_key, question),
+        "INSERT INTO unanswered_questions"
+        " (message_id, agent_id, asked_at, question_key, question) VALUES (?, ?, ?, ?, ?)",
+        (message_id, agent_id, asked_at, question_key, question),
     )
 
 
@@ -106,14 +106,26 @@ async def trigger_days(tx: Tx, agent_id: str, first: str, last: str) -> list[Tri
     return [TriggerDay(*r) for r in rows]
 
 
+# The groups first (same words), the most asked; then each one's latest wording.
+_FREQUENT = """
+SELECT (SELECT u.question FROM unanswered_questions u
+        WHERE u.agent_id = g.agent_id AND u.question_key = g.question_key
+          AND u.asked_at >= ? AND u.asked_at < ?
+        ORDER BY u.asked_at DESC, u.message_id DESC LIMIT 1),
+       g.asked, g.last_asked_at
+FROM (SELECT agent_id, question_key, COUNT(*) AS asked, MAX(asked_at) AS last_asked_at
+      FROM unanswered_questions
+      WHERE agent_id = ? AND asked_at >= ? AND asked_at < ?
+      GROUP BY agent_id, question_key
+      ORDER BY asked DESC, last_asked_at DESC, question_key LIMIT ?) AS g
+ORDER BY g.asked DESC, g.last_asked_at DESC, g.question_key
+"""
+
+
 async def frequent_unanswered(
-    tx: Tx, agent_id: str, first: str, last: str, limit: int
+    tx: Tx, agent_id: str, since: str, before: str, limit: int
 ) -> list[FrequentQuestion]:
-    """The questions asked most often (same words) that AI answers found nothing for."""
-    rows = await tx.fetchall(
-        "SELECT MAX(question), COUNT(*) AS asked, MAX(day) FROM unanswered_questions"
-        " WHERE agent_id = ? AND day >= ? AND day <= ?"
-        " GROUP BY question_key ORDER BY asked DESC, MAX(day) DESC, question_key LIMIT ?",
-        (agent_id, first, last, limit),
-    )
+    """The questions asked most often (same words) that AI answers found nothing for, asked
+    at or after `since` and before `before` (timestamps)."""
+    rows = await tx.fetchall(_FREQUENT, (since, before, agent_id, since, before, limit))
     return [FrequentQuestion(r[0], int(r[1]), r[2]) for r in rows]

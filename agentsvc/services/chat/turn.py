@@ -446,7 +446,7 @@ class TurnRunner:
                     tx,
                     message.id,
                     conv.agent_id,
-                    analytics_store.day_of(now),
+                    now,
                     key,
                     " ".join(turn.question.split())[:QUESTION_CHARS],
                 )
