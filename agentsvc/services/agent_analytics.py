@@ -72,9 +72,7 @@ async def agent_analytics(
     agent_days = {d.day: d for d in await store.agent_days(db.reader, agent_id, lo, hi)}
     trigger_days = await store.trigger_days(db.reader, agent_id, lo, hi)
     after_last = (last + timedelta(days=1)).isoformat()
-    questions = await store.frequent_unanswered(
-        db.reader, agent_id, lo, after_last, TOP_QUESTIONS
-    )
+    questions = await store.frequent_unanswered(db.reader, agent_id, lo, after_last, TOP_QUESTIONS)
 
     funnel: dict[str, dict[str, int]] = {}
     triggers: dict[str, dict[str, Any]] = {}

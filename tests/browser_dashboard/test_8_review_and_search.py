@@ -149,9 +149,7 @@ def test_search_export_review_and_analytics(tab, stack):
     expect(listed).to_contain_text("Yes, for companies.")
     curated.get_by_role("button", name="Delete").click()
     page.get_by_role("dialog").get_by_role("button", name="Delete answer").click()
-    expect(listed.get_by_role("article", name="Curated answer: Do you sell hats?")).to_have_count(
-        0
-    )
+    expect(listed.get_by_role("article", name="Curated answer: Do you sell hats?")).to_have_count(0)
     answers = stack.api("GET", f"/agents/{agent['id']}/answers", key)["data"]
     assert [a["question"] for a in answers] == ["Can I pay by invoice?"]
     # A duplicate question is refused where it was typed.
