@@ -191,7 +191,9 @@ CREATE TABLE conversations (
     first_reply_seconds REAL,
     contact_email TEXT,
     visitor_seen_at TEXT,
-    trigger_id  TEXT                           -- the trigger the chat started from (migration 8)
+    trigger_id  TEXT,                          -- the trigger the chat started from (migration 8)
+    rated_up    INTEGER NOT NULL DEFAULT 0,    -- its answers rated up and down (migration 8,
+    rated_down  INTEGER NOT NULL DEFAULT 0     -- kept by the ratings' triggers)
 );
 CREATE INDEX conversations_agent_created ON conversations(agent_id, created_at, id);
 CREATE INDEX conversations_team ON conversations(team_id);
@@ -199,6 +201,13 @@ CREATE INDEX conversations_agent_status ON conversations(agent_id, status, creat
     WHERE status <> 'bot';
 CREATE INDEX conversations_agent_user ON conversations(agent_id, user_ref, created_at, id)
     WHERE user_ref IS NOT NULL;                -- the userId filter (migration 8)
+-- The rating filter (migration 8): only rated conversations are in these, in list order.
+CREATE INDEX conversations_agent_rated_up ON conversations(agent_id, created_at, id)
+    WHERE rated_up > 0;
+CREATE INDEX conversations_agent_rated_down ON conversations(agent_id, created_at, id)
+    WHERE rated_down > 0;
+CREATE INDEX conversations_agent_rated ON conversations(agent_id, created_at, id)
+    WHERE rated_up > 0 OR rated_down > 0;
 
 -- An assistant message's content is its text; its tool calls (with their results), token
 -- usage and knowledge sources are JSON columns. status: complete, interrupted (client gone,
@@ -612,9 +621,9 @@ CREATE TRIGGER agent_daily_message AFTER INSERT ON messages BEGIN
         rated_down = rated_down + excluded.rated_down;
 END;
 
--- Rated answers (assistant messages) by agent, newest first: the review list and the
--- conversations' rating filter read this instead of every message. Kept by triggers; a
--- rating leaves with its message.
+-- Rated answers (assistant messages) by agent, newest first: the review list reads this
+-- instead of every message. Kept by triggers (which also count each conversation's rated
+-- answers, for the list's rating filter); a rating leaves with its message.
 CREATE TABLE message_ratings (
     message_id      TEXT PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE,
     agent_id        TEXT NOT NULL,
@@ -624,12 +633,22 @@ CREATE TABLE message_ratings (
 );
 CREATE INDEX message_ratings_agent ON message_ratings(agent_id, rating, created_at, message_id);
 CREATE INDEX message_ratings_newest ON message_ratings(agent_id, created_at, message_id);
-CREATE INDEX message_ratings_conversation ON message_ratings(agent_id, rating, conversation_id);
 CREATE TRIGGER message_ratings_insert AFTER INSERT ON messages
 WHEN new.role = 'assistant' AND new.rating IS NOT NULL BEGIN
     INSERT INTO message_ratings (message_id, agent_id, conversation_id, rating, created_at)
     SELECT new.id, c.agent_id, new.conversation_id, new.rating, new.created_at
     FROM conversations AS c WHERE c.id = new.conversation_id;
+    UPDATE conversations SET
+        rated_up = rated_up + (new.rating IS 'up'),
+        rated_down = rated_down + (new.rating IS 'down')
+    WHERE id = new.conversation_id;
+END;
+CREATE TRIGGER message_ratings_delete AFTER DELETE ON messages
+WHEN old.role = 'assistant' AND old.rating IS NOT NULL BEGIN
+    UPDATE conversations SET
+        rated_up = rated_up - (old.rating IS 'up'),
+        rated_down = rated_down - (old.rating IS 'down')
+    WHERE id = old.conversation_id;
 END;
 CREATE TRIGGER message_ratings_update AFTER UPDATE OF rating ON messages
 WHEN new.role = 'assistant' AND new.rating IS NOT old.rating BEGIN
@@ -642,6 +661,10 @@ WHEN new.role = 'assistant' AND new.rating IS NOT old.rating BEGIN
         rated_down = rated_down + (new.rating IS 'down') - (old.rating IS 'down')
     WHERE agent_id = (SELECT agent_id FROM conversations WHERE id = new.conversation_id)
       AND day = substr(new.created_at, 1, 10);
+    UPDATE conversations SET
+        rated_up = rated_up + (new.rating IS 'up') - (old.rating IS 'up'),
+        rated_down = rated_down + (new.rating IS 'down') - (old.rating IS 'down')
+    WHERE id = new.conversation_id;
 END;
 
 -- Answers the team wrote for questions visitors ask (POST /agents/:id/answers). A visitor's

@@ -213,8 +213,16 @@ MIGRATIONS: list[str] = [
     ALTER TABLE conversations ADD COLUMN trigger_id TEXT;
     ALTER TABLE messages ADD COLUMN unanswered INTEGER;
     ALTER TABLE form_submissions ADD COLUMN trigger_id TEXT;
+    ALTER TABLE conversations ADD COLUMN rated_up INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE conversations ADD COLUMN rated_down INTEGER NOT NULL DEFAULT 0;
     CREATE INDEX conversations_agent_user ON conversations(agent_id, user_ref, created_at, id)
         WHERE user_ref IS NOT NULL;
+    CREATE INDEX conversations_agent_rated_up ON conversations(agent_id, created_at, id)
+        WHERE rated_up > 0;
+    CREATE INDEX conversations_agent_rated_down ON conversations(agent_id, created_at, id)
+        WHERE rated_down > 0;
+    CREATE INDEX conversations_agent_rated ON conversations(agent_id, created_at, id)
+        WHERE rated_up > 0 OR rated_down > 0;
     -- Full text of every message, for the conversation search: a contentless FTS5 table keyed by
     -- the message's rowid, with hex(agent_id) as a scope token (like passages_fts) so a search
     -- ranks only that agent's messages. A contentless table forgets a row only when told its
@@ -286,9 +294,9 @@ MIGRATIONS: list[str] = [
             rated_down = rated_down + excluded.rated_down;
     END;
 
-    -- Rated answers (assistant messages) by agent, newest first: the review list and the
-    -- conversations' rating filter read this instead of every message. Kept by triggers; a
-    -- rating leaves with its message.
+    -- Rated answers (assistant messages) by agent, newest first: the review list reads this
+    -- instead of every message. Kept by triggers (which also count each conversation's rated
+    -- answers, for the list's rating filter); a rating leaves with its message.
     CREATE TABLE message_ratings (
         message_id      TEXT PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE,
         agent_id        TEXT NOT NULL,
@@ -298,12 +306,22 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX message_ratings_agent ON message_ratings(agent_id, rating, created_at, message_id);
     CREATE INDEX message_ratings_newest ON message_ratings(agent_id, created_at, message_id);
-    CREATE INDEX message_ratings_conversation ON message_ratings(agent_id, rating, conversation_id);
     CREATE TRIGGER message_ratings_insert AFTER INSERT ON messages
     WHEN new.role = 'assistant' AND new.rating IS NOT NULL BEGIN
         INSERT INTO message_ratings (message_id, agent_id, conversation_id, rating, created_at)
         SELECT new.id, c.agent_id, new.conversation_id, new.rating, new.created_at
         FROM conversations AS c WHERE c.id = new.conversation_id;
+        UPDATE conversations SET
+            rated_up = rated_up + (new.rating IS 'up'),
+            rated_down = rated_down + (new.rating IS 'down')
+        WHERE id = new.conversation_id;
+    END;
+    CREATE TRIGGER message_ratings_delete AFTER DELETE ON messages
+    WHEN old.role = 'assistant' AND old.rating IS NOT NULL BEGIN
+        UPDATE conversations SET
+            rated_up = rated_up - (old.rating IS 'up'),
+            rated_down = rated_down - (old.rating IS 'down')
+        WHERE id = old.conversation_id;
     END;
     CREATE TRIGGER message_ratings_update AFTER UPDATE OF rating ON messages
     WHEN new.role = 'assistant' AND new.rating IS NOT old.rating BEGIN
@@ -316,6 +334,10 @@ MIGRATIONS: list[str] = [
             rated_down = rated_down + (new.rating IS 'down') - (old.rating IS 'down')
         WHERE agent_id = (SELECT agent_id FROM conversations WHERE id = new.conversation_id)
           AND day = substr(new.created_at, 1, 10);
+        UPDATE conversations SET
+            rated_up = rated_up + (new.rating IS 'up') - (old.rating IS 'up'),
+            rated_down = rated_down + (new.rating IS 'down') - (old.rating IS 'down')
+        WHERE id = new.conversation_id;
     END;
 
     -- Answers the team wrote for questions visitors ask (POST /agents/:id/answers). A visitor's
@@ -372,6 +394,12 @@ MIGRATIONS: list[str] = [
         SELECT m.id, c.agent_id, m.conversation_id, m.rating, m.created_at
         FROM messages AS m JOIN conversations AS c ON c.id = m.conversation_id
         WHERE m.role = 'assistant' AND m.rating IS NOT NULL;
+    UPDATE conversations SET
+        rated_up = (SELECT COUNT(*) FROM messages AS m WHERE m.conversation_id = conversations.id
+                    AND m.role = 'assistant' AND m.rating = 'up'),
+        rated_down = (SELECT COUNT(*) FROM messages AS m WHERE m.conversation_id = conversations.id
+                      AND m.role = 'assistant' AND m.rating = 'down')
+    WHERE id IN (SELECT conversation_id FROM messages WHERE rating IS NOT NULL);
     INSERT INTO agent_daily (agent_id, day, conversations)
         SELECT agent_id, substr(created_at, 1, 10), COUNT(*) FROM conversations
         WHERE true GROUP BY agent_id, substr(created_at, 1, 10);

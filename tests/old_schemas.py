@@ -18,12 +18,21 @@ SCHEMA_8_SECTION = _CURRENT[
 UNDO_8 = [
     (
         "    visitor_seen_at TEXT,\n"
-        "    trigger_id  TEXT                           -- the trigger the chat started from (migration 8)\n);",
+        "    trigger_id  TEXT,                          -- the trigger the chat started from (migration 8)\n"
+        "    rated_up    INTEGER NOT NULL DEFAULT 0,    -- its answers rated up and down (migration 8,\n"
+        "    rated_down  INTEGER NOT NULL DEFAULT 0     -- kept by the ratings' triggers)\n);",
         "    visitor_seen_at TEXT\n);",
     ),
     (
         "CREATE INDEX conversations_agent_user ON conversations(agent_id, user_ref, created_at, id)\n"
-        "    WHERE user_ref IS NOT NULL;                -- the userId filter (migration 8)\n",
+        "    WHERE user_ref IS NOT NULL;                -- the userId filter (migration 8)\n"
+        "-- The rating filter (migration 8): only rated conversations are in these, in list order.\n"
+        "CREATE INDEX conversations_agent_rated_up ON conversations(agent_id, created_at, id)\n"
+        "    WHERE rated_up > 0;\n"
+        "CREATE INDEX conversations_agent_rated_down ON conversations(agent_id, created_at, id)\n"
+        "    WHERE rated_down > 0;\n"
+        "CREATE INDEX conversations_agent_rated ON conversations(agent_id, created_at, id)\n"
+        "    WHERE rated_up > 0 OR rated_down > 0;\n",
         "",
     ),
     (

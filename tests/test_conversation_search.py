@@ -94,10 +94,31 @@ async def test_rating_day_and_user_filters(client, auth):
             headers=auth,
         )
         assert resp.status == 200
-    assert ids(await listed(client, auth, agent["id"], rating="up")) == [liked]
+    up = await listed(client, auth, agent["id"], rating="up")
+    assert ids(up) == [liked] and up["data"][0]["ratings"] == {"up": 1, "down": 0}
     assert ids(await listed(client, auth, agent["id"], rating="down")) == [disliked]
     assert set(ids(await listed(client, auth, agent["id"], rating="any"))) == {liked, disliked}
     assert ids(await listed(client, auth, agent["id"], userId="u-42")) == [plain]
+    # A rating changed moves the conversation from one filter to the other.
+    answer = next(
+        m
+        for m in (await get_conversation(client, auth, disliked))["messages"]
+        if m["role"] == "assistant"
+    )
+    resp = await client.post(
+        f"/api/v1/conversations/{disliked}/feedback",
+        json={"messageId": answer["id"], "rating": "up"},
+        headers=auth,
+    )
+    assert resp.status == 200
+    assert set(ids(await listed(client, auth, agent["id"], rating="up"))) == {liked, disliked}
+    assert ids(await listed(client, auth, agent["id"], rating="down")) == []
+    resp = await client.post(
+        f"/api/v1/conversations/{disliked}/feedback",
+        json={"messageId": answer["id"], "rating": "down"},
+        headers=auth,
+    )
+    assert resp.status == 200
     assert ids(await listed(client, auth, agent["id"], userId="u-43")) == []
 
     await set_created(client, liked, "2026-01-10T23:59:59.999Z")

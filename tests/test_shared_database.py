@@ -155,11 +155,14 @@ UNDO_POSTGRES_8 = """
 DROP TRIGGER agent_daily_delete ON agents;
 DROP TRIGGER agent_daily_message ON messages;
 DROP TRIGGER agent_daily_conversation ON conversations;
-DROP FUNCTION agent_daily_forget, agent_daily_message_count, agent_daily_conversation_count;
+DROP TRIGGER conversation_ratings ON messages;
+DROP FUNCTION agent_daily_forget, agent_daily_message_count, agent_daily_conversation_count,
+    conversation_ratings_count;
 DROP TABLE agent_daily, message_ratings, curated_answers, unanswered_questions, trigger_daily;
 DROP INDEX messages_search;
 DROP INDEX conversations_agent_user;
-ALTER TABLE conversations DROP COLUMN trigger_id;
+DROP INDEX conversations_agent_rated_up, conversations_agent_rated_down, conversations_agent_rated;
+ALTER TABLE conversations DROP COLUMN trigger_id, DROP COLUMN rated_up, DROP COLUMN rated_down;
 ALTER TABLE messages DROP COLUMN unanswered;
 ALTER TABLE form_submissions DROP COLUMN trigger_id;
 UPDATE schema_info SET version = 7;

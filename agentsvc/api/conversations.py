@@ -59,6 +59,13 @@ STATUS_DESCRIPTION = (
 )
 
 
+class Ratings(ResponseModel):
+    """How many of the conversation's answers are rated up and down."""
+
+    up: int
+    down: int
+
+
 class ConversationSummary(ResponseModel):
     id: str
     agent_id: str
@@ -69,6 +76,7 @@ class ConversationSummary(ResponseModel):
     status: Status = Field(description=STATUS_DESCRIPTION)
     assignee: Assignee | None
     trigger_id: str | None = Field(description="the widget trigger the chat started from")
+    ratings: Ratings
     created_at: str
     updated_at: str
 
@@ -180,6 +188,7 @@ def summary_json(conv: Conversation) -> dict:
     return {
         **_base_json(conv),
         "messageCount": conv.message_count,
+        "ratings": {"up": conv.rated_up, "down": conv.rated_down},
         "createdAt": conv.created_at,
         "updatedAt": conv.updated_at,
     }

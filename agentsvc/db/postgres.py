@@ -75,8 +75,16 @@ POSTGRES_MIGRATIONS: dict[int, str] = {
     ALTER TABLE conversations ADD COLUMN trigger_id TEXT;
     ALTER TABLE messages ADD COLUMN unanswered BIGINT;
     ALTER TABLE form_submissions ADD COLUMN trigger_id TEXT;
+    ALTER TABLE conversations ADD COLUMN rated_up BIGINT NOT NULL DEFAULT 0;
+    ALTER TABLE conversations ADD COLUMN rated_down BIGINT NOT NULL DEFAULT 0;
     CREATE INDEX conversations_agent_user ON conversations(agent_id, user_ref, created_at, id)
         WHERE user_ref IS NOT NULL;
+    CREATE INDEX conversations_agent_rated_up ON conversations(agent_id, created_at, id)
+        WHERE rated_up > 0;
+    CREATE INDEX conversations_agent_rated_down ON conversations(agent_id, created_at, id)
+        WHERE rated_down > 0;
+    CREATE INDEX conversations_agent_rated ON conversations(agent_id, created_at, id)
+        WHERE rated_up > 0 OR rated_down > 0;
     CREATE INDEX messages_search ON messages USING GIN (to_tsvector('english'::regconfig, content));
     CREATE TABLE agent_daily (
         agent_id         TEXT NOT NULL,
@@ -99,7 +107,6 @@ POSTGRES_MIGRATIONS: dict[int, str] = {
     );
     CREATE INDEX message_ratings_agent ON message_ratings(agent_id, rating, created_at, message_id);
     CREATE INDEX message_ratings_newest ON message_ratings(agent_id, created_at, message_id);
-    CREATE INDEX message_ratings_conversation ON message_ratings(agent_id, rating, conversation_id);
 
     CREATE TABLE curated_answers (
         id           TEXT PRIMARY KEY,
@@ -193,6 +200,26 @@ POSTGRES_MIGRATIONS: dict[int, str] = {
     CREATE TRIGGER agent_daily_message AFTER INSERT OR UPDATE OF rating ON messages
         FOR EACH ROW EXECUTE FUNCTION agent_daily_message_count();
 
+    -- Each conversation's rated answers (SQLite: in the message_ratings triggers).
+    CREATE FUNCTION conversation_ratings_count() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF TG_OP IN ('UPDATE', 'DELETE') AND OLD.role = 'assistant' AND OLD.rating IS NOT NULL THEN
+            UPDATE conversations SET
+                rated_up = rated_up - (OLD.rating = 'up')::int,
+                rated_down = rated_down - (OLD.rating = 'down')::int
+            WHERE id = OLD.conversation_id;
+        END IF;
+        IF TG_OP IN ('UPDATE', 'INSERT') AND NEW.role = 'assistant' AND NEW.rating IS NOT NULL THEN
+            UPDATE conversations SET
+                rated_up = rated_up + (NEW.rating = 'up')::int,
+                rated_down = rated_down + (NEW.rating = 'down')::int
+            WHERE id = NEW.conversation_id;
+        END IF;
+        RETURN NULL;
+    END $$;
+    CREATE TRIGGER conversation_ratings AFTER INSERT OR UPDATE OF rating OR DELETE ON messages
+        FOR EACH ROW EXECUTE FUNCTION conversation_ratings_count();
+
     CREATE FUNCTION agent_daily_forget() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
         DELETE FROM agent_daily WHERE agent_id = OLD.id;
@@ -206,6 +233,12 @@ POSTGRES_MIGRATIONS: dict[int, str] = {
         SELECT m.id, c.agent_id, m.conversation_id, m.rating, m.created_at
         FROM messages AS m JOIN conversations AS c ON c.id = m.conversation_id
         WHERE m.role = 'assistant' AND m.rating IS NOT NULL;
+    UPDATE conversations AS c SET rated_up = r.up, rated_down = r.down
+    FROM (SELECT conversation_id, COUNT(*) FILTER (WHERE rating = 'up') AS up,
+                 COUNT(*) FILTER (WHERE rating = 'down') AS down
+          FROM messages WHERE role = 'assistant' AND rating IS NOT NULL
+          GROUP BY conversation_id) AS r
+    WHERE c.id = r.conversation_id;
     INSERT INTO agent_daily (agent_id, day, conversations)
         SELECT agent_id, substr(created_at, 1, 10), COUNT(*) FROM conversations
         GROUP BY agent_id, substr(created_at, 1, 10);

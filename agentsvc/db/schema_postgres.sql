@@ -185,7 +185,9 @@ CREATE TABLE conversations (
     first_reply_seconds DOUBLE PRECISION,
     contact_email TEXT,
     visitor_seen_at TEXT,
-    trigger_id  TEXT
+    trigger_id  TEXT,
+    rated_up    BIGINT NOT NULL DEFAULT 0,
+    rated_down  BIGINT NOT NULL DEFAULT 0
 );
 CREATE INDEX conversations_agent_created ON conversations(agent_id, created_at, id);
 CREATE INDEX conversations_team ON conversations(team_id);
@@ -193,6 +195,12 @@ CREATE INDEX conversations_agent_status ON conversations(agent_id, status, creat
     WHERE status <> 'bot';
 CREATE INDEX conversations_agent_user ON conversations(agent_id, user_ref, created_at, id)
     WHERE user_ref IS NOT NULL;
+CREATE INDEX conversations_agent_rated_up ON conversations(agent_id, created_at, id)
+    WHERE rated_up > 0;
+CREATE INDEX conversations_agent_rated_down ON conversations(agent_id, created_at, id)
+    WHERE rated_down > 0;
+CREATE INDEX conversations_agent_rated ON conversations(agent_id, created_at, id)
+    WHERE rated_up > 0 OR rated_down > 0;
 
 CREATE TABLE messages (
     id              TEXT PRIMARY KEY,
@@ -524,7 +532,6 @@ CREATE TABLE message_ratings (
 );
 CREATE INDEX message_ratings_agent ON message_ratings(agent_id, rating, created_at, message_id);
 CREATE INDEX message_ratings_newest ON message_ratings(agent_id, created_at, message_id);
-CREATE INDEX message_ratings_conversation ON message_ratings(agent_id, rating, conversation_id);
 
 CREATE TABLE curated_answers (
     id           TEXT PRIMARY KEY,
@@ -617,6 +624,26 @@ BEGIN
 END $$;
 CREATE TRIGGER agent_daily_message AFTER INSERT OR UPDATE OF rating ON messages
     FOR EACH ROW EXECUTE FUNCTION agent_daily_message_count();
+
+-- Each conversation's rated answers (SQLite: in the message_ratings triggers).
+CREATE FUNCTION conversation_ratings_count() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP IN ('UPDATE', 'DELETE') AND OLD.role = 'assistant' AND OLD.rating IS NOT NULL THEN
+        UPDATE conversations SET
+            rated_up = rated_up - (OLD.rating = 'up')::int,
+            rated_down = rated_down - (OLD.rating = 'down')::int
+        WHERE id = OLD.conversation_id;
+    END IF;
+    IF TG_OP IN ('UPDATE', 'INSERT') AND NEW.role = 'assistant' AND NEW.rating IS NOT NULL THEN
+        UPDATE conversations SET
+            rated_up = rated_up + (NEW.rating = 'up')::int,
+            rated_down = rated_down + (NEW.rating = 'down')::int
+        WHERE id = NEW.conversation_id;
+    END IF;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER conversation_ratings AFTER INSERT OR UPDATE OF rating OR DELETE ON messages
+    FOR EACH ROW EXECUTE FUNCTION conversation_ratings_count();
 
 CREATE FUNCTION agent_daily_forget() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN

@@ -31,6 +31,8 @@ class Conversation:
     contact_email: str | None = None  # left by a visitor outside business hours
     visitor_seen_at: str | None = None  # the visitor's event stream was last open then
     trigger_id: str | None = None  # the widget trigger the chat started from, if any
+    rated_up: int = 0  # its answers rated up, and down (kept by database triggers)
+    rated_down: int = 0
     assignee_name: str | None = None
     message_count: int = 0
 
@@ -63,7 +65,11 @@ _HANDOFF = "status, assignee_id, handoff_at, first_reply_seconds, contact_email,
 # A conversation's columns (as `c.`) with its assignee's name (the member's name as it is
 # now), in the order of the Conversation record.
 SELECT_COLUMNS = (
-    ", ".join("c." + c.strip() for c in f"{_CONV}, {_HANDOFF}, trigger_id".split(",")) + ", u.name"
+    ", ".join(
+        "c." + c.strip()
+        for c in f"{_CONV}, {_HANDOFF}, trigger_id, rated_up, rated_down".split(",")
+    )
+    + ", u.name"
 )
 ASSIGNEE_JOIN = "LEFT JOIN users u ON u.id = c.assignee_id"
 _SELECT = f"SELECT {SELECT_COLUMNS} FROM conversations c {ASSIGNEE_JOIN}"
