@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
 from agentsvc import keys
@@ -25,12 +25,21 @@ Question = Annotated[str, Field(min_length=1, max_length=MAX_QUESTION_CHARS, pat
 AnswerText = Annotated[str, Field(min_length=1, max_length=MAX_ANSWER_CHARS, pattern=r"\S")]
 
 
+# Python's regular expressions, as the service's question keys use: "a letter or digit" means
+# the same to the check, to the key and to clients generating values from the document.
+PYTHON_PATTERNS = ConfigDict(regex_engine="python-re")
+
+
 class AnswerCreate(RequestModel):
+    model_config = PYTHON_PATTERNS
+
     question: Question = Field(description="the visitor question this answers")
     answer: AnswerText = Field(description="the answer, given word for word by builtin agents")
 
 
 class AnswerPatch(RequestModel):
+    model_config = PYTHON_PATTERNS
+
     question: Question | SkipJsonSchema[None] = None
     answer: AnswerText | SkipJsonSchema[None] = None
 
