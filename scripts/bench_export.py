@@ -223,6 +223,7 @@ def main() -> int:
     args = parser.parse_args()
     if args.database:
         os.environ["BENCH_DATABASE_URL"] = args.database
+        os.environ.setdefault("AGENTSVC_SERVER_SECRET_KEY", "bench")  # as bench_all does
         benchlib.DATABASE_URL = args.database
     figures: dict[str, object] = {}
     violations: list[str] = []

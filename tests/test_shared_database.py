@@ -153,11 +153,12 @@ async def test_a_periodic_job_is_claimed_by_one_process_per_period(tmp_path):
 # What migration 8 added (search, feedback, curated answers, daily figures), taken away again.
 UNDO_POSTGRES_8 = """
 DROP TRIGGER agent_daily_delete ON agents;
-DROP TRIGGER agent_daily_message ON messages;
+DROP TRIGGER agent_daily_messages ON messages;
 DROP TRIGGER agent_daily_conversation ON conversations;
-DROP TRIGGER conversation_ratings ON messages;
-DROP FUNCTION agent_daily_forget, agent_daily_message_count, agent_daily_conversation_count,
-    conversation_ratings_count;
+DROP TRIGGER message_rating_change ON messages;
+DROP TRIGGER message_rating_delete ON messages;
+DROP FUNCTION agent_daily_forget, agent_daily_messages_added, agent_daily_conversations_added,
+    message_rating_changed, message_rating_removed;
 DROP TABLE agent_daily, message_ratings, curated_answers, unanswered_questions, trigger_daily;
 DROP INDEX messages_search;
 DROP INDEX conversations_agent_user;

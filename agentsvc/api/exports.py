@@ -11,6 +11,7 @@ the connection is cut, so the client sees an incomplete download rather than a s
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator
 from typing import Any, Literal, Protocol
@@ -54,6 +55,7 @@ class SubmissionExportQuery(QueryModel):
 
 class Export(Protocol):
     columns: tuple[str, ...]
+    plain: frozenset[str]  # columns CSV writes as they are (values the service makes)
 
     @property
     def filename(self) -> str: ...
@@ -99,14 +101,35 @@ async def _stream(call: Call, export: Export, fmt: str) -> web.StreamResponse:
         await asyncio.shield(limiter.release(slot))
 
 
+async def _read_ahead(
+    batches: AsyncIterator[list[dict[str, Any]]],
+) -> AsyncIterator[list[dict[str, Any]]]:
+    """The batches, the next one read (in the database's thread or server) while the
+    current one is encoded and written."""
+    pending = asyncio.ensure_future(anext(batches))
+    try:
+        while True:
+            try:
+                batch = await pending
+            except StopAsyncIteration:
+                return
+            pending = asyncio.ensure_future(anext(batches))
+            yield batch
+    finally:
+        if not pending.done():
+            pending.cancel()
+            with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
+                await pending
+
+
 async def _write(response: web.StreamResponse, export: Export, fmt: str) -> None:
     if fmt == "csv":
-        encoder = CsvEncoder(export.columns)
+        encoder = CsvEncoder(export.columns, export.plain)
         await response.write(encoder.header())
-        async for rows in export.batches(flat=True):
+        async for rows in _read_ahead(export.batches(flat=True)):
             await response.write(encoder.rows(rows))
     else:
-        async for rows in export.batches():
+        async for rows in _read_ahead(export.batches()):
             await response.write(jsonl_rows(rows))
 
 

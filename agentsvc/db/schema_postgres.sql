@@ -567,19 +567,62 @@ CREATE TABLE trigger_daily (
     PRIMARY KEY (agent_id, day, trigger_id)
 );
 
-CREATE FUNCTION agent_daily_conversation_count() RETURNS trigger LANGUAGE plpgsql AS $$
+-- The counters of new rows are kept by statement triggers over the rows a statement added
+-- (a transition table): one grouped upsert per statement, however many rows it wrote. A
+-- trigger per row would update one counter row once per message, and in one transaction
+-- (copy-data, a bulk load) PostgreSQL's row versions make that quadratic.
+CREATE FUNCTION agent_daily_conversations_added() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     INSERT INTO agent_daily AS t (agent_id, day, conversations)
-    VALUES (NEW.agent_id, substr(NEW.created_at, 1, 10), 1)
-    ON CONFLICT (agent_id, day) DO UPDATE SET conversations = t.conversations + 1;
+    SELECT agent_id, substr(created_at, 1, 10), COUNT(*) FROM added
+    GROUP BY agent_id, substr(created_at, 1, 10)
+    ON CONFLICT (agent_id, day) DO UPDATE SET
+        conversations = t.conversations + EXCLUDED.conversations;
     RETURN NULL;
 END $$;
 CREATE TRIGGER agent_daily_conversation AFTER INSERT ON conversations
-    FOR EACH ROW EXECUTE FUNCTION agent_daily_conversation_count();
+    REFERENCING NEW TABLE AS added
+    FOR EACH STATEMENT EXECUTE FUNCTION agent_daily_conversations_added();
 
--- A message's counts and rating (SQLite: agent_daily_message, message_ratings_insert and
--- message_ratings_update).
-CREATE FUNCTION agent_daily_message_count() RETURNS trigger LANGUAGE plpgsql AS $$
+-- New messages: the day's counts, rated answers and each conversation's ratings (SQLite:
+-- agent_daily_message and message_ratings_insert).
+CREATE FUNCTION agent_daily_messages_added() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO agent_daily AS t
+        (agent_id, day, visitor_messages, answers, unanswered, rated_up, rated_down)
+    SELECT c.agent_id, substr(m.created_at, 1, 10),
+           COUNT(*) FILTER (WHERE m.role = 'user'),
+           COUNT(*) FILTER (WHERE m.role = 'assistant' AND m.author_id IS NULL),
+           COALESCE(SUM(m.unanswered), 0),
+           COUNT(*) FILTER (WHERE m.role = 'assistant' AND m.rating = 'up'),
+           COUNT(*) FILTER (WHERE m.role = 'assistant' AND m.rating = 'down')
+    FROM added AS m JOIN conversations AS c ON c.id = m.conversation_id
+    GROUP BY c.agent_id, substr(m.created_at, 1, 10)
+    ON CONFLICT (agent_id, day) DO UPDATE SET
+        visitor_messages = t.visitor_messages + EXCLUDED.visitor_messages,
+        answers = t.answers + EXCLUDED.answers,
+        unanswered = t.unanswered + EXCLUDED.unanswered,
+        rated_up = t.rated_up + EXCLUDED.rated_up,
+        rated_down = t.rated_down + EXCLUDED.rated_down;
+    INSERT INTO message_ratings (message_id, agent_id, conversation_id, rating, created_at)
+    SELECT m.id, c.agent_id, m.conversation_id, m.rating, m.created_at
+    FROM added AS m JOIN conversations AS c ON c.id = m.conversation_id
+    WHERE m.role = 'assistant' AND m.rating IS NOT NULL;
+    UPDATE conversations AS c
+    SET rated_up = c.rated_up + r.up, rated_down = c.rated_down + r.down
+    FROM (SELECT conversation_id, COUNT(*) FILTER (WHERE rating = 'up') AS up,
+                 COUNT(*) FILTER (WHERE rating = 'down') AS down
+          FROM added WHERE role = 'assistant' AND rating IS NOT NULL
+          GROUP BY conversation_id) AS r
+    WHERE c.id = r.conversation_id;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER agent_daily_messages AFTER INSERT ON messages
+    REFERENCING NEW TABLE AS added
+    FOR EACH STATEMENT EXECUTE FUNCTION agent_daily_messages_added();
+
+-- A rating given or changed (one message at a time; SQLite: message_ratings_update).
+CREATE FUNCTION message_rating_changed() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     agent TEXT;
 BEGIN
@@ -587,63 +630,42 @@ BEGIN
     IF agent IS NULL THEN
         RETURN NULL;
     END IF;
-    IF TG_OP = 'INSERT' THEN
-        INSERT INTO agent_daily AS t
-            (agent_id, day, visitor_messages, answers, unanswered, rated_up, rated_down)
-        VALUES (agent, substr(NEW.created_at, 1, 10), (NEW.role = 'user')::int,
-                (NEW.role = 'assistant' AND NEW.author_id IS NULL)::int,
-                coalesce(NEW.unanswered, 0),
-                (NEW.role = 'assistant' AND NEW.rating IS NOT DISTINCT FROM 'up')::int,
-                (NEW.role = 'assistant' AND NEW.rating IS NOT DISTINCT FROM 'down')::int)
-        ON CONFLICT (agent_id, day) DO UPDATE SET
-            visitor_messages = t.visitor_messages + EXCLUDED.visitor_messages,
-            answers = t.answers + EXCLUDED.answers,
-            unanswered = t.unanswered + EXCLUDED.unanswered,
-            rated_up = t.rated_up + EXCLUDED.rated_up,
-            rated_down = t.rated_down + EXCLUDED.rated_down;
-        IF NEW.role = 'assistant' AND NEW.rating IS NOT NULL THEN
-            INSERT INTO message_ratings
-                (message_id, agent_id, conversation_id, rating, created_at)
-            VALUES (NEW.id, agent, NEW.conversation_id, NEW.rating, NEW.created_at);
-        END IF;
-    ELSIF NEW.role = 'assistant' AND NEW.rating IS DISTINCT FROM OLD.rating THEN
-        DELETE FROM message_ratings WHERE message_id = OLD.id;
-        IF NEW.rating IS NOT NULL THEN
-            INSERT INTO message_ratings
-                (message_id, agent_id, conversation_id, rating, created_at)
-            VALUES (NEW.id, agent, NEW.conversation_id, NEW.rating, NEW.created_at);
-        END IF;
-        UPDATE agent_daily SET
-            rated_up = rated_up + (NEW.rating IS NOT DISTINCT FROM 'up')::int
-                - (OLD.rating IS NOT DISTINCT FROM 'up')::int,
-            rated_down = rated_down + (NEW.rating IS NOT DISTINCT FROM 'down')::int
-                - (OLD.rating IS NOT DISTINCT FROM 'down')::int
-        WHERE agent_id = agent AND day = substr(NEW.created_at, 1, 10);
+    DELETE FROM message_ratings WHERE message_id = OLD.id;
+    IF NEW.rating IS NOT NULL THEN
+        INSERT INTO message_ratings (message_id, agent_id, conversation_id, rating, created_at)
+        VALUES (NEW.id, agent, NEW.conversation_id, NEW.rating, NEW.created_at);
     END IF;
+    UPDATE agent_daily SET
+        rated_up = rated_up + (NEW.rating IS NOT DISTINCT FROM 'up')::int
+            - (OLD.rating IS NOT DISTINCT FROM 'up')::int,
+        rated_down = rated_down + (NEW.rating IS NOT DISTINCT FROM 'down')::int
+            - (OLD.rating IS NOT DISTINCT FROM 'down')::int
+    WHERE agent_id = agent AND day = substr(NEW.created_at, 1, 10);
+    UPDATE conversations SET
+        rated_up = rated_up + (NEW.rating IS NOT DISTINCT FROM 'up')::int
+            - (OLD.rating IS NOT DISTINCT FROM 'up')::int,
+        rated_down = rated_down + (NEW.rating IS NOT DISTINCT FROM 'down')::int
+            - (OLD.rating IS NOT DISTINCT FROM 'down')::int
+    WHERE id = NEW.conversation_id;
     RETURN NULL;
 END $$;
-CREATE TRIGGER agent_daily_message AFTER INSERT OR UPDATE OF rating ON messages
-    FOR EACH ROW EXECUTE FUNCTION agent_daily_message_count();
+CREATE TRIGGER message_rating_change AFTER UPDATE OF rating ON messages
+    FOR EACH ROW WHEN (NEW.role = 'assistant' AND NEW.rating IS DISTINCT FROM OLD.rating)
+    EXECUTE FUNCTION message_rating_changed();
 
--- Each conversation's rated answers (SQLite: in the message_ratings triggers).
-CREATE FUNCTION conversation_ratings_count() RETURNS trigger LANGUAGE plpgsql AS $$
+-- A rated answer deleted on its own: its conversation counts one rating fewer (SQLite:
+-- message_ratings_delete).
+CREATE FUNCTION message_rating_removed() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    IF TG_OP IN ('UPDATE', 'DELETE') AND OLD.role = 'assistant' AND OLD.rating IS NOT NULL THEN
-        UPDATE conversations SET
-            rated_up = rated_up - (OLD.rating = 'up')::int,
-            rated_down = rated_down - (OLD.rating = 'down')::int
-        WHERE id = OLD.conversation_id;
-    END IF;
-    IF TG_OP IN ('UPDATE', 'INSERT') AND NEW.role = 'assistant' AND NEW.rating IS NOT NULL THEN
-        UPDATE conversations SET
-            rated_up = rated_up + (NEW.rating = 'up')::int,
-            rated_down = rated_down + (NEW.rating = 'down')::int
-        WHERE id = NEW.conversation_id;
-    END IF;
+    UPDATE conversations SET
+        rated_up = rated_up - (OLD.rating = 'up')::int,
+        rated_down = rated_down - (OLD.rating = 'down')::int
+    WHERE id = OLD.conversation_id;
     RETURN NULL;
 END $$;
-CREATE TRIGGER conversation_ratings AFTER INSERT OR UPDATE OF rating OR DELETE ON messages
-    FOR EACH ROW EXECUTE FUNCTION conversation_ratings_count();
+CREATE TRIGGER message_rating_delete AFTER DELETE ON messages
+    FOR EACH ROW WHEN (OLD.role = 'assistant' AND OLD.rating IS NOT NULL)
+    EXECUTE FUNCTION message_rating_removed();
 
 CREATE FUNCTION agent_daily_forget() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN

@@ -18,7 +18,8 @@ from agentsvc.store import conversation_lists
 from agentsvc.store import exports as store
 from agentsvc.store.agents import Agent
 from agentsvc.store.conversation_lists import ConversationFilter
-from agentsvc.store.conversations import Conversation, StoredMessage
+from agentsvc.store.conversations import Conversation
+from agentsvc.store.exports import ExportMessage, sources_of
 
 COLUMNS = (
     "conversationId",
@@ -43,14 +44,31 @@ COLUMNS = (
 )
 
 
-def _author(msg: StoredMessage) -> str:
+# Values the service makes (ids, timestamps, fixed words): written to CSV as they are.
+PLAIN = frozenset(
+    {
+        "conversationId",
+        "status",
+        "triggerId",
+        "conversationCreatedAt",
+        "messageId",
+        "role",
+        "author",
+        "rating",
+        "messageStatus",
+        "messageCreatedAt",
+    }
+)
+
+
+def _author(msg: ExportMessage) -> str:
     if msg.role == "user":
         return "visitor"
     return "ai" if msg.author_id is None else "human"
 
 
-def message_row(conv: Conversation, msg: StoredMessage) -> dict[str, Any]:
-    """One exported row: the conversation's fields, then the message's."""
+def conversation_fields(conv: Conversation) -> dict[str, Any]:
+    """The conversation's part of each of its rows."""
     has_user = conv.user_ref is not None or conv.user_email is not None or conv.user_name
     return {
         "conversationId": conv.id,
@@ -62,14 +80,21 @@ def message_row(conv: Conversation, msg: StoredMessage) -> dict[str, Any]:
         "status": conv.status,
         "triggerId": conv.trigger_id,
         "conversationCreatedAt": conv.created_at,
+    }
+
+
+def message_row(conversation: dict[str, Any], msg: ExportMessage) -> dict[str, Any]:
+    """One exported row: the conversation's fields, then the message's."""
+    return {
+        **conversation,
         "messageId": msg.id,
         "role": msg.role,
         "author": _author(msg),
         "authorName": msg.author_name,
         "content": msg.content,
         "rating": msg.rating,
-        "unanswered": msg.unanswered,
-        "sources": msg.sources,
+        "unanswered": None if msg.unanswered is None else bool(msg.unanswered),
+        "sources": sources_of(msg) if msg.sources is not None else None,
         "messageStatus": msg.status,
         "messageCreatedAt": msg.created_at,
     }
@@ -79,6 +104,7 @@ class ConversationExport:
     """The rows of one export, produced batch by batch (`batches`)."""
 
     columns = COLUMNS
+    plain = PLAIN
 
     def __init__(self, db: Database, agent: Agent, flt: ConversationFilter | None, batch_rows: int):
         self._db = db
@@ -123,17 +149,22 @@ class ConversationExport:
             after = (page[-1].created_at, page[-1].id)
 
     async def _rows(self, group: list[Conversation]) -> list[dict[str, Any]]:
-        by_conversation: dict[str, list[StoredMessage]] = {c.id: [] for c in group}
+        by_conversation: dict[str, list[ExportMessage]] = {c.id: [] for c in group}
         for msg in await store.messages_of(self._db.reader, list(by_conversation)):
             by_conversation[msg.conversation_id].append(msg)
-        return [message_row(conv, msg) for conv in group for msg in by_conversation[conv.id]]
+        rows = []
+        for conv in group:
+            fields = conversation_fields(conv)
+            rows += [message_row(fields, msg) for msg in by_conversation[conv.id]]
+        return rows
 
     async def _long(self, conv: Conversation) -> AsyncIterator[list[dict[str, Any]]]:
         after: tuple[str, int] | None = None
+        fields = conversation_fields(conv)
         while True:
             part, after = await store.messages_part(self._db.reader, conv.id, after, self._batch)
             if part:
-                yield [message_row(conv, msg) for msg in part]
+                yield [message_row(fields, msg) for msg in part]
             if len(part) < self._batch:
                 return
 

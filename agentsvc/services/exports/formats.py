@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
+from operator import itemgetter
 from typing import Any
 
 import orjson
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+_FORMULA_CHARS = frozenset(FORMULA_STARTS)
 MEDIA_TYPES = {"csv": "text/csv; charset=utf-8", "jsonl": "application/x-ndjson"}
 
 
@@ -37,10 +39,17 @@ def csv_cell(value: Any) -> str:
 
 
 class CsvEncoder:
-    """Encodes rows (dicts) as CSV lines under a header of the given columns."""
+    """Encodes rows (dicts) as CSV lines under a header of the given columns.
 
-    def __init__(self, columns: Sequence[str]):
+    `plain` names columns whose values the service makes itself (ids, timestamps, fixed
+    words) and that are text or null: they go as they are. Every other cell goes through
+    `csv_cell` (at ~0.4 µs a cell, the bulk of a CSV export's own time).
+    """
+
+    def __init__(self, columns: Sequence[str], plain: Collection[str] = ()):
         self.columns = tuple(columns)
+        self._checked = [i for i, c in enumerate(self.columns) if c not in plain]
+        self._get = itemgetter(*self.columns) if len(self.columns) > 1 else None
         self._buffer = io.StringIO()
         self._writer = csv.writer(self._buffer, lineterminator="\r\n")
 
@@ -48,8 +57,23 @@ class CsvEncoder:
         return self._lines([list(self.columns)])
 
     def rows(self, rows: Iterable[dict[str, Any]]) -> bytes:
-        columns = self.columns
-        return self._lines([csv_cell(row.get(c)) for c in columns] for row in rows)
+        columns, checked, get = self.columns, self._checked, self._get
+        lines = []
+        for row in rows:
+            try:
+                cells = list(get(row)) if get else [row[columns[0]]]
+            except KeyError:  # a row without some column (a form field left out)
+                cells = [row.get(c) for c in columns]
+            # csv writes None as an empty cell; text is the common case, checked inline.
+            for i in checked:
+                value = cells[i]
+                if value.__class__ is str:
+                    if value and value[0] in _FORMULA_CHARS:
+                        cells[i] = "'" + value
+                elif value is not None:
+                    cells[i] = csv_cell(value)
+            lines.append(cells)
+        return self._lines(lines)
 
     def _lines(self, rows: Iterable[list[str]]) -> bytes:
         self._writer.writerows(rows)

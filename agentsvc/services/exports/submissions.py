@@ -33,6 +33,11 @@ COLUMNS = (
     "updatedAt",
     "formData",
 )
+# Values the service makes (ids, timestamps, fixed words): written to CSV as they are.
+PLAIN = frozenset(
+    {"submissionId", "toolId", "agentId", "triggerId", "status", "executionMode", "createdAt",
+     "updatedAt"}
+)  # fmt: skip
 FIELD_PREFIX = "formData."
 MAX_BATCH = 200  # submissions per read: a form's data can be large
 
@@ -78,6 +83,7 @@ class SubmissionExport:
         self._db = db
         self.agent = agent
         self.columns = (*COLUMNS, *(FIELD_PREFIX + name for name in fields))
+        self.plain = PLAIN
         self._status = status
         self._tool_id = tool_id
         self._batch = min(batch_rows, MAX_BATCH)
