@@ -221,3 +221,32 @@ async def test_a_team_runs_a_limited_number_of_exports_at_once(make_client):
     resp.close()  # the client goes away at once
     await asyncio.sleep(0.05)
     await download(client, auth, f"/api/v1/form-submissions/export?agentId={agent['id']}")
+
+
+def test_the_csv_encoder_writes_what_the_csv_module_would():
+    """Hand-written CSV, checked against Python's csv module on awkward values (after the
+    same defusing), and read back by it."""
+    from agentsvc.services.exports.formats import CsvEncoder, csv_cell
+
+    columns = ["id", "text", "flag", "data", "number"]
+    values = [
+        'plain', 'a "quoted" word', "comma, here", "line\nbreak", "carriage\rreturn",
+        "crlf\r\nend", "=1+1", "+49 30", "-minus", "@user", "\ttab", "", "ünïcödé 東京 🙂",
+        '"', ",", "'quote first", " spaced ", "trailing,",
+    ]  # fmt: skip
+    rows = [
+        {"id": f"id_{n}", "text": v, "flag": n % 2 == 0, "data": {"k": v}, "number": -n}
+        for n, v in enumerate(values)
+    ] + [{"id": "id_x", "text": None, "flag": None, "data": None, "number": None}]
+    encoded = CsvEncoder(columns, plain={"id"}).rows(rows)
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\r\n").writerows(
+        [[row["id"] or ""] + [csv_cell(row[c]) for c in columns[1:]] for row in rows]
+    )
+    assert encoded == buffer.getvalue().encode()
+    back = list(csv.reader(io.StringIO(encoded.decode(), newline="")))
+    assert [r[1] for r in back[:-1]] == [
+        ("'" + v if v[:1] in ("=", "+", "-", "@", "\t", "\r") else v) for v in values
+    ]
+    assert back[0][2:] == ["true", '{"k":"plain"}', "0"] and back[1][4] == "-1"  # numbers kept
+    assert back[-1] == ["id_x", "", "", "", ""]
