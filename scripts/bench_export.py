@@ -157,6 +157,32 @@ async def fill_postgres(url: str, agent_id: str, messages: int, per: int) -> flo
     return time.monotonic() - started
 
 
+# (name, query) of the list filters timed after the exports.
+SEARCHES = [
+    ("q=refunds (a word in over half of the messages)", "q=refunds"),
+    ("q=jacket blue (every word, a third)", "q=jacket%20blue"),
+    ("q=ship 4242 (one conversation)", "q=ship%204242"),
+    ("from/to (the day of every conversation)", "from=2026-01-01&to=2026-01-01"),
+    ("rating=down (none rated)", "rating=down"),
+    ("no filter, cursor-less first page", "limit=20"),
+]
+
+
+async def timed_get(url: str, headers: dict[str, str], samples: int) -> tuple[float, float]:
+    """p50 and p99 in ms of sequential GETs (after two warm-ups)."""
+    times = []
+    async with aiohttp.ClientSession(headers=headers) as session:
+        for n in range(samples + 2):
+            started = time.perf_counter()
+            async with session.get(url) as resp:
+                if resp.status != 200:
+                    raise RuntimeError(f"{url}: {resp.status} {await resp.text()}")
+                await resp.read()
+            if n >= 2:
+                times.append((time.perf_counter() - started) * 1000)
+    return benchlib.percentile(times, 50), benchlib.percentile(times, 99)
+
+
 class RssSampler:
     """Samples a process's RSS every 5 ms on a thread; `peak` is the highest sample."""
 
@@ -224,6 +250,7 @@ def main() -> int:
     parser.add_argument("--per-conversation", type=int, default=2)
     parser.add_argument("--formats", default="csv,jsonl")
     parser.add_argument("--runs", type=int, default=3, help="downloads per format")
+    parser.add_argument("--samples", type=int, default=30, help="requests per list filter")
     parser.add_argument("--database", default="", help="a PostgreSQL URL (default: SQLite)")
     args = parser.parse_args()
     if args.database:
@@ -288,6 +315,11 @@ def main() -> int:
             if growth >= TARGET_RSS_MB:
                 violations.append(f"{fmt}: RSS grew {growth:.1f} MB")
         figures["server RSS"] = f"{benchlib.rss_mb(pid):.0f} MB after the exports"
+        # The list's filters on the same data, one request at a time.
+        lists = f"{base}/api/v1/conversations?agentId={agent_id}"
+        for name, query in SEARCHES:
+            p50, p99 = asyncio.run(timed_get(f"{lists}&{query}", headers, args.samples))
+            figures[f"list {name}"] = f"p50 {p50:.1f} ms, p99 {p99:.1f} ms"
         figures["load average"] = " ".join(f"{x:.1f}" for x in os.getloadavg())
         raw = raw_stream_rate(args.messages, line_bytes)
         figures["raw aiohttp stream, same lines"] = f"{raw:,.0f} rows/s (the transport's ceiling)"

@@ -250,3 +250,14 @@ def test_the_csv_encoder_writes_what_the_csv_module_would():
     ]
     assert back[0][2:] == ["true", '{"k":"plain"}', "0"] and back[1][4] == "-1"  # numbers kept
     assert back[-1] == ["id_x", "", "", "", ""]
+
+
+async def test_the_export_paths_are_their_own_resources(client, auth):
+    """`/conversations/export` is never taken for a conversation id: other methods are told
+    the download's own `Allow`."""
+    for path in ("/api/v1/conversations/export", "/api/v1/form-submissions/export"):
+        resp = await client.delete(path, headers=auth)
+        await assert_error(resp, 405, "METHOD_NOT_ALLOWED")
+        assert resp.headers["Allow"] == "GET"
+    resp = await client.delete("/api/v1/conversations/conv_missing", headers=auth)
+    await assert_error(resp, 404, "NOT_FOUND", "Conversation not found")

@@ -18,6 +18,10 @@ from agentsvc.store.conversations import Conversation, StoredMessage
 
 routes = RouteTable("conversations")
 
+# One conversation: any id but `export` (GET /conversations/export is the download), so
+# the fixed path is never taken for an id and `Allow` lists each resource's own methods.
+ONE_CONVERSATION = "/conversations/{id:(?!export$)[^/]+}"
+
 SESSION_HEADER = "X-Session-Id"
 
 
@@ -272,7 +276,7 @@ async def list_conversations(call: Call):
     )
 
 
-@routes.get("/conversations/{id}", response=ConversationOut, envelope=True, errors=(404,))
+@routes.get(ONE_CONVERSATION, response=ConversationOut, envelope=True, errors=(404,))
 async def get_conversation(call: Call):
     """Get a conversation with its messages in order."""
     conv, messages = await conv_service.get_conversation(
@@ -288,7 +292,7 @@ async def get_conversation(call: Call):
     )
 
 
-@routes.delete("/conversations/{id}", response=ConversationDeleted, envelope=True, errors=(404,))
+@routes.delete(ONE_CONVERSATION, response=ConversationDeleted, envelope=True, errors=(404,))
 async def delete_conversation(call: Call):
     """Delete a conversation and its messages."""
     await conv_service.delete_conversation(call.app[keys.db_key], call.team_id, call.params["id"])
