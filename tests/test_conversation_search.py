@@ -281,3 +281,41 @@ async def test_an_upgraded_database_finds_its_earlier_messages(aiohttp_client, t
     # New messages are indexed too, beside the earlier ones.
     await talk(client, bearer(key), "agt_1", "another refund question")
     assert len(ids(await listed(client, bearer(key), "agt_1", q="refund"))) == 2
+
+
+async def test_large_results_count_to_ten_thousand_and_say_so(client, auth):
+    """Past 10,000 conversations a filtered total stops counting (`totalCapped`), and a
+    search looks at its 10,000 newest matching messages."""
+    agent = await new_agent(client, auth)
+    me = await (await client.get("/api/v1/auth/session", headers=auth)).json()
+    team_id = me["data"]["team"]["id"]
+    n = 10_050
+    stamp = [
+        f"2026-02-01T00:{i // 60000 % 60:02d}:{i // 1000 % 60:02d}.{i % 1000:03d}Z"
+        for i in range(n)
+    ]
+    async with client.app[keys.db_key].write() as tx:  # set-up: rows as the service writes them
+        await tx.executemany(
+            "INSERT INTO conversations (id, agent_id, team_id, title, created_at, updated_at)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            [
+                (f"conv_big{i}", agent["id"], team_id, "widget", stamp[i], stamp[i])
+                for i in range(n)
+            ],
+        )
+        await tx.executemany(
+            "INSERT INTO messages (id, conversation_id, role, content, created_at)"
+            " VALUES (?, ?, 'user', ?, ?)",
+            [(f"msg_big{i}", f"conv_big{i}", f"widget {i}", stamp[i]) for i in range(n)],
+        )
+    body = await listed(client, auth, agent["id"], q="widget", limit=1)
+    assert body["pagination"]["total"] == 10_000 and body["pagination"]["totalCapped"] is True
+    assert ids(body) == [f"conv_big{n - 1}"]  # the newest first
+    found = await listed(client, auth, agent["id"], q=f"widget {n - 1}")
+    assert found["pagination"] == {**found["pagination"], "total": 1, "totalCapped": False}
+    # The oldest matches are beyond the 10,000 newest: a narrower search finds them.
+    assert ids(await listed(client, auth, agent["id"], q="widget 3")) == ["conv_big3"]
+    dated = await listed(client, auth, agent["id"], **{"from": "2026-02-01", "to": "2026-02-01"})
+    assert dated["pagination"]["total"] == 10_000 and dated["pagination"]["totalCapped"] is True
+    every = await listed(client, auth, agent["id"])
+    assert every["pagination"]["total"] == n and every["pagination"]["totalCapped"] is False

@@ -46,22 +46,25 @@ def match_expression(agent_id: str, words: tuple[str, ...]) -> str:
     return f'scope : "{scope}" AND content : ({every})'
 
 
-_SQLITE_HITS = """
-    (SELECT DISTINCT m.conversation_id AS id
-     FROM (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?
-           ORDER BY rowid DESC LIMIT ?) AS f
-     JOIN messages AS m ON m.rowid = f.rowid) AS hit
-    CROSS JOIN conversations c ON c.id = hit.id
+# The conversations of the newest MAX_MATCHES messages that match (`matched`, a CTE: a
+# count reads it too), then their conversations: a page never walks every conversation of
+# the agent looking for the ones that match.
+_SQLITE_MATCHED = """
+WITH matched AS (
+    SELECT m.conversation_id
+    FROM (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?
+          ORDER BY rowid DESC LIMIT ?) AS f
+    JOIN messages AS m ON m.rowid = f.rowid)
 """
-_PG_HITS = """
-    (SELECT DISTINCT h.conversation_id AS id
-     FROM (SELECT m.conversation_id FROM messages AS m
-           JOIN conversations AS mc ON mc.id = m.conversation_id
-           WHERE mc.agent_id = ?
-             AND to_tsvector('english'::regconfig, m.content) @@ to_tsquery('english'::regconfig, ?)
-           ORDER BY m.rowid DESC LIMIT ?) AS h) AS hit
-    JOIN conversations c ON c.id = hit.id
+_PG_MATCHED = """
+WITH matched AS (
+    SELECT m.conversation_id FROM messages AS m
+    JOIN conversations AS mc ON mc.id = m.conversation_id
+    WHERE mc.agent_id = ?
+      AND to_tsvector('english'::regconfig, m.content) @@ to_tsquery('english'::regconfig, ?)
+    ORDER BY m.rowid DESC LIMIT ?)
 """
+_HITS = "(SELECT DISTINCT conversation_id AS id FROM matched) AS hit"
 
 
 _RATED = {
@@ -71,20 +74,31 @@ _RATED = {
 }
 
 
-def from_where(tx: Tx, agent_id: str, flt: ConversationFilter) -> tuple[str, str, list[Any]]:
-    """The FROM clause (conversations as `c`), the WHERE clause and their arguments."""
+@dataclass(frozen=True, slots=True)
+class Query:
+    """The parts of a statement over the conversations a filter keeps."""
+
+    with_clause: str  # the matches of a search (`matched`), or ""
+    source: str  # the FROM clause's tables, conversations as `c`
+    where: str
+    args: list[Any]  # in the order they appear: the WITH clause's, then the WHERE clause's
+
+
+def from_where(tx: Tx, agent_id: str, flt: ConversationFilter) -> Query:
+    """The WITH, FROM and WHERE clauses of the conversations a filter keeps."""
     args: list[Any] = []
+    with_clause = ""
+    source = "conversations c"
     if flt.words:
-        # The matching messages first (few), then their conversations: a page never walks
-        # every conversation of the agent looking for the ones that match.
         if tx.dialect == "sqlite":
-            source = _SQLITE_HITS
+            # CROSS JOIN: SQLite keeps the matches as the outer loop.
+            with_clause = _SQLITE_MATCHED
+            source = f"{_HITS} CROSS JOIN conversations c ON c.id = hit.id"
             args += [match_expression(agent_id, flt.words), MAX_MATCHES]
         else:
-            source = _PG_HITS
+            with_clause = _PG_MATCHED
+            source = f"{_HITS} JOIN conversations c ON c.id = hit.id"
             args += [agent_id, " & ".join(flt.words), MAX_MATCHES]
-    else:
-        source = "conversations c"
     where = ["c.agent_id = ?"]
     args.append(agent_id)
     if flt.status is not None:
@@ -107,15 +121,16 @@ def from_where(tx: Tx, agent_id: str, flt: ConversationFilter) -> tuple[str, str
     if flt.user_ref is not None:
         where.append("c.user_ref = ?")
         args.append(flt.user_ref)
-    return source, " AND ".join(where), args
+    return Query(with_clause, source, " AND ".join(where), args)
 
 
-def page_sql(source: str, where: str) -> str:
+def page_sql(query: Query, where: str) -> str:
     """A page of conversations (with message counts), newest first, `LIMIT ? OFFSET ?`."""
     return f"""
+        {query.with_clause}
         SELECT {SELECT_COLUMNS},
                (SELECT COUNT(*) FROM messages AS m WHERE m.conversation_id = c.id)
-        FROM {source} {ASSIGNEE_JOIN}
+        FROM {query.source} {ASSIGNEE_JOIN}
         WHERE {where}
         ORDER BY c.created_at DESC, c.id DESC
         LIMIT ? OFFSET ?
@@ -134,44 +149,28 @@ async def list_for_agent(
     message counts, and whether more follow. With `after` (the (created_at, id) of the last
     one seen), the page starts after it (keyset: any depth costs the same) and `offset` is
     not used. `flt` keeps only the conversations it describes."""
-    source, where, args = from_where(tx, agent_id, flt or ConversationFilter())
+    query = from_where(tx, agent_id, flt or ConversationFilter())
+    where, args = query.where, list(query.args)
     if after is not None:
         where += " AND (c.created_at, c.id) < (?, ?)"
         args += after
         offset = 0
-    rows = await tx.fetchall(page_sql(source, where), (*args, limit + 1, offset))
+    rows = await tx.fetchall(page_sql(query, where), (*args, limit + 1, offset))
     return [Conversation(*r) for r in rows[:limit]], len(rows) > limit
 
 
 async def count_filtered(tx: Tx, agent_id: str, flt: ConversationFilter) -> tuple[int, bool]:
     """The conversations a filter keeps, counted up to COUNT_CAP, and whether it stopped
-    there (a search's matches count as reached when it looked at MAX_MATCHES messages)."""
-    source, where, args = from_where(tx, agent_id, flt)
-    total = int(
-        await tx.fetchval(
-            f"SELECT COUNT(*) FROM (SELECT 1 FROM {source} WHERE {where} LIMIT ?) AS t",
-            (*args, COUNT_CAP + 1),
+    there (a search's count as reached when it looked at MAX_MATCHES messages)."""
+    query = from_where(tx, agent_id, flt)
+    kept = f"SELECT COUNT(*) FROM (SELECT 1 FROM {query.source} WHERE {query.where} LIMIT ?) AS t"
+    if flt.words:
+        # One statement: the matches are read once, for both counts.
+        row = await tx.fetchone(
+            f"{query.with_clause} SELECT (SELECT COUNT(*) FROM matched), ({kept})",
+            (*query.args, COUNT_CAP + 1),
         )
-    )
-    capped = total > COUNT_CAP
-    if flt.words and not capped:
-        capped = await _matches_reach_cap(tx, agent_id, flt.words)
-    return min(total, COUNT_CAP), capped
-
-
-async def _matches_reach_cap(tx: Tx, agent_id: str, words: tuple[str, ...]) -> bool:
-    if tx.dialect == "sqlite":
-        sql = (
-            "SELECT COUNT(*) FROM (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?"
-            " LIMIT ?) AS f"
-        )
-        args: tuple = (match_expression(agent_id, words), MAX_MATCHES)
-    else:
-        sql = (
-            "SELECT COUNT(*) FROM (SELECT 1 FROM messages AS m"
-            " JOIN conversations AS mc ON mc.id = m.conversation_id WHERE mc.agent_id = ?"
-            " AND to_tsvector('english'::regconfig, m.content)"
-            " @@ to_tsquery('english'::regconfig, ?) LIMIT ?) AS f"
-        )
-        args = (agent_id, " & ".join(words), MAX_MATCHES)
-    return int(await tx.fetchval(sql, args)) >= MAX_MATCHES
+        matched, total = int(row[0]), int(row[1])
+        return min(total, COUNT_CAP), total > COUNT_CAP or matched >= MAX_MATCHES
+    total = int(await tx.fetchval(kept, (*query.args, COUNT_CAP + 1)))
+    return min(total, COUNT_CAP), total > COUNT_CAP
