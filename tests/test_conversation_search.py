@@ -290,24 +290,34 @@ async def test_large_results_count_to_ten_thousand_and_say_so(client, auth):
     me = await (await client.get("/api/v1/auth/session", headers=auth)).json()
     team_id = me["data"]["team"]["id"]
     n = 10_050
-    stamp = [
-        f"2026-02-01T00:{i // 60000 % 60:02d}:{i // 1000 % 60:02d}.{i % 1000:03d}Z"
-        for i in range(n)
-    ]
-    async with client.app[keys.db_key].write() as tx:  # set-up: rows as the service writes them
-        await tx.executemany(
-            "INSERT INTO conversations (id, agent_id, team_id, title, created_at, updated_at)"
-            " VALUES (?, ?, ?, ?, ?, ?)",
-            [
-                (f"conv_big{i}", agent["id"], team_id, "widget", stamp[i], stamp[i])
-                for i in range(n)
-            ],
-        )
-        await tx.executemany(
-            "INSERT INTO messages (id, conversation_id, role, content, created_at)"
-            " VALUES (?, ?, 'user', ?, ?)",
-            [(f"msg_big{i}", f"conv_big{i}", f"widget {i}", stamp[i]) for i in range(n)],
-        )
+    db = client.app[keys.db_key]
+    # Set-up: n conversations of one message, as the service writes them, in one statement
+    # each (a row per millisecond of 2026-02-01).
+    if db.reader.dialect == "sqlite":
+        minute, milli = "printf('%02d', i / 1000)", "printf('%03d', i % 1000)"
+    else:
+        minute, milli = "lpad((i / 1000)::text, 2, '0')", "lpad((i % 1000)::text, 3, '0')"
+    stamp = f"'2026-02-01T00:' || {minute} || ':00.' || {milli} || 'Z'"
+    numbers = (
+        "WITH RECURSIVE n(i) AS (SELECT CAST(? AS INTEGER) UNION ALL SELECT i + 1 FROM n"
+        " WHERE i < ?)"
+    )
+    for first in range(0, n, 1000):  # a thousand a transaction, as a busy service writes
+        last = min(n, first + 1000) - 1
+        async with db.write() as tx:
+            await tx.execute(
+                f"{numbers} INSERT INTO conversations"  # noqa: S608 (the test's own SQL)
+                " (id, agent_id, team_id, title, created_at, updated_at)"
+                f" SELECT 'conv_big' || i, ?, ?, 'widget', {stamp}, {stamp} FROM n",
+                (first, last, agent["id"], team_id),
+            )
+            await tx.execute(
+                f"{numbers} INSERT INTO messages"  # noqa: S608 (the test's own SQL)
+                " (id, conversation_id, role, content, created_at)"
+                f" SELECT 'msg_big' || i, 'conv_big' || i, 'user', 'widget ' || i, {stamp}"
+                " FROM n",
+                (first, last),
+            )
     body = await listed(client, auth, agent["id"], q="widget", limit=1)
     assert body["pagination"]["total"] == 10_000 and body["pagination"]["totalCapped"] is True
     assert ids(body) == [f"conv_big{n - 1}"]  # the newest first

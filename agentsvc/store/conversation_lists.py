@@ -56,12 +56,15 @@ WITH matched AS (
           ORDER BY rowid DESC LIMIT ?) AS f
     JOIN messages AS m ON m.rowid = f.rowid)
 """
+# PostgreSQL: each matching message's conversation is looked up by its key (a subquery the
+# planner cannot turn into a join): the cost follows the matches, whatever the statistics
+# say (a join planned on a freshly grown table compared every match with every conversation
+# of the agent).
 _PG_MATCHED = """
 WITH matched AS (
     SELECT m.conversation_id FROM messages AS m
-    JOIN conversations AS mc ON mc.id = m.conversation_id
-    WHERE mc.agent_id = ?
-      AND to_tsvector('english'::regconfig, m.content) @@ to_tsquery('english'::regconfig, ?)
+    WHERE to_tsvector('english'::regconfig, m.content) @@ to_tsquery('english'::regconfig, ?)
+      AND (SELECT mc.agent_id FROM conversations AS mc WHERE mc.id = m.conversation_id) = ?
     ORDER BY m.rowid DESC LIMIT ?)
 """
 _HITS = "(SELECT DISTINCT conversation_id AS id FROM matched) AS hit"
@@ -98,7 +101,7 @@ def from_where(tx: Tx, agent_id: str, flt: ConversationFilter) -> Query:
         else:
             with_clause = _PG_MATCHED
             source = f"{_HITS} JOIN conversations c ON c.id = hit.id"
-            args += [agent_id, " & ".join(flt.words), MAX_MATCHES]
+            args += [" & ".join(flt.words), agent_id, MAX_MATCHES]
     where = ["c.agent_id = ?"]
     args.append(agent_id)
     if flt.status is not None:
