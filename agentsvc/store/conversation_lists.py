@@ -162,6 +162,56 @@ async def list_for_agent(
     return [Conversation(*r) for r in rows[:limit]], len(rows) > limit
 
 
+@dataclass(frozen=True, slots=True)
+class SearchPage:
+    """A page of a search, with the total of the conversations it keeps (as `count_filtered`
+    counts them); None totals when the page is empty (then count separately)."""
+
+    conversations: list[Conversation]
+    more: bool
+    total: int | None
+    capped: bool
+
+
+async def search_page(
+    tx: Tx,
+    agent_id: str,
+    limit: int,
+    offset: int,
+    after: tuple[str, str] | None,
+    flt: ConversationFilter,
+) -> SearchPage:
+    """`list_for_agent` for a filter with words, with its totals from the same statement:
+    the matches are read once (a search is the costly part), kept, then paged and counted."""
+    assert flt.words
+    query = from_where(tx, agent_id, flt)
+    keyset, args = "", list(query.args)
+    if after is not None:
+        keyset = "WHERE (kept.created_at, kept.id) < (?, ?)"
+        args += after
+        offset = 0
+    rows = await tx.fetchall(
+        f"""
+        {query.with_clause},
+        kept AS (
+            SELECT {SELECT_COLUMNS} FROM {query.source} {ASSIGNEE_JOIN} WHERE {query.where})
+        SELECT kept.*,
+               (SELECT COUNT(*) FROM messages AS m WHERE m.conversation_id = kept.id),
+               (SELECT COUNT(*) FROM kept), (SELECT COUNT(*) FROM matched)
+        FROM kept {keyset}
+        ORDER BY kept.created_at DESC, kept.id DESC
+        LIMIT ? OFFSET ?
+        """,
+        (*args, limit + 1, offset),
+    )
+    page = [Conversation(*tuple(r)[:-2]) for r in rows[:limit]]
+    if not rows:
+        return SearchPage(page, False, None, False)
+    kept, matched = int(rows[0][-2]), int(rows[0][-1])
+    capped = kept > COUNT_CAP or matched >= MAX_MATCHES
+    return SearchPage(page, len(rows) > limit, min(kept, COUNT_CAP), capped)
+
+
 async def count_filtered(tx: Tx, agent_id: str, flt: ConversationFilter) -> tuple[int, bool]:
     """The conversations a filter keeps, counted up to COUNT_CAP, and whether it stopped
     there (a search's count as reached when it looked at MAX_MATCHES messages)."""

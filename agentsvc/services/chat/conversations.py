@@ -101,6 +101,12 @@ async def list_conversations(
     flt = conversation_filter(filters or ListFilters())
     if flt is None:
         return Page([], 0, False)
+    if flt.words:
+        found = await conversation_lists.search_page(db.reader, agent_id, limit, offset, after, flt)
+        if found.total is not None:
+            return Page(found.conversations, found.total, found.more, found.capped)
+        total, capped = await conversation_lists.count_filtered(db.reader, agent_id, flt)
+        return Page([], total, False, capped)
     page, more = await conversation_lists.list_for_agent(
         db.reader, agent_id, limit, offset, after, flt
     )
