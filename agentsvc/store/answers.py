@@ -57,7 +57,7 @@ async def list_for_agent(tx: Tx, agent_id: str) -> list[CuratedAnswer]:
     """Every answer of the agent, newest first."""
     rows = await tx.fetchall(
         f"SELECT {_COLUMNS} FROM curated_answers WHERE agent_id = ?"
-        " ORDER BY created_at DESC, id DESC",
+        " ORDER BY created_at DESC, rowid DESC",
         (agent_id,),
     )
     return [_answer(r) for r in rows]
