@@ -225,3 +225,22 @@ async def test_provider_models_read_the_curated_answer_first(make_client):
         assert content.count("</knowledge>") == 1  # the answer cannot close the block
     finally:
         await fake.close()
+
+
+async def test_the_matcher_keeps_a_bounded_amount_of_text(client, auth):
+    """The per-agent cache of answers starts again empty past its size, and an entry read
+    before a change is not kept after it (a change during the read)."""
+    from agentsvc import keys
+    from agentsvc.services.answers.matching import CuratedAnswers
+
+    db = client.app[keys.db_key]
+    agents = [await new_agent(client, auth, name=f"A{n}") for n in range(2)]
+    for agent in agents:
+        await add_answer(client, auth, agent["id"], CURATED, "x" * 100)
+    cache = CuratedAnswers(0.8, max_chars=200)
+    first = await cache.match(db, agents[0]["id"], "reset my password", "english")
+    assert first is not None and first.answer == "x" * 100
+    await cache.match(db, agents[1]["id"], "reset my password", "english")
+    assert cache._chars == len(CURATED) + 100  # the first entry was let go for the second
+    cache.forget(agents[1]["id"])
+    assert cache._chars == 0 and not cache._entries

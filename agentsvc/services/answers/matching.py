@@ -58,6 +58,7 @@ class _Entry:
     language: str
     answers: tuple[tuple[str, str, str, frozenset[str]], ...]  # id, question, answer, stems
     index: dict[str, tuple[int, ...]]  # stem -> positions of the answers that have it
+    chars: int  # the text it holds
 
 
 def _entry(language: str, rows: list[store.CuratedAnswer]) -> _Entry:
@@ -68,22 +69,30 @@ def _entry(language: str, rows: list[store.CuratedAnswer]) -> _Entry:
     for position, (_, _, _, found) in enumerate(answers):
         for stem in found:
             index.setdefault(stem, []).append(position)
-    return _Entry(language, answers, {k: tuple(v) for k, v in index.items()})
+    chars = sum(len(r.question) + len(r.answer) for r in rows)
+    return _Entry(language, answers, {k: tuple(v) for k, v in index.items()}, chars)
 
 
 class CuratedAnswers:
-    """Each agent's curated answers with their stems, read once, forgotten on a change."""
+    """Each agent's curated answers with their stems, read once, forgotten on a change.
 
-    def __init__(self, threshold: float, max_agents: int = 10_000):
+    Bounded by the text it holds (`max_chars`, 32 million characters by default): past it
+    the cache starts again empty (a miss costs one read of an agent's answers).
+    """
+
+    def __init__(self, threshold: float, max_chars: int = 32_000_000):
         self.threshold = threshold
-        self._max_agents = max_agents
+        self._max_chars = max_chars
+        self._chars = 0
         self._entries: dict[str, _Entry] = {}
         # Bumped by `forget`: an entry read before a change is not kept after it.
         self._generation: dict[str, int] = {}
 
     def forget(self, agent_id: str) -> None:
         """Drop an agent's answers (they changed, or the agent did)."""
-        self._entries.pop(agent_id, None)
+        dropped = self._entries.pop(agent_id, None)
+        if dropped is not None:
+            self._chars -= dropped.chars
         self._generation[agent_id] = self._generation.get(agent_id, 0) + 1
 
     def clear(self) -> None:
@@ -91,6 +100,7 @@ class CuratedAnswers:
         for agent_id in list(self._generation):
             self._generation[agent_id] += 1
         self._entries.clear()
+        self._chars = 0
 
     async def _load(self, db: Database, agent_id: str, language: str) -> _Entry:
         entry = self._entries.get(agent_id)
@@ -100,9 +110,14 @@ class CuratedAnswers:
         rows = await store.list_for_agent(db.reader, agent_id)
         entry = _entry(language, rows)
         if self._generation.get(agent_id, 0) == generation:
-            if len(self._entries) >= self._max_agents:
+            replaced = self._entries.pop(agent_id, None)
+            if replaced is not None:
+                self._chars -= replaced.chars
+            if self._chars + entry.chars > self._max_chars:
                 self._entries.clear()
+                self._chars = 0
             self._entries[agent_id] = entry
+            self._chars += entry.chars
         return entry
 
     async def match(
