@@ -228,8 +228,8 @@ async def test_provider_models_read_the_curated_answer_first(make_client):
 
 
 async def test_the_matcher_keeps_a_bounded_amount_of_text(client, auth):
-    """The per-agent cache of answers starts again empty past its size, and an entry read
-    before a change is not kept after it (a change during the read)."""
+    """The per-agent cache of answers starts again empty past its size; forgetting an agent
+    gives its share back."""
     from agentsvc import keys
     from agentsvc.services.answers.matching import CuratedAnswers
 
