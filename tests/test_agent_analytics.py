@@ -173,6 +173,11 @@ async def test_ranges_of_days(client, auth):
         len((await analytics(client, auth, agent["id"], f"from=2026-01-01&to={year}"))["days"])
         == 366
     )
+    # The first and last days there are.
+    edge = await analytics(client, auth, agent["id"], "to=0001-01-05")
+    assert [d["date"] for d in edge["days"]][0] == "0001-01-01" and len(edge["days"]) == 5
+    edge = await analytics(client, auth, agent["id"], "from=9999-12-31&to=9999-12-31")
+    assert [d["date"] for d in edge["days"]] == ["9999-12-31"]
     base = f"/api/v1/agents/{agent['id']}/analytics"
     for query, named in (
         ("from=2026-01-06&to=2026-01-05", "from: must not be after to"),

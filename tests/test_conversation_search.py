@@ -134,6 +134,15 @@ async def test_rating_day_and_user_filters(client, auth):
         client, auth, agent["id"], rating="any", q="expire", **{"from": "2026-01-11"}
     )
     assert ids(mixed) == [disliked]
+    # The first and last days there are.
+    edges = await listed(client, auth, agent["id"], **{"from": "0001-01-01", "to": "9999-12-31"})
+    assert len(ids(edges)) == 3
+    for day in ("0001-01-01", "9999-12-31"):
+        resp = await client.get(
+            f"/api/v1/conversations/export?agentId={agent['id']}&from={day}&to={day}",
+            headers=auth,
+        )
+        assert resp.status == 200 and (await resp.read()).count(b"\r\n") == 1  # the header
     # The unfiltered list still counts from the counters.
     assert (await listed(client, auth, agent["id"]))["pagination"]["total"] == 3
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from agentsvc.db import Database
 from agentsvc.errors import NotFound, ValidationFailed
+from agentsvc.services.chat.conversations import after_day, day_start
 from agentsvc.store import agents as agents_store
 from agentsvc.store import analytics as store
 
@@ -41,7 +42,8 @@ def date_range(date_from: date | None, date_to: date | None, today: date) -> tup
     """The days a report covers: `to` defaults to today, `from` to 30 days before `to`;
     both included, at most MAX_DAYS days."""
     last = date_to or today
-    first = date_from or last - timedelta(days=DEFAULT_DAYS - 1)
+    # 30 days back, but not before the first day there is (`to=0001-01-05`).
+    first = date_from or date.fromordinal(max(1, last.toordinal() - (DEFAULT_DAYS - 1)))
     if first > last:
         raise ValidationFailed("from: must not be after to")
     if (last - first).days + 1 > MAX_DAYS:
@@ -71,8 +73,9 @@ async def agent_analytics(
     lo, hi = first.isoformat(), last.isoformat()
     agent_days = {d.day: d for d in await store.agent_days(db.reader, agent_id, lo, hi)}
     trigger_days = await store.trigger_days(db.reader, agent_id, lo, hi)
-    after_last = (last + timedelta(days=1)).isoformat()
-    questions = await store.frequent_unanswered(db.reader, agent_id, lo, after_last, TOP_QUESTIONS)
+    questions = await store.frequent_unanswered(
+        db.reader, agent_id, day_start(first), after_day(last), TOP_QUESTIONS
+    )
 
     funnel: dict[str, dict[str, int]] = {}
     triggers: dict[str, dict[str, Any]] = {}

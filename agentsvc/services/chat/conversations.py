@@ -50,6 +50,14 @@ def day_start(day: date) -> str:
     return f"{day.isoformat()}T00:00:00.000Z"
 
 
+def after_day(day: date) -> str:
+    """A bound above every stored timestamp of a UTC day (the next day's start; after
+    9999-12-31, a text that sorts after any of its times)."""
+    if day == date.max:
+        return f"{day.isoformat()}U"  # "U" sorts after the "T" of every time of that day
+    return day_start(day + timedelta(days=1))
+
+
 def conversation_filter(filters: ListFilters) -> ConversationFilter | None:
     """The store's filter for the API's; None when nothing can match (a search with no word
     to look for). `from`/`to` are UTC days, both included."""
@@ -65,7 +73,7 @@ def conversation_filter(filters: ListFilters) -> ConversationFilter | None:
         words=words,
         rating=filters.rating,
         created_from=day_start(filters.date_from) if filters.date_from else None,
-        created_before=day_start(filters.date_to + timedelta(days=1)) if filters.date_to else None,
+        created_before=after_day(filters.date_to) if filters.date_to else None,
         user_ref=filters.user_id,
     )
 
