@@ -198,12 +198,24 @@ CREATE TABLE conversations (
     handoff_at  TEXT,
     first_reply_seconds REAL,
     contact_email TEXT,
-    visitor_seen_at TEXT
+    visitor_seen_at TEXT,
+    trigger_id  TEXT,                          -- the trigger the chat started from (migration 11)
+    rated_up    INTEGER NOT NULL DEFAULT 0,    -- its answers rated up and down (migration 11,
+    rated_down  INTEGER NOT NULL DEFAULT 0     -- kept by the ratings' triggers)
 );
 CREATE INDEX conversations_agent_created ON conversations(agent_id, created_at, id);
 CREATE INDEX conversations_team ON conversations(team_id);
 CREATE INDEX conversations_agent_status ON conversations(agent_id, status, created_at, id)
     WHERE status <> 'bot';
+CREATE INDEX conversations_agent_user ON conversations(agent_id, user_ref, created_at, id)
+    WHERE user_ref IS NOT NULL;                -- the userId filter (migration 11)
+-- The rating filter (migration 11): only rated conversations are in these, in list order.
+CREATE INDEX conversations_agent_rated_up ON conversations(agent_id, created_at, id)
+    WHERE rated_up > 0;
+CREATE INDEX conversations_agent_rated_down ON conversations(agent_id, created_at, id)
+    WHERE rated_down > 0;
+CREATE INDEX conversations_agent_rated ON conversations(agent_id, created_at, id)
+    WHERE rated_up > 0 OR rated_down > 0;
 
 -- An assistant message's content is its text; its tool calls (with their results), token
 -- usage and knowledge sources are JSON columns. status: complete, interrupted (client gone,
@@ -222,7 +234,8 @@ CREATE TABLE messages (
     rated_at        TEXT,
     created_at      TEXT NOT NULL,
     author_id       TEXT,                      -- a member's reply: the member (migration 7)
-    author_name     TEXT                       -- their name when they wrote it
+    author_name     TEXT,                      -- their name when they wrote it
+    unanswered      INTEGER                    -- an AI answer: 1 found nothing, 0 answered (migration 11)
 );
 CREATE INDEX messages_conversation ON messages(conversation_id, created_at);
 
@@ -298,7 +311,8 @@ CREATE TABLE form_submissions (
     created_at       TEXT NOT NULL,
     updated_at       TEXT NOT NULL,
     session_id       TEXT,                     -- the widget session that submitted it
-    files_bytes      INTEGER NOT NULL DEFAULT 0 -- size of its files (file quota)
+    files_bytes      INTEGER NOT NULL DEFAULT 0, -- size of its files (file quota)
+    trigger_id       TEXT                      -- the trigger that showed the form (migration 11)
 );
 CREATE INDEX form_submissions_team_created ON form_submissions(team_id, created_at, id);
 -- The file quota sums an agent's files (only rows with files).
@@ -633,3 +647,168 @@ CREATE TABLE audit_log (
 );
 CREATE INDEX audit_log_team ON audit_log(team_id, created_at, id);
 CREATE INDEX audit_log_team_action ON audit_log(team_id, action, created_at, id);
+
+-- ── search, feedback, curated answers and daily figures (migration 11) ─────────────────
+-- Full text of every message, for the conversation search: a contentless FTS5 table keyed by
+-- the message's rowid, with hex(agent_id) as a scope token (like passages_fts) so a search
+-- ranks only that agent's messages. A contentless table forgets a row only when told its
+-- indexed values, so deletions pass them: a conversation's messages leave the index before
+-- the conversation goes (a cascade deletes them after their conversation row is gone), and a
+-- message deleted on its own leaves it while its conversation is still there.
+CREATE VIRTUAL TABLE messages_fts USING fts5(
+    scope, content,
+    content = '',
+    tokenize = 'porter unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
+    INSERT INTO messages_fts (rowid, scope, content)
+    SELECT new.rowid, hex(c.agent_id), new.content FROM conversations AS c
+    WHERE c.id = new.conversation_id;
+END;
+CREATE TRIGGER messages_fts_update AFTER UPDATE OF content ON messages BEGIN
+    INSERT INTO messages_fts (messages_fts, rowid, scope, content)
+    SELECT 'delete', old.rowid, hex(c.agent_id), old.content FROM conversations AS c
+    WHERE c.id = old.conversation_id;
+    INSERT INTO messages_fts (rowid, scope, content)
+    SELECT new.rowid, hex(c.agent_id), new.content FROM conversations AS c
+    WHERE c.id = new.conversation_id;
+END;
+CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
+    INSERT INTO messages_fts (messages_fts, rowid, scope, content)
+    SELECT 'delete', old.rowid, hex(c.agent_id), old.content FROM conversations AS c
+    WHERE c.id = old.conversation_id;
+END;
+CREATE TRIGGER messages_fts_conversation_delete BEFORE DELETE ON conversations BEGIN
+    INSERT INTO messages_fts (messages_fts, rowid, scope, content)
+    SELECT 'delete', m.rowid, hex(old.agent_id), m.content FROM messages AS m
+    WHERE m.conversation_id = old.id;
+END;
+
+-- Per agent and UTC day: conversations started, visitors' messages, AI answers, those that
+-- found nothing, and answers rated up and down (by the answer's day). Counted by triggers in
+-- the transaction that writes the rows; a history, so deleting conversations does not
+-- lower it (only deleting the agent removes it).
+CREATE TABLE agent_daily (
+    agent_id         TEXT NOT NULL,
+    day              TEXT NOT NULL,
+    conversations    INTEGER NOT NULL DEFAULT 0,
+    visitor_messages INTEGER NOT NULL DEFAULT 0,
+    answers          INTEGER NOT NULL DEFAULT 0,
+    unanswered       INTEGER NOT NULL DEFAULT 0,
+    rated_up         INTEGER NOT NULL DEFAULT 0,
+    rated_down       INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (agent_id, day)
+);
+CREATE TRIGGER agent_daily_conversation AFTER INSERT ON conversations BEGIN
+    INSERT INTO agent_daily (agent_id, day, conversations)
+    VALUES (new.agent_id, substr(new.created_at, 1, 10), 1)
+    ON CONFLICT (agent_id, day) DO UPDATE SET conversations = conversations + 1;
+END;
+CREATE TRIGGER agent_daily_message AFTER INSERT ON messages BEGIN
+    INSERT INTO agent_daily
+        (agent_id, day, visitor_messages, answers, unanswered, rated_up, rated_down)
+    SELECT c.agent_id, substr(new.created_at, 1, 10), new.role = 'user',
+           new.role = 'assistant' AND new.author_id IS NULL, coalesce(new.unanswered, 0),
+           new.role = 'assistant' AND new.rating IS 'up',
+           new.role = 'assistant' AND new.rating IS 'down'
+    FROM conversations AS c WHERE c.id = new.conversation_id
+    ON CONFLICT (agent_id, day) DO UPDATE SET
+        visitor_messages = visitor_messages + excluded.visitor_messages,
+        answers = answers + excluded.answers,
+        unanswered = unanswered + excluded.unanswered,
+        rated_up = rated_up + excluded.rated_up,
+        rated_down = rated_down + excluded.rated_down;
+END;
+
+-- Rated answers (assistant messages) by agent, newest first: the review list reads this
+-- instead of every message. Kept by triggers (which also count each conversation's rated
+-- answers, for the list's rating filter); a rating leaves with its message.
+CREATE TABLE message_ratings (
+    message_id      TEXT PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE,
+    agent_id        TEXT NOT NULL,
+    conversation_id TEXT NOT NULL,
+    rating          TEXT NOT NULL,
+    created_at      TEXT NOT NULL              -- the answer's
+);
+CREATE INDEX message_ratings_agent ON message_ratings(agent_id, rating, created_at, message_id);
+CREATE INDEX message_ratings_newest ON message_ratings(agent_id, created_at, message_id);
+CREATE TRIGGER message_ratings_insert AFTER INSERT ON messages
+WHEN new.role = 'assistant' AND new.rating IS NOT NULL BEGIN
+    INSERT INTO message_ratings (message_id, agent_id, conversation_id, rating, created_at)
+    SELECT new.id, c.agent_id, new.conversation_id, new.rating, new.created_at
+    FROM conversations AS c WHERE c.id = new.conversation_id;
+    UPDATE conversations SET
+        rated_up = rated_up + (new.rating IS 'up'),
+        rated_down = rated_down + (new.rating IS 'down')
+    WHERE id = new.conversation_id;
+END;
+CREATE TRIGGER message_ratings_delete AFTER DELETE ON messages
+WHEN old.role = 'assistant' AND old.rating IS NOT NULL BEGIN
+    UPDATE conversations SET
+        rated_up = rated_up - (old.rating IS 'up'),
+        rated_down = rated_down - (old.rating IS 'down')
+    WHERE id = old.conversation_id;
+END;
+CREATE TRIGGER message_ratings_update AFTER UPDATE OF rating ON messages
+WHEN new.role = 'assistant' AND new.rating IS NOT old.rating BEGIN
+    DELETE FROM message_ratings WHERE message_id = old.id;
+    INSERT INTO message_ratings (message_id, agent_id, conversation_id, rating, created_at)
+    SELECT new.id, c.agent_id, new.conversation_id, new.rating, new.created_at
+    FROM conversations AS c WHERE c.id = new.conversation_id AND new.rating IS NOT NULL;
+    UPDATE agent_daily SET
+        rated_up = rated_up + (new.rating IS 'up') - (old.rating IS 'up'),
+        rated_down = rated_down + (new.rating IS 'down') - (old.rating IS 'down')
+    WHERE agent_id = (SELECT agent_id FROM conversations WHERE id = new.conversation_id)
+      AND day = substr(new.created_at, 1, 10);
+    UPDATE conversations SET
+        rated_up = rated_up + (new.rating IS 'up') - (old.rating IS 'up'),
+        rated_down = rated_down + (new.rating IS 'down') - (old.rating IS 'down')
+    WHERE id = new.conversation_id;
+END;
+
+-- Answers the team wrote for questions visitors ask (POST /agents/:id/answers). A visitor's
+-- question close enough to `question` is answered with `answer`. question_key is the
+-- question's words, lower-cased (one answer per question and agent).
+CREATE TABLE curated_answers (
+    id           TEXT PRIMARY KEY,
+    agent_id     TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+    team_id      TEXT NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
+    question     TEXT NOT NULL,
+    question_key TEXT NOT NULL,
+    answer       TEXT NOT NULL,
+    created_at   TEXT NOT NULL,
+    updated_at   TEXT NOT NULL,
+    UNIQUE (agent_id, question_key)
+);
+CREATE INDEX curated_answers_agent ON curated_answers(agent_id, created_at, id);
+CREATE INDEX curated_answers_team ON curated_answers(team_id);
+
+-- The question of each AI answer that found nothing (messages.unanswered = 1), by time and
+-- normalised text (the analytics' most frequent unanswered questions). It goes with its
+-- answer, so deleting a conversation forgets its questions.
+CREATE TABLE unanswered_questions (
+    message_id   TEXT PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE,
+    agent_id     TEXT NOT NULL,
+    asked_at     TEXT NOT NULL,               -- when the answer was given
+    question_key TEXT NOT NULL,               -- the question's words, lower-cased
+    question     TEXT NOT NULL                -- as asked (its first 300 characters)
+);
+CREATE INDEX unanswered_questions_agent ON unanswered_questions(agent_id, asked_at);
+
+-- Per agent, UTC day and trigger: widget events (fired, converted), conversations started
+-- from the trigger and forms submitted from it. Written by the store with the rows they
+-- count (the event batch, the conversation, the submission).
+CREATE TABLE trigger_daily (
+    agent_id      TEXT NOT NULL,
+    day           TEXT NOT NULL,
+    trigger_id    TEXT NOT NULL,
+    fired         INTEGER NOT NULL DEFAULT 0,
+    converted     INTEGER NOT NULL DEFAULT 0,
+    conversations INTEGER NOT NULL DEFAULT 0,
+    submissions   INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (agent_id, day, trigger_id)
+);
+CREATE TRIGGER agent_daily_delete AFTER DELETE ON agents BEGIN
+    DELETE FROM agent_daily WHERE agent_id = old.id;
+    DELETE FROM trigger_daily WHERE agent_id = old.id;
+END;

@@ -324,6 +324,22 @@ class PrivacySettings(_Section):
     retention_sweep_seconds: float = Field(3600, gt=0)
 
 
+class AnswerSettings(_Section):
+    """Curated answers (POST /agents/:id/answers)."""
+
+    max_per_agent: int = Field(500, ge=0, le=100_000)
+    # Dice coefficient of the questions' word stems at or above which a curated answer is
+    # given (see services/answers/matching.py).
+    match_threshold: float = Field(0.8, gt=0, le=1)
+
+
+class ExportSettings(_Section):
+    """Streamed exports (GET /conversations/export, /form-submissions/export)."""
+
+    batch_rows: int = Field(1000, ge=10, le=100_000)  # rows read per database query
+    max_per_team: int = Field(2, ge=1, le=100)  # a team's exports running at once (429 beyond)
+
+
 class Settings(_Section):
     server: ServerSettings = ServerSettings()
     database: DatabaseSettings = DatabaseSettings()
@@ -342,6 +358,8 @@ class Settings(_Section):
     forms: FormSettings = FormSettings()
     knowledge: KnowledgeSettings = KnowledgeSettings()
     privacy: PrivacySettings = PrivacySettings()
+    answers: AnswerSettings = AnswerSettings()
+    exports: ExportSettings = ExportSettings()
 
     @property
     def database_label(self) -> str:

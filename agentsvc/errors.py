@@ -59,6 +59,11 @@ class ToolLimitReached(DomainError):
     default_message = "Tool limit reached for your plan"
 
 
+class AnswerLimitReached(DomainError):
+    code = "ANSWER_LIMIT_REACHED"
+    default_message = "The agent has as many curated answers as allowed"
+
+
 class NotFound(DomainError):
     code = "NOT_FOUND"
     default_message = "Not found"

@@ -25,6 +25,7 @@ PREFIXES = {
     "event": "evt",
     "webhook_delivery": "whd",
     "audit": "aud",
+    "answer": "ans",
 }
 
 

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from agentsvc.ratelimit import Limiter
     from agentsvc.secretbox import SecretBox
     from agentsvc.services.agents.registry import AgentCache
+    from agentsvc.services.answers.matching import CuratedAnswers
     from agentsvc.services.events.emitter import Emitter
     from agentsvc.services.forms.delivery import Deliverer
     from agentsvc.services.handoff.live import LiveEvents
@@ -40,6 +41,7 @@ db_key: web.AppKey[Database] = web.AppKey("db")
 key_resolver_key: web.AppKey[KeyResolver] = web.AppKey("key_resolver")
 agent_cache_key: web.AppKey[AgentCache] = web.AppKey("agent_cache")
 widget_config_cache_key: web.AppKey[WidgetConfigCache] = web.AppKey("widget_config_cache")
+curated_answers_key: web.AppKey[CuratedAnswers] = web.AppKey("curated_answers")
 limiter_key: web.AppKey[Limiter] = web.AppKey("limiter")
 body_slots_key: web.AppKey[BodySlots] = web.AppKey("body_slots")
 jobs_key: web.AppKey[Jobs] = web.AppKey("jobs")

@@ -47,6 +47,18 @@ def check_header(name: str, value: str) -> str:
     return value
 
 
+def check_address(value: str) -> str:
+    """Return the address, or raise UnsafeHeader when a mail header cannot carry it (the
+    email package refuses "a@[" and other forms an address pattern lets through)."""
+    check_header("to", value)
+    try:
+        EmailMessage()["To"] = value
+    except Exception:  # noqa: BLE001 - its parser fails in any way on odd input ("Ķ@[" is
+        # an AttributeError inside Python 3.11's email package)
+        raise UnsafeHeader("to: not an address a message can be sent to") from None
+    return value
+
+
 class Mailer:
     """Sends plain-text mail; without `[smtp] host` logs it and keeps it in the outbox."""
 
@@ -59,7 +71,7 @@ class Mailer:
     def _message(self, to: str, subject: str, text: str) -> EmailMessage:
         message = EmailMessage()
         message["From"] = check_header("from", self._smtp.from_address)
-        message["To"] = check_header("to", to)
+        message["To"] = check_address(to)
         message["Subject"] = check_header("subject", subject)
         message["Date"] = formatdate(usegmt=True)
         message["Message-ID"] = make_msgid(domain=self._smtp.from_address.rpartition("@")[2])

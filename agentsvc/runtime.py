@@ -34,6 +34,7 @@ from agentsvc.ratelimit_redis import RedisLimiter
 from agentsvc.secretbox import SecretBox
 from agentsvc.services import changes
 from agentsvc.services.agents.registry import AgentCache
+from agentsvc.services.answers.matching import CuratedAnswers
 from agentsvc.services.cluster_jobs import once_for_all
 from agentsvc.services.events.emitter import Emitter
 from agentsvc.services.events.outbox import EventQueue
@@ -100,7 +101,10 @@ async def _database(app: web.Application) -> AsyncIterator[None]:
     resolver = app[keys.key_resolver_key] = KeyResolver(db)
     agents = app[keys.agent_cache_key] = AgentCache()
     configs = app[keys.widget_config_cache_key] = WidgetConfigCache()
-    changes.follow(db, resolver=resolver, agents=agents, widget_configs=configs)
+    curated = app[keys.curated_answers_key] = CuratedAnswers(
+        app[keys.settings_key].answers.match_threshold
+    )
+    changes.follow(db, resolver=resolver, agents=agents, widget_configs=configs, curated=curated)
     yield
     upkeep.cancel()
     with contextlib.suppress(asyncio.CancelledError):

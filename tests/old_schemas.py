@@ -7,18 +7,66 @@ for the schema as it stood at a version and gets every later migration undone.
 
 from agentsvc.db.schema import schema_sql
 
+_CURRENT = schema_sql()
 # Sections appended to schema.sql by a migration, each up to the next one.
 _MIGRATION_10_HEAD = "\n-- ── event webhooks, privacy and the audit log (migration 10)"
-MIGRATION_10 = schema_sql()[schema_sql().index(_MIGRATION_10_HEAD) :]
+_MIGRATION_11_HEAD = "\n-- ── search, feedback, curated answers and daily figures (migration 11)"
+_MIGRATION_11_END = "    DELETE FROM trigger_daily WHERE agent_id = old.id;\nEND;\n"
+MIGRATION_10 = _CURRENT[_CURRENT.index(_MIGRATION_10_HEAD) : _CURRENT.index(_MIGRATION_11_HEAD)]
+MIGRATION_11 = _CURRENT[
+    _CURRENT.index(_MIGRATION_11_HEAD) : _CURRENT.index(_MIGRATION_11_END) + len(_MIGRATION_11_END)
+]
 # The counters' tables and triggers.
-MIGRATION_6 = schema_sql()[
-    schema_sql().index("\n-- ── totals kept as counters (migration 6)") : schema_sql().index(
+MIGRATION_6 = _CURRENT[
+    _CURRENT.index("\n-- ── totals kept as counters (migration 6)") : _CURRENT.index(
         _MIGRATION_10_HEAD
     )
 ]
+UNDO_11 = [
+    (
+        "    visitor_seen_at TEXT,\n"
+        "    trigger_id  TEXT,                          -- the trigger the chat started from (migration 11)\n"
+        "    rated_up    INTEGER NOT NULL DEFAULT 0,    -- its answers rated up and down (migration 11,\n"
+        "    rated_down  INTEGER NOT NULL DEFAULT 0     -- kept by the ratings' triggers)\n);",
+        "    visitor_seen_at TEXT\n);",
+    ),
+    (
+        "CREATE INDEX conversations_agent_user ON conversations(agent_id, user_ref, created_at, id)\n"
+        "    WHERE user_ref IS NOT NULL;                -- the userId filter (migration 11)\n"
+        "-- The rating filter (migration 11): only rated conversations are in these, in list order.\n"
+        "CREATE INDEX conversations_agent_rated_up ON conversations(agent_id, created_at, id)\n"
+        "    WHERE rated_up > 0;\n"
+        "CREATE INDEX conversations_agent_rated_down ON conversations(agent_id, created_at, id)\n"
+        "    WHERE rated_down > 0;\n"
+        "CREATE INDEX conversations_agent_rated ON conversations(agent_id, created_at, id)\n"
+        "    WHERE rated_up > 0 OR rated_down > 0;\n",
+        "",
+    ),
+    (
+        "    author_name     TEXT,                      -- their name when they wrote it\n"
+        "    unanswered      INTEGER                    -- an AI answer: 1 found nothing, 0 answered (migration 11)\n",
+        "    author_name     TEXT                       -- their name when they wrote it\n",
+    ),
+    (
+        "    files_bytes      INTEGER NOT NULL DEFAULT 0, -- size of its files (file quota)\n"
+        "    trigger_id       TEXT                      -- the trigger that showed the form (migration 11)\n",
+        "    files_bytes      INTEGER NOT NULL DEFAULT 0 -- size of its files (file quota)\n",
+    ),
+    (MIGRATION_11, ""),
+]
+
+
+def _undone(schema: str, edits: list[tuple[str, str]]) -> str:
+    for new, old in edits:
+        schema = schema.replace(new, old)
+    return schema
+
+
+# The schema before migration 11, whose edits to the conversations table the texts of
+# migration 7 below are found without.
+_SCHEMA = _undone(_CURRENT, UNDO_11)
 
 # Migration number -> (text in schema.sql, text before that migration).
-_SCHEMA = schema_sql()
 SCHEMA_7_CONVERSATIONS = _SCHEMA[
     _SCHEMA.index(
         "    user_verified_by TEXT CHECK (user_verified_by IN ('userToken', 'userHash', 'apiKey')),\n"
@@ -131,6 +179,7 @@ UNDO: dict[int, list[tuple[str, str]]] = {
         ),
         (MIGRATION_10, ""),
     ],
+    11: UNDO_11,
 }
 
 

@@ -3,6 +3,7 @@ target and time; pages by cursor, a filter by action, one team's entries, owners
 
 from __future__ import annotations
 
+import asyncio
 import re
 from typing import Any
 
@@ -146,6 +147,7 @@ async def test_pages_filters_team_isolation_and_owner_only(client):
     names = [f"Agent {n}" for n in range(5)]
     for name in names:
         await new_agent(client, auth, name=name)
+        await asyncio.sleep(0.002)  # newest first is by the millisecond (then by id)
     await new_agent(client, other, name="Theirs")
     seen, cursor = [], None
     while True:

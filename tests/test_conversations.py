@@ -23,7 +23,13 @@ async def test_list_is_newest_first_with_pagination(client, auth):
     assert resp.status == 200
     body = await resp.json()
     assert body["error"] is None
-    assert body["pagination"] == {"total": 3, "limit": 20, "offset": 0, "nextCursor": None}
+    assert body["pagination"] == {
+        "total": 3,
+        "limit": 20,
+        "offset": 0,
+        "nextCursor": None,
+        "totalCapped": False,
+    }
     assert [c["id"] for c in body["data"]] == [s["conversationId"] for s in reversed(starts)]
     first = body["data"][0]
     assert first["title"] == "question 2" and first["messageCount"] == 2
@@ -38,6 +44,7 @@ async def test_list_is_newest_first_with_pagination(client, auth):
         "total": 3,
         "limit": 1,
         "offset": 1,
+        "totalCapped": False,
     }
     assert body["pagination"]["nextCursor"]  # one more after this page
     assert [c["title"] for c in body["data"]] == ["question 1"]

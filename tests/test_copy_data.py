@@ -122,3 +122,71 @@ def _config(tmp_path: Path, url: str) -> Path:
     path = tmp_path / "pg.toml"
     path.write_text(f'[database]\nurl = "{url}"\n[server]\nsecret_key = "k"\n', encoding="utf-8")
     return path
+
+
+async def test_copy_data_keeps_review_answers_searches_and_figures(aiohttp_client, tmp_path):
+    """Curated answers, ratings, unanswered questions and trigger figures arrive; the search
+    index and the counters are built again on PostgreSQL from the copied rows."""
+    data_dir = tmp_path / "data"
+    client = await aiohttp_client(create_app(settings_for(data_dir)))
+    auth = bearer(await new_api_key(client))
+    agent = await new_agent(client, auth, name="Shop", systemPrompt="Refunds take five days.")
+    resp = await client.post(
+        f"/api/v1/agents/{agent['id']}/answers",
+        json={"question": "Do you sell hats?", "answer": "Caps only."},
+        headers=auth,
+    )
+    assert resp.status == 201
+    resp = await client.post(
+        f"/api/v1/triggers?agentId={agent['id']}",
+        json={"name": "Invite", "triggerType": "exit_intent", "conditions": {},
+              "actionType": "open_chat", "actionConfig": {}},
+        headers=auth,
+    )  # fmt: skip
+    trigger = await resp.json()
+    await client.post(
+        "/api/v1/triggers/event",
+        json={"agentId": agent["id"], "triggerId": trigger["id"], "triggerName": "Invite",
+              "triggerType": "exit_intent", "actionType": "open_chat", "eventType": "fired"},
+    )  # fmt: skip
+    stream = await chat(
+        client,
+        {
+            "agentId": agent["id"],
+            "messages": user("Any discount code?"),
+            "triggerId": trigger["id"],
+        },
+    )
+    conv_id, answer_id = stream.start["conversationId"], stream.start["messageId"]
+    await client.post(
+        f"/api/v1/conversations/{conv_id}/feedback",
+        json={"messageId": answer_id, "rating": "down"},
+        headers=auth,
+    )
+    await chat(client, {"agentId": agent["id"], "messages": user("refunds?")})
+
+    async def seen(app_client) -> dict:
+        async def data(path: str):
+            return (await (await app_client.get(f"/api/v1{path}", headers=auth)).json())["data"]
+
+        figures = await data(f"/agents/{agent['id']}/analytics")
+        return {
+            "feedback": await data(f"/feedback?agentId={agent['id']}&rating=down"),
+            "answers": await data(f"/agents/{agent['id']}/answers"),
+            "search": [
+                c["id"] for c in await data(f"/conversations?agentId={agent['id']}&q=refund")
+            ],
+            "totals": figures["totals"],
+            "triggers": figures["triggers"],
+            "questions": figures["unansweredQuestions"],
+        }
+
+    before = await seen(client)
+    assert before["search"] and before["feedback"] and before["questions"]
+    assert before["triggers"][0]["fired"] == 1 and before["totals"]["triggerConversations"] == 1
+    await client.close()
+    url = pg.fresh_database_url()
+    done = cli(data_dir, "copy-data", "--to", url)
+    assert done.returncode == 0, done.stderr
+    moved = await aiohttp_client(create_app(settings_for(data_dir, url)))
+    assert await seen(moved) == before

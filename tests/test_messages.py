@@ -241,6 +241,10 @@ async def resources(client) -> dict[str, Any]:
     resp = await client.post(f"/api/v1/triggers?agentId={agent_id}", json=trigger, headers=headers)
     assert resp.status == 201, await resp.text()
     trigger_id = (await resp.json())["id"]
+    answer = {"question": "Do you ship abroad?", "answer": "Yes, everywhere."}
+    resp = await client.post(f"/api/v1/agents/{agent_id}/answers", json=answer, headers=headers)
+    assert resp.status == 201, await resp.text()
+    answer_id = (await resp.json())["data"]["id"]
     return {
         "headers": headers,
         "paths": {
@@ -248,6 +252,7 @@ async def resources(client) -> dict[str, Any]:
             "tools": tool_id,
             "triggers": trigger_id,
             "secrets": "CRM_TOKEN",
+            "answers": answer_id,
         },
         "fields": {"agentId": agent_id, "toolId": tool_id, "model": "builtin"},
     }

@@ -142,3 +142,45 @@ async def test_sessions_do_not_cross_teams(client):
         resp = await client.delete(f"/api/v1/team/members/{member_id}", headers=stranger)
         await assert_error(resp, 404, "NOT_FOUND")
     assert other.id
+
+
+async def test_members_review_answers_export_and_read_analytics(client):
+    """Curated answers, exports, feedback and analytics are members' work, as knowledge is."""
+    team, cred = await team_with_member(client)
+    resp = await client.post("/api/v1/agents", json={"name": "Bot"}, headers=cred["owner key"])
+    agent = (await resp.json())["data"]
+    for n, who in enumerate(("member key", "member session")):
+        headers = cred[who]
+        resp = await client.post(
+            f"/api/v1/agents/{agent['id']}/answers",
+            json={"question": f"Question {n}?", "answer": "An answer."},
+            headers=headers,
+        )
+        assert resp.status == 201, (who, await resp.text())
+        answer = (await resp.json())["data"]
+        resp = await client.patch(
+            f"/api/v1/answers/{answer['id']}", json={"answer": "Better."}, headers=headers
+        )
+        assert resp.status == 200, who
+        for path in (
+            f"/api/v1/agents/{agent['id']}/answers",
+            f"/api/v1/agents/{agent['id']}/analytics",
+            f"/api/v1/feedback?agentId={agent['id']}&rating=down",
+            f"/api/v1/conversations?agentId={agent['id']}&q=hello",
+            f"/api/v1/conversations/export?agentId={agent['id']}",
+            f"/api/v1/form-submissions/export?agentId={agent['id']}&format=jsonl",
+        ):
+            resp = await client.get(path, headers=headers)
+            assert resp.status == 200, (who, path, await resp.text())
+            await resp.read()
+        resp = await client.delete(f"/api/v1/answers/{answer['id']}", headers=headers)
+        assert resp.status == 200, who
+    # A cookie session's writes still need a trusted origin.
+    token = cred["member session"]["Cookie"]
+    resp = await client.post(
+        f"/api/v1/agents/{agent['id']}/answers",
+        json={"question": "Q?", "answer": "A."},
+        headers={"Cookie": token, "Origin": "https://evil.example"},
+    )
+    assert resp.status == 403, await resp.text()
+    assert team.id

@@ -89,6 +89,12 @@ ROUTES: dict[tuple[str, str], tuple[str, Any]] = {
     ("POST", "/api/v1/conversations/{id}/close"): ("conversation", None),
     ("GET", "/api/v1/conversations/{id}/events"): ("conversation", None),
     ("GET", "/api/v1/agents/{id}/handoff-stats"): ("agent", None),
+    ("GET", "/api/v1/agents/{id}/analytics"): ("agent", None),
+    ("GET", "/api/v1/agents/{id}/answers"): ("agent", None),
+    ("POST", "/api/v1/agents/{id}/answers"): ("agent", {"question": "Stolen?", "answer": "x"}),
+    ("GET", "/api/v1/answers/{id}"): ("answer", None),
+    ("PATCH", "/api/v1/answers/{id}"): ("answer", {"answer": "stolen"}),
+    ("DELETE", "/api/v1/answers/{id}"): ("answer", None),
     ("PATCH", "/api/v1/team/members/{memberId}"): ("member", {"notifyHandoffs": True}),
     ("GET", "/api/v1/agents/{id}/documents"): ("agent", None),
     ("POST", "/api/v1/agents/{id}/documents"): ("agent", {"title": "x", "content": "stolen"}),
@@ -194,6 +200,15 @@ async def furnished_team(client, email: str) -> Team:
         201,
     )
     ids["document"] = doc["data"]["id"]
+    answer = await json_of(
+        await client.post(
+            f"/api/v1/agents/{ids['agent']}/answers",
+            json={"question": "When do you open?", "answer": "At nine."},
+            headers=auth,
+        ),
+        201,
+    )
+    ids["answer"] = answer["data"]["id"]
     tool = await json_of(
         await client.post(
             "/api/v1/tools",
@@ -292,6 +307,9 @@ async def assert_intact(client, team: Team) -> None:
     assert [d["id"] for d in (await json_of(docs, 200))["data"]] == [ids["document"]]
     tool = await json_of(await client.get(f"/api/v1/tools/{ids['tool']}", headers=auth), 200)
     assert tool["description"] == "Collect contact details"
+    answers = await client.get(f"/api/v1/agents/{ids['agent']}/answers", headers=auth)
+    answers = (await json_of(answers, 200))["data"]
+    assert [(a["id"], a["answer"]) for a in answers] == [(ids["answer"], "At nine.")]
     trigger = await client.get(f"/api/v1/triggers/{ids['trigger']}", headers=auth)
     trigger = await json_of(trigger, 200)
     assert trigger["name"] == "Leaving" and trigger["isEnabled"] is True
@@ -404,6 +422,42 @@ async def test_member_is_forbidden_on_owner_routes_with_real_ids(client):
             resp = await client.request(endpoint.method, path, json=body, headers=headers)
             await assert_error(resp, 403, "FORBIDDEN")
     await assert_intact(client, team)
+
+
+# Routes that name the agent in the query: another team's agent is not found either.
+AGENT_QUERY_ROUTES = [
+    "/api/v1/conversations?agentId={agent}",
+    "/api/v1/conversations?agentId={agent}&q=hello&rating=any&from=2026-01-01&userId=u",
+    "/api/v1/conversations/export?agentId={agent}",
+    "/api/v1/conversations/export?agentId={agent}&format=jsonl&q=hello",
+    "/api/v1/form-submissions/export?agentId={agent}",
+    "/api/v1/feedback?agentId={agent}",
+    "/api/v1/feedback?agentId={agent}&rating=down",
+    "/api/v1/form-submissions/analytics?agentId={agent}",
+    "/api/v1/triggers/stats?agentId={agent}",
+    "/api/v1/tools?agentId={agent}",
+]
+
+
+async def test_another_teams_agent_in_a_query_is_not_found(client):
+    victim = await furnished_team(client, "victim@example.com")
+    intruder = await furnished_team(client, "intruder@example.com")
+    for template in AGENT_QUERY_ROUTES:
+        path = template.format(agent=victim.ids["agent"])
+        for headers in (
+            intruder.owner_key,
+            intruder.owner_session,
+            intruder.member_key,
+            intruder.member_session,
+        ):
+            resp = await client.get(path, headers=headers)
+            error = await assert_error(resp, 404, "NOT_FOUND")
+            assert "victim" not in error["message"].lower(), path
+        # The victim's own members read them.
+        for headers in (victim.member_key, victim.member_session):
+            resp = await client.get(path, headers=headers)
+            assert resp.status == 200, (path, await resp.text())
+            await resp.read()
 
 
 # ── SSRF: form webhooks and post actions with allow_private = false ─────────────────────

@@ -174,6 +174,22 @@ ALTER TABLE tools DROP COLUMN mcp_url, DROP COLUMN mcp_headers, DROP COLUMN mcp_
 DROP TABLE audit_log, webhook_delivery_attempts, webhook_deliveries, webhook_events, webhooks;
 ALTER TABLE agents DROP COLUMN retention_days;
 """,
+    11: """
+DROP TRIGGER agent_daily_delete ON agents;
+DROP TRIGGER agent_daily_messages ON messages;
+DROP TRIGGER agent_daily_conversation ON conversations;
+DROP TRIGGER message_rating_change ON messages;
+DROP TRIGGER message_rating_delete ON messages;
+DROP FUNCTION agent_daily_forget, agent_daily_messages_added, agent_daily_conversations_added,
+    message_rating_changed, message_rating_removed;
+DROP TABLE agent_daily, message_ratings, curated_answers, unanswered_questions, trigger_daily;
+DROP INDEX messages_search;
+DROP INDEX conversations_agent_user;
+DROP INDEX conversations_agent_rated_up, conversations_agent_rated_down, conversations_agent_rated;
+ALTER TABLE conversations DROP COLUMN trigger_id, DROP COLUMN rated_up, DROP COLUMN rated_down;
+ALTER TABLE messages DROP COLUMN unanswered;
+ALTER TABLE form_submissions DROP COLUMN trigger_id;
+""",
 }
 
 
@@ -231,4 +247,53 @@ async def test_a_postgresql_database_of_an_earlier_version_upgrades(tmp_path, ve
     await upgraded.open()
     assert await upgraded.schema_version_now() == schema_version()
     await upgraded.close()
+    assert await _catalog(old) == await _catalog(fresh)
+
+
+@postgres_only
+async def test_a_postgresql_database_of_version_10_upgrades_with_its_rows_counted(tmp_path):
+    """Migration 11 on PostgreSQL: the same catalog as a new database, its stored ratings
+    and daily figures filled in, its stored messages found by the search."""
+    import asyncpg
+
+    from agentsvc.db.postgres import PostgresDatabase
+    from agentsvc.db.schema import schema_version
+
+    fresh, old = pg.fresh_database_url(), pg.fresh_database_url()
+    for url in (fresh, old):
+        db = PostgresDatabase(url)
+        await db.open()
+        await db.close()
+    conn = await asyncpg.connect(old)
+    await conn.execute(UNDO_POSTGRES[11])
+    await conn.execute("UPDATE schema_info SET version = 10")
+    await conn.execute(
+        "INSERT INTO users (id, email, created_at, updated_at) VALUES ('usr_1', 'a@b.c', 't', 't');"
+        "INSERT INTO teams VALUES ('team_1', 'T', 'usr_1', 'pro', 't', 't');"
+        "INSERT INTO agents (id, team_id, name, slug, model, temperature, created_at, updated_at)"
+        " VALUES ('agt_1', 'team_1', 'A', 'a', 'builtin', 70, 't', 't');"
+        "INSERT INTO conversations (id, agent_id, team_id, title, created_at, updated_at)"
+        " VALUES ('conv_1', 'agt_1', 'team_1', 'Hi', '2026-03-01T10:00:00.000Z', 't');"
+        "INSERT INTO messages (id, conversation_id, role, content, created_at) VALUES"
+        " ('msg_1', 'conv_1', 'user', 'Where are my refunds?', '2026-03-01T10:00:00.000Z');"
+        "INSERT INTO messages (id, conversation_id, role, content, rating, created_at) VALUES"
+        " ('msg_2', 'conv_1', 'assistant', 'In five days.', 'down', '2026-03-01T10:00:01.000Z');"
+    )
+    await conn.close()
+    upgraded = PostgresDatabase(old)
+    await upgraded.open()
+    try:
+        assert await upgraded.schema_version_now() == schema_version()
+        tx = upgraded.reader
+        daily = await tx.fetchall("SELECT * FROM agent_daily")
+        assert [tuple(r) for r in daily] == [("agt_1", "2026-03-01", 1, 1, 1, 0, 0, 1)]
+        rated = await tx.fetchall("SELECT message_id, agent_id, rating FROM message_ratings")
+        assert [tuple(r) for r in rated] == [("msg_2", "agt_1", "down")]
+        found = await tx.fetchall(
+            "SELECT id FROM messages"
+            " WHERE to_tsvector('english'::regconfig, content) @@ to_tsquery('english', 'refund')"
+        )
+        assert [r[0] for r in found] == ["msg_1"]
+    finally:
+        await upgraded.close()
     assert await _catalog(old) == await _catalog(fresh)

@@ -52,13 +52,20 @@ class ChatUser(RequestModel):
 
 
 class ChatBody(RequestModel):
-    nullable = frozenset({"conversationId", "sessionId", "user", "userHash", "userToken"})
+    nullable = frozenset(
+        {"conversationId", "sessionId", "user", "userHash", "userToken", "triggerId"}
+    )
 
     agent_id: Annotated[str, Field(min_length=1, max_length=100)]
     messages: Annotated[list[ChatMessageIn], Field(min_length=1, max_length=500)]
     conversation_id: Annotated[str, Field(min_length=1, max_length=100)] | None = None
     session_id: Annotated[str, Field(min_length=1, max_length=200)] | None = None
     user: ChatUser | SkipJsonSchema[None] = None
+    trigger_id: Annotated[str, Field(min_length=1, max_length=100)] | None = Field(
+        None,
+        description="the widget trigger the visitor's chat started from (analytics); kept on"
+        " a new conversation when it is one of the agent's triggers",
+    )
     user_hash: Annotated[str, Field(max_length=200)] | None = Field(
         None, description="HMAC-SHA256 of user.id with the agent's identity secret (hex)"
     )
@@ -247,6 +254,7 @@ async def _stream_chat(call: Call) -> web.StreamResponse:
         session_id=body.session_id,
         user=user,
         team_id=call.principal.team_id if call.principal else None,
+        trigger_id=body.trigger_id,
     )
     db = app[keys.db_key]
     semantic = app[keys.indexer_key].semantic
@@ -257,6 +265,7 @@ async def _stream_chat(call: Call) -> web.StreamResponse:
         chat,
         semantic,
         app[keys.emitter_key],
+        app[keys.curated_answers_key],
     )
 
     response = web.StreamResponse(

@@ -8,7 +8,8 @@ from pydantic import Field
 
 from agentsvc import keys
 from agentsvc.api.cursors import MAX_CURSOR_LENGTH, decode_cursor, next_cursor
-from agentsvc.api.models import QueryModel, RequestModel, ResponseModel
+from agentsvc.api.list_filters import AgentId, ConversationFilterQuery
+from agentsvc.api.models import RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, envelope_response
 from agentsvc.services.agents import identity as identity_service
 from agentsvc.services.chat import conversations as conv_service
@@ -17,18 +18,19 @@ from agentsvc.store.conversations import Conversation, StoredMessage
 
 routes = RouteTable("conversations")
 
+# One conversation: any id but `export` (GET /conversations/export is the download), so
+# the fixed path is never taken for an id and `Allow` lists each resource's own methods.
+ONE_CONVERSATION = "/conversations/{id:(?!export$)[^/]+}"
+
 SESSION_HEADER = "X-Session-Id"
 
 
-class ConversationQuery(QueryModel):
-    agent_id: Annotated[str, Field(min_length=1, max_length=100)]
+class ConversationQuery(ConversationFilterQuery):
+    agent_id: AgentId
     limit: Annotated[int, Field(ge=1, le=100)] = 20
     offset: Annotated[int, Field(ge=0, le=10**12)] = 0  # SQLite integers are 64-bit
     # `nextCursor` of the previous page: the page after it at any depth (offset unused).
     cursor: Annotated[str | None, Field(min_length=1, max_length=MAX_CURSOR_LENGTH)] = None
-    status: Literal["bot", "waiting", "human", "closed"] | None = Field(
-        None, description="only the conversations in this handoff status"
-    )
 
 
 class FeedbackBody(RequestModel):
@@ -61,6 +63,13 @@ STATUS_DESCRIPTION = (
 )
 
 
+class Ratings(ResponseModel):
+    """How many of the conversation's answers are rated up and down."""
+
+    up: int
+    down: int
+
+
 class ConversationSummary(ResponseModel):
     id: str
     agent_id: str
@@ -70,6 +79,8 @@ class ConversationSummary(ResponseModel):
     user: EndUser | None
     status: Status = Field(description=STATUS_DESCRIPTION)
     assignee: Assignee | None
+    trigger_id: str | None = Field(description="the widget trigger the chat started from")
+    ratings: Ratings
     created_at: str
     updated_at: str
 
@@ -88,7 +99,16 @@ class Usage(ResponseModel):
 
 
 class SourceOut(ResponseModel):
+    """A knowledge document the answer was given."""
+
     document_id: str
+    title: str
+
+
+class AnswerSourceOut(ResponseModel):
+    """A curated answer the answer came from (its question is the title)."""
+
+    answer_id: str
     title: str
 
 
@@ -110,8 +130,13 @@ class MessageOut(ResponseModel):
     rating: Literal["up", "down"] | None
     tool_calls: list[ToolCallOut] | None
     usage: Usage | None
-    sources: list[SourceOut] | None  # knowledge documents the answer was given
+    # Curated answer first (when one matched), then knowledge documents.
+    sources: list[AnswerSourceOut | SourceOut] | None
     status: Literal["complete", "interrupted", "failed"]
+    unanswered: bool | None = Field(
+        description="an AI answer: true when it found nothing to answer with (no curated"
+        " answer, no knowledge passage, no tool); null for other messages"
+    )
 
 
 class ConversationOut(ResponseModel):
@@ -122,6 +147,7 @@ class ConversationOut(ResponseModel):
     user: EndUser | None
     status: Status = Field(description=STATUS_DESCRIPTION)
     assignee: Assignee | None
+    trigger_id: str | None
     messages: list[MessageOut]
     created_at: str
     updated_at: str
@@ -158,6 +184,7 @@ def _base_json(conv: Conversation) -> dict:
         "user": _user_json(conv),
         "status": conv.status,
         "assignee": assignee_of(conv),
+        "triggerId": conv.trigger_id,
     }
 
 
@@ -165,6 +192,7 @@ def summary_json(conv: Conversation) -> dict:
     return {
         **_base_json(conv),
         "messageCount": conv.message_count,
+        "ratings": {"up": conv.rated_up, "down": conv.rated_down},
         "createdAt": conv.created_at,
         "updatedAt": conv.updated_at,
     }
@@ -191,15 +219,21 @@ def message_json(msg: StoredMessage) -> dict:
         "usage": msg.usage,
         "sources": msg.sources,
         "status": msg.status,
+        "unanswered": msg.unanswered,
     }
 
 
 # The envelope's `pagination`, for the OpenAPI document.
 PAGINATION_SCHEMA = {
     "type": "object",
-    "required": ["total", "limit", "offset", "nextCursor"],
+    "required": ["total", "limit", "offset", "nextCursor", "totalCapped"],
     "properties": {
         "total": {"type": "integer"},
+        "totalCapped": {
+            "type": "boolean",
+            "description": "true when a filtered total stopped counting at 10,000 (or a"
+            " search looked at its 10,000 newest matching messages)",
+        },
         "limit": {"type": "integer"},
         "offset": {"type": "integer"},
         "nextCursor": {
@@ -219,29 +253,30 @@ PAGINATION_SCHEMA = {
     extra={"envelope_extra": {"properties_extra": {"pagination": PAGINATION_SCHEMA}}},
 )
 async def list_conversations(call: Call):
-    """List an agent's conversations, newest first, with pagination."""
+    """List an agent's conversations, newest first, filtered and searched, with pagination."""
     query: ConversationQuery = call.query
-    convs, total, more = await conv_service.list_conversations(
+    page = await conv_service.list_conversations(
         call.app[keys.db_key],
         call.team_id,
         query.agent_id,
         query.limit,
         query.offset,
         decode_cursor(query.cursor),
-        query.status,
+        query.filters(),
     )
     return envelope_response(
-        [summary_json(c) for c in convs],
+        [summary_json(c) for c in page.conversations],
         pagination={
-            "total": total,
+            "total": page.total,
             "limit": query.limit,
             "offset": query.offset,
-            "nextCursor": next_cursor(convs, more),
+            "nextCursor": next_cursor(page.conversations, page.more),
+            "totalCapped": page.total_capped,
         },
     )
 
 
-@routes.get("/conversations/{id}", response=ConversationOut, envelope=True, errors=(404,))
+@routes.get(ONE_CONVERSATION, response=ConversationOut, envelope=True, errors=(404,))
 async def get_conversation(call: Call):
     """Get a conversation with its messages in order."""
     conv, messages = await conv_service.get_conversation(
@@ -257,7 +292,7 @@ async def get_conversation(call: Call):
     )
 
 
-@routes.delete("/conversations/{id}", response=ConversationDeleted, envelope=True, errors=(404,))
+@routes.delete(ONE_CONVERSATION, response=ConversationDeleted, envelope=True, errors=(404,))
 async def delete_conversation(call: Call):
     """Delete a conversation and its messages."""
     await conv_service.delete_conversation(call.app[keys.db_key], call.team_id, call.params["id"])

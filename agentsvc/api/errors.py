@@ -11,6 +11,7 @@ import orjson
 from aiohttp import web
 
 from agentsvc.errors import (
+    AnswerLimitReached,
     Conflict,
     DomainError,
     DuplicateName,
@@ -92,6 +93,7 @@ STATUS: dict[type[DomainError], int] = {
     Unauthorized: 401,
     Forbidden: 403,
     ToolLimitReached: 403,
+    AnswerLimitReached: 403,
     NotFound: 404,
     MethodNotAllowed: 405,
     Conflict: 409,

@@ -41,8 +41,13 @@ class SubmitBody(RequestModel):
     fields_completed: Annotated[list[Annotated[str, Field(max_length=200)]], Field(max_length=200)]
     impression_at: EpochMs | SkipJsonSchema[None] = None
     started_at: EpochMs | SkipJsonSchema[None] = None
+    trigger_id: Id | SkipJsonSchema[None] = Field(
+        None,
+        description="the widget trigger that showed the form (analytics); kept when it is"
+        " one of the agent's triggers",
+    )
 
-    nullable = frozenset({"conversationId", "sessionId", "impressionAt", "startedAt"})
+    nullable = frozenset({"conversationId", "sessionId", "impressionAt", "startedAt", "triggerId"})
 
 
 class ClientResultBody(RequestModel):
@@ -327,6 +332,7 @@ async def post_submission(call: Call):
         started_at=body.started_at,
         file_quota_mb=call.app[keys.settings_key].forms.file_quota_mb_per_agent,
         emitter=call.app[keys.emitter_key],
+        trigger_id=body.trigger_id,
     )
     # The submitted values (files included) are on disk now: the next large body may be
     # read while the first attempts run.

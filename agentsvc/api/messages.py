@@ -38,6 +38,8 @@ PATTERN_PHRASES: dict[str, str] = {
     widget_look.IMAGE_PATTERN: (
         "an https:// address or a base64 data:image/(png|jpeg|gif|webp|svg+xml) URL{length}"
     ),
+    r"^\d{4}-\d{2}-\d{2}$": "a calendar date as YYYY-MM-DD",
+    r"[^\W_]": "a string{length} with a letter or digit",
 }
 _EMAIL_PHRASE = "an e-mail address{length}"
 _PATTERN_FALLBACK = "a string{length} in the accepted format"

@@ -158,7 +158,11 @@ def _operation(endpoint: Endpoint, schemas: _Schemas) -> dict[str, Any]:
     if endpoint.stream:
         success["content"] = {"text/event-stream": {"schema": SSE_EVENT_SCHEMA}}
     elif endpoint.media_type != "application/json":
-        success["content"] = {endpoint.media_type: {"schema": {"type": "string"}}}
+        types = endpoint.media_type
+        success["content"] = {
+            media: {"schema": {"type": "string"}}
+            for media in ((types,) if isinstance(types, str) else types)
+        }
     elif endpoint.response is not None:
         schema = schemas.describe(endpoint.response, "serialization")
         if endpoint.envelope:

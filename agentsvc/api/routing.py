@@ -92,7 +92,8 @@ class Endpoint:
     status: int = 200
     errors: tuple[int, ...] = ()
     stream: bool = False  # text/event-stream instead of JSON
-    media_type: str = "application/json"  # of the success body
+    # Of the success body; several when a query parameter chooses (an export's format).
+    media_type: str | tuple[str, ...] = "application/json"
     cors: bool = False  # callable from any site (the widget's endpoints)
     # Runs after authentication and before the body is read (a per-IP limit of a public
     # endpoint with large bodies must not wait for them), with the principal or None.

@@ -12,7 +12,7 @@ from agentsvc.api import auth
 from agentsvc.api.audit import actor_of
 from agentsvc.api.models import RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, json_response
-from agentsvc.api.session_auth import Email, UserOut, limit_sign_in, user_json
+from agentsvc.api.session_auth import UserOut, limit_sign_in, user_json
 from agentsvc.passwords import MAX_PASSWORD_LENGTH
 from agentsvc.services.team import membership as team_service
 from agentsvc.store.invitations import Invitation
@@ -23,8 +23,17 @@ routes = RouteTable("team")
 Name = Annotated[str, Field(max_length=200, pattern=r"^[^\x00-\x1f\x7f]*$")]
 
 
+# An invitation is mailed: the address leaves out the characters with a meaning in mail
+# headers (RFC 5322's specials), which Python's email package cannot carry in `To` as
+# typed ("a@[" fails there); control characters as for every address.
+_MAILABLE_CHAR = r'[^@\s\u0000-\u001f\u007f-\u009f\u2028\u2029()<>\[\],;:\\"]'
+MailableEmail = Annotated[
+    str, Field(min_length=3, max_length=254, pattern=rf"^{_MAILABLE_CHAR}+@{_MAILABLE_CHAR}+$")
+]
+
+
 class InviteIn(RequestModel):
-    email: Email
+    email: MailableEmail
     role: Literal["member", "owner"] = "member"
 
 

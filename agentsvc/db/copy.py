@@ -2,10 +2,13 @@
 
 Rows go table by table in foreign-key order with COPY (asyncpg's binary
 `copy_records_to_table`), in one transaction: a failure leaves the target as it was. The
-counters (`*_totals`) are not copied: PostgreSQL's triggers count the copied rows as they
-arrive, so they come out right by construction. Tables that stand in for SQLite's rowid
-get it copied, so lists keep their order; identity columns then continue after the
-largest copied value. Every table's row count is compared at the end.
+counters (`*_totals`, `agent_daily`) and the rated answers by agent (`message_ratings`) are
+not copied: PostgreSQL's triggers count the copied rows as they arrive, so they come out
+right by construction. `trigger_daily` is copied: its widget events are kept nowhere else.
+The messages' search index is each database's own (FTS5 here, a GIN index there). Tables
+that stand in for SQLite's rowid get it copied, so lists keep their order; identity columns
+then continue after the largest copied value. Every table's row count is compared at the
+end.
 """
 
 from __future__ import annotations
@@ -36,7 +39,9 @@ TABLES = [
     "conversations",
     "messages",
     "conversation_events",
+    "unanswered_questions",
     "triggers",
+    "trigger_daily",
     "form_submissions",
     "form_deliveries",
     "form_delivery_attempts",
@@ -44,6 +49,7 @@ TABLES = [
     "documents",
     "passages",
     "passage_embeddings",
+    "curated_answers",
 ]
 BATCH_ROWS = 5_000
 

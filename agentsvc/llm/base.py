@@ -72,6 +72,8 @@ class ModelRequest:
     temperature: float = 70.0  # the agent's 0-100 scale
     knowledge: tuple[str, ...] = ()  # texts the builtin model may answer from
     language: str = "english"  # the agent's language: the builtin model's word forms
+    # The team's answer to this question: the builtin model gives it word for word.
+    curated_answer: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,6 +2,8 @@
 
 - When the newest user message is `/tool NAME {json}` (JSON optional) it calls tool NAME
   with that input; once the result is in the context it answers with the tool's output.
+- Otherwise, with a curated answer to the question (the team's own), it gives it word for
+  word.
 - Otherwise it answers with the sentences of the system prompt (and knowledge texts)
   sharing the most words with the question, compared by stem in the agent's language
   (rarer words weigh more, stop words ignored), or says it found nothing.
@@ -184,6 +186,8 @@ def _reply(request: ModelRequest) -> tuple[str, ToolCall | None]:
                 f"toolu_builtin_{number}", name, tool_input, _arguments_text(tool_input)
             )
         return f"The tool {name} is not available right now.", None
+    if request.curated_answer is not None:
+        return request.curated_answer, None
     texts = [request.system, *request.knowledge]
     return answer_from_text(question, [t for t in texts if t], request.language), None
 

@@ -37,6 +37,7 @@ ACTIONS = (
     "end_user.exported",
     "end_user.erased",
     "conversations.exported",
+    "form_submissions.exported",
 )
 ACTION_PATTERN = r"^[a-z][a-z_]{0,40}\.[a-z][a-z_]{0,40}$"
 _ACTION = re.compile(ACTION_PATTERN)

@@ -13,6 +13,7 @@ from agentsvc.db import RESYNC, Database
 
 if TYPE_CHECKING:
     from agentsvc.services.agents.registry import AgentCache
+    from agentsvc.services.answers.matching import CuratedAnswers
     from agentsvc.services.events.emitter import Emitter
     from agentsvc.services.knowledge.vectors import VectorIndex
     from agentsvc.services.team.access import KeyResolver
@@ -23,6 +24,7 @@ _AGENT = "agent:"
 _VECTORS = "vectors:"
 _CONVERSATION = "conversation:"
 _WEBHOOKS = "webhooks:"
+_ANSWERS = "answers:"
 
 
 def agent(agent_id: str) -> str:
@@ -38,6 +40,11 @@ def vectors(agent_id: str) -> str:
 def webhooks(team_id: str) -> str:
     """A team's event webhooks changed (created or deleted)."""
     return _WEBHOOKS + team_id
+
+
+def answers(agent_id: str) -> str:
+    """An agent's curated answers changed."""
+    return _ANSWERS + agent_id
 
 
 def conversation(team_id: str, conversation_id: str) -> str:
@@ -61,6 +68,7 @@ def follow(
     vector_index: VectorIndex | None = None,
     widget_configs: WidgetConfigCache | None = None,
     emitter: Emitter | None = None,
+    curated: CuratedAnswers | None = None,
 ) -> None:
     """Keep these caches in step with the announced changes."""
 
@@ -70,6 +78,8 @@ def follow(
                 resolver.invalidate()
             if agents is not None:
                 agents.clear()
+            if curated is not None:
+                curated.clear()
             if vector_index is not None:
                 vector_index.invalidate_all()
             if widget_configs is not None:
@@ -84,6 +94,11 @@ def follow(
                 agents.forget(topic[len(_AGENT) :])
             if widget_configs is not None:
                 widget_configs.forget(topic[len(_AGENT) :])
+            if curated is not None:  # the agent's language, or the agent itself, is gone
+                curated.forget(topic[len(_AGENT) :])
+        elif topic.startswith(_ANSWERS):
+            if curated is not None:
+                curated.forget(topic[len(_ANSWERS) :])
         elif topic.startswith(_VECTORS) and vector_index is not None:
             vector_index.invalidate(topic[len(_VECTORS) :])
         elif topic.startswith(_WEBHOOKS) and emitter is not None:

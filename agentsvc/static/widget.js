@@ -401,6 +401,9 @@
   var host, sheet, styleEl, root, panel, log, input, sendBtn, launcher, bubbleWrap, bubbleBtn, bubbleX, humanBtn;
   var titleEl, avatarEl, closeBtn, welcomeEl, startersEl, poweredEl;
   var isOpen = false, busy = false, bubbleTimer = null, proactive = null, inline = false, look = LOOK;
+  // The trigger a chat starts from (an open_chat trigger, or a bubble clicked): sent with the
+  // first message of a new conversation, for the trigger's funnel in the analytics.
+  var chatTrigger = null;
 
   function build() {
     host = el("div", { id: "agentsvc-widget" });
@@ -681,7 +684,11 @@
     renderMessage(m);
     showStarters();
     emit("message", { role: "user", content: text });
-    if (proactive && proactive.action === "open_chat") { converted(proactive); proactive = null; }
+    if (proactive && proactive.action === "open_chat") {
+      converted(proactive);
+      chatTrigger = proactive.trigger.id;
+      proactive = null;
+    }
     return stream(text);
   }
 
@@ -691,6 +698,7 @@
     var body = { agentId: agentId, messages: [{ role: "user", content: text }], sessionId: sessionId() };
     if (conv.conversationId) body.conversationId = conv.conversationId;
     else {
+      if (chatTrigger) body.triggerId = chatTrigger;
       body.messages = conv.messages.filter(function (x) { return x.role === "user" || x.role === "assistant"; })
         .map(function (x) { return { role: x.role, content: x.content }; });
     }
@@ -716,7 +724,7 @@
     function retry() { return stream(text); }
     function onEvent(name, data) {
       if (name === "message_start") {
-        if (data.conversationId) { conv.conversationId = data.conversationId; saveConv(); }
+        if (data.conversationId) { conv.conversationId = data.conversationId; chatTrigger = null; saveConv(); }
         reply.id = data.messageId || null;
       } else if (name === "content_block_delta" && data.delta && typeof data.delta.text === "string") {
         if (!node) {
@@ -1127,6 +1135,7 @@
         names.forEach(function (n, i) { if (!empty(vals[i])) { formData[n] = vals[i]; completed.push(n); } });
         var body = { toolId: toolId, formData: formData, fieldsCompleted: completed, impressionAt: impressionAt, startedAt: startedAt, sessionId: sessionId() };
         if (conv.conversationId) body.conversationId = conv.conversationId;
+        if (trigger && trigger.trigger) body.triggerId = trigger.trigger.id;
         return request("POST", "/form-submissions/submit", body).then(function (res) {
           return runClient(res, form, formData).then(function (client) {
             var ok = res.success !== false && (!client || client.success);
@@ -1199,7 +1208,7 @@
     var t = bubbleBtn.bubbleTrigger;
     hideBubble();
     open();
-    if (t) converted(t);
+    if (t) { converted(t); chatTrigger = t.trigger.id; }
   }
 
   // ── Triggers ────────────────────────────────────────────────────────────────────────

@@ -30,6 +30,9 @@ class Conversation:
     first_reply_seconds: float | None = None
     contact_email: str | None = None  # left by a visitor outside business hours
     visitor_seen_at: str | None = None  # the visitor's event stream was last open then
+    trigger_id: str | None = None  # the widget trigger the chat started from, if any
+    rated_up: int = 0  # its answers rated up, and down (kept by database triggers)
+    rated_down: int = 0
     assignee_name: str | None = None
     message_count: int = 0
 
@@ -49,6 +52,9 @@ class StoredMessage:
     created_at: str
     author_id: str | None = None  # a member's reply: the member, and their name then
     author_name: str | None = None
+    # An AI answer: True when it found nothing to answer with, False when it answered; None
+    # for other messages and answers stored before this was recorded.
+    unanswered: bool | None = None
 
 
 _CONV = (
@@ -56,15 +62,20 @@ _CONV = (
     " user_verified_by, created_at, updated_at"
 )
 _HANDOFF = "status, assignee_id, handoff_at, first_reply_seconds, contact_email, visitor_seen_at"
-# A conversation with its assignee's name (the member's name as it is now).
-_SELECT = (
-    "SELECT "
-    + ", ".join("c." + c.strip() for c in f"{_CONV}, {_HANDOFF}".split(","))
-    + ", u.name FROM conversations c LEFT JOIN users u ON u.id = c.assignee_id"
+# A conversation's columns (as `c.`) with its assignee's name (the member's name as it is
+# now), in the order of the Conversation record.
+SELECT_COLUMNS = (
+    ", ".join(
+        "c." + c.strip()
+        for c in f"{_CONV}, {_HANDOFF}, trigger_id, rated_up, rated_down".split(",")
+    )
+    + ", u.name"
 )
+ASSIGNEE_JOIN = "LEFT JOIN users u ON u.id = c.assignee_id"
+_SELECT = f"SELECT {SELECT_COLUMNS} FROM conversations c {ASSIGNEE_JOIN}"
 MESSAGE_COLUMNS = (
     "id, conversation_id, role, content, tool_calls, usage, sources, status, model, rating,"
-    " created_at, author_id, author_name"
+    " created_at, author_id, author_name, unanswered"
 )
 STATUSES = ("bot", "waiting", "human", "closed")
 
@@ -73,13 +84,16 @@ def message_from_row(row: Any) -> StoredMessage:
     values = list(row)
     for i in (4, 5, 6):
         values[i] = load_json(values[i])
+    if values[13] is not None:
+        values[13] = bool(values[13])
     return StoredMessage(*values)
 
 
 async def insert_conversation(tx: Tx, conv: Conversation) -> None:
     """Insert a conversation (inside a batched write: see services/chat/start.py)."""
     await tx.execute(
-        f"INSERT INTO conversations ({_CONV}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        f"INSERT INTO conversations ({_CONV}, trigger_id)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             conv.id,
             conv.agent_id,
@@ -92,6 +106,7 @@ async def insert_conversation(tx: Tx, conv: Conversation) -> None:
             conv.user_verified_by,
             conv.created_at,
             conv.updated_at,
+            conv.trigger_id,
         ),
     )
 
@@ -116,48 +131,6 @@ async def get_public(tx: Tx, conversation_id: str) -> Conversation | None:
     """Return a conversation by id alone (the caller checks the session id)."""
     rows = await tx.fetchall(f"{_SELECT} WHERE c.id = ?", (conversation_id,))
     return Conversation(*rows[0]) if rows else None
-
-
-async def list_for_agent(
-    tx: Tx,
-    agent_id: str,
-    limit: int,
-    offset: int,
-    after: tuple[str, str] | None = None,
-    status: str | None = None,
-) -> tuple[list[Conversation], bool]:
-    """A page of the agent's conversations, newest first (`created_at`, then `id`), with
-    message counts, and whether more follow. With `after` (the (created_at, id) of the last
-    one seen), the page starts after it (keyset: any depth costs the same) and `offset` is
-    not used. `status` keeps only the conversations in that handoff status."""
-    where, args = "c.agent_id = ?", [agent_id]
-    if status is not None:
-        where += " AND c.status = ?"
-        args.append(status)
-        if status != "bot":
-            # Lets the planner use the partial index of the conversations not with the
-            # agent (inserting a new conversation leaves that index alone).
-            where += " AND c.status <> 'bot'"
-    if after is not None:
-        where += " AND (c.created_at, c.id) < (?, ?)"
-        args += after
-        offset = 0
-    rows = await tx.fetchall(
-        f"""
-        {
-            _SELECT.replace(
-                " FROM ",
-                ", (SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id) FROM ",
-                1,
-            )
-        }
-        WHERE {where}
-        ORDER BY c.created_at DESC, c.id DESC
-        LIMIT ? OFFSET ?
-        """,
-        (*args, limit + 1, offset),
-    )
-    return [Conversation(*r) for r in rows[:limit]], len(rows) > limit
 
 
 async def count_in_status(tx: Tx, agent_id: str, status: str) -> int:
@@ -195,7 +168,8 @@ async def delete(tx: Tx, team_id: str, conversation_id: str) -> bool:
 async def insert_message(tx: Tx, msg: StoredMessage) -> None:
     """Insert a message."""
     await tx.execute(
-        f"INSERT INTO messages ({MESSAGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        f"INSERT INTO messages ({MESSAGE_COLUMNS})"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             msg.id,
             msg.conversation_id,
@@ -210,6 +184,7 @@ async def insert_message(tx: Tx, msg: StoredMessage) -> None:
             msg.created_at,
             msg.author_id,
             msg.author_name,
+            None if msg.unanswered is None else int(msg.unanswered),
         ),
     )
 

@@ -244,6 +244,14 @@ async def exists(tx: Tx, document_id: str) -> bool:
     return row is not None
 
 
+async def has_ready(tx: Tx, agent_id: str) -> bool:
+    """Whether the agent has a document ready to answer from."""
+    row = await tx.fetchone(
+        "SELECT 1 FROM documents WHERE agent_id = ? AND status = 'ready' LIMIT 1", (agent_id,)
+    )
+    return row is not None
+
+
 # SQLite: ranks the agent's passages inside FTS5 (the scope token restricts the match to
 # them), then joins for the texts. Passages of documents still indexing can take places in the inner
 # LIMIT, hence the margin there; the outer query keeps `ready` ones only. Heading matches

@@ -36,6 +36,7 @@ class Submission:
     updated_at: str
     session_id: str | None = None  # the widget session that submitted it, if any
     files_bytes: int = 0  # decoded size of its stored files (the agent's file quota)
+    trigger_id: str | None = None  # the trigger that showed the form, or started its chat
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,7 @@ from collections import defaultdict
 from typing import NamedTuple
 
 from agentsvc.db import Tx
+from agentsvc.store.analytics import add_trigger_counts
 
 _CHUNK = 500  # stays far below SQLite's limit on bound variables
 
@@ -76,8 +77,9 @@ async def _by_name(tx: Tx, agent_id: str, name: str) -> str | None:
     return row[0] if row else None
 
 
-async def write_batch(tx: Tx, events: list[TriggerEvent]) -> list[str | Mismatch | None]:
-    """Count the events whose trigger belongs to their agent and matches them.
+async def write_batch(tx: Tx, events: list[TriggerEvent], day: str) -> list[str | Mismatch | None]:
+    """Count the events whose trigger belongs to their agent and matches them (in the
+    triggers' stats and in the figures of `day`, YYYY-MM-DD).
 
     Returns, per event, the id of the trigger it was counted for, None when it names no
     trigger of its agent, or a Mismatch when its triggerId names a trigger whose name, type
@@ -96,13 +98,23 @@ async def write_batch(tx: Tx, events: list[TriggerEvent]) -> list[str | Mismatch
             resolved.append(named[key])
 
     counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    agents: dict[str, str] = {}
     for event, trigger_id in zip(events, resolved, strict=True):
         if isinstance(trigger_id, str):
             counts[trigger_id][0 if event.event_type == "fired" else 1] += 1
+            agents[trigger_id] = event.agent_id
     if counts:
         await tx.executemany(
             "UPDATE triggers SET fired_count = fired_count + ?,"
             " converted_count = converted_count + ? WHERE id = ?",
             [(fired, converted, tid) for tid, (fired, converted) in counts.items()],
+        )
+        # The day's figures too (analytics): one more statement per batch, not per event.
+        await add_trigger_counts(
+            tx,
+            (
+                (agents[tid], day, tid, fired, converted, 0, 0)
+                for tid, (fired, converted) in counts.items()
+            ),
         )
     return resolved

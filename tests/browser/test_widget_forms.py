@@ -321,6 +321,13 @@ def test_show_form_trigger_action_converts_on_submit(page, stack):
     form.get_by_role("button", name="Submit").click()
     expect(page.get_by_text("Thank you!")).to_be_visible()
     assert eventually(lambda: counts() == (1, 1))
+    # The submission carries the trigger that showed the form (the analytics' funnel).
+    submission = stack.api("GET", f"/form-submissions?agentId={agent_id}")["submissions"][0]
+    detail = stack.api("GET", f"/form-submissions/{submission['id']}")
+    assert detail["id"] == submission["id"]
+    figures = stack.api("GET", f"/agents/{agent_id}/analytics")["data"]
+    assert figures["totals"]["triggerSubmissions"] == 1
+    assert figures["triggers"][0]["triggerId"] == found["id"]
 
 
 def test_both_mode_runs_webhook_and_handler(page, stack):

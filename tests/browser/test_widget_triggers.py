@@ -125,6 +125,11 @@ def test_scroll_depth_opens_chat_prefilled_and_converts(page, stack):
     page.get_by_role("button", name="Send").click()
     expect(page.get_by_role("log").locator(".assistant")).to_contain_text("two days")
     assert eventually(lambda: _counts(stack, agent_id, found["id"]) == (1, 1))
+    # The chat it started carries the trigger (the analytics' funnel).
+    conversation = stack.api("GET", f"/conversations?agentId={agent_id}")["data"][0]
+    assert conversation["triggerId"] == found["id"]
+    figures = stack.api("GET", f"/agents/{agent_id}/analytics")["data"]
+    assert figures["totals"]["triggerConversations"] == 1
 
 
 def test_exit_intent_after_a_few_seconds(page, stack):

@@ -51,6 +51,7 @@ PAGES = [
     "Triggers",
     "Chat preview",
     "Conversations",
+    "Review",
     "Form submissions",
     "Analytics",
     "Widget",

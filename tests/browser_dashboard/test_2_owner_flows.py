@@ -202,7 +202,7 @@ def test_owner_reads_conversations_submissions_and_analytics(tab, stack):
     )
     nav(page, "Conversations")
     page.get_by_label("Feedback filter").select_option("up")
-    expect(page.get_by_text("No conversation on this page has that feedback.")).to_be_visible()
+    expect(page.get_by_text("No conversation matches these filters.")).to_be_visible()
     page.get_by_label("Feedback filter").select_option("down")
     expect(page.get_by_role("link", name="Do you ship worldwide?")).to_be_visible()
     expect(page.get_by_role("row").filter(has_text="Do you ship")).to_contain_text("👎 1")

@@ -1,13 +1,15 @@
-"""The page's own logic against the API's: schema checks, model suggestions, CSV export."""
+"""The page's own logic against the API's: schema checks, model suggestions; the CSV export."""
 
 from __future__ import annotations
 
 import csv
 import io
+import urllib.request
 
 from agentsvc.api.openapi import model_id_pattern
 from tests.browser_dashboard.stack import (
     api_status,
+    chat_as_key,
     ensure_owner,
     owner_key,
 )
@@ -109,39 +111,31 @@ def test_model_suggestions_follow_the_configured_providers(tab, stack):
     assert found == [sorted(names) for names in cases]
 
 
-def test_csv_export_quotes_cells_and_defuses_formulas(tab, stack):
-    conversation = {
-        "id": "conv_1",
-        "title": 'He said "hi", then left',
-        "user": {"email": "a@b.c"},
-        "createdAt": "t0",
-        "messages": [
-            {"id": "m1", "role": "user", "content": '=HYPERLINK("http://x")', "createdAt": "t1"},
-            {
-                "id": "m2",
-                "role": "assistant",
-                "content": "two\nlines",
-                "rating": "up",
-                "createdAt": "t2",
-            },
-        ],
-    }
-    page = tab.page
-    page.goto(stack.url + "/")
-    text = page.evaluate(
-        """async (conv) => {
-            const m = await import("/dashboard/page-conversations.js");
-            return m.conversationsCsv([conv]);
-        }""",
-        conversation,
+def test_csv_export_quotes_cells_and_defuses_formulas(stack):
+    """The export the Conversations page downloads (the server's, streamed): RFC 4180 cells,
+    and a cell a spreadsheet would run as a formula prefixed with `'`."""
+    ensure_owner(stack)
+    key = owner_key(stack)
+    agent = stack.api("POST", "/agents", key, {"name": "CSV checks"})["data"]
+    chat_as_key(stack, key, agent["id"], '=HYPERLINK("http://x")')
+    chat_as_key(stack, key, agent["id"], 'He said "hi", then\nleft')
+    request = urllib.request.Request(
+        f"{stack.url}/api/v1/conversations/export?agentId={agent['id']}&format=csv",
+        headers={"Authorization": f"Bearer {key}"},
     )
-    rows = list(csv.reader(io.StringIO(text)))
-    assert rows[0][:3] == ["conversationId", "title", "userEmail"]
-    assert rows[1][1] == 'He said "hi", then left'
-    assert rows[1][6] == '\'=HYPERLINK("http://x")'
-    assert rows[1][7] == ""
-    assert rows[2][6] == "two\nlines" and rows[2][7] == "up"
+    with urllib.request.urlopen(request, timeout=10) as resp:  # noqa: S310 (loopback)
+        text = resp.read().decode()
+        assert resp.headers["Content-Disposition"] == (
+            'attachment; filename="conversations-csv-checks.csv"'
+        )
+    rows = list(csv.reader(io.StringIO(text, newline="")))
+    assert rows[0][:3] == ["conversationId", "title", "userId"]
+    content = rows[0].index("content")
+    assert rows[1][content] == 'He said "hi", then\nleft'
+    assert rows[3][content] == '\'=HYPERLINK("http://x")'
+    assert rows[3][1] == '\'=HYPERLINK("http://x")'  # the title too
     assert text.endswith("\r\n")
+    stack.api("DELETE", f"/agents/{agent['id']}", key)
 
 
 def test_visitor_fields_not_signed_by_the_site_are_marked_unverified(tab, stack):

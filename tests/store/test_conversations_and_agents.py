@@ -1,8 +1,8 @@
-"""store/conversations.py and store/agents.py."""
+"""store/conversations.py, store/conversation_lists.py and store/agents.py."""
 
 from __future__ import annotations
 
-from agentsvc.store import agents, conversations
+from agentsvc.store import agents, conversation_lists, conversations
 from agentsvc.store.conversations import Conversation, StoredMessage
 from tests.store.builders import LATER, NOW, add_agent, owner
 
@@ -46,14 +46,14 @@ async def test_conversations_page_newest_first_with_counts_and_total(db):
             await conversations.insert_conversation(tx, conversation(who, n, f"2026-11-2{n}T00"))
         await conversations.insert_message(tx, message("conversation_4", 1))
         await conversations.insert_message(tx, message("conversation_4", 2, "assistant"))
-    page, more = await conversations.list_for_agent(db.reader, who.agent_id, 2, 0)
+    page, more = await conversation_lists.list_for_agent(db.reader, who.agent_id, 2, 0)
     assert more and await conversations.count_for_agent(db.reader, who.agent_id) == 5
     assert [c.id for c in page] == ["conversation_4", "conversation_3"]
     assert [c.message_count for c in page] == [2, 0]
-    late, more = await conversations.list_for_agent(db.reader, who.agent_id, 2, 10)
+    late, more = await conversation_lists.list_for_agent(db.reader, who.agent_id, 2, 10)
     assert (late, more) == ([], False)
     after = (page[-1].created_at, page[-1].id)
-    rest, more = await conversations.list_for_agent(db.reader, who.agent_id, 5, 0, after)
+    rest, more = await conversation_lists.list_for_agent(db.reader, who.agent_id, 5, 0, after)
     assert [c.id for c in rest] == ["conversation_2", "conversation_1", "conversation_0"]
     assert not more
     async with db.write() as tx:

@@ -116,7 +116,9 @@ async def test_triggers_order_by_priority_toggle_and_count_events(db):
         TriggerEvent(who.agent_id, "trigger_1", "Renamed", "fired"),  # does not describe it
         TriggerEvent(who.agent_id, None, "Nobody", "fired"),
     ]
-    results = await db.write_batched(lambda tx: trigger_events.write_batch(tx, events))
+    results = await db.write_batched(
+        lambda tx: trigger_events.write_batch(tx, events, "2026-11-21")
+    )
     assert results == ["trigger_1", "trigger_1", "trigger_2", Mismatch("triggerName"), None]
     stats = await triggers.stats_for_agent(db.reader, who.agent_id)
     assert stats == [("trigger_2", 1, 0), ("trigger_1", 1, 1)]
@@ -128,7 +130,9 @@ async def test_events_for_another_agents_trigger_are_not_counted(db):
     async with db.write() as tx:
         await triggers.insert(tx, trigger(who, 1))
     event = TriggerEvent(other.agent_id, "trigger_1", "T1", "fired")
-    assert await db.write_batched(lambda tx: trigger_events.write_batch(tx, [event])) == [None]
+    assert await db.write_batched(
+        lambda tx: trigger_events.write_batch(tx, [event], "2026-11-21")
+    ) == [None]
     assert await triggers.stats_for_agent(db.reader, who.agent_id) == [("trigger_1", 0, 0)]
     assert await triggers.get(db.reader, other.team_id, "trigger_1") is None
 

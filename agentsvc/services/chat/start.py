@@ -13,10 +13,12 @@ from agentsvc.db import Database, Tx
 from agentsvc.errors import NotFound, ValidationFailed
 from agentsvc.ids import new_id, now_iso
 from agentsvc.language import DEFAULT_LANGUAGE
-from agentsvc.llm.base import Message, ProviderError, Providers
+from agentsvc.llm.base import BUILTIN, Message, ProviderError, Providers
+from agentsvc.llm.builtin import parse_tool_command
 from agentsvc.services import changes
 from agentsvc.services.agents import registry as agents_service
 from agentsvc.services.agents.registry import AgentCache
+from agentsvc.services.answers.matching import CuratedAnswers, CuratedMatch
 from agentsvc.services.chat.conversations import caller_may_use
 from agentsvc.services.chat.turn import HeldTurn, Turn
 from agentsvc.services.events import payloads
@@ -25,8 +27,10 @@ from agentsvc.services.handoff.flow import assignee_of
 from agentsvc.services.knowledge.retrieval import retrieve
 from agentsvc.services.knowledge.vectors import Semantic
 from agentsvc.services.tools.mcp import offered
+from agentsvc.store import analytics as analytics_store
 from agentsvc.store import conversation_events as events_store
 from agentsvc.store import conversations as conv_store
+from agentsvc.store import documents as documents_store
 from agentsvc.store import tools as tools_store
 from agentsvc.store.conversations import Conversation, StoredMessage
 
@@ -43,6 +47,9 @@ class ChatInput:
     session_id: str | None
     user: dict[str, str | None] | None  # id, email, name, verified_by (services.identity)
     team_id: str | None  # set when a Bearer key (or session) authenticated the call
+    # The widget trigger the visitor's chat started from (kept on a new conversation when
+    # it is one of the agent's triggers; ignored otherwise).
+    trigger_id: str | None = None
 
 
 def make_title(text: str) -> str:
@@ -73,6 +80,10 @@ def _history_from_store(messages: list[StoredMessage]) -> list[Message]:
     return history
 
 
+async def _no_match() -> CuratedMatch | None:
+    return None
+
+
 async def prepare_turn(
     db: Database,
     agents: AgentCache,
@@ -80,6 +91,7 @@ async def prepare_turn(
     chat: ChatInput,
     semantic: Semantic | None = None,
     emitter: Emitter | None = None,
+    curated: CuratedAnswers | None = None,
 ) -> Turn | HeldTurn:
     """Validate and load everything, store the user's message, and return the turn; or,
     while a person has the conversation (waiting, human), the held turn: the message is
@@ -93,17 +105,19 @@ async def prepare_turn(
     # together, cost one wake-up of the reader thread, not three.
     agent = agents.get(chat.agent_id) or await agents_service.find_agent(db, agents, chat.agent_id)
     language = agent.language if agent is not None else DEFAULT_LANGUAGE
-    conv, tools, passages = await asyncio.gather(
+    question = chat.messages[-1][1]
+    conv, tools, passages, match = await asyncio.gather(
         _load_conversation(db, chat),
         tools_store.list_enabled_for_agent(db.reader, chat.agent_id),
         retrieve(
             db,
             chat.agent_id,
-            chat.messages[-1][1],
+            question,
             providers.settings.knowledge.top_k,
             semantic,
             language,
         ),
+        curated.match(db, chat.agent_id, question, language) if curated else _no_match(),
     )
     if agent is None or (chat.team_id is not None and agent.team_id != chat.team_id):
         raise NotFound("Agent not found")
@@ -111,7 +125,15 @@ async def prepare_turn(
         provider, model_name = providers.resolve(agent.model)
     except ProviderError as exc:
         raise ValidationFailed(f"agentId: the agent's {exc.message}") from exc
-    user_text = chat.messages[-1][1]
+    user_text = question
+    if match is not None and agent.model == BUILTIN and parse_tool_command(question):
+        match = None  # the builtin model runs the tool a `/tool` command names
+    # With nothing retrieved, whether the agent has knowledge at all decides if a provider
+    # model's answer counts as unanswered (an agent without documents answers from its
+    # prompt); the builtin model says so itself.
+    knowledge = bool(passages) or match is not None
+    if not knowledge and agent.model != BUILTIN:
+        knowledge = await documents_store.has_ready(db.reader, agent.id)
     if conv is not None:
         stored = await conv_store.list_messages(db.reader, conv.id)
         history = _history_from_store(stored)
@@ -148,6 +170,7 @@ async def prepare_turn(
             user_verified_by=user.get("verified_by"),
             created_at=now,
             updated_at=now,
+            trigger_id=chat.trigger_id,
         )
         new_conv: Conversation | None = conv
     else:
@@ -161,7 +184,7 @@ async def prepare_turn(
 
     async def write(tx: Tx) -> None:
         if new_conv is not None:
-            await conv_store.insert_conversation(tx, new_conv)
+            await _insert_conversation(tx, new_conv)
             await emission.emit(
                 tx,
                 "conversation.created",
@@ -208,4 +231,21 @@ async def prepare_turn(
         model_name=model_name,
         passages=passages,
         offer_handoff=bool((agent.handoff or {}).get("enabled")),
+        question=user_text,
+        curated=match,
+        knowledge=knowledge,
     )
+
+
+async def _insert_conversation(tx: Tx, conv: Conversation) -> None:
+    """Insert a new conversation; one started from a trigger counts in that trigger's
+    figures of the day (a trigger id that is not the agent's is not kept)."""
+    trigger_id = conv.trigger_id
+    if trigger_id is not None and not await analytics_store.trigger_of_agent(
+        tx, conv.agent_id, trigger_id
+    ):
+        conv, trigger_id = replace(conv, trigger_id=None), None
+    await conv_store.insert_conversation(tx, conv)
+    if trigger_id is not None:
+        day = analytics_store.day_of(conv.created_at)
+        await analytics_store.add_trigger_counts(tx, [(conv.agent_id, day, trigger_id, 0, 0, 1, 0)])

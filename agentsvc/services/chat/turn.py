@@ -29,12 +29,15 @@ from agentsvc.llm.base import (
     ToolSpec,
     Usage,
 )
+from agentsvc.llm.builtin import NOTHING_FOUND
 from agentsvc.services import changes
+from agentsvc.services.answers.matching import CuratedMatch, question_key
 from agentsvc.services.events import payloads
 from agentsvc.services.events.emitter import NOTHING, Emitter
 from agentsvc.services.knowledge import prompt
 from agentsvc.services.knowledge.retrieval import Passage
 from agentsvc.services.tenant.schemas import MAX_INPUT_DEPTH
+from agentsvc.store import analytics as analytics_store
 from agentsvc.store import conversation_events as events_store
 from agentsvc.store import conversations as conv_store
 from agentsvc.store.agents import Agent
@@ -44,6 +47,7 @@ from agentsvc.store.tools import Tool
 log = logging.getLogger(__name__)
 
 MAX_MODEL_CALLS = 8
+QUESTION_CHARS = 300  # of an unanswered question, kept for the analytics
 
 # The reserved tool offered when the agent hands conversations to people.
 REQUEST_HUMAN = "request_human"
@@ -104,6 +108,13 @@ class Turn:
     passages: list[Passage] = field(default_factory=list)
     # Whether the model is offered `request_human` (the agent's handoff is enabled).
     offer_handoff: bool = False
+    question: str = ""  # the visitor's message this turn answers
+    # The team's curated answer to a question close to this one: the builtin model gives it
+    # word for word, other models read it first among the passages.
+    curated: CuratedMatch | None = None
+    # Whether the agent had anything to answer from (a passage, a curated answer, or any
+    # ready document): a provider model's answer without a source then counts as unanswered.
+    knowledge: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,8 +208,18 @@ class TurnRunner:
         if error is not None:
             await self._sink.event("error", {"type": "error", "error": error})
         else:
-            sources = prompt.sources(turn.passages)
-            await self._sink.event("message_stop", {"type": "message_stop", "sources": sources})
+            await self._sink.event(
+                "message_stop", {"type": "message_stop", "sources": self._sources()}
+            )
+
+    def _sources(self) -> list[dict[str, str]]:
+        """The curated answer (when one matched), then the knowledge documents given; the
+        builtin model, answering with the curated answer alone, names only it."""
+        turn = self._turn
+        if turn.curated is None:
+            return prompt.sources(turn.passages)
+        first = [{"answerId": turn.curated.answer_id, "title": turn.curated.question}]
+        return first if turn.agent.model == BUILTIN else first + prompt.sources(turn.passages)
 
     async def _loop(self) -> None:
         turn = self._turn
@@ -206,11 +227,14 @@ class TurnRunner:
         specs = tuple(ToolSpec(t.name, t.description, t.input_schema) for t in turn.tools.values())
         if turn.offer_handoff and self._request_human is not None:
             specs += (REQUEST_HUMAN_SPEC,)
-        # The builtin model answers from the passages' texts; provider models read them in
-        # a delimited block after the system prompt.
+        # The builtin model answers from the passages' texts (or gives the curated answer);
+        # provider models read them in a delimited block after the system prompt, the
+        # curated answer first.
         system, texts = turn.agent.system_prompt, tuple(p.text for p in turn.passages)
-        if turn.agent.model != BUILTIN and texts:
-            system, texts = prompt.with_context(system, turn.passages), ()
+        curated = turn.curated.answer if turn.curated is not None else None
+        if turn.agent.model != BUILTIN and (texts or curated is not None):
+            system, texts = prompt.with_context(system, turn.passages, turn.curated), ()
+            curated = None
         for step in range(MAX_MODEL_CALLS):
             offered = specs if step < MAX_MODEL_CALLS - 1 else ()
             request = ModelRequest(
@@ -221,6 +245,7 @@ class TurnRunner:
                 temperature=turn.agent.temperature,
                 knowledge=texts,
                 language=turn.agent.language,
+                curated_answer=curated,
             )
             text, calls = await self._model_call(request)
             if not calls or not offered:
@@ -380,26 +405,43 @@ class TurnRunner:
             # The conversation may have been deleted meanwhile; the stream still ends cleanly.
             log.exception("could not store assistant message %s", turn.message_id)
 
+    def _unanswered(self, content: str) -> bool:
+        """Whether the answer found nothing: no curated answer, no tool, and the builtin
+        model said it found nothing, or a provider model had no passage although the agent
+        has knowledge, or nothing was produced at all."""
+        turn = self._turn
+        if turn.curated is not None or self._produced.tool_calls:
+            return False
+        if not content.strip():
+            return True
+        if turn.agent.model == BUILTIN:
+            return content.strip() == NOTHING_FOUND
+        return not turn.passages and turn.knowledge
+
     async def _write(self, status: str, now: str) -> None:
         turn = self._turn
         produced = self._produced
+        content = "\n\n".join(t for t in produced.texts if t)
+        unanswered = self._unanswered(content)
         message = StoredMessage(
             id=turn.message_id,
             conversation_id=turn.conversation.id,
             role="assistant",
-            content="\n\n".join(t for t in produced.texts if t),
+            content=content,
             tool_calls=produced.tool_calls or None,
             usage=produced.usage_json(),
-            sources=prompt.sources(turn.passages) or None,
+            sources=self._sources() or None,
             status=status,
             model=turn.agent.model,
             rating=None,
             created_at=now,
+            unanswered=unanswered,
         )
 
         conv = turn.conversation
         emitter = self._emitter
         emission = await emitter.for_team(conv.team_id) if emitter is not None else NOTHING
+        key = question_key(turn.question) if unanswered else ""
 
         async def write(tx: Tx) -> None:
             await conv_store.insert_message(tx, message)
@@ -411,6 +453,15 @@ class TurnRunner:
                 lambda: payloads.message_created(conv.agent_id, message),
                 conversation_id=conv.id,
             )
+            if key:  # the analytics' most frequent unanswered questions
+                await analytics_store.insert_unanswered(
+                    tx,
+                    message.id,
+                    conv.agent_id,
+                    now,
+                    key,
+                    " ".join(turn.question.split())[:QUESTION_CHARS],
+                )
 
         await self._db.write_batched(write)
         emission.sent()

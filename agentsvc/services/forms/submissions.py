@@ -19,10 +19,11 @@ from agentsvc.services.forms.files import remove_folder, write_files
 from agentsvc.services.forms.values import check_form, slow_to_check, template_text
 from agentsvc.services.tenant.schemas import json_depth
 from agentsvc.store import agents as agents_store
+from agentsvc.store import analytics as analytics_store
 from agentsvc.store import conversations as conv_store
 from agentsvc.store import submissions as store
 from agentsvc.store import tools as tools_store
-from agentsvc.store.conversations import StoredMessage
+from agentsvc.store.conversations import Conversation, StoredMessage
 from agentsvc.store.submissions import Attempt, Delivery, Submission
 from agentsvc.store.tools import Tool
 
@@ -162,12 +163,25 @@ def _quota_error(quota: int) -> FileQuotaExceeded:
 
 async def _check_conversation(
     db: Database, agent_id: str, conversation_id: str, team_id: str | None, session_id: str | None
-) -> None:
+) -> Conversation | None:
     """A conversation of the tool's agent takes a submission only from a caller who may
     write to it (the rule of `/chat`); an id naming none of its conversations links nothing."""
     conv = await conv_store.get_for_agent(db.reader, agent_id, conversation_id)
     if conv is not None and not caller_may_use(conv, team_id, session_id):
         raise NotFound("Conversation not found")
+    return conv
+
+
+async def _trigger_of(
+    db: Database, agent_id: str, trigger_id: str | None, conv: Conversation | None
+) -> str | None:
+    """The trigger a submission counts for: the one that showed the form (when it is the
+    agent's), else the one its conversation started from."""
+    if trigger_id is not None and await analytics_store.trigger_of_agent(
+        db.reader, agent_id, trigger_id
+    ):
+        return trigger_id
+    return conv.trigger_id if conv is not None else None
 
 
 async def store_submission(
@@ -183,6 +197,7 @@ async def store_submission(
     started_at: float | None,
     file_quota_mb: float,
     emitter: Emitter | None = None,
+    trigger_id: str | None = None,
 ) -> StoredSubmission:
     """Check a submission, write its files (within the agent's quota) and store it with its
     outbox rows in one transaction. The submitted values are not needed afterwards."""
@@ -190,8 +205,10 @@ async def store_submission(
     tool = await tools_store.get_public(db.reader, tool_id)
     if tool is None or tool.execution_type != "form" or not tool.is_enabled:
         raise _form_not_found()
+    conv = None
     if conversation_id:
-        await _check_conversation(db, tool.agent_id, conversation_id, team_id, session_id)
+        conv = await _check_conversation(db, tool.agent_id, conversation_id, team_id, session_id)
+    trigger_id = await _trigger_of(db, tool.agent_id, trigger_id, conv)
     impression = _epoch_ms("impressionAt", impression_at)
     started = _epoch_ms("startedAt", started_at)
     schema = tool.form_schema or {"fields": []}
@@ -238,6 +255,7 @@ async def store_submission(
         updated_at=now,
         session_id=session_id,
         files_bytes=files_bytes,
+        trigger_id=trigger_id,
     )
 
     emission = await emitter.for_team(tool.team_id) if emitter is not None else NOTHING
@@ -253,6 +271,11 @@ async def store_submission(
         await emission.emit(
             tx, "form.submitted", lambda: payloads.form_submitted(sub), submission_id=sub.id
         )
+        if trigger_id is not None:  # the trigger's funnel of the day
+            day = analytics_store.day_of(now)
+            await analytics_store.add_trigger_counts(
+                tx, [(tool.agent_id, day, trigger_id, 0, 0, 0, 1)]
+            )
         if conversation_id and await store.conversation_of_agent(
             tx, tool.agent_id, conversation_id
         ):

@@ -9,7 +9,7 @@ from agentsvc.config import Settings
 from agentsvc.db import Database
 from agentsvc.errors import Conflict, Forbidden, NotFound, Unauthorized, ValidationFailed
 from agentsvc.ids import new_id, now_iso
-from agentsvc.mail import Mailer
+from agentsvc.mail import Mailer, UnsafeHeader, check_address
 from agentsvc.passwords import MIN_PASSWORD_LENGTH, hash_password_async, verify_password_async
 from agentsvc.services import audit, changes
 from agentsvc.services.audit import Actor
@@ -80,6 +80,10 @@ async def invite(
 ) -> Invitation:
     """Invite an address to the team and e-mail it a link; an earlier pending one is replaced."""
     email = normalise_email(email)
+    try:
+        check_address(email)  # before anything is stored: the e-mail must be sendable
+    except UnsafeHeader as exc:
+        raise ValidationFailed(f"email: {exc.args[0].removeprefix('to: ')}") from None
     token = new_token()
     now = now_iso()
     async with db.write() as tx:

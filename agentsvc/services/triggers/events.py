@@ -16,7 +16,9 @@ import logging
 from functools import partial
 
 from agentsvc.db import Database
+from agentsvc.ids import now_iso
 from agentsvc.store import trigger_events
+from agentsvc.store.analytics import day_of
 from agentsvc.store.trigger_events import Mismatch, TriggerEvent
 
 log = logging.getLogger(__name__)
@@ -87,7 +89,7 @@ class EventWriter:
         events = [event for event, _ in batch]
         try:
             results = await self._db.write_batched(
-                partial(trigger_events.write_batch, events=events)
+                partial(trigger_events.write_batch, events=events, day=day_of(now_iso()))
             )
         except Exception as exc:
             log.exception("writing %d trigger events failed", len(batch))

@@ -8,6 +8,7 @@ import { renderDocument, renderKnowledge } from "./page-knowledge.js";
 import { renderTool, renderTools } from "./page-tools.js";
 import { renderTrigger, renderTriggers } from "./page-triggers.js";
 import { renderConversation, renderConversations } from "./page-conversations.js";
+import { renderReview } from "./page-review.js";
 import { renderInbox, renderInboxConversation } from "./page-inbox.js";
 import { renderSubmission, renderSubmissions } from "./page-submissions.js";
 import { renderAnalytics } from "./page-analytics.js";
@@ -32,6 +33,7 @@ const NAV = [
   ["triggers", "Triggers", renderTriggers, true],
   ["preview", "Chat preview", renderPreview, true],
   ["conversations", "Conversations", renderConversations, true],
+  ["review", "Review", renderReview, true],
   ["submissions", "Form submissions", renderSubmissions, false],
   ["analytics", "Analytics", renderAnalytics, true],
   ["widget", "Widget", renderWidget, true],

@@ -1,4 +1,4 @@
-// Inline SVG charts drawn here (no library): a horizontal funnel and grouped bars.
+// Inline SVG charts drawn here (no library): a horizontal funnel, grouped bars, lines over days.
 
 const NS = "http://www.w3.org/2000/svg";
 
@@ -70,6 +70,53 @@ export function groupedBars(groups, series, { title = "Chart" } = {}) {
     const x = left + si * 110;
     svg.append(s("rect", { x, y: 6, width: 12, height: 12, class: `bar series${si}` }));
     svg.append(s("text", { x: x + 18, y: 16, class: "label" }, name));
+  });
+  return svg;
+}
+
+/** A line per series over days: days [{date, ...}], series [{key, label}]; whole-number axis,
+ *  a point per day (its value in its tooltip), dates under the axis, a legend. */
+export function timeSeries(days, series, { title = "Chart", description = "" } = {}) {
+  const width = Math.max(560, Math.min(1100, days.length * 28 + 80));
+  const height = 240;
+  const top = 30;
+  const bottom = 40;
+  const left = 44;
+  const right = 12;
+  const plotW = width - left - right;
+  const plotH = height - top - bottom;
+  const ticks = 4;
+  const peak = Math.max(1, ...days.flatMap((d) => series.map((sr) => d[sr.key] || 0)));
+  const step = Math.max(1, Math.ceil(peak / ticks));
+  const max = step * ticks;
+  const x = (i) => left + (days.length > 1 ? (plotW * i) / (days.length - 1) : plotW / 2);
+  const y = (v) => top + plotH - (plotH * v) / max;
+  const svg = s("svg", { viewBox: `0 0 ${width} ${height}`, width, height, role: "img", "aria-label": title, class: "chart lines" });
+  svg.append(s("title", {}, title));
+  if (description) svg.append(s("desc", {}, description));
+  for (let i = 0; i <= ticks; i++) {
+    const value = step * i;
+    svg.append(s("line", { x1: left, x2: width - right, y1: y(value), y2: y(value), class: "grid" }));
+    svg.append(s("text", { x: left - 6, y: y(value) + 4, "text-anchor": "end", class: "axis" }, value));
+  }
+  // About six date labels, whatever the range.
+  const every = Math.max(1, Math.ceil(days.length / 6));
+  days.forEach((d, i) => {
+    if (i % every === 0 || i === days.length - 1) {
+      svg.append(s("text", { x: x(i), y: height - bottom + 18, "text-anchor": "middle", class: "axis" }, d.date.slice(5)));
+    }
+  });
+  series.forEach((sr, si) => {
+    const points = days.map((d, i) => `${x(i).toFixed(1)},${y(d[sr.key] || 0).toFixed(1)}`).join(" ");
+    svg.append(s("polyline", { points, class: `line series${si}` }));
+    days.forEach((d, i) => {
+      const dot = s("circle", { cx: x(i), cy: y(d[sr.key] || 0), r: 2.5, class: `dot series${si}` });
+      dot.append(s("title", {}, `${d.date}: ${sr.label} ${d[sr.key] || 0}`));
+      svg.append(dot);
+    });
+    const lx = left + si * 150;
+    svg.append(s("rect", { x: lx, y: 6, width: 12, height: 12, class: `bar series${si}` }));
+    svg.append(s("text", { x: lx + 18, y: 16, class: "label" }, sr.label));
   });
   return svg;
 }

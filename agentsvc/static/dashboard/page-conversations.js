@@ -1,65 +1,26 @@
-// Conversations: browse with pagination, filter by feedback, read, delete, export CSV.
+// Conversations: search and filter (words, feedback, days, visitor, status, agent), browse
+// page by page, read, delete, and download the filtered conversations (CSV or JSON Lines).
 
-import { del, get, qs } from "./api.js";
+import { BASE, del, get, qs } from "./api.js";
 import { confirmDialog, h, mount, pretty, select, table, toast, when } from "./dom.js";
 import { actionButton, pageHeader } from "./forms.js";
 
 const FILTERS = [["", "All conversations"], ["up", "With a 👍 rating"], ["down", "With a 👎 rating"], ["any", "With any rating"]];
+const STATUSES = [["", "Any status"], ["bot", "With the agent"], ["waiting", "Waiting for a person"], ["human", "With a person"], ["closed", "Closed"]];
 // Pages by cursor (any depth costs the same); `back` holds the cursors of earlier pages.
-const view = { cursor: null, back: [], shown: 0, limit: 20, feedback: "" };
+// The filters are the API's own (GET /conversations), kept while the page is left.
+const view = { cursor: null, back: [], shown: 0, limit: 20, feedback: "", q: "", from: "", to: "", userId: "", status: "" };
 
 function firstPage() {
   Object.assign(view, { cursor: null, back: [], shown: 0 });
 }
 
-/** Fetch many things with at most `width` requests in flight. */
-async function pooled(items, width, fn) {
-  const out = new Array(items.length);
-  let next = 0;
-  const workers = Array.from({ length: Math.min(width, items.length) }, async () => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i]);
-    }
-  });
-  await Promise.all(workers);
-  return out;
-}
-
-function ratingsOf(conv) {
-  const ratings = conv.messages.map((m) => m.rating).filter(Boolean);
-  return { up: ratings.filter((r) => r === "up").length, down: ratings.filter((r) => r === "down").length };
-}
-
-function matches(conv, filter) {
-  const r = ratingsOf(conv);
-  if (filter === "up") return r.up > 0;
-  if (filter === "down") return r.down > 0;
-  if (filter === "any") return r.up + r.down > 0;
-  return true;
+/** The list's filters as query parameters (empty ones left out by `qs`). */
+function filters() {
+  return { q: view.q, rating: view.feedback, from: view.from, to: view.to, userId: view.userId, status: view.status };
 }
 
 const details = (c) => get(`/conversations/${encodeURIComponent(c.id)}`);
-
-/** Quote a CSV cell (RFC 4180), and defuse cells a spreadsheet would run as a formula. */
-export function csvCell(value) {
-  let text = value === null || value === undefined ? "" : String(value);
-  if (/^[=+\-@\t\r]/.test(text)) text = "'" + text;
-  return /[",\n\r]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
-}
-
-/** The CSV of conversations with their messages, one row per message. */
-export function conversationsCsv(conversations) {
-  const header = ["conversationId", "title", "userEmail", "conversationCreatedAt", "messageId", "role", "content", "rating", "messageCreatedAt", "userVerified"];
-  const rows = [header];
-  for (const c of conversations) {
-    const verified = c.user ? String(Boolean(c.user.verified)) : "";
-    for (const m of c.messages) {
-      rows.push([c.id, c.title, c.user ? c.user.email : "", c.createdAt, m.id, m.role, m.content, m.rating || "", m.createdAt, verified]);
-    }
-  }
-  return rows.map((r) => r.map(csvCell).join(",")).join("\r\n") + "\r\n";
-}
 
 const UNVERIFIED_HINT = "Declared by the visitor's browser, not signed by your site (see Signed identity)";
 
@@ -84,68 +45,90 @@ export function visitor(user, short = false) {
   return parts.flatMap((p, i) => (i ? [" · ", p] : [p]));
 }
 
-function download(name, text) {
-  const url = URL.createObjectURL(new Blob([text], { type: "text/csv;charset=utf-8" }));
-  const a = h("a", { href: url, download: name, class: "offscreen" });
+/** Download a file the server streams (the browser saves it under the server's name). */
+function download(path) {
+  const a = h("a", { href: BASE + path, download: "", class: "offscreen" });
   document.body.append(a);
   a.click();
   a.remove();
-  setTimeout(() => URL.revokeObjectURL(url), 1000);
+}
+
+/** The search and filter form: applied on submit (and at once for the select boxes). */
+function filterForm(ctx) {
+  const apply = (e) => {
+    if (e) e.preventDefault();
+    const data = new FormData(form);
+    for (const key of ["q", "from", "to", "userId"]) view[key] = String(data.get(key) || "").trim();
+    firstPage();
+    ctx.navigate("#/conversations");
+  };
+  const changed = (key) => (e) => {
+    view[key] = e.target.value;
+    firstPage();
+    ctx.navigate("#/conversations");
+  };
+  const agentSelect = select(ctx.agents.map((a) => [a.id, a.name]), ctx.agentId, { "aria-label": "Agent filter", onchange: (e) => {
+    ctx.setAgent(e.target.value);
+    firstPage();
+    ctx.navigate("#/conversations");
+  } });
+  const labelled = (label, control) => h("div", { class: "field" }, h("label", { for: control.id }, label), control);
+  const form = h("form", { class: "card filters-form", role: "search", "aria-label": "Search conversations", onsubmit: apply },
+    h("div", { class: "row" },
+      labelled("Search messages", h("input", { id: "conv-q", name: "q", type: "search", value: view.q, maxlength: 500, placeholder: "Words in any message" })),
+      labelled("From", h("input", { id: "conv-from", name: "from", type: "date", value: view.from })),
+      labelled("To", h("input", { id: "conv-to", name: "to", type: "date", value: view.to })),
+      labelled("Visitor id", h("input", { id: "conv-user", name: "userId", value: view.userId, maxlength: 200, placeholder: "userId" }))),
+    h("div", { class: "row" },
+      select(FILTERS, view.feedback, { "aria-label": "Feedback filter", onchange: changed("feedback") }),
+      select(STATUSES, view.status, { "aria-label": "Status filter", onchange: changed("status") }),
+      agentSelect,
+      h("span", { class: "spacer" }),
+      h("button", { type: "button", class: "secondary small", onclick: () => {
+        Object.assign(view, { q: "", from: "", to: "", userId: "", status: "", feedback: "" });
+        firstPage();
+        ctx.navigate("#/conversations");
+      } }, "Clear"),
+      h("button", { type: "submit" }, "Search")));
+  return form;
 }
 
 /** The agent's conversations. */
 export async function renderConversations(ctx, page) {
   const agent = ctx.agent;
-  const result = await get(`/conversations${qs({ agentId: agent.id, limit: view.limit, cursor: view.cursor })}`);
-  let rows = result.data;
-  const { total, nextCursor } = result.pagination;
+  const result = await get(`/conversations${qs({ agentId: agent.id, limit: view.limit, cursor: view.cursor, ...filters() })}`);
+  const rows = result.data;
+  const { total, nextCursor, totalCapped } = result.pagination;
   const count = rows.length;
-  const ratingCell = new Map();
-  if (view.feedback) {
-    const full = await pooled(rows, 6, details);
-    full.forEach((c) => ratingCell.set(c.id, ratingsOf(c)));
-    rows = full.filter((c) => matches(c, view.feedback));
-  }
   const columns = [
     { label: "Title", cell: (c) => h("a", { href: `#/conversations/${encodeURIComponent(c.id)}` }, c.title || "(untitled)") },
     { label: "Visitor", cell: (c) => (c.user ? h("span", {}, visitor(c.user, true)) : c.sessionId ? "anonymous" : "API / dashboard") },
-    { label: "Messages", cell: (c) => String(c.messageCount ?? c.messages.length) },
-    ...(view.feedback ? [{ label: "Feedback", cell: (c) => `👍 ${ratingCell.get(c.id).up} · 👎 ${ratingCell.get(c.id).down}` }] : []),
+    { label: "Messages", cell: (c) => String(c.messageCount) },
+    { label: "Feedback", cell: (c) => (c.ratings.up || c.ratings.down ? `👍 ${c.ratings.up} · 👎 ${c.ratings.down}` : "") },
     { label: "Updated", cell: (c) => when(c.updatedAt) },
   ];
-  const filter = select(FILTERS, view.feedback, { "aria-label": "Feedback filter", onchange: (e) => {
-    view.feedback = e.target.value;
-    firstPage();
-    ctx.navigate("#/conversations");
-  } });
   const size = select([["20", "20 per page"], ["50", "50 per page"], ["100", "100 per page"]], String(view.limit), { "aria-label": "Page size", onchange: (e) => {
     view.limit = Number(e.target.value);
     firstPage();
     ctx.navigate("#/conversations");
   } });
-  const exportButton = actionButton("Export CSV", async (button) => {
-    button.textContent = "Exporting…";
-    const all = [];
-    for (let cursor = null; ; ) {
-      const chunk = await get(`/conversations${qs({ agentId: agent.id, limit: 100, cursor })}`);
-      all.push(...chunk.data);
-      cursor = chunk.pagination.nextCursor;
-      if (!cursor) break;
-    }
-    const full = (await pooled(all, 6, details)).filter((c) => matches(c, view.feedback));
-    download(`conversations-${agent.slug}.csv`, conversationsCsv(full));
-    button.textContent = "Export CSV";
-    toast(`Exported ${full.length} conversations`);
+  const exportPath = (format) => `/conversations/export${qs({ agentId: agent.id, format, ...filters() })}`;
+  const exportCsv = actionButton("Export CSV", async () => {
+    download(exportPath("csv"));
+    toast("The download starts: one row per message of the conversations listed");
   }, { class: "secondary" });
+  const exportJsonl = actionButton("Export JSON Lines", async () => download(exportPath("jsonl")), { class: "secondary" });
   const from = count ? view.shown + 1 : 0;
   const to = view.shown + count;
+  const filtered = Object.values(filters()).some(Boolean);
   const pager = h("div", { class: "row pager" },
     h("button", { type: "button", class: "secondary small", disabled: !view.back.length, onclick: () => {
       view.cursor = view.back.pop();
       view.shown = Math.max(0, view.shown - view.limit);
       ctx.navigate("#/conversations");
     } }, "Previous"),
-    h("span", { class: "muted" }, `${from}–${to} of ${total}`),
+    h("span", { class: "muted" }, `${from}–${to} of ${total}${totalCapped ? "+" : ""}`),
+    size,
     h("button", { type: "button", class: "secondary small", disabled: !nextCursor, onclick: () => {
       view.back.push(view.cursor);
       view.cursor = nextCursor;
@@ -153,9 +136,9 @@ export async function renderConversations(ctx, page) {
       ctx.navigate("#/conversations");
     } }, "Next"));
   mount(page,
-    pageHeader(`Conversations of ${agent.name}`, "Newest first. The feedback filter applies to the page shown; the export covers every page.", exportButton),
-    h("div", { class: "row filters" }, filter, size),
-    table(columns, rows, view.feedback ? "No conversation on this page has that feedback." : "No conversations yet: try the chat preview."),
+    pageHeader(`Conversations of ${agent.name}`, "Newest first. Search words in any form (refunds finds refund); the filters combine, and the export follows them.", exportCsv, exportJsonl),
+    filterForm(ctx),
+    table(columns, rows, filtered ? "No conversation matches these filters." : "No conversations yet: try the chat preview.", "Conversations"),
     pager);
 }
 
@@ -167,7 +150,9 @@ export async function renderConversation(ctx, page, id) {
       h("span", { class: "who" }, m.role === "user" ? "Visitor" : "Agent"),
       h("span", { class: "muted" }, when(m.createdAt)),
       m.rating ? h("span", { class: `rating ${m.rating}`, "aria-label": `Rated ${m.rating}` }, m.rating === "up" ? "👍" : "👎") : null,
-      m.status && m.status !== "complete" ? h("span", { class: "tag bad" }, m.status) : null),
+      m.status && m.status !== "complete" ? h("span", { class: "tag bad" }, m.status) : null,
+      m.unanswered ? h("span", { class: "tag warn", title: "The answer found nothing to answer with" }, "unanswered") : null,
+      (m.sources || []).some((src) => src.answerId) ? h("span", { class: "tag good" }, "curated answer") : null),
     (m.toolCalls || []).map((t) => h("details", { class: `tool-note ${t.isError ? "error" : ""}` },
       h("summary", {}, `Tool ${t.toolName}${t.isError ? " (error)" : ""}`),
       h("pre", {}, `input: ${pretty(t.input)}\noutput: ${typeof t.output === "string" ? t.output : pretty(t.output)}`))),

@@ -1,6 +1,6 @@
 // Form submissions: filter by status and agent, read one with its delivery log, redeliver.
 
-import { get, post, qs } from "./api.js";
+import { BASE, get, post, qs } from "./api.js";
 import { h, mount, pretty, select, table, toast, when } from "./dom.js";
 import { actionButton, pageHeader } from "./forms.js";
 
@@ -35,8 +35,19 @@ export async function renderSubmissions(ctx, page) {
   const statusSelect = select(STATUSES.map((st) => [st, st || "Any status"]), view.status, { "aria-label": "Status filter", onchange: (e) => { view.status = e.target.value; refresh(); } });
   const agentSelect = select([["", "All agents"], ...ctx.agents.map((a) => [a.id, a.name])], view.agentId, { "aria-label": "Agent filter", onchange: (e) => { view.agentId = e.target.value; refresh(); } });
   const to = view.shown + rows.length;
+  // Exports are per agent: the one filtered on, else the agent chosen in the menu.
+  const exportAgent = ctx.agents.find((a) => a.id === (view.agentId || ctx.agentId));
+  const exportButton = (label, format) => exportAgent
+    ? actionButton(label, async () => {
+      const a = h("a", { href: BASE + `/form-submissions/export${qs({ agentId: exportAgent.id, status: view.status, format })}`, download: "", class: "offscreen" });
+      document.body.append(a);
+      a.click();
+      a.remove();
+    }, { class: "secondary", title: `The submissions of ${exportAgent.name}` })
+    : null;
   mount(page,
-    pageHeader("Form submissions", "Everything visitors submitted through form tools, with delivery status."),
+    pageHeader("Form submissions", "Everything visitors submitted through form tools, with delivery status. An export covers one agent's submissions with the status filter.",
+      exportButton("Export CSV", "csv"), exportButton("Export JSON Lines", "jsonl")),
     h("div", { class: "row filters" }, statusSelect, agentSelect),
     table(columns, rows, "No submissions match."),
     h("div", { class: "row pager" },

@@ -1,0 +1,1 @@
+"""Curated answers: the team's answers to the questions visitors ask, and their matching."""

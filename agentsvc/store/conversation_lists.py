@@ -1,0 +1,229 @@
+"""An agent's conversations as lists and exports read them: filters, full-text search over
+their messages, keyset pages, and the totals of a filtered list.
+
+The search finds messages holding every given word (any form of an English word: FTS5's
+porter tokenizer on SQLite, the `english` text search configuration on PostgreSQL), among
+the newest `MAX_MATCHES` such messages of the agent, so a word found in a million messages
+costs a bounded read. Words reach SQL only as letters and digits, each quoted (SQLite) or
+joined with `&` (PostgreSQL): nothing a user types is read as search syntax.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from agentsvc.db import Tx
+from agentsvc.store.conversations import ASSIGNEE_JOIN, SELECT_COLUMNS, Conversation
+
+MAX_MATCHES = 10_000  # newest matching messages a search looks at
+COUNT_CAP = 10_000  # a filtered total counts this many conversations at most
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationFilter:
+    """Conditions on an agent's conversations; None (or empty) means any."""
+
+    status: str | None = None  # handoff status
+    words: tuple[str, ...] = ()  # a message holds every word (letters and digits only)
+    rating: str | None = None  # "up", "down" or "any": an answer so rated
+    created_from: str | None = None  # created at or after (ISO timestamp)
+    created_before: str | None = None  # created before (ISO timestamp)
+    user_ref: str | None = None  # the identified end user's id
+
+    @property
+    def counted(self) -> bool:
+        """Whether the total comes from the counters (no filter, or the status alone)."""
+        return not (
+            self.words or self.rating or self.created_from or self.created_before or self.user_ref
+        )
+
+
+def match_expression(agent_id: str, words: tuple[str, ...]) -> str:
+    """The FTS5 query: the agent's scope token AND every word in the message's text."""
+    scope = agent_id.encode().hex()  # the token hex(agent_id) (FTS5 folds the case)
+    every = " AND ".join(f'"{w}"' for w in words)
+    return f'scope : "{scope}" AND content : ({every})'
+
+
+# The conversations of the newest MAX_MATCHES messages that match (`matched`, a CTE: a
+# count reads it too), then their conversations: a page never walks every conversation of
+# the agent looking for the ones that match.
+_SQLITE_MATCHED = """
+WITH matched AS (
+    SELECT m.conversation_id
+    FROM (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?
+          ORDER BY rowid DESC LIMIT ?) AS f
+    JOIN messages AS m ON m.rowid = f.rowid)
+"""
+# PostgreSQL: each matching message's conversation is looked up by its key (a subquery the
+# planner cannot turn into a join): the cost follows the matches, whatever the statistics
+# say (a join planned on a freshly grown table compared every match with every conversation
+# of the agent).
+_PG_MATCHED = """
+WITH matched AS (
+    SELECT m.conversation_id FROM messages AS m
+    WHERE to_tsvector('english'::regconfig, m.content) @@ to_tsquery('english'::regconfig, ?)
+      AND (SELECT mc.agent_id FROM conversations AS mc WHERE mc.id = m.conversation_id) = ?
+    ORDER BY m.rowid DESC LIMIT ?)
+"""
+_HITS = "(SELECT DISTINCT conversation_id AS id FROM matched) AS hit"
+
+
+_RATED = {
+    "up": "c.rated_up > 0",
+    "down": "c.rated_down > 0",
+    "any": "(c.rated_up > 0 OR c.rated_down > 0)",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """The parts of a statement over the conversations a filter keeps."""
+
+    with_clause: str  # the matches of a search (`matched`), or ""
+    source: str  # the FROM clause's tables, conversations as `c`
+    where: str
+    args: list[Any]  # in the order they appear: the WITH clause's, then the WHERE clause's
+
+
+def from_where(tx: Tx, agent_id: str, flt: ConversationFilter) -> Query:
+    """The WITH, FROM and WHERE clauses of the conversations a filter keeps."""
+    args: list[Any] = []
+    with_clause = ""
+    source = "conversations c"
+    if flt.words:
+        if tx.dialect == "sqlite":
+            # CROSS JOIN: SQLite keeps the matches as the outer loop.
+            with_clause = _SQLITE_MATCHED
+            source = f"{_HITS} CROSS JOIN conversations c ON c.id = hit.id"
+            args += [match_expression(agent_id, flt.words), MAX_MATCHES]
+        else:
+            with_clause = _PG_MATCHED
+            source = f"{_HITS} JOIN conversations c ON c.id = hit.id"
+            args += [" & ".join(flt.words), agent_id, MAX_MATCHES]
+    where = ["c.agent_id = ?"]
+    args.append(agent_id)
+    if flt.status is not None:
+        where.append("c.status = ?")
+        args.append(flt.status)
+        if flt.status != "bot":
+            # Lets the planner use the partial index of the conversations not with the
+            # agent (inserting a new conversation leaves that index alone).
+            where.append("c.status <> 'bot'")
+    if flt.rating is not None:
+        # Each the exact condition of a partial index in list order (schema.sql): a page
+        # walks only rated conversations, however few.
+        where.append(_RATED[flt.rating])
+    if flt.created_from is not None:
+        where.append("c.created_at >= ?")
+        args.append(flt.created_from)
+    if flt.created_before is not None:
+        where.append("c.created_at < ?")
+        args.append(flt.created_before)
+    if flt.user_ref is not None:
+        where.append("c.user_ref = ?")
+        args.append(flt.user_ref)
+    return Query(with_clause, source, " AND ".join(where), args)
+
+
+def page_sql(query: Query, where: str) -> str:
+    """A page of conversations (with message counts), newest first, `LIMIT ? OFFSET ?`."""
+    return f"""
+        {query.with_clause}
+        SELECT {SELECT_COLUMNS},
+               (SELECT COUNT(*) FROM messages AS m WHERE m.conversation_id = c.id)
+        FROM {query.source} {ASSIGNEE_JOIN}
+        WHERE {where}
+        ORDER BY c.created_at DESC, c.id DESC
+        LIMIT ? OFFSET ?
+    """
+
+
+async def list_for_agent(
+    tx: Tx,
+    agent_id: str,
+    limit: int,
+    offset: int,
+    after: tuple[str, str] | None = None,
+    flt: ConversationFilter | None = None,
+) -> tuple[list[Conversation], bool]:
+    """A page of the agent's conversations, newest first (`created_at`, then `id`), with
+    message counts, and whether more follow. With `after` (the (created_at, id) of the last
+    one seen), the page starts after it (keyset: any depth costs the same) and `offset` is
+    not used. `flt` keeps only the conversations it describes."""
+    query = from_where(tx, agent_id, flt or ConversationFilter())
+    where, args = query.where, list(query.args)
+    if after is not None:
+        where += " AND (c.created_at, c.id) < (?, ?)"
+        args += after
+        offset = 0
+    rows = await tx.fetchall(page_sql(query, where), (*args, limit + 1, offset))
+    return [Conversation(*r) for r in rows[:limit]], len(rows) > limit
+
+
+@dataclass(frozen=True, slots=True)
+class SearchPage:
+    """A page of a search, with the total of the conversations it keeps (as `count_filtered`
+    counts them); None totals when the page is empty (then count separately)."""
+
+    conversations: list[Conversation]
+    more: bool
+    total: int | None
+    capped: bool
+
+
+async def search_page(
+    tx: Tx,
+    agent_id: str,
+    limit: int,
+    offset: int,
+    after: tuple[str, str] | None,
+    flt: ConversationFilter,
+) -> SearchPage:
+    """`list_for_agent` for a filter with words, with its totals from the same statement:
+    the matches are read once (a search is the costly part), kept, then paged and counted."""
+    assert flt.words
+    query = from_where(tx, agent_id, flt)
+    keyset, args = "", list(query.args)
+    if after is not None:
+        keyset = "WHERE (kept.created_at, kept.id) < (?, ?)"
+        args += after
+        offset = 0
+    rows = await tx.fetchall(
+        f"""
+        {query.with_clause},
+        kept AS (
+            SELECT {SELECT_COLUMNS} FROM {query.source} {ASSIGNEE_JOIN} WHERE {query.where})
+        SELECT kept.*,
+               (SELECT COUNT(*) FROM messages AS m WHERE m.conversation_id = kept.id),
+               (SELECT COUNT(*) FROM kept), (SELECT COUNT(*) FROM matched)
+        FROM kept {keyset}
+        ORDER BY kept.created_at DESC, kept.id DESC
+        LIMIT ? OFFSET ?
+        """,
+        (*args, limit + 1, offset),
+    )
+    page = [Conversation(*tuple(r)[:-2]) for r in rows[:limit]]
+    if not rows:
+        return SearchPage(page, False, None, False)
+    kept, matched = int(rows[0][-2]), int(rows[0][-1])
+    capped = kept > COUNT_CAP or matched >= MAX_MATCHES
+    return SearchPage(page, len(rows) > limit, min(kept, COUNT_CAP), capped)
+
+
+async def count_filtered(tx: Tx, agent_id: str, flt: ConversationFilter) -> tuple[int, bool]:
+    """The conversations a filter keeps, counted up to COUNT_CAP, and whether it stopped
+    there (a search's count as reached when it looked at MAX_MATCHES messages)."""
+    query = from_where(tx, agent_id, flt)
+    kept = f"SELECT COUNT(*) FROM (SELECT 1 FROM {query.source} WHERE {query.where} LIMIT ?) AS t"
+    if flt.words:
+        # One statement: the matches are read once, for both counts.
+        row = await tx.fetchone(
+            f"{query.with_clause} SELECT (SELECT COUNT(*) FROM matched), ({kept})",
+            (*query.args, COUNT_CAP + 1),
+        )
+        matched, total = int(row[0]), int(row[1])
+        return min(total, COUNT_CAP), total > COUNT_CAP or matched >= MAX_MATCHES
+    total = int(await tx.fetchval(kept, (*query.args, COUNT_CAP + 1)))
+    return min(total, COUNT_CAP), total > COUNT_CAP
