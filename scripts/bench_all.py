@@ -44,6 +44,7 @@ BENCHMARKS = [
     ("bench_knowledge.py", [], ["--queries", "500"]),
     ("bench_handoff.py", [], ["--visitors", "300", "--members", "20", "--replies", "100"]),
     ("bench_widget.py", [], ["--runs", "3"]),
+    ("bench_export.py", [], ["--messages", "20000", "--runs", "1", "--samples", "10"]),
     (
         "bench_webhooks.py",
         ["--seconds", "4", "--cycles", "5"],
