@@ -19,6 +19,9 @@ REDIS_URL = os.environ.get("TEST_REDIS_URL", "")
 
 # For what only SQLite has (its WAL, its file lock, its file on disk).
 sqlite_only = pytest.mark.skipif(bool(SERVER_URL), reason="SQLite's own mechanics")
+# Several processes on one database, or PostgreSQL's own mechanics: the PostgreSQL pass
+# of scripts/test.sh (CI) runs them.
+postgres_only = pytest.mark.skipif(not SERVER_URL, reason="needs the test PostgreSQL")
 
 _counter = itertools.count(1)
 _created: list[str] = []

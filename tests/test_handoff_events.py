@@ -339,7 +339,7 @@ async def test_a_failing_team_chat_is_tried_again(make_client):
         await receiver.close()
 
 
-postgres_only = pytest.mark.skipif(not pg.SERVER_URL, reason="needs the test PostgreSQL")
+postgres_only = pg.postgres_only
 
 
 @postgres_only

@@ -31,7 +31,7 @@ ALL_EVENTS = [
     "conversation.reopened",
 ]
 VISITOR = {"X-Session-Id": VISITOR_SESSION}
-postgres_only = pytest.mark.skipif(not pg.SERVER_URL, reason="several processes: PostgreSQL")
+postgres_only = pg.postgres_only
 
 
 @pytest.fixture

@@ -367,7 +367,7 @@ def test_widget_script_stays_under_25_kb_gzipped():
 # ── several processes ───────────────────────────────────────────────────────────────
 
 
-@pytest.mark.skipif(not pg.SERVER_URL, reason="needs the test PostgreSQL")
+@pg.postgres_only
 async def test_a_change_reaches_the_other_process_config_within_a_second(aiohttp_client, tmp_path):
     from agentsvc.app import create_app
 
