@@ -70,3 +70,26 @@ async def test_schema_valid_means_acceptable(client):
     assert document["oneOf"] == [{"required": ["title", "content"]}, {"required": ["url"]}]
     limit = paths["/api/v1/conversations"]["get"]["parameters"]
     assert next(p for p in limit if p["name"] == "offset")["schema"]["maximum"] == 10**12
+
+
+def test_two_models_of_one_name_and_different_shapes_are_refused():
+    """Components are named by class: a second model of the same name must not be
+    described silently by the first one's schema (it happened to DeliveryOut)."""
+    import pytest
+    from pydantic import BaseModel
+
+    from agentsvc.api.openapi import _Schemas
+
+    class DeliveryOut(BaseModel):
+        url: str
+
+    first = DeliveryOut
+
+    class DeliveryOut(BaseModel):  # noqa: F811  (the clash under test)
+        event_type: str
+
+    schemas = _Schemas()
+    schemas.describe(first, "serialization")
+    schemas.describe(first, "serialization")  # the same model again is fine
+    with pytest.raises(ValueError, match="named DeliveryOut"):
+        schemas.describe(DeliveryOut, "serialization")

@@ -234,19 +234,20 @@ def _delivery_json(d: Delivery, attempts: list[Attempt]) -> dict:
         "nextAttemptAt": d.next_attempt_at if d.status == "pending" else None,
         "lastError": d.last_error,
         "completedAt": d.completed_at,
-        "log": [
-            {
-                "attempt": a.attempt,
-                "startedAt": a.started_at,
-                "statusCode": a.status_code,
-                "latencyMs": a.latency_ms,
-                "success": a.success,
-                "error": a.error,
-                "responseBody": a.response_body,
-            }
-            for a in attempts
-            if a.delivery_id == d.id
-        ],
+        "log": [attempt_json(a) for a in attempts if a.delivery_id == d.id],
+    }
+
+
+def attempt_json(a: Attempt) -> dict[str, Any]:
+    """One attempt of a delivery (form webhooks and event webhooks alike)."""
+    return {
+        "attempt": a.attempt,
+        "startedAt": a.started_at,
+        "statusCode": a.status_code,
+        "latencyMs": a.latency_ms,
+        "success": a.success,
+        "error": a.error,
+        "responseBody": a.response_body,
     }
 
 

@@ -77,12 +77,19 @@ class _Schemas:
     def describe(self, tp: Any, mode: str) -> dict[str, Any]:
         schema = TypeAdapter(tp).json_schema(ref_template=_REF, mode=mode)
         for name, sub in schema.pop("$defs", {}).items():
-            self.components.setdefault(name, sub)
+            self._add(name, sub)
         title = schema.get("title")
         if schema.get("type") == "object" and title and "properties" in schema:
-            self.components.setdefault(title, schema)
+            self._add(title, schema)
             return {"$ref": _REF.format(model=title)}
         return schema
+
+    def _add(self, name: str, schema: dict[str, Any]) -> None:
+        # Components are named by their model's class name: two models of one name with
+        # different shapes would leave one of them described by the other's schema.
+        known = self.components.setdefault(name, schema)
+        if known != schema:
+            raise ValueError(f"two response or request models are named {name}: rename one")
 
 
 def _error_codes(status: int) -> list[str]:

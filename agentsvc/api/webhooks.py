@@ -12,12 +12,12 @@ from pydantic.json_schema import SkipJsonSchema
 from agentsvc import keys
 from agentsvc.api.audit import CURSOR_PAGINATION_SCHEMA, actor_of
 from agentsvc.api.cursors import MAX_CURSOR_LENGTH, decode_cursor, next_cursor
+from agentsvc.api.forms import AttemptOut, attempt_json
 from agentsvc.api.models import QueryModel, RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, envelope_response
 from agentsvc.services.events import webhooks as webhook_service
 from agentsvc.services.events.payloads import EVENT_TYPES
 from agentsvc.services.tools.rules import MAX_URL_CHARS
-from agentsvc.store.submissions import Attempt
 from agentsvc.store.webhook_deliveries import LoggedDelivery
 from agentsvc.store.webhooks import Webhook
 
@@ -73,7 +73,7 @@ class DeliveryQuery(QueryModel):
     cursor: Annotated[str | None, Field(min_length=1, max_length=MAX_CURSOR_LENGTH)] = None
 
 
-class DeliveryOut(ResponseModel):
+class EventDeliveryOut(ResponseModel):
     id: str
     event_id: str = Field(description="the webhook-id header: the same on every attempt")
     event_type: str
@@ -87,17 +87,7 @@ class DeliveryOut(ResponseModel):
     completed_at: str | None
 
 
-class AttemptOut(ResponseModel):
-    attempt: int
-    started_at: str
-    status_code: int | None
-    latency_ms: int
-    success: bool
-    error: str | None
-    response_body: str | None
-
-
-class DeliveryDetail(DeliveryOut):
+class EventDeliveryDetail(EventDeliveryOut):
     payload: dict[str, Any] = Field(description="the body sent: {id, type, timestamp, data}")
     log: list[AttemptOut]
 
@@ -127,18 +117,6 @@ def delivery_json(logged: LoggedDelivery) -> dict[str, Any]:
         "createdAt": d.created_at,
         "updatedAt": d.updated_at,
         "completedAt": d.completed_at,
-    }
-
-
-def attempt_json(a: Attempt) -> dict[str, Any]:
-    return {
-        "attempt": a.attempt,
-        "startedAt": a.started_at,
-        "statusCode": a.status_code,
-        "latencyMs": a.latency_ms,
-        "success": a.success,
-        "error": a.error,
-        "responseBody": a.response_body,
     }
 
 
@@ -204,7 +182,7 @@ async def delete_webhook(call: Call):
 @routes.get(
     WEBHOOK_PATH + "/deliveries",
     query=DeliveryQuery,
-    response=list[DeliveryOut],
+    response=list[EventDeliveryOut],
     envelope=True,
     owner_only=True,
     errors=(404,),
@@ -230,7 +208,9 @@ async def list_webhook_deliveries(call: Call):
     )
 
 
-@routes.get(DELIVERY_PATH, response=DeliveryDetail, envelope=True, owner_only=True, errors=(404,))
+@routes.get(
+    DELIVERY_PATH, response=EventDeliveryDetail, envelope=True, owner_only=True, errors=(404,)
+)
 async def get_webhook_delivery(call: Call):
     """One delivery with the body sent and every attempt (owner only)."""
     logged, attempts = await webhook_service.get_delivery(
@@ -247,7 +227,7 @@ async def get_webhook_delivery(call: Call):
 
 @routes.post(
     DELIVERY_PATH + "/redeliver",
-    response=DeliveryOut,
+    response=EventDeliveryOut,
     envelope=True,
     status=202,
     owner_only=True,
