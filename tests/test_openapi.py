@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from aiohttp import web
+from pydantic import BaseModel
+
+from agentsvc.api.openapi import _Schemas
 
 
 async def test_every_route_is_documented(client):
@@ -75,10 +79,6 @@ async def test_schema_valid_means_acceptable(client):
 def test_two_models_of_one_name_and_different_shapes_are_refused():
     """Components are named by class: a second model of the same name must not be
     described silently by the first one's schema (it happened to DeliveryOut)."""
-    import pytest
-    from pydantic import BaseModel
-
-    from agentsvc.api.openapi import _Schemas
 
     class DeliveryOut(BaseModel):
         url: str
