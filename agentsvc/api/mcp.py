@@ -10,11 +10,10 @@ authenticated and rate limited like every API route, and the agent must be its t
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import orjson
 from aiohttp import web
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
@@ -23,8 +22,10 @@ from agentsvc.api.errors import error_body
 from agentsvc.api.models import RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable
 from agentsvc.errors import NotFound
-from agentsvc.services.agents import mcp_server
 from agentsvc.services.agents import registry as agents_service
+
+if TYPE_CHECKING:
+    from agentsvc.services.agents import mcp_server
 
 routes = RouteTable("mcp")
 
@@ -58,6 +59,8 @@ class JsonRpcResponse(ResponseModel):
 
 
 def _deps(app: web.Application) -> mcp_server.AgentServerDeps:
+    from agentsvc.services.agents import mcp_server
+
     settings = app[keys.settings_key]
     return mcp_server.AgentServerDeps(
         db=app[keys.db_key],
@@ -104,6 +107,8 @@ def _scope(request: web.Request, body: bytes) -> dict[str, Any]:
 
 async def _serve(server: Any, request: web.Request, body: bytes) -> web.Response:
     """Run the SDK's transport for one request and return its answer."""
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
     manager = StreamableHTTPSessionManager(
         app=server, stateless=True, json_response=True, session_idle_timeout=None
     )
@@ -167,5 +172,9 @@ async def post_mcp(call: Call):
         raise NotFound("Agent not found")
     message: JsonRpcRequest = call.body
     body = orjson.dumps(message.model_dump(by_alias=True, exclude_unset=True))
+    # The SDK is loaded on the first MCP request, not at start-up (it takes about as long to
+    # import as the rest of the service).
+    from agentsvc.services.agents import mcp_server
+
     server = mcp_server.agent_server(_deps(app), agent, call.team_id)
     return await _serve(server, call.request, body)

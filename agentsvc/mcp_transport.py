@@ -1,0 +1,242 @@
+"""The SDK side of the guarded MCP client (`mcp_client.py`): an httpx2 transport whose
+connections open only to checked addresses, refuse redirects and count every byte, and the
+SDK's client over it. Imported on the first MCP exchange, not at start-up: the SDK takes
+about as long to import as the rest of the service.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+from collections.abc import AsyncIterator, Iterable, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpcore2
+import httpx2
+import mcp_types
+from aiohttp import ThreadedResolver
+from aiohttp.abc import AbstractResolver
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
+
+from agentsvc import __version__
+from agentsvc.mcp_client import Budget, McpClient, McpFailure
+from agentsvc.outbound import (
+    USER_AGENT,
+    GuardedResolver,
+    RefusedAddress,
+    forbidden_reason,
+    literal_address,
+)
+
+log = logging.getLogger("agentsvc.mcp_client")
+
+_CORE_ERRORS: tuple[tuple[type[Exception], type[httpx2.HTTPError]], ...] = (
+    (httpcore2.ConnectTimeout, httpx2.ConnectTimeout),
+    (httpcore2.ReadTimeout, httpx2.ReadTimeout),
+    (httpcore2.WriteTimeout, httpx2.WriteTimeout),
+    (httpcore2.PoolTimeout, httpx2.PoolTimeout),
+    (httpcore2.ConnectError, httpx2.ConnectError),
+    (httpcore2.ReadError, httpx2.ReadError),
+    (httpcore2.WriteError, httpx2.WriteError),
+    (httpcore2.RemoteProtocolError, httpx2.RemoteProtocolError),
+    (httpcore2.LocalProtocolError, httpx2.LocalProtocolError),
+    (httpcore2.UnsupportedProtocol, httpx2.UnsupportedProtocol),
+    (httpcore2.ProtocolError, httpx2.ProtocolError),
+    (httpcore2.NetworkError, httpx2.NetworkError),
+    (httpcore2.TimeoutException, httpx2.TimeoutException),
+)
+
+
+def _mapped(exc: Exception) -> Exception:
+    for core, mapped in _CORE_ERRORS:
+        if isinstance(exc, core):
+            return mapped(str(exc))
+    return exc
+
+
+class _CappedStream(httpx2.AsyncByteStream):
+    """A response body that stops the exchange once the budget is spent."""
+
+    def __init__(self, inner: Any, budget: Budget):
+        self._inner = inner
+        self._budget = budget
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        try:
+            async for chunk in self._inner:
+                self._budget.left -= len(chunk)
+                if self._budget.left < 0:
+                    raise self._budget.refuse(
+                        McpFailure(
+                            f"the server sent more than {self._budget.cap} bytes", "too_large"
+                        )
+                    )
+                yield chunk
+        except httpcore2.TimeoutException as exc:
+            raise _mapped(exc) from exc
+        except (httpcore2.NetworkError, httpcore2.ProtocolError) as exc:
+            raise _mapped(exc) from exc
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class _GuardedBackend(httpcore2.AsyncNetworkBackend):
+    """Opens TCP connections only to addresses the outbound rules allow."""
+
+    def __init__(self, allow_private: bool, resolver: AbstractResolver | None):
+        self._inner = httpcore2.AnyIOBackend()
+        self._allow_private = allow_private
+        self._resolver = resolver
+
+    async def _addresses(self, host: str, port: int) -> list[str]:
+        literal = literal_address(host)
+        if literal is not None:
+            reason = None if self._allow_private else forbidden_reason(literal)
+            if reason:
+                raise RefusedAddress(f"address {literal} refused: it {reason}")
+            return [str(literal)]
+        resolver = self._resolver or ThreadedResolver()
+        if not self._allow_private:
+            # Refuses the host when any address it resolves to is not public.
+            resolver = GuardedResolver(resolver)
+        results = await resolver.resolve(host, port, socket.AF_UNSPEC)
+        return [r["host"] for r in results]
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,  # noqa: ASYNC109 - httpcore's interface
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore2.AsyncNetworkStream:
+        try:
+            addresses = await asyncio.wait_for(self._addresses(host, port), timeout)
+        except OSError as exc:
+            if isinstance(exc, RefusedAddress):
+                raise
+            raise httpcore2.ConnectError(f"could not resolve {host}: {exc}") from exc
+        except TimeoutError as exc:
+            raise httpcore2.ConnectTimeout(f"resolving {host} timed out") from exc
+        last: Exception | None = None
+        for address in addresses:
+            try:
+                # The checked address itself: the name is not resolved a second time.
+                return await self._inner.connect_tcp(
+                    address,
+                    port,
+                    timeout=timeout,
+                    local_address=local_address,
+                    socket_options=socket_options,
+                )
+            except httpcore2.ConnectError as exc:
+                last = exc
+        raise last or httpcore2.ConnectError(f"{host} has no address")
+
+    async def sleep(self, seconds: float) -> None:
+        await self._inner.sleep(seconds)
+
+
+class _GuardedTransport(httpx2.AsyncBaseTransport):
+    """HTTP/1.1 over the guarded backend; refuses redirects; counts every response byte."""
+
+    def __init__(self, backend: _GuardedBackend, budget: Budget):
+        self._budget = budget
+        self._pool = httpcore2.AsyncConnectionPool(
+            ssl_context=httpx2.create_ssl_context(trust_env=False),
+            max_connections=4,
+            network_backend=backend,
+        )
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        if self._budget.refusal is not None:
+            raise self._budget.refusal
+        core_request = httpcore2.Request(
+            method=request.method,
+            url=httpcore2.URL(
+                scheme=request.url.raw_scheme,
+                host=request.url.raw_host,
+                port=request.url.port,
+                target=request.url.raw_path,
+            ),
+            headers=request.headers.raw,
+            content=request.stream,  # type: ignore[arg-type]
+            extensions=request.extensions,
+        )
+        try:
+            response = await self._pool.handle_async_request(core_request)
+        except (httpcore2.TimeoutException, httpcore2.NetworkError, httpcore2.ProtocolError) as exc:
+            raise _mapped(exc) from exc
+        if 300 <= response.status < 400:
+            await response.aclose()
+            location = next(
+                (v.decode("latin-1") for k, v in response.headers if k.lower() == b"location"),
+                "",
+            )
+            where = f" to {location[:200]}" if location else ""
+            raise self._budget.refuse(
+                McpFailure(
+                    f"the server answered {response.status} (a redirect{where}); redirects are "
+                    "not followed: use the final address as the MCP URL",
+                    "redirect",
+                )
+            )
+        return httpx2.Response(
+            status_code=response.status,
+            headers=response.headers,
+            stream=_CappedStream(response.stream, self._budget),
+            extensions=response.extensions,
+        )
+
+    async def aclose(self) -> None:
+        await self._pool.aclose()
+
+
+@asynccontextmanager
+async def connected(
+    settings: McpClient, url: str, headers: Mapping[str, str], budget: Budget
+) -> AsyncIterator[Client]:
+    """The SDK's client over the guarded transport, within the exchange's deadline."""
+    transport = _GuardedTransport(
+        _GuardedBackend(settings.allow_private, settings.resolver), budget
+    )
+    http = httpx2.AsyncClient(
+        transport=transport,
+        headers={"User-Agent": USER_AGENT, **headers},
+        timeout=httpx2.Timeout(settings.timeout, connect=settings.connect_timeout),
+        follow_redirects=False,
+        trust_env=False,
+    )
+    async with asyncio.timeout(settings.timeout), http:
+        client = Client(
+            streamable_http_client(url, http_client=http),
+            cache=None,
+            read_timeout_seconds=settings.timeout,
+            client_info=mcp_types.Implementation(name="agentsvc", version=__version__),
+        )
+        async with client:
+            yield client
+
+
+def failure_of(leaf: BaseException, timeout: float, url: str) -> McpFailure | None:
+    """The message for people of one of the errors that ended an exchange, if it is known."""
+    if isinstance(leaf, RefusedAddress):
+        return McpFailure(f"refused: {leaf}", "refused")
+    if isinstance(leaf, TimeoutError | httpx2.TimeoutException):
+        return McpFailure(f"timed out after {timeout:g} s", "timeout")
+    if isinstance(leaf, httpx2.ConnectError):
+        host = httpx2.URL(url).host
+        return McpFailure(f"could not connect to {host}: {leaf}", "connect")
+    if isinstance(leaf, MCPError):
+        return McpFailure(f"the MCP server answered an error: {leaf.error.message}", "protocol")
+    if isinstance(leaf, ValidationError):
+        return McpFailure("the server's answer is not valid MCP", "protocol")
+    if isinstance(leaf, httpx2.HTTPError):
+        return McpFailure(f"the request failed: {leaf}", "failed")
+    return None
