@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -122,3 +124,16 @@ def test_no_private_driver_internals():
         if re.search(r"\._execute\(|\._conn\b", path.read_text(encoding="utf-8"))
     ]
     assert users == []
+
+
+def test_the_mcp_sdk_is_not_imported_at_start_up():
+    """The SDK takes about as long to import as the rest of the service: the app, the CLI
+    and the runtime load it on the first MCP exchange only."""
+    probe = (
+        "import sys, agentsvc.app, agentsvc.cli, agentsvc.runtime;"
+        "print(sorted(m for m in ('mcp', 'mcp_types', 'httpx2') if m in sys.modules))"
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert found == "[]"
