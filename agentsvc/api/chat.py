@@ -246,6 +246,7 @@ async def _stream_chat(call: Call) -> web.StreamResponse:
         body.user_hash,
         body.user_token,
         trusted=call.principal is not None,
+        max_token_lifetime_hours=app[keys.settings_key].identity.max_token_lifetime_hours,
     )
     chat = chat_service.ChatInput(
         agent_id=body.agent_id,
