@@ -243,6 +243,8 @@ def _error_message(code: int, text: str) -> str:
     """One plain line for a JSON-RPC error: the SDK's own about an unreadable answer, or
     what the server said."""
     if text.startswith(_UNREADABLE):
+        if "recursion limit" in text:
+            return f"{NOT_MCP}: its JSON nests too deep"
         if "Invalid JSON" in text or "json_invalid" in text:
             return f"{NOT_MCP}: its body is not JSON"
         return f"{NOT_MCP}: it is not a JSON-RPC message"

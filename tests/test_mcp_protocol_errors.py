@@ -22,6 +22,7 @@ EXPECTED = {
     "html": "the MCP server's answer was not valid MCP: it came as text/html",
     "bad_result": "the MCP server's answer was not valid MCP (at tools.0.",
     "sse_garbage": "the MCP server's answer was not valid MCP: its body is not JSON",
+    "too_deep": "the MCP server's answer was not valid MCP: its JSON nests too deep",
     "long_error": "the MCP server answered an error: Traceback (most recent call last): File",
 }
 

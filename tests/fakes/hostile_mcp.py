@@ -6,11 +6,13 @@ requires, then answers `tools/list` and `tools/call` with what `mode` says:
 - `html`: an HTML page;
 - `bad_result`: a JSON-RPC result of the wrong shape (a tool whose name is a number);
 - `sse_garbage`: an event stream whose event is not JSON;
+- `too_deep`: JSON nested 3,000 levels deep;
 - `long_error`: a JSON-RPC error whose message runs over many lines.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from aiohttp import web
@@ -53,6 +55,10 @@ class HostileMcp:
         if self.mode == "bad_result":
             result = {"tools": [{"name": 42, "inputSchema": "none"}], "content": 7}
             return web.json_response({"jsonrpc": "2.0", "id": rid, "result": result})
+        if self.mode == "too_deep":
+            deep = '{"a":' * 3000 + "1" + "}" * 3000
+            text = f'{{"jsonrpc":"2.0","id":{json.dumps(rid)},"result":{deep}}}'
+            return web.Response(text=text, content_type="application/json")
         if self.mode == "sse_garbage":
             return web.Response(
                 text="event: message\ndata: {oops\n\n", content_type="text/event-stream"
