@@ -340,6 +340,14 @@ class ExportSettings(_Section):
     max_per_team: int = Field(2, ge=1, le=100)  # a team's exports running at once (429 beyond)
 
 
+class IdentitySettings(_Section):
+    """`[identity]`: the signed widget identity (`userToken`, README: Signed identity)."""
+
+    # A token whose exp is further away than this is refused: a leaked token must not
+    # stand for its user for months.
+    max_token_lifetime_hours: float = Field(24, gt=0)
+
+
 class Settings(_Section):
     server: ServerSettings = ServerSettings()
     database: DatabaseSettings = DatabaseSettings()
@@ -360,6 +368,7 @@ class Settings(_Section):
     privacy: PrivacySettings = PrivacySettings()
     answers: AnswerSettings = AnswerSettings()
     exports: ExportSettings = ExportSettings()
+    identity: IdentitySettings = IdentitySettings()
 
     @property
     def database_label(self) -> str:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from agentsvc.secretbox import SecretBox
     from agentsvc.services.agents.registry import AgentCache
     from agentsvc.services.answers.matching import CuratedAnswers
+    from agentsvc.services.chat.turns import ChatTurns
     from agentsvc.services.events.emitter import Emitter
     from agentsvc.services.forms.delivery import Deliverer
     from agentsvc.services.handoff.live import LiveEvents
@@ -61,6 +62,7 @@ oauth_http_key: web.AppKey[ClientSession] = web.AppKey("oauth_http")
 indexer_key: web.AppKey[Indexer] = web.AppKey("knowledge_indexer")
 providers_key: web.AppKey[Providers] = web.AppKey("providers")
 chat_streams_key: web.AppKey[OpenStreams] = web.AppKey("chat_streams")
+chat_turns_key: web.AppKey[ChatTurns] = web.AppKey("chat_turns")  # every door's turns
 live_events_key: web.AppKey[LiveEvents] = web.AppKey("live_events")
 event_streams_key: web.AppKey[EventStreams] = web.AppKey("event_streams")
 handoff_notifier_key: web.AppKey[Notifier] = web.AppKey("handoff_notifier")

@@ -76,6 +76,52 @@ class Budget:
         return self.refusal
 
 
+MAX_MESSAGE_CHARS = 300  # of what a server says, in a message for people
+
+
+def one_line(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """A server's text as one plain line: whitespace runs made one space, cut at `limit`."""
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
+
+
+# The SDK's loggers on the client's path. What they report at ERROR (with a traceback) is
+# what a server sent: a body that is not JSON, a wrong content type... The exchange fails
+# with a message for people (see mcp_transport.failure_of); the log gets one WARNING line.
+SDK_LOGGERS = (
+    "mcp.client.streamable_http",
+    "mcp.client.client",
+    "mcp.client.sse",
+    "client",  # the SDK's ClientSession logs under this name
+    "mcp.shared.dispatcher",
+    "mcp.shared.jsonrpc_dispatcher",
+)
+
+
+class ServerFaultFilter(logging.Filter):
+    """Turns the SDK's ERROR records (and tracebacks) into one WARNING line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.WARNING and not record.exc_info:
+            return True
+        message = record.getMessage()
+        if record.exc_info and record.exc_info[1] is not None:
+            message = f"{message} ({type(record.exc_info[1]).__name__})"
+        if record.levelno > logging.WARNING:
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        record.msg, record.args = "MCP: " + one_line(message), None
+        record.exc_info, record.exc_text, record.stack_info = None, None, None
+        return True
+
+
+def quiet_sdk_loggers() -> None:
+    """Put `ServerFaultFilter` on the SDK's loggers (once)."""
+    for name in SDK_LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, ServerFaultFilter) for f in logger.filters):
+            logger.addFilter(ServerFaultFilter())
+
+
 def _leaves(exc: BaseException) -> list[BaseException]:
     if isinstance(exc, BaseExceptionGroup):
         return [leaf for sub in exc.exceptions for leaf in _leaves(sub)]

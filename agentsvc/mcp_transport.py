@@ -24,7 +24,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from agentsvc import __version__
-from agentsvc.mcp_client import Budget, McpClient, McpFailure
+from agentsvc.mcp_client import Budget, McpClient, McpFailure, one_line, quiet_sdk_loggers
 from agentsvc.outbound import (
     USER_AGENT,
     GuardedResolver,
@@ -34,6 +34,7 @@ from agentsvc.outbound import (
 )
 
 log = logging.getLogger("agentsvc.mcp_client")
+quiet_sdk_loggers()  # what a hostile server makes the SDK log is one WARNING line
 
 _CORE_ERRORS: tuple[tuple[type[Exception], type[httpx2.HTTPError]], ...] = (
     (httpcore2.ConnectTimeout, httpx2.ConnectTimeout),
@@ -224,6 +225,42 @@ async def connected(
             yield client
 
 
+NOT_MCP = "the MCP server's answer was not valid MCP"
+# What the SDK says (in an MCPError of its own) about an answer it could not read.
+_UNREADABLE = ("Failed to parse JSON response", "Failed to parse SSE message")
+_LIBRARY_WORDING = ("validation error", "pydantic", "input_value=", "[type=")
+
+
+def _where(exc: ValidationError) -> str:
+    """Where in the answer the first fault is (`: at tools.0.name`), without pydantic's
+    wording."""
+    errors = exc.errors(include_url=False, include_input=False)
+    loc = ".".join(str(part) for part in errors[0]["loc"]) if errors else ""
+    return f" (at {one_line(loc, 100)})" if loc else ""
+
+
+def _error_message(code: int, text: str) -> str:
+    """One plain line for a JSON-RPC error: the SDK's own about an unreadable answer, or
+    what the server said."""
+    if text.startswith(_UNREADABLE):
+        if "recursion limit" in text:
+            return f"{NOT_MCP}: its JSON nests too deep"
+        if "Invalid JSON" in text or "json_invalid" in text:
+            return f"{NOT_MCP}: its body is not JSON"
+        return f"{NOT_MCP}: it is not a JSON-RPC message"
+    if text.startswith("Unexpected content type:"):
+        kind = one_line(text.removeprefix("Unexpected content type:"), 100) or "none"
+        return f"{NOT_MCP}: it came as {kind}, not JSON or an event stream"
+    if any(word in text for word in _LIBRARY_WORDING):
+        return NOT_MCP
+    said = one_line(text)
+    return (
+        f"the MCP server answered an error: {said}"
+        if said
+        else (f"the MCP server answered error {code} without a message")
+    )
+
+
 def failure_of(leaf: BaseException, timeout: float, url: str) -> McpFailure | None:
     """The message for people of one of the errors that ended an exchange, if it is known."""
     if isinstance(leaf, RefusedAddress):
@@ -234,9 +271,9 @@ def failure_of(leaf: BaseException, timeout: float, url: str) -> McpFailure | No
         host = httpx2.URL(url).host
         return McpFailure(f"could not connect to {host}: {leaf}", "connect")
     if isinstance(leaf, MCPError):
-        return McpFailure(f"the MCP server answered an error: {leaf.error.message}", "protocol")
+        return McpFailure(_error_message(leaf.error.code, leaf.error.message), "protocol")
     if isinstance(leaf, ValidationError):
-        return McpFailure("the server's answer is not valid MCP", "protocol")
+        return McpFailure(f"{NOT_MCP}{_where(leaf)}", "protocol")
     if isinstance(leaf, httpx2.HTTPError):
         return McpFailure(f"the request failed: {leaf}", "failed")
     return None

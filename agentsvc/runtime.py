@@ -35,6 +35,7 @@ from agentsvc.secretbox import SecretBox
 from agentsvc.services import changes
 from agentsvc.services.agents.registry import AgentCache
 from agentsvc.services.answers.matching import CuratedAnswers
+from agentsvc.services.chat.turns import ChatTurns, TurnDeps
 from agentsvc.services.cluster_jobs import once_for_all
 from agentsvc.services.events.emitter import Emitter
 from agentsvc.services.events.outbox import EventQueue
@@ -77,6 +78,7 @@ def attach(app: web.Application) -> None:
             _team,
             _handoff,  # after _team: handoff notifications use the mailer
             _delivery,  # after _team: e-mail deliveries use the mailer
+            _turns,  # last: a chat turn uses nearly everything above
         ]
     )
     app.on_shutdown.append(_close_streams)
@@ -296,3 +298,21 @@ async def _delivery(app: web.Application) -> AsyncIterator[None]:
     if db.shared:
         jobs.cancel(DELIVERY_POLL_JOB)
     await deliverer.close()
+
+
+async def _turns(app: web.Application) -> AsyncIterator[None]:
+    """The chat turns every door (/chat, MCP `ask`, channels) runs through."""
+    app[keys.chat_turns_key] = ChatTurns(
+        TurnDeps(
+            db=app[keys.db_key],
+            agents=app[keys.agent_cache_key],
+            providers=app[keys.providers_key],
+            tool_runner=app[keys.tool_runner_key],
+            emitter=app[keys.emitter_key],
+            curated=app[keys.curated_answers_key],
+            notifier=app[keys.handoff_notifier_key],
+            semantic=app[keys.indexer_key].semantic,
+            keepalive_seconds=app[keys.settings_key].chat.keepalive_seconds,
+        )
+    )
+    yield

@@ -13,7 +13,7 @@ import jwt
 import pytest
 
 from tests.chat_helpers import chat, get_conversation, new_agent, user
-from tests.conftest import assert_error
+from tests.conftest import assert_error, bearer, new_api_key
 
 SIGNED = {"id": "u-42", "email": "ada@example.com", "name": "Ada"}
 VERIFIED = {**SIGNED, "verified": True, "verifiedBy": "userToken"}
@@ -233,3 +233,56 @@ async def test_null_user_token_is_no_token(client, auth):
     good = hmac.new(secret.encode(), b"u-42", hashlib.sha256).hexdigest()
     got = await chat_user(client, auth, agent_id, user=SIGNED, userHash=good, userToken=None)
     assert got["verifiedBy"] == "userHash"
+
+
+async def test_user_token_exp_not_a_number_or_beyond_max_lifetime_is_refused(make_client, caplog):
+    """Issue 29 item 8: `exp` must be a JSON number at most `[identity]
+    max_token_lifetime_hours` away; otherwise the token is refused (the caller anonymous,
+    the reason logged)."""
+    client = await make_client(identity={"max_token_lifetime_hours": 2})
+    auth = bearer(await new_api_key(client))
+    agent_id, secret = await agent_with_secret(client, auth)
+    now = int(time.time())
+    refused = {
+        "exp a numeric string": handmade(
+            {"alg": "HS256"}, {"sub": "u", "exp": str(now + 600)}, secret
+        ),
+        "exp a far numeric string": handmade(
+            {"alg": "HS256"}, {"sub": "u", "exp": "99999999999"}, secret
+        ),
+        "exp true": handmade({"alg": "HS256"}, {"sub": "u", "exp": True}, secret),
+        "exp null": handmade({"alg": "HS256"}, {"sub": "u", "exp": None}, secret),
+        "exp a list": handmade({"alg": "HS256"}, {"sub": "u", "exp": [now + 600]}, secret),
+        "exp in a year": token(secret, exp=now + 365 * 86400),
+        "exp 3 hours away": token(secret, exp=now + 3 * 3600),
+        "exp far in the future as a float": token(secret, exp=float(now + 3 * 3600)),
+    }
+    with caplog.at_level("DEBUG", logger="agentsvc.services.agents.identity"):
+        for reason, bad in refused.items():
+            got = await chat_user(client, auth, agent_id, user=SIGNED, userToken=bad)
+            assert got is None, reason
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("exp is not a number" in m for m in messages), messages
+    assert any(
+        "exp is more than 2 hours away ([identity] max_token_lifetime_hours)" in m for m in messages
+    ), messages
+    # Within the lifetime (a fraction of a second counts as a number too) it is accepted.
+    assert await chat_user(client, auth, agent_id, userToken=token(secret, exp=now + 3600)) == (
+        VERIFIED
+    )
+    assert (
+        await chat_user(client, auth, agent_id, userToken=token(secret, exp=now + 3600.5))
+        == VERIFIED
+    )
+
+
+async def test_user_token_max_lifetime_defaults_to_24_hours(client, auth):
+    agent_id, secret = await agent_with_secret(client, auth)
+    now = int(time.time())
+    assert await chat_user(
+        client, auth, agent_id, userToken=token(secret, exp=now + 23 * 3600)
+    ) == (VERIFIED)
+    assert (
+        await chat_user(client, auth, agent_id, userToken=token(secret, exp=now + 25 * 3600))
+        is None
+    )

@@ -8,7 +8,7 @@ import hashlib
 import hmac
 
 from agentsvc.api.widget import WIDGET_PATH
-from tests.conftest import assert_error
+from tests.conftest import PUBLIC_ORIGIN, assert_error, bearer, new_api_key
 
 MAX_GZIP_BYTES = 30 * 1024
 
@@ -79,8 +79,21 @@ async def test_demo_page_embeds_the_snippet(client, auth):
     assert resp.content_type == "text/html"
     page = await resp.text()
     assert f'window.agentsvcConfig = {{"agentId": "{agent_id}"}};' in page
-    assert f'<script src="http://{client.host}:{client.port}/widget.js" async></script>' in page
+    assert f'<script src="{PUBLIC_ORIGIN}/widget.js" async></script>' in page
     assert "Demo &lt;b&gt;Shop&lt;/b&gt;" in page and "<b>Shop</b>" not in page
+
+
+async def test_widget_demo_script_url_comes_from_public_url_never_the_host_header(make_client):
+    client = await make_client(server={"public_url": "https://chat.example.test/agents/"})
+    agent_id = await _agent(client, bearer(await new_api_key(client)))
+    resp = await client.get(
+        f"/widget/demo?agentId={agent_id}",
+        headers={"Host": "evil.test", "X-Forwarded-Host": "evil.test"},
+    )
+    assert resp.status == 200
+    page = await resp.text()
+    assert '<script src="https://chat.example.test/agents/widget.js" async></script>' in page
+    assert "evil.test" not in page
 
 
 async def test_demo_page_errors(client):

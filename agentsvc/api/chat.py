@@ -29,7 +29,6 @@ from agentsvc.api.routing import Call, RouteTable
 from agentsvc.services.agents import identity as identity_service
 from agentsvc.services.chat import start as chat_service
 from agentsvc.services.chat import turn as turn_service
-from agentsvc.services.handoff import flow as handoff_flow
 
 routes = RouteTable("chat")
 
@@ -246,6 +245,7 @@ async def _stream_chat(call: Call) -> web.StreamResponse:
         body.user_hash,
         body.user_token,
         trusted=call.principal is not None,
+        max_token_lifetime_hours=app[keys.settings_key].identity.max_token_lifetime_hours,
     )
     chat = chat_service.ChatInput(
         agent_id=body.agent_id,
@@ -256,17 +256,7 @@ async def _stream_chat(call: Call) -> web.StreamResponse:
         team_id=call.principal.team_id if call.principal else None,
         trigger_id=body.trigger_id,
     )
-    db = app[keys.db_key]
-    semantic = app[keys.indexer_key].semantic
-    turn = await chat_service.prepare_turn(
-        db,
-        app[keys.agent_cache_key],
-        app[keys.providers_key],
-        chat,
-        semantic,
-        app[keys.emitter_key],
-        app[keys.curated_answers_key],
-    )
+    turn = await app[keys.chat_turns_key].start(chat)
 
     response = web.StreamResponse(
         headers={
@@ -278,7 +268,7 @@ async def _stream_chat(call: Call) -> web.StreamResponse:
     finish_response(call.request, response)
     await response.prepare(call.request)
     if isinstance(turn, turn_service.HeldTurn):
-        await _held_stream(response, turn)
+        await _held_stream(call, response, turn)
         return response
     gauge = app[keys.metrics_key].open_streams
     gauge.inc()
@@ -289,55 +279,23 @@ async def _stream_chat(call: Call) -> web.StreamResponse:
     return response
 
 
-async def _held_stream(response: web.StreamResponse, turn: turn_service.HeldTurn) -> None:
+async def _held_stream(call: Call, response: web.StreamResponse, turn: turn_service.HeldTurn):
     """A person has the conversation: the message is stored; no model reply follows."""
-    conv_id = turn.conversation.id
-    payload = (
-        SseSink.frame(
-            "message_start",
-            {"type": "message_start", "conversationId": conv_id, "messageId": None},
-        )
-        + SseSink.frame(
-            "handoff",
-            {
-                "type": "handoff",
-                "conversationId": conv_id,
-                "status": turn.status,
-                "assignee": turn.assignee,
-            },
-        )
-        + SseSink.frame("message_stop", {"type": "message_stop", "sources": []})
-    )
-    with contextlib.suppress(ConnectionError, aiohttp.ClientConnectionResetError):
-        await response.write(payload)
+    sink = SseSink(response, 0.0)
+    with contextlib.suppress(
+        turn_service.ClientGone, ConnectionError, aiohttp.ClientConnectionResetError
+    ):
+        await call.app[keys.chat_turns_key].play(turn, sink, people_can_answer=True)
         await response.write_eof()
+    sink.close()
 
 
 async def _run_stream(call: Call, response: web.StreamResponse, turn: turn_service.Turn) -> None:
     app = call.app
     settings = app[keys.settings_key].chat
     sink = SseSink(response, settings.flush_interval_ms / 1000.0)
-    db, agents = app[keys.db_key], app[keys.agent_cache_key]
-    notifier = app[keys.handoff_notifier_key]
-    emitter = app[keys.emitter_key]
-
-    async def request_human(conv) -> dict[str, Any]:
-        state = await handoff_flow.request_human(
-            db, agents, notifier, conv, by_visitor=False, emitter=emitter
-        )
-        data = state.json()
-        data.pop("conversationId")
-        return {"conversationId": conv.id, **data}
-
-    runner = turn_service.TurnRunner(
-        db,
-        turn,
-        sink,
-        app[keys.tool_runner_key],
-        settings.keepalive_seconds,
-        request_human if turn.offer_handoff else None,
-        emitter,
-    )
+    # The visitor's widget shows a person's replies: the model may hand the chat over.
+    runner = app[keys.chat_turns_key].runner(turn, sink, people_can_answer=True)
     streams = app[keys.chat_streams_key]
     task = asyncio.ensure_future(runner.run())
     streams.add(task)

@@ -64,12 +64,9 @@ def _deps(app: web.Application) -> mcp_server.AgentServerDeps:
     settings = app[keys.settings_key]
     return mcp_server.AgentServerDeps(
         db=app[keys.db_key],
-        agents=app[keys.agent_cache_key],
-        providers=app[keys.providers_key],
-        tool_runner=app[keys.tool_runner_key],
+        turns=app[keys.chat_turns_key],
         semantic=app[keys.indexer_key].semantic,
         top_k=settings.knowledge.top_k,
-        keepalive_seconds=settings.chat.keepalive_seconds,
         turn_seconds=settings.chat.max_stream_seconds,
     )
 

@@ -245,8 +245,10 @@ async def get_widget_demo(call: Call):
     )
     if agent is None:
         raise NotFound("Agent not found")
-    request = call.request
-    snippet = embed_snippet({"agentId": agent.id}, f"{request.scheme}://{request.host}/widget.js")
+    # The configured address, never the Host header: a forged Host must not put another
+    # site's script into a page served from this origin.
+    public_url = call.app[keys.settings_key].server.public_url.rstrip("/")
+    snippet = embed_snippet({"agentId": agent.id}, f"{public_url}/widget.js")
     page = DEMO_PAGE.format(
         title=html.escape(agent.name),
         snippet_text=html.escape(snippet),

@@ -6,7 +6,8 @@ Tools (the list is mutable: tests change it and the service refreshes):
 - `Search-Docs` {query}: a name the service has to map;
 - `whoami`: the Authorization header it received;
 - `fail`: an error result (isError); `crash`: the handler raises;
-- `hang`: never answers; `huge` {size}: that many characters of text.
+- `hang`: never answers; `huge` {size}: that many characters of text;
+- with `echo`, one more tool repeating the Authorization header it was listed with.
 
 Beside `/mcp`, raw routes misbehave at the HTTP level: `/redirect` (307 to /mcp, same
 origin: the SDK alone would follow it), `/status/{code}`, `/endless` (an event stream that
@@ -16,6 +17,7 @@ never ends, as fast as it can) and `/trickle` (one small event a second).
 from __future__ import annotations
 
 import asyncio
+import base64
 import socket
 from dataclasses import dataclass, field
 from typing import Any
@@ -60,18 +62,27 @@ class FakeMcpServer:
     calls: list[tuple[str, dict[str, Any], str | None]] = field(default_factory=list)
     requests: int = 0
     port: int = 0
+    # Echoing mode: where the listing repeats the Authorization header it received
+    # ("description", "schema", "name", "slug_name": the token part with `-` made `_`,
+    # "base64": the description carries the header's token base64-encoded).
+    echo: tuple[str, ...] = ()
 
     async def _list_tools(self, ctx, params) -> types.ListToolsResult:
         listed = [
             types.Tool(name=name, description=description, input_schema=schema)
             for name, (description, schema) in self.tools.items()
         ]
+        if self.echo:
+            auth = ctx.request.headers.get("authorization", "") if ctx.request else ""
+            listed.append(_echoing_tool(auth, self.echo))
         return types.ListToolsResult(tools=listed)
 
     async def _call_tool(self, ctx, params) -> types.CallToolResult:
         name, args = params.name, params.arguments or {}
         auth = ctx.request.headers.get("authorization") if ctx.request is not None else None
         self.calls.append((name, args, auth))
+        if name == "echo" and self.echo:
+            return _text("echoed")
         if name not in self.tools:
             return _text(f"Unknown tool: {name}", error=True)
         if name == "get_order":
@@ -170,3 +181,30 @@ class FakeMcpServer:
 
 def _text(text: str, error: bool = False) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=error)
+
+
+def _echoing_tool(auth: str, places: tuple[str, ...]) -> types.Tool:
+    """A tool that repeats the Authorization header it was listed with where `places` say."""
+    token = auth.removeprefix("Bearer ")
+    name = "echo"
+    if "name" in places:
+        name = f"echo {auth}"
+    elif "slug_name" in places:
+        name = "echo_" + token.replace("-", "_")
+    description = "Echoes the caller"
+    if "description" in places:
+        description = f"Called with Authorization: {auth} (token {token})"
+    if "base64" in places:
+        description += " as base64: " + base64.b64encode(token.encode()).decode()
+    schema: dict[str, Any] = {"type": "object", "properties": {}}
+    if "schema" in places:
+        schema = {
+            "type": "object",
+            "description": f"auth {auth}",
+            "properties": {
+                token: {"type": "string", "default": token, "enum": [token, "x"]},
+                "note": {"type": "string", "description": f"sent {auth}"},
+            },
+            "required": [token],
+        }
+    return types.Tool(name=name, description=description, input_schema=schema)

@@ -13,7 +13,9 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
+import math
 import secrets
+import time
 from typing import Any
 
 import jwt
@@ -35,6 +37,8 @@ MAX_SECRET_LENGTH = 200
 MAX_TOKEN_LENGTH = 4096
 # Tolerated clock difference between the site that signs and this server.
 TOKEN_LEEWAY_SECONDS = 30
+# `[identity] max_token_lifetime_hours`: how far away a token's exp may be.
+DEFAULT_MAX_TOKEN_LIFETIME_HOURS = 24
 # Bounds of the signed claims, as for the `user` of a /chat body.
 _CLAIM_LENGTHS = {"sub": 200, "email": 320, "name": 200}
 
@@ -96,11 +100,35 @@ async def has_secret(db: Database, team_id: str, agent_id: str) -> bool:
     return await identity_store.get_sealed(db.reader, agent_id) is not None
 
 
-def user_from_token(secret: str, token: str, agent_id: str) -> dict[str, Any] | None:
+def _exp_problem(exp: Any, max_lifetime_seconds: float) -> str | None:
+    """Why a token's `exp` claim is refused, or None: it must be a JSON number (not a
+    string, not a boolean), not past (beyond the leeway), and at most the configured
+    lifetime away."""
+    if isinstance(exp, bool) or not isinstance(exp, int | float) or not math.isfinite(exp):
+        return "exp is not a number"
+    now = time.time()
+    if exp < now - TOKEN_LEEWAY_SECONDS:
+        return "expired"
+    if exp > now + max_lifetime_seconds + TOKEN_LEEWAY_SECONDS:
+        hours = max_lifetime_seconds / 3600
+        return (
+            f"exp is more than {hours:g} hours away"
+            " ([identity] max_token_lifetime_hours); sign tokens with a shorter lifetime"
+        )
+    return None
+
+
+def user_from_token(
+    secret: str,
+    token: str,
+    agent_id: str,
+    max_lifetime_seconds: float = DEFAULT_MAX_TOKEN_LIFETIME_HOURS * 3600,
+) -> dict[str, Any] | None:
     """Return the user a `userToken` signs (id, email, name), or None when it is not valid.
 
     Only HS256 with the agent's secret is accepted (never `none` or another algorithm);
-    `sub` and `exp` are required; an `aud`, when present, must name the agent.
+    `sub` and `exp` are required, `exp` a number at most `max_lifetime_seconds` away; an
+    `aud`, when present, must name the agent.
     """
     if len(token) > MAX_TOKEN_LENGTH:
         log.debug("userToken for %s refused: longer than %d", agent_id, MAX_TOKEN_LENGTH)
@@ -113,6 +141,8 @@ def user_from_token(secret: str, token: str, agent_id: str) -> dict[str, Any] | 
             leeway=TOKEN_LEEWAY_SECONDS,
             options={
                 "require": ["sub", "exp"],
+                # Checked below: PyJWT takes a numeric string ("99999999999") for a number.
+                "verify_exp": False,
                 "verify_aud": False,  # checked below: the agent id, when present
                 # RFC 7518: an HS256 key has at least 256 bits; shorter secrets sign no token.
                 "enforce_minimum_key_length": True,
@@ -120,6 +150,10 @@ def user_from_token(secret: str, token: str, agent_id: str) -> dict[str, Any] | 
         )
     except jwt.PyJWTError as exc:
         log.debug("userToken for %s refused: %s", agent_id, exc)
+        return None
+    problem = _exp_problem(claims.get("exp"), max_lifetime_seconds)
+    if problem is not None:
+        log.debug("userToken for %s refused: %s", agent_id, problem)
         return None
     aud = claims.get("aud")
     if aud is not None and agent_id not in (aud if isinstance(aud, list) else [aud]):
@@ -158,18 +192,22 @@ async def verify_end_user(
     token: str | None,
     *,
     trusted: bool,
+    max_token_lifetime_hours: float = DEFAULT_MAX_TOKEN_LIFETIME_HOURS,
 ) -> dict[str, Any] | None:
     """Return the end user to record on a chat (with `verified_by`), or None (anonymous).
 
-    A `token` decides alone: the user it signs, or anonymous when it does not verify (or
-    the agent has no secret). Otherwise a `trusted` caller (the team's key or session) is
-    taken at its word; a public caller's user stands as declared when the agent has no
-    secret, and with a secret only when `given_hash` is the HMAC of its id.
+    A `token` decides alone: the user it signs, or anonymous when it does not verify, its
+    `exp` is further than `max_token_lifetime_hours` away (or the agent has no secret).
+    Otherwise a `trusted` caller (the team's key or session) is taken at its word; a public
+    caller's user stands as declared when the agent has no secret, and with a secret only
+    when `given_hash` is the HMAC of its id.
     """
     if token is not None:
         sealed = await identity_store.get_sealed(db.reader, agent_id)
         secret = None if sealed is None else _open_secret(box, agent_id, sealed)
-        return None if secret is None else user_from_token(secret, token, agent_id)
+        if secret is None:
+            return None
+        return user_from_token(secret, token, agent_id, max_token_lifetime_hours * 3600)
     if user is None:
         return None
     if trusted:

@@ -1,5 +1,6 @@
 """An agent as an MCP server: the tools `ask` and `search_knowledge`, built on the chat
-services (a question is a chat turn, stored as `/chat` stores it) and on retrieval.
+turns (a question is a chat turn through `ChatTurns`, as `/chat`'s: stored, answered from
+curated answers, announced to event webhooks alike) and on retrieval.
 
 One SDK `Server` is made per request for the agent it names (a few microseconds), so the
 handlers know their agent and team without any shared state.
@@ -18,10 +19,9 @@ from mcp.server import Server
 from agentsvc import __version__
 from agentsvc.db import Database
 from agentsvc.errors import DomainError
-from agentsvc.llm.base import Providers
-from agentsvc.services.agents.registry import AgentCache
 from agentsvc.services.chat import start as chat_start
 from agentsvc.services.chat import turn as turn_service
+from agentsvc.services.chat.turns import ChatTurns
 from agentsvc.services.knowledge import prompt
 from agentsvc.services.knowledge.retrieval import retrieve
 from agentsvc.services.knowledge.vectors import Semantic
@@ -121,12 +121,9 @@ class AgentServerDeps:
     """What the MCP tools of an agent run on."""
 
     db: Database
-    agents: AgentCache
-    providers: Providers
-    tool_runner: turn_service.ToolRunnerLike
+    turns: ChatTurns  # `ask` is a chat turn like any other door's
     semantic: Semantic | None
     top_k: int
-    keepalive_seconds: float
     turn_seconds: float
 
 
@@ -150,12 +147,16 @@ async def ask(
         user=None,
         team_id=team_id,
     )
+    sink = _Collected()
     try:
-        turn = await chat_start.prepare_turn(
-            deps.db, deps.agents, deps.providers, chat, deps.semantic
-        )
+        async with asyncio.timeout(deps.turn_seconds):
+            # People cannot answer over MCP: the agent is not offered handing the chat over.
+            # The turn stores the answer (or what there was) whatever happens.
+            turn = await deps.turns.run(chat, sink, people_can_answer=False)
     except DomainError as exc:
         return _text(exc.message, error=True)
+    except TimeoutError:
+        return _text(f"The answer took longer than {deps.turn_seconds:g} seconds", error=True)
     if isinstance(turn, turn_service.HeldTurn):
         note = "A person from the team has this conversation; your message was passed on."
         structured = {
@@ -165,14 +166,6 @@ async def ask(
             "sources": [],
         }
         return _text(note, structured=structured)
-    sink = _Collected()
-    # People cannot answer over MCP: the agent is not offered handing the chat to them.
-    runner = turn_service.TurnRunner(deps.db, turn, sink, deps.tool_runner, deps.keepalive_seconds)
-    try:
-        async with asyncio.timeout(deps.turn_seconds):
-            await runner.run()  # stores the answer (or what there was) whatever happens
-    except TimeoutError:
-        return _text(f"The answer took longer than {deps.turn_seconds:g} seconds", error=True)
     if sink.error is not None:
         return _text(f"The agent could not answer: {sink.error['message']}", error=True)
     answer = sink.text

@@ -39,7 +39,8 @@ TITLE_LENGTH = 80
 
 @dataclass(frozen=True, slots=True)
 class ChatInput:
-    """A validated `/chat` body plus who is calling."""
+    """A turn's inputs, whatever the door (`/chat`, MCP `ask`, a channel): the agent, the
+    messages, the conversation to continue, and who is writing (session, end user, team)."""
 
     agent_id: str
     messages: tuple[tuple[str, str], ...]  # (role, content)

@@ -171,7 +171,57 @@ async def _filled_headers(
         name: secret_service.SECRET_PLACEHOLDER.sub(lambda m: values[m.group(1)], value)
         for name, value in headers.items()
     }
-    return filled, secret_service.Scrubber(values)
+    # A header value with secrets in it is a secret too (as a whole: "Basic" + base64).
+    templates = {filled[name]: value for name, value in headers.items() if filled[name] != value}
+    return filled, secret_service.Scrubber(values, templates)
+
+
+# A secret is looked for in exposed names (lowercased, other characters made `_`) once its
+# own slug is this long: shorter ones would meet ordinary words.
+MIN_SLUG_SECRET_CHARS = 8
+
+
+def _scrubbed_json(value: Any, scrub: secret_service.Scrubber) -> Any:
+    if isinstance(value, str):
+        return scrub(value)
+    if isinstance(value, dict):
+        return {scrub(k): _scrubbed_json(v, scrub) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scrubbed_json(v, scrub) for v in value]
+    return value
+
+
+def without_secrets(listed: list[ListedTool], scrub: secret_service.Scrubber) -> list[ListedTool]:
+    """The listing with every secret of the tool's mcpHeaders (each `{{NAME}}` value, and
+    each header value once filled) replaced by its placeholder in descriptions and input
+    schemas (keys and values); ValidationFailed naming mcpUrl when a tool's name carries
+    one, as is or as the name the model and visitors would see."""
+    if not scrub.values:
+        return listed
+    slugs = {
+        name: _slug(value)
+        for name, value in scrub.values.items()
+        if len(_slug(value)) >= MIN_SLUG_SECRET_CHARS
+    }
+    out = []
+    for tool in listed:
+        carried = scrub.carried_by(tool.name)
+        slug = _slug(tool.name)
+        carried = carried or next(("{{" + n + "}}" for n, s in slugs.items() if s in slug), None)
+        if carried:
+            raise ValidationFailed(
+                f"mcpUrl: the server lists a tool whose name holds the value of {carried}"
+                " (from mcpHeaders); tool names are shown to visitors, so its tools cannot"
+                " be offered"
+            )
+        try:
+            schema = _scrubbed_json(tool.input_schema, scrub)
+        except RecursionError:
+            raise ValidationFailed(
+                f"mcpUrl: the input schema of the server's tool {tool.name[:100]!r} nests too deep"
+            ) from None
+        out.append(ListedTool(tool.name, scrub(tool.description), schema))
+    return out
 
 
 async def list_server(
@@ -182,17 +232,20 @@ async def list_server(
     url: str,
     headers: Mapping[str, str] | None,
 ) -> list[ListedTool]:
-    """The server's tools, or ValidationFailed naming mcpUrl (or mcpHeaders) and why."""
+    """The server's tools with the headers' secrets scrubbed (`without_secrets`), or
+    ValidationFailed naming mcpUrl (or mcpHeaders) and why."""
     try:
         filled, scrub = await _filled_headers(db, box, team_id, headers or {})
     except ValueError as exc:
         raise ValidationFailed(f"mcpHeaders: {exc}") from exc
     try:
-        return await client.list_tools(url, filled)
+        listed = await client.list_tools(url, filled)
     except McpFailure as exc:
         raise ValidationFailed(
             f"mcpUrl: could not list the MCP server's tools: {scrub(exc.message)}"
         ) from exc
+    # Before anything listed is answered, stored or offered: a server may echo the headers.
+    return await asyncio.to_thread(without_secrets, listed, scrub)
 
 
 def function_of(tool: Tool) -> dict[str, Any] | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from collections.abc import Mapping
@@ -37,23 +38,39 @@ def placeholder_names(*texts: str | None) -> set[str]:
     return {m.group(1) for text in texts if text for m in SECRET_PLACEHOLDER.finditer(text)}
 
 
+# Below this length a value's base64 form is too short to tell from ordinary text.
+MIN_BASE64_SCRUBBED_CHARS = 8
+
+
 def _spellings(value: str) -> set[str]:
     """The ways a value shows up in messages and echoed responses."""
     forms = {value, value.lower(), quote(value, safe=""), quote(value), quote_plus(value)}
     forms |= {f.lower() for f in forms}  # hosts come back lowercased
     forms.add(json.dumps(value)[1:-1])  # as a JSON string, ASCII-escaped
     forms.add(json.dumps(value, ensure_ascii=False)[1:-1])
+    if len(value) >= MIN_BASE64_SCRUBBED_CHARS:
+        # As a Basic credential or a token the server decoded and re-encoded.
+        raw = value.encode("utf-8")
+        for encoded in (base64.b64encode(raw), base64.urlsafe_b64encode(raw)):
+            text = encoded.decode("ascii")
+            forms |= {text, text.rstrip("=")}
     return {f for f in forms if f}
 
 
 class Scrubber:
-    """Replaces every spelling of each secret value in a text with its `{{NAME}}`."""
+    """Replaces every spelling of each secret value in a text with its `{{NAME}}`; `filled`
+    adds whole filled-in texts (a header value with its secrets in), each replaced by its
+    template."""
 
-    def __init__(self, values: Mapping[str, str]):
+    def __init__(self, values: Mapping[str, str], filled: Mapping[str, str] | None = None):
+        self.values = dict(values)
         replacements: dict[str, str] = {}
         for name, value in values.items():
             for form in _spellings(value):
                 replacements.setdefault(form, "{{" + name + "}}")
+        for value, template in (filled or {}).items():
+            for form in _spellings(value):
+                replacements.setdefault(form, template)
         # Longest first, so a secret holding another is replaced whole; str.replace keeps
         # each pass linear in the text, which is at most the response cap.
         self._ordered = sorted(replacements.items(), key=lambda item: len(item[0]), reverse=True)
@@ -64,6 +81,10 @@ class Scrubber:
             if form in text:
                 text = text.replace(form, placeholder)
         return text
+
+    def carried_by(self, text: str) -> str | None:
+        """The `{{NAME}}` (or template) of a secret the text carries, or None."""
+        return next((p for form, p in self._ordered if form in text), None)
 
     def cut(self, text: str) -> str:
         """Scrub a text cut off at a cap: its tail may hold the start of a value, so it goes."""
