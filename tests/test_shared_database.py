@@ -192,6 +192,8 @@ ALTER TABLE conversations DROP COLUMN trigger_id, DROP COLUMN rated_up, DROP COL
 ALTER TABLE messages DROP COLUMN unanswered;
 ALTER TABLE form_submissions DROP COLUMN trigger_id;
 """,
+    # 12 (issue 29, `people`): the audit log's list order.
+    12: "ALTER TABLE audit_log DROP COLUMN rowid;",
 }
 
 
