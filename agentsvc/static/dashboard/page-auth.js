@@ -38,8 +38,11 @@ export function renderSetup(root, ctx) {
 /** Sign-in: password, magic link, and a button per configured OAuth provider. */
 export async function renderSignIn(root, ctx) {
   let providers = [];
+  let mailDelivery = "smtp";
   try {
-    providers = (await get("/auth/providers")).providers || [];
+    const found = await get("/auth/providers");
+    providers = found.providers || [];
+    mailDelivery = found.mailDelivery || "smtp";
   } catch {
     providers = [];
   }
@@ -55,8 +58,16 @@ export async function renderSignIn(root, ctx) {
     field("E-mail", input({ name: "email", type: "email", required: true })),
     h("button", { type: "submit", class: "secondary" }, "E-mail me a sign-in link"));
   onSubmit(magic, async (data) => {
-    await post("/auth/magic-link", { email: data.get("email"), callbackUrl: location.origin + "/" });
-    mount(magic, h("p", { class: "notice", role: "status" }, "If this address has an account, a sign-in link is on its way. It works once, for 15 minutes."));
+    const email = String(data.get("email")).trim();
+    await post("/auth/magic-link", { email, callbackUrl: location.origin + "/" });
+    if (mailDelivery === "log") {
+      // No SMTP: the link went to the server's log, not to the inbox.
+      mount(magic, h("div", { class: "notice", role: "status" },
+        h("p", {}, "Mail is not set up on this server, so if this address has an account, the link was written to the server's log (it works once, for 15 minutes)."),
+        h("p", {}, "Or make one on the server: ", h("code", {}, `agentsvc login-link --email ${email}`))));
+    } else {
+      mount(magic, h("p", { class: "notice", role: "status" }, "If this address has an account, a sign-in link is on its way. It works once, for 15 minutes."));
+    }
   });
   const names = { github: "GitHub", google: "Google" };
   const oauth = providers.map((p) =>
