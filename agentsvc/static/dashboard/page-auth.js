@@ -12,6 +12,9 @@ function card(title, ...children) {
       children));
 }
 
+// Visitors see a member's display name (else the team's name), never the address.
+const NAME_HINT = "Shown to visitors when you answer them (without one, they see your team's name). You can change it later on your Profile page.";
+
 function input(attrs) {
   return h("input", attrs);
 }
@@ -19,7 +22,7 @@ function input(attrs) {
 /** First run: no user exists yet, so the page offers to create the owner account. */
 export function renderSetup(root, ctx) {
   const form = h("form", { class: "stack", novalidate: true },
-    field("Your name", input({ name: "name", autocomplete: "name" })),
+    field("Your name", input({ name: "name", autocomplete: "name", maxlength: 80 }), NAME_HINT),
     field("E-mail", input({ name: "email", type: "email", required: true, autocomplete: "email" })),
     field("Password", input({ name: "password", type: "password", required: true, minlength: 8, autocomplete: "new-password" }), "At least 8 characters."),
     h("button", { type: "submit" }, "Create owner account"));
@@ -100,17 +103,21 @@ export async function renderAcceptInvitation(root, ctx) {
   }
   let form;
   if (session) {
+    const askName = !session.user.name;
     form = h("form", { class: "stack" },
       h("p", {}, `You are signed in as ${session.user.email}. Accept the invitation with this account?`),
+      askName ? field("Your name", input({ name: "name", autocomplete: "name", maxlength: 80 }), NAME_HINT) : null,
       h("button", { type: "submit" }, "Accept invitation"));
-    onSubmit(form, async () => {
-      await post("/team/invitations/accept", { token });
+    onSubmit(form, async (data) => {
+      const body = { token };
+      if (askName && String(data.get("name") || "").trim()) body.name = String(data.get("name"));
+      await post("/team/invitations/accept", body);
       done();
     });
   } else {
     form = h("form", { class: "stack" },
       h("p", { class: "muted" }, "Choose a password to create your account. Already have one? Sign in first, then open the link again."),
-      field("Your name", input({ name: "name", autocomplete: "name" })),
+      field("Your name", input({ name: "name", autocomplete: "name", maxlength: 80 }), NAME_HINT),
       field("Password", input({ name: "password", type: "password", required: true, minlength: 8, autocomplete: "new-password" })),
       h("button", { type: "submit" }, "Accept invitation"));
     onSubmit(form, async (data) => {
