@@ -66,12 +66,12 @@ def untrusted_origin_message(settings: Settings, origin: str | None) -> str:
     came = origin_of(origin) if origin else None
     if came is None or len(came) > 200:
         return (
-            "Cross-origin request refused: this page's origin is not trusted. Open"
+            "Cross-origin request refused: the page's Origin is not a trusted origin. Open"
             f" {public} (the server's [server] public_url), or list the page's origin in"
             " [auth] trusted_origins"
         )
     return (
-        f"Cross-origin request refused: {came} is not a trusted origin. Open {public} (the"
+        f"Cross-origin request refused: Origin {came} is not a trusted origin. Open {public} (the"
         f' server\'s [server] public_url), or add "{came}" to [auth] trusted_origins'
     )
 
