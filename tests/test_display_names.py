@@ -134,7 +134,7 @@ async def test_patch_members_me_name_is_validated_and_audited(client):
     resp = await client.patch(
         f"/api/v1/team/members/{other_member_id}", json={"name": "Mallory"}, headers=auth
     )
-    await assert_error(resp, 403, "FORBIDDEN", "own")
+    await assert_error(resp, 403, "FORBIDDEN", "their own")
 
     resp = await client.patch("/api/v1/team/members/me", json={"name": "Olivia"}, headers=auth)
     assert resp.status == 200, await resp.text()

@@ -303,7 +303,7 @@ async def update_own_member(
         if member is None:
             raise NotFound("Member not found")
         if member.user_id != caller_id:
-            raise Forbidden("Members change only their own name and notifications")
+            raise Forbidden("Members choose their own notifications and name")
         if notify_handoffs is not None:
             await team_store.set_notify_handoffs(tx, team_id, caller_id, notify_handoffs)
         if name is not None and name != member.name:
