@@ -8,7 +8,7 @@ import { onSubmit, pageHeader } from "./forms.js";
 export async function renderProfile(ctx, page) {
   const user = ctx.session.user;
   const team = ctx.session.team;
-  const form = onSubmit(h("form", { class: "stack card profile", "aria-label": "Display name" },
+  const form = onSubmit(h("form", { class: "stack card profile", "aria-label": "Change your name" },
     field("Display name", h("input", { name: "name", required: true, maxlength: 80, autocomplete: "name", value: user.name || "" }),
       `What visitors see when you take or answer a conversation. Without one they see the team's name, “${team.name}”; never your e-mail address.`),
     h("button", { type: "submit" }, "Save")), async (data) => {
