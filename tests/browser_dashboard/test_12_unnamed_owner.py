@@ -11,12 +11,13 @@ import urllib.request
 from collections.abc import Iterator
 
 import pytest
+from aiohttp import web
 from playwright.sync_api import expect
 
 from agentsvc import keys
+from agentsvc.api.widget import embed_snippet
 from agentsvc.services.team import accounts
 from tests.browser_dashboard.stack import PASSWORD, Stack
-from tests.browser_dashboard.test_7_handoff import _host_site, _widget
 
 ADDRESS = "you@example.com"
 TEAM = "you's team"
@@ -29,6 +30,24 @@ def fresh(tmp_path_factory) -> Iterator[Stack]:
     running.start()
     yield running
     running.stop()
+
+
+def _host_site(stack: Stack, agent_id: str) -> str:
+    """A shop on another origin that embeds the widget with the README's snippet."""
+    snippet = embed_snippet({"agentId": agent_id}, stack.url + "/widget.js")
+    html = f"<!doctype html><html><head><title>Shop</title>{snippet}</head><body>A shop</body>"
+
+    async def page(request: web.Request) -> web.Response:
+        return web.Response(text=html, content_type="text/html")
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", page)
+    return f"http://127.0.0.1:{stack.run(stack._serve(app, 0))}/shop"
+
+
+def _widget(page):
+    page.wait_for_function("() => window.agentsvc && window.agentsvc.ready === true")
+    return page.locator("#agentsvc-widget")
 
 
 def _key(stack: Stack) -> str:
