@@ -133,5 +133,8 @@ def safe_callback(settings: Settings, url: str) -> str:
             raise UntrustedUrl("[server] public_url is not an http(s) address")
         return public + url
     if not is_trusted_origin(settings, url):
-        raise UntrustedUrl("must be a path or an address on a trusted origin")
+        raise UntrustedUrl(
+            "must be a path or an address on a trusted origin ([server] public_url, or one"
+            " of [auth] trusted_origins)"
+        )
     return url
