@@ -560,4 +560,23 @@ MIGRATIONS: list[str] = [
             visitor_messages = excluded.visitor_messages, answers = excluded.answers,
             rated_up = excluded.rated_up, rated_down = excluded.rated_down;
     """,
+    # ── 12 (issue 29, `people`): nobody sees a member's e-mail address. Replies and
+    # handoff events stored before named an unnamed member by their address: they now
+    # carry the member's display name, else the team's name. Teams named after their
+    # owner's whole address ("ana@example.com's team") are called "Support".
+    # (No schema change on SQLite: the audit log orders by its implicit rowid.)
+    """
+    UPDATE teams SET name = 'Support' WHERE name IN (SELECT u.email || '''s team' FROM users AS u WHERE u.id = teams.owner_user_id);
+    UPDATE messages SET author_name = COALESCE(
+        (SELECT NULLIF(TRIM(u.name), '') FROM users AS u WHERE u.id = messages.author_id),
+        (SELECT t.name FROM conversations AS c JOIN teams AS t ON t.id = c.team_id
+         WHERE c.id = messages.conversation_id)
+    ) WHERE author_id IS NOT NULL AND author_name LIKE '%@%';
+    UPDATE conversation_events SET assignee_name = COALESCE(
+        (SELECT NULLIF(TRIM(u.name), '') FROM users AS u
+         WHERE u.id = conversation_events.assignee_id),
+        (SELECT t.name FROM teams AS t WHERE t.id = conversation_events.team_id)
+    ) WHERE assignee_id IS NOT NULL AND assignee_name LIKE '%@%';
+    """,
+    # ── end of 12 (issue 29, `people`)
 ]

@@ -180,6 +180,8 @@ UNDO: dict[int, list[tuple[str, str]]] = {
         (MIGRATION_10, ""),
     ],
     11: UNDO_11,
+    # 12 (issue 29, `people`): data only on SQLite (e-mail addresses out of stored names).
+    12: [],
 }
 
 

@@ -3,13 +3,14 @@ target and time; pages by cursor, a filter by action, one team's entries, owners
 
 from __future__ import annotations
 
-import asyncio
 import re
 from typing import Any
 
 from agentsvc import keys
 from agentsvc.services import audit
 from agentsvc.services.audit import Actor
+from agentsvc.store import audit_log
+from agentsvc.store.audit_log import AuditEntry
 from tests.chat_helpers import new_agent
 from tests.conftest import (
     add_member,
@@ -146,8 +147,7 @@ async def test_pages_filters_team_isolation_and_owner_only(client):
     other = bearer(await key_for(client, other_team.id, other_owner.id))
     names = [f"Agent {n}" for n in range(5)]
     for name in names:
-        await new_agent(client, auth, name=name)
-        await asyncio.sleep(0.002)  # newest first is by the millisecond (then by id)
+        await new_agent(client, auth, name=name)  # often in the same millisecond: in order
     await new_agent(client, other, name="Theirs")
     seen, cursor = [], None
     while True:
@@ -181,6 +181,47 @@ async def test_pages_filters_team_isolation_and_owner_only(client):
     await assert_error(resp, 403, "FORBIDDEN")
     resp = await client.get("/api/v1/audit-log")
     await assert_error(resp, 401, "UNAUTHORIZED")
+
+
+async def test_entries_of_the_same_millisecond_list_in_the_order_they_were_recorded(client):
+    """Issue 29 item 10: the log orders by a sequence, not by random ids; pages by cursor
+    walk that order too."""
+    owner, team = await create_user(client, "owner@example.com")
+    auth = bearer(await key_for(client, team.id, owner.id))
+    db = client.app[keys.db_key]
+    same_time = "2026-11-25T10:00:00.000Z"
+    # Ids sorting against the order of recording: an order by id would reverse them.
+    ids = [f"aud_{c}{n}" for n, c in enumerate("zyxwvutsrq")]
+    async with db.write() as tx:
+        for n, entry_id in enumerate(ids):
+            await audit_log.insert(
+                tx,
+                AuditEntry(
+                    entry_id,
+                    team.id,
+                    "agent.created",
+                    owner.id,
+                    None,
+                    None,
+                    None,
+                    "agent",
+                    f"agt_{n}",
+                    f"Agent {n}",
+                    None,
+                    same_time,
+                ),
+            )
+    log = await data_of(await client.get("/api/v1/audit-log", headers=auth))
+    assert [e["id"] for e in log] == ids[::-1]
+    seen, cursor = [], None
+    while True:
+        params = {"limit": 3, **({"cursor": cursor} if cursor else {})}
+        body = await (await client.get("/api/v1/audit-log", params=params, headers=auth)).json()
+        seen += [e["id"] for e in body["data"]]
+        cursor = body["pagination"]["nextCursor"]
+        if cursor is None:
+            break
+    assert seen == ids[::-1]
 
 
 async def test_record_is_there_for_actions_that_write_nothing_else(client):

@@ -19,15 +19,24 @@ async def test_healthz(client):
 
 
 async def test_missing_and_invalid_keys_are_401(client, api_key):
-    for headers in (
-        {},
-        bearer("asvc_nope"),
-        {"Authorization": "Basic abc"},
-        {"Authorization": "Bearer "},
-        bearer(api_key + "x"),
-    ):
+    for headers in (bearer("asvc_nope"), bearer(api_key + "x")):
         resp = await client.get("/api/v1/agents", headers=headers)
         await assert_error(resp, 401, "UNAUTHORIZED", "Invalid API key")
+
+
+async def test_invalid_api_key_says_which_mistake_it_was_and_what_to_send(client, api_key):
+    """Issue 29 item 10: a missing header, a key without `Bearer ` and an `X-API-Key`
+    header each get their own message, every one naming what to send."""
+    for headers, says in (
+        ({}, "No API key or session"),
+        ({"Authorization": api_key}, "must start with 'Bearer '"),
+        ({"Authorization": "Basic abc"}, "must start with 'Bearer '"),
+        ({"Authorization": "Bearer "}, "no key after 'Bearer '"),
+        ({"X-API-Key": api_key}, "does not read the X-API-Key header"),
+    ):
+        resp = await client.get("/api/v1/agents", headers=headers)
+        body = await assert_error(resp, 401, "UNAUTHORIZED", says)
+        assert "'Authorization: Bearer YOUR_KEY'" in body["message"], headers
 
 
 async def test_keys_are_stored_hashed(client, api_key):

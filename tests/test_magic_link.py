@@ -73,6 +73,18 @@ async def test_magic_link_goes_through_smtp(make_client, smtp_server):
     assert await outbox(client) == []
 
 
+async def test_with_no_smtp_the_sign_in_page_learns_the_link_went_to_the_log(
+    client, make_client, smtp_server
+):
+    """Issue 29 item 10: the sign-in page reads where mail goes, so without SMTP it says
+    the link is in the server's log (and names `agentsvc login-link`), not "on its way"."""
+    resp = await client.get("/api/v1/auth/providers")
+    assert (await resp.json())["data"]["mailDelivery"] == "log"
+    with_smtp = await make_client(smtp=smtp_server.settings())
+    resp = await with_smtp.get("/api/v1/auth/providers")
+    assert (await resp.json())["data"]["mailDelivery"] == "smtp"
+
+
 async def test_concurrent_uses_sign_in_exactly_once(client):
     await create_user(client, "ada@example.com")
     await ask(client)

@@ -75,7 +75,7 @@ async def test_unconfigured_providers_answer_404(client):
         resp = await client.get(f"/api/v1/auth/callback/{name}?code=x&state=y")
         await assert_error(resp, 404, "NOT_FOUND")
     resp = await client.get("/api/v1/auth/providers")
-    assert (await resp.json())["data"] == {"providers": []}
+    assert (await resp.json())["data"] == {"providers": [], "mailDelivery": "log"}
 
 
 async def test_redirect_carries_state_and_pkce(oauth_client, provider):
@@ -98,7 +98,7 @@ async def test_redirect_carries_state_and_pkce(oauth_client, provider):
     )
     assert [tuple(r) for r in rows] == [(hash_token(query["state"]), "github")]
     resp = await oauth_client.get("/api/v1/auth/providers")
-    assert (await resp.json())["data"] == {"providers": ["github", "google"]}
+    assert (await resp.json())["data"]["providers"] == ["github", "google"]
 
 
 async def test_github_sign_in_creates_the_user_by_verified_email(oauth_client, provider):

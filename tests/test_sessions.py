@@ -241,6 +241,50 @@ async def test_sign_in_from_a_foreign_origin_is_refused(client):
     assert SESSION_COOKIE not in resp.cookies
 
 
+async def test_sign_in_at_localhost_works_for_a_loopback_public_url(make_client):
+    """Issue 29 item 10: loopback names are the same origin for a loopback public_url (the
+    same scheme and port); another port, scheme or host is still refused, and the refusal
+    says which address to open and which setting to change."""
+    client = await make_client(server={"public_url": "http://127.0.0.1:8080"})
+    await create_user(client, "ada@example.com")
+    body = {"email": "ada@example.com", "password": "correct horse battery"}
+    for origin in ("http://localhost:8080", "http://127.0.0.1:8080", "http://[::1]:8080"):
+        resp = await client.post(
+            "/api/v1/auth/sign-in/email", json=body, headers={"Origin": origin}
+        )
+        assert resp.status == 200, (origin, await resp.text())
+        token = resp.cookies[SESSION_COOKIE].value
+        client.session.cookie_jar.clear()
+        resp = await client.post(
+            "/api/v1/agents", json={"name": "Bot"}, headers=session(token, origin)
+        )
+        assert resp.status == 201, (origin, await resp.text())
+    for origin in (
+        "http://localhost:8081",
+        "https://localhost:8080",
+        "http://localhost.evil.test:8080",
+    ):
+        resp = await client.post(
+            "/api/v1/auth/sign-in/email", json=body, headers={"Origin": origin}
+        )
+        error = await assert_error(resp, 403, "FORBIDDEN", f"{origin} is not a trusted origin")
+        assert "Open http://127.0.0.1:8080" in error["message"]
+        assert "[server] public_url" in error["message"]
+        assert "[auth] trusted_origins" in error["message"]
+    resp = await client.post("/api/v1/auth/sign-in/email", json=body, headers={"Origin": "null"})
+    error = await assert_error(resp, 403, "FORBIDDEN", "Open http://127.0.0.1:8080")
+
+
+async def test_a_public_url_off_loopback_trusts_no_loopback_name(make_client):
+    client = await make_client(server={"public_url": "https://chat.example.com"})
+    await create_user(client, "ada@example.com")
+    body = {"email": "ada@example.com", "password": "correct horse battery"}
+    resp = await client.post(
+        "/api/v1/auth/sign-in/email", json=body, headers={"Origin": "http://localhost:8080"}
+    )
+    await assert_error(resp, 403, "FORBIDDEN", "Open https://chat.example.com")
+
+
 async def test_rolling_expiry_moves_forward_and_refreshes_the_cookie(make_client):
     client = await make_client(auth={"session_ttl_seconds": 2})
     await create_user(client, "ada@example.com")

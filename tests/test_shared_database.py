@@ -192,6 +192,8 @@ ALTER TABLE conversations DROP COLUMN trigger_id, DROP COLUMN rated_up, DROP COL
 ALTER TABLE messages DROP COLUMN unanswered;
 ALTER TABLE form_submissions DROP COLUMN trigger_id;
 """,
+    # 12 (issue 29, `people`): the audit log's list order.
+    12: "ALTER TABLE audit_log DROP COLUMN rowid;",
 }
 
 
@@ -260,7 +262,8 @@ async def test_a_postgresql_database_of_version_10_upgrades_with_its_rows_counte
         await db.open()
         await db.close()
     conn = await asyncpg.connect(old)
-    await conn.execute(UNDO_POSTGRES[11])
+    for later in sorted((n for n in UNDO_POSTGRES if n > 10), reverse=True):
+        await conn.execute(UNDO_POSTGRES[later])
     await conn.execute("UPDATE schema_info SET version = 10")
     await conn.execute(
         "INSERT INTO users (id, email, created_at, updated_at) VALUES ('usr_1', 'a@b.c', 't', 't');"
@@ -292,3 +295,53 @@ async def test_a_postgresql_database_of_version_10_upgrades_with_its_rows_counte
     finally:
         await upgraded.close()
     assert await _catalog(old) == await _catalog(fresh)
+
+
+@postgres_only
+async def test_nobody_sees_a_members_email_address_stored_before_the_upgrade_on_postgresql():
+    """Migration 12 on PostgreSQL (issue 29 item 9): stored replies and handoff events that
+    named a member by their address name them by the display name, else the team's name;
+    a team named after the whole address takes its local part; the audit log gains its
+    list order."""
+    import asyncpg
+
+    from agentsvc.db.postgres import PostgresDatabase
+
+    url = pg.fresh_database_url()
+    db = PostgresDatabase(url)
+    await db.open()
+    await db.close()
+    conn = await asyncpg.connect(url)
+    await conn.execute(UNDO_POSTGRES[12])
+    await conn.execute("UPDATE schema_info SET version = 11")
+    await conn.execute(
+        "INSERT INTO users (id, email, name, created_at, updated_at) VALUES"
+        " ('usr_1', 'you@example.com', '', 't', 't'), ('usr_2', 'bo@example.com', 'Bo', 't', 't');"
+        "INSERT INTO teams VALUES ('team_1', 'you@example.com''s team', 'usr_1', 'pro', 't', 't');"
+        "INSERT INTO agents (id, team_id, name, slug, model, temperature, created_at, updated_at)"
+        " VALUES ('agt_1', 'team_1', 'A', 'a', 'builtin', 70, 't', 't');"
+        "INSERT INTO conversations (id, agent_id, team_id, title, created_at, updated_at)"
+        " VALUES ('conv_1', 'agt_1', 'team_1', 'Hi', 't', 't');"
+        "INSERT INTO messages (id, conversation_id, role, content, created_at, author_id,"
+        " author_name) VALUES"
+        " ('msg_1', 'conv_1', 'assistant', 'Hello', 't', 'usr_1', 'you@example.com'),"
+        " ('msg_2', 'conv_1', 'assistant', 'Hi', 't', 'usr_2', 'bo@example.com');"
+        "INSERT INTO conversation_events (conversation_id, team_id, agent_id, kind, status,"
+        " assignee_id, assignee_name, inbox, created_at) VALUES"
+        " ('conv_1', 'team_1', 'agt_1', 'status', 'human', 'usr_1', 'you@example.com', 1, 't');"
+        "INSERT INTO audit_log (id, team_id, action, created_at) VALUES"
+        " ('aud_b', 'team_1', 'agent.created', 't'), ('aud_a', 'team_1', 'agent.created', 't');"
+    )
+    await conn.close()
+    upgraded = PostgresDatabase(url)
+    await upgraded.open()
+    try:
+        tx = upgraded.reader
+        assert await tx.fetchval("SELECT name FROM teams") == "Support"
+        rows = await tx.fetchall("SELECT id, author_name FROM messages ORDER BY id")
+        assert [tuple(r) for r in rows] == [("msg_1", "Support"), ("msg_2", "Bo")]
+        assert await tx.fetchval("SELECT assignee_name FROM conversation_events") == "Support"
+        order = await tx.fetchall("SELECT id FROM audit_log ORDER BY rowid")
+        assert [r[0] for r in order] == ["aud_b", "aud_a"]
+    finally:
+        await upgraded.close()

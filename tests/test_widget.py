@@ -6,8 +6,10 @@ import asyncio
 import gzip
 import hashlib
 import hmac
+import re
+from pathlib import Path
 
-from agentsvc.api.widget import WIDGET_PATH
+from agentsvc.api.widget import WIDGET_PATH, embed_snippet
 from tests.conftest import PUBLIC_ORIGIN, assert_error, bearer, new_api_key
 
 MAX_GZIP_BYTES = 30 * 1024
@@ -94,6 +96,29 @@ async def test_widget_demo_script_url_comes_from_public_url_never_the_host_heade
     page = await resp.text()
     assert '<script src="https://chat.example.test/agents/widget.js" async></script>' in page
     assert "evil.test" not in page
+
+
+def _stub_methods(text: str) -> list[str]:
+    found = re.search(r"\(function \(a\) \{(.*?)\.forEach", text, re.S)
+    assert found, text[:200]
+    return re.findall(r'"(\w+)"', found.group(1))
+
+
+def test_talk_to_person_is_in_every_embed_stub():
+    """Issue 29 item 10: the queueing stub of the README, the demo page and the dashboard's
+    Widget page lists every method of the widget's API (talkToPerson was missing)."""
+    source = WIDGET_PATH.read_text("utf-8")
+    api = source[source.index("var publicApi = {") : source.index("// The shared matching rules")]
+    methods = [m for m in re.findall(r"^    (\w+):", api, re.M) if m not in ("loaded", "version")]
+    assert "talkToPerson" in methods
+    root = Path(__file__).resolve().parent.parent
+    stubs = {
+        "README.md": (root / "README.md").read_text("utf-8"),
+        "embed_snippet": embed_snippet({"agentId": "agt_x"}, "https://x.test/widget.js"),
+        "page-widget.js": (root / "agentsvc/static/dashboard/page-widget.js").read_text("utf-8"),
+    }
+    for where, text in stubs.items():
+        assert _stub_methods(text) == methods, where
 
 
 async def test_demo_page_errors(client):

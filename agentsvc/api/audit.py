@@ -8,7 +8,7 @@ from pydantic import Field
 
 from agentsvc import keys
 from agentsvc.api.conversations import PAGINATION_SCHEMA
-from agentsvc.api.cursors import MAX_CURSOR_LENGTH, decode_cursor, next_cursor
+from agentsvc.api.cursors import MAX_CURSOR_LENGTH, decode_cursor, encode_cursor
 from agentsvc.api.models import QueryModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, envelope_response
 from agentsvc.services import audit
@@ -96,6 +96,13 @@ def entry_json(logged: LoggedEntry) -> dict[str, Any]:
     }
 
 
+def _next_cursor(entries: list[LoggedEntry], more: bool) -> str | None:
+    # The key of the last entry is its time and its place in the order of recording.
+    if not more or not entries:
+        return None
+    return encode_cursor(entries[-1].created_at, str(entries[-1].seq))
+
+
 CURSOR_PAGINATION_SCHEMA = {
     "type": "object",
     "required": ["limit", "nextCursor"],
@@ -127,5 +134,5 @@ async def get_audit_log(call: Call):
     )
     return envelope_response(
         [entry_json(e) for e in entries],
-        pagination={"limit": query.limit, "nextCursor": next_cursor(entries, more)},
+        pagination={"limit": query.limit, "nextCursor": _next_cursor(entries, more)},
     )

@@ -10,10 +10,20 @@ from agentsvc.api.state import request_state
 from agentsvc.errors import Forbidden, Unauthorized
 from agentsvc.services.team.access import Principal
 from agentsvc.services.team.sessions import SESSION_COOKIE
-from agentsvc.services.team.trust import is_trusted_origin
+from agentsvc.services.team.trust import is_trusted_origin, untrusted_origin_message
 
 # Longer than any token we issue: not worth a lookup.
 _MAX_COOKIE_LENGTH = 128
+
+
+SEND_KEY = "send it as 'Authorization: Bearer YOUR_KEY'"
+NOT_BEARER = f"The Authorization header must start with 'Bearer ': {SEND_KEY}"
+NO_TOKEN = f"The Authorization header has no key after 'Bearer ': {SEND_KEY}"
+X_API_KEY = (
+    f"This API does not read the X-API-Key header: {SEND_KEY} (an API key, or sign in"
+    " for a session)"
+)
+NO_CREDENTIAL = f"No API key or session: {SEND_KEY} (or sign in for a session)"
 
 
 def bearer_token(request: web.Request) -> str | None:
@@ -21,10 +31,20 @@ def bearer_token(request: web.Request) -> str | None:
     header = request.headers.get("Authorization")
     if not header:
         return None
-    scheme, _, token = header.partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
-        raise Unauthorized()
+    scheme, _, token = header.strip().partition(" ")
+    if scheme.lower() != "bearer":
+        raise Unauthorized(NOT_BEARER)
+    if not token.strip():
+        raise Unauthorized(NO_TOKEN)
     return token.strip()
+
+
+def missing_credential(request: web.Request) -> Unauthorized:
+    """The 401 of a request that sent no credential: what to send instead (a key sent in
+    X-API-Key is named, since it looks like a key that was refused)."""
+    if "X-API-Key" in request.headers:
+        return Unauthorized(X_API_KEY)
+    return Unauthorized(NO_CREDENTIAL)
 
 
 async def authenticate(request: web.Request) -> Principal | None:
@@ -105,15 +125,17 @@ def check_origin(request: web.Request, principal: Principal) -> None:
     if principal.session_id is None:
         return
     origin = request.headers.get("Origin") or request.headers.get("Referer")
-    if not is_trusted_origin(request.app[keys.settings_key], origin):
-        raise Forbidden("Cross-origin request refused: Origin is not a trusted origin")
+    settings = request.app[keys.settings_key]
+    if not is_trusted_origin(settings, origin):
+        raise Forbidden(untrusted_origin_message(settings, origin))
 
 
 def refuse_foreign_origin(request: web.Request) -> None:
     """On sign-in endpoints: a browser's Origin, when sent, must be trusted (login CSRF)."""
     origin = request.headers.get("Origin")
-    if origin is not None and not is_trusted_origin(request.app[keys.settings_key], origin):
-        raise Forbidden("Cross-origin request refused: Origin is not a trusted origin")
+    settings = request.app[keys.settings_key]
+    if origin is not None and not is_trusted_origin(settings, origin):
+        raise Forbidden(untrusted_origin_message(settings, origin))
 
 
 def set_session_cookie(request: web.Request, response: web.StreamResponse, token: str) -> None:

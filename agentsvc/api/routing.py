@@ -30,7 +30,6 @@ from agentsvc.config import Settings
 from agentsvc.errors import (
     DomainError,
     Forbidden,
-    Unauthorized,
     UnsupportedMediaType,
     ValidationFailed,
 )
@@ -242,7 +241,7 @@ def make_handler(endpoint: Endpoint) -> Callable[[web.Request], Awaitable[web.St
             if endpoint.auth != "public":
                 principal = await auth.authenticate(request)
                 if principal is None and endpoint.auth == "required":
-                    raise Unauthorized()
+                    raise auth.missing_credential(request)
                 if principal is not None:
                     await auth.enforce_rate_limit(request, principal)
                     if endpoint.method != "GET":

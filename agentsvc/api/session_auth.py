@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from aiohttp import web
 from pydantic import Field
@@ -93,6 +93,10 @@ class Success(ResponseModel):
 
 class Providers(ResponseModel):
     providers: list[str]
+    mail_delivery: Literal["smtp", "log"] = Field(
+        description="how sign-in links leave: by SMTP, or (no [smtp] host) into the server's"
+        " log, where `agentsvc login-link` makes one too"
+    )
 
 
 async def limit_sign_in(call: Call, email: str | None = None) -> None:
@@ -182,8 +186,14 @@ async def post_session_team(call: Call):
 
 @routes.get("/auth/providers", auth="public", response=Providers, envelope=True)
 async def get_providers(call: Call):
-    """The external sign-in providers configured on this instance."""
-    return envelope_response({"providers": oauth.configured_providers(call.app[keys.settings_key])})
+    """The external sign-in providers configured on this instance, and how mail leaves."""
+    settings = call.app[keys.settings_key]
+    return envelope_response(
+        {
+            "providers": oauth.configured_providers(settings),
+            "mailDelivery": "smtp" if settings.smtp.host else "log",
+        }
+    )
 
 
 @routes.post(

@@ -13,8 +13,10 @@ from agentsvc.api.audit import actor_of
 from agentsvc.api.models import RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, json_response
 from agentsvc.api.session_auth import UserOut, limit_sign_in, user_json
+from agentsvc.errors import ValidationFailed
 from agentsvc.passwords import MAX_PASSWORD_LENGTH
 from agentsvc.services.team import membership as team_service
+from agentsvc.services.team.accounts import MAX_DISPLAY_NAME
 from agentsvc.store.invitations import Invitation
 from agentsvc.store.team import Member
 
@@ -54,7 +56,14 @@ class MemberOut(ResponseModel):
 
 
 class MemberPatch(RequestModel):
-    notify_handoffs: bool
+    notify_handoffs: bool | SkipJsonSchema[None] = Field(
+        None, description="e-mail me when a visitor asks for a person"
+    )
+    name: Annotated[str, Field(min_length=1, max_length=200)] | SkipJsonSchema[None] = Field(
+        None,
+        description="your display name: what visitors see of you (else the team's name)."
+        f" Trimmed, 1 to {MAX_DISPLAY_NAME} characters, no control characters",
+    )
 
 
 class TeamContextOut(ResponseModel):
@@ -229,13 +238,18 @@ async def delete_team_member(call: Call):
     "/team/members/{memberId}", body=MemberPatch, response=MemberOut, errors=(400, 403, 404)
 )
 async def patch_team_member(call: Call):
-    """Change your own notification choices (memberId: yours, or `me`)."""
+    """Change your own display name or notification choices (memberId: yours, or `me`)."""
     assert call.principal is not None
-    member = await team_service.set_notify_handoffs(
+    body: MemberPatch = call.body
+    if body.name is None and body.notify_handoffs is None:
+        raise ValidationFailed("name: give name or notifyHandoffs (or both)")
+    member = await team_service.update_own_member(
         call.app[keys.db_key],
         call.team_id,
         call.principal.user_id,
         call.params["memberId"],
-        call.body.notify_handoffs,
+        notify_handoffs=body.notify_handoffs,
+        name=body.name,
+        actor=actor_of(call),
     )
     return json_response(member_json(member))

@@ -219,8 +219,8 @@ def embed_snippet(config: dict[str, Any], script_src: str) -> str:
         f"window.agentsvcConfig = {config_js};\n"
         "(function (a) {\n"
         '  ["open", "close", "toggle", "send", "identify", "reset", "track",\n'
-        '   "registerFormHandler", "showBubble", "showForm", "mount", "configure",\n'
-        '   "on", "off"].forEach(function (m) {\n'
+        '   "registerFormHandler", "showBubble", "showForm", "talkToPerson", "mount",\n'
+        '   "configure", "on", "off"].forEach(function (m) {\n'
         "    if (a.q) a[m] = a[m] || function () { a.q.push([m, [].slice.call(arguments)]); };\n"
         "  });\n"
         "})((window.agentsvc = window.agentsvc || { q: [] }));\n"

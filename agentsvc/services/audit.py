@@ -27,6 +27,7 @@ ACTIONS = (
     "invitation.cancelled",
     "member.joined",
     "member.removed",
+    "member.renamed",
     "agent.created",
     "agent.deleted",
     "agent.retention_changed",
@@ -133,7 +134,13 @@ async def list_entries(
     limit: int,
     after: tuple[str, str] | None,
 ) -> tuple[list[LoggedEntry], bool]:
-    """A page of the team's log, newest first, and whether more follow."""
+    """A page of the team's log, newest first, and whether more follow; `after` is the
+    (created_at, sequence) of a page's last entry, as its cursor holds it."""
     if action is not None and not _ACTION.match(action):
         raise ValidationFailed("action: must read like agent.created")
-    return await audit_log.list_page(db.reader, team_id, action=action, limit=limit, after=after)
+    key = None
+    if after is not None:
+        if not after[1].isdigit() or len(after[1]) > 19:
+            raise ValidationFailed("cursor: not a cursor returned by this API (use nextCursor)")
+        key = (after[0], int(after[1]))
+    return await audit_log.list_page(db.reader, team_id, action=action, limit=limit, after=key)

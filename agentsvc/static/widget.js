@@ -507,7 +507,11 @@
     }));
     showStarters();
   }
-  function showStarters() { startersEl.hidden = !startersEl.firstChild || conv.messages.length > 0; }
+  function showStarters() {
+    // A trigger's greeting does not count: the visitor has not said anything yet.
+    var said = conv.messages.some(function (m) { return !m.greeting; });
+    startersEl.hidden = !startersEl.firstChild || said;
+  }
   function resetLog() {
     log.replaceChildren(welcomeEl);
     conv.messages.forEach(function (m) { renderMessage(m); });
@@ -1253,11 +1257,24 @@
     var ac = t.actionConfig || {};
     if (t.actionType === "open_chat") {
       open(typeof ac.message === "string" ? { message: ac.message } : undefined);
+      if (typeof ac.greeting === "string" && ac.greeting.trim()) greet(ac.greeting);
     } else if (t.actionType === "show_bubble") {
       showBubble(ac.message || "", Number(ac.duration) || 0, run);
     } else if (t.actionType === "show_form") {
       showForm(ac.toolId, run).catch(function () { /* logged */ });
     } else proactive = null;
+  }
+  // A trigger's greeting is the agent speaking first: an agent's message in the transcript
+  // (not sent, not stored, no feedback buttons). The visitor's first message carries it to
+  // the model as the agent's earlier turn, so the answer follows on from it.
+  function greet(text) {
+    var last = conv.messages[conv.messages.length - 1];
+    if (last && last.greeting && last.content === text) return;
+    var m = { role: "assistant", content: text, greeting: true };
+    conv.messages.push(m);
+    saveConv();
+    renderMessage(m);
+    showStarters();
   }
   function ofType(type) { return triggers.filter(function (t) { return t.triggerType === type; }); }
   function armPage() {

@@ -67,6 +67,11 @@ async def set_password(tx: Tx, user_id: str, password_hash: str, now: str):
     )
 
 
+async def set_name(tx: Tx, user_id: str, name: str, now: str) -> None:
+    """Set a user's display name."""
+    await tx.execute("UPDATE users SET name = ?, updated_at = ? WHERE id = ?", (name, now, user_id))
+
+
 async def count_users(tx: Tx) -> int:
     rows = await tx.fetchall("SELECT COUNT(*) FROM users")
     return rows[0][0]

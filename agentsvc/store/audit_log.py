@@ -33,8 +33,10 @@ class LoggedEntry:
     actor_email: str | None
     actor_name: str | None
     key_name: str | None
+    seq: int = 0  # its place in the order of recording (rowid; an identity on PostgreSQL)
 
-    # The cursor of a page is the (created_at, id) of its last entry.
+    # The cursor of a page is the (created_at, seq) of its last entry: entries of the same
+    # millisecond keep the order they were recorded in, which random ids would not.
     @property
     def created_at(self) -> str:
         return self.entry.created_at
@@ -62,23 +64,24 @@ async def list_page(
     *,
     action: str | None,
     limit: int,
-    after: tuple[str, str] | None,
+    after: tuple[str, int] | None,
 ) -> tuple[list[LoggedEntry], bool]:
-    """A page of the team's entries, newest first, and whether more follow."""
+    """A page of the team's entries, newest first (the same millisecond's in the reverse
+    order of recording), and whether more follow."""
     where = ["a.team_id = ?"]
     args: list[Any] = [team_id]
     if action is not None:
         where.append("a.action = ?")
         args.append(action)
     if after is not None:
-        where.append("(a.created_at, a.id) < (?, ?)")
+        where.append("(a.created_at, a.rowid) < (?, ?)")
         args += after
     columns = ", ".join("a." + f for f in _FIELDS)
     rows = await tx.fetchall(
-        f"SELECT {columns}, u.email, u.name, k.name FROM audit_log a"
+        f"SELECT {columns}, u.email, u.name, k.name, a.rowid FROM audit_log a"
         " LEFT JOIN users u ON u.id = a.actor_user_id"
         " LEFT JOIN api_keys k ON k.id = a.actor_key_id"
-        f" WHERE {' AND '.join(where)} ORDER BY a.created_at DESC, a.id DESC LIMIT ?",
+        f" WHERE {' AND '.join(where)} ORDER BY a.created_at DESC, a.rowid DESC LIMIT ?",
         (*args, limit + 1),
     )
     found = []
@@ -86,5 +89,7 @@ async def list_page(
         values = dict(zip(_FIELDS, row, strict=False))
         values["details"] = load_json(values["details"])
         n = len(_FIELDS)
-        found.append(LoggedEntry(AuditEntry(**values), row[n], row[n + 1], row[n + 2]))
+        found.append(
+            LoggedEntry(AuditEntry(**values), row[n], row[n + 1], row[n + 2], int(row[n + 3]))
+        )
     return found, len(rows) > limit

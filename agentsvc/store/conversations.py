@@ -62,14 +62,16 @@ _CONV = (
     " user_verified_by, created_at, updated_at"
 )
 _HANDOFF = "status, assignee_id, handoff_at, first_reply_seconds, contact_email, visitor_seen_at"
-# A conversation's columns (as `c.`) with its assignee's name (the member's name as it is
-# now), in the order of the Conversation record.
+# A conversation's columns (as `c.`) with its assignee's name as visitors see it now (the
+# member's display name, else the team's name; never an e-mail address), in the order of
+# the Conversation record.
 SELECT_COLUMNS = (
     ", ".join(
         "c." + c.strip()
         for c in f"{_CONV}, {_HANDOFF}, trigger_id, rated_up, rated_down".split(",")
     )
-    + ", u.name"
+    + ", CASE WHEN c.assignee_id IS NULL THEN NULL ELSE COALESCE(NULLIF(TRIM(u.name), ''),"
+    " (SELECT t.name FROM teams t WHERE t.id = c.team_id)) END"
 )
 ASSIGNEE_JOIN = "LEFT JOIN users u ON u.id = c.assignee_id"
 _SELECT = f"SELECT {SELECT_COLUMNS} FROM conversations c {ASSIGNEE_JOIN}"

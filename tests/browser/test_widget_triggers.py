@@ -132,6 +132,46 @@ def test_scroll_depth_opens_chat_prefilled_and_converts(page, stack):
     assert figures["totals"]["triggerConversations"] == 1
 
 
+def test_the_greeting_template_shows_the_greeting_as_the_agents_message(page, stack):
+    """Issue 29 item 10: "Open the chat with a greeting" greets as the agent; the visitor's
+    text box stays empty. The greeting is not stored; the model gets it as the agent's
+    earlier turn with the visitor's first message."""
+    agent_id = stack.new_agent("We deliver within two days.")
+    templates = stack.api("GET", "/triggers/templates")
+    template = next(t for t in templates if t["name"] == "Welcome after 30 seconds")
+    greeting = template["actionConfig"]["greeting"]
+    found = trigger(
+        stack,
+        agent_id,
+        name=template["name"],
+        triggerType="custom_event",
+        conditions={"event": "welcome"},
+        actionType=template["actionType"],
+        actionConfig=template["actionConfig"],
+    )
+    stack.embed({"agentId": agent_id})
+    load(page, stack)
+    page.evaluate("agentsvc.track('welcome')")
+    expect(page.get_by_role("dialog")).to_be_visible()
+    log = page.get_by_role("log")
+    expect(log.locator(".assistant")).to_have_text(greeting)
+    expect(page.get_by_role("textbox", name="Message")).to_have_value("")
+    # Nothing to rate: the greeting is not an answer.
+    expect(log.get_by_role("button", name="Good answer")).to_have_count(0)
+    page.get_by_role("textbox", name="Message").fill("How fast do you deliver?")
+    page.get_by_role("button", name="Send").click()
+    expect(log.locator(".assistant").nth(1)).to_contain_text("two days")
+    assert eventually(lambda: _counts(stack, agent_id, found["id"]) == (1, 1))
+    conversation = stack.api("GET", f"/conversations?agentId={agent_id}")["data"][0]
+    messages = stack.api("GET", f"/conversations/{conversation['id']}")["data"]["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant"]
+    assert greeting not in [m["content"] for m in messages]
+    # A reload keeps the greeting where it was in the transcript.
+    page.reload()
+    launcher(page).click()
+    expect(page.get_by_role("log").locator(".assistant").first).to_have_text(greeting)
+
+
 def test_exit_intent_after_a_few_seconds(page, stack):
     agent_id = stack.new_agent()
     trigger(

@@ -58,6 +58,7 @@ PAGES = [
     "Team",
     "API keys",
     "Secrets",
+    "Profile",
 ]
 
 

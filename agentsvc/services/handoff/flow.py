@@ -21,6 +21,7 @@ from agentsvc.services.events import payloads
 from agentsvc.services.events.emitter import NOTHING, Emitter
 from agentsvc.services.handoff.notify import Notifier
 from agentsvc.services.handoff.settings import is_online, settings_of
+from agentsvc.store import accounts as accounts_store
 from agentsvc.store import agents as agents_store
 from agentsvc.store import conversation_events as events_store
 from agentsvc.store import conversations as conv_store
@@ -57,6 +58,15 @@ def assignee_of(conv: Conversation) -> dict[str, str] | None:
     if conv.assignee_id is None:
         return None
     return {"id": conv.assignee_id, "name": conv.assignee_name or ""}
+
+
+async def _shown_name_of(db: Database, team_id: str, member_name: str) -> str:
+    """The name a visitor sees for a member: their display name, else the team's name;
+    never their e-mail address."""
+    if member_name.strip():
+        return member_name.strip()
+    team = await accounts_store.get_team(db.reader, team_id)
+    return team.name if team is not None else ""
 
 
 async def for_visitor(db: Database, conversation_id: str, session_id: str | None) -> Conversation:
@@ -177,7 +187,7 @@ async def assign(
     if member is None:
         raise ValidationFailed("memberId: no member of this team has that id")
     agent = await _agent(db, agents, conv)
-    assignee = (member.user_id, member.name or member.email)
+    assignee = (member.user_id, await _shown_name_of(db, team_id, member.name))
     fields = {"status": "human", "assignee_id": member.user_id}
     await _set_status(db, conv, fields, assignee, emitter)
     return _state(conv, agent, "human", assignee)
@@ -228,7 +238,8 @@ async def reply(
         raise NotFound("Conversation not found")
     agent = await _agent(db, agents, conv)
     now = now_iso()
-    name = member.name or member.email
+    # Stored with the message and its events: what the visitor's widget shows.
+    name = await _shown_name_of(db, team_id, member.name)
     message = StoredMessage(
         id=new_id("message"),
         conversation_id=conv.id,

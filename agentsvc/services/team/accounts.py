@@ -4,16 +4,36 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+import unicodedata
 from dataclasses import dataclass
 
 from agentsvc.db import Database, Tx
-from agentsvc.errors import Conflict
+from agentsvc.errors import Conflict, ValidationFailed
 from agentsvc.ids import new_id, now_iso
 from agentsvc.services import changes
 from agentsvc.store import accounts, api_keys
 from agentsvc.store.accounts import Team, User
 
 API_KEY_PREFIX = "asvc_"
+MAX_DISPLAY_NAME = 80
+
+
+def display_name(raw: str, field: str = "name") -> str:
+    """A member's display name, trimmed: 1 to 80 characters, no control characters (it
+    is what visitors see of the member, in the widget and in e-mailed replies)."""
+    name = raw.strip()
+    if not name:
+        raise ValidationFailed(f"{field}: must not be empty")
+    if len(name) > MAX_DISPLAY_NAME:
+        raise ValidationFailed(f"{field}: must be at most {MAX_DISPLAY_NAME} characters")
+    if any(unicodedata.category(c) in ("Cc", "Zl", "Zp") for c in name):
+        raise ValidationFailed(f"{field}: must not contain control characters or line breaks")
+    return name
+
+
+def optional_display_name(raw: str | None, field: str = "name") -> str:
+    """A display name given at sign-up (setup, accepting an invitation): blank is none."""
+    return display_name(raw, field) if raw and raw.strip() else ""
 
 
 def hash_api_key(key: str) -> str:
@@ -36,6 +56,17 @@ class CreatedKey:
     created_at: str
 
 
+# What an unnamed user's own team is called: no part of the address, which visitors
+# would see in place of the member's name (a local part such as "john.smith" gives the
+# address away on the company's own domain).
+UNNAMED_TEAM = "Support"
+
+
+def team_name_for(name: str) -> str:
+    """A new user's own team: "NAME's team", or "Support" for a user with no name."""
+    return f"{name.strip()}'s team" if name.strip() else UNNAMED_TEAM
+
+
 async def create_user_with_team(
     tx: Tx, *, email: str, name: str, password_hash: str | None, plan: str
 ) -> tuple[User, Team]:
@@ -44,7 +75,7 @@ async def create_user_with_team(
     user = await accounts.insert_user(
         tx, id=new_id("user"), email=email, name=name, password_hash=password_hash, now=now
     )
-    team_name = f"{name or email.split('@')[0]}'s team"
+    team_name = team_name_for(name)
     team = await accounts.insert_team(
         tx, id=new_id("team"), name=team_name, owner_user_id=user.id, plan=plan, now=now
     )
@@ -70,7 +101,7 @@ async def ensure_user_with_team(
             team = await accounts.insert_team(
                 tx,
                 id=new_id("team"),
-                name=f"{user.name or email}'s team",
+                name=team_name_for(user.name),
                 owner_user_id=user.id,
                 plan=plan,
                 now=now,

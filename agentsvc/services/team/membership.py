@@ -14,7 +14,11 @@ from agentsvc.passwords import MIN_PASSWORD_LENGTH, hash_password_async, verify_
 from agentsvc.services import audit, changes
 from agentsvc.services.audit import Actor
 from agentsvc.services.team.access import KeyResolver, Principal
-from agentsvc.services.team.accounts import create_user_with_team
+from agentsvc.services.team.accounts import (
+    create_user_with_team,
+    display_name,
+    optional_display_name,
+)
 from agentsvc.services.team.sessions import (
     SignedIn,
     after,
@@ -193,6 +197,7 @@ async def accept_invitation(
     account proves itself with its password and a new account is created with the given
     password. The token works once.
     """
+    name = optional_display_name(name)
     invitation = await invitations.get_by_token(db.reader, hash_token(token))
     if invitation is None:
         raise NotFound("Invitation not found")
@@ -237,11 +242,15 @@ async def accept_invitation(
             current = await invitations.get(tx, invitation.team_id, invitation.id)
             status = current.status if current else "gone"
             raise Conflict(f"token: the invitation is {status}")
+        if user is not None and name and not user.name:
+            # An existing account without a name takes the one given here.
+            await accounts.set_name(tx, user.id, name, now)
+            user = replace(user, name=name)
         if user is None:
             user, _ = await create_user_with_team(
                 tx,
                 email=invitation.email,
-                name=(name or "").strip(),
+                name=name,
                 password_hash=new_password_hash,
                 plan=settings.plans.default,
             )
@@ -273,10 +282,20 @@ async def accept_invitation(
     return Accepted(user, invitation.team_id, role or invitation.role)
 
 
-async def set_notify_handoffs(
-    db: Database, team_id: str, caller_id: str, member_ref: str, notify: bool
+async def update_own_member(
+    db: Database,
+    team_id: str,
+    caller_id: str,
+    member_ref: str,
+    *,
+    notify_handoffs: bool | None = None,
+    name: str | None = None,
+    actor: Actor | None = None,
 ) -> Member:
-    """Whether the caller is e-mailed about handoffs; each member chooses for themselves."""
+    """Change the caller's own membership: whether they are e-mailed about handoffs, and
+    their display name (what visitors see of them; it is the user's, in every team)."""
+    if name is not None:
+        name = display_name(name)
     async with db.write() as tx:
         member = await team_store.find_member(
             tx, team_id, caller_id if member_ref == "me" else member_ref
@@ -284,8 +303,20 @@ async def set_notify_handoffs(
         if member is None:
             raise NotFound("Member not found")
         if member.user_id != caller_id:
-            raise Forbidden("Members choose their own notifications")
-        await team_store.set_notify_handoffs(tx, team_id, caller_id, notify)
+            raise Forbidden("Members choose their own notifications and name")
+        if notify_handoffs is not None:
+            await team_store.set_notify_handoffs(tx, team_id, caller_id, notify_handoffs)
+        if name is not None and name != member.name:
+            await accounts.set_name(tx, caller_id, name, now_iso())
+            await audit.record_in(
+                tx,
+                actor,
+                "member.renamed",
+                target_type="member",
+                target_id=member.member_id,
+                label=name,
+                details={"userId": member.user_id, "from": member.name, "to": name},
+            )
         found = await team_store.find_member(tx, team_id, caller_id)
     assert found is not None
     return found

@@ -16,6 +16,7 @@ from agentsvc.mail import Mailer
 from agentsvc.passwords import verify_password_async
 from agentsvc.services import changes
 from agentsvc.services.team.access import KeyResolver, Principal
+from agentsvc.services.team.accounts import team_name_for
 from agentsvc.services.team.trust import UntrustedUrl, safe_callback
 from agentsvc.store import accounts, sessions, sign_in
 from agentsvc.store import team as team_store
@@ -66,7 +67,7 @@ async def start_session(tx, settings: Settings, user: User, team_id: str | None 
         team = await accounts.insert_team(
             tx,
             id=new_id("team"),
-            name=f"{user.name or user.email.split('@')[0]}'s team",
+            name=team_name_for(user.name),
             owner_user_id=user.id,
             plan=settings.plans.default,
             now=now,

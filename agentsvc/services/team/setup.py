@@ -24,6 +24,7 @@ async def create_owner(
     """Create the first user with their own team and sign them in; refused once any user exists."""
     if not await needs_owner(db):
         raise Forbidden(OWNER_EXISTS)
+    name = accounts.optional_display_name(name)
     password_hash = await hash_password_async(password)
     async with db.write() as tx:
         # Checked again inside the write transaction: two first-run forms cannot both win.
@@ -32,7 +33,7 @@ async def create_owner(
         user, team = await accounts.create_user_with_team(
             tx,
             email=normalise_email(email),
-            name=name.strip(),
+            name=name,
             password_hash=password_hash,
             plan=settings.plans.default,
         )

@@ -33,11 +33,47 @@ def origin_of(url: str) -> str | None:
     return f"{parts.scheme}://{host}:{port}"
 
 
+# The names of this machine's loopback interface a browser may be pointed at.
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
+
+
+def _loopback_aliases(origin: str | None) -> set[str]:
+    """For a loopback origin, the same scheme and port on every loopback name: a browser
+    at http://localhost:8080 talks to the same server as one at http://127.0.0.1:8080."""
+    if origin is None:
+        return set()
+    parts = urlsplit(origin)
+    host = parts.hostname or ""
+    if not _is_loopback(host):
+        return set()
+    port = f":{parts.port}" if parts.port is not None else ""
+    return {f"{parts.scheme}://{name}{port}" for name in LOOPBACK_NAMES}
+
+
 def trusted_origins(settings: Settings) -> frozenset[str]:
-    """The origin of public_url plus every `[auth] trusted_origins` entry."""
-    found = {origin_of(settings.server.public_url)}
+    """The origin of public_url plus every `[auth] trusted_origins` entry; a loopback
+    public_url trusts its scheme and port on every loopback name."""
+    public = origin_of(settings.server.public_url)
+    found = {public} | _loopback_aliases(public)
     found |= {origin_of(origin) for origin in settings.auth.trusted_origins}
     return frozenset(o for o in found if o)
+
+
+def untrusted_origin_message(settings: Settings, origin: str | None) -> str:
+    """Why a browser's request was refused: which address to open instead, and which
+    setting would trust the address it came from."""
+    public = origin_of(settings.server.public_url) or settings.server.public_url
+    came = origin_of(origin) if origin else None
+    if came is None or len(came) > 200:
+        return (
+            "Cross-origin request refused: the page's Origin is not a trusted origin. Open"
+            f" {public} (the server's [server] public_url), or list the page's origin in"
+            " [auth] trusted_origins"
+        )
+    return (
+        f"Cross-origin request refused: Origin {came} is not a trusted origin. Open {public} (the"
+        f' server\'s [server] public_url), or add "{came}" to [auth] trusted_origins'
+    )
 
 
 def is_trusted_origin(settings: Settings, origin: str | None) -> bool:
@@ -97,5 +133,8 @@ def safe_callback(settings: Settings, url: str) -> str:
             raise UntrustedUrl("[server] public_url is not an http(s) address")
         return public + url
     if not is_trusted_origin(settings, url):
-        raise UntrustedUrl("must be a path or an address on a trusted origin")
+        raise UntrustedUrl(
+            "must be a path or an address on a trusted origin ([server] public_url, or one"
+            " of [auth] trusted_origins)"
+        )
     return url

@@ -71,17 +71,17 @@ def validate_conditions(trigger_type: str, conditions: dict[str, Any]) -> None:
                 raise ValidationFailed(f"conditions.eventData: {problem}")
 
 
-def _message(config: dict[str, Any], required: bool) -> None:
-    if "message" not in config:
+def _message(config: dict[str, Any], required: bool, key: str = "message") -> None:
+    if key not in config:
         if required:
-            raise ValidationFailed("actionConfig.message: is required for show_bubble")
+            raise ValidationFailed(f"actionConfig.{key}: is required for show_bubble")
         return
-    message = config["message"]
+    message = config[key]
     if not isinstance(message, str) or (required and not message.strip()):
-        raise ValidationFailed("actionConfig.message: must be a non-empty string")
+        raise ValidationFailed(f"actionConfig.{key}: must be a non-empty string")
     if len(message) > MAX_MESSAGE_LENGTH:
         raise ValidationFailed(
-            f"actionConfig.message: must be at most {MAX_MESSAGE_LENGTH} characters"
+            f"actionConfig.{key}: must be at most {MAX_MESSAGE_LENGTH} characters"
         )
 
 
@@ -91,8 +91,10 @@ async def validate_action(
     """Raise VALIDATION_ERROR unless the action config suits the action type."""
     where = "actionConfig"
     if action_type == "open_chat":
-        _only_keys(where, config, ("message",), action_type)
+        # greeting: shown as the agent's message; message: put in the visitor's text box.
+        _only_keys(where, config, ("greeting", "message"), action_type)
         _message(config, required=False)
+        _message(config, required=False, key="greeting")
     elif action_type == "show_bubble":
         _only_keys(where, config, ("message", "duration"), action_type)
         _message(config, required=True)

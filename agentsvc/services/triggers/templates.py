@@ -13,7 +13,7 @@ TEMPLATES: tuple[dict[str, Any], ...] = (
         "triggerType": "time_on_page",
         "conditions": {"timeOnPage": 30},
         "actionType": "open_chat",
-        "actionConfig": {"message": "Hi! Can I help you find anything?"},
+        "actionConfig": {"greeting": "Hi! Can I help you find anything?"},
     },
     {
         "id": "engaged-reader-bubble",

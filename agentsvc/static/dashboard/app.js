@@ -19,6 +19,7 @@ import { renderApiKeys } from "./page-apikeys.js";
 import { renderSecrets } from "./page-secrets.js";
 import { renderWebhook, renderWebhooks } from "./page-webhooks.js";
 import { renderAuditLog } from "./page-audit.js";
+import { renderProfile } from "./page-profile.js";
 
 const root = document.getElementById("app");
 const leaving = [];
@@ -42,6 +43,7 @@ const NAV = [
   ["secrets", "Secrets", renderSecrets, false],
   ["webhooks", "Webhooks", renderWebhooks, false],
   ["audit-log", "Audit log", renderAuditLog, false],
+  ["profile", "Profile", renderProfile, false],
 ];
 const DETAIL = {
   agents: renderAgent,
@@ -135,7 +137,7 @@ function buildShell() {
       teamSwitch,
       h("span", { class: "role-badge" }, ctx.isOwner ? "owner" : "member"),
       h("span", { class: "spacer" }),
-      h("span", { class: "who" }, user.name || user.email),
+      h("a", { class: "who", href: "#/profile", title: "Your profile" }, user.name || user.email),
       h("button", { type: "button", class: "secondary small", onclick: signOut }, "Sign out")),
     h("div", { class: "layout" },
       h("nav", { class: "side", "aria-label": "Sections" }, picker, nav),

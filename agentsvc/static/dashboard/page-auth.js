@@ -12,6 +12,9 @@ function card(title, ...children) {
       children));
 }
 
+// Visitors see a member's display name (else the team's name), never the address.
+const NAME_HINT = "Shown to visitors when you answer them (without one, they see your team's name). You can change it later on your Profile page.";
+
 function input(attrs) {
   return h("input", attrs);
 }
@@ -19,7 +22,7 @@ function input(attrs) {
 /** First run: no user exists yet, so the page offers to create the owner account. */
 export function renderSetup(root, ctx) {
   const form = h("form", { class: "stack", novalidate: true },
-    field("Your name", input({ name: "name", autocomplete: "name" })),
+    field("Your name", input({ name: "name", autocomplete: "name", maxlength: 80 }), NAME_HINT),
     field("E-mail", input({ name: "email", type: "email", required: true, autocomplete: "email" })),
     field("Password", input({ name: "password", type: "password", required: true, minlength: 8, autocomplete: "new-password" }), "At least 8 characters."),
     h("button", { type: "submit" }, "Create owner account"));
@@ -38,8 +41,11 @@ export function renderSetup(root, ctx) {
 /** Sign-in: password, magic link, and a button per configured OAuth provider. */
 export async function renderSignIn(root, ctx) {
   let providers = [];
+  let mailDelivery = "smtp";
   try {
-    providers = (await get("/auth/providers")).providers || [];
+    const found = await get("/auth/providers");
+    providers = found.providers || [];
+    mailDelivery = found.mailDelivery || "smtp";
   } catch {
     providers = [];
   }
@@ -55,8 +61,16 @@ export async function renderSignIn(root, ctx) {
     field("E-mail", input({ name: "email", type: "email", required: true })),
     h("button", { type: "submit", class: "secondary" }, "E-mail me a sign-in link"));
   onSubmit(magic, async (data) => {
-    await post("/auth/magic-link", { email: data.get("email"), callbackUrl: location.origin + "/" });
-    mount(magic, h("p", { class: "notice", role: "status" }, "If this address has an account, a sign-in link is on its way. It works once, for 15 minutes."));
+    const email = String(data.get("email")).trim();
+    await post("/auth/magic-link", { email, callbackUrl: location.origin + "/" });
+    if (mailDelivery === "log") {
+      // No SMTP: the link went to the server's log, not to the inbox.
+      mount(magic, h("div", { class: "notice", role: "status" },
+        h("p", {}, "Mail is not set up on this server, so if this address has an account, the link was written to the server's log (it works once, for 15 minutes)."),
+        h("p", {}, "Or make one on the server: ", h("code", {}, `agentsvc login-link --email ${email}`))));
+    } else {
+      mount(magic, h("p", { class: "notice", role: "status" }, "If this address has an account, a sign-in link is on its way. It works once, for 15 minutes."));
+    }
   });
   const names = { github: "GitHub", google: "Google" };
   const oauth = providers.map((p) =>
@@ -89,17 +103,21 @@ export async function renderAcceptInvitation(root, ctx) {
   }
   let form;
   if (session) {
+    const askName = !session.user.name;
     form = h("form", { class: "stack" },
       h("p", {}, `You are signed in as ${session.user.email}. Accept the invitation with this account?`),
+      askName ? field("Your name", input({ name: "name", autocomplete: "name", maxlength: 80 }), NAME_HINT) : null,
       h("button", { type: "submit" }, "Accept invitation"));
-    onSubmit(form, async () => {
-      await post("/team/invitations/accept", { token });
+    onSubmit(form, async (data) => {
+      const body = { token };
+      if (askName && String(data.get("name") || "").trim()) body.name = String(data.get("name"));
+      await post("/team/invitations/accept", body);
       done();
     });
   } else {
     form = h("form", { class: "stack" },
       h("p", { class: "muted" }, "Choose a password to create your account. Already have one? Sign in first, then open the link again."),
-      field("Your name", input({ name: "name", autocomplete: "name" })),
+      field("Your name", input({ name: "name", autocomplete: "name", maxlength: 80 }), NAME_HINT),
       field("Password", input({ name: "password", type: "password", required: true, minlength: 8, autocomplete: "new-password" })),
       h("button", { type: "submit" }, "Accept invitation"));
     onSubmit(form, async (data) => {

@@ -99,7 +99,10 @@ function actionFields(action, a, formTools) {
         field("Duration (seconds, optional)", h("input", { name: "duration", type: "number", min: 0, step: "any", value: a.duration ?? "" })),
       ];
     default:
-      return [field("Pre-filled message (optional)", h("input", { name: "message", value: a.message ?? "" }))];
+      return [
+        field("Greeting (optional)", h("input", { name: "greeting", value: a.greeting ?? "" }), "Shown as the agent's first message."),
+        field("Pre-filled message (optional)", h("input", { name: "message", value: a.message ?? "" }), "Put in the visitor's text box, not sent."),
+      ];
   }
 }
 
@@ -119,6 +122,7 @@ function triggerBody(data, type, action) {
     actionConfig.message = String(data.get("message"));
     if (String(data.get("duration")).trim() !== "") actionConfig.duration = Number(data.get("duration"));
   }
+  if (action === "open_chat" && String(data.get("greeting")).trim()) actionConfig.greeting = String(data.get("greeting"));
   if (action === "open_chat" && String(data.get("message")).trim()) actionConfig.message = String(data.get("message"));
   const description = String(data.get("description")).trim();
   return {
