@@ -32,6 +32,7 @@ from agentsvc.services import audit
 from agentsvc.services.agents.identity import BY_API_KEY, BY_HASH, BY_TOKEN, profile_verified
 from agentsvc.services.audit import Actor, end_user_label
 from agentsvc.services.forms.files import remove_folder
+from agentsvc.services.privacy.search_index import scrub_message_index
 from agentsvc.store import conversations as conv_store
 from agentsvc.store import end_users as store
 from agentsvc.store import purge
@@ -286,6 +287,8 @@ async def erase(
     for sub in found.submissions:
         if sub.files:
             await asyncio.to_thread(remove_folder, data_dir, sub.id)
+    if counts["messages"]:
+        await scrub_message_index(db)
     return counts, found.matched_json()
 
 
