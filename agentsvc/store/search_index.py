@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from agentsvc.db import Tx
 
-MERGE_PAGES = 32  # leaf pages written per step: ~10 ms of the writer (measured, 4 KB pages)
+MERGE_PAGES = 16  # leaf pages written per step: a few ms of the writer (measured, 4 KB pages)
 # 'usermerge' 2: a positive 'merge' continues an ongoing merge whenever one is under way
 # (at the default 4 it can wait while a lower level holds 2 or 3 new segments).
 _USERMERGE = "INSERT INTO messages_fts (messages_fts, rank) VALUES ('usermerge', 2)"
