@@ -11,6 +11,7 @@ from agentsvc import keys
 from agentsvc.services.privacy.search_index import scrub_message_index
 from tests.chat_helpers import chat, new_agent, user
 from tests.conftest import bearer, create_user, key_for
+from tests.pg import postgres_only
 
 # Distinctive words (the porter stemmer leaves them whole), and a neighbour's that stays.
 ERASED = ["zanzibarquokka", "fjordwombat", "xylophonequeen"]
@@ -96,3 +97,25 @@ async def test_erasure_leaves_nothing_in_the_search_index(client):
         started = time.perf_counter()
         scrubbed = await scrub_message_index(db)
         assert scrubbed.steps <= 2 and time.perf_counter() - started < 1
+
+
+@postgres_only
+async def test_erasure_rebuild_drops_a_half_done_rebuild_first(client):
+    """A rebuild cut off half-way leaves an invalid copy every insert still maintains."""
+    db = client.app[keys.db_key]
+    async with db.maintenance() as tx:
+        await tx.execute(
+            "CREATE INDEX CONCURRENTLY messages_search_ccnew ON messages"
+            " USING GIN (to_tsvector('english'::regconfig, content))"
+        )
+        await tx.execute(
+            "UPDATE pg_index SET indisvalid = false"
+            " WHERE indexrelid = 'messages_search_ccnew'::regclass"
+        )
+    await scrub_message_index(db)
+    rows = await db.reader.fetchall(
+        "SELECT indexname FROM pg_indexes"
+        " WHERE schemaname = current_schema() AND tablename = 'messages'"
+    )
+    names = {r[0] for r in rows}
+    assert "messages_search" in names and "messages_search_ccnew" not in names

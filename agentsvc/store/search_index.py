@@ -40,5 +40,17 @@ async def merge_step(tx: Tx, *, first: bool, pages: int = MERGE_PAGES) -> bool:
 
 async def rebuild_postgres(tx: Tx) -> None:
     """PostgreSQL: rebuild the message search index without blocking writes (outside any
-    transaction: `Database.maintenance`)."""
+    transaction: `Database.maintenance`).
+
+    A rebuild that failed half-way leaves an invalid copy (`messages_search_ccnew`) that
+    every insert still maintains: such leftovers are dropped first.
+    """
+    leftovers = await tx.fetchall(
+        "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
+        " WHERE NOT i.indisvalid AND c.relnamespace = current_schema()::regnamespace"
+        " AND c.relname LIKE 'messages\\_search\\_ccnew%'"
+    )
+    for (name,) in leftovers:
+        # A name from the catalog, not input.
+        await tx.execute(f'DROP INDEX CONCURRENTLY IF EXISTS "{name}"')
     await tx.execute("REINDEX INDEX CONCURRENTLY messages_search")
