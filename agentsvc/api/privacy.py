@@ -40,9 +40,20 @@ class ErasedCounts(ResponseModel):
     mails: int
 
 
+class MatchedIdentifier(ResponseModel):
+    type: Literal["userId", "email", "sessionId"]
+    value: str
+    verified: Literal["ref", "userToken", "userHash", "apiKey"] = Field(
+        description="how the identifier was tied to the reference: `ref` is the reference"
+        " itself (matched exactly where it is stored, verified or not); otherwise how the"
+        " user of a conversation carrying both was verified"
+    )
+
+
 class ErasedOut(ResponseModel):
     ref: str
     by: Literal["userId", "email"]
+    matched: list[MatchedIdentifier]
     deleted: ErasedCounts
     total: int
 
@@ -53,6 +64,7 @@ class ExportOut(ResponseModel):
     exported_at: str
     user_ids: list[str]
     emails: list[str]
+    matched: list[MatchedIdentifier]
     conversations: list[dict[str, Any]]
     submissions: list[dict[str, Any]]
 
@@ -74,7 +86,7 @@ def _ref(call: Call) -> end_users.EndUserRef:
 async def delete_end_user(call: Call):
     """Erase everything of one end user in the team, and count it (owner only)."""
     ref = _ref(call)
-    counts = await end_users.erase(
+    counts, matched = await end_users.erase(
         call.app[keys.db_key],
         call.app[keys.mailer_key],
         call.app[keys.settings_key].server.data_dir,
@@ -82,7 +94,13 @@ async def delete_end_user(call: Call):
         ref,
     )
     return envelope_response(
-        {"ref": ref.value, "by": ref.by, "deleted": counts, "total": sum(counts.values())}
+        {
+            "ref": ref.value,
+            "by": ref.by,
+            "matched": matched,
+            "deleted": counts,
+            "total": sum(counts.values()),
+        }
     )
 
 

@@ -84,6 +84,12 @@ class Database(Protocol):
         """
         ...
 
+    def maintenance(self) -> AbstractAsyncContextManager[Tx]:
+        """Upkeep statements that run outside any transaction and may take long (PostgreSQL:
+        `REINDEX ... CONCURRENTLY`, on a connection of its own with no statement timeout;
+        SQLite: the writer, each statement committed alone)."""
+        ...
+
     async def vector_reader(self) -> Tx:
         """Reads that may rank vectors inside the database (`vec_distance_cosine`), or
         VectorSearchUnavailable (an exception of the implementation, subclass of

@@ -564,6 +564,15 @@ class PostgresDatabase:
                     await savepoint.commit()
         return results
 
+    @asynccontextmanager
+    async def maintenance(self) -> AsyncIterator[Tx]:
+        """Statements outside any transaction, with no statement timeout (the pool resets
+        the connection's settings when it is released)."""
+        assert self._pool is not None, "database is not open"
+        async with self._pool.acquire() as conn:
+            await conn.execute("SET statement_timeout = 0")
+            yield PgTx(conn)
+
     async def vector_reader(self) -> Tx:
         raise VectorSearchUnavailable("vectors are ranked in memory on PostgreSQL")
 

@@ -348,6 +348,14 @@ class SqliteDatabase:
                 await asyncio.shield(conn.execute("COMMIT"))
                 self.commits_since_checkpoint += 1
 
+    @asynccontextmanager
+    async def maintenance(self) -> AsyncIterator[Tx]:
+        """The writer outside a transaction: each statement commits alone (hold it briefly:
+        other writes wait for the lock)."""
+        assert self._writer is not None, "database is not open"
+        async with self._write_lock:
+            yield ThreadTx(self._writer)
+
     async def vector_reader(self) -> Tx:
         """Reads on a connection of their own with sqlite-vec loaded (`vec_distance_cosine`).
 

@@ -1,6 +1,7 @@
 """Finding one end user's data in a team: the conversations that name them (their widget
 `userId`, an e-mail address they declared or left for a reply, or that their messages
-mention), the submissions of those conversations and sessions, the mail kept for them."""
+mention, each with how the conversation's user was verified), the submissions of those
+conversations and sessions, the mail kept for them."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ class Trace:
     user_email: str | None
     contact_email: str | None
     session_id: str | None
+    verified_by: str | None  # how the user was vouched for (services.agents.identity)
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +45,10 @@ def like_pattern(text: str) -> str:
     return f"%{escaped}%"
 
 
-_TRACE = "SELECT id, user_ref, user_email, contact_email, session_id FROM conversations"
+_TRACE = (
+    "SELECT id, user_ref, user_email, contact_email, session_id, user_verified_by"
+    " FROM conversations"
+)
 
 
 async def conversations_naming(

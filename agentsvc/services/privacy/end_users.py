@@ -1,11 +1,14 @@
 """An end user's data in a team: found, exported as JSON, or erased with a count.
 
-An end user is named by the `userId` the widget declared or by an e-mail address. Their
-data is found in two steps. First the team's conversations that name them: that user id,
-or that address as the declared e-mail or the address left for a reply. Then, from those,
-what else is theirs: every conversation of the user ids, addresses and widget sessions
-those carry (the browser that chatted before and after identifying), every conversation
-with a message containing one of the addresses, and the form submissions made in any of
+An end user is named by the `userId` the widget declared or by an e-mail address, and
+found only through what the service verified. The reference finds the team's conversations
+that store it (as the user id; as the declared e-mail or the address left for a reply).
+Where it is a verified identifier of a conversation's user (signed by a userToken or a
+userHash, or declared with the team's key), the other verified identifier of that user is
+theirs too, one step and no further, and so are the widget sessions of those conversations
+(the browser that chatted before and after identifying). A declared id or address finds
+the rows that store it and ties nothing else to them. Then every conversation with a
+message containing one of the matched addresses, and the form submissions made in any of
 these conversations or sessions or whose values contain an address (or equal a user id).
 Erasing deletes all of it in one transaction (messages, conversation events, webhook
 events and deliveries, delivery attempts go by cascade), the form impressions of those
@@ -26,8 +29,10 @@ from agentsvc.errors import ValidationFailed
 from agentsvc.ids import now_iso
 from agentsvc.mail import Mailer
 from agentsvc.services import audit
+from agentsvc.services.agents.identity import BY_API_KEY, BY_HASH, BY_TOKEN, profile_verified
 from agentsvc.services.audit import Actor, end_user_label
 from agentsvc.services.forms.files import remove_folder
+from agentsvc.services.privacy.search_index import scrub_message_index
 from agentsvc.store import conversations as conv_store
 from agentsvc.store import end_users as store
 from agentsvc.store import purge
@@ -63,33 +68,81 @@ def parse_ref(ref: str, by: str | None) -> EndUserRef:
     return EndUserRef(kind, value.lower() if kind == "email" else value)
 
 
+# How an identifier other than the reference was tied to it, strongest first: a
+# conversation whose user was signed that way carries both (services.agents.identity).
+_LINK_RANK = (BY_TOKEN, BY_API_KEY, BY_HASH)
+REF = "ref"  # the reference itself: matched exactly where it is stored, verified or not
+
+
 @dataclass(slots=True)
 class Found:
-    """Everything of one end user in a team."""
+    """Everything of one end user in a team, and the identifiers that led to it."""
 
-    user_refs: set[str] = field(default_factory=set)
-    emails: set[str] = field(default_factory=set)  # lower-cased
-    sessions: set[str] = field(default_factory=set)
+    # (type, value) -> how it was tied to the reference: REF or a _LINK_RANK method.
+    matched: dict[tuple[str, str], str] = field(default_factory=dict)
     conversations: dict[str, Trace] = field(default_factory=dict)
     submissions: list[Submission] = field(default_factory=list)
+
+    def of_type(self, kind: str) -> set[str]:
+        return {value for k, value in self.matched if k == kind}
+
+    @property
+    def user_refs(self) -> set[str]:
+        return self.of_type("userId")
+
+    @property
+    def emails(self) -> set[str]:  # lower-cased
+        return self.of_type("email")
+
+    @property
+    def sessions(self) -> set[str]:
+        return self.of_type("sessionId")
+
+    def match(self, kind: str, value: str, how: str) -> None:
+        """Note an identifier, keeping the strongest way it was tied to the reference."""
+        old = self.matched.get((kind, value))
+        if old is None or (old != REF and _LINK_RANK.index(how) < _LINK_RANK.index(old)):
+            self.matched[(kind, value)] = how
 
     def take(self, traces: list[Trace]) -> None:
         for trace in traces:
             self.conversations[trace.id] = trace
 
+    def matched_json(self) -> list[dict[str, str]]:
+        order = {"userId": 0, "email": 1, "sessionId": 2}
+        return [
+            {"type": kind, "value": value, "verified": how}
+            for (kind, value), how in sorted(
+                self.matched.items(), key=lambda item: (order[item[0][0]], item[0][1])
+            )
+        ]
 
-def _identifiers(found: Found, *, sessions_only: bool = False) -> None:
-    """Collect what the conversations found so far say about who the end user is."""
-    for trace in found.conversations.values():
-        if trace.session_id:
-            found.sessions.add(trace.session_id)
-        if sessions_only:
+
+def verified_identifiers(trace: Trace) -> set[tuple[str, str]]:
+    """The identifiers a conversation's user was verified with: the id when a userToken,
+    a userHash or the team's key vouched for it; the e-mail when a userToken or the key did
+    (a userHash signs the id alone). A contact address typed for a reply is the visitor's
+    word: it counts only as the verified e-mail it equals, which adds nothing."""
+    found = set()
+    if trace.user_ref and trace.verified_by in (BY_TOKEN, BY_HASH, BY_API_KEY):
+        found.add(("userId", trace.user_ref))
+    if trace.user_email and profile_verified(trace.verified_by):
+        found.add(("email", trace.user_email.lower()))
+    return found
+
+
+def _follow(found: Found, traces: list[Trace], keys: set[tuple[str, str]]) -> list[Trace]:
+    """Of these conversations, those where one of `keys` is a verified identifier (the
+    others only store it: they are found, but lead nowhere); note what those carry."""
+    anchors = []
+    for trace in traces:
+        verified = verified_identifiers(trace)
+        if not verified & keys:
             continue
-        if trace.user_ref:
-            found.user_refs.add(trace.user_ref)
-        for address in (trace.user_email, trace.contact_email):
-            if address:
-                found.emails.add(address.lower())
+        anchors.append(trace)
+        for kind, value in verified - keys:
+            found.match(kind, value, str(trace.verified_by))
+    return anchors
 
 
 def _values(value: Any) -> list[str]:
@@ -105,38 +158,53 @@ def _values(value: Any) -> list[str]:
 def _names_them(sub: Submission, found: Found) -> bool:
     if sub.conversation_id in found.conversations or sub.session_id in found.sessions:
         return True
+    user_refs, emails = found.user_refs, found.emails
     for text in _values(sub.form_data):
         lowered = text.lower()
-        if text in found.user_refs or any(e in lowered for e in found.emails):
+        if text in user_refs or any(e in lowered for e in emails):
             return True
     return False
 
 
+async def _naming(tx: Tx, team_id: str, keys: set[tuple[str, str]]) -> list[Trace]:
+    ids = [v for k, v in keys if k == "userId"]
+    emails = [v for k, v in keys if k == "email"]
+    return await store.conversations_naming(tx, team_id, ids, emails)
+
+
 async def find(db: Database, team_id: str, ref: EndUserRef) -> Found:
-    """The end user's conversations, submissions and identifiers in the team."""
+    """The end user's conversations, submissions and identifiers in the team.
+
+    Only verified links are followed: the reference finds every conversation that stores
+    it; where it is a verified identifier of the conversation's user, the other verified
+    identifier (the signed e-mail of a signed id, and the reverse) is theirs too, one step
+    and no further; the widget sessions of the conversations where one of these is verified
+    are the same browser. A declared id or address, or a contact address typed by a
+    visitor, is found where it is stored but ties nothing else to the reference.
+    """
     tx = db.reader
     found = Found()
-    if ref.by == "email":
-        found.emails.add(ref.value)
-        found.take(await store.conversations_naming(tx, team_id, [], [ref.value]))
-    else:
-        found.user_refs.add(ref.value)
-        found.take(await store.conversations_naming(tx, team_id, [ref.value], []))
-    # One step out from the reference, never further: the ids and addresses of the
-    # conversations that name it, and the sessions of every conversation of those.
-    _identifiers(found)
-    found.take(
-        await store.conversations_naming(tx, team_id, list(found.user_refs), list(found.emails))
-    )
-    _identifiers(found, sessions_only=True)
-    found.take(await store.conversations_in_sessions(tx, team_id, list(found.sessions)))
+    found.match(ref.by, ref.value, REF)
+    first = await _naming(tx, team_id, {(ref.by, ref.value)})
+    found.take(first)
+    anchors = _follow(found, first, {(ref.by, ref.value)})
+    linked = set(found.matched) - {(ref.by, ref.value)}
+    if linked:
+        second = await _naming(tx, team_id, linked)
+        found.take(second)
+        # Only their sessions, not further identifiers, come from these.
+        anchors += [t for t in second if verified_identifiers(t) & linked]
+    for trace in anchors:
+        if trace.session_id:
+            found.match("sessionId", trace.session_id, str(trace.verified_by))
+    found.take(await store.conversations_in_sessions(tx, team_id, sorted(found.sessions)))
     for address in sorted(found.emails):
         found.take(await store.conversations_mentioning(tx, team_id, address))
     ids = await store.submission_ids(
         tx,
         team_id,
         conversation_ids=list(found.conversations),
-        session_ids=list(found.sessions),
+        session_ids=sorted(found.sessions),
         texts=sorted(found.emails | found.user_refs),
     )
     subs = await sub_store.get_submissions(tx, ids)
@@ -177,8 +245,9 @@ async def erase(
     data_dir: Path,
     actor: Actor,
     ref: EndUserRef,
-) -> dict[str, int]:
-    """Delete everything of the end user in the actor's team; return what went, by kind."""
+) -> tuple[dict[str, int], list[dict[str, str]]]:
+    """Delete everything of the end user in the actor's team; return what went, by kind,
+    and the identifiers matched (`Found.matched_json`)."""
     team_id = actor.team_id
     found = await find(db, team_id, ref)
     conv_ids = list(found.conversations)
@@ -218,7 +287,9 @@ async def erase(
     for sub in found.submissions:
         if sub.files:
             await asyncio.to_thread(remove_folder, data_dir, sub.id)
-    return counts
+    if counts["messages"]:
+        await scrub_message_index(db)
+    return counts, found.matched_json()
 
 
 def _message_json(msg: StoredMessage) -> dict[str, Any]:
@@ -331,6 +402,7 @@ async def export(
         "exportedAt": now_iso(),
         "userIds": sorted(found.user_refs),
         "emails": sorted(found.emails),
+        "matched": found.matched_json(),
         "conversations": conversations,
         "submissions": submissions,
     }
