@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from agentsvc.services.handoff.live import LiveEvents
     from agentsvc.services.handoff.notify import Notifier
     from agentsvc.services.knowledge.indexing import Indexer
+    from agentsvc.services.privacy.search_index import MessageIndexScrubber
     from agentsvc.services.team.access import KeyResolver
     from agentsvc.services.tools.runner import ToolRunner
     from agentsvc.services.triggers.events import EventWriter
@@ -39,6 +40,8 @@ if TYPE_CHECKING:
 
 settings_key: web.AppKey[Settings] = web.AppKey("settings")
 db_key: web.AppKey[Database] = web.AppKey("db")
+# Erased words out of the message search index (PostgreSQL: rebuilt in the background).
+index_scrubber_key: web.AppKey[MessageIndexScrubber] = web.AppKey("index_scrubber")
 key_resolver_key: web.AppKey[KeyResolver] = web.AppKey("key_resolver")
 agent_cache_key: web.AppKey[AgentCache] = web.AppKey("agent_cache")
 widget_config_cache_key: web.AppKey[WidgetConfigCache] = web.AppKey("widget_config_cache")

@@ -566,7 +566,9 @@ MIGRATIONS: list[str] = [
     # owner's whole address ("ana@example.com's team") are called "Support".
     # (No schema change on SQLite: the audit log orders by its implicit rowid.)
     """
-    UPDATE teams SET name = 'Support' WHERE name IN (SELECT u.email || '''s team' FROM users AS u WHERE u.id = teams.owner_user_id);
+    UPDATE teams SET name = 'Support' WHERE name IN (
+        SELECT u.email || '''s team' FROM users AS u WHERE u.id = teams.owner_user_id
+    );
     UPDATE messages SET author_name = COALESCE(
         (SELECT NULLIF(TRIM(u.name), '') FROM users AS u WHERE u.id = messages.author_id),
         (SELECT t.name FROM conversations AS c JOIN teams AS t ON t.id = c.team_id

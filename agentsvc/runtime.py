@@ -47,6 +47,7 @@ from agentsvc.services.handoff.notify import Notifier
 from agentsvc.services.knowledge.indexing import Indexer
 from agentsvc.services.knowledge.vectors import Semantic, VectorIndex
 from agentsvc.services.privacy.retention import purge_expired
+from agentsvc.services.privacy.search_index import MessageIndexScrubber
 from agentsvc.services.team import membership, oauth, sessions
 from agentsvc.services.team.access import KeyResolver
 from agentsvc.services.tools.runner import ToolRunner
@@ -107,7 +108,9 @@ async def _database(app: web.Application) -> AsyncIterator[None]:
         app[keys.settings_key].answers.match_threshold
     )
     changes.follow(db, resolver=resolver, agents=agents, widget_configs=configs, curated=curated)
+    scrubber = app[keys.index_scrubber_key] = MessageIndexScrubber(db)
     yield
+    await scrubber.close()
     upkeep.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await upkeep

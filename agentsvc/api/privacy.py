@@ -89,6 +89,7 @@ async def delete_end_user(call: Call):
     counts, matched = await end_users.erase(
         call.app[keys.db_key],
         call.app[keys.mailer_key],
+        call.app[keys.index_scrubber_key],
         call.app[keys.settings_key].server.data_dir,
         actor_of(call),
         ref,

@@ -32,7 +32,7 @@ from agentsvc.services import audit
 from agentsvc.services.agents.identity import BY_API_KEY, BY_HASH, BY_TOKEN, profile_verified
 from agentsvc.services.audit import Actor, end_user_label
 from agentsvc.services.forms.files import remove_folder
-from agentsvc.services.privacy.search_index import scrub_message_index
+from agentsvc.services.privacy.search_index import MessageIndexScrubber
 from agentsvc.store import conversations as conv_store
 from agentsvc.store import end_users as store
 from agentsvc.store import purge
@@ -242,6 +242,7 @@ async def _mail_about(mailer: Mailer, tx: Tx, team_id: str, found: Found) -> lis
 async def erase(
     db: Database,
     mailer: Mailer,
+    index_scrubber: MessageIndexScrubber,
     data_dir: Path,
     actor: Actor,
     ref: EndUserRef,
@@ -288,7 +289,7 @@ async def erase(
         if sub.files:
             await asyncio.to_thread(remove_folder, data_dir, sub.id)
     if counts["messages"]:
-        await scrub_message_index(db)
+        await index_scrubber.after_erasure()
     return counts, found.matched_json()
 
 

@@ -3,6 +3,8 @@ deleted row's words stay there until the index is merged or rebuilt)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import time
 from dataclasses import dataclass
@@ -55,3 +57,49 @@ async def scrub_message_index(db: Database) -> Scrubbed:
     scrubbed = Scrubbed(steps, time.perf_counter() - started, longest)
     log.debug("message search index merged: %s", scrubbed)
     return scrubbed
+
+
+class MessageIndexScrubber:
+    """Scrubs the message search index after an erasure.
+
+    SQLite merges at once (seconds for 100,000 messages, in short steps). PostgreSQL
+    rebuilds the index concurrently, which takes minutes on a large table: that runs in the
+    background so the erasure answers at once, one rebuild at a time in this process, and
+    an erasure during one asks for one more after it.
+    """
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._task: asyncio.Task[None] | None = None
+        self._again = False
+
+    async def after_erasure(self) -> None:
+        """Scrub now (SQLite), or start or queue a background rebuild (PostgreSQL)."""
+        if self._db.reader.dialect == "sqlite":
+            await scrub_message_index(self._db)
+            return
+        if self._task is not None and not self._task.done():
+            self._again = True
+            return
+        self._task = asyncio.create_task(self._rebuild(), name="message-index-rebuild")
+
+    async def _rebuild(self) -> None:
+        while True:
+            self._again = False
+            scrubbed = await scrub_message_index(self._db)
+            log.debug("message search index rebuilt: %s", scrubbed)
+            if not self._again:
+                return
+
+    async def idle(self) -> None:
+        """Wait until no rebuild is running or queued (tests, shutdown)."""
+        while self._task is not None and not self._task.done():
+            await asyncio.shield(self._task)
+
+    async def close(self) -> None:
+        """Stop a running rebuild: a rebuild cut off leaves an invalid copy of the index,
+        which the next one drops first (store.rebuild_postgres)."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
