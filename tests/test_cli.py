@@ -384,6 +384,7 @@ def test_bad_option_is_a_usage_error_naming_it(tmp_path, args, stdin, named):
 
 
 def test_failures_that_are_not_usage_errors_exit_1(tmp_path):
+    assert run(["migrate"], tmp_path).returncode == 0
     for args in (
         ["login-link", "--email", "nobody@example.com"],
         ["user", "set-password", "--email", "nobody@example.com", "--password-stdin"],
@@ -392,6 +393,7 @@ def test_failures_that_are_not_usage_errors_exit_1(tmp_path):
         result = run(args, tmp_path, "long enough")
         assert result.returncode == 1, result.stderr
         assert "nobody@example.com" in result.stderr and len(result.stderr.splitlines()) == 1
+        assert f" in {tmp_path / 'data'}" in result.stderr  # where it looked, absolute
 
 
 def _commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):

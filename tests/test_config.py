@@ -26,7 +26,7 @@ def test_defaults_need_no_configuration():
     settings = load_settings(None, environ={})
     assert settings.server.host == "127.0.0.1"
     assert settings.server.port == 8080
-    assert settings.db_path == Path("data/agentsvc.db")
+    assert settings.db_path == Path.cwd() / "data" / "agentsvc.db"  # made absolute
     assert settings.models.default == "builtin"
     assert settings.webhooks.retry_schedule_seconds == [0, 60, 300, 1800, 7200]
     assert settings.plans.default == "pro"
