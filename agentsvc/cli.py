@@ -714,11 +714,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `agentsvc` command."""
-    logging.basicConfig(
-        level=log_level(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    from agentsvc.observability import configure_logging
+
+    configure_logging(log_level())
     args = build_parser().parse_args(argv)
     try:
         args.func(args)
