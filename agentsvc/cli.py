@@ -59,6 +59,12 @@ async def _serve(settings: Settings, sockets: list[socket.socket]) -> None:
     from agentsvc.api.server import make_runner
     from agentsvc.app import create_app
 
+    # Before anything starts: a signal during start-up stops the server once it is up,
+    # and a signal right after the start-up line is never the default (killing) action.
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
     app = create_app(settings)
     runner = make_runner(app, settings)
     await runner.setup()
@@ -66,16 +72,12 @@ async def _serve(settings: Settings, sockets: list[socket.socket]) -> None:
         await web.SockSite(runner, sock).start()
     host, port = sockets[0].getsockname()[:2]
     _tune_collector()
-    _log_addresses(settings, host, port)
-    try:
+    try:  # before the start-up line: whoever waits for it may run `login-link` at once
         running = record_running(settings.server.data_dir, settings.server.public_url)
     except OSError as exc:  # only `login-link` needs it, and it falls back to the settings
         log.warning("cannot note the public URL in the data directory: %s", exc)
         running = None
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+    _log_addresses(settings, host, port)
     await stop.wait()
     log.info("agentsvc stopping")
     if running is not None:
@@ -542,7 +544,8 @@ class _Version(argparse.Action):
             number = version("agentsvc")
         except PackageNotFoundError:  # run from a checkout that was never installed
             number = "(not installed)"
-        parser.exit(0, f"agentsvc {number}\n")
+        print(f"agentsvc {number}")
+        parser.exit()
 
 
 def _port(text: str) -> int:
