@@ -22,6 +22,7 @@ import aiohttp
 import pytest
 
 from agentsvc.cli import build_parser
+from tests import pg
 from tests.fakes.mcp_server import FakeMcpServer
 
 AGENTSVC = [sys.executable, "-m", "agentsvc"]
@@ -510,6 +511,23 @@ def test_a_second_serve_on_the_same_data_directory_refuses_to_start(tmp_path):
         first.proc.kill()  # however it ends, the lock goes with the process
         first.proc.communicate(timeout=30)
     assert Server(tmp_path).stop() == 0
+
+
+@pg.postgres_only
+def test_with_postgresql_processes_may_share_a_data_directory(tmp_path):
+    """The documented cluster on one machine: the lock is SQLite's alone."""
+    env = {
+        "AGENTSVC_DATABASE_URL": pg.fresh_database_url(),
+        "AGENTSVC_SERVER_SECRET_KEY": "the same for every process",
+    }
+    first = Server(tmp_path, env=env)
+    try:
+        second = Server(tmp_path, env=env)
+        assert second.get("/healthz")[0] == 200
+        assert second.stop() == 0
+        assert first.get("/healthz")[0] == 200
+    finally:
+        assert first.stop() == 0
 
 
 def test_a_server_never_removes_a_server_url_it_did_not_write(tmp_path):
