@@ -33,7 +33,8 @@ def lock_data_dir(data_dir: Path) -> int:
     Raise DirectoryInUse, naming the holder's pid and the directory, when another process
     holds it. The descriptor must stay open: closing it releases the lock.
     """
-    ensure_private_dir(data_dir)
+    if not data_dir.is_dir():  # an existing one is checked (and warned about) at start-up
+        ensure_private_dir(data_dir)
     path = data_dir / LOCK_FILE
     fd = os.open(path, os.O_RDWR | os.O_CREAT, FILE_MODE)
     try:

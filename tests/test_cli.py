@@ -549,16 +549,20 @@ def test_a_server_never_removes_a_server_url_it_did_not_write(tmp_path):
 
 
 def test_port_already_in_use_is_one_line(tmp_path):
+    open_dir = tmp_path / "open"  # an existing data directory others may list: still one line
+    open_dir.mkdir()
+    os.chmod(open_dir, 0o755)  # noqa: S103
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        result = run(["serve", "--port", str(port)], tmp_path)
-    assert result.returncode == 1
-    assert result.stderr == (
-        f"agentsvc: port {port} on 127.0.0.1 is in use (another program listens there);"
-        " choose another with --port\n"
-    )
+        for data_dir in ("data", "open"):
+            result = run(["serve", "--port", str(port), "--data-dir", data_dir], tmp_path)
+            assert result.returncode == 1
+            assert result.stderr == (
+                f"agentsvc: port {port} on 127.0.0.1 is in use (another program listens"
+                " there); choose another with --port\n"
+            )
     assert not (tmp_path / "data").exists()  # nothing started, nothing created
 
 
