@@ -1,13 +1,16 @@
 """The `agentsvc` command: serve, apikey create, user create and set-password, login-link,
-team set-plan, backup, migrate."""
+team set-plan, backup, migrate, copy-data."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import difflib
+import errno
 import gc
 import logging
 import os
+import re
 import signal
 import socket
 import sys
@@ -16,15 +19,7 @@ from typing import Any, NoReturn
 
 from aiohttp import web
 
-from agentsvc.cli_input import (
-    UsageError,
-    checked,
-    checked_plan,
-    forget_running,
-    read_password,
-    record_running,
-    running_public_url,
-)
+from agentsvc.cli_input import UsageError, checked, checked_plan, read_password
 from agentsvc.config import (
     WILDCARD_HOSTS,
     ConfigError,
@@ -36,6 +31,13 @@ from agentsvc.config import (
 from agentsvc.db import Database, database_for
 from agentsvc.errors import ValidationFailed
 from agentsvc.passwords import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH
+from agentsvc.running import (
+    DirectoryInUse,
+    forget_running,
+    lock_data_dir,
+    record_running,
+    running_public_url,
+)
 
 log = logging.getLogger(__name__)
 
@@ -53,41 +55,29 @@ def _settings(args: argparse.Namespace) -> Settings:
     return load_settings(args.config, overrides={"server": server} if server else None)
 
 
-async def _serve(settings: Settings) -> None:
+async def _serve(settings: Settings, sockets: list[socket.socket]) -> None:
     from agentsvc.api.server import make_runner
     from agentsvc.app import create_app
 
-    sock = None
-    if settings.server.port == 0:
-        # The port must be known before the app is built: a derived public_url names it.
-        sock = _bind_any_port(settings.server.host)
-        port = sock.getsockname()[1]
-        settings = settings.model_copy(update={"server": settings.server.listening_on(port)})
-    app = create_app(settings)
-    runner = make_runner(app, settings)
-    await runner.setup()
-    if sock is not None:
-        site: web.BaseSite = web.SockSite(runner, sock)
-    else:
-        site = web.TCPSite(runner, settings.server.host, settings.server.port)
-    try:
-        await site.start()
-    except OSError as exc:
-        await runner.cleanup()
-        where = f"{settings.server.host}:{settings.server.port}"
-        raise CommandError(f"cannot listen on {where}: {exc}") from exc
-    host, port = site._server.sockets[0].getsockname()[:2]  # noqa: SLF001
-    _tune_collector()
-    _log_addresses(settings, host, port)
-    try:
-        running = record_running(settings.server.data_dir, settings.server.public_url)
-    except OSError as exc:  # only `login-link` needs it, and it falls back to the settings
-        log.warning("cannot note the public URL in the data directory: %s", exc)
-        running = None
+    # Before anything starts: a signal during start-up stops the server once it is up,
+    # and a signal right after the start-up line is never the default (killing) action.
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    app = create_app(settings)
+    runner = make_runner(app, settings)
+    await runner.setup()
+    for sock in sockets:
+        await web.SockSite(runner, sock).start()
+    host, port = sockets[0].getsockname()[:2]
+    _tune_collector()
+    try:  # before the start-up line: whoever waits for it may run `login-link` at once
+        running = record_running(settings.server.data_dir, settings.server.public_url)
+    except OSError as exc:  # only `login-link` needs it, and it falls back to the settings
+        log.warning("cannot note the public URL in the data directory: %s", exc)
+        running = None
+    _log_addresses(settings, host, port)
     await stop.wait()
     log.info("agentsvc stopping")
     if running is not None:
@@ -96,15 +86,30 @@ async def _serve(settings: Settings) -> None:
     log.info("agentsvc stopped")
 
 
-def _bind_any_port(host: str) -> socket.socket:
-    """A listening socket on a free port of `host` (what `--port 0` asks for)."""
+def _listen(host: str, port: int) -> list[socket.socket]:
+    """Listening sockets on host:port, bound before anything starts, so a port in use
+    stops `serve` with one line. Port 0 picks a free port (on the first address)."""
+    sockets: list[socket.socket] = []
     try:
-        family, _, _, _, address = socket.getaddrinfo(
-            host or None, 0, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-        )[0]
-        return socket.create_server(address, family=family)
+        found = socket.getaddrinfo(
+            host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )
+        addresses = list(dict.fromkeys((family, address) for family, *_, address in found))
+        for family, address in addresses[:1] if port == 0 else addresses:
+            # SO_REUSEADDR, as aiohttp sets it: a restart is not refused by old connections.
+            sockets.append(socket.create_server(address, family=family))
     except OSError as exc:
-        raise CommandError(f"cannot listen on {host}:0: {exc}") from exc
+        for sock in sockets:
+            sock.close()
+        shown = f"[{host}]" if ":" in host else host or "every interface"
+        if exc.errno == errno.EADDRINUSE:
+            raise CommandError(
+                f"port {port} on {shown} is in use (another program listens there);"
+                " choose another with --port"
+            ) from None
+        reason = (exc.strerror or str(exc)).lower()
+        raise CommandError(f"cannot listen on port {port} of {shown}: {reason}") from None
+    return sockets
 
 
 def _log_addresses(settings: Settings, host: str, port: int) -> None:
@@ -113,12 +118,16 @@ def _log_addresses(settings: Settings, host: str, port: int) -> None:
 
     server = settings.server
     shown = f"[{host}]" if ":" in host else host
+    # Absolute paths: the process's working directory is not the reader's.
+    data = str(settings.db_path)
+    if settings.database.url:
+        data = f"{server.data_dir}; database: {settings.database_label}"
     log.info(
         "agentsvc listening on http://%s:%s (public URL %s; data: %s)",
         shown,
         port,
         server.public_url,
-        settings.database_label,
+        data,
     )
     if server.public_url_derived and server.host in WILDCARD_HOSTS:
         log.info(
@@ -166,9 +175,30 @@ def _run(coro_fn: Callable[[], Awaitable[Any]], fast_loop: bool = False) -> Any:
     return asyncio.run(coro_fn())
 
 
+def _where(settings: Settings) -> str:
+    """The database a command used, for its messages: `in /abs/data` or the PostgreSQL one."""
+    if settings.database.url:
+        return f"in {settings.database_label}"
+    return f"in {settings.server.data_dir}"
+
+
+def _existing(settings: Settings) -> Settings:
+    """The settings, once their SQLite database is known to exist: a lookup never creates
+    one (run in another directory, it would find nothing in a new, empty database)."""
+    if not settings.database.url and not settings.db_path.is_file():
+        raise CommandError(
+            f"no database {_where(settings)} (start `agentsvc serve` on this data directory"
+            " first, or pass the server's --data-dir)"
+        )
+    return settings
+
+
 async def _with_db(settings: Settings, fn: Callable[[Database], Awaitable[Any]]) -> Any:
+    created = not settings.database.url and not settings.db_path.is_file()
     db = database_for(settings)
     await db.open()
+    if created:  # commands that create (apikey create, user create, migrate) say where
+        log.info("created a new database: %s", settings.db_path)
     try:
         return await fn(db)
     finally:
@@ -177,10 +207,45 @@ async def _with_db(settings: Settings, fn: Callable[[Database], Awaitable[Any]])
 
 def cmd_serve(args: argparse.Namespace) -> None:
     settings = _settings(args)
-    if settings.server.cpu_affinity and hasattr(os, "sched_setaffinity"):
-        # Keeps the loop and aiosqlite's threads on one core (see PERFORMANCE.md).
-        os.sched_setaffinity(0, settings.server.cpu_affinity)
-    _run(lambda: _serve(settings), fast_loop=True)
+    # One server per SQLite data directory: two would both write the file and both take
+    # over every delivery lease. With PostgreSQL, processes sharing a directory is the
+    # documented cluster on one machine.
+    locking = not settings.database.url
+    # Taken before binding when the directory exists (a second server on it is named as
+    # such, not as "port in use"); else after, so a taken port leaves no new directory.
+    lock = _lock_data_dir(settings) if locking and settings.server.data_dir.is_dir() else None
+    try:
+        sockets = _listen(settings.server.host, settings.server.port)
+        if locking and lock is None:
+            try:
+                lock = _lock_data_dir(settings)
+            except CommandError:
+                for sock in sockets:
+                    sock.close()
+                raise
+        if settings.server.port == 0:
+            # The port must be known before the app is built: a derived public_url names it.
+            port = sockets[0].getsockname()[1]
+            settings = settings.model_copy(update={"server": settings.server.listening_on(port)})
+        if settings.server.cpu_affinity and hasattr(os, "sched_setaffinity"):
+            # Keeps the loop and aiosqlite's threads on one core (see PERFORMANCE.md).
+            os.sched_setaffinity(0, settings.server.cpu_affinity)
+        _run(lambda: _serve(settings, sockets), fast_loop=True)
+    finally:
+        if lock is not None:
+            os.close(lock)
+
+
+def _lock_data_dir(settings: Settings) -> int:
+    try:
+        return lock_data_dir(settings.server.data_dir)
+    except DirectoryInUse as exc:
+        raise CommandError(str(exc)) from None
+    except OSError as exc:
+        reason = (exc.strerror or str(exc)).lower()
+        raise CommandError(
+            f"cannot use the data directory {settings.server.data_dir}: {reason}"
+        ) from None
 
 
 def cmd_apikey_create(args: argparse.Namespace) -> None:
@@ -248,14 +313,16 @@ def cmd_user_set_password(args: argparse.Namespace) -> None:
     from agentsvc.services.team.sessions import normalise_email
 
     email = normalise_email(checked(email=args.email).email or "")
-    settings = _settings(args)
+    settings = _existing(_settings(args))
     password_hash = _new_password(args)
 
     async def set_password(db: Database) -> None:
         try:
             await accounts.set_password(db, email=email, password_hash=password_hash)
         except LookupError as exc:
-            raise CommandError(f"{exc}; create it with `agentsvc user create`") from exc
+            raise CommandError(
+                f"{exc} {_where(settings)}; create it with `agentsvc user create`"
+            ) from exc
 
     _run(lambda: _with_db(settings, set_password))
     print(f"{email}: password set")
@@ -266,7 +333,7 @@ def cmd_login_link(args: argparse.Namespace) -> None:
 
     options = checked(email=args.email, callback=args.callback)
     email = sessions.normalise_email(options.email or "")
-    settings = _settings(args)
+    settings = _existing(_settings(args))
     running = running_public_url(settings.server.data_dir)
     if settings.server.public_url_derived and running:
         # The link must reach the server that runs now, on whatever port it was given.
@@ -277,8 +344,8 @@ def cmd_login_link(args: argparse.Namespace) -> None:
         user = await accounts.user_by_email(db, email)
         if user is None:
             raise CommandError(
-                f"no user with e-mail {email}; create one with `agentsvc apikey create`"
-                " or `agentsvc user create`"
+                f"no user with e-mail {email} {_where(settings)}; create one with"
+                " `agentsvc apikey create` or `agentsvc user create`"
             )
         try:
             return await sessions.create_magic_link(db, settings, user, options.callback or "/")
@@ -295,12 +362,13 @@ def cmd_team_set_plan(args: argparse.Namespace) -> None:
     email = normalise_email(checked(email=args.email).email or "")
     settings = _settings(args)
     plan = checked_plan(args.plan, settings.plans.plans)
+    _existing(settings)
 
     async def set_plan(db: Database) -> None:
         try:
             await accounts.set_team_plan(db, email=email, plan=plan)
         except LookupError as exc:
-            raise CommandError(str(exc)) from exc
+            raise CommandError(f"{exc} {_where(settings)}") from exc
 
     _run(lambda: _with_db(settings, set_plan))
     print(f"{email}: plan {plan}")
@@ -315,9 +383,7 @@ def cmd_backup(args: argparse.Namespace) -> None:
     if settings.database.url:
         _pg_dump(settings.database.url, Path(args.path))
         return
-    source_path = settings.db_path
-    if not source_path.is_file():
-        raise CommandError(f"no database at {source_path}")
+    source_path = _existing(settings).db_path
     target = Path(args.path)
     target.parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -382,8 +448,7 @@ def cmd_copy_data(args: argparse.Namespace) -> None:
     if not is_postgres_url(args.to):
         raise UsageError("--to: must be a postgresql:// URL")
 
-    if not settings.db_path.is_file():
-        raise CommandError(f"no database at {settings.db_path}")
+    _existing(settings)
 
     def report(table: str, rows: int) -> None:
         print(f"{table}: {rows} rows", flush=True)
@@ -399,14 +464,88 @@ def cmd_copy_data(args: argparse.Namespace) -> None:
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, with usage errors as one line on stderr (exit status 2)."""
+    """argparse, with usage errors as one line on stderr (exit status 2) that name an
+    unknown option, with the close one meant, before anything else."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         # `--password` must not be taken for `--password-stdin`, nor any prefix for an option.
         super().__init__(*args, **{**kwargs, "allow_abbrev": False})
+        self._given: list[str] = []
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        self._given = list(sys.argv[1:] if args is None else args)
+        parsed, extras = super().parse_known_args(self._given, namespace)
+        if extras:  # said by the command that was given them, not by `agentsvc`
+            self.error(f"unexpected argument {extras[0]!r}")  # or names the unknown option
+        return parsed, extras
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"agentsvc: {self.prog.removeprefix('agentsvc ')}: {message} (see --help)\n")
+        # A misspelt option explains a missing required one (`--emial` for `--email`).
+        unknown = self._unknown_option()
+        hint = " (see --help)"
+        if unknown is not None:
+            message = f"unknown option {unknown}"
+            hint = self._did_you_mean(unknown, self._option_string_actions) or hint
+        elif self._commands():
+            choice = re.search(r"invalid choice: '([^']*)'", message)
+            if choice is not None:
+                message = f"unknown command {choice.group(1)!r}"
+                hint = self._did_you_mean(choice.group(1), self._commands()) or hint
+            elif "required" in message:
+                message = f"a command is required: {', '.join(self._commands())}"
+        command = self.prog.removeprefix("agentsvc").strip()
+        self.exit(2, f"agentsvc: {command + ': ' if command else ''}{message}{hint}\n")
+
+    def _unknown_option(self) -> str | None:
+        """The first option given to this parser that it does not know."""
+        known = self._option_string_actions
+        given = iter(self._given)
+        for arg in given:
+            if arg == "--":
+                return None
+            if not arg.startswith("-") or arg == "-" or NEGATIVE_NUMBER.match(arg):
+                if self._commands():
+                    return None  # what follows the command is the command's own
+                continue
+            name = arg.split("=", 1)[0]
+            if name not in known:
+                return name
+            if known[name].nargs != 0 and "=" not in arg:
+                next(given, None)  # its value, whatever it looks like
+        return None
+
+    def _commands(self) -> list[str]:
+        return [
+            name
+            for action in self._actions
+            if isinstance(action, argparse._SubParsersAction)  # noqa: SLF001 (no public walk)
+            for name in action.choices
+        ]
+
+    @staticmethod
+    def _did_you_mean(word: str, choices: Any) -> str:
+        close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+        return f" (did you mean {close[0]}?)" if close else ""
+
+
+NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
+
+
+class _Version(argparse.Action):
+    """`--version`: the installed package's version, looked up only when asked."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> NoReturn:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            number = version("agentsvc")
+        except PackageNotFoundError:  # run from a checkout that was never installed
+            number = "(not installed)"
+        print(f"agentsvc {number}")
+        parser.exit()
 
 
 def _port(text: str) -> int:
@@ -460,6 +599,7 @@ def _add(commands: Any, name: str, func: Callable[..., None], help: str) -> _Par
 def build_parser() -> argparse.ArgumentParser:
     """The `agentsvc` parser: every option of every command is listed by its --help."""
     parser = _Parser(prog="agentsvc", description=__doc__)
+    parser.add_argument("--version", action=_Version, help="print the version and exit")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     serve = _add(commands, "serve", cmd_serve, "run the service in the foreground")
@@ -478,7 +618,7 @@ def build_parser() -> argparse.ArgumentParser:
         " trusted origin are http://H:P",
     )
 
-    apikey = commands.add_parser("apikey", help="manage API keys").add_subparsers(
+    apikey = commands.add_parser("apikey", help="manage API keys: create").add_subparsers(
         dest="subcommand", required=True, metavar="SUBCOMMAND"
     )
     create_key = _add(
@@ -499,7 +639,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="a label for the key, up to 200 characters (default: cli)",
     )
 
-    user = commands.add_parser("user", help="manage users").add_subparsers(
+    user = commands.add_parser("user", help="manage users: create, set-password").add_subparsers(
         dest="subcommand", required=True, metavar="SUBCOMMAND"
     )
     create_user = _add(
@@ -542,7 +682,7 @@ def build_parser() -> argparse.ArgumentParser:
         " (default: /, the dashboard)",
     )
 
-    team = commands.add_parser("team", help="manage teams").add_subparsers(
+    team = commands.add_parser("team", help="manage teams: set-plan").add_subparsers(
         dest="subcommand", required=True, metavar="SUBCOMMAND"
     )
     set_plan = _add(team, "set-plan", cmd_team_set_plan, "set the plan of the team a user owns")
@@ -577,11 +717,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `agentsvc` command."""
-    logging.basicConfig(
-        level=log_level(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    from agentsvc.observability import configure_logging
+
+    configure_logging(log_level())
     args = build_parser().parse_args(argv)
     try:
         args.func(args)

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import getpass
-import os
 import sys
-from pathlib import Path
 from typing import Any, TextIO
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -72,37 +70,3 @@ def read_password(from_stdin: bool, stdin: TextIO | None = None) -> str:
             "no terminal to ask for the password: pass it on stdin with --password-stdin"
         )
     return checked(password=password).password or ""
-
-
-# `serve` writes where it can be reached into the data directory, so commands run beside
-# it (`login-link`) build links to the port it actually listens on.
-RUNNING_FILE = "server-url"
-
-
-def record_running(data_dir: Path, public_url: str) -> Path:
-    """Note this process's public URL in the data directory; return the file."""
-    from agentsvc.datadir import ensure_private_dir
-
-    ensure_private_dir(data_dir)  # PostgreSQL creates no database file that would make it
-    path = data_dir / RUNNING_FILE
-    path.write_text(f"{os.getpid()} {public_url}\n", encoding="utf-8")
-    return path
-
-
-def forget_running(path: Path) -> None:
-    """Remove the note written by record_running, unless another server has replaced it."""
-    try:
-        if path.read_text(encoding="utf-8").split(" ", 1)[0] == str(os.getpid()):
-            path.unlink()
-    except (OSError, ValueError):
-        pass
-
-
-def running_public_url(data_dir: Path) -> str | None:
-    """The public URL of a server running on this data directory, if one is."""
-    try:
-        pid, url = (data_dir / RUNNING_FILE).read_text(encoding="utf-8").split()
-        os.kill(int(pid), 0)  # a stale note (the server was killed) is ignored
-    except (OSError, ValueError):
-        return None
-    return url

@@ -9,7 +9,8 @@ import tomllib
 from collections.abc import Mapping
 from importlib.util import find_spec
 from pathlib import Path
-from typing import Any, Literal
+from types import UnionType
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 from urllib.parse import urlsplit
 
 from pydantic import (
@@ -17,6 +18,7 @@ from pydantic import (
     ConfigDict,
     Field,
     PrivateAttr,
+    Strict,
     ValidationError,
     field_validator,
     model_validator,
@@ -28,7 +30,9 @@ class ConfigError(Exception):
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Strict, as API bodies are: `allow_private = "yes"` or `port = "8080"` is refused,
+    # never converted. Every section derives from this, so every setting is strict.
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 # A listener on every interface is reached, from the machine itself, at these names.
@@ -47,7 +51,9 @@ class ServerSettings(_Section):
     host: str = "127.0.0.1"
     port: int = Field(8080, ge=0, le=65535)
     public_url: str = ""  # empty: derived from host and port (see listener_url)
-    data_dir: Path = Path("./data")
+    # A path is written as a string in TOML: the one conversion strictness allows. Relative
+    # to the working directory, made absolute when loaded (load_settings).
+    data_dir: Annotated[Path, Strict(False)] = Path("./data")
     # Reverse proxies / load balancers in front (addresses or CIDR networks): requests from
     # them are taken to come from the client their X-Forwarded-For names (per-IP limits).
     trusted_proxies: list[str] = Field(default_factory=list)
@@ -408,7 +414,7 @@ def _env_overrides(environ: dict[str, str]) -> dict[str, dict[str, Any]]:
             # AGENTSVC_OAUTH_GITHUB_CLIENT_ID -> [oauth.github] client_id
             table = table.setdefault(sub, {})
             key = key[len(sub) + 1 :]
-        table[key] = _parse_env_value(raw)
+        table[key] = _parse_env_value(raw, _field_of(section, sub, key))
     return out
 
 
@@ -424,8 +430,32 @@ def _subtable(section: str, key: str) -> str | None:
     return None
 
 
-def _parse_env_value(raw: str) -> Any:
-    # JSON lets lists and numbers through ("[0, 1]", "8081"); anything else stays a string.
+def _field_of(section: str, sub: str | None, key: str) -> Any:
+    """The type of the setting a variable names, None when there is no such setting."""
+    model = Settings.model_fields[section].annotation
+    if sub:
+        model = model.model_fields[sub].annotation  # type: ignore[union-attr]
+    fields = getattr(model, "model_fields", {})
+    return fields[key].annotation if key in fields else None
+
+
+def _is_text(annotation: Any) -> bool:
+    """Whether a setting of this type is written as text (a string, a path, a choice)."""
+    origin = get_origin(annotation)
+    if origin is Literal:
+        return all(isinstance(choice, str) for choice in get_args(annotation))
+    if origin in (Union, UnionType):
+        options = [a for a in get_args(annotation) if a is not type(None)]
+        return bool(options) and all(_is_text(a) for a in options)
+    return annotation in (str, Path)
+
+
+def _parse_env_value(raw: str, annotation: Any) -> Any:
+    # A text setting takes the variable as it is (a password of digits stays a string);
+    # other values are JSON when they can be ("[0, 1]", "8081", "true"), else the string,
+    # which strict validation then refuses with the setting's name.
+    if _is_text(annotation):
+        return raw
     try:
         return json.loads(raw)
     except ValueError:
@@ -457,12 +487,68 @@ def _normalise_plans(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "plans": {**rest, "plans": merged_tables}}
 
 
-def _describe(error: ValidationError) -> str:
+# Errors of a value of the wrong type: their message also says what was given.
+_TYPE_ERRORS = {
+    "bool_type",
+    "int_type",
+    "int_from_float",
+    "float_type",
+    "string_type",
+    "list_type",
+    "dict_type",
+    "model_type",
+    "literal_error",
+    "is_instance_of",
+}
+# A value under such a key is not repeated in a message (it goes to logs and terminals).
+_SECRET_WORDS = ("password", "secret", "key", "token")
+_KINDS = {str: "a string", bool: "true or false", int: "a number", float: "a number"}
+
+
+def _describe(error: ValidationError, environ: Mapping[str, str]) -> str:
+    """Name each refused setting, what it takes, and (for a wrong type) what it was given."""
     # The API's describer, so an operator reads the same plain words as an API client
     # (imported here: it needs the API's models, which need this module).
     from agentsvc.api.messages import describe_validation_error
 
-    return describe_validation_error(error, "", Settings).replace("plans.plans.", "plans.")
+    message = describe_validation_error(error, "", Settings).replace("plans.plans.", "plans.")
+    message = message.replace(", or null", "")  # TOML has no null (a plan leaves the key out)
+    parts = message.split("; ")
+    for item in error.errors(include_url=False):
+        if item["type"] not in _TYPE_ERRORS:
+            continue
+        loc = [str(p) for p in item["loc"]]
+        if loc[:2] == ["plans", "plans"]:  # [plans.free] is stored under plans.plans
+            loc = loc[1:]
+        for end in range(len(loc), 0, -1):  # the describer drops union tags at the end
+            name = ".".join(loc[:end])
+            index = next((i for i, p in enumerate(parts) if p.startswith(name + ": ")), None)
+            if index is not None:
+                parts[index] += _given(item["input"], name, environ)
+                break
+    return "; ".join(parts)
+
+
+def _given(value: Any, name: str, environ: Mapping[str, str]) -> str:
+    """`, got "yes"` (the value as TOML writes it), with the variable it came from."""
+    var = ENV_PREFIX + name.replace(".", "_").upper()
+    source = f" (from {var})" if var in environ else ""
+    if type(value) not in _KINDS:
+        return f", got {'a list' if isinstance(value, list) else 'a table'}{source}"
+    if any(word in name.rsplit(".", 1)[-1] for word in _SECRET_WORDS):
+        return f", got {_KINDS[type(value)]}{source}"
+    shown = json.dumps(value, ensure_ascii=False)
+    if len(shown) > 60:
+        shown = shown[:57] + "..."
+    hint = ""
+    if isinstance(value, str):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, int | float | bool) and not source:
+            hint = " (a string: write it without quotes)"
+    return f", got {shown}{hint}{source}"
 
 
 def log_level(environ: Mapping[str, str] | None = None) -> str:
@@ -492,7 +578,13 @@ def load_settings(
     try:
         settings = Settings.model_validate(_normalise_plans(data))
     except ValidationError as exc:
-        raise ConfigError(f"invalid configuration: {_describe(exc)}") from exc
+        raise ConfigError(f"invalid configuration: {_describe(exc, environ)}") from exc
+    # Absolute from here on: messages and the start-up line name the directory wherever
+    # they are read, and a command run elsewhere says where it looked.
+    data_dir = Path(os.path.abspath(settings.server.data_dir))
+    if data_dir != settings.server.data_dir:
+        server = settings.server.model_copy(update={"data_dir": data_dir})
+        settings = settings.model_copy(update={"server": server})
     if settings.plans.default not in settings.plans.plans:
         raise ConfigError(f"plans.default: unknown plan {settings.plans.default!r}")
     if settings.models.default != "builtin":

@@ -17,6 +17,9 @@ log = logging.getLogger(__name__)
 DIR_MODE = 0o700
 FILE_MODE = 0o600
 DB_SUFFIXES = ("", "-wal", "-shm", "-journal")
+# Directories already warned about: the database, the secret key and the server-url note
+# each make sure of the directory, and the warning is said once per process.
+_warned: set[Path] = set()
 
 
 def ensure_private_dir(path: Path) -> None:
@@ -25,7 +28,8 @@ def ensure_private_dir(path: Path) -> None:
         path.mkdir(parents=True, mode=DIR_MODE)
     except FileExistsError:
         mode = stat.S_IMODE(path.stat().st_mode)
-        if mode & 0o077:
+        if mode & 0o077 and path not in _warned:
+            _warned.add(path)
             # An existing directory may be shared on purpose (`data_dir = "."`): say so,
             # but do not change what the operator set up.
             log.warning(

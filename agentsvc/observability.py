@@ -1,4 +1,4 @@
-"""Request ids, structured access logs and Prometheus metrics."""
+"""The process's log, request ids, structured access logs and Prometheus metrics."""
 
 from __future__ import annotations
 
@@ -6,9 +6,11 @@ import itertools
 import logging
 import re
 import secrets
+import sys
 import time
 from bisect import bisect_left
 from collections.abc import Awaitable, Callable
+from typing import TextIO
 
 import orjson
 from aiohttp import web
@@ -27,6 +29,28 @@ _ID_PREFIX = secrets.token_hex(4)
 _id_counter = itertools.count(1)
 
 access_log = logging.getLogger("agentsvc.access")
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+class OwnLinesOnly(logging.Filter):
+    """Below WARNING, only agentsvc's own lines: a library's INFO lines (the scheduler's
+    every job run, the MCP SDK's every session, the HTTP client's every request) would
+    bury them. A library's warnings and errors still pass."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        name = record.name
+        return record.levelno >= logging.WARNING or name == "agentsvc" or name[:9] == "agentsvc."
+
+
+def configure_logging(level: str, stream: TextIO | None = None) -> None:
+    """Log to stderr at `level` (AGENTSVC_LOG_LEVEL); at DEBUG, libraries' lines too."""
+    logging.basicConfig(level=level, format=LOG_FORMAT, stream=stream or sys.stderr)
+    root = logging.getLogger()
+    if root.getEffectiveLevel() > logging.DEBUG:
+        for handler in root.handlers:
+            handler.addFilter(OwnLinesOnly())
+
+
 # The name of the catch-all route (404, 405, preflights): one label for every unknown path.
 UNMATCHED_ROUTE = "unmatched"
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import http.client
+import importlib.metadata
 import json
 import os
 import re
@@ -16,9 +18,12 @@ import urllib.request
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import aiohttp
 import pytest
 
 from agentsvc.cli import build_parser
+from tests import pg
+from tests.fakes.mcp_server import FakeMcpServer
 
 AGENTSVC = [sys.executable, "-m", "agentsvc"]
 
@@ -384,6 +389,7 @@ def test_bad_option_is_a_usage_error_naming_it(tmp_path, args, stdin, named):
 
 
 def test_failures_that_are_not_usage_errors_exit_1(tmp_path):
+    assert run(["migrate"], tmp_path).returncode == 0
     for args in (
         ["login-link", "--email", "nobody@example.com"],
         ["user", "set-password", "--email", "nobody@example.com", "--password-stdin"],
@@ -392,6 +398,7 @@ def test_failures_that_are_not_usage_errors_exit_1(tmp_path):
         result = run(args, tmp_path, "long enough")
         assert result.returncode == 1, result.stderr
         assert "nobody@example.com" in result.stderr and len(result.stderr.splitlines()) == 1
+        assert f" in {tmp_path / 'data'}" in result.stderr  # where it looked, absolute
 
 
 def _commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
@@ -414,6 +421,7 @@ def test_every_option_of_every_command_is_documented():
         "team set-plan",
         "backup",
         "migrate",
+        "copy-data",
     }
     for path, parser in commands.items():
         text = parser.format_help()
@@ -478,3 +486,209 @@ def test_set_password_asks_twice_on_a_terminal(tmp_path):
     assert "correct horse" not in err  # not echoed
     code, err = _on_a_terminal(args, tmp_path, ["short", "short"])
     assert code == 2 and "--password: must be a string of 8 to 1024 characters" in err
+
+
+# ── issue 29, item 10: the first hour ─────────────────────────────────────────────────
+
+
+def test_a_second_serve_on_the_same_data_directory_refuses_to_start(tmp_path):
+    first = Server(tmp_path)
+    port = str(urlsplit(first.url).port)
+    try:
+        for args in (["--port", port], ["--port", "0"]):  # the same command twice, or not
+            result = run(["serve", *args], tmp_path)
+            assert result.returncode == 1
+            assert result.stderr == (
+                f"agentsvc: another agentsvc (pid {first.proc.pid}) serves this data directory"
+                f" ({tmp_path / 'data'}); stop it first, or give this one another --data-dir\n"
+            )
+        # The first serves on, and its note is still the one `login-link` reads.
+        assert first.get("/healthz")[0] == 200
+        note = (tmp_path / "data" / "server-url").read_text()
+        assert note == f"{first.proc.pid} {first.url}\n"
+        assert Server(tmp_path, "--data-dir", "other").stop() == 0  # another instance
+    finally:
+        first.proc.kill()  # however it ends, the lock goes with the process
+        first.proc.communicate(timeout=30)
+    assert Server(tmp_path).stop() == 0
+
+
+@pg.postgres_only
+def test_with_postgresql_processes_may_share_a_data_directory(tmp_path):
+    """The documented cluster on one machine: the lock is SQLite's alone."""
+    env = {
+        "AGENTSVC_DATABASE_URL": pg.fresh_database_url(),
+        "AGENTSVC_SERVER_SECRET_KEY": "the same for every process",
+    }
+    first = Server(tmp_path, env=env)
+    try:
+        second = Server(tmp_path, env=env)
+        assert second.get("/healthz")[0] == 200
+        assert second.stop() == 0
+        assert first.get("/healthz")[0] == 200
+    finally:
+        assert first.stop() == 0
+
+
+def test_a_server_never_removes_a_server_url_it_did_not_write(tmp_path):
+    note = tmp_path / "data" / "server-url"
+    server = Server(tmp_path)
+    assert note.read_text() == f"{server.proc.pid} {server.url}\n"
+    assert server.stop() == 0
+    assert not note.exists()  # its own note goes with it
+    for other in ("4242 http://127.0.0.1:9\n", None):
+        server = Server(tmp_path)
+        # Another process (a PostgreSQL sibling sharing the directory) replaced the note,
+        # even with the very same text: it is not this server's to remove.
+        text = other or note.read_text()
+        replacement = tmp_path / "data" / "replacement"
+        replacement.write_text(text)
+        os.replace(replacement, note)
+        assert server.stop() == 0
+        assert note.read_text() == text
+
+
+def test_port_already_in_use_is_one_line(tmp_path):
+    open_dir = tmp_path / "open"  # an existing data directory others may list: still one line
+    open_dir.mkdir()
+    os.chmod(open_dir, 0o755)  # noqa: S103
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        for data_dir in ("data", "open"):
+            result = run(["serve", "--port", str(port), "--data-dir", data_dir], tmp_path)
+            assert result.returncode == 1
+            assert result.stderr == (
+                f"agentsvc: port {port} on 127.0.0.1 is in use (another program listens"
+                " there); choose another with --port\n"
+            )
+    assert not (tmp_path / "data").exists()  # nothing started, nothing created
+
+
+def test_lookups_never_create_a_database_and_name_the_absolute_data_directory(tmp_path):
+    home, elsewhere = tmp_path / "home", tmp_path / "elsewhere"
+    home.mkdir()
+    elsewhere.mkdir()
+    server = Server(home)
+    try:
+        # The start-up line names the data where the server runs, absolute.
+        assert f"data: {home / 'data' / 'agentsvc.db'})" in "".join(server.log)
+        assert run(["apikey", "create", "--email", "owner@example.com"], home).returncode == 0
+        for args in (
+            ["login-link", "--email", "owner@example.com"],
+            ["user", "set-password", "--email", "owner@example.com", "--password-stdin"],
+            ["team", "set-plan", "--email", "owner@example.com", "--plan", "free"],
+            ["backup", "copy.db"],
+            ["copy-data", "--to", "postgresql://127.0.0.1:1/none"],
+        ):
+            result = run(args, elsewhere, "long enough")
+            assert result.returncode == 1, result.stderr
+            assert result.stderr == (
+                f"agentsvc: no database in {elsewhere / 'data'} (start `agentsvc serve` on"
+                " this data directory first, or pass the server's --data-dir)\n"
+            )
+        assert list(elsewhere.iterdir()) == []
+        # Pointed at the server's data directory, relative to where it runs, it works.
+        result = run(
+            ["login-link", "--email", "owner@example.com", "--data-dir", "../home/data"],
+            elsewhere,
+        )
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.startswith(server.url + "/api/v1/auth/magic-link/verify?")
+    finally:
+        server.stop()
+
+
+def test_version_prints_the_installed_version(tmp_path):
+    result = run(["--version"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"agentsvc {importlib.metadata.version('agentsvc')}\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["login-link", "--emial", "a@example.com"],
+            "login-link: unknown option --emial (did you mean --email?)",
+        ),
+        (["serve", "--prot", "8081"], "serve: unknown option --prot (did you mean --port?)"),
+        (["--verison"], "unknown option --verison (did you mean --version?)"),
+        (["login-lnik"], "unknown command 'login-lnik' (did you mean login-link?)"),
+        (
+            ["user", "set-pasword", "--email", "a@example.com"],
+            "user: unknown command 'set-pasword' (did you mean set-password?)",
+        ),
+        (
+            [],
+            "a command is required: serve, apikey, user, login-link, team, backup, migrate,"
+            " copy-data (see --help)",
+        ),
+        (["migrate", "now"], "migrate: unexpected argument 'now' (see --help)"),
+        (["backup", "a.db", "--fast"], "backup: unknown option --fast (see --help)"),
+        # An option's value that looks like an option is not named as one (nor repeated).
+        (
+            ["user", "create", "--email", "a@example.com", "--password", "-secret"],
+            "user create: argument --password: expected one argument (see --help)",
+        ),
+    ],
+)
+def test_cli_usage_errors_have_one_prefix_and_suggest_the_close_option(tmp_path, args, message):
+    assert one_line_usage_error(run(args, tmp_path)) == message
+
+
+def test_top_level_help_lists_every_command():
+    parser = build_parser()
+    text = parser.format_help()
+    for path in dict(_commands(parser)):
+        assert all(word in text for word in path), path
+    assert "--version" in text
+
+
+def _count_lines(log: str, text: str) -> int:
+    return sum(text in line for line in log.splitlines())
+
+
+async def test_logs_only_our_own_lines_at_info(tmp_path):
+    """A chat calling an MCP tool, an MCP client asking the agent, scheduler ticks: every
+    INFO line is agentsvc's own, and the open data directory is warned about once."""
+    (tmp_path / "data").mkdir()
+    os.chmod(tmp_path / "data", 0o755)  # noqa: S103 (the warning under test)
+    config = tmp_path / "agentsvc.toml"
+    config.write_text("[outbound]\nallow_private = true\n[auth]\ninvitation_sweep_seconds = 0.2\n")
+    fake = await FakeMcpServer().start()
+    server = Server(tmp_path, "--config", str(config))
+    try:
+        key = run(["apikey", "create", "--email", "owner@example.com"], tmp_path).stdout.strip()
+        auth = {"Authorization": f"Bearer {key}"}
+        async with aiohttp.ClientSession(server.url, headers=auth) as http:
+            async with http.post("/api/v1/agents", json={"name": "Shop"}) as resp:
+                agent = (await resp.json())["data"]["id"]
+            body = {"agentId": agent, "name": "shop", "description": "The shop"}
+            body.update(executionType="mcp", mcpUrl=fake.url)
+            async with http.post("/api/v1/tools", json=body) as resp:
+                assert resp.status == 201, await resp.text()
+            question = '/tool shop__get_order {"id": "7"}'
+            chat = {"agentId": agent, "messages": [{"role": "user", "content": question}]}
+            async with http.post("/api/v1/chat", json=chat) as resp:
+                assert "Order 7" in await resp.text()
+            ask = {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tools/call",
+                "params": {"name": "ask", "arguments": {"question": "Hello?"}},
+            }
+            mcp_headers = {"Accept": "application/json, text/event-stream"}
+            async with http.post(f"/api/v1/mcp/{agent}", json=ask, headers=mcp_headers) as resp:
+                assert resp.status == 200, await resp.text()
+        await asyncio.sleep(1)  # the invitation sweep runs five times
+    finally:
+        server.stop()
+        await fake.close()
+    log = "".join(server.log)
+    info = [line for line in log.splitlines() if " INFO " in line]
+    assert info, log
+    assert all(re.match(r"^\S+ \S+ INFO agentsvc(\.\S+)?: ", line) for line in info), log
+    assert _count_lines(log, "has mode 755: other users may list it") == 1, log
+    assert _count_lines(log, "agentsvc listening on") == 1

@@ -26,7 +26,7 @@ def test_defaults_need_no_configuration():
     settings = load_settings(None, environ={})
     assert settings.server.host == "127.0.0.1"
     assert settings.server.port == 8080
-    assert settings.db_path == Path("data/agentsvc.db")
+    assert settings.db_path == Path.cwd() / "data" / "agentsvc.db"  # made absolute
     assert settings.models.default == "builtin"
     assert settings.webhooks.retry_schedule_seconds == [0, 60, 300, 1800, 7200]
     assert settings.plans.default == "pro"
@@ -139,6 +139,113 @@ def test_bad_configuration_names_the_key(tmp_path, toml, environ, named):
     # Written for people: the API's plain words, no validation library's.
     for internal in ("Input should", "pydantic", "type=", "Value error", "unable to parse"):
         assert internal not in str(excinfo.value)
+
+
+@pytest.mark.parametrize(
+    ("toml", "environ", "message"),
+    [
+        (
+            '[outbound]\nallow_private = "yes"\n',
+            {},
+            'outbound.allow_private: must be true or false, got "yes"',
+        ),
+        (
+            '[chat]\nidle_timeout_seconds = "90"\n',
+            {},
+            'chat.idle_timeout_seconds: must be a number greater than 0, got "90" (a string:'
+            " write it without quotes)",
+        ),
+        ('[server]\nport = "8080"\n', {}, "server.port: must be a whole number from 0 to 65535"),
+        ("[server]\nport = 8080.5\n", {}, "server.port: must be a whole number"),
+        ("[smtp]\nstarttls = 1\n", {}, "smtp.starttls: must be true or false, got 1"),
+        ("[smtp]\nhost = 25\n", {}, "smtp.host: must be a string, got 25"),
+        (
+            '[plans.free]\nrequests_per_minute = "5"\n',
+            {},
+            'plans.free.requests_per_minute: must be a whole number greater than 0, got "5"',
+        ),
+        (
+            "[providers.x]\nkind = 'openai'\nbase_url = 'http://a'\nmax_retries = '2'\n",
+            {},
+            'providers.x.max_retries: must be a whole number from 0 to 10, got "2"',
+        ),
+        (
+            '[webhooks]\nretry_schedule_seconds = "0, 60"\n',
+            {},
+            'webhooks.retry_schedule_seconds: must be a list of numbers, got "0, 60"',
+        ),
+        (
+            "",
+            {"AGENTSVC_OUTBOUND_ALLOW_PRIVATE": "yes"},
+            'outbound.allow_private: must be true or false, got "yes"'
+            " (from AGENTSVC_OUTBOUND_ALLOW_PRIVATE)",
+        ),
+        (
+            "",
+            {"AGENTSVC_CHAT_IDLE_TIMEOUT_SECONDS": "ninety"},
+            'chat.idle_timeout_seconds: must be a number greater than 0, got "ninety"',
+        ),
+        # A secret's value is not repeated where the message goes (a log, a terminal).
+        ("[smtp]\npassword = 12345678\n", {}, "smtp.password: must be a string, got a number"),
+    ],
+)
+def test_config_values_of_the_wrong_type_are_refused_as_api_bodies_are(
+    tmp_path, toml, environ, message
+):
+    path = tmp_path / "c.toml"
+    path.write_text(toml)
+    with pytest.raises(ConfigError) as excinfo:
+        load_settings(path, environ=environ)
+    assert message in str(excinfo.value)
+    assert "12345678" not in str(excinfo.value)
+
+
+def test_environment_values_are_json_except_for_text_settings():
+    settings = load_settings(
+        None,
+        environ={
+            "AGENTSVC_SERVER_PORT": "9000",  # a number, as JSON
+            "AGENTSVC_OUTBOUND_ALLOW_PRIVATE": "true",
+            "AGENTSVC_CHAT_IDLE_TIMEOUT_SECONDS": "1.5",
+            "AGENTSVC_WEBHOOKS_RETRY_SCHEDULE_SECONDS": "[0, 2]",
+            # Text settings take the value as it is, whatever JSON would make of it.
+            "AGENTSVC_SMTP_PASSWORD": "12345678",
+            "AGENTSVC_SERVER_SECRET_KEY": "true",
+            "AGENTSVC_SERVER_DATA_DIR": "123",
+            "AGENTSVC_KNOWLEDGE_VECTOR_SEARCH": "auto",
+        },
+    )
+    assert settings.server.port == 9000
+    assert settings.outbound.allow_private is True
+    assert settings.chat.idle_timeout_seconds == 1.5
+    assert settings.webhooks.retry_schedule_seconds == [0, 2]
+    assert settings.smtp.password == "12345678"
+    assert settings.server.secret_key == "true"
+    assert settings.server.data_dir == Path.cwd() / "123"
+
+
+def _sections(model: type[BaseModel]):
+    yield model
+    for field in model.model_fields.values():
+        for sub in (field.annotation, *getattr(field.annotation, "__args__", ())):
+            if isinstance(sub, type) and issubclass(sub, BaseModel):
+                yield from _sections(sub)
+
+
+def test_every_setting_is_strict():
+    """Strictness is the sections' base model's: a setting added anywhere is strict too."""
+    sections = set(_sections(Settings))
+    assert len(sections) > 20
+    for section in sections:
+        assert section.model_config.get("strict") is True, section.__name__
+
+
+def test_data_dir_is_made_absolute(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for given in ("data", "./data", "sub/../data"):
+        settings = load_settings(None, environ={"AGENTSVC_SERVER_DATA_DIR": given})
+        assert settings.server.data_dir == tmp_path / "data"
+        assert settings.db_path == tmp_path / "data" / "agentsvc.db"
 
 
 def test_nested_tables_from_the_environment():

@@ -93,7 +93,7 @@ async def test_copy_data_refuses_what_it_cannot_do(tmp_path):
     bad = cli(tmp_path / "data", "copy-data", "--to", "mysql://x/y")
     assert bad.returncode == 2 and "--to: must be a postgresql:// URL" in bad.stderr
     missing = cli(tmp_path / "nothing", "copy-data", "--to", pg.fresh_database_url())
-    assert missing.returncode == 1 and "no database at" in missing.stderr
+    assert missing.returncode == 1 and f"no database in {tmp_path / 'nothing'}" in missing.stderr
     unreachable = cli(tmp_path / "nothing", "copy-data", "--to", "postgresql://x@127.0.0.1:1/y")
     assert unreachable.returncode == 1
 
