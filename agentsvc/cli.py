@@ -176,7 +176,10 @@ async def _with_db(settings: Settings, fn: Callable[[Database], Awaitable[Any]])
 
 
 def cmd_serve(args: argparse.Namespace) -> None:
+    from agentsvc.process_limits import raise_open_file_limit
+
     settings = _settings(args)
+    raise_open_file_limit()  # every connection and stream is a descriptor
     if settings.server.cpu_affinity and hasattr(os, "sched_setaffinity"):
         # Keeps the loop and aiosqlite's threads on one core (see PERFORMANCE.md).
         os.sched_setaffinity(0, settings.server.cpu_affinity)
