@@ -36,6 +36,7 @@ from agentsvc.config import (
 from agentsvc.db import Database, database_for
 from agentsvc.errors import ValidationFailed
 from agentsvc.passwords import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH
+from agentsvc.process_limits import OpenFileLimit, raise_open_file_limit
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +54,7 @@ def _settings(args: argparse.Namespace) -> Settings:
     return load_settings(args.config, overrides={"server": server} if server else None)
 
 
-async def _serve(settings: Settings) -> None:
+async def _serve(settings: Settings, open_files: OpenFileLimit | None = None) -> None:
     from agentsvc.api.server import make_runner
     from agentsvc.app import create_app
 
@@ -79,6 +80,8 @@ async def _serve(settings: Settings) -> None:
     host, port = site._server.sockets[0].getsockname()[:2]  # noqa: SLF001
     _tune_collector()
     _log_addresses(settings, host, port)
+    if open_files is not None:
+        open_files.log()
     try:
         running = record_running(settings.server.data_dir, settings.server.public_url)
     except OSError as exc:  # only `login-link` needs it, and it falls back to the settings
@@ -176,14 +179,12 @@ async def _with_db(settings: Settings, fn: Callable[[Database], Awaitable[Any]])
 
 
 def cmd_serve(args: argparse.Namespace) -> None:
-    from agentsvc.process_limits import raise_open_file_limit
-
     settings = _settings(args)
-    raise_open_file_limit()  # every connection and stream is a descriptor
+    open_files = raise_open_file_limit()  # every connection and stream is a descriptor
     if settings.server.cpu_affinity and hasattr(os, "sched_setaffinity"):
         # Keeps the loop and aiosqlite's threads on one core (see PERFORMANCE.md).
         os.sched_setaffinity(0, settings.server.cpu_affinity)
-    _run(lambda: _serve(settings), fast_loop=True)
+    _run(lambda: _serve(settings, open_files), fast_loop=True)
 
 
 def cmd_apikey_create(args: argparse.Namespace) -> None:
