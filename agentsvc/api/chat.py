@@ -23,7 +23,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from agentsvc import keys
 from agentsvc.api.errors import RateLimited
-from agentsvc.api.limits import take_token, team_stream_slots
+from agentsvc.api.limits import STREAM_END_MARGIN_SECONDS, take_token, team_stream_slots
 from agentsvc.api.models import RequestModel
 from agentsvc.api.pipeline import finish_response
 from agentsvc.api.routing import Call, RouteTable
@@ -223,8 +223,9 @@ async def post_chat(call: Call):
     # spending a message of the rate limit), then the per-minute limit.
     limiter = call.app[keys.limiter_key]
     slot = f"chat-streams:{_client_ip(call)}"
-    cap = call.app[keys.settings_key].chat.max_public_streams_per_ip
-    if not await limiter.hold(slot, cap):
+    settings = call.app[keys.settings_key].chat
+    cap = settings.max_public_streams_per_ip
+    if not await limiter.hold(slot, cap, settings.max_stream_seconds + STREAM_END_MARGIN_SECONDS):
         raise RateLimited(
             f"At most {cap} open chat streams per address",
             headers={"Retry-After": str(STREAM_SLOT_RETRY_AFTER_SECONDS)},

@@ -19,7 +19,7 @@ from agentsvc.api.conversations import (
     message_json,
 )
 from agentsvc.api.errors import RateLimited
-from agentsvc.api.limits import take_token, team_stream_slots
+from agentsvc.api.limits import STREAM_END_MARGIN_SECONDS, take_token, team_stream_slots
 from agentsvc.api.models import QueryModel, RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, envelope_response, json_response, parse_json
 from agentsvc.errors import ValidationFailed
@@ -384,8 +384,9 @@ async def get_conversation_events(call: Call):
             return await event_streams.serve(call, following, _render_for(True), [snapshot])
     limiter = app[keys.limiter_key]
     slot = f"event-streams:{_ip(call)}"
-    cap = app[keys.settings_key].handoff.max_public_streams_per_ip
-    if not await limiter.hold(slot, cap):
+    handoff = app[keys.settings_key].handoff
+    cap = handoff.max_public_streams_per_ip
+    if not await limiter.hold(slot, cap, handoff.max_stream_seconds + STREAM_END_MARGIN_SECONDS):
         raise RateLimited(
             f"At most {cap} open event streams per address",
             headers={"Retry-After": str(STREAM_SLOT_RETRY_AFTER_SECONDS)},

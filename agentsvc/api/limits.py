@@ -16,6 +16,9 @@ from agentsvc.services.team.access import Principal
 
 # A stream slot frees up when a reply ends or a dashboard tab closes: try again soon.
 STREAM_SLOT_RETRY_AFTER_SECONDS = 2
+# A stream ends this long after its maximum lifetime at the latest (its last write's timeout,
+# the shutdown grace): how long a shared slot count must outlive the stream's own limit.
+STREAM_END_MARGIN_SECONDS = 60
 
 
 async def take_token(
@@ -48,21 +51,26 @@ async def team_stream_slots(request: web.Request, principal: Principal) -> Async
     process, or shared by every process through Redis.
     """
     limiter = request.app[keys.limiter_key]
-    settings = request.app[keys.settings_key].ratelimit
+    settings = request.app[keys.settings_key]
+    longest = max(settings.chat.max_stream_seconds, settings.handoff.max_stream_seconds)
+    lifetime = longest + STREAM_END_MARGIN_SECONDS
     retry = {"Retry-After": str(STREAM_SLOT_RETRY_AFTER_SECONDS)}
     team_slot = f"streams-team:{principal.team_id}"
     if principal.key_id is not None:
         key_slot, whose = f"streams-key:{principal.key_id}", "API key"
     else:
         key_slot, whose = f"streams-member:{principal.user_id}", "signed-in member"
-    team_cap, key_cap = settings.max_streams_per_team, settings.max_streams_per_key
-    if not await limiter.hold(key_slot, key_cap):
+    team_cap, key_cap = (
+        settings.ratelimit.max_streams_per_team,
+        settings.ratelimit.max_streams_per_key,
+    )
+    if not await limiter.hold(key_slot, key_cap, lifetime):
         raise RateLimited(
             f"At most {key_cap} open streams per {whose}; close one or try again shortly",
             headers=retry,
         )
     try:
-        if not await limiter.hold(team_slot, team_cap):
+        if not await limiter.hold(team_slot, team_cap, lifetime):
             raise RateLimited(
                 f"At most {team_cap} open streams per team; close one or try again shortly",
                 headers=retry,
