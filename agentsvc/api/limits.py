@@ -59,7 +59,8 @@ async def team_stream_slots(request: web.Request, principal: Principal) -> Async
     if principal.key_id is not None:
         key_slot, whose = f"streams-key:{principal.key_id}", "API key"
     else:
-        key_slot, whose = f"streams-member:{principal.user_id}", "signed-in member"
+        key_slot = f"streams-member:{principal.team_id}:{principal.user_id}"
+        whose = "signed-in member"
     team_cap, key_cap = (
         settings.ratelimit.max_streams_per_team,
         settings.ratelimit.max_streams_per_key,
