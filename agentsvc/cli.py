@@ -31,6 +31,7 @@ from agentsvc.config import (
 from agentsvc.db import Database, database_for
 from agentsvc.errors import ValidationFailed
 from agentsvc.passwords import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH
+from agentsvc.process_limits import OpenFileLimit, raise_open_file_limit
 from agentsvc.running import (
     DirectoryInUse,
     forget_running,
@@ -55,7 +56,9 @@ def _settings(args: argparse.Namespace) -> Settings:
     return load_settings(args.config, overrides={"server": server} if server else None)
 
 
-async def _serve(settings: Settings, sockets: list[socket.socket]) -> None:
+async def _serve(
+    settings: Settings, sockets: list[socket.socket], open_files: OpenFileLimit | None = None
+) -> None:
     from agentsvc.api.server import make_runner
     from agentsvc.app import create_app
 
@@ -78,6 +81,8 @@ async def _serve(settings: Settings, sockets: list[socket.socket]) -> None:
         log.warning("cannot note the public URL in the data directory: %s", exc)
         running = None
     _log_addresses(settings, host, port)
+    if open_files is not None:
+        open_files.log()
     await stop.wait()
     log.info("agentsvc stopping")
     if running is not None:
@@ -230,7 +235,8 @@ def cmd_serve(args: argparse.Namespace) -> None:
         if settings.server.cpu_affinity and hasattr(os, "sched_setaffinity"):
             # Keeps the loop and aiosqlite's threads on one core (see PERFORMANCE.md).
             os.sched_setaffinity(0, settings.server.cpu_affinity)
-        _run(lambda: _serve(settings, sockets), fast_loop=True)
+        open_files = raise_open_file_limit()  # every connection and stream is a descriptor
+        _run(lambda: _serve(settings, sockets, open_files), fast_loop=True)
     finally:
         if lock is not None:
             os.close(lock)

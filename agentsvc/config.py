@@ -273,11 +273,15 @@ class PlanSettings(_Section):
 
 
 class RateLimitSettings(_Section):
-    """`[ratelimit]`: the per-minute limits of the public endpoints (teams: `[plans]`)."""
+    """`[ratelimit]`: the per-minute limits of the public endpoints (teams: `[plans]`), and
+    the caps on streams a team holds open."""
 
     trigger_events_per_minute: int = Field(100, gt=0)
     public_chat_per_minute: int = Field(30, gt=0)
     form_submits_per_minute: int = Field(100, gt=0)
+    # Concurrent authenticated streams (chat with a key or session, member event streams).
+    max_streams_per_team: int = Field(200, gt=0)
+    max_streams_per_key: int = Field(100, gt=0)
     # Empty: limits in each process's memory. redis://host:6379/0 (rediss:// for TLS):
     # every limit shared by the processes through Redis.
     redis_url: str = ""

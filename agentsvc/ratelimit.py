@@ -114,8 +114,12 @@ class Limiter(Protocol):
 
     async def retry_after(self, key: str, per_minute: int) -> int: ...
 
-    async def hold(self, key: str, cap: int) -> bool:
-        """Take one of `cap` concurrent slots of `key`; False when all are held."""
+    async def hold(self, key: str, cap: int, lifetime: float | None = None) -> bool:
+        """Take one of `cap` concurrent slots of `key`; False when all are held.
+
+        `lifetime`: the longest the slot may be held (seconds), for limits shared between
+        processes, which free the slots of a process killed while holding them after that.
+        """
         ...
 
     async def release(self, key: str) -> None:
@@ -138,7 +142,7 @@ class LocalLimiter:
     async def retry_after(self, key: str, per_minute: int) -> int:
         return self.buckets.retry_after(key, per_minute)
 
-    async def hold(self, key: str, cap: int) -> bool:
+    async def hold(self, key: str, cap: int, lifetime: float | None = None) -> bool:
         return self.hold_now(key, cap)
 
     def hold_now(self, key: str, cap: int) -> bool:

@@ -3,8 +3,10 @@
 The buckets run the algorithm of `ratelimit.TokenBuckets` inside Redis, as Lua scripts
 (atomic; the clock is Redis's own `TIME`, so processes whose clocks differ agree): a key
 holds the time its bucket is full again, and expires then. Concurrent holds are a counter
-per key with a cap; every hold pushes the key's expiry to HOLD_TTL_SECONDS, so slots of a
-process killed while holding them are freed at the latest that long after its last hold.
+per key with a cap; every hold pushes the key's expiry to at least the hold's lifetime
+(HOLD_TTL_SECONDS unless the caller names a longer one: an event stream lives an hour), so
+slots of a process killed while holding them are freed at the latest that long after its
+last hold, and a slot still held never outlives its counter.
 
 When Redis does not answer (refused, timed out, down), the request is limited by this
 process's own buckets instead, never refused with a 500 nor let through unlimited; a
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 import time
 
 import redis.asyncio as aioredis
@@ -52,12 +55,15 @@ redis.call('SET', KEYS[1], string.format('%.6f', full_at),
 return {1, tostring(ahead + interval)}
 """
 
-# KEYS[1]: the counter; ARGV[1]: cap; ARGV[2]: expiry in ms. 1 when a slot was taken.
+# KEYS[1]: the counter; ARGV[1]: cap; ARGV[2]: expiry in ms, never shortened (a shorter
+# hold must not expire a longer one's count). 1 when a slot was taken.
 _HOLD = """
 local held = tonumber(redis.call('GET', KEYS[1]) or '0')
 if held >= tonumber(ARGV[1]) then return 0 end
 redis.call('INCR', KEYS[1])
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
+if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then
+    redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
 return 1
 """
 
@@ -127,12 +133,11 @@ class RedisLimiter:
             return await self.local.retry_after(key, per_minute)
         return wait_of(ahead)
 
-    async def hold(self, key: str, cap: int) -> bool:
+    async def hold(self, key: str, cap: int, lifetime: float | None = None) -> bool:
+        expiry_ms = math.ceil(max(HOLD_TTL_SECONDS, lifetime or 0) * 1000)
         if self._available():
             try:
-                taken = await self._hold_script(
-                    keys=[redis_key(key)], args=[cap, HOLD_TTL_SECONDS * 1000]
-                )
+                taken = await self._hold_script(keys=[redis_key(key)], args=[cap, expiry_ms])
                 return bool(taken)
             except (RedisError, OSError) as exc:
                 self._failed(exc)

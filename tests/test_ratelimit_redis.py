@@ -152,6 +152,22 @@ async def test_concurrent_stream_slots_are_shared_and_expire(redis_server):
         await two.close()
 
 
+async def test_a_long_lived_stream_slot_outlives_its_stream_in_redis(redis_server):
+    """An inbox stream lives up to an hour: its team's shared count must not expire first
+    (then the cap would count from zero again), and a chat's shorter hold never shortens it."""
+    limiter = RedisLimiter(redis_server.url)
+    client = redis.Redis(port=redis_server.port)
+    try:
+        assert await limiter.hold("streams-team:team_1", 200, 3660)
+        assert await limiter.hold("streams-team:team_1", 200)  # a chat: 15 minutes would do
+        assert 3_600_000 < client.pttl(PREFIX + "streams-team:team_1") <= 3_660_000
+        assert await limiter.hold("chat-streams:203.0.113.9", 10)
+        assert 0 < client.pttl(PREFIX + "chat-streams:203.0.113.9") <= 900_000
+    finally:
+        client.close()
+        await limiter.close()
+
+
 async def test_a_hostile_long_key_is_stored_hashed(redis_server):
     limiter = RedisLimiter(redis_server.url)
     try:

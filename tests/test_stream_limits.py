@@ -1,21 +1,29 @@
-"""Stream limits of POST /chat: idle timeout, maximum lifetime, the per-IP cap of public
-streams, and abrupt client disconnects that leave no stream, slot, task or descriptor."""
+"""Stream limits: POST /chat's idle timeout and maximum lifetime, the per-IP cap of public
+streams, the per-key and per-team caps of authenticated streams (chat and event streams),
+and abrupt client disconnects that leave no stream, slot, task or descriptor."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 import re
+import resource
+import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
+import aiohttp
+
 from agentsvc import keys
-from tests.chat_helpers import Stream, get_conversation, new_agent, user
-from tests.conftest import assert_error, bearer, new_api_key
+from tests.chat_helpers import Stream, chat, get_conversation, new_agent, user
+from tests.conftest import assert_error, bearer, create_user, new_api_key, session, sign_in
+from tests.live_helpers import open_events
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 from bench_disconnects import chat_body, drop_mid_stream  # noqa: E402
+from benchlib import api_key, free_port, wait_http  # noqa: E402
 
 LONG_PROMPT = "Bikes " + "bikes are great and bikes are fast. " * 40
 
@@ -211,3 +219,179 @@ async def test_abrupt_disconnects_leave_nothing_behind(make_client):
         )
     )
     assert held == [200] * concurrency
+
+
+async def test_authenticated_streams_are_bounded_per_key_and_per_team(make_client):
+    """Issue 29 item 3: streams opened with a key or a member's session hold a slot of the
+    key (a member's sessions together) and of the team; past either, 429 with Retry-After."""
+    client = await make_client(ratelimit={"max_streams_per_key": 2, "max_streams_per_team": 4})
+    await create_user(client, "owner@example.com")
+    key1, key2 = bearer(await new_api_key(client)), bearer(await new_api_key(client))
+    first_session, second_session = [
+        session(await sign_in(client, "owner@example.com")) for _ in range(2)
+    ]
+    other = bearer(await new_api_key(client, "other@example.com"))
+    agent, theirs = await new_agent(client, key1), await new_agent(client, other)
+    body = {"agentId": agent["id"], "messages": user("hello")}
+    conv_id = (await chat(client, body, key1)).start["conversationId"]
+    inbox = "/api/v1/inbox/events"
+
+    held = [await open_events(client, inbox, headers=key1) for _ in range(2)]
+    resp = await client.get(inbox, headers=key1)
+    await assert_error(resp, 429, "RATE_LIMITED", "At most 2 open streams per API key")
+    assert resp.headers["Retry-After"] == "2"
+    # Two sign-in sessions of one member are one key; the team has 4 open streams now.
+    held += [await open_events(client, inbox, headers=h) for h in (first_session, second_session)]
+    resp = await client.get(f"/api/v1/conversations/{conv_id}/events", headers=first_session)
+    await assert_error(resp, 429, "RATE_LIMITED", "At most 2 open streams per signed-in member")
+    # Another key of the team: the team's cap, for event streams and chat alike.
+    resp = await client.get(f"/api/v1/conversations/{conv_id}/events", headers=key2)
+    await assert_error(resp, 429, "RATE_LIMITED", "At most 4 open streams per team")
+    resp = await client.post("/api/v1/chat", json=body, headers=key2)
+    await assert_error(resp, 429, "RATE_LIMITED", "At most 4 open streams per team")
+    assert int(resp.headers["Retry-After"]) >= 1
+    # Another team streams as usual, and public visitors are not counted against the team.
+    other_inbox = await open_events(client, inbox, headers=other)
+    stream = await chat(client, {"agentId": theirs["id"], "messages": user("hi")}, other)
+    assert stream.names[-1] == "message_stop"
+    assert (await chat(client, body)).names[-1] == "message_stop"
+    other_inbox.resp.close()
+
+    # A stream that ends gives its slots back (once the server sees the client gone).
+    held.pop().resp.close()
+    for _ in range(100):
+        resp = await client.post("/api/v1/chat", json=body, headers=key2)
+        if resp.status == 200:
+            break
+        await assert_error(resp, 429, "RATE_LIMITED")
+        await asyncio.sleep(0.05)
+    assert Stream(await resp.read()).names[-1] == "message_stop"
+    # Refused and finished streams hold nothing: exactly the freed slot is free again.
+    held.append(await open_events(client, inbox, headers=key2))
+    resp = await client.get(inbox, headers=key2)
+    await assert_error(resp, 429, "RATE_LIMITED", "per team")
+    for reader in held:
+        reader.resp.close()
+
+
+def _open_files_limit(soft: int, hard: int):
+    """A preexec_fn giving the child process `ulimit -Sn soft -Hn hard`."""
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+    return limit
+
+
+async def _try_streams(base: str, keys_: list[str], attempts: int, in_flight: int):
+    """Open `attempts` inbox streams with the keys in turn, `in_flight` at a time; keep the
+    ones that open. Return (the session to close, its open streams, a Counter of (status,
+    error) and the Retry-After values seen)."""
+    gate = asyncio.Semaphore(in_flight)
+    held: list[aiohttp.ClientResponse] = []
+    outcomes: Counter = Counter()
+    retry_afters: set[str | None] = set()
+    http = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=attempts + 100))
+
+    async def attempt(n: int) -> None:
+        headers = {"Authorization": f"Bearer {keys_[n % len(keys_)]}"}
+        async with gate:
+            resp = await http.get(f"{base}/api/v1/inbox/events", headers=headers)
+            if resp.status == 200:
+                while b"retry:" not in await resp.content.readany():
+                    pass
+                held.append(resp)
+                outcomes[200, ""] += 1
+                return
+            error = (await resp.json())["error"]
+            outcomes[resp.status, f"{error['code']}: {error['message']}"] += 1
+            retry_afters.add(resp.headers.get("Retry-After"))
+
+    try:
+        async with asyncio.timeout(60):
+            await asyncio.gather(*(attempt(n) for n in range(attempts)))
+    except BaseException:
+        await http.close()
+        raise
+    return http, held, outcomes, retry_afters
+
+
+async def test_one_team_trying_1000_streams_under_ulimit_1024_leaves_others_working(tmp_path):
+    """Issue 29 item 3, on a real `agentsvc serve` whose open-file limit is 1,024: one team
+    tries 1,000 inbox streams with three keys, the default caps hold it to 200, and /healthz
+    and another team's chat keep working. The server raised its soft limit and said so."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:  # this process holds a few hundred streams too
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    port = free_port()
+    config = tmp_path / "agentsvc.toml"
+    config.write_text(
+        f'[server]\ndata_dir = "{tmp_path / "data"}"\nport = {port}\n'
+        "[plans.pro]\nrequests_per_minute = 1000000\n"  # the stream caps are under test
+    )
+    env = {**os.environ, "AGENTSVC_CONFIG": str(config), "AGENTSVC_LOG_LEVEL": "INFO"}
+    log_path = tmp_path / "server.log"
+    key_a = api_key(config, "a@example.com")  # creates the database first
+    with log_path.open("wb") as log_file:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "agentsvc", "serve"],
+            env=env,
+            stderr=log_file,
+            preexec_fn=_open_files_limit(512, 1024),  # noqa: PLW1509 - no threads run then
+        )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        key_b, _ = await asyncio.gather(
+            asyncio.to_thread(api_key, config, "b@example.com"),
+            asyncio.to_thread(wait_http, f"{base}/healthz"),
+        )
+        limits = Path(f"/proc/{server.pid}/limits").read_text()
+        assert re.search(r"Max open files\s+1024\s+1024", limits), limits
+        assert "open files: soft limit 512 raised to the hard limit 1024" in log_path.read_text()
+
+        async with aiohttp.ClientSession(base_url=base) as http:
+            auth_a = {"Authorization": f"Bearer {key_a}"}
+            more = []
+            for name in ("second", "third"):
+                async with http.post("/api/v1/api-keys", json={"name": name}, headers=auth_a) as r:
+                    assert r.status == 201, await r.text()
+                    more.append((await r.json())["data"]["key"])
+            auth_b = {"Authorization": f"Bearer {key_b}"}
+            async with http.post("/api/v1/agents", json={"name": "B"}, headers=auth_b) as r:
+                agent_b = (await r.json())["data"]["id"]
+
+        started = time.monotonic()
+        # The first key tries two streams in three: it meets its own cap, the others the team's.
+        attackers = [key_a] * 4 + more
+        attack, held, outcomes, retry_afters = await _try_streams(base, attackers, 1000, 100)
+        try:
+            assert outcomes[200, ""] == 200, outcomes
+            assert sum(n for (status, _), n in outcomes.items() if status == 429) == 800, outcomes
+            assert {m for s, m in outcomes if s == 429} == {
+                "RATE_LIMITED: At most 100 open streams per API key; close one or try again"
+                " shortly",
+                "RATE_LIMITED: At most 200 open streams per team; close one or try again shortly",
+            }
+            assert retry_afters == {"2"}
+            # With the team's 200 streams open: /healthz, and another team's chat and inbox.
+            async with aiohttp.ClientSession(base_url=base) as http:
+                async with http.get("/healthz") as r:
+                    assert r.status == 200 and (await r.json())["status"] == "ok"
+                body = {"agentId": agent_b, "messages": user("hello")}
+                async with http.post("/api/v1/chat", json=body, headers=auth_b) as r:
+                    assert r.status == 200
+                    assert Stream(await r.read()).names[-1] == "message_stop"
+                async with http.get("/api/v1/inbox/events", headers=auth_b) as r:
+                    assert r.status == 200
+            assert time.monotonic() - started < 20
+        finally:
+            for resp in held:
+                resp.close()
+            await attack.close()
+    finally:
+        server.terminate()
+        try:
+            server.wait(15)
+        except subprocess.TimeoutExpired:  # a server brought down does not stop cleanly
+            server.kill()
+            server.wait(15)

@@ -5,7 +5,8 @@ its own framing, neither needed here): events are written as `event:` and `data:
 text deltas are grouped into one write per `[chat] flush_interval_ms`, keep-alive comments
 flow while tools run, and open streams are registered on the app so shutdown ends them
 with an `error` event instead of cutting them. A watchdog ends a stream that stays idle or
-lives too long, and public callers may hold only a few streams per IP at once.
+lives too long; public callers may hold only a few streams per IP at once, callers with a
+key or session a bounded number per key and per team.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from agentsvc import keys
 from agentsvc.api.errors import RateLimited
-from agentsvc.api.limits import take_token
+from agentsvc.api.limits import STREAM_END_MARGIN_SECONDS, take_token, team_stream_slots
 from agentsvc.api.models import RequestModel
 from agentsvc.api.pipeline import finish_response
 from agentsvc.api.routing import Call, RouteTable
@@ -214,13 +215,16 @@ async def _check_public_rate(call: Call) -> None:
 async def post_chat(call: Call):
     """Send a message to an agent and stream the reply as Server-Sent Events."""
     if call.principal is not None:
-        return await _stream_chat(call)
+        # A key's or a member's streams are capped per key and per team instead.
+        async with team_stream_slots(call.request, call.principal):
+            return await _stream_chat(call)
     # Public callers: a slot among the IP's concurrent streams first (refused without
     # spending a message of the rate limit), then the per-minute limit.
     limiter = call.app[keys.limiter_key]
     slot = f"chat-streams:{_client_ip(call)}"
-    cap = call.app[keys.settings_key].chat.max_public_streams_per_ip
-    if not await limiter.hold(slot, cap):
+    settings = call.app[keys.settings_key].chat
+    cap = settings.max_public_streams_per_ip
+    if not await limiter.hold(slot, cap, settings.max_stream_seconds + STREAM_END_MARGIN_SECONDS):
         raise RateLimited(
             f"At most {cap} open chat streams per address",
             headers={"Retry-After": str(STREAM_SLOT_RETRY_AFTER_SECONDS)},

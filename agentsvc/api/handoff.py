@@ -19,7 +19,7 @@ from agentsvc.api.conversations import (
     message_json,
 )
 from agentsvc.api.errors import RateLimited
-from agentsvc.api.limits import take_token
+from agentsvc.api.limits import STREAM_END_MARGIN_SECONDS, take_token, team_stream_slots
 from agentsvc.api.models import QueryModel, RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, envelope_response, json_response, parse_json
 from agentsvc.errors import ValidationFailed
@@ -379,12 +379,14 @@ async def get_conversation_events(call: Call):
         },
     )
     if call.principal is not None:
-        following = await live.follow_conversation(conv.id, after)
-        return await event_streams.serve(call, following, _render_for(True), [snapshot])
+        async with team_stream_slots(call.request, call.principal):
+            following = await live.follow_conversation(conv.id, after)
+            return await event_streams.serve(call, following, _render_for(True), [snapshot])
     limiter = app[keys.limiter_key]
     slot = f"event-streams:{_ip(call)}"
-    cap = app[keys.settings_key].handoff.max_public_streams_per_ip
-    if not await limiter.hold(slot, cap):
+    handoff = app[keys.settings_key].handoff
+    cap = handoff.max_public_streams_per_ip
+    if not await limiter.hold(slot, cap, handoff.max_stream_seconds + STREAM_END_MARGIN_SECONDS):
         raise RateLimited(
             f"At most {cap} open event streams per address",
             headers={"Retry-After": str(STREAM_SLOT_RETRY_AFTER_SECONDS)},
@@ -411,7 +413,7 @@ async def get_conversation_events(call: Call):
     "/inbox/events",
     query=InboxQuery,
     stream=True,
-    errors=(400,),
+    errors=(400, 429),
     extra={
         "description": "Server-Sent Events: `conversation` {type, kind: status|message,"
         " conversationId, agentId, status, assignee | message} for every status change and"
@@ -422,5 +424,6 @@ async def get_conversation_events(call: Call):
 async def get_inbox_events(call: Call):
     """Follow the team's inbox live: status changes and visitors' messages."""
     after = event_streams.last_event_id(call, call.query.last_event_id)
-    following = await call.app[keys.live_events_key].follow_inbox(call.team_id, after)
-    return await event_streams.serve(call, following, _render_inbox, [])
+    async with team_stream_slots(call.request, call.principal):
+        following = await call.app[keys.live_events_key].follow_inbox(call.team_id, after)
+        return await event_streams.serve(call, following, _render_inbox, [])

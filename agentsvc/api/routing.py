@@ -187,13 +187,41 @@ def _parse_query(model: type[BaseModel], request: web.Request) -> BaseModel:
 
 
 def parse_json(raw: bytes | bytearray) -> Any:
-    """Parse a JSON request body or raise VALIDATION_ERROR."""
+    """Parse a JSON request body or raise VALIDATION_ERROR.
+
+    A text holding the NUL character (U+0000) is refused: PostgreSQL cannot store one (it
+    was a 500 there), no text needs one, and a spreadsheet skips it to run what follows.
+    """
     try:
-        return orjson.loads(raw)
+        data = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         if not raw.strip():
             raise ValidationFailed("body: a JSON object is required") from None
         raise ValidationFailed(f"body: malformed JSON ({exc.args[0]})") from exc
+    # JSON can only carry a NUL escaped: bodies without the escape are not walked.
+    if b"\\u0000" in raw and (where := _nul_at(data)) is not None:
+        field = ".".join(where) or "body"
+        raise ValidationFailed(f"{field}: must not contain the NUL character (U+0000)")
+    return data
+
+
+def _nul_at(data: Any) -> tuple[str, ...] | None:
+    """The path of the first text (value or key) holding a NUL character, or None (walked
+    with a stack: a body may nest as deep as the JSON parser allows)."""
+    stack: list[tuple[Any, tuple[str, ...]]] = [(data, ())]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, str):
+            if "\x00" in value:
+                return path
+        elif isinstance(value, dict):
+            for key in value:
+                if "\x00" in key:
+                    return path
+            stack.extend((item, (*path, key)) for key, item in reversed(value.items()))
+        elif isinstance(value, list):
+            stack.extend((item, (*path, str(i))) for i, item in reversed(list(enumerate(value))))
+    return None
 
 
 def validate_model(model: type[BaseModel], data: Any, prefix: str = "") -> BaseModel:
