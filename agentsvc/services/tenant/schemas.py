@@ -20,6 +20,7 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
+import attrs
 import orjson
 import referencing
 import referencing.exceptions
@@ -256,6 +257,24 @@ TenantValidator = extend(
         for name, keyword in {**Draft202012Validator.VALIDATORS, **_OVERRIDES}.items()
     },
 )
+_EVOLVED_FIELDS = [(f.name, f.alias) for f in attrs.fields(TenantValidator) if f.init]
+
+
+def _evolve(self, **changes):
+    """jsonschema's `evolve`, but always a TenantValidator.
+
+    jsonschema picks the class of a subschema by its `$schema`: a subschema naming any
+    draft (every part of the metaschema does) would be validated by jsonschema's own
+    class, with Python's backtracking `re` and no step counting.
+    """
+    changes.setdefault("schema", self.schema)
+    for name, init_name in _EVOLVED_FIELDS:
+        if init_name not in changes:
+            changes[init_name] = getattr(self, name)
+    return TenantValidator(**changes)
+
+
+TenantValidator.evolve = _evolve
 # The metaschema's `format: regex` (on `pattern` and `patternProperties`) checked with RE2.
 _SAVE_FORMATS = FormatChecker(formats=())
 _SAVE_FORMATS.checks("regex", raises=PatternError)(tenant_patterns.compile_pattern)
@@ -296,8 +315,24 @@ def _check_references(field: str, schema: Any) -> None:
                 stack.append((value, [*path, key]))
 
 
-def check_schema(schema: Any, field: str = "inputSchema") -> None:
-    """Refuse a schema that is invalid, too deep or large, not local, or with a bad pattern."""
+class WorkBudget:
+    """Steps of checking that several schemas share (the tools of one MCP listing)."""
+
+    def __init__(self, steps: int):
+        self.left = steps
+
+
+TOO_COMPLEX = "is too large or complex to check; use fewer subschemas (properties, anyOf, items...)"
+
+
+def check_schema(schema: Any, field: str = "inputSchema", shared: WorkBudget | None = None) -> None:
+    """Refuse a schema that is invalid, too deep or large, not local, or with a bad pattern.
+
+    Checking it against the metaschema takes at most the steps of one input validation
+    (MAX_VALIDATION_STEPS; fewer when `shared` has fewer left, and those used are taken
+    from it): past them the schema is refused as too complex. CPU-bound: call it off the
+    event loop, and never inside a write transaction.
+    """
     if not isinstance(schema, dict):
         raise ValidationFailed(f"{field}: must be a JSON Schema object")
     if json_depth(schema, MAX_SCHEMA_DEPTH) > MAX_SCHEMA_DEPTH:
@@ -305,9 +340,22 @@ def check_schema(schema: Any, field: str = "inputSchema") -> None:
     if len(orjson.dumps(schema)) > MAX_SCHEMA_BYTES:
         raise ValidationFailed(f"{field}: must be at most {MAX_SCHEMA_BYTES // 1024} KB of JSON")
     _check_references(field, schema)
+    allowed = MAX_VALIDATION_STEPS if shared is None else min(MAX_VALIDATION_STEPS, shared.left)
+    steps = [allowed]
+    token = _steps_left.set(steps)
     try:
-        TenantValidator.check_schema(schema, format_checker=_SAVE_FORMATS)
-    except SchemaError as exc:
+        checker = TenantValidator(
+            TenantValidator.META_SCHEMA, format_checker=_SAVE_FORMATS, registry=_NO_REMOTE
+        )
+        error = next(checker.iter_errors(schema), None)
+    except TooComplex:
+        raise ValidationFailed(f"{field}: {TOO_COMPLEX}") from None
+    finally:
+        _steps_left.reset(token)
+        if shared is not None:
+            shared.left -= allowed - max(steps[0], 0)
+    if error is not None:
+        exc = SchemaError.create_from(error)
         path = list(exc.absolute_path)
         if exc.validator == "format" and exc.validator_value == "regex":
             problem = tenant_patterns.pattern_problem(exc.instance) or "is not a valid pattern"
