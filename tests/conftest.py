@@ -12,6 +12,7 @@ from aiohttp.test_utils import TestClient
 from agentsvc import keys
 from agentsvc.app import create_app
 from agentsvc.config import Settings, load_settings
+from agentsvc.db import holds
 from agentsvc.services.team import accounts
 from tests import pg
 
@@ -33,6 +34,34 @@ def make_settings(tmp_path: Path, **sections: dict[str, Any]) -> Settings:
     for name, values in sections.items():
         overrides[name] = {**overrides.get(name, {}), **values}
     return load_settings(None, environ={}, overrides=overrides)
+
+
+# A write transaction holds only SQL (issue 29): one holding the writer longer fails its test.
+WRITE_HOLD_LIMIT_SECONDS = 0.100
+
+
+@pytest.fixture(autouse=True)
+def _write_transactions_hold_only_sql():
+    """Fail the test if any write transaction held the writer over 100 ms, naming where it
+    was opened (agentsvc/db/holds.py times every one, on both backends).
+
+    Start-up migrations are not write transactions of the interface (they run before the
+    app serves, on the writer connection directly) and are not timed."""
+    held: list[tuple[float, str]] = []
+    stop = holds.watch(
+        WRITE_HOLD_LIMIT_SECONDS, lambda seconds, where: held.append((seconds, where))
+    )
+    yield
+    stop()
+    if held:
+        lines = "\n".join(
+            f"  {seconds * 1000:.0f} ms, opened at {where}" for seconds, where in held
+        )
+        pytest.fail(
+            f"a write transaction held the writer over {WRITE_HOLD_LIMIT_SECONDS * 1000:.0f} ms"
+            f" (run only SQL inside db.write()):\n{lines}",
+            pytrace=False,
+        )
 
 
 @pytest.fixture(autouse=True)
