@@ -111,9 +111,7 @@ async def test_write_transaction_holds_only_sql_a_schema_within_the_budget_is_ac
     # 200 properties of three keywords each: far from the budget.
     properties = {f"p{i}": {"type": "string", "maxLength": 50} for i in range(200)}
     schema = {"type": "object", "properties": properties, "anyOf": [{}] * 100}
-    resp = await client.put(
-        f"/api/v1/tools/{tool_id}", json={"inputSchema": schema}, headers=auth
-    )
+    resp = await client.put(f"/api/v1/tools/{tool_id}", json={"inputSchema": schema}, headers=auth)
     assert resp.status == 200, await resp.text()
     assert (await resp.json())["inputSchema"] == schema
 
