@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp.abc import AbstractResolver
 
+from agentsvc import cpu
 from agentsvc.outbound import OutboundError, check_headers, check_url
 
 if TYPE_CHECKING:
@@ -143,11 +144,11 @@ class McpClient:
     async def list_tools(self, url: str, headers: Mapping[str, str]) -> list[ListedTool]:
         """Every tool the server lists (all pages); McpFailure when that cannot be done.
 
-        The exchange runs on an event loop of its own in a worker thread: the SDK validates
-        the listing and walks every schema in it as it arrives, CPU-bound work that takes
-        seconds for a listing of large schemas (up to the byte budget) and would stall
-        every other request on the app's loop."""
-        return await asyncio.to_thread(asyncio.run, self._list_tools(url, headers))
+        The exchange runs on an event loop of its own in a low-priority worker thread
+        (agentsvc/cpu.py): the SDK validates the listing and walks every schema in it as
+        it arrives, CPU-bound work that takes seconds for a listing of large schemas (up
+        to the byte budget) and would stall every other request on the app's loop."""
+        return await cpu.run(asyncio.run, self._list_tools(url, headers))
 
     async def _list_tools(self, url: str, headers: Mapping[str, str]) -> list[ListedTool]:
         listed: list[ListedTool] = []

@@ -310,12 +310,14 @@ async def test_write_transaction_holds_only_sql_chat_stays_fast_while_two_teams_
         assert "message_stop" in stream.names
         return time.perf_counter() - started
 
+    for _ in range(3):  # warm up (the first turns load what they need)
+        await one_chat()
     alone = [await one_chat() for _ in range(20)]
-    done = asyncio.Event()
+    stop = asyncio.Event()
 
-    async def loop_updates(auth, tool_id, rounds=4) -> list[int]:
-        statuses = []
-        for _ in range(rounds):
+    async def loop_updates(auth, tool_id) -> list[int]:
+        statuses: list[int] = []
+        while not stop.is_set() and len(statuses) < 20:
             resp = await client.put(
                 f"/api/v1/tools/{tool_id}", json={"inputSchema": HOSTILE_SCHEMA}, headers=auth
             )
@@ -323,12 +325,14 @@ async def test_write_transaction_holds_only_sql_chat_stays_fast_while_two_teams_
         return statuses
 
     attackers = asyncio.gather(*(loop_updates(auth, tool_id) for auth, tool_id in hostile))
-    attackers.add_done_callback(lambda _: done.set())
+    await asyncio.sleep(0.2)  # both updates are being checked
     attacked = []
-    while not done.is_set():
+    for _ in range(60):
         attacked.append(await one_chat())
-    assert await attackers == [[400] * 4, [400] * 4]
-    assert len(attacked) >= 10
+        await asyncio.sleep(0.01)
+    stop.set()
+    statuses = await attackers
+    assert all(s and set(s) == {400} for s in statuses), statuses
     p99_alone, p99 = percentile(alone, 99), percentile(attacked, 99)
     print(f"chat p99 alone {p99_alone * 1000:.1f} ms, with the loops {p99 * 1000:.1f} ms")
     # The benchmark (scripts/bench_write_hold.py, separate processes) shows < 50 ms; here

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import logging
 import time
+from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from types import CodeType, FrameType
@@ -33,13 +35,34 @@ Watcher = Callable[[float, str], None]
 # (limit in seconds, callback) of every `watch` in force: every database of the process.
 _watchers: list[tuple[float, Watcher]] = []
 _strictest = [float("inf")]  # the lowest of their limits
+# While watched: the latest garbage collections, (began, ended) by time.perf_counter.
+_collections: deque[tuple[float, float]] = deque(maxlen=256)
+_collecting = [0.0]
+
+
+def _on_collection(phase: str, info: dict) -> None:
+    if phase == "start":
+        _collecting[0] = time.perf_counter()
+    else:
+        _collections.append((_collecting[0], time.perf_counter()))
+
+
+def _collected_within(started: float, ended: float) -> float:
+    """Seconds of garbage collection between two times (as far as recorded)."""
+    return sum(max(0.0, min(e, ended) - max(b, started)) for b, e in _collections)
 
 
 def watch(limit_seconds: float, callback: Watcher) -> Callable[[], None]:
     """Call `callback(held_seconds, where_opened)` for every write transaction of any
     database of this process that holds the writer longer than `limit_seconds`; return
-    the function that stops it (the test suite's guard)."""
+    the function that stops it (the test suite's guard).
+
+    Time spent collecting garbage meanwhile is not counted: a collection pauses every
+    thread of the process, whatever it was doing, and the test process's heap (pytest and
+    every module of the suite) is far larger than a service's."""
     entry = (limit_seconds, callback)
+    if not _watchers:
+        gc.callbacks.append(_on_collection)
     _watchers.append(entry)
     _strictest[0] = min(limit for limit, _ in _watchers)
     return functools.partial(_unwatch, entry)
@@ -49,6 +72,9 @@ def _unwatch(entry: tuple[float, Watcher]) -> None:
     if entry in _watchers:
         _watchers.remove(entry)
     _strictest[0] = min((limit for limit, _ in _watchers), default=float("inf"))
+    if not _watchers and _on_collection in gc.callbacks:
+        gc.callbacks.remove(_on_collection)
+        _collections.clear()
 
 
 class WriteClock:
@@ -63,12 +89,13 @@ class WriteClock:
         """The transaction that began at `started` (time.perf_counter) ended: report it
         when slow. `opener` is the frame that opened it (with its `f_lasti` then), or the
         function of a batched unit. Returns the seconds it held the writer."""
-        held = time.perf_counter() - started
+        ended = time.perf_counter()
+        held = ended - started
         if held > self.slow or held > _strictest[0]:
-            self._report(held, where_opened(opener, lasti))
+            self._report(held, started, ended, where_opened(opener, lasti))
         return held
 
-    def _report(self, held: float, where: str) -> None:
+    def _report(self, held: float, started: float, ended: float, where: str) -> None:
         if held > self.slow:
             log.warning(
                 "a write transaction held the writer for %d ms (opened at %s; over "
@@ -77,9 +104,12 @@ class WriteClock:
                 where,
                 self.slow * 1000,
             )
+        if not _watchers:
+            return
+        own = held - _collected_within(started, ended)
         for limit, callback in list(_watchers):
-            if held > limit:
-                callback(held, where)
+            if own > limit:
+                callback(own, where)
 
 
 class Slowest:

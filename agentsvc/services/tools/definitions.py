@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import secrets
 from dataclasses import dataclass, replace
 from typing import Any
 
+from agentsvc import cpu
 from agentsvc.db import ConstraintViolation, Database, Tx
 from agentsvc.errors import Conflict, DuplicateName, NotFound, ToolLimitReached, ValidationFailed
 from agentsvc.ids import new_id, now_iso
@@ -153,8 +153,9 @@ async def tool_limits(
 async def _checked(
     tool: dict[str, Any], given: dict[str, Any], *, allow_private: bool
 ) -> dict[str, Any]:
-    """_check in a worker thread: a 64 KB inputSchema takes ~0.1 s against the metaschema."""
-    return await asyncio.to_thread(_check, tool, given, allow_private=allow_private)
+    """_check in a low-priority worker thread (agentsvc/cpu.py): an inputSchema is checked
+    against the metaschema within the work budget of one tool input (up to ~0.5 s)."""
+    return await cpu.run(_check, tool, given, allow_private=allow_private)
 
 
 def _limit_error(plan_id: str, limit: int, others: int, adding: int, mcp: bool) -> ToolLimitReached:
@@ -495,7 +496,7 @@ async def preview_server(
     if prefix is not None:
         tool_rules.check_name(prefix)
     listed = await mcp_service.list_server(db, box, mcp, team_id, url, headers)
-    return await asyncio.to_thread(mcp_service.preview, listed, prefix)
+    return await cpu.run(mcp_service.preview, listed, prefix)
 
 
 async def delete_tool(db: Database, team_id: str, tool_id: str, actor: Actor | None = None) -> None:

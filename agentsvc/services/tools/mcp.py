@@ -8,7 +8,6 @@ listing; a call goes to the server with the team's secrets filled into the heade
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import re
 from collections import Counter
@@ -18,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from agentsvc import cpu
 from agentsvc.db import Database
 from agentsvc.errors import ValidationFailed
 from agentsvc.mcp_client import CallOutcome, ListedTool, McpClient, McpFailure
@@ -155,9 +155,10 @@ def expose(listed: list[ListedTool], selection: list[str] | None, prefix: str) -
 async def checked_functions(
     listed: list[ListedTool], selection: list[str] | None, prefix: str, *, strict: bool
 ) -> list[dict]:
-    """`expose` in a worker thread (schemas are checked against the metaschema, within the
-    listing's work budget); with `strict`, a selected name the server does not list is
-    refused (a typo on create). Call it before a write transaction, never inside one."""
+    """`expose` in a low-priority worker thread (schemas are checked against the
+    metaschema, within the listing's work budget); with `strict`, a selected name the
+    server does not list is refused (a typo on create). Call it before a write
+    transaction, never inside one."""
     if strict and selection is not None:
         known = {t.name for t in listed}
         missing = [n for n in selection if n not in known]
@@ -166,7 +167,7 @@ async def checked_functions(
                 f"mcpTools: the server lists no tool named {missing[0][:100]!r}"
                 f" (it lists {len(known)} tools)"
             )
-    return await asyncio.to_thread(expose, listed, selection, prefix)
+    return await cpu.run(expose, listed, selection, prefix)
 
 
 async def _filled_headers(
