@@ -31,7 +31,7 @@ _PACKAGE_DIR = str(Path(__file__).resolve().parent)
 _SKIPPED = (_PACKAGE_DIR, contextlib.__file__)
 _ROOT = str(Path(__file__).resolve().parent.parent.parent) + "/"
 
-Watcher = Callable[[float, str], None]
+Watcher = Callable[[float, float, str], None]
 # (limit in seconds, callback) of every `watch` in force: every database of the process.
 _watchers: list[tuple[float, Watcher]] = []
 _strictest = [float("inf")]  # the lowest of their limits
@@ -53,8 +53,9 @@ def _collected_within(started: float, ended: float) -> float:
 
 
 def watch(limit_seconds: float, callback: Watcher) -> Callable[[], None]:
-    """Call `callback(held_seconds, where_opened)` for every write transaction of any
-    database of this process that holds the writer longer than `limit_seconds`; return
+    """Call `callback(held_seconds, cpu_seconds, where_opened)` for every write
+    transaction of any database of this process that holds the writer longer than
+    `limit_seconds` (`cpu_seconds`: the CPU time the whole process used meanwhile); return
     the function that stops it (the test suite's guard).
 
     Time spent collecting garbage meanwhile is not counted: a collection pauses every
@@ -85,17 +86,22 @@ class WriteClock:
     def __init__(self, slow_ms: float):
         self.slow = slow_ms / 1000 if slow_ms > 0 else float("inf")
 
-    def stopped(self, started: float, opener: Any, lasti: int = -1) -> float:
-        """The transaction that began at `started` (time.perf_counter) ended: report it
-        when slow. `opener` is the frame that opened it (with its `f_lasti` then), or the
-        function of a batched unit. Returns the seconds it held the writer."""
+    @staticmethod
+    def start() -> tuple[float, float]:
+        """Now, for `stopped`: time.perf_counter, and the process's CPU time when watched."""
+        return time.perf_counter(), time.process_time() if _watchers else 0.0
+
+    def stopped(self, start: tuple[float, float], opener: Any, lasti: int = -1) -> float:
+        """The transaction begun at `start` (see `start`) ended: report it when slow.
+        `opener` is the frame that opened it (with its `f_lasti` then), or the function
+        of a batched unit. Returns the seconds it held the writer."""
         ended = time.perf_counter()
-        held = ended - started
+        held = ended - start[0]
         if held > self.slow or held > _strictest[0]:
-            self._report(held, started, ended, where_opened(opener, lasti))
+            self._report(held, start, ended, where_opened(opener, lasti))
         return held
 
-    def _report(self, held: float, started: float, ended: float, where: str) -> None:
+    def _report(self, held: float, start: tuple[float, float], ended: float, where: str) -> None:
         if held > self.slow:
             log.warning(
                 "a write transaction held the writer for %d ms (opened at %s; over "
@@ -104,12 +110,14 @@ class WriteClock:
                 where,
                 self.slow * 1000,
             )
-        if not _watchers:
+        if not _watchers or not start[1]:
             return
-        own = held - _collected_within(started, ended)
+        collecting = _collected_within(start[0], ended)
+        own = held - collecting
+        cpu = time.process_time() - start[1] - collecting
         for limit, callback in list(_watchers):
             if own > limit:
-                callback(own, where)
+                callback(own, cpu, where)
 
 
 class Slowest:

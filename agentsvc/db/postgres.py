@@ -536,7 +536,7 @@ class PostgresDatabase:
         """A transaction on a pooled connection, timed from BEGIN to the end of COMMIT."""
         assert self._pool is not None, "database is not open"
         async with self._pool.acquire() as conn:
-            started = time.perf_counter()
+            started = self.clock.start()
             try:
                 async with conn.transaction():
                     yield conn

@@ -341,7 +341,7 @@ class SqliteDatabase:
         opener = sys._getframe(2)  # the `async with`: named only if the transaction is slow
         lasti = opener.f_lasti
         async with self._write_lock:
-            started = time.perf_counter()
+            started = self.clock.start()
             conn = self._writer
             try:
                 await conn.execute("BEGIN IMMEDIATE")
@@ -392,7 +392,7 @@ class SqliteDatabase:
         Timed as one transaction; a slow one names its slowest unit."""
         assert self._loop_writer is not None, "database is not open"
         async with self._write_lock:
-            started = time.perf_counter()
+            started = self.clock.start()
             slowest = Slowest(units[0])
             try:
                 return await self._write_units(units, slowest)
