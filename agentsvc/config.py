@@ -114,6 +114,9 @@ class DatabaseSettings(_Section):
     url: str = ""
     pool_size: int = Field(10, ge=1, le=500)  # PostgreSQL connections per process
     statement_timeout_seconds: float = Field(30, gt=0)  # PostgreSQL cancels longer ones
+    # A write transaction holding the writer longer logs a warning with where it was
+    # opened (0: never).
+    slow_write_ms: int = Field(200, ge=0)
 
     @field_validator("url")
     @classmethod

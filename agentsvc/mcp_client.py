@@ -13,6 +13,7 @@ an error instead of filling memory or holding a task.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp.abc import AbstractResolver
 
+from agentsvc import cpu
 from agentsvc.outbound import OutboundError, check_headers, check_url
 
 if TYPE_CHECKING:
@@ -186,7 +188,15 @@ class McpClient:
         return McpFailure("the exchange with the MCP server failed unexpectedly", "failed")
 
     async def list_tools(self, url: str, headers: Mapping[str, str]) -> list[ListedTool]:
-        """Every tool the server lists (all pages); McpFailure when that cannot be done."""
+        """Every tool the server lists (all pages); McpFailure when that cannot be done.
+
+        The exchange runs on an event loop of its own in a low-priority worker thread
+        (agentsvc/cpu.py): the SDK validates the listing and walks every schema in it as
+        it arrives, CPU-bound work that takes seconds for a listing of large schemas (up
+        to the byte budget) and would stall every other request on the app's loop."""
+        return await cpu.run(asyncio.run, self._list_tools(url, headers))
+
+    async def _list_tools(self, url: str, headers: Mapping[str, str]) -> list[ListedTool]:
         listed: list[ListedTool] = []
         async with self._connected(url, headers) as client:
             cursor: str | None = None

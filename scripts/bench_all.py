@@ -42,6 +42,7 @@ BENCHMARKS = [
     ("bench_chat.py", [], ["--streams", "500", "--ramp-seconds", "3"]),
     ("bench_forms.py", ["--seconds", "4"], ["--seconds", "2", "--backlog", "300"]),
     ("bench_knowledge.py", [], ["--queries", "500"]),
+    ("bench_write_hold.py", [], ["--chats", "100"]),
     ("bench_handoff.py", [], ["--visitors", "300", "--members", "20", "--replies", "100"]),
     ("bench_widget.py", [], ["--runs", "3"]),
     ("bench_export.py", [], ["--messages", "20000", "--runs", "1", "--samples", "10"]),

@@ -12,6 +12,7 @@ from aiohttp.test_utils import TestClient
 from agentsvc import keys
 from agentsvc.app import create_app
 from agentsvc.config import Settings, load_settings
+from agentsvc.db import holds
 from agentsvc.services.team import accounts
 from tests import pg
 
@@ -33,6 +34,38 @@ def make_settings(tmp_path: Path, **sections: dict[str, Any]) -> Settings:
     for name, values in sections.items():
         overrides[name] = {**overrides.get(name, {}), **values}
     return load_settings(None, environ={}, overrides=overrides)
+
+
+# A write transaction holds only SQL (issue 29): one holding the writer longer, while the
+# process worked at least half that time, fails its test.
+WRITE_HOLD_LIMIT_SECONDS = 0.100
+
+
+@pytest.fixture(autouse=True)
+def _write_transactions_hold_only_sql():
+    """Fail the test if a write transaction held the writer over 100 ms, naming where it
+    was opened (agentsvc/db/holds.py times every one, on both backends).
+
+    Only while the process was working: a hold during which it used under 50 ms of CPU
+    was a busy machine not running it (the suite shares its cores with whatever else
+    runs), not work done inside the transaction. Start-up migrations are not write
+    transactions of the interface (they run before the app serves, on the writer
+    connection directly) and are not timed."""
+    held: list[tuple[float, float, str]] = []
+    stop = holds.watch(WRITE_HOLD_LIMIT_SECONDS, lambda *found: held.append(found))
+    yield
+    stop()
+    worked = [(s, cpu, where) for s, cpu, where in held if cpu >= WRITE_HOLD_LIMIT_SECONDS / 2]
+    if worked:
+        lines = "\n".join(
+            f"  {seconds * 1000:.0f} ms ({cpu * 1000:.0f} ms of CPU), opened at {where}"
+            for seconds, cpu, where in worked
+        )
+        pytest.fail(
+            f"a write transaction held the writer over {WRITE_HOLD_LIMIT_SECONDS * 1000:.0f} ms"
+            f" (run only SQL inside db.write()):\n{lines}",
+            pytrace=False,
+        )
 
 
 @pytest.fixture(autouse=True)

@@ -129,7 +129,7 @@ async def test_batched_writes_wait_for_a_transaction_in_progress(db):
         async with db.write() as tx:
             started.set()
             await tx.execute("INSERT INTO t (n) VALUES (1)")
-            await asyncio.sleep(0.2)
+            await asyncio.sleep(0.05)  # held, yet under the suite's 100 ms limit
             order.append("write")
 
     async def batched() -> None:
@@ -146,7 +146,8 @@ async def test_batched_writes_wait_while_another_process_holds_the_lock(db):
     other = sqlite3.connect(db.path, isolation_level=None, check_same_thread=False)
     other.execute("BEGIN IMMEDIATE")
     other.execute("INSERT INTO t (n) VALUES (1)")
-    release = threading.Timer(0.5, lambda: other.execute("COMMIT"))
+    # Waiting for it holds our writer too: released well under the suite's 100 ms limit.
+    release = threading.Timer(0.04, lambda: other.execute("COMMIT"))
     release.start()
     try:
         assert await db.write_batched(insert(2)) == 2

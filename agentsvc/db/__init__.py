@@ -74,7 +74,11 @@ class Database(Protocol):
         ...
 
     def write(self) -> AbstractAsyncContextManager[Tx]:
-        """One transaction: committed at the end of the block, rolled back if it raises."""
+        """One transaction: committed at the end of the block, rolled back if it raises.
+
+        It holds the writer (other writes wait) for as long as the block runs: run only SQL
+        in it. Longer than `[database] slow_write_ms` logs a warning naming the block
+        (see holds.py); the test suite fails a test whose block holds it over 100 ms."""
         ...
 
     async def write_batched(self, fn: Callable[[Tx], Awaitable[T]]) -> T:
@@ -124,7 +128,12 @@ def database_for(settings: Settings) -> Database:
             settings.database.url,
             pool_size=settings.database.pool_size,
             statement_timeout_seconds=settings.database.statement_timeout_seconds,
+            slow_write_ms=settings.database.slow_write_ms,
         )
     from agentsvc.db.sqlite import SqliteDatabase
 
-    return SqliteDatabase(settings.db_path, readers=settings.database.readers)
+    return SqliteDatabase(
+        settings.db_path,
+        readers=settings.database.readers,
+        slow_write_ms=settings.database.slow_write_ms,
+    )

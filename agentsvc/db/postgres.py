@@ -18,6 +18,8 @@ import functools
 import logging
 import os
 import re
+import sys
+import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
@@ -28,6 +30,7 @@ import asyncpg
 
 from agentsvc.db import RESYNC, ConstraintViolation, Params, Row, Tx
 from agentsvc.db.batcher import Failed, WriteBatcher
+from agentsvc.db.holds import Slowest, WriteClock
 from agentsvc.db.schema import schema_version
 
 log = logging.getLogger(__name__)
@@ -492,8 +495,16 @@ class PostgresDatabase:
 
     shared = True  # several processes may use it at once
 
-    def __init__(self, url: str, *, pool_size: int = 10, statement_timeout_seconds: float = 30.0):
+    def __init__(
+        self,
+        url: str,
+        *,
+        pool_size: int = 10,
+        statement_timeout_seconds: float = 30.0,
+        slow_write_ms: float = 200,
+    ):
         self.url = url
+        self.clock = WriteClock(slow_write_ms)
         self.pool_size = pool_size
         self.statement_timeout_ms = int(statement_timeout_seconds * 1000)
         self._pool: asyncpg.Pool | None = None
@@ -535,26 +546,39 @@ class PostgresDatabase:
 
     @asynccontextmanager
     async def write(self) -> AsyncIterator[Tx]:
-        """One transaction (READ COMMITTED) on a connection of its own."""
-        assert self._pool is not None, "database is not open"
-        async with self._pool.acquire() as conn, conn.transaction():
+        """One transaction (READ COMMITTED) on a connection of its own, timed (holds.py)."""
+        opener = sys._getframe(2)  # the `async with`: named only if the transaction is slow
+        async with self._transaction(opener, opener.f_lasti) as conn:
             yield PgTx(conn)
+
+    @asynccontextmanager
+    async def _transaction(self, opener: Any, lasti: int = -1) -> AsyncIterator[Any]:
+        """A transaction on a pooled connection, timed from BEGIN to the end of COMMIT."""
+        assert self._pool is not None, "database is not open"
+        async with self._pool.acquire() as conn:
+            started = self.clock.start()
+            try:
+                async with conn.transaction():
+                    yield conn
+            finally:
+                self.clock.stopped(started, opener, lasti)
 
     async def write_batched(self, fn: Callable[[Tx], Awaitable[T]]) -> T:
         return await self._batcher.submit(fn)
 
     async def _write_batch(self, units: list[Callable[[Tx], Awaitable[Any]]]) -> list[Any]:
-        assert self._pool is not None, "database is not open"
         if len(units) == 1:  # alone in its transaction: no savepoint (a round trip) needed
             try:
-                async with self.write() as tx:
-                    return [await units[0](tx)]
+                async with self._transaction(units[0]) as conn:
+                    return [await units[0](PgTx(conn))]
             except Exception as exc:
                 return [Failed(exc)]
         results: list[Any] = []
-        async with self._pool.acquire() as conn, conn.transaction():
+        slowest = Slowest(units[0])
+        async with self._transaction(slowest) as conn:
             tx = PgTx(conn)
             for unit in units:
+                began = time.perf_counter()
                 savepoint = conn.transaction()
                 await savepoint.start()
                 try:
@@ -564,6 +588,7 @@ class PostgresDatabase:
                     results.append(Failed(exc))
                 else:
                     await savepoint.commit()
+                slowest.saw(unit, time.perf_counter() - began)
         return results
 
     @asynccontextmanager

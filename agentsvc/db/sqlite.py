@@ -18,6 +18,7 @@ import asyncio
 import functools
 import logging
 import sqlite3
+import sys
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
@@ -29,7 +30,8 @@ import aiosqlite
 
 from agentsvc.datadir import ensure_private_db_files
 from agentsvc.db import ConstraintViolation, Params, Row, Tx
-from agentsvc.db.batcher import Failed, WriteBatcher
+from agentsvc.db.batcher import Failed, Unit, WriteBatcher
+from agentsvc.db.holds import Slowest, WriteClock
 from agentsvc.db.schema import schema_sql, schema_version
 from agentsvc.migrations import MIGRATIONS
 
@@ -256,8 +258,9 @@ class SqliteDatabase:
 
     shared = False  # one serving process (CLI commands may write beside it)
 
-    def __init__(self, path: Path, *, readers: int = 3):
+    def __init__(self, path: Path, *, readers: int = 3, slow_write_ms: float = 200):
         self.path = path
+        self.clock = WriteClock(slow_write_ms)
         self.reader_count = readers
         self._writer: aiosqlite.Connection | None = None
         self._readers: list[aiosqlite.Connection] = []
@@ -333,20 +336,26 @@ class SqliteDatabase:
 
     @asynccontextmanager
     async def write(self) -> AsyncIterator[Tx]:
-        """One `BEGIN IMMEDIATE` transaction on the single writer."""
+        """One `BEGIN IMMEDIATE` transaction on the single writer, timed (see holds.py)."""
         assert self._writer is not None, "database is not open"
+        opener = sys._getframe(2)  # the `async with`: named only if the transaction is slow
+        lasti = opener.f_lasti
         async with self._write_lock:
+            started = self.clock.start()
             conn = self._writer
-            await conn.execute("BEGIN IMMEDIATE")
             try:
-                yield ThreadTx(conn)
-            except BaseException:
-                # Shielded: a cancelled request must still end its transaction.
-                await asyncio.shield(conn.execute("ROLLBACK"))
-                raise
-            else:
-                await asyncio.shield(conn.execute("COMMIT"))
-                self.commits_since_checkpoint += 1
+                await conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield ThreadTx(conn)
+                except BaseException:
+                    # Shielded: a cancelled request must still end its transaction.
+                    await asyncio.shield(conn.execute("ROLLBACK"))
+                    raise
+                else:
+                    await asyncio.shield(conn.execute("COMMIT"))
+                    self.commits_since_checkpoint += 1
+            finally:
+                self.clock.stopped(started, opener, lasti)
 
     @asynccontextmanager
     async def maintenance(self) -> AsyncIterator[Tx]:
@@ -387,30 +396,40 @@ class SqliteDatabase:
         return await self._batcher.submit(fn)
 
     async def _write_batch(self, units: list[Callable[[Tx], Awaitable[Any]]]) -> list[Any]:
-        """Commit a batch, each unit in its own savepoint; a unit's error is its result."""
+        """Commit a batch, each unit in its own savepoint; a unit's error is its result.
+        Timed as one transaction; a slow one names its slowest unit."""
         assert self._loop_writer is not None, "database is not open"
         async with self._write_lock:
-            raw = self._loop_writer
+            started = self.clock.start()
+            slowest = Slowest(units[0])
             try:
-                raw.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError:
-                # Another process holds SQLite's write lock: wait for it on the writer's thread.
-                return await self._write_batch_waiting(units)
-            try:
-                results = await _run_units(LoopTx(raw), units, _savepoint_on(raw))
-            except BaseException:
-                raw.execute("ROLLBACK")
-                raise
-            raw.execute("COMMIT")
-            self.commits_since_checkpoint += 1
-            return results
+                return await self._write_units(units, slowest)
+            finally:
+                self.clock.stopped(started, slowest)
 
-    async def _write_batch_waiting(self, units: list[Callable[[Tx], Awaitable[Any]]]) -> list[Any]:
+    async def _write_units(self, units: list[Unit], slowest: Slowest) -> list[Any]:
+        raw = self._loop_writer
+        assert raw is not None
+        try:
+            raw.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError:
+            # Another process holds SQLite's write lock: wait for it on the writer's thread.
+            return await self._write_batch_waiting(units, slowest)
+        try:
+            results = await _run_units(LoopTx(raw), units, _savepoint_on(raw), slowest)
+        except BaseException:
+            raw.execute("ROLLBACK")
+            raise
+        raw.execute("COMMIT")
+        self.commits_since_checkpoint += 1
+        return results
+
+    async def _write_batch_waiting(self, units: list[Unit], slowest: Slowest) -> list[Any]:
         conn = self._writer
         assert conn is not None
         await conn.execute("BEGIN IMMEDIATE")
         try:
-            results = await _run_units(ThreadTx(conn), units, _savepoint_via(conn))
+            results = await _run_units(ThreadTx(conn), units, _savepoint_via(conn), slowest)
         except BaseException:
             await asyncio.shield(conn.execute("ROLLBACK"))
             raise
@@ -479,10 +498,11 @@ def _savepoint_via(conn: aiosqlite.Connection) -> Savepoint:
 
 
 async def _run_units(
-    tx: Tx, units: list[Callable[[Tx], Awaitable[Any]]], savepoint: Savepoint
+    tx: Tx, units: list[Unit], savepoint: Savepoint, slowest: Slowest
 ) -> list[Any]:
     results: list[Any] = []
     for unit in units:
+        began = time.perf_counter()
         await savepoint("SAVEPOINT unit")
         try:
             results.append(await unit(tx))
@@ -490,4 +510,5 @@ async def _run_units(
             await savepoint("ROLLBACK TO unit")
             results.append(Failed(exc))
         await savepoint("RELEASE unit")
+        slowest.saw(unit, time.perf_counter() - began)
     return results

@@ -254,6 +254,8 @@ async def erase(
     conv_ids = list(found.conversations)
     sub_ids = [s.id for s in found.submissions]
     files = sum(len(s.files or {}) for s in found.submissions)
+    # Opening every kept mail is CPU work: done before the write transaction, as `find` is.
+    mail_ids = await _mail_about(mailer, db.reader, team_id, found)
     async with db.write() as tx:
         counts = {
             "conversations": 0,
@@ -271,7 +273,6 @@ async def erase(
         counts["webhookEvents"], counts["webhookDeliveries"] = events, deliveries
         form_events = await store.form_event_ids(tx, team_id, list(found.sessions))
         counts["formEvents"] = len(form_events)
-        mail_ids = await _mail_about(mailer, tx, team_id, found)
         counts["mails"] = len(mail_ids)
         counts["submissions"] = await purge.delete_submissions(tx, team_id, sub_ids)
         counts["conversations"] = await purge.delete_conversations(tx, team_id, conv_ids)

@@ -10,16 +10,22 @@ check, on the event loop), runs patterns with Python's backtracking `re`, compar
   which consult it) run with RE2;
 - a schema deeper than MAX_SCHEMA_DEPTH or larger than MAX_SCHEMA_BYTES is refused on
   save, an input deeper than MAX_INPUT_DEPTH is refused before validation, and one
-  validation takes at most MAX_VALIDATION_STEPS steps.
+  validation takes at most MAX_VALIDATION_STEPS steps; so does checking a schema against
+  the metaschema on save (the same work budget: past it the schema is refused as too
+  complex), and an MCP listing's schemas share a budget of a few of those;
+- every subschema is validated by TenantValidator, whatever draft its `$schema` names.
+Both are CPU-bound: they run in a worker thread, before any write transaction.
 """
 
 from __future__ import annotations
 
 import contextvars
 import logging
+import time
 from collections.abc import Iterator
 from typing import Any
 
+import attrs
 import orjson
 import referencing
 import referencing.exceptions
@@ -36,8 +42,8 @@ log = logging.getLogger(__name__)
 MAX_SCHEMA_DEPTH = 32  # levels of JSON objects and arrays in one schema
 MAX_SCHEMA_BYTES = 64 * 1024  # of the schema as compact JSON
 MAX_INPUT_DEPTH = 64  # levels of JSON objects and arrays in one validated input
-# Keyword checks of one validation (about 0.3 s at worst, in a thread); a pattern check
-# counts 1 + its text's length / 16.
+# Keyword checks of one validation, or of one schema against the metaschema (about 0.3-0.5 s
+# at worst, in a thread); a pattern check counts 1 + its text's length / 16.
 MAX_VALIDATION_STEPS = 20_000
 MAX_ERRORS = 5
 MAX_MESSAGE_CHARS = 300
@@ -50,18 +56,39 @@ class TooComplex(Exception):
     """The validation ran out of steps."""
 
 
-_steps_left: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar(
+class _Steps:
+    """The steps one check may still take, and those taken since it last let others run."""
+
+    __slots__ = ("left", "since_pause")
+
+    def __init__(self, left: int):
+        self.left = left
+        self.since_pause = 0
+
+
+_steps_left: contextvars.ContextVar[_Steps | None] = contextvars.ContextVar(
     "tenant_schema_steps", default=None
 )
+# A check runs in a worker thread, but holds the GIL while it computes: each time the event
+# loop wakes (a request, a database answer) it would wait up to the interpreter's switch
+# interval (5 ms) for it, many times per request. So a check pauses briefly every
+# PAUSE_EVERY_STEPS steps (about 0.5 ms of work): the loop waits that long at most, and a
+# check takes about a third longer.
+PAUSE_EVERY_STEPS = 32
+PAUSE_SECONDS = 0.0002
 
 
 def _spend(steps: int) -> None:
-    left = _steps_left.get()
-    if left is None:
+    budget = _steps_left.get()
+    if budget is None:
         return
-    left[0] -= steps
-    if left[0] < 0:
+    budget.left -= steps
+    if budget.left < 0:
         raise TooComplex
+    budget.since_pause += steps
+    if budget.since_pause >= PAUSE_EVERY_STEPS:
+        budget.since_pause = 0
+        time.sleep(PAUSE_SECONDS)
 
 
 def json_depth(value: Any, limit: int) -> int:
@@ -256,6 +283,24 @@ TenantValidator = extend(
         for name, keyword in {**Draft202012Validator.VALIDATORS, **_OVERRIDES}.items()
     },
 )
+_EVOLVED_FIELDS = [(f.name, f.alias) for f in attrs.fields(TenantValidator) if f.init]
+
+
+def _evolve(self, **changes):
+    """jsonschema's `evolve`, but always a TenantValidator.
+
+    jsonschema picks the class of a subschema by its `$schema`: a subschema naming any
+    draft (every part of the metaschema does) would be validated by jsonschema's own
+    class, with Python's backtracking `re` and no step counting.
+    """
+    changes.setdefault("schema", self.schema)
+    for name, init_name in _EVOLVED_FIELDS:
+        if init_name not in changes:
+            changes[init_name] = getattr(self, name)
+    return TenantValidator(**changes)
+
+
+TenantValidator.evolve = _evolve
 # The metaschema's `format: regex` (on `pattern` and `patternProperties`) checked with RE2.
 _SAVE_FORMATS = FormatChecker(formats=())
 _SAVE_FORMATS.checks("regex", raises=PatternError)(tenant_patterns.compile_pattern)
@@ -274,40 +319,94 @@ def _fail(field: str, path: list, message: str) -> ValidationFailed:
     return ValidationFailed(f"{where}: {message}")
 
 
-def _check_references(field: str, schema: Any) -> None:
-    """Refuse every reference or `$id` that names something outside the schema itself.
+PAUSE_EVERY_NODES = 256  # objects and arrays walked between pauses (see _spend)
 
-    Every object of the document is looked at (even inside `const` or `enum`): a property
-    may be named like a keyword, so where a keyword starts cannot be told by name alone.
+
+def _check_shape(field: str, schema: Any) -> None:
+    """Refuse a schema nested deeper than MAX_SCHEMA_DEPTH, larger than MAX_SCHEMA_BYTES, or
+    with a reference or `$id` that names something outside the schema itself.
+
+    One walk, pausing now and then like a validation. Every object of the document is
+    looked at (even inside `const` or `enum`): a property may be named like a keyword, so
+    where a keyword starts cannot be told by name alone.
     """
-    stack: list[tuple[Any, list]] = [(schema, [])]
+    outside: tuple[Any, str] | None = None  # (where, keyword) of the first outside reference
+    stack: list[tuple[Any, int, Any]] = [(schema, 1, None)]  # node, level, path (linked)
+    walked = 0
     while stack:
-        node, path = stack.pop()
+        node, level, path = stack.pop()
+        if level > MAX_SCHEMA_DEPTH:
+            raise ValidationFailed(f"{field}: must not nest deeper than {MAX_SCHEMA_DEPTH} levels")
+        walked += 1
+        if walked % PAUSE_EVERY_NODES == 0:
+            time.sleep(PAUSE_SECONDS)
         items = node.items() if isinstance(node, dict) else enumerate(node)
         for key, value in items:
-            if key in _REFERENCE_KEYWORDS and isinstance(value, str) and not value.startswith("#"):
-                raise _fail(
-                    field,
-                    [*path, key],
-                    "must be a local reference starting with # (schemas are never fetched "
-                    "from a URL or file)",
-                )
+            if (
+                outside is None
+                and key in _REFERENCE_KEYWORDS
+                and isinstance(value, str)
+                and not value.startswith("#")
+            ):
+                outside = (path, key)
             if isinstance(value, dict | list):
-                stack.append((value, [*path, key]))
-
-
-def check_schema(schema: Any, field: str = "inputSchema") -> None:
-    """Refuse a schema that is invalid, too deep or large, not local, or with a bad pattern."""
-    if not isinstance(schema, dict):
-        raise ValidationFailed(f"{field}: must be a JSON Schema object")
-    if json_depth(schema, MAX_SCHEMA_DEPTH) > MAX_SCHEMA_DEPTH:
-        raise ValidationFailed(f"{field}: must not nest deeper than {MAX_SCHEMA_DEPTH} levels")
+                stack.append((value, level + 1, (path, key)))
     if len(orjson.dumps(schema)) > MAX_SCHEMA_BYTES:
         raise ValidationFailed(f"{field}: must be at most {MAX_SCHEMA_BYTES // 1024} KB of JSON")
-    _check_references(field, schema)
+    if outside is not None:
+        raise _fail(
+            field,
+            [*_unlinked(outside[0]), outside[1]],
+            "must be a local reference starting with # (schemas are never fetched "
+            "from a URL or file)",
+        )
+
+
+def _unlinked(path: Any) -> list:
+    keys: list = []
+    while path is not None:
+        path, key = path
+        keys.append(key)
+    return keys[::-1]
+
+
+class WorkBudget:
+    """Steps of checking that several schemas share (the tools of one MCP listing)."""
+
+    def __init__(self, steps: int):
+        self.left = steps
+
+
+TOO_COMPLEX = "is too large or complex to check; use fewer subschemas (properties, anyOf, items...)"
+
+
+def check_schema(schema: Any, field: str = "inputSchema", shared: WorkBudget | None = None) -> None:
+    """Refuse a schema that is invalid, too deep or large, not local, or with a bad pattern.
+
+    Checking it against the metaschema takes at most the steps of one input validation
+    (MAX_VALIDATION_STEPS; fewer when `shared` has fewer left, and those used are taken
+    from it): past them the schema is refused as too complex. CPU-bound: call it off the
+    event loop, and never inside a write transaction.
+    """
+    if not isinstance(schema, dict):
+        raise ValidationFailed(f"{field}: must be a JSON Schema object")
+    _check_shape(field, schema)
+    allowed = MAX_VALIDATION_STEPS if shared is None else min(MAX_VALIDATION_STEPS, shared.left)
+    steps = _Steps(allowed)
+    token = _steps_left.set(steps)
     try:
-        TenantValidator.check_schema(schema, format_checker=_SAVE_FORMATS)
-    except SchemaError as exc:
+        checker = TenantValidator(
+            TenantValidator.META_SCHEMA, format_checker=_SAVE_FORMATS, registry=_NO_REMOTE
+        )
+        error = next(checker.iter_errors(schema), None)
+    except TooComplex:
+        raise ValidationFailed(f"{field}: {TOO_COMPLEX}") from None
+    finally:
+        _steps_left.reset(token)
+        if shared is not None:
+            shared.left -= allowed - max(steps.left, 0)
+    if error is not None:
+        exc = SchemaError.create_from(error)
         path = list(exc.absolute_path)
         if exc.validator == "format" and exc.validator_value == "regex":
             problem = tenant_patterns.pattern_problem(exc.instance) or "is not a valid pattern"
@@ -361,7 +460,7 @@ def validation_errors(schema: dict, instance: Any) -> list[str]:
     """
     if json_depth(instance, MAX_INPUT_DEPTH) > MAX_INPUT_DEPTH:
         return [f"the input must not nest deeper than {MAX_INPUT_DEPTH} levels"]
-    token = _steps_left.set([MAX_VALIDATION_STEPS])
+    token = _steps_left.set(_Steps(MAX_VALIDATION_STEPS))
     try:
         validator = TenantValidator(schema, registry=_NO_REMOTE)
         errors = sorted(

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import secrets
 from dataclasses import dataclass, replace
 from typing import Any
 
+from agentsvc import cpu
 from agentsvc.db import ConstraintViolation, Database, Tx
 from agentsvc.errors import Conflict, DuplicateName, NotFound, ToolLimitReached, ValidationFailed
 from agentsvc.ids import new_id, now_iso
@@ -153,8 +153,9 @@ async def tool_limits(
 async def _checked(
     tool: dict[str, Any], given: dict[str, Any], *, allow_private: bool
 ) -> dict[str, Any]:
-    """_check in a worker thread: a 64 KB inputSchema takes ~0.1 s against the metaschema."""
-    return await asyncio.to_thread(_check, tool, given, allow_private=allow_private)
+    """_check in a low-priority worker thread (agentsvc/cpu.py): an inputSchema is checked
+    against the metaschema within the work budget of one tool input (up to ~0.5 s)."""
+    return await cpu.run(_check, tool, given, allow_private=allow_private)
 
 
 def _limit_error(plan_id: str, limit: int, others: int, adding: int, mcp: bool) -> ToolLimitReached:
@@ -242,6 +243,10 @@ async def create_tool(
             listed, checked["mcp_tools"], checked["name"], strict=True
         )
     adding = 1 if functions is None else max(1, len(functions))
+    tool_id = new_id("tool")
+    sealed = None
+    if checked["execution_type"] == "form":
+        sealed = box.seal(new_webhook_secret(), _secret_context(tool_id))
     async with db.write() as tx:
         await _require_agent(tx, team_id, agent_id)
         if await tools_store.name_taken(tx, agent_id, checked["name"]):
@@ -252,10 +257,6 @@ async def create_tool(
         if limit is not None and current + adding > limit:
             raise _limit_error(plan_id, limit, current, adding, functions is not None)
         now = now_iso()
-        tool_id = new_id("tool")
-        sealed = None
-        if checked["execution_type"] == "form":
-            sealed = box.seal(new_webhook_secret(), _secret_context(tool_id))
         tool = Tool(
             id=tool_id,
             agent_id=agent_id,
@@ -302,6 +303,76 @@ def _merged(current: Tool, fields: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
+# Times an update is checked again when the tool changed while it was being checked.
+SAVE_ATTEMPTS = 3
+
+
+@dataclass(frozen=True, slots=True)
+class _Update:
+    """An update prepared outside the write transaction, from the tool as it was read."""
+
+    changes: dict[str, Any]
+    agent_id: str
+    name: str
+    offered: list[str]
+    counts_as: int
+    grows: bool  # counts more tools against the plan than before
+    mcp: bool
+
+
+async def _prepare_update(
+    db: Database,
+    box: SecretBox,
+    mcp: McpClient | None,
+    before: Tool,
+    fields: dict[str, Any],
+    given: dict[str, Any],
+    *,
+    allow_private: bool,
+) -> _Update:
+    """Check the merged tool and list its MCP server if needed (worker thread, network):
+    everything an update needs but SQL, so its write transaction holds only SQL."""
+    checked = await _checked(_merged(before, fields), given, allow_private=allow_private)
+    service = dict(tool_rules.SERVICE_FIELDS["mcp"])
+    offered = [checked["name"]]
+    if checked["execution_type"] == "mcp":
+        if _needs_listing(before, checked):
+            assert mcp is not None, "an MCP client is needed to update an mcp tool"
+            listed = await mcp_service.list_server(
+                db, box, mcp, before.team_id, checked["mcp_url"], checked["mcp_headers"]
+            )
+            functions = await mcp_service.checked_functions(
+                listed, checked["mcp_tools"], checked["name"], strict=True
+            )
+            listed_at = now_iso()
+        else:
+            functions = _renamed(before.mcp_server_tools or [], checked["name"])
+            listed_at = before.mcp_listed_at
+        service = {
+            "mcp_server_tools": functions,
+            "mcp_listed_at": listed_at,
+            "counts_as": max(1, len(functions)),
+        }
+        offered = [f["name"] for f in functions]
+    sealed = before.form_webhook_secret
+    if checked["execution_type"] != "form":
+        sealed = None
+    elif sealed is None:
+        sealed = box.seal(new_webhook_secret(), _secret_context(before.id))
+    changes = {k: v for k, v in {**checked, **service}.items() if v != getattr(before, k)}
+    if sealed != before.form_webhook_secret:
+        changes["form_webhook_secret"] = sealed
+    return _Update(
+        changes=changes,
+        agent_id=before.agent_id,
+        name=checked["name"],
+        offered=offered,
+        counts_as=service["counts_as"],
+        grows=service["counts_as"] > before.counts_as,
+        mcp=checked["execution_type"] == "mcp",
+    )
+
+
 async def update_tool(
     db: Database,
     box: SecretBox,
@@ -315,69 +386,46 @@ async def update_tool(
     limit: int | None = None,
 ) -> Tool:
     """Apply a partial update; the result is checked as a whole before it is saved. An mcp
-    tool whose server, headers or selection change lists its server's tools again."""
+    tool whose server, headers or selection change lists its server's tools again.
+
+    Checked (and listed) before the write transaction, from the tool as read; the
+    transaction only verifies the tool is still that one (else the update is prepared
+    again from the new one) and writes."""
     fields = canonical_fields(given)
-    before = await tools_store.get(db.reader, team_id, tool_id)
-    if before is None:
-        raise NotFound("Tool not found")
-    listing = None
-    draft = _merged(before, fields)
-    if draft["execution_type"] == "mcp" and _needs_listing(before, draft):
-        # Checked first: nothing is sent to a server the rules refuse.
-        shaped = await _checked(draft, given, allow_private=allow_private)
-        assert mcp is not None, "an MCP client is needed to update an mcp tool"
-        listed = await mcp_service.list_server(
-            db, box, mcp, team_id, shaped["mcp_url"], shaped["mcp_headers"]
-        )
-        listing = (_mcp_key(shaped), listed)
-    async with db.write() as tx:
-        current = await tools_store.get(tx, team_id, tool_id)
-        if current is None:
+    for _ in range(SAVE_ATTEMPTS):
+        before = await tools_store.get(db.reader, team_id, tool_id)
+        if before is None:
             raise NotFound("Tool not found")
-        checked = await _checked(_merged(current, fields), given, allow_private=allow_private)
-        if await tools_store.name_taken(tx, current.agent_id, checked["name"], tool_id):
-            raise DuplicateName(f"name: this agent already has a tool named {checked['name']!r}")
-        service = dict(tool_rules.SERVICE_FIELDS["mcp"])
-        offered = [checked["name"]]
-        if checked["execution_type"] == "mcp":
-            if _needs_listing(current, checked):
-                if listing is None or listing[0] != _mcp_key(checked):
-                    raise Conflict("The tool changed while it was being saved; try again")
-                functions = await mcp_service.checked_functions(
-                    listing[1], checked["mcp_tools"], checked["name"], strict=True
-                )
-                listed_at = now_iso()
-            else:
-                functions = _renamed(current.mcp_server_tools or [], checked["name"])
-                listed_at = current.mcp_listed_at
-            service = {
-                "mcp_server_tools": functions,
-                "mcp_listed_at": listed_at,
-                "counts_as": max(1, len(functions)),
-            }
-            offered = [f["name"] for f in functions]
-        await _check_offered_names(tx, team_id, current.agent_id, offered, tool_id)
-        if limit is not None and service["counts_as"] > current.counts_as:
-            others = await tools_store.count_for_agent(tx, current.agent_id, tool_id)
-            if others + service["counts_as"] > limit:
-                adding = service["counts_as"]
-                raise _limit_error(
-                    plan_id, limit, others, adding, checked["execution_type"] == "mcp"
-                )
-        sealed = current.form_webhook_secret
-        if checked["execution_type"] != "form":
-            sealed = None
-        elif sealed is None:
-            sealed = box.seal(new_webhook_secret(), _secret_context(tool_id))
-        changes = {k: v for k, v in {**checked, **service}.items() if v != getattr(current, k)}
-        if sealed != current.form_webhook_secret:
-            changes["form_webhook_secret"] = sealed
-        now = now_iso()
-        try:
-            await tools_store.update(tx, team_id, tool_id, changes, now)
-        except ConstraintViolation as exc:
-            raise DuplicateName("name: this agent already has a tool with that name") from exc
-    return replace(current, **changes, updated_at=now)
+        update = await _prepare_update(
+            db, box, mcp, before, fields, given, allow_private=allow_private
+        )
+        async with db.write() as tx:
+            current = await tools_store.get(tx, team_id, tool_id)
+            if current is None:
+                raise NotFound("Tool not found")
+            if current != before:
+                continue  # changed while it was checked: prepare it again from the new one
+            await _save_update(tx, team_id, tool_id, update, plan_id=plan_id, limit=limit)
+            now = now_iso()
+            try:
+                await tools_store.update(tx, team_id, tool_id, update.changes, now)
+            except ConstraintViolation as exc:
+                raise DuplicateName("name: this agent already has a tool with that name") from exc
+        return replace(current, **update.changes, updated_at=now)
+    raise Conflict("The tool kept changing while it was being saved; try again")
+
+
+async def _save_update(
+    tx: Tx, team_id: str, tool_id: str, update: _Update, *, plan_id: str, limit: int | None
+) -> None:
+    """The checks of an update that need the database as it is now (names, the limit)."""
+    if await tools_store.name_taken(tx, update.agent_id, update.name, tool_id):
+        raise DuplicateName(f"name: this agent already has a tool named {update.name!r}")
+    await _check_offered_names(tx, team_id, update.agent_id, update.offered, tool_id)
+    if limit is not None and update.grows:
+        others = await tools_store.count_for_agent(tx, update.agent_id, tool_id)
+        if others + update.counts_as > limit:
+            raise _limit_error(plan_id, limit, others, update.counts_as, update.mcp)
 
 
 async def refresh_tool(
@@ -391,7 +439,8 @@ async def refresh_tool(
     limit: int | None,
 ) -> Tool:
     """List an mcp tool's server again and store what it now exposes; TOOL_LIMIT_REACHED
-    (nothing changes) when that would pass the plan's limit."""
+    (nothing changes) when that would pass the plan's limit. The listing is fetched and
+    checked before the write transaction."""
     before = await tools_store.get(db.reader, team_id, tool_id)
     if before is None:
         raise NotFound("Tool not found")
@@ -402,19 +451,23 @@ async def refresh_tool(
     listed = await mcp_service.list_server(
         db, box, mcp, team_id, before.mcp_url or "", before.mcp_headers
     )
+    functions = await mcp_service.checked_functions(
+        listed, before.mcp_tools, before.name, strict=False
+    )
+    counts_as = max(1, len(functions))
     async with db.write() as tx:
         current = await tools_store.get(tx, team_id, tool_id)
         if current is None:
             raise NotFound("Tool not found")
-        if current.execution_type != "mcp" or _mcp_key(current) != _mcp_key(before):
+        if (
+            current.execution_type != "mcp"
+            or _mcp_key(current) != _mcp_key(before)
+            or current.name != before.name
+        ):
             raise Conflict("The tool changed while it was being refreshed; try again")
-        functions = await mcp_service.checked_functions(
-            listed, current.mcp_tools, current.name, strict=False
-        )
         await _check_offered_names(
             tx, team_id, current.agent_id, [f["name"] for f in functions], tool_id
         )
-        counts_as = max(1, len(functions))
         if limit is not None and counts_as > current.counts_as:
             others = await tools_store.count_for_agent(tx, current.agent_id, tool_id)
             if others + counts_as > limit:
@@ -443,7 +496,7 @@ async def preview_server(
     if prefix is not None:
         tool_rules.check_name(prefix)
     listed = await mcp_service.list_server(db, box, mcp, team_id, url, headers)
-    return await asyncio.to_thread(mcp_service.preview, listed, prefix)
+    return await cpu.run(mcp_service.preview, listed, prefix)
 
 
 async def delete_tool(db: Database, team_id: str, tool_id: str, actor: Actor | None = None) -> None:

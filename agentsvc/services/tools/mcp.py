@@ -8,7 +8,6 @@ listing; a call goes to the server with the team's secrets filled into the heade
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import re
 from collections import Counter
@@ -18,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from agentsvc import cpu
 from agentsvc.db import Database
 from agentsvc.errors import ValidationFailed
 from agentsvc.mcp_client import CallOutcome, ListedTool, McpClient, McpFailure
@@ -59,10 +59,22 @@ def exposed_names(prefix: str, server_names: list[str]) -> dict[str, str]:
     return out
 
 
-def schema_problem(schema: Any) -> str | None:
-    """Why a server tool's input schema cannot be offered (the inputSchema rules), or None."""
+# Steps of checking one listing's schemas may take together: each schema has the budget
+# of one tool's inputSchema (MAX_VALIDATION_STEPS), and a listing five of those (~1 s).
+MAX_LISTING_STEPS = 5 * tenant_schemas.MAX_VALIDATION_STEPS
+LISTING_TOO_COMPLEX = (
+    "not checked: the server's input schemas together are too large or complex to check"
+)
+
+
+def schema_problem(schema: Any, budget: tenant_schemas.WorkBudget | None = None) -> str | None:
+    """Why a server tool's input schema cannot be offered (the inputSchema rules), or None.
+
+    With `budget`, the listing's shared work budget, the check takes its steps from it."""
+    if budget is not None and budget.left <= 0:
+        return LISTING_TOO_COMPLEX
     try:
-        tenant_schemas.check_schema(schema, "inputSchema")
+        tenant_schemas.check_schema(schema, "inputSchema", budget)
     except ValidationFailed as exc:
         return exc.message
     if schema.get("type") != "object":
@@ -83,9 +95,10 @@ def preview(listed: list[ListedTool], prefix: str | None) -> list[dict[str, Any]
     """Every listed tool as the dashboard's checklist shows it: the server's name, the
     description, the schema, the name the model would see, and why it cannot be offered."""
     names = exposed_names(prefix, [t.name for t in listed]) if prefix else {}
+    budget = tenant_schemas.WorkBudget(MAX_LISTING_STEPS)
     out = []
     for tool in listed:
-        problem = _name_problem(tool.name) or schema_problem(tool.input_schema)
+        problem = _name_problem(tool.name) or schema_problem(tool.input_schema, budget)
         out.append(
             {
                 "name": tool.name,
@@ -115,9 +128,10 @@ def expose(listed: list[ListedTool], selection: list[str] | None, prefix: str) -
         else [by_name[n] for n in selection if n in by_name]
     )
     names = exposed_names(prefix, [t.name for t in chosen])
+    budget = tenant_schemas.WorkBudget(MAX_LISTING_STEPS)
     functions = []
     for tool in chosen:
-        problem = _name_problem(tool.name) or schema_problem(tool.input_schema)
+        problem = _name_problem(tool.name) or schema_problem(tool.input_schema, budget)
         if problem:
             raise ValidationFailed(
                 f"mcpTools: the server's tool {tool.name[:100]!r} cannot be offered ({problem});"
@@ -141,8 +155,10 @@ def expose(listed: list[ListedTool], selection: list[str] | None, prefix: str) -
 async def checked_functions(
     listed: list[ListedTool], selection: list[str] | None, prefix: str, *, strict: bool
 ) -> list[dict]:
-    """`expose` off the event loop (schemas are checked against the metaschema); with
-    `strict`, a selected name the server does not list is refused (a typo on create)."""
+    """`expose` in a low-priority worker thread (schemas are checked against the
+    metaschema, within the listing's work budget); with `strict`, a selected name the
+    server does not list is refused (a typo on create). Call it before a write
+    transaction, never inside one."""
     if strict and selection is not None:
         known = {t.name for t in listed}
         missing = [n for n in selection if n not in known]
@@ -151,7 +167,7 @@ async def checked_functions(
                 f"mcpTools: the server lists no tool named {missing[0][:100]!r}"
                 f" (it lists {len(known)} tools)"
             )
-    return await asyncio.to_thread(expose, listed, selection, prefix)
+    return await cpu.run(expose, listed, selection, prefix)
 
 
 async def _filled_headers(

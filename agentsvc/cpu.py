@@ -1,0 +1,50 @@
+"""Worker threads for CPU-bound work on what tenants send (schemas, MCP listings, inputs).
+
+Such work holds a CPU, and the GIL, while it computes. In the loop's default executor it
+would compete as an equal with the event loop's thread, and every request of every other
+team would queue behind it. Here it runs in threads of the lowest scheduling priority
+(Linux: nice 19, set per thread), so the kernel runs the loop's thread first whenever it
+has work; the checks themselves pause every half millisecond of work
+(services/tenant/schemas.py), so the loop gets the GIL too. At most MAX_WORKERS run at
+once; more wait their turn. Bounded work only: each check has a step budget.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import os
+import sys
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+MAX_WORKERS = 4
+LOWEST_PRIORITY = 19  # nice
+
+
+def _lowest_priority() -> None:
+    if sys.platform.startswith("linux"):  # elsewhere the priority is the whole process's
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), LOWEST_PRIORITY)
+        except OSError:
+            pass
+
+
+# One pool for the process (as the argon2 one in passwords.py): its threads start on
+# first use and end with the interpreter.
+_executor = ThreadPoolExecutor(
+    MAX_WORKERS, thread_name_prefix="agentsvc-cpu", initializer=_lowest_priority
+)
+
+
+async def run(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    """`fn(*args, **kwargs)` in a low-priority worker thread (as asyncio.to_thread does:
+    the caller's context variables go along)."""
+    loop = asyncio.get_running_loop()
+    call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
+    return await loop.run_in_executor(_executor, call)
