@@ -157,7 +157,7 @@ async def test_patch_members_me_name_is_validated_and_audited(client):
 async def test_setup_asks_for_a_display_name_and_checks_it(client):
     headers = {"Origin": PUBLIC_ORIGIN}
     body = {"email": ADDRESS, "password": "long enough password"}
-    resp = await client.post("/api/v1/setup", json={**body, "name": "Ana\u0000"}, headers=headers)
+    resp = await client.post("/api/v1/setup", json={**body, "name": "Ana\u0001"}, headers=headers)
     await assert_error(resp, 400, "VALIDATION_ERROR", "control characters")
     created = await data_of(
         await client.post("/api/v1/setup", json={**body, "name": "  Ana "}, headers=headers),

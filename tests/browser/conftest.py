@@ -29,6 +29,7 @@ from agentsvc.api.widget import embed_snippet
 from agentsvc.app import create_app
 from agentsvc.services.team import accounts
 from tests.conftest import make_settings
+from tests.fakes.webhook_receiver import free_port
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -91,6 +92,7 @@ class Stack:
 
     def start(self) -> None:
         self._thread.start()
+        api_port = free_port()
         settings = make_settings(
             self.tmp,
             webhooks={"retry_schedule_seconds": [0, 0.2]},
@@ -100,9 +102,11 @@ class Stack:
                 "form_submits_per_minute": 100000,
             },
             chat={"builtin_chunk_delay_ms": 60},
+            # Pages the service renders (the demo page) name public_url: the real address.
+            server={"public_url": f"http://127.0.0.1:{api_port}"},
         )
         self.app = create_app(settings)
-        self.api_url = self.run(self._serve(self.app))
+        self.api_url = self.run(self._serve(self.app, api_port))
         host_app = web.Application()
         host_app.router.add_get("/{tail:.*}", self._host_page)
         self.host_url = self.run(self._serve(host_app))
@@ -111,10 +115,10 @@ class Stack:
         self.receiver_url = self.run(self._serve(receiver_app))
         self.key = self.run(self._new_key())
 
-    async def _serve(self, app: web.Application) -> str:
+    async def _serve(self, app: web.Application, port: int = 0) -> str:
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
+        site = web.TCPSite(runner, "127.0.0.1", port)
         await site.start()
         self.runners.append(runner)
         port = runner.addresses[0][1]

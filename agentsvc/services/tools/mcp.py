@@ -8,6 +8,7 @@ listing; a call goes to the server with the team's secrets filled into the heade
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import re
 from collections import Counter
