@@ -18,6 +18,7 @@ from agentsvc.passwords import MAX_PASSWORD_LENGTH
 from agentsvc.services.team import oauth
 from agentsvc.services.team import sessions as session_service
 from agentsvc.services.team.sessions import SignedIn, normalise_email
+from agentsvc.services.team.trust import location_for
 
 routes = RouteTable("auth")
 
@@ -233,7 +234,8 @@ async def get_magic_link_verify(call: Call):
     signed_in, callback = await session_service.use_magic_link(
         call.app[keys.db_key], call.app[keys.settings_key], call.query.token
     )
-    response = redirect(callback)
+    # Relative when on public_url's origin: a link opened at localhost stays there.
+    response = redirect(location_for(call.app[keys.settings_key], callback))
     auth.set_session_cookie(call.request, response, signed_in.token)
     return response
 

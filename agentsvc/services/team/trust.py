@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from agentsvc.config import Settings
 
@@ -138,3 +138,17 @@ def safe_callback(settings: Settings, url: str) -> str:
             " of [auth] trusted_origins)"
         )
     return url
+
+
+def location_for(settings: Settings, url: str) -> str:
+    """Where to send a browser: a checked callback on public_url's own origin goes as a
+    path, so the browser stays on the address it came by (http://localhost:PORT as well as
+    http://127.0.0.1:PORT, where its session cookie is); any other origin as it is."""
+    public = origin_of(settings.server.public_url)
+    if public is None or origin_of(url) != public:
+        return url
+    parts = urlsplit(url)
+    path = parts.path or "/"
+    if path.startswith("//"):  # never a protocol-relative address
+        return url
+    return urlunsplit(("", "", path, parts.query, parts.fragment))
