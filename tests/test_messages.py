@@ -48,6 +48,7 @@ PATTERN_CANDIDATES = [
     " ",
     "Not valid!",
     "\x01",
+    "\x00",  # the one text no JSON body may hold (NO_NUL_PATTERN)
 ]
 
 
@@ -215,9 +216,16 @@ def _models() -> dict[tuple[str, str], Any]:
 
 
 @pytest.fixture
+async def client(make_client):
+    """The app with a plan without a request limit: every field's bad values are more
+    requests than a plan allows in a minute."""
+    return await make_client(plans={"unmetered": {}})
+
+
+@pytest.fixture
 async def resources(client) -> dict[str, Any]:
     """A team owner's key with a real agent, tool and trigger to name in paths and bodies."""
-    headers = bearer(await new_api_key(client))
+    headers = bearer(await new_api_key(client, plan="unmetered"))
     resp = await client.post("/api/v1/agents", json={"name": "Messages"}, headers=headers)
     agent_id = (await resp.json())["data"]["id"]
     tool = {

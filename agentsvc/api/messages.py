@@ -15,7 +15,8 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from agentsvc.api.models import MODEL_ID_MARKER
+from agentsvc.api.models import MODEL_ID_MARKER, NO_NUL_PATTERN
+from agentsvc.services.team.accounts import DISPLAY_NAME_PATTERN, SHOWN_DISPLAY_NAME_PATTERN
 from agentsvc.services.tools.rules import NAME_PATTERN as TOOL_NAME_PATTERN
 from agentsvc.services.widget import look as widget_look
 
@@ -40,6 +41,11 @@ PATTERN_PHRASES: dict[str, str] = {
     ),
     r"^\d{4}-\d{2}-\d{2}$": "a calendar date as YYYY-MM-DD",
     r"[^\W_]": "a string{length} with a letter or digit",
+    DISPLAY_NAME_PATTERN: "a name{length} without control characters or line breaks",
+    SHOWN_DISPLAY_NAME_PATTERN: (
+        "a name{length} that is not blank, without control characters or line breaks"
+    ),
+    NO_NUL_PATTERN: "a string{length} without the NUL character (U+0000)",
 }
 _EMAIL_PHRASE = "an e-mail address{length}"
 _PATTERN_FALLBACK = "a string{length} in the accepted format"

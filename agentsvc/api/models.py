@@ -11,6 +11,8 @@ from pydantic_core import PydanticCustomError
 # Marks a string field holding a model id; the OpenAPI document gives it a pattern built
 # from the configured providers, so schema-valid ids are exactly the accepted ones.
 MODEL_ID_MARKER = "x-agentsvc-model-id"
+# What every JSON body's text is held to (routing.parse_json): no NUL character.
+NO_NUL_PATTERN = "^[^\\u0000]*$"
 
 
 class RequestModel(BaseModel):

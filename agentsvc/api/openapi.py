@@ -9,7 +9,7 @@ from pydantic import TypeAdapter
 
 from agentsvc import __version__
 from agentsvc.api.errors import ERROR_CLASSES, STATUS
-from agentsvc.api.models import MODEL_ID_MARKER
+from agentsvc.api.models import MODEL_ID_MARKER, NO_NUL_PATTERN
 from agentsvc.api.routing import PATH_PARAM, Endpoint
 from agentsvc.llm.base import BUILTIN
 
@@ -76,6 +76,8 @@ class _Schemas:
 
     def describe(self, tp: Any, mode: str) -> dict[str, Any]:
         schema = TypeAdapter(tp).json_schema(ref_template=_REF, mode=mode)
+        if mode == "validation":
+            _no_nul_in_strings(schema)
         for name, sub in schema.pop("$defs", {}).items():
             self._add(name, sub)
         title = schema.get("title")
@@ -213,6 +215,21 @@ def _operation(endpoint: Endpoint, schemas: _Schemas) -> dict[str, Any]:
         responses[str(status)] = response
     op["responses"] = responses
     return op
+
+
+def _no_nul_in_strings(node: Any) -> None:
+    """Request strings without a pattern of their own say they hold no NUL character
+    (routing.parse_json refuses one in a JSON body: PostgreSQL cannot store it)."""
+    if isinstance(node, dict):
+        if node.get("type") == "string" and not {"pattern", "enum", "const", "format"} & set(node):
+            node["pattern"] = NO_NUL_PATTERN
+        if node.get("additionalProperties") not in (None, False) and "propertyNames" not in node:
+            node["propertyNames"] = {"pattern": NO_NUL_PATTERN}  # keys are text too
+        for value in node.values():
+            _no_nul_in_strings(value)
+    elif isinstance(node, list):
+        for value in node:
+            _no_nul_in_strings(value)
 
 
 def _narrow_model_ids(node: Any, pattern: str) -> None:

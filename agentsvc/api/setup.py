@@ -13,6 +13,7 @@ from agentsvc.api.routing import Call, RouteTable, envelope_response
 from agentsvc.api.session_auth import limit_sign_in
 from agentsvc.passwords import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH
 from agentsvc.services.team import setup as setup_service
+from agentsvc.services.team.accounts import DISPLAY_NAME_PATTERN, MAX_DISPLAY_NAME
 
 routes = RouteTable("setup")
 
@@ -22,7 +23,9 @@ NewPassword = Annotated[str, Field(min_length=MIN_PASSWORD_LENGTH, max_length=MA
 class OwnerCreate(RequestModel):
     email: Annotated[str, Field(min_length=3, max_length=254, pattern=r"^[^@\s]+@[^@\s]+$")]
     password: NewPassword
-    name: Annotated[str, Field(max_length=200)] = ""
+    name: Annotated[
+        str, Field(max_length=MAX_DISPLAY_NAME, pattern=DISPLAY_NAME_PATTERN)
+    ] = ""
 
 
 class SetupState(ResponseModel):

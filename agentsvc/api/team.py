@@ -16,13 +16,24 @@ from agentsvc.api.session_auth import UserOut, limit_sign_in, user_json
 from agentsvc.errors import ValidationFailed
 from agentsvc.passwords import MAX_PASSWORD_LENGTH
 from agentsvc.services.team import membership as team_service
-from agentsvc.services.team.accounts import MAX_DISPLAY_NAME
+from agentsvc.services.team.accounts import (
+    DISPLAY_NAME_PATTERN,
+    MAX_DISPLAY_NAME,
+    SHOWN_DISPLAY_NAME_PATTERN,
+)
 from agentsvc.store.invitations import Invitation
 from agentsvc.store.team import Member
 
 routes = RouteTable("team")
 
-Name = Annotated[str, Field(max_length=200, pattern=r"^[^\x00-\x1f\x7f]*$")]
+# A display name as accounts.display_name checks it, stated in the schema: at most 80
+# characters, no control characters or line breaks; a required one shows some character.
+OptionalDisplayName = Annotated[
+    str, Field(max_length=MAX_DISPLAY_NAME, pattern=DISPLAY_NAME_PATTERN)
+]
+DisplayName = Annotated[
+    str, Field(min_length=1, max_length=MAX_DISPLAY_NAME, pattern=SHOWN_DISPLAY_NAME_PATTERN)
+]
 
 
 # An invitation is mailed: the address leaves out the characters with a meaning in mail
@@ -42,7 +53,7 @@ class InviteIn(RequestModel):
 class AcceptIn(RequestModel):
     token: Annotated[str, Field(min_length=1, max_length=200)]
     password: Annotated[str, Field(max_length=MAX_PASSWORD_LENGTH)] | SkipJsonSchema[None] = None
-    name: Name | SkipJsonSchema[None] = None
+    name: OptionalDisplayName | SkipJsonSchema[None] = None
 
 
 class MemberOut(ResponseModel):
@@ -59,7 +70,7 @@ class MemberPatch(RequestModel):
     notify_handoffs: bool | SkipJsonSchema[None] = Field(
         None, description="e-mail me when a visitor asks for a person"
     )
-    name: Annotated[str, Field(min_length=1, max_length=200)] | SkipJsonSchema[None] = Field(
+    name: DisplayName | SkipJsonSchema[None] = Field(
         None,
         description="your display name: what visitors see of you (else the team's name)."
         f" Trimmed, 1 to {MAX_DISPLAY_NAME} characters, no control characters",
