@@ -12,7 +12,7 @@ from agentsvc.api.api_keys import KeyName
 from agentsvc.api.messages import describe_validation_error
 from agentsvc.api.session_auth import CallbackUrl, Email
 from agentsvc.api.setup import NewPassword
-from agentsvc.api.team import Name
+from agentsvc.api.team import OptionalDisplayName
 from agentsvc.passwords import MAX_PASSWORD_LENGTH
 
 
@@ -26,7 +26,7 @@ class Options(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     email: Email | None = None
-    name: Name | None = None
+    name: OptionalDisplayName | None = None
     key_name: KeyName | None = None
     password: NewPassword | None = None
     callback: CallbackUrl | None = None
