@@ -217,12 +217,19 @@ def _operation(endpoint: Endpoint, schemas: _Schemas) -> dict[str, Any]:
     return op
 
 
+def _admits_nul(pattern: str) -> bool:
+    return any(re.search(pattern, text) for text in ("a\x00", "\x00a", "a\x00a", "0\x00:00"))
+
+
 def _no_nul_in_strings(node: Any) -> None:
     """Request strings without a pattern of their own say they hold no NUL character
     (routing.parse_json refuses one in a JSON body: PostgreSQL cannot store it)."""
     if isinstance(node, dict):
-        if node.get("type") == "string" and not {"pattern", "enum", "const", "format"} & set(node):
-            node["pattern"] = NO_NUL_PATTERN
+        if node.get("type") == "string" and not {"enum", "const", "format"} & set(node):
+            if "pattern" not in node:
+                node["pattern"] = NO_NUL_PATTERN
+            elif _admits_nul(node["pattern"]):  # `\S`: a NUL beside a letter would match
+                node.setdefault("allOf", []).append({"pattern": NO_NUL_PATTERN})
         if node.get("additionalProperties") not in (None, False) and "propertyNames" not in node:
             node["propertyNames"] = {"pattern": NO_NUL_PATTERN}  # keys are text too
         for value in node.values():

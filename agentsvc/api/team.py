@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
 from agentsvc import keys
@@ -67,6 +67,9 @@ class MemberOut(ResponseModel):
 
 
 class MemberPatch(RequestModel):
+    # At least one of the two, in the document too, so schema-valid bodies are accepted.
+    model_config = ConfigDict(json_schema_extra={"minProperties": 1})
+
     notify_handoffs: bool | SkipJsonSchema[None] = Field(
         None, description="e-mail me when a visitor asks for a person"
     )
