@@ -9,7 +9,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from agentsvc import keys
 from agentsvc.api.audit import actor_of
-from agentsvc.api.models import MODEL_ID_MARKER, RequestModel, ResponseModel, integral
+from agentsvc.api.models import MODEL_ID_MARKER, NON_BLANK, RequestModel, ResponseModel, integral
 from agentsvc.api.routing import Call, RouteTable, envelope_response
 from agentsvc.api.widget_look import WidgetIn, WidgetOut
 from agentsvc.errors import Forbidden, ValidationFailed
@@ -24,7 +24,7 @@ from agentsvc.store.agents import Agent
 
 routes = RouteTable("agents")
 
-Name = Annotated[str, Field(min_length=1, max_length=200, pattern=r"\S")]
+Name = Annotated[str, Field(min_length=1, max_length=200, pattern=NON_BLANK)]
 # The OpenAPI document narrows this to the configured providers (see api/openapi.py).
 ModelId = Annotated[
     str, Field(min_length=1, max_length=300, json_schema_extra={MODEL_ID_MARKER: True})

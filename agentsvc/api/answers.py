@@ -8,7 +8,7 @@ from pydantic import ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
 from agentsvc import keys
-from agentsvc.api.models import RequestModel, ResponseModel
+from agentsvc.api.models import NON_BLANK, WORDY, RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, envelope_response
 from agentsvc.services.answers import curated as service
 from agentsvc.store.answers import CuratedAnswer
@@ -17,12 +17,11 @@ routes = RouteTable("answers")
 
 ANSWER_ID = r"ans_[A-Za-z0-9_-]+"
 # Some letter or digit: a question of punctuation alone could not be matched to anything.
-WORDY = r"[^\W_]"
 MAX_QUESTION_CHARS = 1_000
 MAX_ANSWER_CHARS = 10_000
 
 Question = Annotated[str, Field(min_length=1, max_length=MAX_QUESTION_CHARS, pattern=WORDY)]
-AnswerText = Annotated[str, Field(min_length=1, max_length=MAX_ANSWER_CHARS, pattern=r"\S")]
+AnswerText = Annotated[str, Field(min_length=1, max_length=MAX_ANSWER_CHARS, pattern=NON_BLANK)]
 
 
 # Python's regular expressions, as the service's question keys use: "a letter or digit" means

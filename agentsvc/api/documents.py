@@ -10,7 +10,7 @@ from pydantic import ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
 from agentsvc import keys
-from agentsvc.api.models import RequestModel, ResponseModel
+from agentsvc.api.models import NON_BLANK, RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, envelope_response
 from agentsvc.config import Settings
 from agentsvc.errors import FileTooLarge, ValidationFailed
@@ -23,7 +23,7 @@ MULTIPART_SLACK_MB = 1  # request bodies may exceed the document cap by this muc
 READ_CHUNK = 64 * 1024
 MAX_TITLE_BYTES = 4096
 
-Title = Annotated[str, Field(min_length=1, max_length=300, pattern=r"\S")]
+Title = Annotated[str, Field(min_length=1, max_length=300, pattern=NON_BLANK)]
 
 
 def knowledge_body_mb(settings: Settings) -> float:

@@ -20,7 +20,7 @@ from agentsvc.api.conversations import (
 )
 from agentsvc.api.errors import RateLimited
 from agentsvc.api.limits import STREAM_END_MARGIN_SECONDS, take_token, team_stream_slots
-from agentsvc.api.models import QueryModel, RequestModel, ResponseModel
+from agentsvc.api.models import NON_BLANK, QueryModel, RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, envelope_response, json_response, parse_json
 from agentsvc.errors import ValidationFailed
 from agentsvc.services.handoff import flow
@@ -72,7 +72,7 @@ class AssignBody(RequestModel):
 
 
 class ReplyBody(RequestModel):
-    content: Annotated[str, Field(min_length=1, max_length=20_000, pattern=r"\S")]
+    content: Annotated[str, Field(min_length=1, max_length=20_000, pattern=NON_BLANK)]
 
 
 class EventsQuery(QueryModel):

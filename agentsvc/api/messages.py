@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from agentsvc.api.models import MODEL_ID_MARKER, NO_NUL_PATTERN
+from agentsvc.api.models import MODEL_ID_MARKER, NO_NUL_PATTERN, NON_BLANK, WORDY
 from agentsvc.services.team.accounts import DISPLAY_NAME_PATTERN, SHOWN_DISPLAY_NAME_PATTERN
 from agentsvc.services.tools.rules import NAME_PATTERN as TOOL_NAME_PATTERN
 from agentsvc.services.widget import look as widget_look
@@ -28,7 +28,7 @@ _MAX_SCANNED = 50
 # fails on any request-body pattern of the OpenAPI document without a phrase, so adding a
 # pattern means adding its words here.
 PATTERN_PHRASES: dict[str, str] = {
-    r"\S": "a non-blank string{length}",
+    NON_BLANK: "a non-blank string{length}",
     r"^[^\x00-\x1f\x7f]*$": "a string{length} without control characters",
     TOOL_NAME_PATTERN: "1 to 64 lowercase letters, digits and _, starting with a letter",
     r"^\d\d:\d\d$": "a time of day as HH:MM",
@@ -40,7 +40,7 @@ PATTERN_PHRASES: dict[str, str] = {
         "an https:// address or a base64 data:image/(png|jpeg|gif|webp|svg+xml) URL{length}"
     ),
     r"^\d{4}-\d{2}-\d{2}$": "a calendar date as YYYY-MM-DD",
-    r"[^\W_]": "a string{length} with a letter or digit",
+    WORDY: "a string{length} with a letter or digit",
     DISPLAY_NAME_PATTERN: "a name{length} without control characters or line breaks",
     SHOWN_DISPLAY_NAME_PATTERN: (
         "a name{length} that is not blank, without control characters or line breaks"

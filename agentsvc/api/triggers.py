@@ -17,7 +17,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from agentsvc import keys
 from agentsvc.api.limits import take_token
-from agentsvc.api.models import QueryModel, RequestModel, ResponseModel, integral
+from agentsvc.api.models import NON_BLANK, QueryModel, RequestModel, ResponseModel, integral
 from agentsvc.api.routing import Call, RouteTable, json_response
 from agentsvc.errors import NotFound, ValidationFailed
 from agentsvc.services.triggers import definitions as trigger_service
@@ -36,7 +36,7 @@ WIDGET_MAX_AGE_SECONDS = 60
 
 TriggerType = Literal["time_on_page", "scroll_depth", "exit_intent", "page_view", "custom_event"]
 ActionType = Literal["open_chat", "show_form", "show_bubble"]
-Name = Annotated[str, Field(min_length=1, max_length=200, pattern=r"\S")]
+Name = Annotated[str, Field(min_length=1, max_length=200, pattern=NON_BLANK)]
 Description = Annotated[str, Field(max_length=2000)]
 
 

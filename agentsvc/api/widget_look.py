@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
-from agentsvc.api.models import RequestModel, ResponseModel
+from agentsvc.api.models import NON_BLANK, RequestModel, ResponseModel
 from agentsvc.services.widget import look
 from agentsvc.services.widget.locales import EXTRA_KEYS, LOCALES, string_keys
 
@@ -37,7 +37,7 @@ Image = Annotated[
 Radius = Annotated[int, Field(ge=0, le=look.RADIUS_MAX, description="corner radius, px")]
 Offset = Annotated[int, Field(ge=0, le=look.OFFSET_MAX, description="pixels from the edge")]
 Text = Annotated[str, Field(min_length=1, max_length=look.STRING_MAX)]
-Starter = Annotated[str, Field(min_length=1, max_length=look.STARTER_MAX, pattern=r"\S")]
+Starter = Annotated[str, Field(min_length=1, max_length=look.STARTER_MAX, pattern=NON_BLANK)]
 Language = Literal[look.LANGUAGE_CHOICES]  # type: ignore[valid-type]
 
 

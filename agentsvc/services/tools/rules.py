@@ -54,12 +54,14 @@ MAX_URL_CHARS = 2048
 MAX_DESCRIPTION_CHARS = 10_000
 MAX_MOCK_RESPONSE_CHARS = 100_000
 MAX_CLIENT_HANDLER_CHARS = 200
-# The same bounds as JSON Schema, for the OpenAPI document (non-blank: one non-space).
-DESCRIPTION_SCHEMA = {"minLength": 1, "maxLength": MAX_DESCRIPTION_CHARS, "pattern": r"\S"}
+# The same bounds as JSON Schema, for the OpenAPI document (non-blank: one non-space, and
+# no NUL, which no JSON body may hold; the pattern api.models.NON_BLANK spells).
+NON_BLANK = r"^[^\x00]*[^\s\x00][^\x00]*$"
+DESCRIPTION_SCHEMA = {"minLength": 1, "maxLength": MAX_DESCRIPTION_CHARS, "pattern": NON_BLANK}
 CLIENT_HANDLER_SCHEMA = {
     "minLength": 1,
     "maxLength": MAX_CLIENT_HANDLER_CHARS,
-    "pattern": r"\S",
+    "pattern": NON_BLANK,
 }
 
 # Fields that belong to one execution type (Python names, as stored).
