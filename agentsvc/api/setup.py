@@ -21,7 +21,7 @@ NewPassword = Annotated[str, Field(min_length=MIN_PASSWORD_LENGTH, max_length=MA
 
 
 class OwnerCreate(RequestModel):
-    email: Annotated[str, Field(min_length=3, max_length=254, pattern=r"^[^@\s]+@[^@\s]+$")]
+    email: Annotated[str, Field(min_length=3, max_length=254, pattern=r"^[^@\s\x00]+@[^@\s\x00]+$")]
     password: NewPassword
     name: Annotated[
         str, Field(max_length=MAX_DISPLAY_NAME, pattern=DISPLAY_NAME_PATTERN)
