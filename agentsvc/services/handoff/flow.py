@@ -219,6 +219,20 @@ def _visitor_present(conv: Conversation, keepalive_seconds: float) -> bool:
     return age < keepalive_seconds * PRESENCE_KEEPALIVES
 
 
+def _fields_on_reply(conv: Conversation, user_id: str, now: str) -> dict[str, Any]:
+    """What a member's reply changes: the conversation goes to a person (the member, when
+    it had no assignee), and the first reply's wait is kept once."""
+    fields: dict[str, Any] = {}
+    if conv.status != "human" or conv.assignee_id is None:
+        fields["status"] = "human"
+        if conv.assignee_id is None:
+            fields["assignee_id"] = user_id
+    if conv.handoff_at is not None and conv.first_reply_seconds is None:
+        waited = (parse_iso(now) - parse_iso(conv.handoff_at)).total_seconds()
+        fields["first_reply_seconds"] = max(0.0, waited)
+    return fields
+
+
 async def reply(
     db: Database,
     agents: AgentCache,
@@ -255,14 +269,7 @@ async def reply(
         author_id=member.user_id,
         author_name=name,
     )
-    fields: dict[str, Any] = {}
-    if conv.status != "human" or conv.assignee_id is None:
-        fields["status"] = "human"
-        if conv.assignee_id is None:
-            fields["assignee_id"] = member.user_id
-    if conv.handoff_at is not None and conv.first_reply_seconds is None:
-        waited = (parse_iso(now) - parse_iso(conv.handoff_at)).total_seconds()
-        fields["first_reply_seconds"] = max(0.0, waited)
+    fields = _fields_on_reply(conv, member.user_id, now)
     assignee_id = fields.get("assignee_id", conv.assignee_id)
     assignee = (
         (assignee_id, name if assignee_id == member.user_id else conv.assignee_name or "")
