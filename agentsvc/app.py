@@ -5,8 +5,8 @@ from __future__ import annotations
 import orjson
 from aiohttp import web
 
-from agentsvc import keys, runtime
-from agentsvc.api import all_endpoints
+from agentsvc import runtime
+from agentsvc.api import all_endpoints, app_keys
 from agentsvc.api.bodies import BodySlots
 from agentsvc.api.documents import knowledge_body_mb
 from agentsvc.api.openapi import build_document
@@ -23,14 +23,18 @@ def create_app(settings: Settings) -> web.Application:
     max_mb = max(server.max_body_mb, server.submit_max_body_mb, knowledge_body_mb(settings))
     # No middleware and no response hook: see api/pipeline.py.
     app = web.Application(client_max_size=int(max_mb * 1024 * 1024))
-    app[keys.settings_key] = settings
-    app[keys.body_slots_key] = BodySlots(server.max_large_bodies, server.large_body_wait_seconds)
-    app[keys.metrics_key] = Metrics()
+    app[app_keys.settings_key] = settings
+    app[app_keys.body_slots_key] = BodySlots(
+        server.max_large_bodies, server.large_body_wait_seconds
+    )
+    app[app_keys.metrics_key] = Metrics()
     runtime.attach(app)
 
     endpoints = all_endpoints()
     for endpoint in endpoints:
         app.router.add_route(endpoint.method, endpoint.full_path, make_handler(endpoint))
     add_fallback(app)
-    app[keys.openapi_body_key] = orjson.dumps(build_document(endpoints, list(settings.providers)))
+    app[app_keys.openapi_body_key] = orjson.dumps(
+        build_document(endpoints, list(settings.providers))
+    )
     return app

@@ -233,7 +233,7 @@ def cmd_serve(args: argparse.Namespace) -> None:
             port = sockets[0].getsockname()[1]
             settings = settings.model_copy(update={"server": settings.server.listening_on(port)})
         if settings.server.cpu_affinity and hasattr(os, "sched_setaffinity"):
-            # Keeps the loop and aiosqlite's threads on one core (see PERFORMANCE.md).
+            # Keeps the loop and aiosqlite's threads on one core.
             os.sched_setaffinity(0, settings.server.cpu_affinity)
         open_files = raise_open_file_limit()  # every connection and stream is a descriptor
         _run(lambda: _serve(settings, sockets, open_files), fast_loop=True)

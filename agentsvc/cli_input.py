@@ -9,10 +9,10 @@ from typing import Any, TextIO
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from agentsvc.api.api_keys import KeyName
-from agentsvc.api.messages import describe_validation_error
 from agentsvc.api.session_auth import CallbackUrl, Email
 from agentsvc.api.setup import NewPassword
 from agentsvc.api.team import OptionalDisplayName
+from agentsvc.api.validation_messages import describe_validation_error
 from agentsvc.passwords import MAX_PASSWORD_LENGTH
 
 

@@ -516,7 +516,7 @@ def _describe(error: ValidationError, environ: Mapping[str, str]) -> str:
     """Name each refused setting, what it takes, and (for a wrong type) what it was given."""
     # The API's describer, so an operator reads the same plain words as an API client
     # (imported here: it needs the API's models, which need this module).
-    from agentsvc.api.messages import describe_validation_error
+    from agentsvc.api.validation_messages import describe_validation_error
 
     message = describe_validation_error(error, "", Settings).replace("plans.plans.", "plans.")
     message = message.replace(", or null", "")  # TOML has no null (a plan leaves the key out)

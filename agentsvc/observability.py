@@ -20,7 +20,7 @@ from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.utils import floatToGoString
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from agentsvc.api.state import RequestState, request_state
 
 _SAFE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
@@ -189,7 +189,7 @@ def observe(request: web.Request, state: RequestState, status: int) -> None:
     """Count a response and its latency under its route template."""
     stats = state.stats
     if stats is None:
-        metrics = request.app.get(keys.metrics_key)
+        metrics = request.app.get(app_keys.metrics_key)
         if metrics is None:
             return
         stats = metrics.request_stats

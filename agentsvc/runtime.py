@@ -1,7 +1,7 @@
 """The application's life: every start-up and shutdown step, background task and job.
 
 `attach(app)` registers, in order, the resources the service runs on. Each step opens what
-it owns, puts it under its key (keys.py) and closes it in reverse order at shutdown, so the
+it owns, puts it under its key (app_keys.py) and closes it in reverse order at shutdown, so the
 order below is the dependency order: the database first (and closed last, after every
 writer has flushed), the scheduler, then what uses them. Services receive their
 dependencies here as plain objects; none of them sees the application.
@@ -18,7 +18,7 @@ import aiohttp
 import orjson
 from aiohttp import web
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from agentsvc.api.chat import OpenStreams
 from agentsvc.api.event_streams import EventStreams
 from agentsvc.db import database_for
@@ -87,9 +87,9 @@ def attach(app: web.Application) -> None:
 
 async def _limits(app: web.Application) -> AsyncIterator[None]:
     """The rate limits: in this process's memory, or shared through Redis when configured."""
-    redis_url = app[keys.settings_key].ratelimit.redis_url
+    redis_url = app[app_keys.settings_key].ratelimit.redis_url
     limiter = RedisLimiter(redis_url) if redis_url else LocalLimiter()
-    app[keys.limiter_key] = limiter
+    app[app_keys.limiter_key] = limiter
     yield
     await limiter.close()
 
@@ -97,18 +97,18 @@ async def _limits(app: web.Application) -> AsyncIterator[None]:
 async def _database(app: web.Application) -> AsyncIterator[None]:
     """The database (migrated on open), its upkeep task (SQLite: WAL checkpoints;
     PostgreSQL: hearing other processes' changes) and the caches on it."""
-    db = database_for(app[keys.settings_key])
+    db = database_for(app[app_keys.settings_key])
     await db.open()
     upkeep = asyncio.create_task(db.run_upkeep(), name="database-upkeep")
-    app[keys.db_key] = db
-    resolver = app[keys.key_resolver_key] = KeyResolver(db)
-    agents = app[keys.agent_cache_key] = AgentCache()
-    configs = app[keys.widget_config_cache_key] = WidgetConfigCache()
-    curated = app[keys.curated_answers_key] = CuratedAnswers(
-        app[keys.settings_key].answers.match_threshold
+    app[app_keys.db_key] = db
+    resolver = app[app_keys.key_resolver_key] = KeyResolver(db)
+    agents = app[app_keys.agent_cache_key] = AgentCache()
+    configs = app[app_keys.widget_config_cache_key] = WidgetConfigCache()
+    curated = app[app_keys.curated_answers_key] = CuratedAnswers(
+        app[app_keys.settings_key].answers.match_threshold
     )
     changes.follow(db, resolver=resolver, agents=agents, widget_configs=configs, curated=curated)
-    scrubber = app[keys.index_scrubber_key] = MessageIndexScrubber(db)
+    scrubber = app[app_keys.index_scrubber_key] = MessageIndexScrubber(db)
     yield
     await scrubber.close()
     upkeep.cancel()
@@ -121,7 +121,7 @@ async def _jobs(app: web.Application) -> AsyncIterator[None]:
     """The in-process scheduler; jobs are registered by the steps that own them."""
     jobs = Jobs()
     jobs.start()
-    app[keys.jobs_key] = jobs
+    app[app_keys.jobs_key] = jobs
     yield
     jobs.stop()
 
@@ -129,34 +129,34 @@ async def _jobs(app: web.Application) -> AsyncIterator[None]:
 async def _tools(app: web.Application) -> AsyncIterator[None]:
     """The secret box, the guarded outbound and MCP clients and the tool runner built on
     them."""
-    settings = app[keys.settings_key]
+    settings = app[app_keys.settings_key]
     box = SecretBox.from_settings(settings.server.secret_key, settings.server.data_dir)
     outbound = OutboundClient(
         allow_private=settings.outbound.allow_private,
-        resolver=app.get(keys.outbound_resolver_key),
+        resolver=app.get(app_keys.outbound_resolver_key),
     )
     await outbound.open()
     mcp = McpClient(
         allow_private=settings.outbound.allow_private,
-        resolver=app.get(keys.outbound_resolver_key),
+        resolver=app.get(app_keys.outbound_resolver_key),
         timeout=settings.tools.mcp_timeout_seconds,
         connect_timeout=settings.tools.mcp_connect_timeout_seconds,
         max_response_bytes=settings.tools.mcp_max_response_bytes,
         max_listed_tools=settings.tools.mcp_max_listed_tools,
     )
-    app[keys.secret_box_key] = box
-    app[keys.outbound_key] = outbound
-    app[keys.mcp_client_key] = mcp
-    app[keys.tool_runner_key] = ToolRunner(app[keys.db_key], box, outbound, mcp)
+    app[app_keys.secret_box_key] = box
+    app[app_keys.outbound_key] = outbound
+    app[app_keys.mcp_client_key] = mcp
+    app[app_keys.tool_runner_key] = ToolRunner(app[app_keys.db_key], box, outbound, mcp)
     yield
     await outbound.close()
 
 
 async def _event_writer(app: web.Application) -> AsyncIterator[None]:
     """The trigger-event writer; at shutdown it counts everything still queued."""
-    writer = EventWriter(app[keys.db_key])
+    writer = EventWriter(app[app_keys.db_key])
     writer.start()
-    app[keys.event_writer_key] = writer
+    app[app_keys.event_writer_key] = writer
     yield
     await writer.close()
 
@@ -169,8 +169,8 @@ async def _chat(app: web.Application) -> AsyncIterator[None]:
         connector=aiohttp.TCPConnector(limit=0, limit_per_host=0),
         json_serialize=lambda value: orjson.dumps(value).decode(),
     )
-    app[keys.providers_key] = Providers(app[keys.settings_key], session)
-    app[keys.chat_streams_key] = OpenStreams()
+    app[app_keys.providers_key] = Providers(app[app_keys.settings_key], session)
+    app[app_keys.chat_streams_key] = OpenStreams()
     yield
     await session.close()
 
@@ -178,7 +178,7 @@ async def _chat(app: web.Application) -> AsyncIterator[None]:
 async def _close_streams(app: web.Application) -> None:
     """on_shutdown: end every open chat and event stream cleanly (before the resources
     close)."""
-    for key in (keys.chat_streams_key, keys.event_streams_key):
+    for key in (app_keys.chat_streams_key, app_keys.event_streams_key):
         streams = app.get(key)
         if streams is not None:
             await streams.close_all()
@@ -187,15 +187,15 @@ async def _close_streams(app: web.Application) -> None:
 async def _handoff(app: web.Application) -> AsyncIterator[None]:
     """Live conversation events (followed through the database's announcements) and the
     handoff notifications."""
-    settings = app[keys.settings_key]
-    db = app[keys.db_key]
-    live = app[keys.live_events_key] = LiveEvents(db)
-    app[keys.event_streams_key] = EventStreams()
-    notifier = app[keys.handoff_notifier_key] = Notifier(
+    settings = app[app_keys.settings_key]
+    db = app[app_keys.db_key]
+    live = app[app_keys.live_events_key] = LiveEvents(db)
+    app[app_keys.event_streams_key] = EventStreams()
+    notifier = app[app_keys.handoff_notifier_key] = Notifier(
         db,
-        app[keys.mailer_key],
-        app[keys.outbound_key],
-        app[keys.secret_box_key],
+        app[app_keys.mailer_key],
+        app[app_keys.outbound_key],
+        app[app_keys.secret_box_key],
         settings.server.public_url,
         settings.handoff.notify_retries,
         settings.handoff.notify_retry_seconds,
@@ -207,17 +207,17 @@ async def _handoff(app: web.Application) -> AsyncIterator[None]:
 
 async def _knowledge(app: web.Application) -> AsyncIterator[None]:
     """The indexer (with embeddings when configured), resuming what a stop interrupted."""
-    db = app[keys.db_key]
-    settings = app[keys.settings_key]
+    db = app[app_keys.db_key]
+    settings = app[app_keys.settings_key]
     semantic = None
-    embedder = make_embedder(settings, app[keys.providers_key].session)
+    embedder = make_embedder(settings, app[app_keys.providers_key].session)
     if embedder is not None:
         vectors = VectorIndex(db, embedder.model_id, path=settings.knowledge.vector_search)
         await vectors.open()
         semantic = Semantic(embedder, vectors)
         changes.follow(db, vector_index=vectors)
     indexer = Indexer(db, semantic)
-    app[keys.indexer_key] = indexer
+    app[app_keys.indexer_key] = indexer
     resumed = await indexer.resume()
     if resumed:
         log.info("resumed indexing of %d document(s)", resumed)
@@ -229,15 +229,15 @@ async def _knowledge(app: web.Application) -> AsyncIterator[None]:
 
 async def _team(app: web.Application) -> AsyncIterator[None]:
     """The mailer, the OAuth HTTP client, and the invitation and session sweeps."""
-    settings = app[keys.settings_key]
-    db = app[keys.db_key]
-    mailer = Mailer(settings.smtp, db, app[keys.secret_box_key])
-    app[keys.mailer_key] = mailer
+    settings = app[app_keys.settings_key]
+    db = app[app_keys.db_key]
+    mailer = Mailer(settings.smtp, db, app[app_keys.secret_box_key])
+    app[app_keys.mailer_key] = mailer
     # Redirects are not followed: a token endpoint that redirects is misconfigured.
     http = aiohttp.ClientSession(timeout=oauth.HTTP_TIMEOUT)
-    app[keys.oauth_http_key] = http
+    app[app_keys.oauth_http_key] = http
     warm_up()
-    jobs = app[keys.jobs_key]
+    jobs = app[app_keys.jobs_key]
     sweep = settings.auth.invitation_sweep_seconds
     expire = once_for_all(db, EXPIRE_INVITATIONS_JOB, sweep, membership.expire_invitations)
     jobs.every(EXPIRE_INVITATIONS_JOB, sweep, expire, db)
@@ -253,26 +253,26 @@ async def _team(app: web.Application) -> AsyncIterator[None]:
 async def _delivery(app: web.Application) -> AsyncIterator[None]:
     """The delivery outbox worker (form deliveries and event webhooks), its depth on
     /metrics, the event emitter, the hourly file sweep and the retention purge."""
-    settings = app[keys.settings_key]
-    metrics = app[keys.metrics_key]
-    db = app[keys.db_key]
+    settings = app[app_keys.settings_key]
+    metrics = app[app_keys.metrics_key]
+    db = app[app_keys.db_key]
     sender = Sender(
         db=db,
-        outbound=app[keys.outbound_key],
-        box=app[keys.secret_box_key],
+        outbound=app[app_keys.outbound_key],
+        box=app[app_keys.secret_box_key],
         settings=settings.webhooks,
         data_dir=settings.server.data_dir,
-        mailer=lambda: app.get(keys.mailer_key),
+        mailer=lambda: app.get(app_keys.mailer_key),
     )
-    jobs = app[keys.jobs_key]
+    jobs = app[app_keys.jobs_key]
     deliverer = Deliverer(
         sender,
         jobs=jobs,
         on_attempt=lambda kind, outcome: metrics.deliveries.labels(kind, outcome).inc(),
-        events=EventQueue(db, app[keys.secret_box_key]),
+        events=EventQueue(db, app[app_keys.secret_box_key]),
     )
-    app[keys.deliverer_key] = deliverer
-    emitter = app[keys.emitter_key] = Emitter(db, deliverer.wake)
+    app[app_keys.deliverer_key] = deliverer
+    emitter = app[app_keys.emitter_key] = Emitter(db, deliverer.wake)
     changes.follow(db, emitter=emitter)
 
     async def outbox_depth() -> None:
@@ -305,17 +305,17 @@ async def _delivery(app: web.Application) -> AsyncIterator[None]:
 
 async def _turns(app: web.Application) -> AsyncIterator[None]:
     """The chat turns every door (/chat, MCP `ask`, channels) runs through."""
-    app[keys.chat_turns_key] = ChatTurns(
+    app[app_keys.chat_turns_key] = ChatTurns(
         TurnDeps(
-            db=app[keys.db_key],
-            agents=app[keys.agent_cache_key],
-            providers=app[keys.providers_key],
-            tool_runner=app[keys.tool_runner_key],
-            emitter=app[keys.emitter_key],
-            curated=app[keys.curated_answers_key],
-            notifier=app[keys.handoff_notifier_key],
-            semantic=app[keys.indexer_key].semantic,
-            keepalive_seconds=app[keys.settings_key].chat.keepalive_seconds,
+            db=app[app_keys.db_key],
+            agents=app[app_keys.agent_cache_key],
+            providers=app[app_keys.providers_key],
+            tool_runner=app[app_keys.tool_runner_key],
+            emitter=app[app_keys.emitter_key],
+            curated=app[app_keys.curated_answers_key],
+            notifier=app[app_keys.handoff_notifier_key],
+            semantic=app[app_keys.indexer_key].semantic,
+            keepalive_seconds=app[app_keys.settings_key].chat.keepalive_seconds,
         )
     )
     yield

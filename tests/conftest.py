@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from agentsvc.app import create_app
 from agentsvc.config import Settings, load_settings
 from agentsvc.db import holds
@@ -108,7 +108,7 @@ async def client(make_client) -> TestClient:
 
 async def new_api_key(client: TestClient, email: str = "owner@example.com", plan: str = "pro"):
     """Create (or reuse) a user with their own team on `plan` and return a fresh API key."""
-    db = client.app[keys.db_key]
+    db = client.app[app_keys.db_key]
     user, team = await accounts.ensure_user_with_team(db, email=email, name="", plan=plan)
     async with db.write() as conn:
         created = await accounts.create_api_key(conn, team_id=team.id, user_id=user.id, name="t")
@@ -156,7 +156,7 @@ async def smtp_server():
 
 async def outbox(client: TestClient, to: str | None = None) -> list:
     """Messages kept in the outbox table (no SMTP configured), newest first, bodies opened."""
-    mailer = client.app[keys.mailer_key]
+    mailer = client.app[app_keys.mailer_key]
     await mailer.drain()
     return await mailer.kept(to)
 
@@ -169,7 +169,7 @@ async def create_user(client: TestClient, email: str, password: str = PASSWORD, 
     """Create a user with a password and their own team; return (user, team)."""
     from agentsvc.passwords import hash_password_async
 
-    db = client.app[keys.db_key]
+    db = client.app[app_keys.db_key]
     password_hash = await hash_password_async(password)
     async with db.write() as conn:
         return await accounts.create_user_with_team(
@@ -203,7 +203,7 @@ async def add_member(client: TestClient, team_id: str, email: str, role: str = "
     from agentsvc.store import accounts as account_store
 
     user, _ = await create_user(client, email)
-    async with client.app[keys.db_key].write() as conn:
+    async with client.app[app_keys.db_key].write() as conn:
         await account_store.insert_membership(
             conn,
             id=new_id("membership"),
@@ -217,7 +217,7 @@ async def add_member(client: TestClient, team_id: str, email: str, role: str = "
 
 async def key_for(client: TestClient, team_id: str, user_id: str) -> str:
     """A fresh API key of a user acting in a team."""
-    async with client.app[keys.db_key].write() as conn:
+    async with client.app[app_keys.db_key].write() as conn:
         created = await accounts.create_api_key(conn, team_id=team_id, user_id=user_id, name="t")
     return created.key
 

@@ -102,15 +102,15 @@ def drop_created(since: tuple[int, int] = (0, 0)) -> None:
 async def stored_bytes(app) -> bytes:
     """Everything the app's database holds, to search for what must not be stored: the
     SQLite files' bytes, or every PostgreSQL row of its schema as text."""
-    from agentsvc import keys
+    from agentsvc.api import app_keys
 
-    settings = app[keys.settings_key]
+    settings = app[app_keys.settings_key]
     if not settings.database.url:
         data_dir = Path(settings.server.data_dir)
         return b"".join(
             p.read_bytes() for p in sorted(data_dir.glob("agentsvc.db*")) if p.is_file()
         )
-    db = app[keys.db_key]
+    db = app[app_keys.db_key]
     tables = await db.reader.fetchall(
         "SELECT table_name FROM information_schema.tables"
         " WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aiohttp.test_utils import TestClient
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from agentsvc.api.tools import ToolCreate
 from agentsvc.services.tools import definitions as tool_service
 from agentsvc.store.tools import Tool
@@ -19,8 +19,8 @@ async def save_tool_as_if_private_allowed(client: TestClient, team_id: str, body
     given = ToolCreate.model_validate(body).given()
     agent_id = given.pop("agent_id")
     return await tool_service.create_tool(
-        client.app[keys.db_key],
-        client.app[keys.secret_box_key],
+        client.app[app_keys.db_key],
+        client.app[app_keys.secret_box_key],
         team_id=team_id,
         agent_id=agent_id,
         plan_id="pro",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from tests.chat_helpers import chat, new_agent, new_tool, user
 from tests.conftest import assert_error, bearer, new_api_key
 
@@ -155,7 +155,7 @@ async def test_the_trigger_funnel(client, auth):
 async def test_ranges_of_days(client, auth):
     agent = await new_agent(client, auth, systemPrompt=PROMPT)
     conv, _ = await ask(client, auth, agent["id"], "hello")
-    db = client.app[keys.db_key]
+    db = client.app[app_keys.db_key]
     async with db.write() as tx:  # figures of earlier days, as the counters keep them
         await tx.execute(
             "INSERT INTO agent_daily (agent_id, day, conversations, visitor_messages)"

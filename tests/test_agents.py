@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from tests.conftest import assert_error, bearer, new_api_key
 
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
@@ -157,7 +157,7 @@ async def test_members_may_edit_but_not_create_or_delete(client, auth):
     from agentsvc.store import accounts
 
     agent = await create(client, auth)
-    db = client.app[keys.db_key]
+    db = client.app[app_keys.db_key]
     owner = await accounts.get_user_by_email(db.reader, "owner@example.com")
     team = await accounts.get_owned_team(db.reader, owner.id)
     async with db.write() as conn:

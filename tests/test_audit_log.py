@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from agentsvc.services import audit
 from agentsvc.services.audit import Actor
 from agentsvc.store import audit_log
@@ -119,7 +119,7 @@ async def test_a_joining_member_is_recorded(client):
     owner, team = await create_user(client, "owner@example.com")
     auth = bearer(await key_for(client, team.id, owner.id))
     await client.post("/api/v1/team/invite", json={"email": "new@example.com"}, headers=auth)
-    mailer = client.app[keys.mailer_key]
+    mailer = client.app[app_keys.mailer_key]
     await mailer.drain()
     [mail] = await mailer.kept("new@example.com")
     token = re.search(r"token=([\w-]+)", mail.body).group(1)
@@ -188,7 +188,7 @@ async def test_entries_of_the_same_millisecond_list_in_the_order_they_were_recor
     walk that order too."""
     owner, team = await create_user(client, "owner@example.com")
     auth = bearer(await key_for(client, team.id, owner.id))
-    db = client.app[keys.db_key]
+    db = client.app[app_keys.db_key]
     same_time = "2026-11-25T10:00:00.000Z"
     # Ids sorting against the order of recording: an order by id would reverse them.
     ids = [f"aud_{c}{n}" for n, c in enumerate("zyxwvutsrq")]
@@ -230,7 +230,7 @@ async def test_record_is_there_for_actions_that_write_nothing_else(client):
     auth = bearer(await key_for(client, team.id, owner.id))
     actor = Actor(owner.id, team.id, ip="203.0.113.9")
     await audit.record(
-        client.app[keys.db_key],
+        client.app[app_keys.db_key],
         actor,
         "conversations.exported",
         target_type="agent",

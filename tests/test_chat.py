@@ -9,7 +9,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from agentsvc.llm.builtin import NOTHING_FOUND
 from tests.chat_helpers import Stream, chat, get_conversation, new_agent, new_tool, user
 from tests.conftest import assert_error, bearer, new_api_key
@@ -520,14 +520,14 @@ async def test_shutdown_ends_open_streams_cleanly(make_client):
     seen = b""
     while b"content_block_delta" not in seen:
         seen += await resp.content.readany()
-    assert len(client.app[keys.chat_streams_key]) == 1
-    await client.app[keys.chat_streams_key].close_all()  # what on_shutdown runs
+    assert len(client.app[app_keys.chat_streams_key]) == 1
+    await client.app[app_keys.chat_streams_key].close_all()  # what on_shutdown runs
     stream = Stream(seen + await resp.read())
     assert stream.names[-1] == "error"
     assert stream.of("error")[0]["error"]["code"] == "SHUTTING_DOWN"
     reply = await _wait_for_reply(client, auth, stream.start["conversationId"])
     assert reply["status"] == "interrupted" and reply["content"] == stream.text
-    assert len(client.app[keys.chat_streams_key]) == 0
+    assert len(client.app[app_keys.chat_streams_key]) == 0
 
 
 async def test_text_deltas_are_grouped_into_timed_writes(make_client):

@@ -8,7 +8,7 @@ from urllib.parse import quote
 
 import pytest
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from agentsvc.app import create_app
 from agentsvc.services.team import accounts
 from tests import pg
@@ -44,7 +44,7 @@ def ids(body: dict) -> list[str]:
 
 async def set_created(client, conversation_id: str, created_at: str) -> None:
     """Date a conversation (test set-up: conversations are created now)."""
-    async with client.app[keys.db_key].write() as tx:
+    async with client.app[app_keys.db_key].write() as tx:
         await tx.execute(
             "UPDATE conversations SET created_at = ? WHERE id = ?", (created_at, conversation_id)
         )
@@ -238,7 +238,7 @@ async def test_the_index_follows_deletes_of_conversations_and_agents(client, aut
     resp = await client.delete(f"/api/v1/agents/{agent['id']}", headers=auth)
     assert resp.status == 200
     assert len(ids(await listed(client, auth, other["id"], q="refund"))) == 1
-    db = client.app[keys.db_key]
+    db = client.app[app_keys.db_key]
     if db.reader.dialect == "sqlite":
         async with db.write() as tx:  # the contentless index agrees with itself
             await tx.execute("INSERT INTO messages_fts (messages_fts) VALUES ('integrity-check')")
@@ -283,7 +283,7 @@ async def test_an_upgraded_database_finds_its_earlier_messages(aiohttp_client, t
             )
     old.close()
     client = await aiohttp_client(create_app(make_settings(tmp_path)))
-    async with client.app[keys.db_key].write() as tx:
+    async with client.app[app_keys.db_key].write() as tx:
         key = (await accounts.create_api_key(tx, team_id="team_1", user_id="usr_1", name="k")).key
     body = await listed(client, bearer(key), "agt_1", q="refunds")
     assert ids(body) == ["conv_0"]
@@ -299,7 +299,7 @@ async def test_large_results_count_to_ten_thousand_and_say_so(client, auth):
     me = await (await client.get("/api/v1/auth/session", headers=auth)).json()
     team_id = me["data"]["team"]["id"]
     n = 10_050
-    db = client.app[keys.db_key]
+    db = client.app[app_keys.db_key]
     # Set-up: n conversations of one message, as the service writes them, in one statement
     # each (a row per millisecond of 2026-02-01).
     if db.reader.dialect == "sqlite":

@@ -230,10 +230,10 @@ async def test_provider_models_read_the_curated_answer_first(make_client):
 async def test_the_matcher_keeps_a_bounded_amount_of_text(client, auth):
     """The per-agent cache of answers starts again empty past its size; forgetting an agent
     gives its share back."""
-    from agentsvc import keys
+    from agentsvc.api import app_keys
     from agentsvc.services.answers.matching import CuratedAnswers
 
-    db = client.app[keys.db_key]
+    db = client.app[app_keys.db_key]
     agents = [await new_agent(client, auth, name=f"A{n}") for n in range(2)]
     for agent in agents:
         await add_answer(client, auth, agent["id"], CURATED, "x" * 100)

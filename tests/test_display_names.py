@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from agentsvc.app import create_app
 from agentsvc.services.team import accounts
 from tests import pg
@@ -105,7 +105,7 @@ async def test_nobody_sees_a_members_email_address_in_a_reply_by_mail(client):
     )
     await data_of(resp)
     await _reply(client, auth, conv_id, "We will call you tomorrow.")
-    mailer = client.app[keys.mailer_key]
+    mailer = client.app[app_keys.mailer_key]
     await mailer.drain()
     kept = await mailer.kept("visitor@example.org")
     assert len(kept) == 1
@@ -164,7 +164,7 @@ async def test_setup_asks_for_a_display_name_and_checks_it(client):
         201,
     )
     assert created["user"]["name"] == "Ana"
-    user = await accounts.user_by_email(client.app[keys.db_key], ADDRESS)
+    user = await accounts.user_by_email(client.app[app_keys.db_key], ADDRESS)
     assert user is not None and user.name == "Ana"
 
 
@@ -173,7 +173,7 @@ async def test_accepting_an_invitation_sets_the_display_name(client):
     auth = bearer(await key_for(client, team.id, owner.id))
     resp = await client.post("/api/v1/team/invite", json={"email": "bo@example.com"}, headers=auth)
     assert resp.status == 201
-    mailer = client.app[keys.mailer_key]
+    mailer = client.app[app_keys.mailer_key]
     await mailer.drain()
     kept = await mailer.kept("bo@example.com")
     text = kept[0].body
@@ -226,10 +226,8 @@ async def test_nobody_sees_a_members_email_address_stored_before_the_upgrade(
         )
     old.close()
     client = await aiohttp_client(create_app(make_settings(tmp_path)))
-    db = client.app[keys.db_key]
+    db = client.app[app_keys.db_key]
     assert await db.reader.fetchval("SELECT name FROM teams") == "Support"
     rows = await db.reader.fetchall("SELECT id, author_name FROM messages ORDER BY id")
     assert [tuple(r) for r in rows] == [("msg_1", "Support"), ("msg_2", "Bo")]
-    assert await db.reader.fetchval("SELECT assignee_name FROM conversation_events") == (
-        "Support"
-    )
+    assert await db.reader.fetchval("SELECT assignee_name FROM conversation_events") == ("Support")

@@ -6,7 +6,7 @@ import asyncio
 
 from aiohttp import FormData, MultipartWriter, web
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from agentsvc.ids import new_id, now_iso
 from agentsvc.services.knowledge import retrieval
 from agentsvc.services.team import accounts as accounts_service
@@ -90,7 +90,9 @@ async def test_text_document_lifecycle(client, auth):
     got = (await (await client.get(f"/api/v1/documents/{doc['id']}", headers=auth)).json())["data"]
     assert got["content"].startswith("# Shipping guide") and got["title"] == "Shipping guide"
 
-    hits = await retrieval.retrieve(client.app[keys.db_key], agent_id, "Can I return an item?", 3)
+    hits = await retrieval.retrieve(
+        client.app[app_keys.db_key], agent_id, "Can I return an item?", 3
+    )
     assert hits[0].document_id == doc["id"] and "full refund" in hits[0].text
     assert hits[0].title == "Shipping guide" and hits[0].heading == "Shipping guide › Returns"
 
@@ -102,7 +104,7 @@ async def test_text_document_lifecycle(client, auth):
     await assert_error(
         await client.delete(f"/api/v1/documents/{doc['id']}", headers=auth), 404, "NOT_FOUND"
     )
-    assert await retrieval.retrieve(client.app[keys.db_key], agent_id, "refund", 3) == []
+    assert await retrieval.retrieve(client.app[app_keys.db_key], agent_id, "refund", 3) == []
 
 
 async def test_json_body_errors(client, auth):
@@ -162,7 +164,7 @@ async def test_uploads_of_each_format(client, auth):
     resp = await post_form(client, auth, agent_id, upload("w.pdf", pdf, "application/pdf", "W"))
     doc = (await resp.json())["data"]
     assert (doc["title"], doc["format"], doc["sizeBytes"]) == ("W", "pdf", len(pdf))
-    hits = await retrieval.retrieve(client.app[keys.db_key], agent_id, "kettle warranty", 1)
+    hits = await retrieval.retrieve(client.app[app_keys.db_key], agent_id, "kettle warranty", 1)
     assert hits[0].document_id == doc["id"] and "two year warranty" in hits[0].text
 
 
@@ -260,7 +262,7 @@ async def test_fetch_from_url(client, auth, aiohttp_server):
     assert resp.status == 201, doc
     assert (doc["title"], doc["sourceType"], doc["format"]) == ("FAQ page", "url", "html")
     assert doc["sourceUrl"] == f"{base}/faq" and doc["status"] == "ready"
-    hits = await retrieval.retrieve(client.app[keys.db_key], agent_id, "bank transfer", 2)
+    hits = await retrieval.retrieve(client.app[app_keys.db_key], agent_id, "bank transfer", 2)
     assert hits[0].heading == "FAQ page › Payment"
 
     resp = await client.post(url, json={"url": f"{base}/hours", "title": "Hours"}, headers=auth)
@@ -316,7 +318,7 @@ async def test_documents_are_team_scoped_and_members_may_edit(client, auth):
         await client.get(f"/api/v1/agents/{agent_id}/documents"), 401, "UNAUTHORIZED"
     )
 
-    db = client.app[keys.db_key]
+    db = client.app[app_keys.db_key]
     owner = await accounts.get_user_by_email(db.reader, "owner@example.com")
     team = await accounts.get_owned_team(db.reader, owner.id)
     async with db.write() as conn:
@@ -344,7 +346,7 @@ async def test_agent_deletion_cascades_to_documents_and_index(client, auth):
     gone = await make_agent(client, auth, "Gone")
     kept = await add_text(client, auth, keep)
     doc = await add_text(client, auth, gone)
-    db = client.app[keys.db_key]
+    db = client.app[app_keys.db_key]
     assert (await retrieval.retrieve(db, gone, "refund", 5))[0].document_id == doc["id"]
     assert [p.document_id for p in await retrieval.retrieve(db, keep, "refund", 5)] == [kept["id"]]
     assert (await client.delete(f"/api/v1/agents/{gone}", headers=auth)).status == 200
@@ -364,7 +366,7 @@ async def test_agent_deletion_cascades_to_documents_and_index(client, auth):
 async def test_queries_cannot_inject_fts_syntax(client, auth):
     agent_id = await make_agent(client, auth)
     await add_text(client, auth, agent_id)
-    db = client.app[keys.db_key]
+    db = client.app[app_keys.db_key]
     for query in (
         'refund" OR scope : "x',
         "NEAR(refund parcel) AND *",
@@ -390,7 +392,7 @@ async def test_large_documents_index_in_the_background(make_client):
     assert doc["status"] == "indexing" and doc["passageCount"] == 0
     done = await wait_status(client, auth, doc["id"])
     assert done["status"] == "ready" and done["passageCount"] == 40 and done["error"] is None
-    hits = await retrieval.retrieve(client.app[keys.db_key], agent_id, "word17x5", 1)
+    hits = await retrieval.retrieve(client.app[app_keys.db_key], agent_id, "word17x5", 1)
     assert hits[0].heading == "Big manual › Topic 17"
 
     # Only headings: nothing to index, so the document fails with a reason.
@@ -405,8 +407,8 @@ async def test_indexing_left_unfinished_resumes(make_client):
     auth = bearer(await new_api_key(client))
     agent_id = await make_agent(client, auth)
     doc = await add_text(client, auth, agent_id, content=GUIDE * 10)
-    await client.app[keys.indexer_key].idle()
-    db = client.app[keys.db_key]
+    await client.app[app_keys.indexer_key].idle()
+    db = client.app[app_keys.db_key]
     # As if the service had stopped half-way: status indexing, some passages written.
     async with db.write() as conn:
         await conn.execute("UPDATE documents SET status = 'indexing' WHERE id = ?", (doc["id"],))
@@ -414,7 +416,7 @@ async def test_indexing_left_unfinished_resumes(make_client):
             "DELETE FROM passages WHERE document_id = ? AND position > 2", (doc["id"],)
         )
     assert await retrieval.retrieve(db, agent_id, "refund", 3) == []  # not ready: not used
-    indexer = client.app[keys.indexer_key]
+    indexer = client.app[app_keys.indexer_key]
     assert await indexer.resume() == 1
     await indexer.idle()
     done = await wait_status(client, auth, doc["id"])
@@ -447,8 +449,8 @@ async def test_deleting_a_document_while_it_is_indexed(make_client):
         assert doc["status"] == "indexing"
         resp = await client.delete(f"/api/v1/documents/{doc['id']}", headers=auth)
         assert resp.status == 200
-    await client.app[keys.indexer_key].idle()
-    db = client.app[keys.db_key]
+    await client.app[app_keys.indexer_key].idle()
+    db = client.app[app_keys.db_key]
     rows = await db.reader.fetchall("SELECT count(*) FROM passages")
     assert rows[0][0] == 0
     rows = await db.reader.fetchall(INDEXED_REFUND[db.reader.dialect])

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from agentsvc.services.privacy.search_index import scrub_message_index
 from tests.chat_helpers import chat, new_agent, user
 from tests.conftest import bearer, create_user, key_for
@@ -62,7 +62,7 @@ async def test_erasure_leaves_nothing_in_the_search_index(client):
     owner, team = await create_user(client, "owner@example.com")
     auth = bearer(await key_for(client, team.id, owner.id))
     agent = await new_agent(client, auth, systemPrompt="Parcels ship daily.")
-    db = client.app[keys.db_key]
+    db = client.app[app_keys.db_key]
     # Each chat commits on its own, so the index holds many segments, old and new.
     for n in range(12):
         await talk(client, auth, agent["id"], f"someone-{n}", f"question {n} about parcels")
@@ -78,7 +78,7 @@ async def test_erasure_leaves_nothing_in_the_search_index(client):
     gone = await client.delete("/api/v1/end-users/erin-5", headers=auth)
     assert gone.status == 200, await gone.text()
     assert (await gone.json())["data"]["deleted"]["conversations"] == len(erin)
-    await client.app[keys.index_scrubber_key].idle()  # PostgreSQL rebuilds in the background
+    await client.app[app_keys.index_scrubber_key].idle()  # PostgreSQL rebuilds in the background
 
     after = await raw_index_bytes(db)
     assert [word for word in ERASED if needle(word) in after] == []
@@ -93,7 +93,7 @@ async def test_erasure_leaves_nothing_in_the_search_index(client):
     await talk(client, auth, agent["id"], "erin-5", f"again {ERASED[1]}")
     resp = await client.delete("/api/v1/end-users/erin-5", headers=auth)
     assert resp.status == 200
-    await client.app[keys.index_scrubber_key].idle()
+    await client.app[app_keys.index_scrubber_key].idle()
     assert needle(ERASED[1]) not in await raw_index_bytes(db)
     if db.reader.dialect == "sqlite":
         started = time.perf_counter()
@@ -104,7 +104,7 @@ async def test_erasure_leaves_nothing_in_the_search_index(client):
 @postgres_only
 async def test_erasure_rebuild_drops_a_half_done_rebuild_first(client):
     """A rebuild cut off half-way leaves an invalid copy every insert still maintains."""
-    db = client.app[keys.db_key]
+    db = client.app[app_keys.db_key]
     async with db.maintenance() as tx:
         await tx.execute(
             "CREATE INDEX CONCURRENTLY messages_search_ccnew ON messages"

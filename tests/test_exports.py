@@ -15,7 +15,7 @@ from xml.etree import ElementTree
 import orjson
 import pytest
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from tests.chat_helpers import chat, get_conversation, new_agent, new_tool, user
 from tests.conftest import assert_error, bearer, new_api_key
 
@@ -311,7 +311,7 @@ async def test_a_team_runs_a_limited_number_of_exports_at_once(make_client):
     client = await make_client(exports={"max_per_team": 1})
     auth = bearer(await new_api_key(client))
     agent = await new_agent(client, auth)
-    limiter = client.app[keys.limiter_key]
+    limiter = client.app[app_keys.limiter_key]
     # Hold the team's only slot as a running export would.
     session = await client.get("/api/v1/auth/session", headers=auth)
     team_id = (await session.json())["data"]["team"]["id"]

@@ -17,7 +17,7 @@ import aiohttp
 import pytest
 from standardwebhooks.webhooks import Webhook
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from agentsvc.services.forms.files import remove_orphan_files
 from agentsvc.services.team import accounts
 from tests.conftest import assert_error, bearer, new_api_key
@@ -250,11 +250,11 @@ async def test_valid_values_are_normalised_and_files_kept_on_disk(client, auth, 
         "size": len(pdf),
     }
     assert sub["formData"]["photo"]["contentType"] == "image/png"
-    data_dir = client.app[keys.settings_key].server.data_dir
+    data_dir = client.app[app_keys.settings_key].server.data_dir
     stored = data_dir / "files" / sub["id"] / "cv.pdf"
     assert stored.read_bytes() == pdf
     # The database holds the description, not the bytes.
-    db = client.app[keys.db_key]
+    db = client.app[app_keys.db_key]
     rows = await db.reader.fetchall(
         "SELECT length(form_data) FROM form_submissions WHERE id = ?", (sub["id"],)
     )
@@ -412,7 +412,7 @@ async def test_unreachable_receiver_is_an_attempt_error(make_client):
 
 async def test_private_addresses_are_refused_by_default(make_client, receiver):
     client = await make_client(webhooks=FAST, outbound={"allow_private": False})
-    db = client.app[keys.db_key]
+    db = client.app[app_keys.db_key]
     _, team = await accounts.ensure_user_with_team(db, email="o@example.com", name="", plan="pro")
     auth = bearer(await new_api_key(client, "o@example.com"))
     body = {
@@ -481,7 +481,7 @@ async def test_deliver_due_job_can_be_called_directly(make_client, receiver):
     tool = await make_form(client, auth, formWebhookUrl=receiver.url("/flaky"))
     result = await submitted(client, tool["id"], {"email": "a@b.co"})
     # The scheduler may already have run it; the job is idempotent either way.
-    await client.app[keys.deliverer_key].deliver_due()
+    await client.app[app_keys.deliverer_key].deliver_due()
     sub = await wait_status(client, auth, result["submissionId"], "webhook_success")
     assert sub["webhookAttempts"] == 2
 
@@ -489,7 +489,7 @@ async def test_deliver_due_job_can_be_called_directly(make_client, receiver):
 # ── post actions ────────────────────────────────────────────────────────────────────────
 async def test_post_actions_run_after_the_webhook_in_order(make_client, receiver, smtp_server):
     client = await make_client(webhooks=FAST, smtp=smtp_server.settings())
-    db = client.app[keys.db_key]
+    db = client.app[app_keys.db_key]
     owner, team = await accounts.ensure_user_with_team(
         db, email="owner@example.com", name="Owner", plan="pro"
     )
@@ -579,7 +579,7 @@ async def test_post_actions_run_after_the_webhook_in_order(make_client, receiver
 
 async def test_email_without_smtp_goes_to_the_outbox(make_client):
     client = await make_client(webhooks=FAST)
-    db = client.app[keys.db_key]
+    db = client.app[app_keys.db_key]
     owner, _ = await accounts.ensure_user_with_team(
         db, email="owner@example.com", name="", plan="pro"
     )
@@ -600,7 +600,7 @@ async def test_email_without_smtp_goes_to_the_outbox(make_client):
 
 async def test_failing_smtp_is_retried(make_client, smtp_server):
     client = await make_client(webhooks=FAST, smtp=smtp_server.settings())
-    db = client.app[keys.db_key]
+    db = client.app[app_keys.db_key]
     owner, _ = await accounts.ensure_user_with_team(
         db, email="owner@example.com", name="", plan="pro"
     )
@@ -829,14 +829,14 @@ async def test_submissions_outlive_their_tool_and_go_with_their_agent(make_clien
 
 async def test_files_of_deleted_submissions_are_removed(make_client, receiver):
     client, auth = await fast_client(make_client)
-    data_dir = client.app[keys.settings_key].server.data_dir
+    data_dir = client.app[app_keys.settings_key].server.data_dir
     kept_tool = await make_form(client, auth, formWebhookUrl=receiver.url("/ok"))
     doomed_tool = await make_form(client, auth, formWebhookUrl=receiver.url("/ok"))
     kept = await submitted(client, kept_tool["id"], {"email": "a@b.co", "cv": data_url(b"1")})
     doomed = await submitted(client, doomed_tool["id"], {"email": "a@b.co", "cv": data_url(b"2")})
     resp = await client.delete(f"/api/v1/agents/{doomed_tool['agentId']}", headers=auth)
     assert resp.status == 200
-    db = client.app[keys.db_key]
+    db = client.app[app_keys.db_key]
     # Young folders are left alone (their submit may still be committing).
     assert await remove_orphan_files(db, data_dir) == 0
     assert await remove_orphan_files(db, data_dir, grace=0) == 1

@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from tests.chat_helpers import chat, get_conversation, new_agent, new_tool, user
 from tests.conftest import add_member, assert_error, bearer, create_user, key_for
 from tests.fakes import openai_server as oai
@@ -395,7 +395,7 @@ async def test_handoff_figures(client):
     for conv_id in convs[:3]:
         await post(client, f"/conversations/{conv_id}/handoff", {}, VISITOR)
     # First replies after 10, 20 and (never) seconds: set the handoff times back.
-    db = client.app[keys.db_key]
+    db = client.app[app_keys.db_key]
     async with db.write() as tx:
         for conv_id, ago in zip(convs[:2], (10, 20), strict=True):
             await tx.execute(

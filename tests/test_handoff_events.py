@@ -10,7 +10,7 @@ import time
 import pytest
 from standardwebhooks.webhooks import Webhook
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from agentsvc.store import conversations as conv_store
 from tests import pg
 from tests.conftest import add_member, assert_error, bearer, create_user, key_for, make_settings
@@ -175,17 +175,17 @@ async def test_many_followers_of_one_conversation_cost_one_read(make_client):
     agent = await handoff_agent(client, auth)
     conv_id = await visitor_conversation(client, agent["id"])
     readers = [await open_events(client, events_path(conv_id), headers=auth) for _ in range(20)]
-    assert client.app[keys.live_events_key].followers() == 20
+    assert client.app[app_keys.live_events_key].followers() == 20
     await post(client, f"/conversations/{conv_id}/messages", {"content": "to all"}, auth)
     for reader in readers:
         message, _ = await reader.until("message")
         assert message["message"]["content"] == "to all"
         reader.close()
     for _ in range(100):
-        if client.app[keys.live_events_key].followers() == 0:
+        if client.app[app_keys.live_events_key].followers() == 0:
             break
         await asyncio.sleep(0.02)
-    assert client.app[keys.live_events_key].followers() == 0
+    assert client.app[app_keys.live_events_key].followers() == 0
 
 
 async def test_visitor_event_streams_are_capped_per_address(make_client):
@@ -223,7 +223,7 @@ async def test_a_stream_ends_after_its_time_and_at_shutdown(make_client):
     # The closed stream's last write lands before a second app starts in this process: its
     # start-up (migrations, on the same loop) would stretch that write past the suite's
     # write-hold guard without any work inside it.
-    db = client.app[keys.db_key]
+    db = client.app[app_keys.db_key]
     sql = "SELECT visitor_seen_at FROM conversations WHERE id = ?"
     for _ in range(100):
         if await db.reader.fetchval(sql, (conv_id,)) is None:
@@ -269,7 +269,7 @@ async def test_outside_business_hours_the_visitor_leaves_an_address(make_client,
     assert len(smtp_server.messages) == 1
     # Closing the page ends the stream within about a second: the visitor is gone again.
     visitor.close()
-    db = client.app[keys.db_key]
+    db = client.app[app_keys.db_key]
     for _ in range(100):
         if (await conv_store.get_public(db.reader, conv_id)).visitor_seen_at is None:
             break

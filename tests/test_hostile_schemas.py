@@ -15,8 +15,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import orjson
 import pytest
 
-from agentsvc import keys
-from agentsvc.services.tenant import schemas as tenant_schemas
+from agentsvc.api import app_keys
+from agentsvc.services.tenant_input import schemas as tenant_schemas
 from tests.chat_helpers import chat, new_agent, new_tool, user
 from tests.conftest import assert_error, bearer, new_api_key
 
@@ -89,7 +89,7 @@ def with_ref(ref: str, keyword: str = "$ref") -> dict:
 
 async def store_input_schema(client, tool_id: str, schema: dict) -> None:
     """Write a schema straight into the database, as if saved before the checks existed."""
-    async with client.app[keys.db_key].write() as conn:
+    async with client.app[app_keys.db_key].write() as conn:
         await conn.execute(
             "UPDATE tools SET input_schema = ? WHERE id = ?",
             (orjson.dumps(schema).decode(), tool_id),
@@ -298,7 +298,7 @@ async def test_stored_form_pattern_re2_cannot_run_refuses_the_value_quickly(app)
             }
         ]
     }
-    async with client.app[keys.db_key].write() as conn:
+    async with client.app[app_keys.db_key].write() as conn:
         await conn.execute(
             "UPDATE tools SET form_schema = ? WHERE id = ?",
             (orjson.dumps(schema).decode(), form["id"]),

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from agentsvc import keys
-from agentsvc.api import all_endpoints
+from agentsvc.api import all_endpoints, app_keys
 from agentsvc.api.routing import Call, RouteTable
 from agentsvc.store import accounts
 from tests.conftest import assert_error, bearer, new_api_key
@@ -40,7 +39,7 @@ async def test_invalid_api_key_says_which_mistake_it_was_and_what_to_send(client
 
 
 async def test_keys_are_stored_hashed(client, api_key):
-    db = client.app[keys.db_key]
+    db = client.app[app_keys.db_key]
     rows = await db.reader.fetchall("SELECT key_hash, prefix, last4 FROM api_keys")
     assert api_key.startswith("asvc_") and len(api_key) > 40
     assert all(api_key not in r[0] for r in rows)
@@ -132,7 +131,7 @@ async def test_plan_change_applies_within_seconds(client):
     key = await new_api_key(client, "up@example.com", plan="free")
     resp = await client.get("/api/v1/agents", headers=bearer(key))
     assert resp.headers["X-RateLimit-Limit"] == "20"
-    db = client.app[keys.db_key]
+    db = client.app[app_keys.db_key]
     user = await accounts.get_user_by_email(db.reader, "up@example.com")
     team = await accounts.get_owned_team(db.reader, user.id)
     async with db.write() as conn:  # what `agentsvc team set-plan` does from another process
@@ -156,7 +155,7 @@ async def test_unexpected_errors_are_masked_and_logged(make_client, caplog):
         """Fail."""
         raise RuntimeError("secret detail")
 
-    app = create_app(client.app[keys.settings_key])
+    app = create_app(client.app[app_keys.settings_key])
     from agentsvc.api.routing import make_handler
 
     app.router.add_route("GET", "/boom", make_handler(table.endpoints[0]))

@@ -14,7 +14,7 @@ import pytest
 from aiohttp import web
 from aiohttp.abc import AbstractResolver, ResolveResult
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from agentsvc.app import create_app
 from agentsvc.services.tools.url import UrlRefused, build_url
 from tests.chat_helpers import Stream, chat, get_conversation, new_agent, user
@@ -210,7 +210,7 @@ def test_param_in_host_is_refused_when_run():
 
 async def test_secret_host_is_kept_and_input_stays_in_the_path(aiohttp_client, tmp_path, receiver):
     app = create_app(make_settings(tmp_path))
-    app[keys.outbound_resolver_key] = StubResolver("127.0.0.1")
+    app[app_keys.outbound_resolver_key] = StubResolver("127.0.0.1")
     client = await aiohttp_client(app)
     auth = bearer(await new_api_key(client))
     await _secret(client, auth, "TOK", SECRET)
@@ -241,7 +241,7 @@ class _NoSuchHost(AbstractResolver):
 
 async def test_unreachable_secret_host_is_not_shown(aiohttp_client, tmp_path):
     app = create_app(make_settings(tmp_path))
-    app[keys.outbound_resolver_key] = _NoSuchHost()
+    app[app_keys.outbound_resolver_key] = _NoSuchHost()
     client = await aiohttp_client(app)
     auth = bearer(await new_api_key(client))
     await _secret(client, auth, "TOK", SECRET)
@@ -262,7 +262,7 @@ async def test_unreachable_secret_host_is_not_shown(aiohttp_client, tmp_path):
 
 async def test_connection_error_to_secret_host_is_not_shown(aiohttp_client, tmp_path):
     app = create_app(make_settings(tmp_path))
-    app[keys.outbound_resolver_key] = StubResolver("127.0.0.1")
+    app[app_keys.outbound_resolver_key] = StubResolver("127.0.0.1")
     client = await aiohttp_client(app)
     auth = bearer(await new_api_key(client))
     await _secret(client, auth, "TOK", SECRET)
@@ -458,7 +458,7 @@ async def test_private_post_action_url_is_refused_on_create_and_update(guarded, 
 
 
 async def test_secret_cut_by_the_response_cap_is_not_shown(client, auth, aiohttp_server, shop):
-    cap = client.app[keys.outbound_key].max_response_bytes
+    cap = client.app[app_keys.outbound_key].max_response_bytes
     app = web.Application()
 
     async def big(request: web.Request) -> web.Response:

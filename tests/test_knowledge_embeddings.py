@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from agentsvc.config import ConfigError, load_settings
 from agentsvc.db.sqlite import sqlite_vec_available
 from agentsvc.llm.base import ProviderError
@@ -57,7 +57,7 @@ async def add_doc(client, auth, agent_id, content=POLICY, title="Store policy") 
 
 
 async def count(client, sql: str, *args) -> int:
-    rows = await client.app[keys.db_key].reader.fetchall(sql, args)
+    rows = await client.app[app_keys.db_key].reader.fetchall(sql, args)
     return rows[0][0]
 
 
@@ -88,8 +88,8 @@ async def test_lexical_matches_still_rank_with_fusion(make_client, fake):
     auth = bearer(await new_api_key(client))
     agent = await new_agent(client, auth)
     await add_doc(client, auth, agent["id"])
-    semantic = client.app[keys.indexer_key].semantic
-    db = client.app[keys.db_key]
+    semantic = client.app[app_keys.indexer_key].semantic
+    db = client.app[app_keys.db_key]
     hits = await retrieval.retrieve(db, agent["id"], "When does the shop open?", 2, semantic)
     assert "opens at nine" in hits[0].text
     hits = await retrieval.retrieve(db, agent["id"], QUESTION, 3, semantic)
@@ -171,7 +171,7 @@ async def test_provider_failure_fails_the_document(make_client, fake):
     # Nothing half-written: no passage, no vector, nothing in the FTS index.
     assert await count(client, "SELECT count(*) FROM passages") == 0
     assert await count(client, "SELECT count(*) FROM passage_embeddings") == 0
-    db = client.app[keys.db_key]
+    db = client.app[app_keys.db_key]
     assert await retrieval.retrieve(db, agent["id"], "refund", 3) == []
 
     # The provider recovers: new documents index again; a failed one can be deleted.
@@ -224,8 +224,8 @@ async def test_deletions_remove_embeddings(make_client, fake):
     keep = await new_agent(client, auth, name="Keep")
     doc = await add_doc(client, auth, gone["id"])
     kept = await add_doc(client, auth, keep["id"])
-    semantic = client.app[keys.indexer_key].semantic
-    db = client.app[keys.db_key]
+    semantic = client.app[app_keys.indexer_key].semantic
+    db = client.app[app_keys.db_key]
     hits = await retrieval.retrieve(db, gone["id"], QUESTION, 1, semantic)  # caches vectors
     assert hits[0].document_id == doc["id"]
     assert await count(client, "SELECT count(*) FROM passage_embeddings") == 6
@@ -268,12 +268,12 @@ async def test_numpy_ranking_matches_cosine(make_client, fake):
     auth = bearer(await new_api_key(client))
     agent = await new_agent(client, auth)
     await add_doc(client, auth, agent["id"])
-    semantic = client.app[keys.indexer_key].semantic
-    vectors = VectorIndex(client.app[keys.db_key], f"emb/{MODEL}", path="numpy")
+    semantic = client.app[app_keys.indexer_key].semantic
+    vectors = VectorIndex(client.app[app_keys.db_key], f"emb/{MODEL}", path="numpy")
     await vectors.open()
     assert vectors.mode == "numpy"
     query = (await semantic.embedder.embed(["refund"]))[0]
-    rows = await client.app[keys.db_key].reader.fetchall(
+    rows = await client.app[app_keys.db_key].reader.fetchall(
         "SELECT passage_id, vector FROM passage_embeddings"
     )
     cosine = {pid: float(np.frombuffer(blob, "<f4") @ query) for pid, blob in rows}
@@ -286,7 +286,7 @@ async def test_numpy_ranking_matches_cosine(make_client, fake):
 
 async def test_malformed_answers_are_provider_errors(make_client, fake):
     client = await make_client(**embedding_settings(fake))
-    embedder = client.app[keys.indexer_key].semantic.embedder
+    embedder = client.app[app_keys.indexer_key].semantic.embedder
     from agentsvc.llm.embeddings import parse
 
     with pytest.raises(ProviderError, match="returned 1 vectors for 2 texts"):
@@ -335,9 +335,9 @@ async def test_vector_search_paths_agree(make_client, fake):
     auth = bearer(await new_api_key(client))
     agent = await new_agent(client, auth)
     await add_doc(client, auth, agent["id"])
-    semantic = client.app[keys.indexer_key].semantic
+    semantic = client.app[app_keys.indexer_key].semantic
     assert semantic.vectors.mode == ("sqlite-vec" if sqlite_vec_available() else "numpy")
-    numpy_path = VectorIndex(client.app[keys.db_key], f"emb/{MODEL}", path="numpy")
+    numpy_path = VectorIndex(client.app[app_keys.db_key], f"emb/{MODEL}", path="numpy")
     await numpy_path.open()
     for question in (QUESTION, "opening hours", "tracked parcels"):
         query = (await semantic.embedder.embed([question]))[0]
@@ -348,11 +348,11 @@ async def test_vector_search_paths_agree(make_client, fake):
 
 async def test_vector_search_path_is_configurable(make_client, fake):
     client = await make_client(**embedding_settings(fake, vector_search="numpy"))
-    assert client.app[keys.indexer_key].semantic.vectors.mode == "numpy"
+    assert client.app[app_keys.indexer_key].semantic.vectors.mode == "numpy"
     forced = embedding_settings(fake, vector_search="sqlite-vec")
     if sqlite_vec_available():
         client = await make_client(**forced)
-        assert client.app[keys.indexer_key].semantic.vectors.mode == "sqlite-vec"
+        assert client.app[app_keys.indexer_key].semantic.vectors.mode == "sqlite-vec"
     else:
         with pytest.raises(ConfigError, match="'sqlite-vec' needs a Python whose sqlite3 can"):
             await make_client(**forced)
@@ -364,14 +364,14 @@ async def test_interrupted_indexing_resumes_with_embeddings(make_client, fake):
     agent = await new_agent(client, auth)
     doc = await add_doc(client, auth, agent["id"], content=POLICY * 10)
     done = await wait_status(client, auth, doc["id"])
-    db = client.app[keys.db_key]
+    db = client.app[app_keys.db_key]
     # As if the service had stopped half-way: status indexing, some passages written.
     async with db.write() as conn:
         await conn.execute("UPDATE documents SET status = 'indexing' WHERE id = ?", (doc["id"],))
         await conn.execute(
             "DELETE FROM passages WHERE document_id = ? AND position > 2", (doc["id"],)
         )
-    indexer = client.app[keys.indexer_key]
+    indexer = client.app[app_keys.indexer_key]
     assert await indexer.resume() == 1
     again = await wait_status(client, auth, doc["id"])
     assert again["status"] == "ready" and again["passageCount"] == done["passageCount"]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from aiohttp import FormData
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from agentsvc.services.knowledge import retrieval
 
 CORPUS = Path(__file__).parent / "knowledge_corpus"
@@ -33,7 +33,7 @@ async def test_answers_are_in_the_top_three(client, auth):
 
     questions = json.loads((CORPUS / "questions.json").read_text())
     assert len(questions) >= 20
-    db = client.app[keys.db_key]
+    db = client.app[app_keys.db_key]
     misses = []
     for item in questions:
         passages = await retrieval.retrieve(db, agent_id, item["q"], 3)

@@ -61,7 +61,7 @@ def offending(layer: str, forbidden: tuple[str, ...]) -> dict[str, list[str]]:
             "services",
             (
                 "agentsvc.api",
-                "agentsvc.keys",
+                "agentsvc.api.app_keys",
                 "agentsvc.observability",
                 "agentsvc.runtime",
                 "agentsvc.app",

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from agentsvc.ids import now_iso
 from agentsvc.services.team.sessions import after
 from agentsvc.store import sign_in as sign_in_store
@@ -38,7 +38,7 @@ async def test_magic_link_signs_in_once_and_redirects(client):
     assert await resp.json() == {"data": {"success": True}, "error": None}
     path, token = await link_from_outbox(client)
     # Stored hashed only.
-    rows = await client.app[keys.db_key].reader.fetchall("SELECT token_hash FROM magic_links")
+    rows = await client.app[app_keys.db_key].reader.fetchall("SELECT token_hash FROM magic_links")
     assert [r[0] for r in rows] == [hashlib.sha256(token.encode()).hexdigest()]
     resp = await client.get(path, allow_redirects=False)
     assert resp.status == 303
@@ -110,7 +110,7 @@ async def test_default_lifetime_is_fifteen_minutes(client):
     await ask(client)
     (message,) = await outbox(client)
     assert "within 15 minutes" in message.body
-    rows = await client.app[keys.db_key].reader.fetchall(
+    rows = await client.app[app_keys.db_key].reader.fetchall(
         "SELECT created_at, expires_at FROM magic_links"
     )
     assert rows[0][1] == after(900, rows[0][0])
@@ -159,7 +159,7 @@ async def test_trusted_absolute_callback(make_client):
 async def test_callback_is_checked_again_on_use(client):
     user, _ = await create_user(client, "ada@example.com")
     token = "planted-token-with-an-untrusted-callback"
-    async with client.app[keys.db_key].write() as conn:
+    async with client.app[app_keys.db_key].write() as conn:
         await sign_in_store.insert_magic_link(
             conn,
             token_hash=hashlib.sha256(token.encode()).hexdigest(),

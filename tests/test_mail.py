@@ -6,14 +6,14 @@ import logging
 
 import pytest
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from agentsvc.config import SmtpSettings
 from agentsvc.mail import Mailer, UnsafeHeader
 from tests.conftest import outbox
 
 
 async def test_without_smtp_mail_is_logged_and_kept(client, caplog):
-    mailer = client.app[keys.mailer_key]
+    mailer = client.app[app_keys.mailer_key]
     with caplog.at_level(logging.WARNING, logger="agentsvc.mail"):
         await mailer.send("ada@example.com", "Hello", "Open http://x/link?token=abc\n")
     (message,) = await outbox(client)
@@ -26,7 +26,7 @@ async def test_without_smtp_mail_is_logged_and_kept(client, caplog):
 
 async def test_smtp_delivery(make_client, smtp_server):
     client = await make_client(smtp={**smtp_server.settings(), "from_address": "bot@agents.test"})
-    await client.app[keys.mailer_key].send("ada@example.com", "Hi there", "Body text\n")
+    await client.app[app_keys.mailer_key].send("ada@example.com", "Hi there", "Body text\n")
     (mail,) = await smtp_server.wait_for(1)
     assert mail.mail_from == "bot@agents.test"
     assert mail.rcpt_tos == ["ada@example.com"]
@@ -47,7 +47,7 @@ async def test_smtp_delivery(make_client, smtp_server):
 )
 async def test_line_breaks_in_headers_are_refused(make_client, smtp_server, to, subject):
     client = await make_client(smtp=smtp_server.settings())
-    mailer = client.app[keys.mailer_key]
+    mailer = client.app[app_keys.mailer_key]
     with pytest.raises(UnsafeHeader):
         await mailer.send(to, subject, "body")
     with pytest.raises(UnsafeHeader):
@@ -60,7 +60,7 @@ async def test_line_breaks_in_headers_are_refused(make_client, smtp_server, to, 
 async def test_failed_background_send_is_kept_in_the_outbox(make_client, smtp_server):
     smtp_server.fail = True
     client = await make_client(smtp=smtp_server.settings())
-    client.app[keys.mailer_key].send_soon("ada@example.com", "Invite", "link inside")
+    client.app[app_keys.mailer_key].send_soon("ada@example.com", "Invite", "link inside")
     (message,) = await outbox(client)
     assert message.body == "link inside"
     assert message.reason.startswith("SMTP error")
@@ -70,14 +70,16 @@ async def test_unreachable_server_is_kept_in_the_outbox(make_client, smtp_server
     port = smtp_server.port
     await smtp_server.close()
     client = await make_client(smtp={"host": "127.0.0.1", "port": port, "starttls": False})
-    client.app[keys.mailer_key].send_soon("ada@example.com", "Invite", "link inside")
+    client.app[app_keys.mailer_key].send_soon("ada@example.com", "Invite", "link inside")
     (message,) = await outbox(client)
     assert message.reason.startswith("SMTP error")
 
 
 async def test_mailer_is_general(client):
     # The same object serves other features (form post actions): any recipient and text.
-    mailer = Mailer(SmtpSettings(), client.app[keys.db_key], client.app[keys.secret_box_key])
+    mailer = Mailer(
+        SmtpSettings(), client.app[app_keys.db_key], client.app[app_keys.secret_box_key]
+    )
     await mailer.send("team@example.com", "Form submitted: contact", "name: Ada\n")
     assert [m.subject for m in await outbox(client)] == ["Form submitted: contact"]
 

@@ -9,7 +9,7 @@ import base64
 import orjson
 import pytest
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from tests.chat_helpers import chat, user
 from tests.conftest import assert_error, bearer, new_api_key
 from tests.fakes import openai_server as oai
@@ -70,7 +70,7 @@ def tool_body(agent_id: str, url: str) -> dict:
 
 async def stored_row(client, tool_id: str) -> str:
     """The tool's row as the database holds it, every column as text."""
-    db = client.app[keys.db_key]
+    db = client.app[app_keys.db_key]
     row = await db.reader.fetchone("SELECT * FROM tools WHERE id = ?", (tool_id,))
     assert row is not None
     return repr(tuple(row))

@@ -10,7 +10,7 @@ import time
 import pytest
 from aiohttp.abc import AbstractResolver, ResolveResult
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from agentsvc.services.tools.mcp import exposed_names
 from tests import pg
 from tests.chat_helpers import chat, get_conversation, user
@@ -378,7 +378,7 @@ async def test_a_name_resolving_to_loopback_is_refused(aiohttp_client, tmp_path,
     from agentsvc.app import create_app
 
     app = create_app(make_settings(tmp_path, outbound={"allow_private": False}))
-    app[keys.outbound_resolver_key] = LoopbackResolver()
+    app[app_keys.outbound_resolver_key] = LoopbackResolver()
     client = await aiohttp_client(app)
     auth = bearer(await new_api_key(client))
     resp = await client.post("/api/v1/agents", json={"name": "A"}, headers=auth)
@@ -472,7 +472,7 @@ async def test_a_database_from_before_mcp_tools_keeps_its_tools(aiohttp_client, 
         )
     conn.close()
     client = await aiohttp_client(create_app(make_settings(tmp_path / "old")))
-    rows = await client.app[keys.db_key].reader.fetchall(
+    rows = await client.app[app_keys.db_key].reader.fetchall(
         "SELECT name, mock_response, counts_as, mcp_url FROM tools"
     )
     assert [tuple(r) for r in rows] == [("note", "ok", 1, None)]

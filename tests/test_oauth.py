@@ -8,7 +8,7 @@ import aiohttp
 import pytest
 from aiohttp.test_utils import TestServer
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from agentsvc.services.team.sessions import hash_token
 from tests.conftest import SESSION_COOKIE, assert_error, create_user, session
 from tests.fakes.oauth import CLIENT_ID, FakeOAuth
@@ -93,7 +93,7 @@ async def test_redirect_carries_state_and_pkce(oauth_client, provider):
     cookie = resp.cookies[STATE_COOKIE]
     assert cookie.value == query["state"] and cookie["httponly"]
     # Stored hashed, with the verifier kept server-side.
-    rows = await oauth_client.app[keys.db_key].reader.fetchall(
+    rows = await oauth_client.app[app_keys.db_key].reader.fetchall(
         "SELECT state_hash, provider FROM oauth_states"
     )
     assert [tuple(r) for r in rows] == [(hash_token(query["state"]), "github")]
@@ -141,7 +141,7 @@ async def test_github_without_verified_email_is_refused(oauth_client, provider):
     provider.emails = [{"email": "x@example.com", "primary": True, "verified": False}]
     resp = await full_flow(oauth_client)
     await assert_error(resp, 401, "UNAUTHORIZED", "verified")
-    rows = await oauth_client.app[keys.db_key].reader.fetchall("SELECT * FROM users")
+    rows = await oauth_client.app[app_keys.db_key].reader.fetchall("SELECT * FROM users")
     assert rows == []
 
 

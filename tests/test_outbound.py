@@ -8,7 +8,7 @@ import socket
 import pytest
 from aiohttp.abc import AbstractResolver, ResolveResult
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from agentsvc.app import create_app
 from agentsvc.outbound import OutboundClient, OutboundError, forbidden_reason, literal_address
 from agentsvc.services.team import accounts
@@ -296,7 +296,7 @@ async def test_connection_refused_is_an_outbound_error(unused_tcp_port):
 async def guarded_app_client(aiohttp_client, tmp_path):
     stub = StubResolver("127.0.0.1")
     app = create_app(make_settings(tmp_path, outbound={"allow_private": False}))
-    app[keys.outbound_resolver_key] = stub
+    app[app_keys.outbound_resolver_key] = stub
     client = await aiohttp_client(app)
     client.stub = stub  # type: ignore[attr-defined]
     return client
@@ -307,7 +307,7 @@ async def guarded_app_client(aiohttp_client, tmp_path):
 )
 async def test_http_tool_cannot_reach_loopback(guarded_app_client, receiver, host):
     client = guarded_app_client
-    db = client.app[keys.db_key]
+    db = client.app[app_keys.db_key]
     user, team = await accounts.ensure_user_with_team(
         db, email="o@example.com", name="", plan="pro"
     )
@@ -333,6 +333,6 @@ async def test_http_tool_cannot_reach_loopback(guarded_app_client, receiver, hos
         # allow_private was on is still stopped on sending.
         assert resp.status == 400, await resp.text()
         tool = await save_tool_as_if_private_allowed(client, team.id, body)
-    result = await client.app[keys.tool_runner_key].run(tool, {})
+    result = await client.app[app_keys.tool_runner_key].run(tool, {})
     assert result.is_error and "refused" in result.output
     assert receiver.requests == []

@@ -14,7 +14,7 @@ from typing import Any
 import jwt
 import pytest
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from agentsvc.ids import iso
 from agentsvc.services.privacy.retention import purge_expired
 from tests.chat_helpers import chat, new_agent, user
@@ -91,7 +91,7 @@ async def columns(db) -> list[tuple[str, str]]:
 
 async def where_found(app, needles: list[str]) -> set[tuple[str, str, str]]:
     """(table, column, needle) for every column of every table holding a needle (any case)."""
-    db = app[keys.db_key]
+    db = app[app_keys.db_key]
     tx = db.reader
     cast = (
         'instr(lower(CAST("{c}" AS TEXT)), ?) > 0'
@@ -314,7 +314,7 @@ async def build_erin(client, receiver) -> dict[str, Any]:
     )
     bob_sub = (await resp.json())["submissionId"]
     # Everything has gone out: webhooks delivered, mail kept.
-    await client.app[keys.mailer_key].drain()
+    await client.app[app_keys.mailer_key].drain()
     await wait_for_outbox(client)
     return {
         "auth": auth,
@@ -329,7 +329,7 @@ async def build_erin(client, receiver) -> dict[str, Any]:
 
 
 async def wait_for_outbox(client, timeout: float = 10) -> None:
-    deliverer = client.app[keys.deliverer_key]
+    deliverer = client.app[app_keys.deliverer_key]
     deadline = asyncio.get_running_loop().time() + timeout
     while await deliverer.pending_count():
         assert asyncio.get_running_loop().time() < deadline
@@ -344,7 +344,7 @@ async def test_an_erased_end_user_leaves_nothing_behind(make_client, receiver):
     client = await make_client(webhooks=FAST)
     erin = await build_erin(client, receiver)
     auth = erin["auth"]
-    data_dir = Path(client.app[keys.settings_key].server.data_dir)
+    data_dir = Path(client.app[app_keys.settings_key].server.data_dir)
     # Positive controls: the same search finds her (and Bob) everywhere she was written.
     before = await where_found(client.app, ERIN + BOB)
     tables = {t for t, _, n in before if n in ERIN}
@@ -565,7 +565,7 @@ async def test_retention_days_is_an_owner_setting_of_the_agent(client):
 async def _backdate(client, days: float, conversation_ids=(), submission_ids=()) -> None:
     """Make rows look `days` old (the purge reads their times)."""
     when = iso(datetime.now(UTC) - timedelta(days=days))
-    async with client.app[keys.db_key].write() as tx:
+    async with client.app[app_keys.db_key].write() as tx:
         for conv_id in conversation_ids:
             await tx.execute(
                 "UPDATE conversations SET created_at = ?, updated_at = ? WHERE id = ?",
@@ -625,7 +625,7 @@ async def test_the_retention_job_purges_what_is_older_than_the_agents_days(make_
     auth = bearer(await key_for(client, team.id, owner.id))
     kept_agent, kept_convs, kept_subs = await _agent_with_data(client, auth, None)
     agent, convs, subs = await _agent_with_data(client, auth, 30)
-    data_dir = Path(client.app[keys.settings_key].server.data_dir)
+    data_dir = Path(client.app[app_keys.settings_key].server.data_dir)
     # Old rows of both agents; only the agent with retention loses them.
     await _backdate(client, 31, [convs[0], kept_convs[0]], [subs[0], kept_subs[0]])
     await _backdate(client, 29, [convs[1]], [subs[1]])
@@ -653,8 +653,8 @@ async def test_a_conversation_still_in_use_is_kept_and_the_job_runs_directly(cli
     owner, team = await create_user(client, "owner@example.com")
     auth = bearer(await key_for(client, team.id, owner.id))
     agent, convs, subs = await _agent_with_data(client, auth, 7)
-    db = client.app[keys.db_key]
-    data_dir = Path(client.app[keys.settings_key].server.data_dir)
+    db = client.app[app_keys.db_key]
+    data_dir = Path(client.app[app_keys.settings_key].server.data_dir)
     # Started 10 days ago, written to today: idle for less than 7 days, kept.
     await _backdate(client, 10, convs)
     stream = await chat(
@@ -689,8 +689,8 @@ async def test_the_delivery_log_is_kept_for_delivery_log_days(make_client, recei
     await chat(client, {"agentId": agent["id"], "messages": user("hi")}, auth)
     await receiver.wait_for(2)
     await asyncio.sleep(0.2)
-    db = client.app[keys.db_key]
-    data_dir = Path(client.app[keys.settings_key].server.data_dir)
+    db = client.app[app_keys.db_key]
+    data_dir = Path(client.app[app_keys.settings_key].server.data_dir)
     assert (await purge_expired(db, data_dir, 30)).deliveries == 0
     done = await purge_expired(db, data_dir, 30, now=datetime.now(UTC) + timedelta(days=31))
     assert done.deliveries == 1  # the delivered one; the one still retrying stays

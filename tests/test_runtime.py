@@ -6,7 +6,8 @@ import asyncio
 
 from aiohttp.test_utils import TestServer
 
-from agentsvc import keys, runtime
+from agentsvc import runtime
+from agentsvc.api import app_keys
 from agentsvc.app import create_app
 from agentsvc.db import database_for
 from agentsvc.store.trigger_events import TriggerEvent
@@ -22,19 +23,19 @@ async def test_start_registers_every_part_and_job(tmp_path):
     app = create_app(settings)
     async with TestServer(app):
         for key in (
-            keys.db_key,
-            keys.jobs_key,
-            keys.tool_runner_key,
-            keys.event_writer_key,
-            keys.providers_key,
-            keys.chat_streams_key,
-            keys.indexer_key,
-            keys.mailer_key,
-            keys.deliverer_key,
-            keys.emitter_key,
+            app_keys.db_key,
+            app_keys.jobs_key,
+            app_keys.tool_runner_key,
+            app_keys.event_writer_key,
+            app_keys.providers_key,
+            app_keys.chat_streams_key,
+            app_keys.indexer_key,
+            app_keys.mailer_key,
+            app_keys.deliverer_key,
+            app_keys.emitter_key,
         ):
             assert key in app, key
-        jobs = app[keys.jobs_key]
+        jobs = app[app_keys.jobs_key]
         assert jobs.running
         assert jobs.interval_of(runtime.EXPIRE_INVITATIONS_JOB) == 7
         assert jobs.interval_of(runtime.PRUNE_SESSIONS_JOB) == runtime.PRUNE_SESSIONS_SECONDS
@@ -50,7 +51,7 @@ async def test_stop_ends_every_background_task_and_counts_queued_events(tmp_path
     app = create_app(settings)
     server = TestServer(app)
     await server.start_server()
-    db = app[keys.db_key]
+    db = app[app_keys.db_key]
     async with db.write() as tx:
         now = "2026-01-01T00:00:00.000Z"
         await tx.execute(
@@ -75,7 +76,7 @@ async def test_stop_ends_every_background_task_and_counts_queued_events(tmp_path
             " '{}', ?, ?)",
             (now, now),
         )
-    writer = app[keys.event_writer_key]
+    writer = app[app_keys.event_writer_key]
     event = TriggerEvent("agent_a", "trigger_t", "T", "fired")
     pending = [writer.record(event) for _ in range(100)]  # queued, not yet written
     await server.close()  # cleanup: the writer drains, then the database closes

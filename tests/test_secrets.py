@@ -7,7 +7,7 @@ import stat
 
 import pytest
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from agentsvc.app import create_app
 from agentsvc.secretbox import KEY_FILE_NAME, SecretBox, SecretBoxError
 from agentsvc.store import tools as tools_store
@@ -77,7 +77,9 @@ async def test_secrets_need_a_key_and_are_per_team(client, auth):
 async def test_values_are_encrypted_at_rest_and_never_logged(client, auth, tmp_path, caplog):
     caplog.set_level(logging.DEBUG)
     await client.put("/api/v1/secrets/API_KEY", json={"value": VALUE}, headers=auth)
-    rows = await client.app[keys.db_key].reader.fetchall("SELECT sealed_value FROM team_secrets")
+    rows = await client.app[app_keys.db_key].reader.fetchall(
+        "SELECT sealed_value FROM team_secrets"
+    )
     assert rows and VALUE not in rows[0][0] and rows[0][0].startswith("v1:")
     assert VALUE.encode() not in await stored_bytes(client.app)
     for path in (tmp_path / "data").glob("*"):
@@ -128,8 +130,8 @@ async def test_secrets_survive_a_restart_and_fill_tools(aiohttp_client, aiohttp_
     await first.close()
 
     second = await aiohttp_client(create_app(settings))
-    tool = await tools_store.get_public(second.app[keys.db_key].reader, tool_id)
-    result = await second.app[keys.tool_runner_key].run(tool, {})
+    tool = await tools_store.get_public(second.app[app_keys.db_key].reader, tool_id)
+    result = await second.app[app_keys.tool_runner_key].run(tool, {})
     assert not result.is_error, result
     assert receiver.requests[-1].headers["X-Token"] == VALUE
 
@@ -146,8 +148,8 @@ async def test_configured_secret_key_and_wrong_key(aiohttp_client, aiohttp_serve
 
     wrong = make_settings(tmp_path, server={"secret_key": "another key"})
     second = await aiohttp_client(create_app(wrong))
-    tool = await tools_store.get_public(second.app[keys.db_key].reader, tool_id)
-    result = await second.app[keys.tool_runner_key].run(tool, {})
+    tool = await tools_store.get_public(second.app[app_keys.db_key].reader, tool_id)
+    result = await second.app[app_keys.tool_runner_key].run(tool, {})
     assert result.is_error and "cannot be decrypted" in result.output
     assert receiver.requests == []
 

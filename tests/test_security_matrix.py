@@ -18,8 +18,7 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestServer
 
-from agentsvc import keys
-from agentsvc.api import all_endpoints
+from agentsvc.api import all_endpoints, app_keys
 from agentsvc.api.routing import PATH_PARAM, Endpoint
 from agentsvc.app import create_app
 from agentsvc.observability import JsonAccessLogger, access_log
@@ -331,7 +330,7 @@ async def assert_intact(client, team: Team) -> None:
     export = await client.get(f"/api/v1/end-users/{VISITOR['id']}/export", headers=auth)
     exported = (await json_of(export, 200))["data"]
     assert [c["id"] for c in exported["conversations"]] == [ids["conversation"]]
-    db, box = client.app[keys.db_key], client.app[keys.secret_box_key]
+    db, box = client.app[app_keys.db_key], client.app[app_keys.secret_box_key]
     whoami = await json_of(await client.get("/api/v1/auth/session", headers=auth), 200)
     team_id = whoami["data"]["team"]["id"]
     revealed = await secret_service.reveal(db, box, team_id, {ids["secret"]})
@@ -492,7 +491,7 @@ async def test_form_deliveries_cannot_reach_private_addresses(
             tmp_path, outbound={"allow_private": False}, webhooks={"retry_schedule_seconds": [0]}
         )
     )
-    app[keys.outbound_resolver_key] = StubResolver("127.0.0.1")
+    app[app_keys.outbound_resolver_key] = StubResolver("127.0.0.1")
     client = await aiohttp_client(app)
     owner, team = await create_user(client, "owner@example.com")
     auth = bearer(await key_for(client, team.id, owner.id))
@@ -543,7 +542,7 @@ async def test_form_deliveries_cannot_reach_private_addresses(
         assert [o["type"] for o in outcomes] == ["webhook", "team_chat"], outcomes
         for outcome in outcomes:
             assert outcome["success"] is False and "refused" in outcome["error"], outcome
-        await client.app[keys.deliverer_key].deliver_due()
+        await client.app[app_keys.deliverer_key].deliver_due()
         detail = await json_of(
             await client.get(f"/api/v1/form-submissions/{result['submissionId']}", headers=auth),
             200,
@@ -566,7 +565,7 @@ async def test_event_webhooks_cannot_reach_private_addresses(
             tmp_path, outbound={"allow_private": False}, webhooks={"retry_schedule_seconds": [0]}
         )
     )
-    app[keys.outbound_resolver_key] = StubResolver("127.0.0.1")
+    app[app_keys.outbound_resolver_key] = StubResolver("127.0.0.1")
     client = await aiohttp_client(app)
     owner, team = await create_user(client, "owner@example.com")
     auth = bearer(await key_for(client, team.id, owner.id))
@@ -582,7 +581,7 @@ async def test_event_webhooks_cannot_reach_private_addresses(
         await client.post("/api/v1/agents", json={"name": "A"}, headers=auth), 201
     )
     await chat(client, {"agentId": agent["data"]["id"], "messages": user("hi")}, auth)
-    await client.app[keys.deliverer_key].deliver_due()
+    await client.app[app_keys.deliverer_key].deliver_due()
     for _ in range(100):  # the worker, woken by the chat, may be making the attempt
         log = await json_of(
             await client.get(f"/api/v1/webhooks/{hook['id']}/deliveries", headers=auth), 200
@@ -766,9 +765,9 @@ async def test_no_credential_in_clear_in_log_or_database(
     ]
     assert shown == []
 
-    await client.app[keys.mailer_key].drain()
-    await client.app[keys.deliverer_key].deliver_due()
-    data_dir = Path(client.app[keys.settings_key].server.data_dir)
+    await client.app[app_keys.mailer_key].drain()
+    await client.app[app_keys.deliverer_key].deliver_due()
+    data_dir = Path(client.app[app_keys.settings_key].server.data_dir)
     stored = await stored_bytes(client.app)
     if not pg.SERVER_URL:
         assert (data_dir / "agentsvc.db-wal").exists()

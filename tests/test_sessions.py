@@ -8,7 +8,7 @@ import re
 import threading
 import time
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from agentsvc.passwords import MAX_CONCURRENT, verify_password_async
 from tests.conftest import (
     PUBLIC_ORIGIN,
@@ -45,7 +45,7 @@ async def test_sign_in_sets_the_session_cookie_and_answers_the_user(client):
     token = resp.cookies[SESSION_COOKIE].value
     assert len(token) >= 43
     # Stored hashed only.
-    rows = await client.app[keys.db_key].reader.fetchall("SELECT token_hash FROM sessions")
+    rows = await client.app[app_keys.db_key].reader.fetchall("SELECT token_hash FROM sessions")
     assert [r[0] for r in rows] == [hashlib.sha256(token.encode()).hexdigest()]
 
 
@@ -131,7 +131,7 @@ async def test_user_without_password_cannot_sign_in_by_password(client):
     from agentsvc.services.team import accounts
 
     await accounts.ensure_user_with_team(
-        client.app[keys.db_key], email="keyonly@example.com", name="", plan="pro"
+        client.app[app_keys.db_key], email="keyonly@example.com", name="", plan="pro"
     )
     resp = await client.post(
         "/api/v1/auth/sign-in/email", json={"email": "keyonly@example.com", "password": "x"}
@@ -186,7 +186,7 @@ async def test_sign_out_ends_the_session(client):
     assert "Max-Age=0" in resp.headers["Set-Cookie"]
     resp = await client.get("/api/v1/auth/session", headers=session(token))
     await assert_error(resp, 401, "UNAUTHORIZED")
-    rows = await client.app[keys.db_key].reader.fetchall("SELECT * FROM sessions")
+    rows = await client.app[app_keys.db_key].reader.fetchall("SELECT * FROM sessions")
     assert rows == []
 
 
@@ -289,10 +289,10 @@ async def test_rolling_expiry_moves_forward_and_refreshes_the_cookie(make_client
     client = await make_client(auth={"session_ttl_seconds": 2})
     await create_user(client, "ada@example.com")
     token = await sign_in(client, "ada@example.com")
-    db = client.app[keys.db_key]
+    db = client.app[app_keys.db_key]
     (before,) = [r[0] for r in await db.reader.fetchall("SELECT expires_at FROM sessions")]
     await asyncio.sleep(0.5)
-    client.app[keys.key_resolver_key].invalidate()
+    client.app[app_keys.key_resolver_key].invalidate()
     resp = await client.get("/api/v1/auth/session", headers=session(token))
     assert resp.status == 200
     assert "Max-Age=2" in resp.headers["Set-Cookie"]

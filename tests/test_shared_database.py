@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from agentsvc.config import ConfigError, load_settings
 from agentsvc.db.postgres import FIRST_POSTGRES_VERSION, POSTGRES_MIGRATIONS
 from agentsvc.db.schema import schema_version
@@ -110,12 +110,12 @@ async def test_a_lost_listening_connection_forgets_every_cache(aiohttp_client, t
         return (await resp.json())["data"]["name"]
 
     assert await name_seen() == "Before"
-    async with first.app[keys.db_key].write() as tx:  # a change nobody announced
+    async with first.app[app_keys.db_key].write() as tx:  # a change nobody announced
         await tx.execute("UPDATE agents SET name = 'After' WHERE id = ?", (agent_id,))
     assert await name_seen() == "Before"  # the second process's cache holds it
     # Cut the listening connections from the server's side: notifications may be lost
     # meanwhile, so once back a process forgets what it cached.
-    async with first.app[keys.db_key].write() as tx:
+    async with first.app[app_keys.db_key].write() as tx:
         await tx.fetchval(
             "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
             " WHERE query LIKE 'LISTEN%' AND pid <> pg_backend_pid()"

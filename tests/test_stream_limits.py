@@ -16,7 +16,7 @@ from pathlib import Path
 
 import aiohttp
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from tests.chat_helpers import Stream, chat, get_conversation, new_agent, user
 from tests.conftest import assert_error, bearer, create_user, new_api_key, session, sign_in
 from tests.live_helpers import open_events
@@ -188,7 +188,7 @@ async def test_abrupt_disconnects_leave_nothing_behind(make_client):
 
     # Warm-up, so lazily created threads and pools are part of the baseline.
     assert await asyncio.gather(*(drop(i) for i in range(concurrency))) == [200] * concurrency
-    pool = getattr(client.app[keys.db_key], "_pool", None)
+    pool = getattr(client.app[app_keys.db_key], "_pool", None)
     if pool is not None:  # PostgreSQL: its pool opens connections as load needs, up to its size
         held = [await pool.acquire() for _ in range(pool.get_max_size())]
         for connection in held:
@@ -207,7 +207,7 @@ async def test_abrupt_disconnects_leave_nothing_behind(make_client):
     await _settle(client, fds)
     assert await open_streams_gauge(client) == 0
     assert _fds() <= fds
-    assert len(client.app[keys.chat_streams_key]) == 0
+    assert len(client.app[app_keys.chat_streams_key]) == 0
     assert len(asyncio.all_tasks()) <= tasks
 
     # Every slot is free again: the cap's worth of public streams open at once.

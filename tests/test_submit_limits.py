@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from tests.chat_helpers import chat, new_agent, user
 from tests.conftest import assert_error, bearer, new_api_key
 from tests.test_forms import data_url, detail, make_form, submit, submitted
@@ -55,7 +55,7 @@ async def read_status(reader, timeout: float = 10) -> tuple[int, bytes]:
 
 
 async def wait_held(client, count: int) -> None:
-    slots = client.app[keys.body_slots_key]
+    slots = client.app[app_keys.body_slots_key]
     for _ in range(500):
         if slots.held == count:
             return
@@ -64,7 +64,7 @@ async def wait_held(client, count: int) -> None:
 
 
 def files_dir(client) -> Path:
-    return client.app[keys.settings_key].server.data_dir / "files"
+    return client.app[app_keys.settings_key].server.data_dir / "files"
 
 
 # ── the per-IP limit comes before the body ───────────────────────────────────────────────
@@ -80,7 +80,7 @@ async def test_rate_limit_applies_before_the_body_is_read(make_client):
     finally:
         writer.close()
     assert status == 429 and b"RATE_LIMITED" in body, body
-    assert client.app[keys.body_slots_key].held == 0
+    assert client.app[app_keys.body_slots_key].held == 0
 
 
 async def test_submit_limit_is_its_own_setting_not_the_trigger_event_limit(make_client):

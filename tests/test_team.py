@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import re
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from agentsvc.runtime import EXPIRE_INVITATIONS_JOB
 from agentsvc.services.team import membership
 from tests.conftest import (
@@ -127,7 +127,7 @@ async def test_accepting_needs_a_password_for_a_new_account(client):
     # Still pending and nobody was created.
     resp = await client.get("/api/v1/team/invitations", headers=auth)
     assert [i["status"] for i in await resp.json()] == ["pending"]
-    rows = await client.app[keys.db_key].reader.fetchall(
+    rows = await client.app[app_keys.db_key].reader.fetchall(
         "SELECT 1 FROM users WHERE email = 'new@example.com'"
     )
     assert rows == []
@@ -239,7 +239,7 @@ async def test_the_scheduler_expires_invitations(make_client):
     client = await make_client(
         auth={"invitation_ttl_seconds": 0.3, "invitation_sweep_seconds": 0.2}
     )
-    assert client.app[keys.jobs_key].interval_of(EXPIRE_INVITATIONS_JOB) == 0.2
+    assert client.app[app_keys.jobs_key].interval_of(EXPIRE_INVITATIONS_JOB) == 0.2
     _, _, auth = await owner_of_team(client)
     await invite(client, auth)
     token = await token_sent_to(client)
@@ -277,7 +277,7 @@ async def test_an_invitation_past_its_expiry_is_listed_expired_at_once(make_clie
     await asyncio.sleep(0.3)
     listed = await (await client.get("/api/v1/team/invitations", headers=auth)).json()
     assert [(i["id"], i["status"]) for i in listed] == [(invitation["id"], "expired")]
-    db = client.app[keys.db_key]
+    db = client.app[app_keys.db_key]
     rows = await db.reader.fetchall("SELECT status FROM invitations")
     assert [r[0] for r in rows] == ["pending"]  # the job has not run: reading sees the time
     # It is treated as what it reads: not cancelled, and not turned "cancelled" by a new one.
@@ -300,7 +300,7 @@ async def test_expiry_job_called_directly(make_client):
     await asyncio.sleep(0.2)
     fresh = await client.post("/api/v1/team/invite", json={"email": "b@example.com"}, headers=auth)
     assert fresh.status == 201
-    await membership.expire_invitations(client.app[keys.db_key])
+    await membership.expire_invitations(client.app[app_keys.db_key])
     listed = await (await client.get("/api/v1/team/invitations", headers=auth)).json()
     statuses = {i["email"]: i["status"] for i in listed}
     assert statuses["a@example.com"] == "expired"
@@ -346,7 +346,7 @@ async def test_the_owner_cannot_be_removed(client):
 
 
 async def _user_id(client, email: str) -> str:
-    rows = await client.app[keys.db_key].reader.fetchall(
+    rows = await client.app[app_keys.db_key].reader.fetchall(
         "SELECT id FROM users WHERE email = ?", (email,)
     )
     return rows[0][0]

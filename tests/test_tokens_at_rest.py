@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from agentsvc.db.schema import schema_version
 from tests import pg
 from tests.conftest import bearer, create_user, key_for, make_settings
@@ -68,7 +68,7 @@ async def send_link_and_invitation(client) -> None:
         "/api/v1/team/invite", json={"email": "new@example.com", "role": "member"}, headers=auth
     )
     assert resp.status == 201, await resp.text()
-    await client.app[keys.mailer_key].drain()
+    await client.app[app_keys.mailer_key].drain()
 
 
 async def prove_tokens_work(client, magic: str, invitation: str) -> None:
@@ -99,9 +99,9 @@ async def test_magic_link_and_invitation_tokens_are_not_stored_in_clear(
     if mail_path == "smtp":
         mails = await smtp_server.wait_for(2)
         texts = {m.rcpt_tos[0]: m.text for m in mails}
-        assert await client.app[keys.mailer_key].kept() == []
+        assert await client.app[app_keys.mailer_key].kept() == []
     else:
-        kept = await client.app[keys.mailer_key].kept()
+        kept = await client.app[app_keys.mailer_key].kept()
         texts = {m.to_address: m.body for m in kept}  # opened with the instance's key
         assert len(kept) == 2
     magic = TOKEN.search(texts["owner@example.com"]).group(1)
@@ -117,10 +117,10 @@ async def test_magic_link_and_invitation_tokens_are_not_stored_in_clear(
 
 
 async def test_outbox_body_is_sealed_and_bound_to_its_row(client):
-    mailer = client.app[keys.mailer_key]
+    mailer = client.app[app_keys.mailer_key]
     await mailer.send("ada@example.com", "Hello", "Open http://x/?token=abc123def456\n")
     await mailer.send("bob@example.com", "Hello", "Open http://x/?token=zzz999yyy888\n")
-    db = client.app[keys.db_key]
+    db = client.app[app_keys.db_key]
     rows = await db.reader.fetchall("SELECT id, sealed_body FROM mail_outbox ORDER BY to_address")
     assert all(body.startswith("v1:") and "token" not in body for _, body in rows)
     # A sealed body copied onto another row does not open there.
@@ -143,7 +143,7 @@ async def test_data_dir_is_created_0700_and_database_files_0600(make_client, tmp
     try:
         client = await make_client()
         await create_user(client, "ada@example.com")  # a write: the WAL exists
-        await client.app[keys.mailer_key].send("ada@example.com", "Hi", "body")
+        await client.app[app_keys.mailer_key].send("ada@example.com", "Hi", "body")
         data_dir = tmp_path / "data"
         assert _mode(data_dir) == 0o700
         names = {p.name for p in db_files(data_dir)}
@@ -223,9 +223,9 @@ async def test_upgrade_removes_links_kept_in_clear_and_matches_the_current_schem
     assert token.encode() in (old / "data" / "agentsvc.db").read_bytes()
 
     client = await aiohttp_client(create_app(make_settings(old)))
-    db = client.app[keys.db_key]
+    db = client.app[app_keys.db_key]
     assert (await db.reader.fetchall("PRAGMA user_version"))[0][0] == schema_version()
-    (kept,) = await client.app[keys.mailer_key].kept()
+    (kept,) = await client.app[app_keys.mailer_key].kept()
     assert (kept.to_address, kept.subject, kept.body) == ("new@example.com", "You are invited", "")
     rows = await db.reader.fetchall(
         "SELECT user_ref, user_verified_by FROM conversations WHERE id = 'conv_old'"

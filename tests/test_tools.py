@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from agentsvc.store import tools as tools_store
 from tests.conftest import assert_error, bearer, new_api_key
 from tests.fakes.http_receiver import HttpReceiver
@@ -179,7 +179,7 @@ async def test_deleting_agent_deletes_its_tools(client, auth):
     assert resp.status == 200
     resp = await client.get(f"/api/v1/tools/{tool['id']}", headers=auth)
     await assert_error(resp, 404, "NOT_FOUND")
-    assert await tools_store.get_public(client.app[keys.db_key].reader, tool["id"]) is None
+    assert await tools_store.get_public(client.app[app_keys.db_key].reader, tool["id"]) is None
 
 
 # ── validation ──────────────────────────────────────────────────────────────────────────
@@ -416,7 +416,7 @@ async def test_form_tool_with_post_actions_and_webhook_secret(client, auth):
     resp = await client.get(f"/api/v1/tools/{tool['id']}", headers=auth)
     assert (await resp.json())["formWebhookSecret"] == secret
     # Stored sealed, never in the clear.
-    stored = await tools_store.get_public(client.app[keys.db_key].reader, tool["id"])
+    stored = await tools_store.get_public(client.app[app_keys.db_key].reader, tool["id"])
     assert stored.form_webhook_secret and secret not in stored.form_webhook_secret
     # An update keeps the secret.
     resp = await client.put(f"/api/v1/tools/{tool['id']}", json={"name": "lead"}, headers=auth)
@@ -485,9 +485,9 @@ async def test_members_manage_tools(client, auth):
     from agentsvc.services.team import accounts
 
     agent_id = await make_agent(client, auth)
-    db = client.app[keys.db_key]
+    db = client.app[app_keys.db_key]
     owner_key = auth["Authorization"].removeprefix("Bearer ")
-    principal = await client.app[keys.key_resolver_key].resolve(owner_key)
+    principal = await client.app[app_keys.key_resolver_key].resolve(owner_key)
     member, _ = await accounts.ensure_user_with_team(db, email="m@example.com", name="", plan="pro")
     async with db.write() as conn:
         await conn.execute(
@@ -546,12 +546,12 @@ async def test_pro_limit_is_null(client, auth):
 
 
 async def _stored(client, tool_json: dict):
-    return await tools_store.get_public(client.app[keys.db_key].reader, tool_json["id"])
+    return await tools_store.get_public(client.app[app_keys.db_key].reader, tool_json["id"])
 
 
 async def test_mock_tool_runs_and_validates_input(client, auth):
     agent_id = await make_agent(client, auth)
-    runner = client.app[keys.tool_runner_key]
+    runner = client.app[app_keys.tool_runner_key]
     tool = await _stored(client, await created(client, auth, mock_tool(agent_id)))
     result = await runner.run(tool, {"query": "shoes"})
     assert result.output == {"found": True} and result.is_error is False
@@ -608,7 +608,7 @@ async def test_http_get_fills_placeholders_secrets_and_query(client, auth, recei
         receiver.base + "/items/{id}?key={{API_KEY}}",
         httpHeaders={"Authorization": "Bearer {{API_KEY}}", "X-Static": "1"},
     )
-    result = await client.app[keys.tool_runner_key].run(
+    result = await client.app[app_keys.tool_runner_key].run(
         tool, {"id": "a b/c", "color": "red", "sizes": [1, 2], "inStock": True}
     )
     assert result.is_error is False, result
@@ -633,7 +633,7 @@ async def test_http_post_sends_rest_of_input_as_json(client, auth, receiver):
     tool = await _http_tool(
         client, auth, agent_id, receiver.base + "/orders/{id}", httpMethod="POST"
     )
-    result = await client.app[keys.tool_runner_key].run(tool, {"id": "7", "color": "blue"})
+    result = await client.app[app_keys.tool_runner_key].run(tool, {"id": "7", "color": "blue"})
     assert result.output["status"] == 200 and not result.is_error
     got = receiver.requests[-1]
     assert got.method == "POST" and got.path == "/orders/7"
@@ -643,7 +643,7 @@ async def test_http_post_sends_rest_of_input_as_json(client, auth, receiver):
 
 async def test_http_tool_errors(client, auth, receiver):
     agent_id = await make_agent(client, auth)
-    runner = client.app[keys.tool_runner_key]
+    runner = client.app[app_keys.tool_runner_key]
     failing = await _http_tool(client, auth, agent_id, receiver.base + "/status/503")
     result = await runner.run(failing, {})
     assert result.is_error and result.output == {"status": 503, "body": {"error": "nope"}}
@@ -691,10 +691,10 @@ async def test_secrets_are_per_team(client, auth, receiver):
     tool = await _http_tool(
         client, auth, agent_id, receiver.base + "/x", httpHeaders={"X-T": "{{TOKEN}}"}
     )
-    result = await client.app[keys.tool_runner_key].run(tool, {})
+    result = await client.app[app_keys.tool_runner_key].run(tool, {})
     assert result.is_error and "TOKEN" in result.output
     assert receiver.requests == []
     await client.put("/api/v1/secrets/TOKEN", json={"value": "mine"}, headers=auth)
-    result = await client.app[keys.tool_runner_key].run(tool, {})
+    result = await client.app[app_keys.tool_runner_key].run(tool, {})
     assert not result.is_error
     assert receiver.requests[-1].headers["X-T"] == "mine"

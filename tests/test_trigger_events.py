@@ -15,7 +15,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from agentsvc.db.sqlite import SqliteDatabase
 from agentsvc.services.triggers.events import EventWriter
 from agentsvc.store.trigger_events import TriggerEvent
@@ -183,7 +183,7 @@ async def test_concurrent_events_are_batched_and_all_counted(make_client):
     auth = bearer(await new_api_key(client))
     agent_id = await new_agent(client, auth)
     trigger = await create_trigger(client, auth, agent_id)
-    writer = client.app[keys.event_writer_key]
+    writer = client.app[app_keys.event_writer_key]
     batches_before = writer.batches
 
     async def send(i: int) -> int:
@@ -208,7 +208,7 @@ async def test_events_wait_while_another_process_writes_and_are_all_counted(clie
     # cannot be written at once on the loop, so it waits on the writer's thread instead,
     # and the server keeps answering meanwhile.
     agent_id, trigger = setup
-    db_path = client.app[keys.db_key].path
+    db_path = client.app[app_keys.db_key].path
     other = sqlite3.connect(db_path, isolation_level=None)
     other.execute("BEGIN IMMEDIATE")
     try:
@@ -233,7 +233,7 @@ async def test_the_wal_is_checkpointed_in_the_background(client, auth, setup):
     for _ in range(20):
         resp = await client.post(EVENT_URL, json=event(agent_id, trigger))
         assert resp.status == 202
-    db = client.app[keys.db_key]
+    db = client.app[app_keys.db_key]
     deadline = time.monotonic() + 5
     while db.commits_since_checkpoint and time.monotonic() < deadline:
         await asyncio.sleep(0.1)

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from agentsvc.ids import new_id, now_iso
 from tests.conftest import assert_error, bearer, new_api_key
 
@@ -48,7 +48,7 @@ async def insert_tool(client, agent_id, *, execution_type="form", enabled=True, 
     """Insert a tool row directly (the tools API is another area's)."""
     tool_id = new_id("tool")
     now = now_iso()
-    async with client.app[keys.db_key].write() as conn:
+    async with client.app[app_keys.db_key].write() as conn:
         await conn.execute(
             "INSERT INTO tools (id, agent_id, team_id, name, description, execution_type,"
             " input_schema, is_enabled, created_at, updated_at)"
@@ -420,7 +420,7 @@ async def test_widget_feed_is_public_ordered_and_enabled_only(client, auth, agen
     assert feed[1]["triggerOnce"] is False
     assert off["id"] not in {t["id"] for t in feed}
     # A form tool disabled later takes its show_form trigger out of the feed.
-    async with client.app[keys.db_key].write() as conn:
+    async with client.app[app_keys.db_key].write() as conn:
         await conn.execute("UPDATE tools SET is_enabled = 0 WHERE id = ?", (form,))
     feed = await (await client.get(url)).json()
     assert [t["id"] for t in feed] == [high["id"], low["id"]]

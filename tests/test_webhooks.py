@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from standardwebhooks.webhooks import Webhook
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from tests import pg
 from tests.chat_helpers import chat, new_agent, user
 from tests.conftest import assert_error, bearer, create_user, key_for, make_settings
@@ -175,7 +175,7 @@ async def test_a_private_name_is_refused_when_sending(aiohttp_client, tmp_path, 
     from tests.test_outbound import StubResolver
 
     app = create_app(make_settings(tmp_path, outbound={"allow_private": False}, webhooks=FAST))
-    app[keys.outbound_resolver_key] = StubResolver("127.0.0.1")
+    app[app_keys.outbound_resolver_key] = StubResolver("127.0.0.1")
     client = await aiohttp_client(app)
     _, auth = await owner(client)
     hook = await add_webhook(
@@ -387,7 +387,7 @@ async def test_a_team_without_webhooks_stores_no_event(client):
     _, auth = await owner(client)
     agent = await new_agent(client, auth)
     await chat(client, {"agentId": agent["id"], "messages": user("hi")}, auth)
-    db = client.app[keys.db_key]
+    db = client.app[app_keys.db_key]
     assert await db.reader.fetchval("SELECT COUNT(*) FROM webhook_events") == 0
     assert await db.reader.fetchval("SELECT COUNT(*) FROM webhook_deliveries") == 0
 
@@ -590,9 +590,9 @@ async def test_deleting_a_webhook_drops_its_pending_deliveries(make_client, rece
     [waiting] = await deliveries(client, auth, hook["id"])
     assert waiting["status"] == "pending" and waiting["nextAttemptAt"] is not None
     await client.delete(f"/api/v1/webhooks/{hook['id']}", headers=auth)
-    db = client.app[keys.db_key]
+    db = client.app[app_keys.db_key]
     assert await db.reader.fetchval("SELECT COUNT(*) FROM webhook_deliveries") == 0
-    assert await client.app[keys.deliverer_key].pending_count() == 0
+    assert await client.app[app_keys.deliverer_key].pending_count() == 0
 
 
 async def test_the_outbox_depth_counts_event_deliveries(make_client, receiver):
@@ -603,7 +603,7 @@ async def test_the_outbox_depth_counts_event_deliveries(make_client, receiver):
     await chat(client, {"agentId": agent["id"], "messages": user("hi")}, auth)
     await receiver.wait_for(1, "/fail")
     await asyncio.sleep(0.1)
-    assert await client.app[keys.deliverer_key].pending_count() == 1
+    assert await client.app[app_keys.deliverer_key].pending_count() == 1
     resp = await client.get("/metrics")
     text = await resp.text()
     assert 'agentsvc_deliveries_total{kind="event",outcome="retry"} 1.0' in text

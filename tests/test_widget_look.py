@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from agentsvc.api.widget import WIDGET_PATH
 from agentsvc.services.widget.locales import LOCALE_DIR, LOCALES, string_keys
 from agentsvc.services.widget.look import DEFAULT_APPEARANCE
@@ -159,8 +159,8 @@ async def test_etag_and_304(client, auth):
 
 async def test_the_config_is_rendered_once_per_agent_version(client, auth):
     agent_id = await _agent(client, auth)
-    configs = client.app[keys.widget_config_cache_key]
-    agents = client.app[keys.agent_cache_key]
+    configs = client.app[app_keys.widget_config_cache_key]
+    agents = client.app[app_keys.agent_cache_key]
     await _config(client, agent_id)
     rendered = configs.get(agents.get(agent_id))
     assert rendered is not None
@@ -273,7 +273,7 @@ async def test_values_stored_behind_the_apis_back_never_reach_the_config(client,
     request models' patterns is dropped before it could reach the widget's CSS."""
     agent_id = await _agent(client, auth)
     team_id = (
-        await client.app[keys.db_key].reader.fetchone(
+        await client.app[app_keys.db_key].reader.fetchone(
             "SELECT team_id FROM agents WHERE id = ?", (agent_id,)
         )
     )[0]
@@ -293,9 +293,9 @@ async def test_values_stored_behind_the_apis_back_never_reach_the_config(client,
         "strings": {"de": {"send": "Los", "nope": "x"}, "ru": {"send": "x"}, "fr": "x"},
         "starters": ["ok", "", 7, "two", "three", "four", "five"],
     }
-    async with client.app[keys.db_key].write() as tx:
+    async with client.app[app_keys.db_key].write() as tx:
         await agents_store.update(tx, team_id, agent_id, {"widget": hostile}, "2026-01-01")
-    client.app[keys.agent_cache_key].clear()
+    client.app[app_keys.agent_cache_key].clear()
     public = await (await _config(client, agent_id)).json()
     assert public["appearance"] == {**DEFAULT_APPEARANCE, "title": "Kept"}
     assert public["language"] == "auto"

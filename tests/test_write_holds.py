@@ -16,9 +16,9 @@ import time
 
 import pytest
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from agentsvc.db import holds
-from agentsvc.services.tenant import schemas as tenant_schemas
+from agentsvc.services.tenant_input import schemas as tenant_schemas
 from tests.chat_helpers import chat, new_agent, new_tool, user
 from tests.conftest import assert_error, bearer, new_api_key
 from tests.fakes.mcp_server import FakeMcpServer
@@ -228,7 +228,7 @@ async def test_write_transaction_holds_only_sql_a_slow_write_logs_one_warning_wi
     make_client, caplog
 ):
     client = await make_client(database={"slow_write_ms": 20})
-    db = client.app[keys.db_key]
+    db = client.app[app_keys.db_key]
     caplog.set_level(logging.WARNING, logger="agentsvc.db.holds")
     async with db.write() as tx:  # the line the warning names
         line = _line() - 1
@@ -246,7 +246,7 @@ async def test_write_transaction_holds_only_sql_a_slow_batch_names_its_slowest_u
     make_client, caplog
 ):
     client = await make_client(database={"slow_write_ms": 20})
-    db = client.app[keys.db_key]
+    db = client.app[app_keys.db_key]
     caplog.set_level(logging.WARNING, logger="agentsvc.db.holds")
 
     async def quick(tx):
@@ -264,7 +264,7 @@ async def test_write_transaction_holds_only_sql_a_slow_batch_names_its_slowest_u
 
 
 async def test_write_transaction_holds_only_sql_the_suite_guard_sees_every_write(client):
-    db = client.app[keys.db_key]
+    db = client.app[app_keys.db_key]
     seen: list[tuple[float, float, str]] = []
     stop = holds.watch(0.02, lambda *found: seen.append(found))
     try:
@@ -287,7 +287,7 @@ async def test_write_transaction_holds_only_sql_the_suite_guard_sees_every_write
 async def test_write_transaction_holds_only_sql_the_guard_sees_cpu_work_inside_a_write(client):
     # What the suite fails a test for (over 100 ms, at least half of it working), at a
     # smaller scale: CPU work inside the transaction counts as the process working.
-    db = client.app[keys.db_key]
+    db = client.app[app_keys.db_key]
     seen: list[tuple[float, float, str]] = []
     stop = holds.watch(0.03, lambda *found: seen.append(found))
     try:

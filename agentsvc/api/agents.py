@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from pydantic import BeforeValidator, Field
 from pydantic.json_schema import SkipJsonSchema
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from agentsvc.api.audit import actor_of
 from agentsvc.api.models import MODEL_ID_MARKER, NON_BLANK, RequestModel, ResponseModel, integral
 from agentsvc.api.routing import Call, RouteTable, envelope_response
@@ -181,14 +181,14 @@ def agent_json(call: Call, agent: Agent) -> dict:
     return {
         **created_json(agent),
         "updatedAt": agent.updated_at,
-        "handoff": handoff_settings.public_json(call.app[keys.secret_box_key], agent),
+        "handoff": handoff_settings.public_json(call.app[app_keys.secret_box_key], agent),
         "widget": widget_look.settings_of(agent.widget),
         "retentionDays": agent.retention_days,
     }
 
 
 def _check_model(call: Call, model: str) -> None:
-    problem = model_error(call.app[keys.settings_key], model)
+    problem = model_error(call.app[app_keys.settings_key], model)
     if problem:
         raise ValidationFailed(f"model: {problem}")
 
@@ -196,7 +196,7 @@ def _check_model(call: Call, model: str) -> None:
 @routes.get("/agents", response=list[AgentSummary], envelope=True)
 async def list_agents(call: Call):
     """List the team's agents, newest first."""
-    agents = await agent_service.list_agents(call.app[keys.db_key], call.team_id)
+    agents = await agent_service.list_agents(call.app[app_keys.db_key], call.team_id)
     return envelope_response([summary_json(a) for a in agents])
 
 
@@ -204,7 +204,10 @@ async def list_agents(call: Call):
 async def get_agent(call: Call):
     """Get one agent."""
     agent = await agent_service.get_agent(
-        call.app[keys.db_key], call.app[keys.agent_cache_key], call.team_id, call.params["id"]
+        call.app[app_keys.db_key],
+        call.app[app_keys.agent_cache_key],
+        call.team_id,
+        call.params["id"],
     )
     return envelope_response(agent_json(call, agent))
 
@@ -221,11 +224,11 @@ async def get_agent(call: Call):
 async def post_agent(call: Call):
     """Create an agent (owner only)."""
     body: AgentCreate = call.body
-    settings = call.app[keys.settings_key]
+    settings = call.app[app_keys.settings_key]
     model = body.model or settings.models.default
     _check_model(call, model)
     agent = await agent_service.create_agent(
-        call.app[keys.db_key],
+        call.app[app_keys.db_key],
         team_id=call.team_id,
         name=body.name,
         model=model,
@@ -251,28 +254,28 @@ async def patch_agent(call: Call):
     if "model" in fields:
         _check_model(call, fields["model"])
     agent = await agent_service.update_agent(
-        call.app[keys.db_key],
-        call.app[keys.agent_cache_key],
+        call.app[app_keys.db_key],
+        call.app[app_keys.agent_cache_key],
         call.team_id,
         call.params["id"],
         fields,
     )
     if handoff is not None:
         agent = await handoff_settings.update_settings(
-            call.app[keys.db_key],
-            call.app[keys.secret_box_key],
+            call.app[app_keys.db_key],
+            call.app[app_keys.secret_box_key],
             call.team_id,
             agent.id,
             body.handoff.model_dump(by_alias=True, exclude_unset=True),  # type: ignore[union-attr]
-            allow_private=call.app[keys.settings_key].outbound.allow_private,
+            allow_private=call.app[app_keys.settings_key].outbound.allow_private,
         )
     if widget is not None:
         agent = await widget_look.update_settings(
-            call.app[keys.db_key], call.team_id, agent.id, widget.changes()
+            call.app[app_keys.db_key], call.team_id, agent.id, widget.changes()
         )
     if retention_given:
         agent = await retention.set_retention_days(
-            call.app[keys.db_key], actor_of(call), agent.id, retention_days
+            call.app[app_keys.db_key], actor_of(call), agent.id, retention_days
         )
     return envelope_response(agent_json(call, agent))
 
@@ -283,8 +286,8 @@ async def patch_agent(call: Call):
 async def delete_agent(call: Call):
     """Delete an agent and everything it owns (owner only)."""
     await agent_service.delete_agent(
-        call.app[keys.db_key],
-        call.app[keys.agent_cache_key],
+        call.app[app_keys.db_key],
+        call.app[app_keys.agent_cache_key],
         call.team_id,
         call.params["id"],
         actor=actor_of(call),

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 from pydantic import Field
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from agentsvc.api.list_filters import Day
 from agentsvc.api.models import QueryModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, envelope_response
@@ -82,7 +82,7 @@ async def get_agent_analytics(call: Call):
     funnel per day and in total, with its most frequent unanswered questions."""
     query: AnalyticsQuery = call.query
     figures = await agent_analytics.agent_analytics(
-        call.app[keys.db_key],
+        call.app[app_keys.db_key],
         call.team_id,
         call.params["id"],
         query.date_from,  # type: ignore[arg-type]  (a date once validated)

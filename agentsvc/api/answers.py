@@ -7,7 +7,7 @@ from typing import Annotated
 from pydantic import ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from agentsvc.api.models import NON_BLANK, WORDY, RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, envelope_response
 from agentsvc.services.answers import curated as service
@@ -71,7 +71,7 @@ def answer_json(answer: CuratedAnswer) -> dict:
 @routes.get("/agents/{id}/answers", response=list[AnswerOut], envelope=True, errors=(404,))
 async def list_answers(call: Call):
     """List an agent's curated answers, newest first."""
-    found = await service.list_answers(call.app[keys.db_key], call.team_id, call.params["id"])
+    found = await service.list_answers(call.app[app_keys.db_key], call.team_id, call.params["id"])
     return envelope_response([answer_json(a) for a in found])
 
 
@@ -87,12 +87,12 @@ async def post_answer(call: Call):
     """Add a curated answer: visitors asking a question close to it get it."""
     body: AnswerCreate = call.body
     created = await service.create_answer(
-        call.app[keys.db_key],
+        call.app[app_keys.db_key],
         team_id=call.team_id,
         agent_id=call.params["id"],
         question=body.question,
         answer=body.answer,
-        max_per_agent=call.app[keys.settings_key].answers.max_per_agent,
+        max_per_agent=call.app[app_keys.settings_key].answers.max_per_agent,
     )
     return envelope_response(answer_json(created), status=201)
 
@@ -100,7 +100,7 @@ async def post_answer(call: Call):
 @routes.get(f"/answers/{{id:{ANSWER_ID}}}", response=AnswerOut, envelope=True, errors=(404,))
 async def get_answer(call: Call):
     """Get a curated answer."""
-    found = await service.get_answer(call.app[keys.db_key], call.team_id, call.params["id"])
+    found = await service.get_answer(call.app[app_keys.db_key], call.team_id, call.params["id"])
     return envelope_response(answer_json(found))
 
 
@@ -115,7 +115,7 @@ async def patch_answer(call: Call):
     """Change a curated answer's question and/or answer."""
     body: AnswerPatch = call.body
     updated = await service.update_answer(
-        call.app[keys.db_key], call.team_id, call.params["id"], body.question, body.answer
+        call.app[app_keys.db_key], call.team_id, call.params["id"], body.question, body.answer
     )
     return envelope_response(answer_json(updated))
 
@@ -123,5 +123,5 @@ async def patch_answer(call: Call):
 @routes.delete(f"/answers/{{id:{ANSWER_ID}}}", response=AnswerDeleted, envelope=True, errors=(404,))
 async def delete_answer(call: Call):
     """Delete a curated answer."""
-    await service.delete_answer(call.app[keys.db_key], call.team_id, call.params["id"])
+    await service.delete_answer(call.app[app_keys.db_key], call.team_id, call.params["id"])
     return envelope_response({"id": call.params["id"], "deleted": True})

@@ -7,7 +7,7 @@ from typing import Annotated
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from agentsvc.api.audit import actor_of
 from agentsvc.api.models import RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, envelope_response
@@ -56,7 +56,7 @@ def key_json(key: ApiKey) -> dict:
 async def list_api_keys(call: Call):
     """Live keys, masked: the owner sees the team's, a member their own."""
     assert call.principal is not None
-    found = await key_service.list_keys(call.app[keys.db_key], call.principal)
+    found = await key_service.list_keys(call.app[app_keys.db_key], call.principal)
     return envelope_response([key_json(k) for k in found])
 
 
@@ -65,7 +65,7 @@ async def post_api_key(call: Call):
     """Create a key acting for the caller in this team; the key is shown only in this answer."""
     assert call.principal is not None
     created = await key_service.create_key(
-        call.app[keys.db_key], call.principal, call.body.name or "", actor_of(call)
+        call.app[app_keys.db_key], call.principal, call.body.name or "", actor_of(call)
     )
     return envelope_response(
         {
@@ -86,8 +86,8 @@ async def delete_api_key(call: Call):
     """Revoke a key at once (members: only their own)."""
     assert call.principal is not None
     await key_service.revoke_key(
-        call.app[keys.db_key],
-        call.app[keys.key_resolver_key],
+        call.app[app_keys.db_key],
+        call.app[app_keys.key_resolver_key],
         call.principal,
         call.params["id"],
         actor_of(call),

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from agentsvc.api.conversations import PAGINATION_SCHEMA
 from agentsvc.api.cursors import MAX_CURSOR_LENGTH, decode_cursor, encode_cursor
 from agentsvc.api.models import QueryModel, ResponseModel
@@ -126,7 +126,7 @@ async def get_audit_log(call: Call):
     """Who did what in the team, newest first (owner only)."""
     query: AuditQuery = call.query
     entries, more = await audit.list_entries(
-        call.app[keys.db_key],
+        call.app[app_keys.db_key],
         call.team_id,
         action=query.action,
         limit=query.limit,

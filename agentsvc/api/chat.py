@@ -21,7 +21,7 @@ from aiohttp import web
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from agentsvc.api.errors import RateLimited
 from agentsvc.api.limits import STREAM_END_MARGIN_SECONDS, take_token, team_stream_slots
 from agentsvc.api.models import RequestModel
@@ -194,7 +194,7 @@ def _client_ip(call: Call) -> str:
 
 
 async def _check_public_rate(call: Call) -> None:
-    per_minute = call.app[keys.settings_key].ratelimit.public_chat_per_minute
+    per_minute = call.app[app_keys.settings_key].ratelimit.public_chat_per_minute
     await take_token(
         call.request,
         f"chat-ip:{_client_ip(call)}",
@@ -220,9 +220,9 @@ async def post_chat(call: Call):
             return await _stream_chat(call)
     # Public callers: a slot among the IP's concurrent streams first (refused without
     # spending a message of the rate limit), then the per-minute limit.
-    limiter = call.app[keys.limiter_key]
+    limiter = call.app[app_keys.limiter_key]
     slot = f"chat-streams:{_client_ip(call)}"
-    settings = call.app[keys.settings_key].chat
+    settings = call.app[app_keys.settings_key].chat
     cap = settings.max_public_streams_per_ip
     if not await limiter.hold(slot, cap, settings.max_stream_seconds + STREAM_END_MARGIN_SECONDS):
         raise RateLimited(
@@ -242,14 +242,14 @@ async def _stream_chat(call: Call) -> web.StreamResponse:
     app = call.app
     # With an identity secret set, only a signed user stands for a public caller.
     user = await identity_service.verify_end_user(
-        app[keys.db_key],
-        app[keys.secret_box_key],
+        app[app_keys.db_key],
+        app[app_keys.secret_box_key],
         body.agent_id,
         body.user.model_dump() if body.user else None,
         body.user_hash,
         body.user_token,
         trusted=call.principal is not None,
-        max_token_lifetime_hours=app[keys.settings_key].identity.max_token_lifetime_hours,
+        max_token_lifetime_hours=app[app_keys.settings_key].identity.max_token_lifetime_hours,
     )
     chat = chat_service.ChatInput(
         agent_id=body.agent_id,
@@ -260,7 +260,7 @@ async def _stream_chat(call: Call) -> web.StreamResponse:
         team_id=call.principal.team_id if call.principal else None,
         trigger_id=body.trigger_id,
     )
-    turn = await app[keys.chat_turns_key].start(chat)
+    turn = await app[app_keys.chat_turns_key].start(chat)
 
     response = web.StreamResponse(
         headers={
@@ -274,7 +274,7 @@ async def _stream_chat(call: Call) -> web.StreamResponse:
     if isinstance(turn, turn_service.HeldTurn):
         await _held_stream(call, response, turn)
         return response
-    gauge = app[keys.metrics_key].open_streams
+    gauge = app[app_keys.metrics_key].open_streams
     gauge.inc()
     try:
         await _run_stream(call, response, turn)
@@ -289,18 +289,18 @@ async def _held_stream(call: Call, response: web.StreamResponse, turn: turn_serv
     with contextlib.suppress(
         turn_service.ClientGone, ConnectionError, aiohttp.ClientConnectionResetError
     ):
-        await call.app[keys.chat_turns_key].play(turn, sink, people_can_answer=True)
+        await call.app[app_keys.chat_turns_key].play(turn, sink, people_can_answer=True)
         await response.write_eof()
     sink.close()
 
 
 async def _run_stream(call: Call, response: web.StreamResponse, turn: turn_service.Turn) -> None:
     app = call.app
-    settings = app[keys.settings_key].chat
+    settings = app[app_keys.settings_key].chat
     sink = SseSink(response, settings.flush_interval_ms / 1000.0)
     # The visitor's widget shows a person's replies: the model may hand the chat over.
-    runner = app[keys.chat_turns_key].runner(turn, sink, people_can_answer=True)
-    streams = app[keys.chat_streams_key]
+    runner = app[app_keys.chat_turns_key].runner(turn, sink, people_can_answer=True)
+    streams = app[app_keys.chat_streams_key]
     task = asyncio.ensure_future(runner.run())
     streams.add(task)
     try:

@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from agentsvc.api.cursors import MAX_CURSOR_LENGTH, decode_cursor, next_cursor
 from agentsvc.api.list_filters import AgentId, ConversationFilterQuery
 from agentsvc.api.models import RequestModel, ResponseModel
@@ -256,7 +256,7 @@ async def list_conversations(call: Call):
     """List an agent's conversations, newest first, filtered and searched, with pagination."""
     query: ConversationQuery = call.query
     page = await conv_service.list_conversations(
-        call.app[keys.db_key],
+        call.app[app_keys.db_key],
         call.team_id,
         query.agent_id,
         query.limit,
@@ -280,7 +280,7 @@ async def list_conversations(call: Call):
 async def get_conversation(call: Call):
     """Get a conversation with its messages in order."""
     conv, messages = await conv_service.get_conversation(
-        call.app[keys.db_key], call.team_id, call.params["id"]
+        call.app[app_keys.db_key], call.team_id, call.params["id"]
     )
     return envelope_response(
         {
@@ -295,7 +295,9 @@ async def get_conversation(call: Call):
 @routes.delete(ONE_CONVERSATION, response=ConversationDeleted, envelope=True, errors=(404,))
 async def delete_conversation(call: Call):
     """Delete a conversation and its messages."""
-    await conv_service.delete_conversation(call.app[keys.db_key], call.team_id, call.params["id"])
+    await conv_service.delete_conversation(
+        call.app[app_keys.db_key], call.team_id, call.params["id"]
+    )
     return envelope_response({"id": call.params["id"], "deleted": True})
 
 
@@ -312,12 +314,12 @@ async def post_feedback(call: Call):
     """Rate a message up or down (API key, or the widget with X-Session-Id)."""
     body: FeedbackBody = call.body
     await conv_service.rate_message(
-        call.app[keys.db_key],
+        call.app[app_keys.db_key],
         team_id=call.principal.team_id if call.principal else None,
         session_id=call.request.headers.get(SESSION_HEADER),
         conversation_id=call.params["id"],
         message_id=body.message_id,
         rating=body.rating,
-        emitter=call.app[keys.emitter_key],
+        emitter=call.app[app_keys.emitter_key],
     )
     return envelope_response({"messageId": body.message_id, "rating": body.rating})

@@ -9,7 +9,7 @@ from aiohttp.http_exceptions import HttpProcessingError
 from pydantic import ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from agentsvc.api.models import NON_BLANK, RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, envelope_response
 from agentsvc.config import Settings
@@ -97,7 +97,9 @@ def document_json(doc: Document) -> dict:
 @routes.get("/agents/{id}/documents", response=list[DocumentOut], envelope=True, errors=(404,))
 async def list_documents(call: Call):
     """List an agent's knowledge documents, newest first."""
-    docs = await documents.list_documents(call.app[keys.db_key], call.team_id, call.params["id"])
+    docs = await documents.list_documents(
+        call.app[app_keys.db_key], call.team_id, call.params["id"]
+    )
     return envelope_response([document_json(d) for d in docs])
 
 
@@ -161,9 +163,9 @@ async def _upload(request: web.Request, max_bytes: int) -> ingestion.Source:
 async def post_document(call: Call):
     """Add a document: JSON `{title, content}` or `{url}`, or a multipart file upload."""
     app = call.app
-    settings = app[keys.settings_key].knowledge
+    settings = app[app_keys.settings_key].knowledge
     max_bytes = int(settings.max_document_mb * 2**20)
-    db = app[keys.db_key]
+    db = app[app_keys.db_key]
     agent_id = call.params["id"]
     # Check the agent before reading a file or fetching a URL for it.
     await documents.check_agent(db, call.team_id, agent_id)
@@ -174,7 +176,11 @@ async def post_document(call: Call):
         if body.content is not None:
             raise ValidationFailed("body: give either content or url, not both")
         source = await ingestion.url_source(
-            app[keys.outbound_key], body.url, body.title, max_bytes, settings.fetch_timeout_seconds
+            app[app_keys.outbound_key],
+            body.url,
+            body.title,
+            max_bytes,
+            settings.fetch_timeout_seconds,
         )
     elif body.content is not None:
         if body.title is None:
@@ -184,7 +190,7 @@ async def post_document(call: Call):
         raise ValidationFailed("body: content (with title) or url is required")
     doc = await documents.create_document(
         db,
-        app[keys.indexer_key],
+        app[app_keys.indexer_key],
         team_id=call.team_id,
         agent_id=agent_id,
         source=source,
@@ -197,7 +203,7 @@ async def post_document(call: Call):
 async def get_document(call: Call):
     """Get a document with its extracted text."""
     doc, content = await documents.get_document(
-        call.app[keys.db_key], call.team_id, call.params["id"]
+        call.app[app_keys.db_key], call.team_id, call.params["id"]
     )
     return envelope_response({**document_json(doc), "content": content})
 
@@ -207,6 +213,6 @@ async def delete_document(call: Call):
     """Delete a document and its passages."""
     app = call.app
     await documents.delete_document(
-        app[keys.db_key], call.team_id, call.params["id"], app[keys.indexer_key]
+        app[app_keys.db_key], call.team_id, call.params["id"], app[app_keys.indexer_key]
     )
     return envelope_response({"id": call.params["id"], "deleted": True})

@@ -18,7 +18,7 @@ import aiohttp
 import orjson
 from aiohttp import web
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from agentsvc.api.chat import OpenStreams
 from agentsvc.api.pipeline import finish_response
 from agentsvc.api.routing import Call
@@ -106,7 +106,7 @@ async def serve(
     """Stream the followed events until the client leaves, the stream's time is up, or the
     server stops."""
     app = call.app
-    settings = app[keys.settings_key].handoff
+    settings = app[app_keys.settings_key].handoff
     response = web.StreamResponse(headers=SSE_HEADERS)
     finish_response(call.request, response)
     try:
@@ -114,7 +114,7 @@ async def serve(
     except BaseException:
         following.close()
         raise
-    streams = app[keys.event_streams_key]
+    streams = app[app_keys.event_streams_key]
     pump = asyncio.ensure_future(_pump(response, following, render, first, on_keepalive, settings))
     streams.watch(pump, call.request)
     try:

@@ -20,7 +20,7 @@ import aiohttp
 from aiohttp import web
 from pydantic import Field
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from agentsvc.api.audit import actor_of
 from agentsvc.api.errors import RateLimited
 from agentsvc.api.list_filters import AgentId, ConversationFilterQuery
@@ -72,9 +72,9 @@ async def _stream(
     it (see the module). The log names the filters used, never their values (a search or a
     userId may be an end user's)."""
     app = call.app
-    limiter = app[keys.limiter_key]
+    limiter = app[app_keys.limiter_key]
     slot = f"exports:{call.team_id}"
-    cap = app[keys.settings_key].exports.max_per_team
+    cap = app[app_keys.settings_key].exports.max_per_team
     if not await limiter.hold(slot, cap):
         raise RateLimited(
             f"At most {cap} exports of a team at once; try again when one has finished",
@@ -82,7 +82,7 @@ async def _stream(
         )
     try:
         await audit.record(
-            app[keys.db_key],
+            app[app_keys.db_key],
             actor_of(call),
             action,
             target_type="agent",
@@ -167,11 +167,11 @@ async def export_conversations(call: Call):
     """Download an agent's conversations, one row per message, with the list's filters."""
     query: ConversationExportQuery = call.query
     export = await conversation_exports.conversation_export(
-        call.app[keys.db_key],
+        call.app[app_keys.db_key],
         call.team_id,
         query.agent_id,
         query.filters(),
-        call.app[keys.settings_key].exports.batch_rows,
+        call.app[app_keys.settings_key].exports.batch_rows,
     )
     given = _filters_given(query)
     return await _stream(
@@ -192,12 +192,12 @@ async def export_submissions(call: Call):
     filters (status, toolId)."""
     query: SubmissionExportQuery = call.query
     export = await submission_exports.submission_export(
-        call.app[keys.db_key],
+        call.app[app_keys.db_key],
         call.team_id,
         query.agent_id,
         query.status,
         query.tool_id,
-        call.app[keys.settings_key].exports.batch_rows,
+        call.app[app_keys.settings_key].exports.batch_rows,
     )
     given = _filters_given(query)
     return await _stream(

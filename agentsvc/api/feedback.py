@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from agentsvc.api.conversations import AnswerSourceOut, SourceOut
 from agentsvc.api.cursors import MAX_CURSOR_LENGTH, decode_cursor, next_cursor
 from agentsvc.api.list_filters import AgentId
@@ -90,8 +90,8 @@ async def list_feedback(call: Call):
     query: FeedbackQuery = call.query
     app = call.app
     page = await review.list_rated(
-        app[keys.db_key],
-        app[keys.curated_answers_key],
+        app[app_keys.db_key],
+        app[app_keys.curated_answers_key],
         call.team_id,
         query.agent_id,
         query.rating,

@@ -8,7 +8,7 @@ from aiohttp import web
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from agentsvc.api.cursors import MAX_CURSOR_LENGTH, decode_cursor, next_cursor
 from agentsvc.api.form_body import parse_submit_body
 from agentsvc.api.limits import take_token
@@ -262,14 +262,14 @@ async def _limit_submit(request: web.Request, principal: Principal | None) -> No
     """Public submits are limited per IP before their (up to 25 MB) body is read; a key's
     calls count against its team's plan instead."""
     if principal is None:
-        per_minute = request.app[keys.settings_key].ratelimit.form_submits_per_minute
+        per_minute = request.app[app_keys.settings_key].ratelimit.form_submits_per_minute
         message = f"More than {per_minute} form requests per minute"
         await take_token(request, f"form-submit:ip:{request.remote}", per_minute, message)
 
 
 async def _limit_event(request: web.Request, session_id: str | None) -> None:
     """Form analytics events are limited per IP and per session, like trigger events."""
-    per_minute = request.app[keys.settings_key].ratelimit.trigger_events_per_minute
+    per_minute = request.app[app_keys.settings_key].ratelimit.trigger_events_per_minute
     message = f"More than {per_minute} form requests per minute"
     await take_token(request, f"form-event:ip:{request.remote}", per_minute, message)
     if session_id:
@@ -292,7 +292,7 @@ async def get_public_form(call: Call):
     query: FormQuery = call.query
     team_id = call.principal.team_id if call.principal else None
     tool = await form_service.get_public_form(
-        call.app[keys.db_key], call.params["toolIdOrName"], query.agent_id, team_id
+        call.app[app_keys.db_key], call.params["toolIdOrName"], query.agent_id, team_id
     )
     mode = tool.form_execution_mode or "webhook"
     return json_response(
@@ -320,7 +320,7 @@ async def get_public_form(call: Call):
 async def post_submission(call: Call):
     """Submit a form: stored with its deliveries, the webhook tried at once."""
     body: SubmitBody = call.body
-    deliverer = call.app[keys.deliverer_key]
+    deliverer = call.app[app_keys.deliverer_key]
     stored = await form_service.store_submission(
         deliverer,
         tool_id=body.tool_id,
@@ -331,8 +331,8 @@ async def post_submission(call: Call):
         fields_completed=list(body.fields_completed),
         impression_at=body.impression_at,
         started_at=body.started_at,
-        file_quota_mb=call.app[keys.settings_key].forms.file_quota_mb_per_agent,
-        emitter=call.app[keys.emitter_key],
+        file_quota_mb=call.app[app_keys.settings_key].forms.file_quota_mb_per_agent,
+        emitter=call.app[app_keys.emitter_key],
         trigger_id=body.trigger_id,
     )
     # The submitted values (files included) are on disk now: the next large body may be
@@ -368,7 +368,7 @@ async def post_client_result(call: Call):
     """Report the outcome of the widget's client-side form handler."""
     body: ClientResultBody = call.body
     await form_service.report_client_result(
-        call.app[keys.db_key],
+        call.app[app_keys.db_key],
         body.submission_id,
         body.success,
         body.message,
@@ -393,7 +393,7 @@ async def post_form_event(call: Call):
     body: EventBody = call.body
     await _limit_event(call.request, body.session_id)
     await form_service.record_event(
-        call.app[keys.db_key], body.tool_id, body.event_type, body.session_id
+        call.app[app_keys.db_key], body.tool_id, body.event_type, body.session_id
     )
     return json_response({"success": True}, status=202)
 
@@ -402,7 +402,7 @@ async def post_form_event(call: Call):
 async def get_analytics(call: Call):
     """Form analytics of an agent: one entry per form tool."""
     query: AnalyticsQuery = call.query
-    entries = await form_service.analytics(call.app[keys.db_key], call.team_id, query.agent_id)
+    entries = await form_service.analytics(call.app[app_keys.db_key], call.team_id, query.agent_id)
     return json_response({"analytics": entries})
 
 
@@ -411,7 +411,7 @@ async def list_submissions(call: Call):
     """List the team's submissions, newest first."""
     query: ListQuery = call.query
     subs, total, more = await form_service.list_submissions(
-        call.app[keys.db_key],
+        call.app[app_keys.db_key],
         call.team_id,
         status=query.status,
         agent_id=query.agent_id,
@@ -436,7 +436,9 @@ async def list_submissions(call: Call):
 @routes.get(f"/form-submissions/{{id:{SUBMISSION_ID}}}", response=SubmissionDetail, errors=(404,))
 async def get_submission(call: Call):
     """Get a submission with its deliveries and every attempt."""
-    detail = await form_service.get_detail(call.app[keys.db_key], call.team_id, call.params["id"])
+    detail = await form_service.get_detail(
+        call.app[app_keys.db_key], call.team_id, call.params["id"]
+    )
     return json_response(detail_json(detail))
 
 
@@ -448,6 +450,6 @@ async def get_submission(call: Call):
 async def post_redeliver(call: Call):
     """Queue the failed deliveries of a submission again and try them now."""
     detail = await form_service.redeliver(
-        call.app[keys.deliverer_key], call.team_id, call.params["id"]
+        call.app[app_keys.deliverer_key], call.team_id, call.params["id"]
     )
     return json_response(detail_json(detail))

@@ -8,8 +8,7 @@ from typing import Annotated, Any
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
-from agentsvc import keys
-from agentsvc.api import event_streams
+from agentsvc.api import app_keys, event_streams
 from agentsvc.api.conversations import (
     SESSION_HEADER,
     Assignee,
@@ -114,7 +113,7 @@ def _ip(call: Call) -> str:
 
 
 async def _limit_visitor(call: Call, what: str) -> None:
-    per_minute = call.app[keys.settings_key].ratelimit.public_chat_per_minute
+    per_minute = call.app[app_keys.settings_key].ratelimit.public_chat_per_minute
     await take_token(
         call.request,
         f"{what}-ip:{_ip(call)}",
@@ -125,7 +124,7 @@ async def _limit_visitor(call: Call, what: str) -> None:
 
 async def _conversation(call: Call, session_id: str | None) -> Conversation:
     """The team's conversation (key or session), or the visitor's (their session id)."""
-    db = call.app[keys.db_key]
+    db = call.app[app_keys.db_key]
     if call.principal is not None:
         return await flow.for_team(db, call.team_id, call.params["id"])
     session = session_id or call.request.headers.get(SESSION_HEADER)
@@ -133,7 +132,7 @@ async def _conversation(call: Call, session_id: str | None) -> Conversation:
 
 
 def _flow_deps(call: Call) -> tuple[Any, Any]:
-    return call.app[keys.db_key], call.app[keys.agent_cache_key]
+    return call.app[app_keys.db_key], call.app[app_keys.agent_cache_key]
 
 
 @routes.post(
@@ -155,10 +154,10 @@ async def post_handoff(call: Call):
     state = await flow.request_human(
         db,
         agents,
-        call.app[keys.handoff_notifier_key],
+        call.app[app_keys.handoff_notifier_key],
         conv,
         by_visitor=call.principal is None,
-        emitter=call.app[keys.emitter_key],
+        emitter=call.app[app_keys.emitter_key],
     )
     return envelope_response(state.json())
 
@@ -191,7 +190,7 @@ async def post_contact(call: Call):
         await _limit_visitor(call, "contact")
     email = _check_email(body.email)
     conv = await _conversation(call, body.session_id)
-    await flow.leave_contact(call.app[keys.db_key], conv, email)
+    await flow.leave_contact(call.app[app_keys.db_key], conv, email)
     return envelope_response({"conversationId": conv.id, "email": email})
 
 
@@ -210,7 +209,9 @@ async def post_assign(call: Call):
     conv = await flow.for_team(db, call.team_id, call.params["id"])
     assert call.principal is not None
     member = body.member_id or call.principal.user_id
-    state = await flow.assign(db, agents, call.team_id, conv, member, call.app[keys.emitter_key])
+    state = await flow.assign(
+        db, agents, call.team_id, conv, member, call.app[app_keys.emitter_key]
+    )
     return envelope_response(state.json())
 
 
@@ -230,13 +231,13 @@ async def post_message(call: Call):
     message = await flow.reply(
         db,
         agents,
-        call.app[keys.handoff_notifier_key],
+        call.app[app_keys.handoff_notifier_key],
         call.team_id,
         conv,
         call.principal.user_id,
         call.body.content,
-        call.app[keys.settings_key].handoff.keepalive_seconds,
-        call.app[keys.emitter_key],
+        call.app[app_keys.settings_key].handoff.keepalive_seconds,
+        call.app[app_keys.emitter_key],
     )
     return envelope_response(message_json(message), status=201)
 
@@ -248,7 +249,7 @@ async def post_release(call: Call):
     """Hand the conversation back to the agent: it is then `bot`."""
     db, agents = _flow_deps(call)
     conv = await flow.for_team(db, call.team_id, call.params["id"])
-    state = await flow.release(db, agents, conv, call.app[keys.emitter_key])
+    state = await flow.release(db, agents, conv, call.app[app_keys.emitter_key])
     return envelope_response(state.json())
 
 
@@ -259,14 +260,14 @@ async def post_close(call: Call):
     """Close the conversation (a visitor's next message reopens it with the agent)."""
     db, agents = _flow_deps(call)
     conv = await flow.for_team(db, call.team_id, call.params["id"])
-    state = await flow.close(db, agents, conv, call.app[keys.emitter_key])
+    state = await flow.close(db, agents, conv, call.app[app_keys.emitter_key])
     return envelope_response(state.json())
 
 
 @routes.get("/agents/{id}/handoff-stats", response=HandoffStats, envelope=True, errors=(404,))
 async def get_handoff_stats(call: Call):
     """The agent's handoff rate and median time to the first human reply."""
-    figures = await flow.stats(call.app[keys.db_key], call.team_id, call.params["id"])
+    figures = await flow.stats(call.app[app_keys.db_key], call.team_id, call.params["id"])
     return envelope_response(figures)
 
 
@@ -287,7 +288,7 @@ class WidgetHandoff(ResponseModel):
 async def get_widget_handoff(call: Call):
     """Whether the widget offers "Talk to a person", and whether the team is in (public)."""
     found = await flow.widget_handoff(
-        call.app[keys.db_key], call.app[keys.agent_cache_key], call.params["agentId"]
+        call.app[app_keys.db_key], call.app[app_keys.agent_cache_key], call.params["agentId"]
     )
     response = json_response(found)
     response.headers["Cache-Control"] = "public, max-age=60"
@@ -368,7 +369,7 @@ async def get_conversation_events(call: Call):
     after = event_streams.last_event_id(call, query.last_event_id)
     conv = await _conversation(call, query.session_id)
     app = call.app
-    live = app[keys.live_events_key]
+    live = app[app_keys.live_events_key]
     snapshot = event_streams.frame(
         "status",
         {
@@ -382,16 +383,16 @@ async def get_conversation_events(call: Call):
         async with team_stream_slots(call.request, call.principal):
             following = await live.follow_conversation(conv.id, after)
             return await event_streams.serve(call, following, _render_for(True), [snapshot])
-    limiter = app[keys.limiter_key]
+    limiter = app[app_keys.limiter_key]
     slot = f"event-streams:{_ip(call)}"
-    handoff = app[keys.settings_key].handoff
+    handoff = app[app_keys.settings_key].handoff
     cap = handoff.max_public_streams_per_ip
     if not await limiter.hold(slot, cap, handoff.max_stream_seconds + STREAM_END_MARGIN_SECONDS):
         raise RateLimited(
             f"At most {cap} open event streams per address",
             headers={"Retry-After": str(STREAM_SLOT_RETRY_AFTER_SECONDS)},
         )
-    db = app[keys.db_key]
+    db = app[app_keys.db_key]
     try:
         following = await live.follow_conversation(conv.id, after)
         await flow.visitor_seen(db, conv.id, True)
@@ -425,5 +426,5 @@ async def get_inbox_events(call: Call):
     """Follow the team's inbox live: status changes and visitors' messages."""
     after = event_streams.last_event_id(call, call.query.last_event_id)
     async with team_stream_slots(call.request, call.principal):
-        following = await call.app[keys.live_events_key].follow_inbox(call.team_id, after)
+        following = await call.app[app_keys.live_events_key].follow_inbox(call.team_id, after)
         return await event_streams.serve(call, following, _render_inbox, [])

@@ -7,7 +7,7 @@ from typing import Annotated
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from agentsvc.api.models import RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, envelope_response
 from agentsvc.services.agents import identity as identity_service
@@ -46,9 +46,9 @@ async def put_identity_secret(call: Call):
     """Set (or generate) the agent's identity secret for signed widget users."""
     app = call.app
     secret = await identity_service.set_secret(
-        app[keys.db_key],
-        app[keys.agent_cache_key],
-        app[keys.secret_box_key],
+        app[app_keys.db_key],
+        app[app_keys.agent_cache_key],
+        app[app_keys.secret_box_key],
         call.team_id,
         call.params["id"],
         call.body.secret,
@@ -62,7 +62,7 @@ async def put_identity_secret(call: Call):
 async def get_identity_secret(call: Call):
     """Whether the agent has an identity secret (the secret itself is never shown again)."""
     enabled = await identity_service.has_secret(
-        call.app[keys.db_key], call.team_id, call.params["id"]
+        call.app[app_keys.db_key], call.team_id, call.params["id"]
     )
     return envelope_response({"agentId": call.params["id"], "enabled": enabled, "secret": None})
 
@@ -73,6 +73,9 @@ async def get_identity_secret(call: Call):
 async def delete_identity_secret(call: Call):
     """Remove the agent's identity secret: declared widget users are then taken as given."""
     await identity_service.clear_secret(
-        call.app[keys.db_key], call.app[keys.agent_cache_key], call.team_id, call.params["id"]
+        call.app[app_keys.db_key],
+        call.app[app_keys.agent_cache_key],
+        call.team_id,
+        call.params["id"],
     )
     return envelope_response({"agentId": call.params["id"], "enabled": False, "secret": None})

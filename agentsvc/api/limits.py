@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 
 from aiohttp import web
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from agentsvc.api.errors import RateLimited
 from agentsvc.api.state import request_state
 from agentsvc.services.team.access import Principal
@@ -30,7 +30,7 @@ async def take_token(
     `pipeline.finish_response`); without, no Decision is built (the hot public paths).
     Limits on several buckets call this once per bucket: a refusal stops at the first.
     """
-    limiter = request.app[keys.limiter_key]
+    limiter = request.app[app_keys.limiter_key]
     if report:
         decision = await limiter.take(bucket, per_minute)
         request_state(request).rate_decision = decision
@@ -50,8 +50,8 @@ async def team_stream_slots(request: web.Request, principal: Principal) -> Async
     signing in again does not open more room. The slots are counted by the limiter: in this
     process, or shared by every process through Redis.
     """
-    limiter = request.app[keys.limiter_key]
-    settings = request.app[keys.settings_key]
+    limiter = request.app[app_keys.limiter_key]
+    settings = request.app[app_keys.settings_key]
     longest = max(settings.chat.max_stream_seconds, settings.handoff.max_stream_seconds)
     lifetime = longest + STREAM_END_MARGIN_SECONDS
     retry = {"Retry-After": str(STREAM_SLOT_RETRY_AFTER_SECONDS)}

@@ -17,7 +17,7 @@ from aiohttp import web
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from agentsvc.api.errors import error_body
 from agentsvc.api.models import RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable
@@ -61,11 +61,11 @@ class JsonRpcResponse(ResponseModel):
 def _deps(app: web.Application) -> mcp_server.AgentServerDeps:
     from agentsvc.services.agents import mcp_server
 
-    settings = app[keys.settings_key]
+    settings = app[app_keys.settings_key]
     return mcp_server.AgentServerDeps(
-        db=app[keys.db_key],
-        turns=app[keys.chat_turns_key],
-        semantic=app[keys.indexer_key].semantic,
+        db=app[app_keys.db_key],
+        turns=app[app_keys.chat_turns_key],
+        semantic=app[app_keys.indexer_key].semantic,
         top_k=settings.knowledge.top_k,
         turn_seconds=settings.chat.max_stream_seconds,
     )
@@ -162,8 +162,8 @@ async def post_mcp(call: Call):
     """Speak MCP (Streamable HTTP) with one of the team's agents."""
     app = call.app
     agent_id = call.params["agentId"]
-    agent = app[keys.agent_cache_key].get(agent_id) or await agents_service.find_agent(
-        app[keys.db_key], app[keys.agent_cache_key], agent_id
+    agent = app[app_keys.agent_cache_key].get(agent_id) or await agents_service.find_agent(
+        app[app_keys.db_key], app[app_keys.agent_cache_key], agent_id
     )
     if agent is None or agent.team_id != call.team_id:
         raise NotFound("Agent not found")

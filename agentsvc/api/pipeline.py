@@ -17,8 +17,7 @@ import time
 
 from aiohttp import web
 
-from agentsvc import keys
-from agentsvc.api import auth
+from agentsvc.api import app_keys, auth
 from agentsvc.api.errors import (
     ApiError,
     InternalError,
@@ -113,7 +112,7 @@ async def _count_against_team(request: web.Request) -> None:
 
 async def fallback(request: web.Request) -> web.Response:
     """The catch-all route: CORS preflights, then 405 for a known path, else 404."""
-    request[keys.request_state_key] = RequestState(time.perf_counter())
+    request[app_keys.request_state_key] = RequestState(time.perf_counter())
     if request.method == "OPTIONS" and request.headers.get("Access-Control-Request-Method"):
         response = web.Response(status=204, headers=PREFLIGHT_HEADERS)
     else:

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from agentsvc.api.audit import actor_of
 from agentsvc.api.models import QueryModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, envelope_response
@@ -87,10 +87,10 @@ async def delete_end_user(call: Call):
     """Erase everything of one end user in the team, and count it (owner only)."""
     ref = _ref(call)
     counts, matched = await end_users.erase(
-        call.app[keys.db_key],
-        call.app[keys.mailer_key],
-        call.app[keys.index_scrubber_key],
-        call.app[keys.settings_key].server.data_dir,
+        call.app[app_keys.db_key],
+        call.app[app_keys.mailer_key],
+        call.app[app_keys.index_scrubber_key],
+        call.app[app_keys.settings_key].server.data_dir,
         actor_of(call),
         ref,
     )
@@ -116,9 +116,9 @@ async def delete_end_user(call: Call):
 )
 async def get_end_user_export(call: Call):
     """Everything of one end user in the team, as JSON (owner only)."""
-    db = call.app[keys.db_key]
+    db = call.app[app_keys.db_key]
     agents = await agent_service.list_agents(db, call.team_id)
     document = await end_users.export(
-        db, call.app[keys.settings_key].server.data_dir, actor_of(call), _ref(call), agents
+        db, call.app[app_keys.settings_key].server.data_dir, actor_of(call), _ref(call), agents
     )
     return envelope_response(document)

@@ -18,14 +18,13 @@ import orjson
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
-from agentsvc import keys
-from agentsvc.api import auth
+from agentsvc.api import app_keys, auth
 from agentsvc.api.bodies import BodySlot, is_large, read_body
 from agentsvc.api.errors import PayloadTooLarge, error_response
-from agentsvc.api.messages import describe_validation_error
 from agentsvc.api.pipeline import finish_response, from_http_exception, unexpected_error
 from agentsvc.api.proxies import TrustedProxies
 from agentsvc.api.state import RequestState
+from agentsvc.api.validation_messages import describe_validation_error
 from agentsvc.config import Settings
 from agentsvc.errors import (
     DomainError,
@@ -246,7 +245,7 @@ def make_handler(endpoint: Endpoint) -> Callable[[web.Request], Awaitable[web.St
     def body_limit_mb(request: web.Request) -> float:
         nonlocal body_mb
         if body_mb is None:
-            settings = request.app[keys.settings_key]
+            settings = request.app[app_keys.settings_key]
             if callable(endpoint.max_body_mb):
                 body_mb = endpoint.max_body_mb(settings)
             else:
@@ -257,12 +256,12 @@ def make_handler(endpoint: Endpoint) -> Callable[[web.Request], Awaitable[web.St
         # One coroutine for the whole request: every extra layer costs on every request.
         nonlocal stats, proxies
         if stats is None:
-            stats = request.app[keys.metrics_key].request_stats
-            proxies = TrustedProxies(request.app[keys.settings_key].server.trusted_proxies)
+            stats = request.app[app_keys.metrics_key].request_stats
+            proxies = TrustedProxies(request.app[app_keys.settings_key].server.trusted_proxies)
         if proxies:
             request = proxies.client_of(request)
         state = RequestState(time.perf_counter(), endpoint.cors, route, stats)
-        request[keys.request_state_key] = state
+        request[app_keys.request_state_key] = state
         slot: BodySlot | None = None
         try:
             principal = None
@@ -288,12 +287,12 @@ def make_handler(endpoint: Endpoint) -> Callable[[web.Request], Awaitable[web.St
                 raise UnsupportedMediaType("Content-Type must be multipart/form-data")
             elif endpoint.body is not None:
                 max_mb = body_limit_mb(request)
-                server = request.app[keys.settings_key].server
+                server = request.app[app_keys.settings_key].server
                 # Only endpoints allowing more than the general limit ever need a slot.
                 if max_mb > server.max_body_mb and is_large(
                     request, int(max_mb * 2**20), int(server.max_body_mb * 2**20)
                 ):
-                    slot = await request.app[keys.body_slots_key].acquire()
+                    slot = await request.app[app_keys.body_slots_key].acquire()
                     raw = await read_body(request, max_mb, server.large_body_read_seconds)
                 else:
                     raw = await read_body(request, max_mb)

@@ -8,8 +8,7 @@ from aiohttp import web
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
-from agentsvc import keys
-from agentsvc.api import auth
+from agentsvc.api import app_keys, auth
 from agentsvc.api.limits import take_token
 from agentsvc.api.models import QueryModel, RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, envelope_response
@@ -102,7 +101,7 @@ class Providers(ResponseModel):
 
 async def limit_sign_in(call: Call, email: str | None = None) -> None:
     """Take a token per client IP (and per e-mail address); 429 with Retry-After beyond."""
-    settings = call.app[keys.settings_key].auth
+    settings = call.app[app_keys.settings_key].auth
     message = "Too many sign-in attempts; try again later"
     await take_token(
         call.request, f"sign-in-ip:{call.request.remote}", settings.sign_in_per_minute_ip, message
@@ -141,7 +140,7 @@ async def post_sign_in_email(call: Call):
     auth.refuse_foreign_origin(call.request)
     await limit_sign_in(call, body.email)
     signed_in = await session_service.sign_in_with_password(
-        call.app[keys.db_key], call.app[keys.settings_key], body.email, body.password
+        call.app[app_keys.db_key], call.app[app_keys.settings_key], body.email, body.password
     )
     return signed_in_response(call, signed_in)
 
@@ -152,7 +151,7 @@ async def post_sign_out(call: Call):
     token = auth.request_cookie(call.request, session_service.SESSION_COOKIE)
     if token:
         await session_service.sign_out(
-            call.app[keys.db_key], call.app[keys.key_resolver_key], token
+            call.app[app_keys.db_key], call.app[app_keys.key_resolver_key], token
         )
     response = envelope_response({"success": True})
     auth.clear_session_cookie(response)
@@ -164,7 +163,7 @@ async def get_session(call: Call):
     """Who is signed in: the user, the team acted in with its role, and the user's teams."""
     assert call.principal is not None
     return envelope_response(
-        await session_service.session_info(call.app[keys.db_key], call.principal)
+        await session_service.session_info(call.app[app_keys.db_key], call.principal)
     )
 
 
@@ -178,9 +177,9 @@ async def post_session_team(call: Call):
         raise Forbidden(
             "Only a cookie session can switch teams; an API key acts for the team it was created in"
         )
-    db = call.app[keys.db_key]
+    db = call.app[app_keys.db_key]
     principal = await session_service.switch_team(
-        db, call.app[keys.key_resolver_key], call.principal, call.body.team_id
+        db, call.app[app_keys.key_resolver_key], call.principal, call.body.team_id
     )
     return envelope_response(await session_service.session_info(db, principal))
 
@@ -188,7 +187,7 @@ async def post_session_team(call: Call):
 @routes.get("/auth/providers", auth="public", response=Providers, envelope=True)
 async def get_providers(call: Call):
     """The external sign-in providers configured on this instance, and how mail leaves."""
-    settings = call.app[keys.settings_key]
+    settings = call.app[app_keys.settings_key]
     return envelope_response(
         {
             "providers": oauth.configured_providers(settings),
@@ -211,9 +210,9 @@ async def post_magic_link(call: Call):
     auth.refuse_foreign_origin(call.request)
     await limit_sign_in(call, body.email)
     await session_service.request_magic_link(
-        call.app[keys.db_key],
-        call.app[keys.mailer_key],
-        call.app[keys.settings_key],
+        call.app[app_keys.db_key],
+        call.app[app_keys.mailer_key],
+        call.app[app_keys.settings_key],
         body.email,
         body.callback_url,
     )
@@ -232,10 +231,10 @@ async def get_magic_link_verify(call: Call):
     """Open a magic link: sign in with the session cookie and go to its callbackUrl."""
     await limit_sign_in(call)
     signed_in, callback = await session_service.use_magic_link(
-        call.app[keys.db_key], call.app[keys.settings_key], call.query.token
+        call.app[app_keys.db_key], call.app[app_keys.settings_key], call.query.token
     )
     # Relative when on public_url's origin: a link opened at localhost stays there.
-    response = redirect(location_for(call.app[keys.settings_key], callback))
+    response = redirect(location_for(call.app[app_keys.settings_key], callback))
     auth.set_session_cookie(call.request, response, signed_in.token)
     return response
 
@@ -243,7 +242,10 @@ async def get_magic_link_verify(call: Call):
 async def _oauth_start(call: Call, provider: str) -> web.Response:
     await limit_sign_in(call)
     started = await oauth.start(
-        call.app[keys.db_key], call.app[keys.settings_key], provider, call.query.callback_url
+        call.app[app_keys.db_key],
+        call.app[app_keys.settings_key],
+        provider,
+        call.query.callback_url,
     )
     response = redirect(started.authorize_url, status=302)
     # Binds the state to this browser: a callback carrying someone else's state fails.
@@ -254,7 +256,7 @@ async def _oauth_start(call: Call, provider: str) -> web.Response:
         path="/api/v1/auth/callback/",
         httponly=True,
         samesite="Lax",
-        secure=call.app[keys.settings_key].server.public_url.startswith("https://")
+        secure=call.app[app_keys.settings_key].server.public_url.startswith("https://")
         or call.request.secure,
     )
     return response
@@ -263,13 +265,13 @@ async def _oauth_start(call: Call, provider: str) -> web.Response:
 async def _oauth_callback(call: Call, provider: str) -> web.Response:
     query: OAuthCallbackQuery = call.query
     await limit_sign_in(call)
-    oauth.provider_settings(call.app[keys.settings_key], provider)
+    oauth.provider_settings(call.app[app_keys.settings_key], provider)
     if query.error or not query.code or not query.state:
         raise Unauthorized(f"Sign-in with {provider} was not completed")
     signed_in, callback = await oauth.finish(
-        call.app[keys.db_key],
-        call.app[keys.oauth_http_key],
-        call.app[keys.settings_key],
+        call.app[app_keys.db_key],
+        call.app[app_keys.oauth_http_key],
+        call.app[app_keys.settings_key],
         provider,
         code=query.code,
         state=query.state,

@@ -6,13 +6,12 @@ from typing import Annotated
 
 from pydantic import Field
 
-from agentsvc import keys
-from agentsvc.api import auth
+from agentsvc.api import app_keys, auth
 from agentsvc.api.models import RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, envelope_response
 from agentsvc.api.session_auth import limit_sign_in
 from agentsvc.passwords import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH
-from agentsvc.services.team import setup as setup_service
+from agentsvc.services.team import first_owner as setup_service
 from agentsvc.services.team.accounts import DISPLAY_NAME_PATTERN, MAX_DISPLAY_NAME
 
 routes = RouteTable("setup")
@@ -23,9 +22,7 @@ NewPassword = Annotated[str, Field(min_length=MIN_PASSWORD_LENGTH, max_length=MA
 class OwnerCreate(RequestModel):
     email: Annotated[str, Field(min_length=3, max_length=254, pattern=r"^[^@\s\x00]+@[^@\s\x00]+$")]
     password: NewPassword
-    name: Annotated[
-        str, Field(max_length=MAX_DISPLAY_NAME, pattern=DISPLAY_NAME_PATTERN)
-    ] = ""
+    name: Annotated[str, Field(max_length=MAX_DISPLAY_NAME, pattern=DISPLAY_NAME_PATTERN)] = ""
 
 
 class SetupState(ResponseModel):
@@ -45,7 +42,7 @@ class OwnerCreated(ResponseModel):
 @routes.get("/setup", auth="public", response=SetupState, envelope=True)
 async def get_setup(call: Call):
     """Whether this instance still needs its first (owner) account."""
-    needs = await setup_service.needs_owner(call.app[keys.db_key])
+    needs = await setup_service.needs_owner(call.app[app_keys.db_key])
     return envelope_response({"needsOwner": needs})
 
 
@@ -66,8 +63,8 @@ async def post_setup(call: Call):
     # Hashing a password is deliberately costly: the sign-in limits apply here too.
     await limit_sign_in(call, body.email)
     signed_in = await setup_service.create_owner(
-        call.app[keys.db_key],
-        call.app[keys.settings_key],
+        call.app[app_keys.db_key],
+        call.app[app_keys.settings_key],
         email=body.email,
         password=body.password,
         name=body.name,

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 
 if TYPE_CHECKING:
     from agentsvc.observability import RequestStats
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 @dataclass(slots=True)
 class RequestState:
-    """Per-request values, in one object so the hot path reads attributes, not mapping keys."""
+    """Per-request values, in one object so the hot path reads attributes, not mapping app_keys."""
 
     started: float
     cors: bool = False  # answer with the CORS headers (the widget's endpoints)
@@ -33,7 +33,7 @@ class RequestState:
 def request_state(request: web.Request) -> RequestState:
     """The request's state, created by the endpoint wrapper (or here, for any other path)."""
     try:
-        return request[keys.request_state_key]
+        return request[app_keys.request_state_key]
     except KeyError:
-        state = request[keys.request_state_key] = RequestState(time.perf_counter())
+        state = request[app_keys.request_state_key] = RequestState(time.perf_counter())
         return state

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from agentsvc.api.errors import ServerBusy
 from agentsvc.api.models import ResponseModel
 from agentsvc.api.routing import Call, RouteTable, json_response
@@ -28,7 +28,7 @@ async def get_healthz(call: Call):
 @routes.get("/readyz", auth="public", response=Health, below_api=False, errors=(503,))
 async def get_readyz(call: Call):
     """Report that the service can serve: its database answers (for load balancers)."""
-    if not await database_reachable(call.app[keys.db_key]):
+    if not await database_reachable(call.app[app_keys.db_key]):
         raise ServerBusy("The database does not answer; try another instance")
     return json_response({"status": "ok"})
 
@@ -36,13 +36,13 @@ async def get_readyz(call: Call):
 @routes.get("/metrics", auth="public", below_api=False, media_type="text/plain", errors=(404,))
 async def get_metrics(call: Call):
     """Prometheus metrics: requests, latencies, open streams, outbox depth, deliveries."""
-    if not call.app[keys.settings_key].server.metrics:
+    if not call.app[app_keys.settings_key].server.metrics:
         raise NotFound("Metrics are disabled ([server] metrics = false)")
-    body = await call.app[keys.metrics_key].render()
+    body = await call.app[app_keys.metrics_key].render()
     return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})
 
 
 @routes.get("/openapi.json", auth="public", response=dict, cors=True)
 async def get_openapi(call: Call):
     """The OpenAPI 3.1 document of every endpoint."""
-    return web.Response(body=call.app[keys.openapi_body_key], content_type="application/json")
+    return web.Response(body=call.app[app_keys.openapi_body_key], content_type="application/json")

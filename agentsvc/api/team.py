@@ -7,8 +7,7 @@ from typing import Annotated, Literal
 from pydantic import ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
-from agentsvc import keys
-from agentsvc.api import auth
+from agentsvc.api import app_keys, auth
 from agentsvc.api.audit import actor_of
 from agentsvc.api.models import RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, json_response
@@ -134,7 +133,7 @@ def invitation_json(invitation: Invitation) -> dict:
 async def get_team_context(call: Call):
     """The caller's role, the team's owner and its members."""
     assert call.principal is not None
-    context = await team_service.team_context(call.app[keys.db_key], call.team_id)
+    context = await team_service.team_context(call.app[app_keys.db_key], call.team_id)
     return json_response(
         {
             "role": call.principal.role,
@@ -148,7 +147,7 @@ async def get_team_context(call: Call):
 @routes.get("/team/members", response=list[MemberOut])
 async def get_team_members(call: Call):
     """Every member of the team, the owner first."""
-    members = await team_service.list_members(call.app[keys.db_key], call.team_id)
+    members = await team_service.list_members(call.app[app_keys.db_key], call.team_id)
     return json_response([member_json(m) for m in members])
 
 
@@ -164,9 +163,9 @@ async def post_team_invite(call: Call):
     """Invite an address (owner only); it receives an e-mail with a link to accept."""
     assert call.principal is not None
     invitation = await team_service.invite(
-        call.app[keys.db_key],
-        call.app[keys.mailer_key],
-        call.app[keys.settings_key],
+        call.app[app_keys.db_key],
+        call.app[app_keys.mailer_key],
+        call.app[app_keys.settings_key],
         call.principal,
         call.body.email,
         call.body.role,
@@ -178,7 +177,7 @@ async def post_team_invite(call: Call):
 @routes.get("/team/invitations", response=list[InvitationOut], owner_only=True)
 async def get_team_invitations(call: Call):
     """The team's invitations, newest first, with their status (owner only)."""
-    found = await team_service.list_invitations(call.app[keys.db_key], call.team_id)
+    found = await team_service.list_invitations(call.app[app_keys.db_key], call.team_id)
     return json_response([invitation_json(i) for i in found])
 
 
@@ -191,7 +190,7 @@ async def get_team_invitations(call: Call):
 async def delete_team_invitation(call: Call):
     """Cancel a pending invitation (owner only); its link stops working."""
     invitation = await team_service.cancel_invitation(
-        call.app[keys.db_key], call.team_id, call.params["id"], actor_of(call)
+        call.app[app_keys.db_key], call.team_id, call.params["id"], actor_of(call)
     )
     return json_response(invitation_json(invitation))
 
@@ -210,8 +209,8 @@ async def post_team_invitation_accept(call: Call):
     if call.principal is None:
         auth.refuse_foreign_origin(call.request)
     await limit_sign_in(call)
-    db = call.app[keys.db_key]
-    settings = call.app[keys.settings_key]
+    db = call.app[app_keys.db_key]
+    settings = call.app[app_keys.settings_key]
     accepted = await team_service.accept_invitation(
         db, settings, body.token, call.principal, body.password, body.name, call.request.remote
     )
@@ -230,7 +229,7 @@ async def post_team_invitation_accept(call: Call):
         auth.set_session_cookie(call.request, response, signed_in.token)
     elif principal.session_id is not None:
         await team_service.move_session(
-            db, call.app[keys.key_resolver_key], principal.session_id, accepted.team_id
+            db, call.app[app_keys.key_resolver_key], principal.session_id, accepted.team_id
         )
     return response
 
@@ -239,8 +238,8 @@ async def post_team_invitation_accept(call: Call):
 async def delete_team_member(call: Call):
     """Remove a member (owner only): their sessions and API keys lose the team at once."""
     await team_service.remove_member(
-        call.app[keys.db_key],
-        call.app[keys.key_resolver_key],
+        call.app[app_keys.db_key],
+        call.app[app_keys.key_resolver_key],
         call.team_id,
         call.params["memberId"],
         actor_of(call),
@@ -258,7 +257,7 @@ async def patch_team_member(call: Call):
     if body.name is None and body.notify_handoffs is None:
         raise ValidationFailed("name: give name or notifyHandoffs (or both)")
     member = await team_service.update_own_member(
-        call.app[keys.db_key],
+        call.app[app_keys.db_key],
         call.team_id,
         call.principal.user_id,
         call.params["memberId"],

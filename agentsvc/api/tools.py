@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from agentsvc.api.audit import actor_of
 from agentsvc.api.models import QueryModel, RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, json_response
@@ -177,7 +177,7 @@ def tool_json(call: Call, tool: Tool) -> dict:
         "formWebhookUrl": tool.form_webhook_url,
         "formClientHandler": tool.form_client_handler,
         "formPostActions": tool.form_post_actions,
-        "formWebhookSecret": tool_service.webhook_secret(call.app[keys.secret_box_key], tool),
+        "formWebhookSecret": tool_service.webhook_secret(call.app[app_keys.secret_box_key], tool),
         "mcpUrl": tool.mcp_url,
         "mcpHeaders": tool.mcp_headers,
         "mcpTools": tool.mcp_tools,
@@ -191,17 +191,19 @@ def tool_json(call: Call, tool: Tool) -> dict:
 def _plan(call: Call) -> tuple[str, int | None]:
     assert call.principal is not None
     plan_id = call.principal.plan
-    return plan_id, call.app[keys.settings_key].plans.limits(plan_id).tool_limit
+    return plan_id, call.app[app_keys.settings_key].plans.limits(plan_id).tool_limit
 
 
 def _allow_private(call: Call) -> bool:
-    return call.app[keys.settings_key].outbound.allow_private
+    return call.app[app_keys.settings_key].outbound.allow_private
 
 
 @routes.get("/tools", query=AgentQuery, response=list[ToolOut], errors=(404,))
 async def list_tools(call: Call):
     """List an agent's tools, oldest first."""
-    tools = await tool_service.list_tools(call.app[keys.db_key], call.team_id, call.query.agent_id)
+    tools = await tool_service.list_tools(
+        call.app[app_keys.db_key], call.team_id, call.query.agent_id
+    )
     return json_response([tool_json(call, t) for t in tools])
 
 
@@ -210,7 +212,7 @@ async def get_tool_limits(call: Call):
     """Report the agent's tool count against the plan's per-agent tool limit."""
     plan_id, limit = _plan(call)
     limits = await tool_service.tool_limits(
-        call.app[keys.db_key], call.team_id, call.query.agent_id, plan_id, limit
+        call.app[app_keys.db_key], call.team_id, call.query.agent_id, plan_id, limit
     )
     return json_response(
         {
@@ -225,7 +227,7 @@ async def get_tool_limits(call: Call):
 @routes.get(TOOL_PATH, response=ToolOut, errors=(404,))
 async def get_tool(call: Call):
     """Get one tool."""
-    tool = await tool_service.get_tool(call.app[keys.db_key], call.team_id, call.params["id"])
+    tool = await tool_service.get_tool(call.app[app_keys.db_key], call.team_id, call.params["id"])
     return json_response(tool_json(call, tool))
 
 
@@ -237,15 +239,15 @@ async def post_tool(call: Call):
     given = body.given()
     given.pop("agent_id")
     tool = await tool_service.create_tool(
-        call.app[keys.db_key],
-        call.app[keys.secret_box_key],
+        call.app[app_keys.db_key],
+        call.app[app_keys.secret_box_key],
         team_id=call.team_id,
         agent_id=body.agent_id,
         plan_id=plan_id,
         limit=limit,
         given=given,
         allow_private=_allow_private(call),
-        mcp=call.app[keys.mcp_client_key],
+        mcp=call.app[app_keys.mcp_client_key],
         actor=actor_of(call),
     )
     return json_response(tool_json(call, tool), status=201)
@@ -256,13 +258,13 @@ async def put_tool(call: Call):
     """Update some fields of a tool; the result is checked as a whole."""
     plan_id, limit = _plan(call)
     tool = await tool_service.update_tool(
-        call.app[keys.db_key],
-        call.app[keys.secret_box_key],
+        call.app[app_keys.db_key],
+        call.app[app_keys.secret_box_key],
         call.team_id,
         call.params["id"],
         call.body.given(),
         allow_private=_allow_private(call),
-        mcp=call.app[keys.mcp_client_key],
+        mcp=call.app[app_keys.mcp_client_key],
         plan_id=plan_id,
         limit=limit,
     )
@@ -274,9 +276,9 @@ async def refresh_tool(call: Call):
     """List an mcp tool's server again and store the tools it now exposes."""
     plan_id, limit = _plan(call)
     tool = await tool_service.refresh_tool(
-        call.app[keys.db_key],
-        call.app[keys.secret_box_key],
-        call.app[keys.mcp_client_key],
+        call.app[app_keys.db_key],
+        call.app[app_keys.secret_box_key],
+        call.app[app_keys.mcp_client_key],
         call.team_id,
         call.params["id"],
         plan_id=plan_id,
@@ -290,9 +292,9 @@ async def preview_mcp_tools(call: Call):
     """List an MCP server's tools without saving anything (the tool editor's checklist)."""
     body: McpPreviewBody = call.body
     tools = await tool_service.preview_server(
-        call.app[keys.db_key],
-        call.app[keys.secret_box_key],
-        call.app[keys.mcp_client_key],
+        call.app[app_keys.db_key],
+        call.app[app_keys.secret_box_key],
+        call.app[app_keys.mcp_client_key],
         call.team_id,
         body.mcp_url,
         body.mcp_headers,
@@ -306,6 +308,6 @@ async def preview_mcp_tools(call: Call):
 async def delete_tool(call: Call):
     """Delete a tool."""
     await tool_service.delete_tool(
-        call.app[keys.db_key], call.team_id, call.params["id"], actor_of(call)
+        call.app[app_keys.db_key], call.team_id, call.params["id"], actor_of(call)
     )
     return json_response({"success": True})

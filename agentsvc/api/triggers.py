@@ -15,7 +15,7 @@ from aiohttp import web
 from pydantic import BeforeValidator, Field
 from pydantic.json_schema import SkipJsonSchema
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from agentsvc.api.limits import take_token
 from agentsvc.api.models import NON_BLANK, QueryModel, RequestModel, ResponseModel, integral
 from agentsvc.api.routing import Call, RouteTable, json_response
@@ -168,7 +168,7 @@ def _etag_matches(header: str, etag: str) -> bool:
 async def get_trigger_stats(call: Call):
     """Fired and converted counts of every trigger of an agent."""
     stats = await trigger_service.trigger_stats(
-        call.app[keys.db_key], call.team_id, call.query.agent_id
+        call.app[app_keys.db_key], call.team_id, call.query.agent_id
     )
     return json_response(stats)
 
@@ -189,7 +189,9 @@ async def get_trigger_templates(call: Call):
 )
 async def get_widget_triggers(call: Call):
     """The enabled triggers of an agent for the widget (public; ETag and If-None-Match)."""
-    triggers = await trigger_service.widget_triggers(call.app[keys.db_key], call.params["agentId"])
+    triggers = await trigger_service.widget_triggers(
+        call.app[app_keys.db_key], call.params["agentId"]
+    )
     body = orjson.dumps([widget_json(t) for t in triggers])
     etag = '"' + hashlib.blake2b(body, digest_size=16).hexdigest() + '"'
     headers = {"ETag": etag, "Cache-Control": f"public, max-age={WIDGET_MAX_AGE_SECONDS}"}
@@ -215,7 +217,7 @@ async def post_trigger_event(call: Call):
     """Record a widget's fired/converted event (public; limited per session id and per IP)."""
     body: TriggerEventIn = call.body
     app = call.app
-    per_minute = app[keys.settings_key].ratelimit.trigger_events_per_minute
+    per_minute = app[app_keys.settings_key].ratelimit.trigger_events_per_minute
     message = f"More than {per_minute} trigger events per minute from this session or address"
     await take_token(call.request, f"trigger-events:ip:{call.request.remote}", per_minute, message)
     if body.session_id:
@@ -231,7 +233,7 @@ async def post_trigger_event(call: Call):
         body.trigger_type,
         body.action_type,
     )
-    counted = await app[keys.event_writer_key].record(event)
+    counted = await app[app_keys.event_writer_key].record(event)
     if counted is None:
         raise NotFound("No such trigger for this agent")
     if isinstance(counted, Mismatch):
@@ -243,7 +245,7 @@ async def post_trigger_event(call: Call):
 async def list_triggers(call: Call):
     """List an agent's triggers in execution order (lower priority first)."""
     triggers = await trigger_service.list_triggers(
-        call.app[keys.db_key], call.team_id, call.query.agent_id
+        call.app[app_keys.db_key], call.team_id, call.query.agent_id
     )
     return json_response([trigger_json(t) for t in triggers])
 
@@ -260,7 +262,7 @@ async def post_trigger(call: Call):
     """Create a trigger for the agent named by the agentId query parameter."""
     body: TriggerCreate = call.body
     trigger = await trigger_service.create_trigger(
-        call.app[keys.db_key], call.team_id, call.query.agent_id, body.model_dump()
+        call.app[app_keys.db_key], call.team_id, call.query.agent_id, body.model_dump()
     )
     return json_response(trigger_json(trigger), status=201)
 
@@ -269,7 +271,7 @@ async def post_trigger(call: Call):
 async def get_trigger(call: Call):
     """Get one trigger."""
     trigger = await trigger_service.get_trigger(
-        call.app[keys.db_key], call.team_id, call.params["id"]
+        call.app[app_keys.db_key], call.team_id, call.params["id"]
     )
     return json_response(trigger_json(trigger))
 
@@ -284,7 +286,7 @@ async def put_trigger(call: Call):
     """Update some fields of a trigger; the result is validated as a whole."""
     body: TriggerUpdate = call.body
     trigger = await trigger_service.update_trigger(
-        call.app[keys.db_key], call.team_id, call.params["id"], body.given()
+        call.app[app_keys.db_key], call.team_id, call.params["id"], body.given()
     )
     return json_response(trigger_json(trigger))
 
@@ -292,7 +294,7 @@ async def put_trigger(call: Call):
 @routes.delete(ONE_TRIGGER, response=Success, errors=(404,))
 async def delete_trigger(call: Call):
     """Delete a trigger with its stats."""
-    await trigger_service.delete_trigger(call.app[keys.db_key], call.team_id, call.params["id"])
+    await trigger_service.delete_trigger(call.app[app_keys.db_key], call.team_id, call.params["id"])
     return json_response({"success": True})
 
 
@@ -300,6 +302,6 @@ async def delete_trigger(call: Call):
 async def post_trigger_toggle(call: Call):
     """Invert a trigger's isEnabled."""
     trigger = await trigger_service.toggle_trigger(
-        call.app[keys.db_key], call.team_id, call.params["id"]
+        call.app[app_keys.db_key], call.team_id, call.params["id"]
     )
     return json_response(trigger_json(trigger))

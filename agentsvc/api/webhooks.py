@@ -9,7 +9,7 @@ import orjson
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from agentsvc.api.audit import CURSOR_PAGINATION_SCHEMA, actor_of
 from agentsvc.api.cursors import MAX_CURSOR_LENGTH, decode_cursor, next_cursor
 from agentsvc.api.forms import AttemptOut, attempt_json
@@ -140,10 +140,10 @@ class _Page:
 async def post_webhook(call: Call):
     """Register a URL for events (owner only); the signing secret is shown only here."""
     body: WebhookCreate = call.body
-    settings = call.app[keys.settings_key]
+    settings = call.app[app_keys.settings_key]
     created = await webhook_service.create_webhook(
-        call.app[keys.db_key],
-        call.app[keys.secret_box_key],
+        call.app[app_keys.db_key],
+        call.app[app_keys.secret_box_key],
         actor_of(call),
         url=body.url,
         events=list(body.events),
@@ -159,7 +159,7 @@ async def post_webhook(call: Call):
 @routes.get("/webhooks", response=list[WebhookOut], envelope=True, owner_only=True)
 async def list_webhooks(call: Call):
     """The team's event webhooks, newest first (owner only)."""
-    found = await webhook_service.list_webhooks(call.app[keys.db_key], call.team_id)
+    found = await webhook_service.list_webhooks(call.app[app_keys.db_key], call.team_id)
     return envelope_response([webhook_json(w) for w in found])
 
 
@@ -167,7 +167,7 @@ async def list_webhooks(call: Call):
 async def get_webhook(call: Call):
     """One event webhook (owner only; its secret is never shown again)."""
     webhook = await webhook_service.get_webhook(
-        call.app[keys.db_key], call.team_id, call.params["id"]
+        call.app[app_keys.db_key], call.team_id, call.params["id"]
     )
     return envelope_response(webhook_json(webhook))
 
@@ -175,7 +175,9 @@ async def get_webhook(call: Call):
 @routes.delete(WEBHOOK_PATH, response=WebhookDeleted, envelope=True, owner_only=True, errors=(404,))
 async def delete_webhook(call: Call):
     """Delete an event webhook and its pending deliveries (owner only)."""
-    await webhook_service.delete_webhook(call.app[keys.db_key], actor_of(call), call.params["id"])
+    await webhook_service.delete_webhook(
+        call.app[app_keys.db_key], actor_of(call), call.params["id"]
+    )
     return envelope_response({"id": call.params["id"], "deleted": True})
 
 
@@ -192,7 +194,7 @@ async def list_webhook_deliveries(call: Call):
     """The webhook's delivery log, newest first (owner only)."""
     query: DeliveryQuery = call.query
     found, more = await webhook_service.list_deliveries(
-        call.app[keys.db_key],
+        call.app[app_keys.db_key],
         call.team_id,
         call.params["id"],
         status=query.status,
@@ -214,7 +216,7 @@ async def list_webhook_deliveries(call: Call):
 async def get_webhook_delivery(call: Call):
     """One delivery with the body sent and every attempt (owner only)."""
     logged, attempts = await webhook_service.get_delivery(
-        call.app[keys.db_key], call.team_id, call.params["id"], call.params["deliveryId"]
+        call.app[app_keys.db_key], call.team_id, call.params["id"], call.params["deliveryId"]
     )
     return envelope_response(
         {
@@ -236,8 +238,8 @@ async def get_webhook_delivery(call: Call):
 async def post_webhook_redeliver(call: Call):
     """Send a delivery again on a fresh retry schedule (owner only); answers at once."""
     logged = await webhook_service.redeliver(
-        call.app[keys.db_key],
-        call.app[keys.emitter_key],
+        call.app[app_keys.db_key],
+        call.app[app_keys.emitter_key],
         call.team_id,
         call.params["id"],
         call.params["deliveryId"],

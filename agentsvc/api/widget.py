@@ -14,7 +14,7 @@ from typing import Annotated, Any
 from aiohttp import web
 from pydantic import Field
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from agentsvc.api.models import QueryModel
 from agentsvc.api.routing import Call, RouteTable
 from agentsvc.api.widget_look import WidgetConfig
@@ -134,9 +134,9 @@ CONFIG_CACHE_CONTROL = "public, max-age=60"
 async def get_widget_config(call: Call):
     """An agent's widget look, language, texts and starters (public; ETag, 304)."""
     rendered = await widget_public.widget_config(
-        call.app[keys.db_key],
-        call.app[keys.agent_cache_key],
-        call.app[keys.widget_config_cache_key],
+        call.app[app_keys.db_key],
+        call.app[app_keys.agent_cache_key],
+        call.app[app_keys.widget_config_cache_key],
         call.params["agentId"],
     )
     return _cached(call, rendered.body, f'"{rendered.digest}"', CONFIG_CACHE_CONTROL)
@@ -241,13 +241,13 @@ async def get_widget_demo(call: Call):
     """A demo page embedding the widget of an agent against this instance."""
     agent_id = call.query.agent_id
     agent = await agent_service.find_agent(
-        call.app[keys.db_key], call.app[keys.agent_cache_key], agent_id
+        call.app[app_keys.db_key], call.app[app_keys.agent_cache_key], agent_id
     )
     if agent is None:
         raise NotFound("Agent not found")
     # The configured address, never the Host header: a forged Host must not put another
     # site's script into a page served from this origin.
-    public_url = call.app[keys.settings_key].server.public_url.rstrip("/")
+    public_url = call.app[app_keys.settings_key].server.public_url.rstrip("/")
     snippet = embed_snippet({"agentId": agent.id}, f"{public_url}/widget.js")
     page = DEMO_PAGE.format(
         title=html.escape(agent.name),

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from agentsvc.api.widget import embed_snippet
 from agentsvc.app import create_app
 from agentsvc.services.team import accounts
@@ -125,7 +125,7 @@ class Stack:
         return f"http://127.0.0.1:{port}"
 
     async def _new_key(self) -> str:
-        db = self.app[keys.db_key]
+        db = self.app[app_keys.db_key]
         user, team = await accounts.ensure_user_with_team(
             db, email="owner@example.com", name="", plan="pro"
         )

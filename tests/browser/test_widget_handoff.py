@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from playwright.sync_api import expect
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from agentsvc.store import conversations as conv_store
 from tests.browser.helpers import eventually, launcher, load
 
 
 def _outbox(stack, to: str) -> list:
     async def read():
-        mailer = stack.app[keys.mailer_key]
+        mailer = stack.app[app_keys.mailer_key]
         await mailer.drain()
         return await mailer.kept(to)
 
@@ -21,7 +21,7 @@ def _outbox(stack, to: str) -> list:
 
 def _visitor_gone(stack, conv_id: str) -> bool:
     async def read():
-        found = await conv_store.get_public(stack.app[keys.db_key].reader, conv_id)
+        found = await conv_store.get_public(stack.app[app_keys.db_key].reader, conv_id)
         return found.visitor_seen_at is None
 
     return stack.run(read())

@@ -24,8 +24,7 @@ from urllib.parse import unquote, urlsplit
 from aiohttp import web
 from playwright.sync_api import Browser, Page, expect
 
-from agentsvc import keys
-from agentsvc.api import all_endpoints
+from agentsvc.api import all_endpoints, app_keys
 from agentsvc.app import create_app
 from agentsvc.services.team import accounts
 from tests.conftest import make_settings
@@ -131,7 +130,7 @@ class Stack:
 
     def outbox(self, to: str) -> list:
         async def read():
-            mailer = self.app[keys.mailer_key]
+            mailer = self.app[app_keys.mailer_key]
             await mailer.drain()
             return await mailer.kept(to)
 
@@ -291,7 +290,7 @@ def owner_key(stack: Stack) -> str:
     """A fresh API key of the owner, made directly in the database (test set-up only)."""
 
     async def make() -> str:
-        db = stack.app[keys.db_key]
+        db = stack.app[app_keys.db_key]
         user, team = await accounts.ensure_user_with_team(
             db, email=OWNER_EMAIL, name="", plan="pro"
         )

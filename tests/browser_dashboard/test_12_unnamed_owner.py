@@ -14,7 +14,7 @@ import pytest
 from aiohttp import web
 from playwright.sync_api import expect
 
-from agentsvc import keys
+from agentsvc.api import app_keys
 from agentsvc.api.widget import embed_snippet
 from agentsvc.services.team import accounts
 from tests.browser_dashboard.stack import PASSWORD, Stack
@@ -52,7 +52,7 @@ def _widget(page):
 
 def _key(stack: Stack) -> str:
     async def make() -> str:
-        db = stack.app[keys.db_key]
+        db = stack.app[app_keys.db_key]
         user = await accounts.user_by_email(db, ADDRESS)
         assert user is not None
         team = await db.reader.fetchval("SELECT id FROM teams WHERE owner_user_id = ?", (user.id,))

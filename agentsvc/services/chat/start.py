@@ -1,7 +1,7 @@
 """Starting a chat turn: check and load everything, store the user's message.
 
 Everything that can fail with a clear HTTP error happens here, before the stream opens;
-`services.turn` then runs the turn itself.
+`services.chat.turn` then runs the turn itself.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ class ChatInput:
     messages: tuple[tuple[str, str], ...]  # (role, content)
     conversation_id: str | None
     session_id: str | None
-    user: dict[str, str | None] | None  # id, email, name, verified_by (services.identity)
+    user: dict[str, str | None] | None  # id, email, name, verified_by (services.agents.identity)
     team_id: str | None  # set when a Bearer key (or session) authenticated the call
     # The widget trigger the visitor's chat started from (kept on a new conversation when
     # it is one of the agent's triggers; ignored otherwise).

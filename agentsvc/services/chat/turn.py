@@ -36,7 +36,7 @@ from agentsvc.services.events import payloads
 from agentsvc.services.events.emitter import NOTHING, Emitter
 from agentsvc.services.knowledge import prompt
 from agentsvc.services.knowledge.retrieval import Passage
-from agentsvc.services.tenant.schemas import MAX_INPUT_DEPTH
+from agentsvc.services.tenant_input.schemas import MAX_INPUT_DEPTH
 from agentsvc.store import analytics as analytics_store
 from agentsvc.store import conversation_events as events_store
 from agentsvc.store import conversations as conv_store

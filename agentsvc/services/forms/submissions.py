@@ -17,7 +17,7 @@ from agentsvc.services.events.emitter import NOTHING, Emitter
 from agentsvc.services.forms.delivery import Deliverer, Outcome, derive_status
 from agentsvc.services.forms.files import remove_folder, write_files
 from agentsvc.services.forms.values import check_form, slow_to_check, template_text
-from agentsvc.services.tenant.schemas import json_depth
+from agentsvc.services.tenant_input.schemas import json_depth
 from agentsvc.store import agents as agents_store
 from agentsvc.store import analytics as analytics_store
 from agentsvc.store import conversations as conv_store

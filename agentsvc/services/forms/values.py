@@ -13,7 +13,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from agentsvc.errors import FileTooLarge, ValidationFailed
-from agentsvc.services.tenant import patterns as tenant_patterns
+from agentsvc.services.tenant_input import patterns as tenant_patterns
 
 MAX_FILE_BYTES = 5 * 1024 * 1024
 MAX_TEXT_CHARS = 10_000

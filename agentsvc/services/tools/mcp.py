@@ -23,7 +23,7 @@ from agentsvc.db import Database
 from agentsvc.errors import ValidationFailed
 from agentsvc.mcp_client import CallOutcome, ListedTool, McpClient, McpFailure
 from agentsvc.secretbox import SecretBox, SecretBoxError
-from agentsvc.services.tenant import schemas as tenant_schemas
+from agentsvc.services.tenant_input import schemas as tenant_schemas
 from agentsvc.services.tools import secrets as secret_service
 from agentsvc.store.tools import Tool
 

@@ -7,8 +7,8 @@ from typing import Any
 
 from agentsvc.errors import ValidationFailed
 from agentsvc.outbound import OutboundError, check_headers, check_url, private_host
-from agentsvc.services.tenant import patterns as tenant_patterns
-from agentsvc.services.tenant import schemas as tenant_schemas
+from agentsvc.services.tenant_input import patterns as tenant_patterns
+from agentsvc.services.tenant_input import schemas as tenant_schemas
 from agentsvc.services.tools.url import host_params
 
 NAME_PATTERN = r"^[a-z][a-z0-9_]{0,63}$"

@@ -16,7 +16,7 @@ from agentsvc.db import Database
 from agentsvc.mcp_client import McpClient
 from agentsvc.outbound import OutboundClient, OutboundError
 from agentsvc.secretbox import SecretBox, SecretBoxError
-from agentsvc.services.tenant.schemas import validation_errors
+from agentsvc.services.tenant_input.schemas import validation_errors
 from agentsvc.services.tools import mcp as mcp_service
 from agentsvc.services.tools import secrets as secret_service
 from agentsvc.services.tools.url import UrlRefused, add_query, build_url, input_text

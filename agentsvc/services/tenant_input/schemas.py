@@ -34,8 +34,8 @@ from jsonschema.exceptions import SchemaError, ValidationError
 from jsonschema.validators import extend
 
 from agentsvc.errors import ValidationFailed
-from agentsvc.services.tenant import patterns as tenant_patterns
-from agentsvc.services.tenant.patterns import PatternError
+from agentsvc.services.tenant_input import patterns as tenant_patterns
+from agentsvc.services.tenant_input.patterns import PatternError
 
 log = logging.getLogger(__name__)
 
