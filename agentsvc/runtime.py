@@ -79,7 +79,8 @@ def attach(app: web.Application) -> None:
             _team,
             _handoff,  # after _team: handoff notifications use the mailer
             _delivery,  # after _team: e-mail deliveries use the mailer
-            _turns,  # last: a chat turn uses nearly everything above
+            _turns,  # a chat turn uses nearly everything above
+            _features,  # last: one service object per feature, on everything above
         ]
     )
     app.on_shutdown.append(_close_streams)
@@ -318,4 +319,17 @@ async def _turns(app: web.Application) -> AsyncIterator[None]:
             keepalive_seconds=app[app_keys.settings_key].chat.keepalive_seconds,
         )
     )
+    yield
+
+
+async def _features(app: web.Application) -> AsyncIterator[None]:
+    """One service object per feature, built with its collaborators; handlers call it."""
+    # -- chat, conversations, handoff, answers, MCP server
+
+    # -- forms, delivery, event webhooks
+
+    # -- agents, tools, knowledge, triggers, widget, exports, privacy, analytics, audit, secrets
+
+    # -- team, sign-in, sessions, API keys, limits
+
     yield

@@ -70,5 +70,16 @@ live_events_key: web.AppKey[LiveEvents] = web.AppKey("live_events")
 event_streams_key: web.AppKey[EventStreams] = web.AppKey("event_streams")
 handoff_notifier_key: web.AppKey[Notifier] = web.AppKey("handoff_notifier")
 
+# One service object per feature (built in runtime.py's `_features`); handlers call methods
+# on these.
+
+# -- chat, conversations, handoff, answers, MCP server
+
+# -- forms, delivery, event webhooks
+
+# -- agents, tools, knowledge, triggers, widget, exports, privacy, analytics, audit, secrets
+
+# -- team, sign-in, sessions, API keys, limits
+
 # Request-scoped values.
 request_state_key: web.RequestKey[RequestState] = web.RequestKey("state")
