@@ -12,8 +12,8 @@ from agentsvc.api.api_keys import KeyName
 from agentsvc.api.session_auth import CallbackUrl, Email
 from agentsvc.api.setup import NewPassword
 from agentsvc.api.team import OptionalDisplayName
-from agentsvc.api.validation_messages import describe_validation_error
 from agentsvc.passwords import MAX_PASSWORD_LENGTH
+from agentsvc.validation_messages import describe_validation_error
 
 
 class UsageError(Exception):

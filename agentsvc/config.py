@@ -24,6 +24,8 @@ from pydantic import (
     model_validator,
 )
 
+from agentsvc.validation_messages import describe_validation_error
+
 
 class ConfigError(Exception):
     """A configuration file or variable that cannot be used; the message names the key."""
@@ -514,10 +516,7 @@ _KINDS = {str: "a string", bool: "true or false", int: "a number", float: "a num
 
 def _describe(error: ValidationError, environ: Mapping[str, str]) -> str:
     """Name each refused setting, what it takes, and (for a wrong type) what it was given."""
-    # The API's describer, so an operator reads the same plain words as an API client
-    # (imported here: it needs the API's models, which need this module).
-    from agentsvc.api.validation_messages import describe_validation_error
-
+    # The API's describer, so an operator reads the same plain words as an API client.
     message = describe_validation_error(error, "", Settings).replace("plans.plans.", "plans.")
     message = message.replace(", or null", "")  # TOML has no null (a plan leaves the key out)
     parts = message.split("; ")

@@ -137,3 +137,132 @@ def test_the_mcp_sdk_is_not_imported_at_start_up():
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True
     ).stdout.strip()
     assert found == "[]"
+
+
+# The composition root: the modules that put the layers together (and the CLI's input
+# models, which are the API's). Every other top-level module sits below services/.
+ROOT_MODULES = {"app.py", "runtime.py", "cli.py", "cli_input.py", "__main__.py"}
+
+
+def test_top_level_modules_sit_below_services():
+    found: dict[str, list[str]] = {}
+    for path in sorted(PACKAGE.glob("*.py")):
+        if path.name in ROOT_MODULES:
+            continue
+        bad = sorted(
+            name for name in imports(path) if name.startswith(("agentsvc.api", "agentsvc.services"))
+        )
+        if bad:
+            found[path.name] = bad
+    assert found == {}
+
+
+# Imports inside a function that close a cycle on purpose, each with its reason. Any other
+# cycle among the modules' imports fails the test below.
+DECLARED_LAZY_LOADS = {
+    # Only the configured backend's driver is loaded.
+    ("agentsvc.db", "agentsvc.db.sqlite"),
+    ("agentsvc.db", "agentsvc.db.postgres"),
+    # A provider's module is loaded when a model of it is first asked for.
+    ("agentsvc.llm.base", "agentsvc.llm.anthropic"),
+    ("agentsvc.llm.base", "agentsvc.llm.builtin"),
+    ("agentsvc.llm.base", "agentsvc.llm.openai"),
+    # The MCP SDK is loaded on the first MCP exchange (see the start-up test above).
+    ("agentsvc.mcp_client", "agentsvc.mcp_transport"),
+}
+
+
+def module_names() -> dict[str, Path]:
+    names = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        names[name] = path
+    return names
+
+
+def runtime_imports(path: Path, known: dict[str, Path]) -> dict[str, bool]:
+    """The package's modules a file imports when it runs: name -> only inside a function.
+    `from package import module` names the module, not the package; imports under
+    `if TYPE_CHECKING:` never run and are left out (the layer rules above count them)."""
+    found: dict[str, bool] = {}
+
+    def owner(name: str) -> str | None:
+        while name and name not in known:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    def visit(node: ast.AST, lazy: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                visit(child, True)
+                continue
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                continue
+            targets: list[str] = []
+            if isinstance(child, ast.Import):
+                targets = [alias.name for alias in child.names]
+            elif isinstance(child, ast.ImportFrom) and child.module and child.level == 0:
+                for alias in child.names:
+                    full = f"{child.module}.{alias.name}"
+                    targets.append(full if full in known else child.module)
+            for target in targets:
+                name = owner(target) if target.startswith("agentsvc") else None
+                if name is not None:
+                    found[name] = found.get(name, True) and lazy
+            visit(child, lazy)
+
+    visit(ast.parse(path.read_text(encoding="utf-8")), False)
+    return found
+
+
+def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's algorithm: the groups of two or more modules that import each other."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+
+    def connect(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for other in graph[node]:
+            if other not in index:
+                connect(other)
+                low[node] = min(low[node], low[other])
+            elif other in on_stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            connect(node)
+    return groups
+
+
+def test_no_import_cycles_but_the_declared_lazy_loads():
+    known = module_names()
+    graph: dict[str, set[str]] = {name: set() for name in known}
+    lazy_edges = set()
+    for name, path in known.items():
+        for target, lazy in runtime_imports(path, known).items():
+            if target == name:
+                continue
+            if lazy:
+                lazy_edges.add((name, target))
+            if (name, target) not in DECLARED_LAZY_LOADS:
+                graph[name].add(target)
+    assert strongly_connected(graph) == []
+    # A declaration that no longer matches a lazy import goes.
+    assert DECLARED_LAZY_LOADS <= lazy_edges

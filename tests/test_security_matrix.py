@@ -19,9 +19,9 @@ import pytest
 from aiohttp.test_utils import TestServer
 
 from agentsvc.api import all_endpoints, app_keys
+from agentsvc.api.request_log import JsonAccessLogger, access_log
 from agentsvc.api.routing import PATH_PARAM, Endpoint
 from agentsvc.app import create_app
-from agentsvc.observability import JsonAccessLogger, access_log
 from agentsvc.outbound import literal_address
 from agentsvc.services.tools import secrets as secret_service
 from tests import pg

@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from agentsvc.api import all_endpoints
-from agentsvc.api.validation_messages import pattern_phrase
+from agentsvc.validation_messages import pattern_phrase
 from tests.conftest import assert_error, bearer, new_api_key
 
 # Nothing of the validation library may reach a client.

@@ -8,17 +8,9 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
-from agentsvc.services.tools import rules as tool_rules
+from agentsvc.text_patterns import MODEL_ID_MARKER, NO_NUL_PATTERN, NON_BLANK, WORDY
 
-# Marks a string field holding a model id; the OpenAPI document gives it a pattern built
-# from the configured providers, so schema-valid ids are exactly the accepted ones.
-MODEL_ID_MARKER = "x-agentsvc-model-id"
-# What every JSON body's text is held to (routing.parse_json): no NUL character.
-NO_NUL_PATTERN = "^[^\\u0000]*$"
-# Text that is not blank (a character that shows), and with a letter or digit; neither
-# lets a NUL through, so that the document's schema-valid bodies are the accepted ones.
-NON_BLANK = tool_rules.NON_BLANK
-WORDY = r"^[^\x00]*[^\W_][^\x00]*$"
+__all__ = ["MODEL_ID_MARKER", "NO_NUL_PATTERN", "NON_BLANK", "WORDY"]
 
 
 class RequestModel(BaseModel):

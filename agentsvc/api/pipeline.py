@@ -25,9 +25,9 @@ from agentsvc.api.errors import (
     PayloadTooLarge,
     error_response,
 )
+from agentsvc.api.request_log import UNMATCHED_ROUTE, observe, request_id
 from agentsvc.api.state import RequestState, request_state
 from agentsvc.errors import DomainError, NotFound, Unauthorized
-from agentsvc.observability import UNMATCHED_ROUTE, observe, request_id
 
 log = logging.getLogger(__name__)
 

@@ -24,7 +24,6 @@ from agentsvc.api.errors import PayloadTooLarge, error_response
 from agentsvc.api.pipeline import finish_response, from_http_exception, unexpected_error
 from agentsvc.api.proxies import TrustedProxies
 from agentsvc.api.state import RequestState
-from agentsvc.api.validation_messages import describe_validation_error
 from agentsvc.config import Settings
 from agentsvc.errors import (
     DomainError,
@@ -34,6 +33,7 @@ from agentsvc.errors import (
 )
 from agentsvc.observability import RequestStats
 from agentsvc.services.team.access import Principal
+from agentsvc.validation_messages import describe_validation_error
 
 API_PREFIX = "/api/v1"
 # A path parameter, `{name}` or `{name:regex}` (a regex without braces).

@@ -27,8 +27,8 @@ from agentsvc.api.errors import (
     error_body,
     status_of,
 )
+from agentsvc.api.request_log import JsonAccessLogger, access_log, request_id
 from agentsvc.config import Settings
-from agentsvc.observability import JsonAccessLogger, access_log, request_id
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,8 @@ from agentsvc.api.routing import Call, RouteTable, envelope_response
 from agentsvc.api.session_auth import limit_sign_in
 from agentsvc.passwords import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH
 from agentsvc.services.team import first_owner as setup_service
-from agentsvc.services.team.accounts import DISPLAY_NAME_PATTERN, MAX_DISPLAY_NAME
+from agentsvc.services.team.accounts import MAX_DISPLAY_NAME
+from agentsvc.text_patterns import DISPLAY_NAME_PATTERN
 
 routes = RouteTable("setup")
 

@@ -15,13 +15,10 @@ from agentsvc.api.session_auth import UserOut, limit_sign_in, user_json
 from agentsvc.errors import ValidationFailed
 from agentsvc.passwords import MAX_PASSWORD_LENGTH
 from agentsvc.services.team import membership as team_service
-from agentsvc.services.team.accounts import (
-    DISPLAY_NAME_PATTERN,
-    MAX_DISPLAY_NAME,
-    SHOWN_DISPLAY_NAME_PATTERN,
-)
+from agentsvc.services.team.accounts import MAX_DISPLAY_NAME
 from agentsvc.store.invitations import Invitation
 from agentsvc.store.team import Member
+from agentsvc.text_patterns import DISPLAY_NAME_PATTERN, SHOWN_DISPLAY_NAME_PATTERN
 
 routes = RouteTable("team")
 

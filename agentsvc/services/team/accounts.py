@@ -16,11 +16,6 @@ from agentsvc.store.accounts import Team, User
 
 API_KEY_PREFIX = "asvc_"
 MAX_DISPLAY_NAME = 80
-# The same rules for request schemas (and so the OpenAPI document): no control character
-# (Unicode Cc) or line/paragraph separator; a required name has a character that shows.
-_NAME_CHAR = r"[^\x00-\x1f\x7f-\x9f\u2028\u2029]"
-DISPLAY_NAME_PATTERN = rf"^{_NAME_CHAR}*$"
-SHOWN_DISPLAY_NAME_PATTERN = rf"^{_NAME_CHAR}*[^\s\x00-\x1f\x7f-\x9f\u2028\u2029]{_NAME_CHAR}*$"
 
 
 def display_name(raw: str, field: str = "name") -> str:

@@ -10,8 +10,9 @@ from agentsvc.outbound import OutboundError, check_headers, check_url, private_h
 from agentsvc.services.tenant_input import patterns as tenant_patterns
 from agentsvc.services.tenant_input import schemas as tenant_schemas
 from agentsvc.services.tools.url import host_params
+from agentsvc.text_patterns import NON_BLANK
+from agentsvc.text_patterns import TOOL_NAME_PATTERN as NAME_PATTERN
 
-NAME_PATTERN = r"^[a-z][a-z0-9_]{0,63}$"
 EXECUTION_TYPES = ("mock", "http", "form", "mcp")
 HTTP_METHODS = ("GET", "POST", "PUT", "DELETE")
 EXECUTION_MODES = ("webhook", "client", "both")
@@ -54,9 +55,6 @@ MAX_URL_CHARS = 2048
 MAX_DESCRIPTION_CHARS = 10_000
 MAX_MOCK_RESPONSE_CHARS = 100_000
 MAX_CLIENT_HANDLER_CHARS = 200
-# The same bounds as JSON Schema, for the OpenAPI document (non-blank: one non-space, and
-# no NUL, which no JSON body may hold; the pattern api.models.NON_BLANK spells).
-NON_BLANK = r"^[^\x00]*[^\s\x00][^\x00]*$"
 DESCRIPTION_SCHEMA = {"minLength": 1, "maxLength": MAX_DESCRIPTION_CHARS, "pattern": NON_BLANK}
 CLIENT_HANDLER_SCHEMA = {
     "minLength": 1,

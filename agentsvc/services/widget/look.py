@@ -22,17 +22,9 @@ from agentsvc.services import changes
 from agentsvc.services.widget.locales import EXTRA_KEYS, LOCALES, string_keys
 from agentsvc.store import agents as agents_store
 from agentsvc.store.agents import Agent
+from agentsvc.text_patterns import COLOR_PATTERN, FONT_PATTERN, IMAGE_PATTERN
 
-# Patterns shared with the request models (api/widget_look.py): what may reach CSS.
-COLOR_PATTERN = r"^#[0-9a-fA-F]{6}$"
-# Letters, digits, spaces, commas and hyphens: family names and generic families
-# (`Inter, -apple-system, sans-serif`), never a quote, semicolon, brace, parenthesis,
-# colon, slash or backslash, so a value cannot end the declaration or open a url().
-FONT_PATTERN = r"^[A-Za-z0-9 ,-]*[A-Za-z][A-Za-z0-9 ,-]*$"
 FONT_MAX = 200
-# An image is an https address or a small base64 data: URL of a raster or SVG image
-# (the widget shows it with <img>, where an SVG runs no script).
-IMAGE_PATTERN = r"^(https://[^\s\"'<>\\()]+|data:image/(png|jpeg|gif|webp|svg\+xml);base64,[A-Za-z0-9+/]+={0,2})$"
 IMAGE_MAX = 32_768
 RADIUS_MAX = 24
 OFFSET_MAX = 200

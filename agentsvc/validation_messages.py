@@ -15,38 +15,11 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from agentsvc.api.models import MODEL_ID_MARKER, NO_NUL_PATTERN, NON_BLANK, WORDY
-from agentsvc.services.team.accounts import DISPLAY_NAME_PATTERN, SHOWN_DISPLAY_NAME_PATTERN
-from agentsvc.services.tools.rules import NAME_PATTERN as TOOL_NAME_PATTERN
-from agentsvc.services.widget import look as widget_look
+from agentsvc.text_patterns import MODEL_ID_MARKER, PATTERN_PHRASES
 
 MAX_ERRORS = 5
 _MAX_SCANNED = 50
 
-# What a string pattern asks for, by the exact pattern a model declares (`{length}` is
-# " of 1 to 200 characters" or empty). A pattern not listed gets the vague fallback; a test
-# fails on any request-body pattern of the OpenAPI document without a phrase, so adding a
-# pattern means adding its words here.
-PATTERN_PHRASES: dict[str, str] = {
-    NON_BLANK: "a non-blank string{length}",
-    r"^[^\x00-\x1f\x7f]*$": "a string{length} without control characters",
-    TOOL_NAME_PATTERN: "1 to 64 lowercase letters, digits and _, starting with a letter",
-    r"^\d\d:\d\d$": "a time of day as HH:MM",
-    widget_look.COLOR_PATTERN: "a colour as #rrggbb",
-    widget_look.FONT_PATTERN: (
-        "font family names{length}: letters, digits, spaces, commas and hyphens"
-    ),
-    widget_look.IMAGE_PATTERN: (
-        "an https:// address or a base64 data:image/(png|jpeg|gif|webp|svg+xml) URL{length}"
-    ),
-    r"^\d{4}-\d{2}-\d{2}$": "a calendar date as YYYY-MM-DD",
-    WORDY: "a string{length} with a letter or digit",
-    DISPLAY_NAME_PATTERN: "a name{length} without control characters or line breaks",
-    SHOWN_DISPLAY_NAME_PATTERN: (
-        "a name{length} that is not blank, without control characters or line breaks"
-    ),
-    NO_NUL_PATTERN: "a string{length} without the NUL character (U+0000)",
-}
 _EMAIL_PHRASE = "an e-mail address{length}"
 _PATTERN_FALLBACK = "a string{length} in the accepted format"
 
