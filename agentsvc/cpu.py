@@ -5,7 +5,7 @@ would compete as an equal with the event loop's thread, and every request of eve
 team would queue behind it. Here it runs in threads of the lowest scheduling priority
 (Linux: nice 19, set per thread), so the kernel runs the loop's thread first whenever it
 has work; the checks themselves pause every half millisecond of work
-(services/tenant/schemas.py), so the loop gets the GIL too. At most MAX_WORKERS run at
+(services/tenant_input/schemas.py), so the loop gets the GIL too. At most MAX_WORKERS run at
 once; more wait their turn. Bounded work only: each check has a step budget.
 """
 

@@ -35,7 +35,7 @@ class RequestModel(BaseModel):
         if isinstance(data, dict):
             for key, value in data.items():
                 if value is None and key not in cls.nullable:
-                    # Its own type, so the message names the field (api/messages.py).
+                    # Its own type, so the message names the field (validation_messages.py).
                     raise PydanticCustomError(
                         "null_forbidden", "{field} may not be null", {"field": key}
                     )
