@@ -28,14 +28,20 @@ from typing import Any, TypeVar
 
 import asyncpg
 
-from agentsvc.db import RESYNC, ConstraintViolation, Params, Row, Tx
+from agentsvc.db import (
+    RESYNC,
+    Params,
+    Row,
+    Tx,
+    VectorSearchUnavailable,
+    raises_constraint_violation,
+)
 from agentsvc.db.batcher import Failed, WriteBatcher
 from agentsvc.db.holds import Slowest, WriteClock
 from agentsvc.db.schema import schema_version
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-F = TypeVar("F", bound=Callable[..., Any])
 
 CHANNEL = "agentsvc_changes"
 MIGRATION_LOCK = 0x61677376  # pg_advisory_lock key: one process migrates at a time
@@ -432,17 +438,7 @@ def _numbered(sql: str) -> str:
     return _STRING_OR_MARK.sub(number, sql)
 
 
-def _constraints(method: F) -> F:
-    """Raise the interface's ConstraintViolation for a broken integrity constraint."""
-
-    @functools.wraps(method)
-    async def run(self: Any, sql: str, params: Any = ()) -> Any:
-        try:
-            return await method(self, sql, params)
-        except asyncpg.IntegrityConstraintViolationError as exc:
-            raise ConstraintViolation(str(exc)) from exc
-
-    return run  # type: ignore[return-value]
+_constraints = raises_constraint_violation(asyncpg.IntegrityConstraintViolationError)
 
 
 def _rowcount(status: str) -> int:
@@ -463,11 +459,9 @@ class PgTx:
     async def execute(self, sql: str, params: Params = ()) -> int:
         return _rowcount(await self._on.execute(_numbered(sql), *params))
 
+    @_constraints
     async def executemany(self, sql: str, rows: Iterable[Params]) -> None:
-        try:
-            await self._on.executemany(_numbered(sql), [tuple(r) for r in rows])
-        except asyncpg.IntegrityConstraintViolationError as exc:
-            raise ConstraintViolation(str(exc)) from exc
+        await self._on.executemany(_numbered(sql), [tuple(r) for r in rows])
 
     @_constraints
     async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
@@ -480,10 +474,6 @@ class PgTx:
     @_constraints
     async def fetchval(self, sql: str, params: Params = ()) -> Any:
         return await self._on.fetchval(_numbered(sql), *params)
-
-
-class VectorSearchUnavailable(Exception):
-    """Vectors are ranked in memory on PostgreSQL (pgvector is not required)."""
 
 
 def schema_sql() -> str:

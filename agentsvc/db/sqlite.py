@@ -15,7 +15,6 @@ thread once a second instead.
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import sqlite3
 import sys
@@ -29,7 +28,7 @@ from typing import Any, TypeVar
 import aiosqlite
 
 from agentsvc.datadir import ensure_private_db_files
-from agentsvc.db import ConstraintViolation, Params, Row, Tx
+from agentsvc.db import Params, Row, Tx, VectorSearchUnavailable, raises_constraint_violation
 from agentsvc.db.batcher import Failed, Unit, WriteBatcher
 from agentsvc.db.holds import Slowest, WriteClock
 from agentsvc.db.schema import schema_sql, schema_version
@@ -37,7 +36,6 @@ from agentsvc.migrations import MIGRATIONS
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-F = TypeVar("F", bound=Callable[..., Any])
 
 BUSY_TIMEOUT_MS = 5000
 CHECKPOINT_INTERVAL_SECONDS = 1.0
@@ -51,17 +49,7 @@ _PRAGMAS = f"""
 # power loss, at a fraction of FULL's fsync cost.
 
 
-def _constraints(method: F) -> F:
-    """Raise the interface's ConstraintViolation for sqlite3's IntegrityError."""
-
-    @functools.wraps(method)
-    async def run(self: Any, sql: str, params: Any = ()) -> Any:
-        try:
-            return await method(self, sql, params)
-        except sqlite3.IntegrityError as exc:
-            raise ConstraintViolation(str(exc)) from exc
-
-    return run  # type: ignore[return-value]
+_constraints = raises_constraint_violation(sqlite3.IntegrityError)
 
 
 class ThreadTx:
@@ -213,10 +201,6 @@ def sqlite_vec_available() -> bool:
     except ImportError:
         return False
     return True
-
-
-class VectorSearchUnavailable(Exception):
-    """sqlite-vec cannot be used here; the message says why."""
 
 
 class BackupFailed(Exception):
