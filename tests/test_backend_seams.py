@@ -11,9 +11,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "agentsvc"
 
 
 def _trees() -> dict[Path, ast.Module]:
-    return {
-        path: ast.parse(path.read_text(encoding="utf-8")) for path in PACKAGE.rglob("*.py")
-    }
+    return {path: ast.parse(path.read_text(encoding="utf-8")) for path in PACKAGE.rglob("*.py")}
 
 
 def _strings(tree: ast.Module) -> list[ast.Constant]:
