@@ -31,8 +31,7 @@ from agentsvc.datadir import ensure_private_db_files
 from agentsvc.db import Params, Row, Tx, VectorSearchUnavailable, raises_constraint_violation
 from agentsvc.db.batcher import Failed, Unit, WriteBatcher
 from agentsvc.db.holds import Slowest, WriteClock
-from agentsvc.db.schema import schema_sql, schema_version
-from agentsvc.migrations import MIGRATIONS
+from agentsvc.db.migrations import schema_version, sqlite_migrations, sqlite_schema
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -450,9 +449,9 @@ class SqliteDatabase:
         if version == 0:
             # A new database gets the current schema in one go.
             version_sql = f"PRAGMA user_version = {schema_version()};"
-            await conn.executescript(f"BEGIN IMMEDIATE;\n{schema_sql()}\n{version_sql}\nCOMMIT;")
+            await conn.executescript(f"BEGIN IMMEDIATE;\n{sqlite_schema()}\n{version_sql}\nCOMMIT;")
             return
-        for number, migration in enumerate(MIGRATIONS, start=2):
+        for number, migration in sqlite_migrations():
             if version < number:
                 await conn.executescript(
                     f"BEGIN IMMEDIATE;\n{migration}\nPRAGMA user_version = {number};\nCOMMIT;"
