@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from pathlib import Path
 
 import pytest
 
@@ -113,3 +114,19 @@ async def test_a_database_of_any_version_migrates_to_schema_sql(tmp_path, versio
     finally:
         migrated.close()
         fresh.close()
+
+
+def test_no_other_module_holds_schema_statements():
+    """The schema is written in agentsvc/db/migrations/ (and schema.sql) and nowhere else
+    in the package."""
+    package = Path(__file__).resolve().parent.parent / "agentsvc"
+    # (Upkeep may drop an index: search_index.py removes a failed concurrent reindex's.)
+    statement = re.compile(r"\b(CREATE( UNIQUE| VIRTUAL)?|ALTER) (TABLE|INDEX|TRIGGER|FUNCTION)\b")
+    holders = [
+        str(path.relative_to(package))
+        for path in sorted(package.rglob("*"))
+        if path.suffix in (".py", ".sql")
+        and "migrations" not in path.relative_to(package).parts
+        and statement.search(path.read_text(encoding="utf-8"))
+    ]
+    assert holders == []
