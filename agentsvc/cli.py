@@ -437,7 +437,7 @@ def _pg_dump(url: str, target: Any) -> None:
 
 
 def cmd_migrate(args: argparse.Namespace) -> None:
-    from agentsvc.db.schema import schema_version
+    from agentsvc.db.migrations import schema_version
 
     settings = _settings(args)
     _run(lambda: _with_db(settings, lambda db: asyncio.sleep(0)))

@@ -236,9 +236,8 @@ async def test_a_database_from_before_the_language_column_is_migrated(tmp_path):
     """Version 1 (no `language`): opening migrates it; its agents read as English."""
     import sqlite3
 
-    from agentsvc.db.schema import schema_version
+    from agentsvc.db.migrations import schema_at, schema_version
     from agentsvc.db.sqlite import SqliteDatabase
-    from tests.old_schemas import schema_at
 
     path = tmp_path / "old.db"
     old = sqlite3.connect(path)

@@ -250,7 +250,7 @@ async def test_the_index_follows_deletes_of_conversations_and_agents(client, aut
 
 @pg.sqlite_only
 async def test_an_upgraded_database_finds_its_earlier_messages(aiohttp_client, tmp_path):
-    from tests.old_schemas import schema_at
+    from agentsvc.db.migrations import schema_at
 
     data = tmp_path / "data"
     data.mkdir(mode=0o700)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from agentsvc.db import ConstraintViolation, Tx
-from agentsvc.db.schema import schema_version
+from agentsvc.db.migrations import schema_version
 from agentsvc.db.sqlite import SqliteDatabase
 
 

@@ -198,7 +198,7 @@ async def test_nobody_sees_a_members_email_address_stored_before_the_upgrade(
 ):
     """Migration 12: replies and handoff events stored with a member's address name them
     by the display name, else the team's name; a team named after the address is not."""
-    from tests.old_schemas import schema_at
+    from agentsvc.db.migrations import schema_at
 
     data = tmp_path / "data"
     data.mkdir(mode=0o700)

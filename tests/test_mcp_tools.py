@@ -445,8 +445,7 @@ async def test_a_json_response_server_works_too(mclient, mauth, openai_fake):
 @pg.sqlite_only
 async def test_a_database_from_before_mcp_tools_keeps_its_tools(aiohttp_client, tmp_path):
     from agentsvc.app import create_app
-    from agentsvc.db.schema import schema_version
-    from tests.old_schemas import schema_at
+    from agentsvc.db.migrations import schema_at, schema_version
 
     path = tmp_path / "old" / "data" / "agentsvc.db"
     path.parent.mkdir(parents=True)

@@ -14,8 +14,12 @@ import pytest
 
 from agentsvc.api import app_keys
 from agentsvc.config import ConfigError, load_settings
-from agentsvc.db.postgres import FIRST_POSTGRES_VERSION, POSTGRES_MIGRATIONS
-from agentsvc.db.schema import schema_version
+from agentsvc.db.migrations import (
+    FIRST_POSTGRES_VERSION,
+    POSTGRES_MIGRATIONS,
+    UNDO_POSTGRES,
+    schema_version,
+)
 from agentsvc.ids import iso
 from agentsvc.store import job_runs
 from tests import pg
@@ -150,51 +154,6 @@ async def test_a_periodic_job_is_claimed_by_one_process_per_period(tmp_path):
     finally:
         await one.close()
         await two.close()
-
-
-# What each migration since PostgreSQL's first schema (version 6) added, taken away again:
-# undoing every migration after N, in reverse order, gives a database as version N left it.
-UNDO_POSTGRES: dict[int, str] = {
-    7: """
-DROP TABLE conversation_events;
-DROP INDEX conversations_agent_status;
-ALTER TABLE agents DROP COLUMN handoff;
-ALTER TABLE memberships DROP COLUMN notify_handoffs;
-ALTER TABLE conversations DROP COLUMN status, DROP COLUMN assignee_id, DROP COLUMN handoff_at,
-    DROP COLUMN first_reply_seconds, DROP COLUMN contact_email, DROP COLUMN visitor_seen_at;
-ALTER TABLE messages DROP COLUMN author_id, DROP COLUMN author_name;
-""",
-    8: """
-ALTER TABLE tools DROP CONSTRAINT tools_execution_type_check;
-ALTER TABLE tools ADD CONSTRAINT tools_execution_type_check
-    CHECK (execution_type IN ('mock', 'http', 'form'));
-ALTER TABLE tools DROP COLUMN mcp_url, DROP COLUMN mcp_headers, DROP COLUMN mcp_tools,
-    DROP COLUMN mcp_server_tools, DROP COLUMN mcp_listed_at, DROP COLUMN counts_as;
-""",
-    9: "ALTER TABLE agents DROP COLUMN widget;",
-    10: """
-DROP TABLE audit_log, webhook_delivery_attempts, webhook_deliveries, webhook_events, webhooks;
-ALTER TABLE agents DROP COLUMN retention_days;
-""",
-    11: """
-DROP TRIGGER agent_daily_delete ON agents;
-DROP TRIGGER agent_daily_messages ON messages;
-DROP TRIGGER agent_daily_conversation ON conversations;
-DROP TRIGGER message_rating_change ON messages;
-DROP TRIGGER message_rating_delete ON messages;
-DROP FUNCTION agent_daily_forget, agent_daily_messages_added, agent_daily_conversations_added,
-    message_rating_changed, message_rating_removed;
-DROP TABLE agent_daily, message_ratings, curated_answers, unanswered_questions, trigger_daily;
-DROP INDEX messages_search;
-DROP INDEX conversations_agent_user;
-DROP INDEX conversations_agent_rated_up, conversations_agent_rated_down, conversations_agent_rated;
-ALTER TABLE conversations DROP COLUMN trigger_id, DROP COLUMN rated_up, DROP COLUMN rated_down;
-ALTER TABLE messages DROP COLUMN unanswered;
-ALTER TABLE form_submissions DROP COLUMN trigger_id;
-""",
-    # 12 (issue 29, `people`): the audit log's list order.
-    12: "ALTER TABLE audit_log DROP COLUMN rowid;",
-}
 
 
 async def _catalog(url: str) -> tuple[set, set]:

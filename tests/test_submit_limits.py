@@ -442,10 +442,9 @@ async def test_a_database_from_before_sessions_and_file_sizes_is_migrated(tmp_pa
     and counts the files already stored against the quota."""
     import sqlite3
 
-    from agentsvc.db.schema import schema_version
+    from agentsvc.db.migrations import schema_at, schema_version
     from agentsvc.db.sqlite import SqliteDatabase
     from agentsvc.store import submissions as store
-    from tests.old_schemas import schema_at
 
     path = tmp_path / "old.db"
     old = sqlite3.connect(path)

@@ -12,10 +12,9 @@ from pathlib import Path
 import pytest
 
 from agentsvc.api import app_keys
-from agentsvc.db.schema import schema_version
+from agentsvc.db.migrations import schema_at, schema_version
 from tests import pg
 from tests.conftest import bearer, create_user, key_for, make_settings
-from tests.old_schemas import schema_at
 from tests.pg import stored_bytes
 
 TOKEN = re.compile(r"[?&]token=([\w-]+)")

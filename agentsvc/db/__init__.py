@@ -17,6 +17,7 @@ on SQLite (one process) that is a local call; on PostgreSQL a NOTIFY every proce
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from agentsvc.config import Settings
 
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
 Params = Sequence[Any]
 Row = Any  # indexable by position and by column name (sqlite3.Row, asyncpg.Record)
 
@@ -34,6 +36,27 @@ RESYNC = "*"  # the topic that means "anything may have changed": forget every c
 
 class ConstraintViolation(Exception):
     """A statement broke a UNIQUE, FOREIGN KEY, NOT NULL or CHECK constraint."""
+
+
+class VectorSearchUnavailable(Exception):
+    """The database cannot rank vectors itself (`vector_reader`); the message says why."""
+
+
+def raises_constraint_violation(driver_error: type[Exception]) -> Callable[[F], F]:
+    """Wrap a Tx method `(self, sql, params)` so the driver's integrity error (sqlite3's
+    IntegrityError, asyncpg's IntegrityConstraintViolationError) is a ConstraintViolation."""
+
+    def wrap(method: F) -> F:
+        @functools.wraps(method)
+        async def run(self: Any, sql: str, params: Any = ()) -> Any:
+            try:
+                return await method(self, sql, params)
+            except driver_error as exc:
+                raise ConstraintViolation(str(exc)) from exc
+
+        return run  # type: ignore[return-value]
+
+    return wrap
 
 
 class Tx(Protocol):
@@ -96,8 +119,7 @@ class Database(Protocol):
 
     async def vector_reader(self) -> Tx:
         """Reads that may rank vectors inside the database (`vec_distance_cosine`), or
-        VectorSearchUnavailable (an exception of the implementation, subclass of
-        Exception) when the database cannot; callers then rank in memory."""
+        VectorSearchUnavailable when the database cannot; callers then rank in memory."""
         ...
 
     def subscribe(self, callback: Callable[[str], None]) -> None:

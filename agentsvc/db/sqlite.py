@@ -15,7 +15,6 @@ thread once a second instead.
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import sqlite3
 import sys
@@ -29,15 +28,13 @@ from typing import Any, TypeVar
 import aiosqlite
 
 from agentsvc.datadir import ensure_private_db_files
-from agentsvc.db import ConstraintViolation, Params, Row, Tx
+from agentsvc.db import Params, Row, Tx, VectorSearchUnavailable, raises_constraint_violation
 from agentsvc.db.batcher import Failed, Unit, WriteBatcher
 from agentsvc.db.holds import Slowest, WriteClock
-from agentsvc.db.schema import schema_sql, schema_version
-from agentsvc.migrations import MIGRATIONS
+from agentsvc.db.migrations import schema_version, sqlite_migrations, sqlite_schema
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-F = TypeVar("F", bound=Callable[..., Any])
 
 BUSY_TIMEOUT_MS = 5000
 CHECKPOINT_INTERVAL_SECONDS = 1.0
@@ -51,17 +48,7 @@ _PRAGMAS = f"""
 # power loss, at a fraction of FULL's fsync cost.
 
 
-def _constraints(method: F) -> F:
-    """Raise the interface's ConstraintViolation for sqlite3's IntegrityError."""
-
-    @functools.wraps(method)
-    async def run(self: Any, sql: str, params: Any = ()) -> Any:
-        try:
-            return await method(self, sql, params)
-        except sqlite3.IntegrityError as exc:
-            raise ConstraintViolation(str(exc)) from exc
-
-    return run  # type: ignore[return-value]
+_constraints = raises_constraint_violation(sqlite3.IntegrityError)
 
 
 class ThreadTx:
@@ -213,10 +200,6 @@ def sqlite_vec_available() -> bool:
     except ImportError:
         return False
     return True
-
-
-class VectorSearchUnavailable(Exception):
-    """sqlite-vec cannot be used here; the message says why."""
 
 
 class BackupFailed(Exception):
@@ -466,9 +449,9 @@ class SqliteDatabase:
         if version == 0:
             # A new database gets the current schema in one go.
             version_sql = f"PRAGMA user_version = {schema_version()};"
-            await conn.executescript(f"BEGIN IMMEDIATE;\n{schema_sql()}\n{version_sql}\nCOMMIT;")
+            await conn.executescript(f"BEGIN IMMEDIATE;\n{sqlite_schema()}\n{version_sql}\nCOMMIT;")
             return
-        for number, migration in enumerate(MIGRATIONS, start=2):
+        for number, migration in sqlite_migrations():
             if version < number:
                 await conn.executescript(
                     f"BEGIN IMMEDIATE;\n{migration}\nPRAGMA user_version = {number};\nCOMMIT;"

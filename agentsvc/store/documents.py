@@ -273,18 +273,19 @@ LIMIT ?
 # PostgreSQL: the GIN index on `search` finds the passages with any of the words (stemmed
 # as the index is, English) or the prefixes; ts_rank weighs a heading match double (weights
 # are {D, C, B, A}) and divides by 1 + log(length), as BM25 favours short passages.
+# `{query}` is the words' query, the prefixes' or both (`||`), each with its parameter.
 _PG_SEARCH = """
 SELECT p.id, p.document_id, d.title, p.heading, p.text,
        ts_rank('{0, 0, 0.5, 1}', p.search, q.query, 1) AS score
 FROM (SELECT {query} AS query) AS q
 JOIN passages AS p ON p.search @@ q.query
 JOIN documents AS d ON d.id = p.document_id
-WHERE p.agent_id = $1 AND d.status = 'ready'
+WHERE p.agent_id = ? AND d.status = 'ready'
 ORDER BY score DESC, p.id
-LIMIT $2
+LIMIT ?
 """
-_PG_WORDS = "to_tsquery('english', $3)"
-_PG_PREFIXES = "to_tsquery('simple', $4)"
+_PG_WORDS = "to_tsquery('english', ?)"
+_PG_PREFIXES = "to_tsquery('simple', ?)"
 
 
 def match_expression(agent_id: str, words: list[str], prefixes: list[str]) -> str:
@@ -307,16 +308,17 @@ async def search(
         match = match_expression(agent_id, words, prefixes)
         rows = await tx.fetchall(_SEARCH, (match, k + margin, agent_id, k))
         return [Hit(*r) for r in rows]
-    parts = [_PG_WORDS] if words else []
-    params: list = [agent_id, k, " | ".join(words)]
+    parts: list[str] = []
+    params: list = []
+    if words:
+        parts.append(_PG_WORDS)
+        params.append(" | ".join(words))
     if prefixes:
         parts.append(_PG_PREFIXES)
         params.append(" | ".join(f"{p}:*" for p in prefixes))
     if not parts:
         return []
     sql = _PG_SEARCH.replace("{query}", " || ".join(parts))
-    if not words:
-        sql = sql.replace("$4", "$3")
-        del params[2]
+    params += [agent_id, k]
     rows = await tx.fetchall(sql, params)
     return [Hit(*r) for r in rows]

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import sqlite3
 
+from agentsvc.db.migrations import schema_at
 from agentsvc.db.sqlite import SqliteDatabase
 from agentsvc.store import agents, conversations
 from agentsvc.store import submissions as store
-from tests.old_schemas import schema_at
 from tests.store.builders import LATER
 from tests.store.test_conversations_and_agents import conversation
 from tests.store.test_submissions import submission, with_form

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from agentsvc.db import Database, Tx
+from agentsvc.db import Database, Tx, VectorSearchUnavailable
 from agentsvc.llm.embeddings import Embedder
 from agentsvc.store import documents as store
 
@@ -76,7 +76,7 @@ class VectorIndex:
             return
         try:
             self._in_db = await self._db.vector_reader()
-        except Exception as exc:  # the database says why it cannot
+        except VectorSearchUnavailable as exc:  # the database says why it cannot
             if self._path == "sqlite-vec":
                 raise RuntimeError(
                     f"knowledge.vector_search is 'sqlite-vec' but it cannot be used: {exc}"
