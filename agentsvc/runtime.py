@@ -51,6 +51,8 @@ from agentsvc.services.privacy.search_index import MessageIndexScrubber
 from agentsvc.services.team import membership, oauth, sessions
 from agentsvc.services.team.access import KeyResolver
 from agentsvc.services.tools.runner import ToolRunner
+from agentsvc.services.tools.secrets import SecretsService
+from agentsvc.services.tools.service import ToolsService
 from agentsvc.services.triggers.events import EventWriter
 from agentsvc.services.widget.public import WidgetConfigCache
 
@@ -329,6 +331,11 @@ async def _features(app: web.Application) -> AsyncIterator[None]:
     # -- forms, delivery, event webhooks
 
     # -- agents, tools, knowledge, triggers, widget, exports, privacy, analytics, audit, secrets
+    settings = app[app_keys.settings_key]
+    db = app[app_keys.db_key]
+    box = app[app_keys.secret_box_key]
+    app[app_keys.tools_key] = ToolsService(db, box, app[app_keys.mcp_client_key], settings)
+    app[app_keys.secrets_key] = SecretsService(db, box)
 
     # -- team, sign-in, sessions, API keys, limits
 

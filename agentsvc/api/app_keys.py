@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from agentsvc.services.privacy.search_index import MessageIndexScrubber
     from agentsvc.services.team.access import KeyResolver
     from agentsvc.services.tools.runner import ToolRunner
+    from agentsvc.services.tools.secrets import SecretsService
+    from agentsvc.services.tools.service import ToolsService
     from agentsvc.services.triggers.events import EventWriter
     from agentsvc.services.widget.public import WidgetConfigCache
 
@@ -78,6 +80,8 @@ handoff_notifier_key: web.AppKey[Notifier] = web.AppKey("handoff_notifier")
 # -- forms, delivery, event webhooks
 
 # -- agents, tools, knowledge, triggers, widget, exports, privacy, analytics, audit, secrets
+tools_key: web.AppKey[ToolsService] = web.AppKey("tools")
+secrets_key: web.AppKey[SecretsService] = web.AppKey("secrets")
 
 # -- team, sign-in, sessions, API keys, limits
 
