@@ -34,6 +34,7 @@ from agentsvc.ratelimit_redis import RedisLimiter
 from agentsvc.secretbox import SecretBox
 from agentsvc.services import changes
 from agentsvc.services.agents.registry import AgentCache
+from agentsvc.services.agents.service import AgentsService
 from agentsvc.services.answers.matching import CuratedAnswers
 from agentsvc.services.chat.turns import ChatTurns, TurnDeps
 from agentsvc.services.cluster_jobs import once_for_all
@@ -334,6 +335,8 @@ async def _features(app: web.Application) -> AsyncIterator[None]:
     settings = app[app_keys.settings_key]
     db = app[app_keys.db_key]
     box = app[app_keys.secret_box_key]
+    agents = app[app_keys.agent_cache_key]
+    app[app_keys.agents_key] = AgentsService(db, agents, box, settings)
     app[app_keys.tools_key] = ToolsService(db, box, app[app_keys.mcp_client_key], settings)
     app[app_keys.secrets_key] = SecretsService(db, box)
 

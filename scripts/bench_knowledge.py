@@ -187,10 +187,10 @@ async def main() -> None:
             db, email="b@example.com", name="", plan="pro"
         )
         target = await agents.create_agent(
-            db, team_id=team.id, name="Target", model="builtin", system_prompt="", temperature=None
+            db, team.id, agents.NewAgent(name="Target", model="builtin")
         )
         other = await agents.create_agent(
-            db, team_id=team.id, name="Other", model="builtin", system_prompt="", temperature=None
+            db, team.id, agents.NewAgent(name="Other", model="builtin")
         )
 
         half = args.passages // 2
@@ -331,10 +331,10 @@ async def embeddings_run(args: argparse.Namespace) -> None:
             db, email="e@example.com", name="", plan="pro"
         )
         target = await agents.create_agent(
-            db, team_id=team.id, name="Target", model="builtin", system_prompt="", temperature=None
+            db, team.id, agents.NewAgent(name="Target", model="builtin")
         )
         other = await agents.create_agent(
-            db, team_id=team.id, name="Other", model="builtin", system_prompt="", temperature=None
+            db, team.id, agents.NewAgent(name="Other", model="builtin")
         )
         bg_bytes, bg_s, bg_n = await fill(
             db, indexer, team.id, target.id, words, args.passages, 1000, background=True

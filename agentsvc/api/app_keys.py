@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from agentsvc.ratelimit import Limiter
     from agentsvc.secretbox import SecretBox
     from agentsvc.services.agents.registry import AgentCache
+    from agentsvc.services.agents.service import AgentsService
     from agentsvc.services.answers.matching import CuratedAnswers
     from agentsvc.services.chat.turns import ChatTurns
     from agentsvc.services.events.emitter import Emitter
@@ -80,6 +81,7 @@ handoff_notifier_key: web.AppKey[Notifier] = web.AppKey("handoff_notifier")
 # -- forms, delivery, event webhooks
 
 # -- agents, tools, knowledge, triggers, widget, exports, privacy, analytics, audit, secrets
+agents_key: web.AppKey[AgentsService] = web.AppKey("agents")
 tools_key: web.AppKey[ToolsService] = web.AppKey("tools")
 secrets_key: web.AppKey[SecretsService] = web.AppKey("secrets")
 
