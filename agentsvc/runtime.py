@@ -46,6 +46,7 @@ from agentsvc.services.forms.files import SWEEP_INTERVAL_SECONDS, remove_orphan_
 from agentsvc.services.handoff.live import LiveEvents
 from agentsvc.services.handoff.notify import Notifier
 from agentsvc.services.knowledge.indexing import Indexer
+from agentsvc.services.knowledge.service import KnowledgeService
 from agentsvc.services.knowledge.vectors import Semantic, VectorIndex
 from agentsvc.services.privacy.retention import purge_expired
 from agentsvc.services.privacy.search_index import MessageIndexScrubber
@@ -220,7 +221,8 @@ async def _knowledge(app: web.Application) -> AsyncIterator[None]:
         await vectors.open()
         semantic = Semantic(embedder, vectors)
         changes.follow(db, vector_index=vectors)
-    indexer = Indexer(db, semantic)
+    background_bytes = int(settings.knowledge.background_index_kb * 1024)
+    indexer = Indexer(db, semantic, background_bytes=background_bytes)
     app[app_keys.indexer_key] = indexer
     resumed = await indexer.resume()
     if resumed:
@@ -339,6 +341,9 @@ async def _features(app: web.Application) -> AsyncIterator[None]:
     app[app_keys.agents_key] = AgentsService(db, agents, box, settings)
     app[app_keys.tools_key] = ToolsService(db, box, app[app_keys.mcp_client_key], settings)
     app[app_keys.secrets_key] = SecretsService(db, box)
+    app[app_keys.knowledge_key] = KnowledgeService(
+        db, app[app_keys.indexer_key], app[app_keys.outbound_key], settings.knowledge
+    )
 
     # -- team, sign-in, sessions, API keys, limits
 

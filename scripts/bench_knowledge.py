@@ -143,20 +143,15 @@ async def fill(db, indexer, team_id, agent_id, words, passages, per_doc, backgro
     total_bytes = 0
     elapsed = 0.0
     made = 0
+    # Every document in the background, or every one in its request's transaction.
+    indexer = Indexer(db, indexer.semantic, background_bytes=0 if background else 2**31)
     started = time.monotonic()
     while made < passages and time.monotonic() - started < MAX_SECONDS:
         sections = min(per_doc, passages - made)
         text = document(words, sections)
         source = ingestion.text_source(f"Manual {made}", text, 2**31)
         t0 = time.perf_counter()
-        doc = await documents.create_document(
-            db,
-            indexer,
-            team_id=team_id,
-            agent_id=agent_id,
-            source=source,
-            background_bytes=0 if background else 2**31,
-        )
+        doc = await documents.create_document(db, indexer, team_id, agent_id, source)
         if background:
             await indexer.idle()
         elapsed += time.perf_counter() - t0

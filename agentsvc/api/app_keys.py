@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from agentsvc.services.handoff.live import LiveEvents
     from agentsvc.services.handoff.notify import Notifier
     from agentsvc.services.knowledge.indexing import Indexer
+    from agentsvc.services.knowledge.service import KnowledgeService
     from agentsvc.services.privacy.search_index import MessageIndexScrubber
     from agentsvc.services.team.access import KeyResolver
     from agentsvc.services.tools.runner import ToolRunner
@@ -83,6 +84,7 @@ handoff_notifier_key: web.AppKey[Notifier] = web.AppKey("handoff_notifier")
 # -- agents, tools, knowledge, triggers, widget, exports, privacy, analytics, audit, secrets
 agents_key: web.AppKey[AgentsService] = web.AppKey("agents")
 tools_key: web.AppKey[ToolsService] = web.AppKey("tools")
+knowledge_key: web.AppKey[KnowledgeService] = web.AppKey("knowledge")
 secrets_key: web.AppKey[SecretsService] = web.AppKey("secrets")
 
 # -- team, sign-in, sessions, API keys, limits
