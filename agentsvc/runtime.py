@@ -56,7 +56,9 @@ from agentsvc.services.tools.runner import ToolRunner
 from agentsvc.services.tools.secrets import SecretsService
 from agentsvc.services.tools.service import ToolsService
 from agentsvc.services.triggers.events import EventWriter
+from agentsvc.services.triggers.service import TriggersService
 from agentsvc.services.widget.public import WidgetConfigCache
+from agentsvc.services.widget.service import WidgetService
 
 log = logging.getLogger(__name__)
 
@@ -344,6 +346,11 @@ async def _features(app: web.Application) -> AsyncIterator[None]:
     app[app_keys.knowledge_key] = KnowledgeService(
         db, app[app_keys.indexer_key], app[app_keys.outbound_key], settings.knowledge
     )
+    app[app_keys.triggers_key] = TriggersService(
+        db, app[app_keys.event_writer_key], settings.ratelimit.trigger_events_per_minute
+    )
+    configs = app[app_keys.widget_config_cache_key]
+    app[app_keys.widget_key] = WidgetService(db, agents, configs, settings.server.public_url)
 
     # -- team, sign-in, sessions, API keys, limits
 

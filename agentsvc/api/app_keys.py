@@ -40,7 +40,9 @@ if TYPE_CHECKING:
     from agentsvc.services.tools.secrets import SecretsService
     from agentsvc.services.tools.service import ToolsService
     from agentsvc.services.triggers.events import EventWriter
+    from agentsvc.services.triggers.service import TriggersService
     from agentsvc.services.widget.public import WidgetConfigCache
+    from agentsvc.services.widget.service import WidgetService
 
 settings_key: web.AppKey[Settings] = web.AppKey("settings")
 db_key: web.AppKey[Database] = web.AppKey("db")
@@ -85,6 +87,8 @@ handoff_notifier_key: web.AppKey[Notifier] = web.AppKey("handoff_notifier")
 agents_key: web.AppKey[AgentsService] = web.AppKey("agents")
 tools_key: web.AppKey[ToolsService] = web.AppKey("tools")
 knowledge_key: web.AppKey[KnowledgeService] = web.AppKey("knowledge")
+triggers_key: web.AppKey[TriggersService] = web.AppKey("triggers")
+widget_key: web.AppKey[WidgetService] = web.AppKey("widget")
 secrets_key: web.AppKey[SecretsService] = web.AppKey("secrets")
 
 # -- team, sign-in, sessions, API keys, limits
