@@ -33,9 +33,11 @@ from agentsvc.ratelimit import LocalLimiter
 from agentsvc.ratelimit_redis import RedisLimiter
 from agentsvc.secretbox import SecretBox
 from agentsvc.services import changes
+from agentsvc.services.agent_analytics import AnalyticsService
 from agentsvc.services.agents.registry import AgentCache
 from agentsvc.services.agents.service import AgentsService
 from agentsvc.services.answers.matching import CuratedAnswers
+from agentsvc.services.audit import AuditService
 from agentsvc.services.chat.turns import ChatTurns, TurnDeps
 from agentsvc.services.cluster_jobs import once_for_all
 from agentsvc.services.events.emitter import Emitter
@@ -351,6 +353,8 @@ async def _features(app: web.Application) -> AsyncIterator[None]:
     )
     configs = app[app_keys.widget_config_cache_key]
     app[app_keys.widget_key] = WidgetService(db, agents, configs, settings.server.public_url)
+    app[app_keys.analytics_key] = AnalyticsService(db)
+    app[app_keys.audit_key] = AuditService(db)
 
     # -- team, sign-in, sessions, API keys, limits
 

@@ -24,9 +24,11 @@ if TYPE_CHECKING:
     from agentsvc.outbound import OutboundClient
     from agentsvc.ratelimit import Limiter
     from agentsvc.secretbox import SecretBox
+    from agentsvc.services.agent_analytics import AnalyticsService
     from agentsvc.services.agents.registry import AgentCache
     from agentsvc.services.agents.service import AgentsService
     from agentsvc.services.answers.matching import CuratedAnswers
+    from agentsvc.services.audit import AuditService
     from agentsvc.services.chat.turns import ChatTurns
     from agentsvc.services.events.emitter import Emitter
     from agentsvc.services.forms.delivery import Deliverer
@@ -89,6 +91,8 @@ tools_key: web.AppKey[ToolsService] = web.AppKey("tools")
 knowledge_key: web.AppKey[KnowledgeService] = web.AppKey("knowledge")
 triggers_key: web.AppKey[TriggersService] = web.AppKey("triggers")
 widget_key: web.AppKey[WidgetService] = web.AppKey("widget")
+analytics_key: web.AppKey[AnalyticsService] = web.AppKey("analytics")
+audit_key: web.AppKey[AuditService] = web.AppKey("audit")
 secrets_key: web.AppKey[SecretsService] = web.AppKey("secrets")
 
 # -- team, sign-in, sessions, API keys, limits
