@@ -42,6 +42,7 @@ from agentsvc.services.chat.turns import ChatTurns, TurnDeps
 from agentsvc.services.cluster_jobs import once_for_all
 from agentsvc.services.events.emitter import Emitter
 from agentsvc.services.events.outbox import EventQueue
+from agentsvc.services.exports.service import ExportsService
 from agentsvc.services.forms.delivery import Deliverer
 from agentsvc.services.forms.delivery_send import Sender
 from agentsvc.services.forms.files import SWEEP_INTERVAL_SECONDS, remove_orphan_files
@@ -52,6 +53,7 @@ from agentsvc.services.knowledge.service import KnowledgeService
 from agentsvc.services.knowledge.vectors import Semantic, VectorIndex
 from agentsvc.services.privacy.retention import purge_expired
 from agentsvc.services.privacy.search_index import MessageIndexScrubber
+from agentsvc.services.privacy.service import PrivacyService
 from agentsvc.services.team import membership, oauth, sessions
 from agentsvc.services.team.access import KeyResolver
 from agentsvc.services.tools.runner import ToolRunner
@@ -355,6 +357,10 @@ async def _features(app: web.Application) -> AsyncIterator[None]:
     app[app_keys.widget_key] = WidgetService(db, agents, configs, settings.server.public_url)
     app[app_keys.analytics_key] = AnalyticsService(db)
     app[app_keys.audit_key] = AuditService(db)
+    app[app_keys.exports_key] = ExportsService(db, app[app_keys.limiter_key], settings.exports)
+    app[app_keys.privacy_key] = PrivacyService(
+        db, app[app_keys.mailer_key], app[app_keys.index_scrubber_key], settings.server.data_dir
+    )
 
     # -- team, sign-in, sessions, API keys, limits
 

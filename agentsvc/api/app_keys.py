@@ -31,12 +31,14 @@ if TYPE_CHECKING:
     from agentsvc.services.audit import AuditService
     from agentsvc.services.chat.turns import ChatTurns
     from agentsvc.services.events.emitter import Emitter
+    from agentsvc.services.exports.service import ExportsService
     from agentsvc.services.forms.delivery import Deliverer
     from agentsvc.services.handoff.live import LiveEvents
     from agentsvc.services.handoff.notify import Notifier
     from agentsvc.services.knowledge.indexing import Indexer
     from agentsvc.services.knowledge.service import KnowledgeService
     from agentsvc.services.privacy.search_index import MessageIndexScrubber
+    from agentsvc.services.privacy.service import PrivacyService
     from agentsvc.services.team.access import KeyResolver
     from agentsvc.services.tools.runner import ToolRunner
     from agentsvc.services.tools.secrets import SecretsService
@@ -93,6 +95,8 @@ triggers_key: web.AppKey[TriggersService] = web.AppKey("triggers")
 widget_key: web.AppKey[WidgetService] = web.AppKey("widget")
 analytics_key: web.AppKey[AnalyticsService] = web.AppKey("analytics")
 audit_key: web.AppKey[AuditService] = web.AppKey("audit")
+exports_key: web.AppKey[ExportsService] = web.AppKey("exports")
+privacy_key: web.AppKey[PrivacyService] = web.AppKey("privacy")
 secrets_key: web.AppKey[SecretsService] = web.AppKey("secrets")
 
 # -- team, sign-in, sessions, API keys, limits
