@@ -33,26 +33,36 @@ from agentsvc.ratelimit import LocalLimiter
 from agentsvc.ratelimit_redis import RedisLimiter
 from agentsvc.secretbox import SecretBox
 from agentsvc.services import changes
+from agentsvc.services.agent_analytics import AnalyticsService
 from agentsvc.services.agents.registry import AgentCache
+from agentsvc.services.agents.service import AgentsService
 from agentsvc.services.answers.matching import CuratedAnswers
+from agentsvc.services.audit import AuditService
 from agentsvc.services.chat.turns import ChatTurns, TurnDeps
 from agentsvc.services.cluster_jobs import once_for_all
 from agentsvc.services.events.emitter import Emitter
 from agentsvc.services.events.outbox import EventQueue
+from agentsvc.services.exports.service import ExportsService
 from agentsvc.services.forms.delivery import Deliverer
 from agentsvc.services.forms.delivery_send import Sender
 from agentsvc.services.forms.files import SWEEP_INTERVAL_SECONDS, remove_orphan_files
 from agentsvc.services.handoff.live import LiveEvents
 from agentsvc.services.handoff.notify import Notifier
 from agentsvc.services.knowledge.indexing import Indexer
+from agentsvc.services.knowledge.service import KnowledgeService
 from agentsvc.services.knowledge.vectors import Semantic, VectorIndex
 from agentsvc.services.privacy.retention import purge_expired
 from agentsvc.services.privacy.search_index import MessageIndexScrubber
+from agentsvc.services.privacy.service import PrivacyService
 from agentsvc.services.team import membership, oauth, sessions
 from agentsvc.services.team.access import KeyResolver
 from agentsvc.services.tools.runner import ToolRunner
+from agentsvc.services.tools.secrets import SecretsService
+from agentsvc.services.tools.service import ToolsService
 from agentsvc.services.triggers.events import EventWriter
+from agentsvc.services.triggers.service import TriggersService
 from agentsvc.services.widget.public import WidgetConfigCache
+from agentsvc.services.widget.service import WidgetService
 
 log = logging.getLogger(__name__)
 
@@ -217,7 +227,8 @@ async def _knowledge(app: web.Application) -> AsyncIterator[None]:
         await vectors.open()
         semantic = Semantic(embedder, vectors)
         changes.follow(db, vector_index=vectors)
-    indexer = Indexer(db, semantic)
+    background_bytes = int(settings.knowledge.background_index_kb * 1024)
+    indexer = Indexer(db, semantic, background_bytes=background_bytes)
     app[app_keys.indexer_key] = indexer
     resumed = await indexer.resume()
     if resumed:
@@ -329,6 +340,27 @@ async def _features(app: web.Application) -> AsyncIterator[None]:
     # -- forms, delivery, event webhooks
 
     # -- agents, tools, knowledge, triggers, widget, exports, privacy, analytics, audit, secrets
+    settings = app[app_keys.settings_key]
+    db = app[app_keys.db_key]
+    box = app[app_keys.secret_box_key]
+    agents = app[app_keys.agent_cache_key]
+    app[app_keys.agents_key] = AgentsService(db, agents, box, settings)
+    app[app_keys.tools_key] = ToolsService(db, box, app[app_keys.mcp_client_key], settings)
+    app[app_keys.secrets_key] = SecretsService(db, box)
+    app[app_keys.knowledge_key] = KnowledgeService(
+        db, app[app_keys.indexer_key], app[app_keys.outbound_key], settings.knowledge
+    )
+    app[app_keys.triggers_key] = TriggersService(
+        db, app[app_keys.event_writer_key], settings.ratelimit.trigger_events_per_minute
+    )
+    configs = app[app_keys.widget_config_cache_key]
+    app[app_keys.widget_key] = WidgetService(db, agents, configs, settings.server.public_url)
+    app[app_keys.analytics_key] = AnalyticsService(db)
+    app[app_keys.audit_key] = AuditService(db)
+    app[app_keys.exports_key] = ExportsService(db, app[app_keys.limiter_key], settings.exports)
+    app[app_keys.privacy_key] = PrivacyService(
+        db, app[app_keys.mailer_key], app[app_keys.index_scrubber_key], settings.server.data_dir
+    )
 
     # -- team, sign-in, sessions, API keys, limits
 

@@ -143,20 +143,15 @@ async def fill(db, indexer, team_id, agent_id, words, passages, per_doc, backgro
     total_bytes = 0
     elapsed = 0.0
     made = 0
+    # Every document in the background, or every one in its request's transaction.
+    indexer = Indexer(db, indexer.semantic, background_bytes=0 if background else 2**31)
     started = time.monotonic()
     while made < passages and time.monotonic() - started < MAX_SECONDS:
         sections = min(per_doc, passages - made)
         text = document(words, sections)
         source = ingestion.text_source(f"Manual {made}", text, 2**31)
         t0 = time.perf_counter()
-        doc = await documents.create_document(
-            db,
-            indexer,
-            team_id=team_id,
-            agent_id=agent_id,
-            source=source,
-            background_bytes=0 if background else 2**31,
-        )
+        doc = await documents.create_document(db, indexer, team_id, agent_id, source)
         if background:
             await indexer.idle()
         elapsed += time.perf_counter() - t0
@@ -187,10 +182,10 @@ async def main() -> None:
             db, email="b@example.com", name="", plan="pro"
         )
         target = await agents.create_agent(
-            db, team_id=team.id, name="Target", model="builtin", system_prompt="", temperature=None
+            db, team.id, agents.NewAgent(name="Target", model="builtin")
         )
         other = await agents.create_agent(
-            db, team_id=team.id, name="Other", model="builtin", system_prompt="", temperature=None
+            db, team.id, agents.NewAgent(name="Other", model="builtin")
         )
 
         half = args.passages // 2
@@ -331,10 +326,10 @@ async def embeddings_run(args: argparse.Namespace) -> None:
             db, email="e@example.com", name="", plan="pro"
         )
         target = await agents.create_agent(
-            db, team_id=team.id, name="Target", model="builtin", system_prompt="", temperature=None
+            db, team.id, agents.NewAgent(name="Target", model="builtin")
         )
         other = await agents.create_agent(
-            db, team_id=team.id, name="Other", model="builtin", system_prompt="", temperature=None
+            db, team.id, agents.NewAgent(name="Other", model="builtin")
         )
         bg_bytes, bg_s, bg_n = await fill(
             db, indexer, team.id, target.id, words, args.passages, 1000, background=True

@@ -18,13 +18,9 @@ async def save_tool_as_if_private_allowed(client: TestClient, team_id: str, body
     """
     given = ToolCreate.model_validate(body).given()
     agent_id = given.pop("agent_id")
+    deps = tool_service.ToolDeps(
+        client.app[app_keys.db_key], client.app[app_keys.secret_box_key], allow_private=True
+    )
     return await tool_service.create_tool(
-        client.app[app_keys.db_key],
-        client.app[app_keys.secret_box_key],
-        team_id=team_id,
-        agent_id=agent_id,
-        plan_id="pro",
-        limit=None,
-        given=given,
-        allow_private=True,
+        deps, tool_service.TeamPlan(team_id, "pro"), agent_id, given
     )

@@ -12,17 +12,21 @@ from agentsvc.api.audit import actor_of
 from agentsvc.api.models import MODEL_ID_MARKER, NON_BLANK, RequestModel, ResponseModel, integral
 from agentsvc.api.routing import Call, RouteTable, envelope_response
 from agentsvc.api.widget_look import WidgetIn, WidgetOut
-from agentsvc.errors import Forbidden, ValidationFailed
+from agentsvc.errors import Forbidden
 from agentsvc.language import DEFAULT_LANGUAGE, LANGUAGES
-from agentsvc.services.agents import registry as agent_service
-from agentsvc.services.agents.models import model_error
-from agentsvc.services.handoff import settings as handoff_settings
+from agentsvc.services.agents.registry import NewAgent
+from agentsvc.services.agents.service import AgentChanges, AgentsService
 from agentsvc.services.handoff.settings import DAYS
 from agentsvc.services.privacy import retention
 from agentsvc.services.widget import look as widget_look
 from agentsvc.store.agents import Agent
 
 routes = RouteTable("agents")
+
+
+def _agents(call: Call) -> AgentsService:
+    return call.app[app_keys.agents_key]
+
 
 Name = Annotated[str, Field(min_length=1, max_length=200, pattern=NON_BLANK)]
 # The OpenAPI document narrows this to the configured providers (see api/openapi.py).
@@ -181,34 +185,23 @@ def agent_json(call: Call, agent: Agent) -> dict:
     return {
         **created_json(agent),
         "updatedAt": agent.updated_at,
-        "handoff": handoff_settings.public_json(call.app[app_keys.secret_box_key], agent),
+        "handoff": _agents(call).handoff_json(agent),
         "widget": widget_look.settings_of(agent.widget),
         "retentionDays": agent.retention_days,
     }
 
 
-def _check_model(call: Call, model: str) -> None:
-    problem = model_error(call.app[app_keys.settings_key], model)
-    if problem:
-        raise ValidationFailed(f"model: {problem}")
-
-
 @routes.get("/agents", response=list[AgentSummary], envelope=True)
 async def list_agents(call: Call):
     """List the team's agents, newest first."""
-    agents = await agent_service.list_agents(call.app[app_keys.db_key], call.team_id)
+    agents = await _agents(call).list_agents(call.team_id)
     return envelope_response([summary_json(a) for a in agents])
 
 
 @routes.get("/agents/{id}", response=AgentOut, envelope=True, errors=(404,))
 async def get_agent(call: Call):
     """Get one agent."""
-    agent = await agent_service.get_agent(
-        call.app[app_keys.db_key],
-        call.app[app_keys.agent_cache_key],
-        call.team_id,
-        call.params["id"],
-    )
+    agent = await _agents(call).get(call.team_id, call.params["id"])
     return envelope_response(agent_json(call, agent))
 
 
@@ -224,19 +217,14 @@ async def get_agent(call: Call):
 async def post_agent(call: Call):
     """Create an agent (owner only)."""
     body: AgentCreate = call.body
-    settings = call.app[app_keys.settings_key]
-    model = body.model or settings.models.default
-    _check_model(call, model)
-    agent = await agent_service.create_agent(
-        call.app[app_keys.db_key],
-        team_id=call.team_id,
+    new = NewAgent(
         name=body.name,
-        model=model,
+        model=body.model or "",  # empty: the configured default
         system_prompt=body.system_prompt or "",
         temperature=body.temperature,
         language=body.language or DEFAULT_LANGUAGE,
-        actor=actor_of(call),
     )
+    agent = await _agents(call).create(actor_of(call), new)
     return envelope_response(created_json(agent), status=201)
 
 
@@ -251,32 +239,16 @@ async def patch_agent(call: Call):
     retention_days = fields.pop("retention_days", None)
     if retention_given and not (call.principal and call.principal.is_owner):
         raise Forbidden("Only the team owner can change how long data is kept (retentionDays)")
-    if "model" in fields:
-        _check_model(call, fields["model"])
-    agent = await agent_service.update_agent(
-        call.app[app_keys.db_key],
-        call.app[app_keys.agent_cache_key],
-        call.team_id,
-        call.params["id"],
-        fields,
-    )
     if handoff is not None:
-        agent = await handoff_settings.update_settings(
-            call.app[app_keys.db_key],
-            call.app[app_keys.secret_box_key],
-            call.team_id,
-            agent.id,
-            body.handoff.model_dump(by_alias=True, exclude_unset=True),  # type: ignore[union-attr]
-            allow_private=call.app[app_keys.settings_key].outbound.allow_private,
-        )
-    if widget is not None:
-        agent = await widget_look.update_settings(
-            call.app[app_keys.db_key], call.team_id, agent.id, widget.changes()
-        )
-    if retention_given:
-        agent = await retention.set_retention_days(
-            call.app[app_keys.db_key], actor_of(call), agent.id, retention_days
-        )
+        handoff = body.handoff.model_dump(by_alias=True, exclude_unset=True)  # type: ignore[union-attr]
+    changes = AgentChanges(
+        fields=fields,
+        handoff=handoff,
+        widget=None if widget is None else widget.changes(),
+        retention_given=retention_given,
+        retention_days=retention_days,
+    )
+    agent = await _agents(call).update(actor_of(call), call.params["id"], changes)
     return envelope_response(agent_json(call, agent))
 
 
@@ -285,11 +257,5 @@ async def patch_agent(call: Call):
 )
 async def delete_agent(call: Call):
     """Delete an agent and everything it owns (owner only)."""
-    await agent_service.delete_agent(
-        call.app[app_keys.db_key],
-        call.app[app_keys.agent_cache_key],
-        call.team_id,
-        call.params["id"],
-        actor=actor_of(call),
-    )
+    await _agents(call).delete(actor_of(call), call.params["id"])
     return envelope_response({"id": call.params["id"], "deleted": True})

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 from pydantic import Field
 
 from agentsvc.api import app_keys
 from agentsvc.api.list_filters import Day
 from agentsvc.api.models import QueryModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, envelope_response
-from agentsvc.services import agent_analytics
+from agentsvc.services.agent_analytics import AnalyticsService
 
 routes = RouteTable("analytics")
+
+
+def _analytics(call: Call) -> AnalyticsService:
+    return call.app[app_keys.analytics_key]
 
 
 class AnalyticsQuery(QueryModel):
@@ -81,12 +83,10 @@ async def get_agent_analytics(call: Call):
     """An agent's conversations, messages, answers, ratings, unanswered answers and trigger
     funnel per day and in total, with its most frequent unanswered questions."""
     query: AnalyticsQuery = call.query
-    figures = await agent_analytics.agent_analytics(
-        call.app[app_keys.db_key],
+    figures = await _analytics(call).agent_analytics(
         call.team_id,
         call.params["id"],
         query.date_from,  # type: ignore[arg-type]  (a date once validated)
         query.date_to,  # type: ignore[arg-type]
-        datetime.now(UTC).date(),
     )
     return envelope_response(figures)

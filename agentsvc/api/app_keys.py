@@ -24,19 +24,29 @@ if TYPE_CHECKING:
     from agentsvc.outbound import OutboundClient
     from agentsvc.ratelimit import Limiter
     from agentsvc.secretbox import SecretBox
+    from agentsvc.services.agent_analytics import AnalyticsService
     from agentsvc.services.agents.registry import AgentCache
+    from agentsvc.services.agents.service import AgentsService
     from agentsvc.services.answers.matching import CuratedAnswers
+    from agentsvc.services.audit import AuditService
     from agentsvc.services.chat.turns import ChatTurns
     from agentsvc.services.events.emitter import Emitter
+    from agentsvc.services.exports.service import ExportsService
     from agentsvc.services.forms.delivery import Deliverer
     from agentsvc.services.handoff.live import LiveEvents
     from agentsvc.services.handoff.notify import Notifier
     from agentsvc.services.knowledge.indexing import Indexer
+    from agentsvc.services.knowledge.service import KnowledgeService
     from agentsvc.services.privacy.search_index import MessageIndexScrubber
+    from agentsvc.services.privacy.service import PrivacyService
     from agentsvc.services.team.access import KeyResolver
     from agentsvc.services.tools.runner import ToolRunner
+    from agentsvc.services.tools.secrets import SecretsService
+    from agentsvc.services.tools.service import ToolsService
     from agentsvc.services.triggers.events import EventWriter
+    from agentsvc.services.triggers.service import TriggersService
     from agentsvc.services.widget.public import WidgetConfigCache
+    from agentsvc.services.widget.service import WidgetService
 
 settings_key: web.AppKey[Settings] = web.AppKey("settings")
 db_key: web.AppKey[Database] = web.AppKey("db")
@@ -78,6 +88,16 @@ handoff_notifier_key: web.AppKey[Notifier] = web.AppKey("handoff_notifier")
 # -- forms, delivery, event webhooks
 
 # -- agents, tools, knowledge, triggers, widget, exports, privacy, analytics, audit, secrets
+agents_key: web.AppKey[AgentsService] = web.AppKey("agents")
+tools_key: web.AppKey[ToolsService] = web.AppKey("tools")
+knowledge_key: web.AppKey[KnowledgeService] = web.AppKey("knowledge")
+triggers_key: web.AppKey[TriggersService] = web.AppKey("triggers")
+widget_key: web.AppKey[WidgetService] = web.AppKey("widget")
+analytics_key: web.AppKey[AnalyticsService] = web.AppKey("analytics")
+audit_key: web.AppKey[AuditService] = web.AppKey("audit")
+exports_key: web.AppKey[ExportsService] = web.AppKey("exports")
+privacy_key: web.AppKey[PrivacyService] = web.AppKey("privacy")
+secrets_key: web.AppKey[SecretsService] = web.AppKey("secrets")
 
 # -- team, sign-in, sessions, API keys, limits
 

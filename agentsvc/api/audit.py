@@ -12,10 +12,14 @@ from agentsvc.api.cursors import MAX_CURSOR_LENGTH, decode_cursor, encode_cursor
 from agentsvc.api.models import QueryModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, envelope_response
 from agentsvc.services import audit
-from agentsvc.services.audit import Actor
+from agentsvc.services.audit import Actor, AuditService
 from agentsvc.store.audit_log import LoggedEntry
 
 routes = RouteTable("audit-log")
+
+
+def _audit(call: Call) -> AuditService:
+    return call.app[app_keys.audit_key]
 
 
 def actor_of(call: Call) -> Actor:
@@ -125,12 +129,8 @@ CURSOR_PAGINATION_SCHEMA = {
 async def get_audit_log(call: Call):
     """Who did what in the team, newest first (owner only)."""
     query: AuditQuery = call.query
-    entries, more = await audit.list_entries(
-        call.app[app_keys.db_key],
-        call.team_id,
-        action=query.action,
-        limit=query.limit,
-        after=decode_cursor(query.cursor),
+    entries, more = await _audit(call).list_entries(
+        call.team_id, query.action, query.limit, decode_cursor(query.cursor)
     )
     return envelope_response(
         [entry_json(e) for e in entries],

@@ -245,11 +245,13 @@ async def _stream_chat(call: Call) -> web.StreamResponse:
         app[app_keys.db_key],
         app[app_keys.secret_box_key],
         body.agent_id,
-        body.user.model_dump() if body.user else None,
-        body.user_hash,
-        body.user_token,
-        trusted=call.principal is not None,
-        max_token_lifetime_hours=app[app_keys.settings_key].identity.max_token_lifetime_hours,
+        identity_service.EndUserClaim(
+            body.user.model_dump() if body.user else None,
+            body.user_hash,
+            body.user_token,
+            trusted=call.principal is not None,
+        ),
+        app[app_keys.settings_key].identity.max_token_lifetime_hours,
     )
     chat = chat_service.ChatInput(
         agent_id=body.agent_id,

@@ -14,10 +14,16 @@ from agentsvc.api.models import NON_BLANK, RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, envelope_response
 from agentsvc.config import Settings
 from agentsvc.errors import FileTooLarge, ValidationFailed
-from agentsvc.services.knowledge import documents, ingestion
+from agentsvc.services.knowledge import ingestion
+from agentsvc.services.knowledge.service import KnowledgeService
 from agentsvc.store.documents import Document
 
 routes = RouteTable("documents")
+
+
+def _knowledge(call: Call) -> KnowledgeService:
+    return call.app[app_keys.knowledge_key]
+
 
 MULTIPART_SLACK_MB = 1  # request bodies may exceed the document cap by this much (framing)
 READ_CHUNK = 64 * 1024
@@ -97,9 +103,7 @@ def document_json(doc: Document) -> dict:
 @routes.get("/agents/{id}/documents", response=list[DocumentOut], envelope=True, errors=(404,))
 async def list_documents(call: Call):
     """List an agent's knowledge documents, newest first."""
-    docs = await documents.list_documents(
-        call.app[app_keys.db_key], call.team_id, call.params["id"]
-    )
+    docs = await _knowledge(call).list_documents(call.team_id, call.params["id"])
     return envelope_response([document_json(d) for d in docs])
 
 
@@ -162,57 +166,36 @@ async def _upload(request: web.Request, max_bytes: int) -> ingestion.Source:
 )
 async def post_document(call: Call):
     """Add a document: JSON `{title, content}` or `{url}`, or a multipart file upload."""
-    app = call.app
-    settings = app[app_keys.settings_key].knowledge
-    max_bytes = int(settings.max_document_mb * 2**20)
-    db = app[app_keys.db_key]
+    knowledge = _knowledge(call)
     agent_id = call.params["id"]
     # Check the agent before reading a file or fetching a URL for it.
-    await documents.check_agent(db, call.team_id, agent_id)
+    await knowledge.check_agent(call.team_id, agent_id)
     body: DocumentCreate | None = call.body
     if body is None:
-        source = await _upload(call.request, max_bytes)
+        source = await _upload(call.request, knowledge.max_document_bytes)
     elif body.url is not None:
         if body.content is not None:
             raise ValidationFailed("body: give either content or url, not both")
-        source = await ingestion.url_source(
-            app[app_keys.outbound_key],
-            body.url,
-            body.title,
-            max_bytes,
-            settings.fetch_timeout_seconds,
-        )
+        source = await knowledge.url_source(body.url, body.title)
     elif body.content is not None:
         if body.title is None:
             raise ValidationFailed("title: is required with content")
-        source = ingestion.text_source(body.title, body.content, max_bytes)
+        source = knowledge.text_source(body.title, body.content)
     else:
         raise ValidationFailed("body: content (with title) or url is required")
-    doc = await documents.create_document(
-        db,
-        app[app_keys.indexer_key],
-        team_id=call.team_id,
-        agent_id=agent_id,
-        source=source,
-        background_bytes=int(settings.background_index_kb * 1024),
-    )
+    doc = await knowledge.add(call.team_id, agent_id, source)
     return envelope_response(document_json(doc), status=201)
 
 
 @routes.get("/documents/{id}", response=DocumentWithContent, envelope=True, errors=(404,))
 async def get_document(call: Call):
     """Get a document with its extracted text."""
-    doc, content = await documents.get_document(
-        call.app[app_keys.db_key], call.team_id, call.params["id"]
-    )
+    doc, content = await _knowledge(call).get(call.team_id, call.params["id"])
     return envelope_response({**document_json(doc), "content": content})
 
 
 @routes.delete("/documents/{id}", response=DocumentDeleted, envelope=True, errors=(404,))
 async def delete_document(call: Call):
     """Delete a document and its passages."""
-    app = call.app
-    await documents.delete_document(
-        app[app_keys.db_key], call.team_id, call.params["id"], app[app_keys.indexer_key]
-    )
+    await _knowledge(call).delete(call.team_id, call.params["id"])
     return envelope_response({"id": call.params["id"], "deleted": True})

@@ -27,15 +27,20 @@ from agentsvc.api.list_filters import AgentId, ConversationFilterQuery
 from agentsvc.api.models import QueryModel
 from agentsvc.api.pipeline import finish_response
 from agentsvc.api.routing import Call, RouteTable
-from agentsvc.services import audit
-from agentsvc.services.exports import conversations as conversation_exports
-from agentsvc.services.exports import submissions as submission_exports
 from agentsvc.services.exports.formats import MEDIA_TYPES, CsvEncoder, jsonl_rows
+from agentsvc.services.exports.service import ExportsService
+from agentsvc.services.exports.submissions import SubmissionFilter
 from agentsvc.services.forms.submissions import STATUSES
+from agentsvc.store.agents import Agent
 
 log = logging.getLogger(__name__)
 
 routes = RouteTable("exports")
+
+
+def _exports(call: Call) -> ExportsService:
+    return call.app[app_keys.exports_key]
+
 
 Format = Literal["csv", "jsonl"]
 FORMAT_DESCRIPTION = "csv (RFC 4180, formulas defused) or jsonl (one JSON object per line)"
@@ -56,6 +61,7 @@ class SubmissionExportQuery(QueryModel):
 
 
 class Export(Protocol):
+    agent: Agent
     columns: tuple[str, ...]
     plain: frozenset[str]  # columns CSV writes as they are (values the service makes)
 
@@ -66,30 +72,21 @@ class Export(Protocol):
 
 
 async def _stream(
-    call: Call, export: Export, fmt: str, action: str, agent_id: str, filters: list[str]
+    call: Call, export: Export, fmt: str, action: str, filters: list[str]
 ) -> web.StreamResponse:
     """Hold one of the team's export slots, record the export in the audit log and stream
     it (see the module). The log names the filters used, never their values (a search or a
     userId may be an end user's)."""
-    app = call.app
-    limiter = app[app_keys.limiter_key]
-    slot = f"exports:{call.team_id}"
-    cap = app[app_keys.settings_key].exports.max_per_team
-    if not await limiter.hold(slot, cap):
+    exports = _exports(call)
+    if not await exports.hold_slot(call.team_id):
         raise RateLimited(
-            f"At most {cap} exports of a team at once; try again when one has finished",
+            f"At most {exports.max_per_team} exports of a team at once; try again when one"
+            " has finished",
             headers={"Retry-After": str(SLOT_RETRY_AFTER_SECONDS)},
         )
     try:
-        await audit.record(
-            app[app_keys.db_key],
-            actor_of(call),
-            action,
-            target_type="agent",
-            target_id=agent_id,
-            label=export.filename,
-            details={"format": fmt, "filters": filters},
-        )
+        details = {"format": fmt, "filters": filters}
+        await exports.record(actor_of(call), action, export.agent.id, export.filename, details)
         response = web.StreamResponse(
             headers={
                 "Content-Type": MEDIA_TYPES[fmt],
@@ -113,7 +110,7 @@ async def _stream(
         return response
     finally:
         # Shielded: a download cancelled at shutdown still gives its slot back.
-        await asyncio.shield(limiter.release(slot))
+        await asyncio.shield(exports.release_slot(call.team_id))
 
 
 async def _read_ahead(
@@ -166,17 +163,9 @@ def _filters_given(query: QueryModel) -> list[str]:
 async def export_conversations(call: Call):
     """Download an agent's conversations, one row per message, with the list's filters."""
     query: ConversationExportQuery = call.query
-    export = await conversation_exports.conversation_export(
-        call.app[app_keys.db_key],
-        call.team_id,
-        query.agent_id,
-        query.filters(),
-        call.app[app_keys.settings_key].exports.batch_rows,
-    )
+    export = await _exports(call).conversations(call.team_id, query.agent_id, query.filters())
     given = _filters_given(query)
-    return await _stream(
-        call, export, query.format, "conversations.exported", query.agent_id, given
-    )
+    return await _stream(call, export, query.format, "conversations.exported", given)
 
 
 @routes.get(
@@ -191,15 +180,7 @@ async def export_submissions(call: Call):
     """Download an agent's form submissions, one row per submission, with the list's
     filters (status, toolId)."""
     query: SubmissionExportQuery = call.query
-    export = await submission_exports.submission_export(
-        call.app[app_keys.db_key],
-        call.team_id,
-        query.agent_id,
-        query.status,
-        query.tool_id,
-        call.app[app_keys.settings_key].exports.batch_rows,
-    )
+    wanted = SubmissionFilter(query.status, query.tool_id)
+    export = await _exports(call).submissions(call.team_id, query.agent_id, wanted)
     given = _filters_given(query)
-    return await _stream(
-        call, export, query.format, "form_submissions.exported", query.agent_id, given
-    )
+    return await _stream(call, export, query.format, "form_submissions.exported", given)

@@ -11,8 +11,14 @@ from agentsvc.api import app_keys
 from agentsvc.api.models import RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, envelope_response
 from agentsvc.services.agents import identity as identity_service
+from agentsvc.services.agents.service import AgentsService
 
 routes = RouteTable("agents")
+
+
+def _agents(call: Call) -> AgentsService:
+    return call.app[app_keys.agents_key]
+
 
 Secret = Annotated[
     str,
@@ -44,14 +50,8 @@ class IdentitySecretOut(ResponseModel):
 )
 async def put_identity_secret(call: Call):
     """Set (or generate) the agent's identity secret for signed widget users."""
-    app = call.app
-    secret = await identity_service.set_secret(
-        app[app_keys.db_key],
-        app[app_keys.agent_cache_key],
-        app[app_keys.secret_box_key],
-        call.team_id,
-        call.params["id"],
-        call.body.secret,
+    secret = await _agents(call).set_identity_secret(
+        call.team_id, call.params["id"], call.body.secret
     )
     return envelope_response({"agentId": call.params["id"], "enabled": True, "secret": secret})
 
@@ -61,9 +61,7 @@ async def put_identity_secret(call: Call):
 )
 async def get_identity_secret(call: Call):
     """Whether the agent has an identity secret (the secret itself is never shown again)."""
-    enabled = await identity_service.has_secret(
-        call.app[app_keys.db_key], call.team_id, call.params["id"]
-    )
+    enabled = await _agents(call).has_identity_secret(call.team_id, call.params["id"])
     return envelope_response({"agentId": call.params["id"], "enabled": enabled, "secret": None})
 
 
@@ -72,10 +70,5 @@ async def get_identity_secret(call: Call):
 )
 async def delete_identity_secret(call: Call):
     """Remove the agent's identity secret: declared widget users are then taken as given."""
-    await identity_service.clear_secret(
-        call.app[app_keys.db_key],
-        call.app[app_keys.agent_cache_key],
-        call.team_id,
-        call.params["id"],
-    )
+    await _agents(call).clear_identity_secret(call.team_id, call.params["id"])
     return envelope_response({"agentId": call.params["id"], "enabled": False, "secret": None})

@@ -10,10 +10,15 @@ from agentsvc.api import app_keys
 from agentsvc.api.audit import actor_of
 from agentsvc.api.models import QueryModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, envelope_response
-from agentsvc.services.agents import registry as agent_service
 from agentsvc.services.privacy import end_users
+from agentsvc.services.privacy.service import PrivacyService
 
 routes = RouteTable("privacy")
+
+
+def _privacy(call: Call) -> PrivacyService:
+    return call.app[app_keys.privacy_key]
+
 
 REF_DESCRIPTION = (
     "the end user: the widget's userId, or an e-mail address (a reference with an @ is"
@@ -86,14 +91,7 @@ def _ref(call: Call) -> end_users.EndUserRef:
 async def delete_end_user(call: Call):
     """Erase everything of one end user in the team, and count it (owner only)."""
     ref = _ref(call)
-    counts, matched = await end_users.erase(
-        call.app[app_keys.db_key],
-        call.app[app_keys.mailer_key],
-        call.app[app_keys.index_scrubber_key],
-        call.app[app_keys.settings_key].server.data_dir,
-        actor_of(call),
-        ref,
-    )
+    counts, matched = await _privacy(call).erase(actor_of(call), ref)
     return envelope_response(
         {
             "ref": ref.value,
@@ -116,9 +114,5 @@ async def delete_end_user(call: Call):
 )
 async def get_end_user_export(call: Call):
     """Everything of one end user in the team, as JSON (owner only)."""
-    db = call.app[app_keys.db_key]
-    agents = await agent_service.list_agents(db, call.team_id)
-    document = await end_users.export(
-        db, call.app[app_keys.settings_key].server.data_dir, actor_of(call), _ref(call), agents
-    )
+    document = await _privacy(call).export(actor_of(call), _ref(call))
     return envelope_response(document)

@@ -8,9 +8,14 @@ from agentsvc.api import app_keys
 from agentsvc.api.models import RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, json_response
 from agentsvc.services.tools import secrets as secret_service
+from agentsvc.services.tools.secrets import SecretsService
 from agentsvc.store.secrets import SecretInfo
 
 routes = RouteTable("secrets")
+
+
+def _secrets(call: Call) -> SecretsService:
+    return call.app[app_keys.secrets_key]
 
 
 class SecretPut(RequestModel):
@@ -34,7 +39,7 @@ def secret_json(info: SecretInfo) -> dict:
 @routes.get("/secrets", response=list[SecretOut])
 async def list_secrets(call: Call):
     """List the team's secrets by name; values are never returned."""
-    infos = await secret_service.list_secrets(call.app[app_keys.db_key], call.team_id)
+    infos = await _secrets(call).list_names(call.team_id)
     return json_response([secret_json(i) for i in infos])
 
 
@@ -46,13 +51,7 @@ async def list_secrets(call: Call):
 )
 async def put_secret(call: Call):
     """Create or replace a team secret (encrypted at rest)."""
-    info = await secret_service.put_secret(
-        call.app[app_keys.db_key],
-        call.app[app_keys.secret_box_key],
-        call.team_id,
-        call.params["name"],
-        call.body.value,
-    )
+    info = await _secrets(call).put(call.team_id, call.params["name"], call.body.value)
     return json_response(secret_json(info))
 
 
@@ -64,5 +63,5 @@ async def put_secret(call: Call):
 )
 async def delete_secret(call: Call):
     """Delete a team secret."""
-    await secret_service.delete_secret(call.app[app_keys.db_key], call.team_id, call.params["name"])
+    await _secrets(call).delete(call.team_id, call.params["name"])
     return json_response({"success": True})

@@ -11,11 +11,17 @@ from agentsvc.api import app_keys
 from agentsvc.api.audit import actor_of
 from agentsvc.api.models import QueryModel, RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, json_response
-from agentsvc.services.tools import definitions as tool_service
 from agentsvc.services.tools import rules
+from agentsvc.services.tools.service import ToolsService
 from agentsvc.store.tools import Tool
 
 routes = RouteTable("tools")
+
+
+def _tools(call: Call) -> ToolsService:
+    return call.app[app_keys.tools_key]
+
+
 # Ids carry their prefix, so /tools/limits is never read as a tool id (nor its Allow merged).
 TOOL_PATH = "/tools/{id:tool_[A-Za-z0-9_-]+}"
 
@@ -177,7 +183,7 @@ def tool_json(call: Call, tool: Tool) -> dict:
         "formWebhookUrl": tool.form_webhook_url,
         "formClientHandler": tool.form_client_handler,
         "formPostActions": tool.form_post_actions,
-        "formWebhookSecret": tool_service.webhook_secret(call.app[app_keys.secret_box_key], tool),
+        "formWebhookSecret": _tools(call).webhook_secret(tool),
         "mcpUrl": tool.mcp_url,
         "mcpHeaders": tool.mcp_headers,
         "mcpTools": tool.mcp_tools,
@@ -188,32 +194,22 @@ def tool_json(call: Call, tool: Tool) -> dict:
     }
 
 
-def _plan(call: Call) -> tuple[str, int | None]:
+def _plan(call: Call) -> str:
     assert call.principal is not None
-    plan_id = call.principal.plan
-    return plan_id, call.app[app_keys.settings_key].plans.limits(plan_id).tool_limit
-
-
-def _allow_private(call: Call) -> bool:
-    return call.app[app_keys.settings_key].outbound.allow_private
+    return call.principal.plan
 
 
 @routes.get("/tools", query=AgentQuery, response=list[ToolOut], errors=(404,))
 async def list_tools(call: Call):
     """List an agent's tools, oldest first."""
-    tools = await tool_service.list_tools(
-        call.app[app_keys.db_key], call.team_id, call.query.agent_id
-    )
+    tools = await _tools(call).list_tools(call.team_id, call.query.agent_id)
     return json_response([tool_json(call, t) for t in tools])
 
 
 @routes.get("/tools/limits", query=AgentQuery, response=ToolLimitsOut, errors=(404,))
 async def get_tool_limits(call: Call):
     """Report the agent's tool count against the plan's per-agent tool limit."""
-    plan_id, limit = _plan(call)
-    limits = await tool_service.tool_limits(
-        call.app[app_keys.db_key], call.team_id, call.query.agent_id, plan_id, limit
-    )
+    limits = await _tools(call).limits(call.team_id, _plan(call), call.query.agent_id)
     return json_response(
         {
             "current": limits.current,
@@ -227,7 +223,7 @@ async def get_tool_limits(call: Call):
 @routes.get(TOOL_PATH, response=ToolOut, errors=(404,))
 async def get_tool(call: Call):
     """Get one tool."""
-    tool = await tool_service.get_tool(call.app[app_keys.db_key], call.team_id, call.params["id"])
+    tool = await _tools(call).get(call.team_id, call.params["id"])
     return json_response(tool_json(call, tool))
 
 
@@ -235,38 +231,17 @@ async def get_tool(call: Call):
 async def post_tool(call: Call):
     """Create a tool for an agent (403 TOOL_LIMIT_REACHED beyond the plan's limit)."""
     body: ToolCreate = call.body
-    plan_id, limit = _plan(call)
     given = body.given()
     given.pop("agent_id")
-    tool = await tool_service.create_tool(
-        call.app[app_keys.db_key],
-        call.app[app_keys.secret_box_key],
-        team_id=call.team_id,
-        agent_id=body.agent_id,
-        plan_id=plan_id,
-        limit=limit,
-        given=given,
-        allow_private=_allow_private(call),
-        mcp=call.app[app_keys.mcp_client_key],
-        actor=actor_of(call),
-    )
+    tool = await _tools(call).create(actor_of(call), _plan(call), body.agent_id, given)
     return json_response(tool_json(call, tool), status=201)
 
 
 @routes.put(TOOL_PATH, body=ToolUpdate, response=ToolOut, errors=(403, 404, 409))
 async def put_tool(call: Call):
     """Update some fields of a tool; the result is checked as a whole."""
-    plan_id, limit = _plan(call)
-    tool = await tool_service.update_tool(
-        call.app[app_keys.db_key],
-        call.app[app_keys.secret_box_key],
-        call.team_id,
-        call.params["id"],
-        call.body.given(),
-        allow_private=_allow_private(call),
-        mcp=call.app[app_keys.mcp_client_key],
-        plan_id=plan_id,
-        limit=limit,
+    tool = await _tools(call).update(
+        call.team_id, _plan(call), call.params["id"], call.body.given()
     )
     return json_response(tool_json(call, tool))
 
@@ -274,16 +249,7 @@ async def put_tool(call: Call):
 @routes.post(TOOL_PATH + "/refresh", response=ToolOut, errors=(403, 404, 409))
 async def refresh_tool(call: Call):
     """List an mcp tool's server again and store the tools it now exposes."""
-    plan_id, limit = _plan(call)
-    tool = await tool_service.refresh_tool(
-        call.app[app_keys.db_key],
-        call.app[app_keys.secret_box_key],
-        call.app[app_keys.mcp_client_key],
-        call.team_id,
-        call.params["id"],
-        plan_id=plan_id,
-        limit=limit,
-    )
+    tool = await _tools(call).refresh(call.team_id, _plan(call), call.params["id"])
     return json_response(tool_json(call, tool))
 
 
@@ -291,23 +257,12 @@ async def refresh_tool(call: Call):
 async def preview_mcp_tools(call: Call):
     """List an MCP server's tools without saving anything (the tool editor's checklist)."""
     body: McpPreviewBody = call.body
-    tools = await tool_service.preview_server(
-        call.app[app_keys.db_key],
-        call.app[app_keys.secret_box_key],
-        call.app[app_keys.mcp_client_key],
-        call.team_id,
-        body.mcp_url,
-        body.mcp_headers,
-        body.name,
-        allow_private=_allow_private(call),
-    )
+    tools = await _tools(call).preview(call.team_id, body.mcp_url, body.mcp_headers, body.name)
     return json_response(tools)
 
 
 @routes.delete(TOOL_PATH, response=Success, errors=(404,))
 async def delete_tool(call: Call):
     """Delete a tool."""
-    await tool_service.delete_tool(
-        call.app[app_keys.db_key], call.team_id, call.params["id"], actor_of(call)
-    )
+    await _tools(call).delete(actor_of(call), call.params["id"])
     return json_response({"success": True})

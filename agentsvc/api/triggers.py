@@ -20,12 +20,17 @@ from agentsvc.api.limits import take_token
 from agentsvc.api.models import NON_BLANK, QueryModel, RequestModel, ResponseModel, integral
 from agentsvc.api.routing import Call, RouteTable, json_response
 from agentsvc.errors import NotFound, ValidationFailed
-from agentsvc.services.triggers import definitions as trigger_service
 from agentsvc.services.triggers import templates as trigger_templates
+from agentsvc.services.triggers.service import TriggersService
 from agentsvc.store.trigger_events import Mismatch, TriggerEvent
 from agentsvc.store.triggers import Trigger
 
 routes = RouteTable("triggers")
+
+
+def _triggers(call: Call) -> TriggersService:
+    return call.app[app_keys.triggers_key]
+
 
 # One trigger's path; it never matches the fixed one-segment paths above, whatever the order
 # of registration, and so a 405 on them lists only their own methods in `Allow`.
@@ -167,9 +172,7 @@ def _etag_matches(header: str, etag: str) -> bool:
 @routes.get("/triggers/stats", query=AgentQuery, response=dict[str, TriggerCounts], errors=(404,))
 async def get_trigger_stats(call: Call):
     """Fired and converted counts of every trigger of an agent."""
-    stats = await trigger_service.trigger_stats(
-        call.app[app_keys.db_key], call.team_id, call.query.agent_id
-    )
+    stats = await _triggers(call).stats(call.team_id, call.query.agent_id)
     return json_response(stats)
 
 
@@ -189,9 +192,7 @@ async def get_trigger_templates(call: Call):
 )
 async def get_widget_triggers(call: Call):
     """The enabled triggers of an agent for the widget (public; ETag and If-None-Match)."""
-    triggers = await trigger_service.widget_triggers(
-        call.app[app_keys.db_key], call.params["agentId"]
-    )
+    triggers = await _triggers(call).widget_triggers(call.params["agentId"])
     body = orjson.dumps([widget_json(t) for t in triggers])
     etag = '"' + hashlib.blake2b(body, digest_size=16).hexdigest() + '"'
     headers = {"ETag": etag, "Cache-Control": f"public, max-age={WIDGET_MAX_AGE_SECONDS}"}
@@ -216,8 +217,8 @@ ACCEPTED_BODY = orjson.dumps({"success": True})
 async def post_trigger_event(call: Call):
     """Record a widget's fired/converted event (public; limited per session id and per IP)."""
     body: TriggerEventIn = call.body
-    app = call.app
-    per_minute = app[app_keys.settings_key].ratelimit.trigger_events_per_minute
+    triggers = _triggers(call)
+    per_minute = triggers.events_per_minute
     message = f"More than {per_minute} trigger events per minute from this session or address"
     await take_token(call.request, f"trigger-events:ip:{call.request.remote}", per_minute, message)
     if body.session_id:
@@ -233,7 +234,7 @@ async def post_trigger_event(call: Call):
         body.trigger_type,
         body.action_type,
     )
-    counted = await app[app_keys.event_writer_key].record(event)
+    counted = await triggers.record_event(event)
     if counted is None:
         raise NotFound("No such trigger for this agent")
     if isinstance(counted, Mismatch):
@@ -244,9 +245,7 @@ async def post_trigger_event(call: Call):
 @routes.get("/triggers", query=AgentQuery, response=list[TriggerOut], errors=(404,))
 async def list_triggers(call: Call):
     """List an agent's triggers in execution order (lower priority first)."""
-    triggers = await trigger_service.list_triggers(
-        call.app[app_keys.db_key], call.team_id, call.query.agent_id
-    )
+    triggers = await _triggers(call).list_triggers(call.team_id, call.query.agent_id)
     return json_response([trigger_json(t) for t in triggers])
 
 
@@ -261,18 +260,14 @@ async def list_triggers(call: Call):
 async def post_trigger(call: Call):
     """Create a trigger for the agent named by the agentId query parameter."""
     body: TriggerCreate = call.body
-    trigger = await trigger_service.create_trigger(
-        call.app[app_keys.db_key], call.team_id, call.query.agent_id, body.model_dump()
-    )
+    trigger = await _triggers(call).create(call.team_id, call.query.agent_id, body.model_dump())
     return json_response(trigger_json(trigger), status=201)
 
 
 @routes.get(ONE_TRIGGER, response=TriggerOut, errors=(404,))
 async def get_trigger(call: Call):
     """Get one trigger."""
-    trigger = await trigger_service.get_trigger(
-        call.app[app_keys.db_key], call.team_id, call.params["id"]
-    )
+    trigger = await _triggers(call).get(call.team_id, call.params["id"])
     return json_response(trigger_json(trigger))
 
 
@@ -285,23 +280,19 @@ async def get_trigger(call: Call):
 async def put_trigger(call: Call):
     """Update some fields of a trigger; the result is validated as a whole."""
     body: TriggerUpdate = call.body
-    trigger = await trigger_service.update_trigger(
-        call.app[app_keys.db_key], call.team_id, call.params["id"], body.given()
-    )
+    trigger = await _triggers(call).update(call.team_id, call.params["id"], body.given())
     return json_response(trigger_json(trigger))
 
 
 @routes.delete(ONE_TRIGGER, response=Success, errors=(404,))
 async def delete_trigger(call: Call):
     """Delete a trigger with its stats."""
-    await trigger_service.delete_trigger(call.app[app_keys.db_key], call.team_id, call.params["id"])
+    await _triggers(call).delete(call.team_id, call.params["id"])
     return json_response({"success": True})
 
 
 @routes.post(ONE_TRIGGER + "/toggle", response=TriggerOut, errors=(404,))
 async def post_trigger_toggle(call: Call):
     """Invert a trigger's isEnabled."""
-    trigger = await trigger_service.toggle_trigger(
-        call.app[app_keys.db_key], call.team_id, call.params["id"]
-    )
+    trigger = await _triggers(call).toggle(call.team_id, call.params["id"])
     return json_response(trigger_json(trigger))

@@ -18,12 +18,15 @@ from agentsvc.api import app_keys
 from agentsvc.api.models import QueryModel
 from agentsvc.api.routing import Call, RouteTable
 from agentsvc.api.widget_look import WidgetConfig
-from agentsvc.errors import NotFound
-from agentsvc.services.agents import registry as agent_service
-from agentsvc.services.widget import public as widget_public
 from agentsvc.services.widget.locales import LOCALES, locale_bytes
+from agentsvc.services.widget.service import WidgetService
 
 routes = RouteTable("widget")
+
+
+def _widget(call: Call) -> WidgetService:
+    return call.app[app_keys.widget_key]
+
 
 WIDGET_PATH = Path(__file__).resolve().parent.parent / "static" / "widget.js"
 # Sites embed the script by a fixed address, so it cannot be fingerprinted: browsers keep
@@ -133,12 +136,7 @@ CONFIG_CACHE_CONTROL = "public, max-age=60"
 )
 async def get_widget_config(call: Call):
     """An agent's widget look, language, texts and starters (public; ETag, 304)."""
-    rendered = await widget_public.widget_config(
-        call.app[app_keys.db_key],
-        call.app[app_keys.agent_cache_key],
-        call.app[app_keys.widget_config_cache_key],
-        call.params["agentId"],
-    )
+    rendered = await _widget(call).config(call.params["agentId"])
     return _cached(call, rendered.body, f'"{rendered.digest}"', CONFIG_CACHE_CONTROL)
 
 
@@ -239,16 +237,10 @@ def embed_snippet(config: dict[str, Any], script_src: str) -> str:
 )
 async def get_widget_demo(call: Call):
     """A demo page embedding the widget of an agent against this instance."""
-    agent_id = call.query.agent_id
-    agent = await agent_service.find_agent(
-        call.app[app_keys.db_key], call.app[app_keys.agent_cache_key], agent_id
-    )
-    if agent is None:
-        raise NotFound("Agent not found")
-    # The configured address, never the Host header: a forged Host must not put another
-    # site's script into a page served from this origin.
-    public_url = call.app[app_keys.settings_key].server.public_url.rstrip("/")
-    snippet = embed_snippet({"agentId": agent.id}, f"{public_url}/widget.js")
+    widget = _widget(call)
+    agent = await widget.agent(call.query.agent_id)
+    # The configured address (public_url), never the Host header.
+    snippet = embed_snippet({"agentId": agent.id}, f"{widget.public_url}/widget.js")
     page = DEMO_PAGE.format(
         title=html.escape(agent.name),
         snippet_text=html.escape(snippet),

@@ -8,7 +8,8 @@ number of conversations; the range is at most MAX_DAYS long.
 
 from __future__ import annotations
 
-from datetime import date, timedelta
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from agentsvc.db import Database
@@ -57,19 +58,24 @@ def _rate(part: int, whole: int) -> float:
     return round(100.0 * part / whole, 1) if whole else 0.0
 
 
+@dataclass(frozen=True, slots=True)
+class Period:
+    """The days a report is asked for (either end may be left out) and today, the default
+    end (see `date_range`)."""
+
+    date_from: date | None
+    date_to: date | None
+    today: date
+
+
 async def agent_analytics(
-    db: Database,
-    team_id: str,
-    agent_id: str,
-    date_from: date | None,
-    date_to: date | None,
-    today: date,
+    db: Database, team_id: str, agent_id: str, period: Period
 ) -> dict[str, Any]:
-    """The agent's figures per day and in total over the range, its triggers' funnel, and
+    """The agent's figures per day and in total over the period, its triggers' funnel, and
     its most frequent unanswered questions."""
     if await agents_store.get(db.reader, team_id, agent_id) is None:
         raise NotFound("Agent not found")
-    first, last = date_range(date_from, date_to, today)
+    first, last = date_range(period.date_from, period.date_to, period.today)
     lo, hi = first.isoformat(), last.isoformat()
     agent_days = {d.day: d for d in await store.agent_days(db.reader, agent_id, lo, hi)}
     trigger_days = await store.trigger_days(db.reader, agent_id, lo, hi)
@@ -119,3 +125,17 @@ async def agent_analytics(
             for q in questions
         ],
     }
+
+
+class AnalyticsService:
+    """An agent's figures as its team reads them."""
+
+    def __init__(self, db: Database):
+        self._db = db
+
+    async def agent_analytics(
+        self, team_id: str, agent_id: str, date_from: date | None, date_to: date | None
+    ) -> dict[str, Any]:
+        """The agent's figures from `date_from` to `date_to` (defaults: the 30 days to today)."""
+        period = Period(date_from, date_to, datetime.now(UTC).date())
+        return await agent_analytics(self._db, team_id, agent_id, period)

@@ -61,14 +61,18 @@ def end_user_label(ref: str) -> str:
     return "sha256:" + hashlib.sha256(ref.strip().lower().encode("utf-8")).hexdigest()[:16]
 
 
-def _entry(
-    actor: Actor,
-    action: str,
-    target_type: str | None,
-    target_id: str | None,
-    label: str | None,
-    details: dict[str, Any] | None,
-) -> AuditEntry:
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What an action was done to (each part optional), and its details."""
+
+    type: str | None = None
+    id: str | None = None
+    label: str | None = None
+    details: dict[str, Any] | None = None
+
+
+def _entry(actor: Actor, action: str, target: Target) -> AuditEntry:
+    label = target.label
     if not _ACTION.match(action):
         raise ValueError(f"not an audit action: {action!r}")
     return AuditEntry(
@@ -79,10 +83,10 @@ def _entry(
         actor_key_id=actor.key_id,
         actor_session_id=actor.session_id,
         actor_ip=actor.ip,
-        target_type=target_type,
-        target_id=target_id,
+        target_type=target.type,
+        target_id=target.id,
         target_label=label[:200] if label else None,
-        details=details,
+        details=target.details,
         created_at=now_iso(),
     )
 
@@ -100,7 +104,8 @@ async def record_in(
     """Add an entry in the caller's transaction (nothing without an actor: the CLI, jobs)."""
     if actor is None:
         return
-    await audit_log.insert(tx, _entry(actor, action, target_type, target_id, label, details))
+    target = Target(target_type, target_id, label, details)
+    await audit_log.insert(tx, _entry(actor, action, target))
 
 
 async def record(
@@ -118,7 +123,7 @@ async def record(
     `action` is `area.verb` (`conversations.exported`); name an end user by
     `end_user_label(ref)`, never by their id or address.
     """
-    entry = _entry(actor, action, target_type, target_id, label, details)
+    entry = _entry(actor, action, Target(target_type, target_id, label, details))
 
     async def write(tx: Tx) -> None:
         await audit_log.insert(tx, entry)
@@ -144,3 +149,16 @@ async def list_entries(
             raise ValidationFailed("cursor: not a cursor returned by this API (use nextCursor)")
         key = (after[0], int(after[1]))
     return await audit_log.list_page(db.reader, team_id, action=action, limit=limit, after=key)
+
+
+class AuditService:
+    """The team's audit log as its owner reads it."""
+
+    def __init__(self, db: Database):
+        self._db = db
+
+    async def list_entries(
+        self, team_id: str, action: str | None, limit: int, after: tuple[str, str] | None
+    ) -> tuple[list[LoggedEntry], bool]:
+        """A page of the team's log, newest first, and whether more follow."""
+        return await list_entries(self._db, team_id, action=action, limit=limit, after=after)

@@ -16,6 +16,7 @@ import logging
 import math
 import secrets
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import jwt
@@ -25,7 +26,6 @@ from agentsvc.errors import NotFound, ValidationFailed
 from agentsvc.ids import now_iso
 from agentsvc.secretbox import SecretBox, SecretBoxError
 from agentsvc.services import changes
-from agentsvc.services.agents.registry import AgentCache
 from agentsvc.store import agents as agents_store
 from agentsvc.store import identity as identity_store
 
@@ -63,12 +63,7 @@ def user_hash(secret: str, user_id: str) -> str:
 
 
 async def set_secret(
-    db: Database,
-    cache: AgentCache,
-    box: SecretBox,
-    team_id: str,
-    agent_id: str,
-    secret: str | None,
+    db: Database, box: SecretBox, team_id: str, agent_id: str, secret: str | None
 ) -> str:
     """Set the agent's identity secret (generated when None) and return it."""
     if secret is None:
@@ -85,7 +80,7 @@ async def set_secret(
     return secret
 
 
-async def clear_secret(db: Database, cache: AgentCache, team_id: str, agent_id: str) -> None:
+async def clear_secret(db: Database, team_id: str, agent_id: str) -> None:
     """Remove the agent's identity secret: declared users are then taken as given."""
     async with db.write() as tx:
         if not await identity_store.set_sealed(tx, team_id, agent_id, None, now_iso()):
@@ -183,15 +178,21 @@ def _open_secret(box: SecretBox, agent_id: str, sealed: str) -> str | None:
         return None
 
 
+@dataclass(frozen=True, slots=True)
+class EndUserClaim:
+    """Who a chat's caller says its end user is, and what vouches for it."""
+
+    user: dict[str, Any] | None  # the declared user: id, email, name
+    given_hash: str | None  # `userHash`
+    token: str | None  # `userToken`
+    trusted: bool  # the caller holds the team's key or session
+
+
 async def verify_end_user(
     db: Database,
     box: SecretBox,
     agent_id: str,
-    user: dict[str, Any] | None,
-    given_hash: str | None,
-    token: str | None,
-    *,
-    trusted: bool,
+    claim: EndUserClaim,
     max_token_lifetime_hours: float = DEFAULT_MAX_TOKEN_LIFETIME_HOURS,
 ) -> dict[str, Any] | None:
     """Return the end user to record on a chat (with `verified_by`), or None (anonymous).
@@ -202,6 +203,7 @@ async def verify_end_user(
     caller's user stands as declared when the agent has no secret, and with a secret only
     when `given_hash` is the HMAC of its id.
     """
+    user, given_hash, token = claim.user, claim.given_hash, claim.token
     if token is not None:
         sealed = await identity_store.get_sealed(db.reader, agent_id)
         secret = None if sealed is None else _open_secret(box, agent_id, sealed)
@@ -210,7 +212,7 @@ async def verify_end_user(
         return user_from_token(secret, token, agent_id, max_token_lifetime_hours * 3600)
     if user is None:
         return None
-    if trusted:
+    if claim.trusted:
         return {**user, "verified_by": BY_API_KEY}
     sealed = await identity_store.get_sealed(db.reader, agent_id)
     if sealed is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from dataclasses import dataclass
 
 from agentsvc.db import Database
 from agentsvc.errors import NotFound
@@ -33,18 +34,22 @@ def _unique_slug(base: str, taken: set[str]) -> str:
     return f"{base}-{n}"
 
 
+@dataclass(frozen=True, slots=True)
+class NewAgent:
+    """What a new agent is made of (the rest is the service's: id, slug, times)."""
+
+    name: str
+    model: str
+    system_prompt: str = ""
+    temperature: float | None = None  # None: DEFAULT_TEMPERATURE
+    language: str = DEFAULT_LANGUAGE
+
+
 async def create_agent(
-    db: Database,
-    *,
-    team_id: str,
-    name: str,
-    model: str,
-    system_prompt: str,
-    temperature: float | None,
-    language: str = DEFAULT_LANGUAGE,
-    actor: Actor | None = None,
+    db: Database, team_id: str, new: NewAgent, actor: Actor | None = None
 ) -> Agent:
     """Create an agent with a slug unique within its team."""
+    name, temperature = new.name, new.temperature
     base = slugify(name)
     now = now_iso()
     async with db.write() as tx:
@@ -54,12 +59,12 @@ async def create_agent(
             team_id=team_id,
             name=name,
             slug=slug,
-            model=model,
+            model=new.model,
             temperature=DEFAULT_TEMPERATURE if temperature is None else float(temperature),
-            system_prompt=system_prompt,
+            system_prompt=new.system_prompt,
             created_at=now,
             updated_at=now,
-            language=language,
+            language=new.language,
         )
         await agents_store.insert(tx, agent)
         await audit.record_in(

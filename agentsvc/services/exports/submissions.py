@@ -8,6 +8,7 @@ answers side by side; JSON Lines keeps `formData` as the object it is.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 from agentsvc.db import Database
@@ -68,6 +69,14 @@ def flatten(row: dict[str, Any]) -> dict[str, Any]:
     return {**row, **{FIELD_PREFIX + name: value for name, value in data.items()}}
 
 
+@dataclass(frozen=True, slots=True)
+class SubmissionFilter:
+    """Which of the agent's submissions an export holds (None: any)."""
+
+    status: str | None = None
+    tool_id: str | None = None
+
+
 class SubmissionExport:
     """The rows of one export, produced batch by batch (`batches`)."""
 
@@ -76,16 +85,14 @@ class SubmissionExport:
         db: Database,
         agent: Agent,
         fields: list[str],
-        status: str | None,
-        tool_id: str | None,
+        wanted: SubmissionFilter,
         batch_rows: int,
     ):
         self._db = db
         self.agent = agent
         self.columns = (*COLUMNS, *(FIELD_PREFIX + name for name in fields))
         self.plain = PLAIN
-        self._status = status
-        self._tool_id = tool_id
+        self._wanted = wanted
         self._batch = min(batch_rows, MAX_BATCH)
 
     @property
@@ -102,9 +109,9 @@ class SubmissionExport:
             page, more = await store.list_submissions(
                 self._db.reader,
                 self.agent.team_id,
-                status=self._status,
+                status=self._wanted.status,
                 agent_id=self.agent.id,
-                tool_id=self._tool_id,
+                tool_id=self._wanted.tool_id,
                 limit=self._batch,
                 offset=0,
                 after=after,
@@ -117,20 +124,16 @@ class SubmissionExport:
 
 
 async def submission_export(
-    db: Database,
-    team_id: str,
-    agent_id: str,
-    status: str | None,
-    tool_id: str | None,
-    batch_rows: int,
+    db: Database, team_id: str, agent_id: str, wanted: SubmissionFilter, batch_rows: int
 ) -> SubmissionExport:
     """Check the agent (before anything is sent) and return the export; its CSV columns
-    name the fields of the agent's form tools (of `tool_id` alone when given)."""
+    name the fields of the agent's form tools (of `wanted.tool_id` alone when given)."""
     agent = await check_agent(db, team_id, agent_id)
+    tool_id = wanted.tool_id
     fields: dict[str, None] = {}
     for tool in await tools_store.list_for_agent(db.reader, team_id, agent_id):
         if tool.execution_type == "form" and (tool_id is None or tool.id == tool_id):
             for field in (tool.form_schema or {}).get("fields", []):
                 if isinstance(field, dict) and isinstance(field.get("name"), str):
                     fields[field["name"]] = None
-    return SubmissionExport(db, agent, list(fields), status, tool_id, batch_rows)
+    return SubmissionExport(db, agent, list(fields), wanted, batch_rows)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from agentsvc.db import Database
 from agentsvc.errors import NotFound
 from agentsvc.ids import new_id, now_iso
@@ -11,6 +9,7 @@ from agentsvc.llm.base import ProviderError
 from agentsvc.services import changes
 from agentsvc.services.knowledge.chunking import chunk
 from agentsvc.services.knowledge.indexing import (
+    Embedded,
     Indexer,
     embed_rows,
     passage_rows,
@@ -55,15 +54,10 @@ async def delete_document(
 
 
 async def create_document(
-    db: Database,
-    indexer: Indexer,
-    *,
-    team_id: str,
-    agent_id: str,
-    source: Source,
-    background_bytes: int,
+    db: Database, indexer: Indexer, team_id: str, agent_id: str, source: Source
 ) -> Document:
-    """Store a document; index it now when small, else in the background (`indexing`).
+    """Store a document; index it now when small, else in the background (`indexing`,
+    `Indexer.in_background`).
 
     A small document is chunked and indexed in this request's own transaction and answers
     `ready`. With embeddings on, its passages are embedded before it is written (so it is
@@ -71,14 +65,14 @@ async def create_document(
     (after its retries) the document is stored `failed` with the reason.
     """
     await check_agent(db, team_id, agent_id)
-    background = len(source.text.encode()) > background_bytes
+    background = indexer.in_background(source.text)
     rows = [] if background else passage_rows(chunk(source.text, source.title))
     semantic = indexer.semantic
-    vectors: np.ndarray | None = None
+    embedded: Embedded | None = None
     error: str | None = None
     if rows and semantic is not None:
         try:
-            vectors = await embed_rows(semantic, rows)
+            embedded = Embedded(await embed_rows(semantic, rows), semantic.embedder.model_id)
         except ProviderError as exc:
             error, rows = exc.message, []
     now = now_iso()
@@ -103,10 +97,9 @@ async def create_document(
         if not await store.agent_in_team(tx, agent_id, team_id):
             raise NotFound("Agent not found")  # deleted since the check above
         await store.insert(tx, doc, source.text)
-        model = semantic.embedder.model_id if semantic else ""
-        await write_passages(tx, doc.id, agent_id, rows, vectors, model)
+        await write_passages(tx, doc.id, agent_id, rows, embedded)
     if background:
         indexer.schedule(doc.id)
-    elif semantic is not None and vectors is not None:
+    elif semantic is not None and embedded is not None:
         await db.announce(changes.vectors(agent_id))
     return doc

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -19,6 +20,8 @@ from agentsvc.store.documents import PassageRow
 log = logging.getLogger(__name__)
 
 INDEX_BATCH = 200  # passages per write transaction while indexing in the background (~0.1 s)
+# `[knowledge] background_index_kb`: documents with more text are indexed in the background.
+DEFAULT_BACKGROUND_BYTES = 256 * 1024
 
 
 def passage_rows(chunks: list[Chunk]) -> list[PassageRow]:
@@ -36,21 +39,25 @@ async def embed_rows(semantic: Semantic, rows: list[PassageRow]) -> np.ndarray:
     return await semantic.embedder.embed([_embedding_text(r) for r in rows])
 
 
+@dataclass(frozen=True, slots=True)
+class Embedded:
+    """Passages' embeddings (one row of `vectors` each) and the model that made them."""
+
+    vectors: np.ndarray
+    model: str
+
+
 async def write_passages(
-    tx: Tx,
-    document_id: str,
-    agent_id: str,
-    rows: list[PassageRow],
-    vectors: np.ndarray | None,
-    model: str,
+    tx: Tx, document_id: str, agent_id: str, rows: list[PassageRow], embedded: Embedded | None
 ) -> None:
-    """Insert passages and, when given, their embeddings (one row of `vectors` each)."""
+    """Insert passages and, when given, their embeddings."""
     await store.insert_passages(tx, document_id, agent_id, rows)
-    if vectors is None or not rows:
+    if embedded is None or not rows:
         return
+    vectors = embedded.vectors
     ids = await store.passage_ids(tx, document_id, rows[0].position, rows[-1].position)
     blobs = zip(ids, (to_blob(v) for v in vectors), strict=True)
-    await store.insert_embeddings(tx, agent_id, model, int(vectors.shape[1]), blobs)
+    await store.insert_embeddings(tx, agent_id, embedded.model, int(vectors.shape[1]), blobs)
 
 
 class Indexer:
@@ -62,10 +69,21 @@ class Indexer:
     embeddings are on: passages are then embedded batch by batch.
     """
 
-    def __init__(self, db: Database, semantic: Semantic | None = None):
+    def __init__(
+        self,
+        db: Database,
+        semantic: Semantic | None = None,
+        *,
+        background_bytes: int = DEFAULT_BACKGROUND_BYTES,
+    ):
         self._db = db
         self.semantic = semantic
+        self._background_bytes = background_bytes
         self._tasks: set[asyncio.Task[None]] = set()
+
+    def in_background(self, text: str) -> bool:
+        """Whether a document of this text is indexed in the background (over the limit)."""
+        return len(text.encode()) > self._background_bytes
 
     def schedule(self, document_id: str) -> None:
         """Index a stored `indexing` document in a background task."""
@@ -109,12 +127,12 @@ class Indexer:
             for start in range(0, len(rows), INDEX_BATCH):
                 batch = rows[start : start + INDEX_BATCH]
                 # Embedded before the write, so the writer never waits on the provider.
-                vectors = await embed_rows(semantic, batch) if semantic else None
+                embedded = Embedded(await embed_rows(semantic, batch), model) if semantic else None
 
                 async with db.write() as tx:
                     if not await store.exists(tx, document_id):
                         return  # deleted meanwhile: stop quietly
-                    await write_passages(tx, document_id, agent_id, batch, vectors, model)
+                    await write_passages(tx, document_id, agent_id, batch, embedded)
                 await asyncio.sleep(0)  # let requests use the writer between batches
             async with db.write() as tx:
                 await store.finish(tx, document_id, "ready", len(rows), None, now_iso())

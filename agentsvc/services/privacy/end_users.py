@@ -32,7 +32,6 @@ from agentsvc.services import audit
 from agentsvc.services.agents.identity import BY_API_KEY, BY_HASH, BY_TOKEN, profile_verified
 from agentsvc.services.audit import Actor, end_user_label
 from agentsvc.services.forms.files import remove_folder
-from agentsvc.services.privacy.search_index import MessageIndexScrubber
 from agentsvc.store import conversations as conv_store
 from agentsvc.store import end_users as store
 from agentsvc.store import purge
@@ -240,15 +239,11 @@ async def _mail_about(mailer: Mailer, tx: Tx, team_id: str, found: Found) -> lis
 
 
 async def erase(
-    db: Database,
-    mailer: Mailer,
-    index_scrubber: MessageIndexScrubber,
-    data_dir: Path,
-    actor: Actor,
-    ref: EndUserRef,
+    db: Database, mailer: Mailer, data_dir: Path, actor: Actor, ref: EndUserRef
 ) -> tuple[dict[str, int], list[dict[str, str]]]:
     """Delete everything of the end user in the actor's team; return what went, by kind,
-    and the identifiers matched (`Found.matched_json`)."""
+    and the identifiers matched (`Found.matched_json`). The words of erased messages stay
+    in the message search index until `MessageIndexScrubber.after_erasure` runs."""
     team_id = actor.team_id
     found = await find(db, team_id, ref)
     conv_ids = list(found.conversations)
@@ -289,8 +284,6 @@ async def erase(
     for sub in found.submissions:
         if sub.files:
             await asyncio.to_thread(remove_folder, data_dir, sub.id)
-    if counts["messages"]:
-        await index_scrubber.after_erasure()
     return counts, found.matched_json()
 
 

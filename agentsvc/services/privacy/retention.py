@@ -39,8 +39,10 @@ class Purged:
 
 
 async def _purge_agent(
-    db: Database, data_dir: Path, agent_id: str, team_id: str, before: str, done: Purged
-) -> None:
+    db: Database, data_dir: Path, agent_id: str, team_id: str, before: str
+) -> Purged:
+    """Purge the agent's conversations idle and submissions made `before`; count them."""
+    done = Purged()
     while True:
         ids = await purge.idle_conversations(db.reader, agent_id, before, BATCH)
         if not ids:
@@ -62,6 +64,7 @@ async def _purge_agent(
             await asyncio.to_thread(remove_folder, data_dir, sub_id)
         if not gone:
             break
+    return done
 
 
 async def purge_expired(
@@ -72,7 +75,9 @@ async def purge_expired(
     done = Purged()
     for agent_id, team_id, days in await purge.agents_with_retention(db.reader):
         before = iso(now - timedelta(days=days))
-        await _purge_agent(db, data_dir, agent_id, team_id, before, done)
+        purged = await _purge_agent(db, data_dir, agent_id, team_id, before)
+        done.conversations += purged.conversations
+        done.submissions += purged.submissions
     before = iso(now - timedelta(days=delivery_log_days))
     while True:
         async with db.write() as tx:

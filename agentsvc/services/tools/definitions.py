@@ -17,6 +17,7 @@ from agentsvc.services import audit
 from agentsvc.services.audit import Actor
 from agentsvc.services.tools import mcp as mcp_service
 from agentsvc.services.tools import rules as tool_rules
+from agentsvc.services.tools.secrets import SecretsService
 from agentsvc.store import agents as agents_store
 from agentsvc.store import tools as tools_store
 from agentsvc.store.tools import Tool
@@ -31,6 +32,31 @@ CLIENT_FIELDS = (
     "display_config",
     *(f for fields in tool_rules.TYPE_FIELDS.values() for f in fields),
 )
+
+
+@dataclass(frozen=True, slots=True)
+class ToolDeps:
+    """What saving a tool uses: the database, the secret box (webhook secrets, and the
+    team's secrets in an MCP server's headers), the MCP client (to list a server) and
+    whether tools may target private addresses (`[outbound] allow_private`)."""
+
+    db: Database
+    box: SecretBox
+    mcp: McpClient | None = None
+    allow_private: bool = False
+
+    @property
+    def secrets(self) -> SecretsService:
+        return SecretsService(self.db, self.box)
+
+
+@dataclass(frozen=True, slots=True)
+class TeamPlan:
+    """The calling team, its plan and the plan's per-agent tool limit (None: no limit)."""
+
+    team_id: str
+    plan_id: str
+    limit: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,12 +168,11 @@ def _limits(current: int, limit: int | None, plan_id: str) -> ToolLimits:
     return ToolLimits(current, limit, plan_id, limit is None or current < limit)
 
 
-async def tool_limits(
-    db: Database, team_id: str, agent_id: str, plan_id: str, limit: int | None
-) -> ToolLimits:
+async def tool_limits(db: Database, plan: TeamPlan, agent_id: str) -> ToolLimits:
     """How many tools the agent has against the plan's per-agent limit."""
-    await _require_agent(db.reader, team_id, agent_id)
-    return _limits(await tools_store.count_for_agent(db.reader, agent_id), limit, plan_id)
+    await _require_agent(db.reader, plan.team_id, agent_id)
+    current = await tools_store.count_for_agent(db.reader, agent_id)
+    return _limits(current, plan.limit, plan.plan_id)
 
 
 async def _checked(
@@ -158,14 +183,17 @@ async def _checked(
     return await cpu.run(_check, tool, given, allow_private=allow_private)
 
 
-def _limit_error(plan_id: str, limit: int, others: int, adding: int, mcp: bool) -> ToolLimitReached:
-    message = f"Tool limit reached: the {plan_id} plan allows {limit} tools per agent"
+def _check_limit(plan: TeamPlan, others: int, adding: int, mcp: bool) -> None:
+    """TOOL_LIMIT_REACHED when `adding` tools beside `others` pass the plan's limit."""
+    if plan.limit is None or others + adding <= plan.limit:
+        return
+    message = f"Tool limit reached: the {plan.plan_id} plan allows {plan.limit} tools per agent"
     if mcp:
         message += (
             f"; this MCP server would expose {adding} and the agent's other tools count"
             f" {others} (choose fewer with mcpTools)"
         )
-    return ToolLimitReached(message)
+    raise ToolLimitReached(message)
 
 
 async def _offered_elsewhere(tx: Tx, team_id: str, agent_id: str, except_id: str | None):
@@ -210,21 +238,32 @@ def _renamed(functions: list[dict], prefix: str) -> list[dict]:
     return [{**f, "name": names[f["serverName"]]} for f in functions]
 
 
+async def _listed_functions(
+    deps: ToolDeps, team_id: str, checked: dict[str, Any], *, strict: bool
+) -> list[dict]:
+    """The functions an mcp tool exposes, from its server's listing (network, worker
+    thread: call it before a write transaction)."""
+    assert deps.mcp is not None, "an MCP client is needed to list an mcp tool's server"
+    listed = await mcp_service.list_server(
+        deps.secrets, deps.mcp, team_id, checked["mcp_url"] or "", checked["mcp_headers"]
+    )
+    return await mcp_service.checked_functions(
+        listed, checked["mcp_tools"], checked["name"], strict=strict
+    )
+
+
 async def create_tool(
-    db: Database,
-    box: SecretBox,
-    *,
-    team_id: str,
+    deps: ToolDeps,
+    plan: TeamPlan,
     agent_id: str,
-    plan_id: str,
-    limit: int | None,
     given: dict[str, Any],
-    allow_private: bool = False,
-    mcp: McpClient | None = None,
     actor: Actor | None = None,
 ) -> Tool:
-    """Create a tool after checking it, its names' uniqueness and the plan's limit; an mcp
-    tool lists its server's tools first (outside the write transaction)."""
+    """Create a tool for the team's agent after checking it, its names' uniqueness and the
+    plan's limit; an mcp tool lists its server's tools first (outside the write
+    transaction)."""
+    team_id = plan.team_id
+    db, box = deps.db, deps.box
     fields = canonical_fields(given)
     draft = {name: fields.get(name) for name in CLIENT_FIELDS}
     draft["is_enabled"] = True if draft["is_enabled"] is None else draft["is_enabled"]
@@ -232,16 +271,10 @@ async def create_tool(
     if draft["input_schema"] is None:
         raise ValidationFailed("inputSchema: is required")
     await _require_agent(db.reader, team_id, agent_id)
-    checked = await _checked(draft, given, allow_private=allow_private)
+    checked = await _checked(draft, given, allow_private=deps.allow_private)
     functions: list[dict] | None = None
     if checked["execution_type"] == "mcp":
-        assert mcp is not None, "an MCP client is needed to create an mcp tool"
-        listed = await mcp_service.list_server(
-            db, box, mcp, team_id, checked["mcp_url"], checked["mcp_headers"]
-        )
-        functions = await mcp_service.checked_functions(
-            listed, checked["mcp_tools"], checked["name"], strict=True
-        )
+        functions = await _listed_functions(deps, team_id, checked, strict=True)
     adding = 1 if functions is None else max(1, len(functions))
     tool_id = new_id("tool")
     sealed = None
@@ -254,8 +287,7 @@ async def create_tool(
         offered = [checked["name"]] if functions is None else [f["name"] for f in functions]
         await _check_offered_names(tx, team_id, agent_id, offered)
         current = await tools_store.count_for_agent(tx, agent_id)
-        if limit is not None and current + adding > limit:
-            raise _limit_error(plan_id, limit, current, adding, functions is not None)
+        _check_limit(plan, current, adding, functions is not None)
         now = now_iso()
         tool = Tool(
             id=tool_id,
@@ -312,6 +344,7 @@ class _Update:
     """An update prepared outside the write transaction, from the tool as it was read."""
 
     changes: dict[str, Any]
+    team_id: str
     agent_id: str
     name: str
     offered: list[str]
@@ -321,29 +354,16 @@ class _Update:
 
 
 async def _prepare_update(
-    db: Database,
-    box: SecretBox,
-    mcp: McpClient | None,
-    before: Tool,
-    fields: dict[str, Any],
-    given: dict[str, Any],
-    *,
-    allow_private: bool,
+    deps: ToolDeps, before: Tool, fields: dict[str, Any], given: dict[str, Any]
 ) -> _Update:
     """Check the merged tool and list its MCP server if needed (worker thread, network):
     everything an update needs but SQL, so its write transaction holds only SQL."""
-    checked = await _checked(_merged(before, fields), given, allow_private=allow_private)
+    checked = await _checked(_merged(before, fields), given, allow_private=deps.allow_private)
     service = dict(tool_rules.SERVICE_FIELDS["mcp"])
     offered = [checked["name"]]
     if checked["execution_type"] == "mcp":
         if _needs_listing(before, checked):
-            assert mcp is not None, "an MCP client is needed to update an mcp tool"
-            listed = await mcp_service.list_server(
-                db, box, mcp, before.team_id, checked["mcp_url"], checked["mcp_headers"]
-            )
-            functions = await mcp_service.checked_functions(
-                listed, checked["mcp_tools"], checked["name"], strict=True
-            )
+            functions = await _listed_functions(deps, before.team_id, checked, strict=True)
             listed_at = now_iso()
         else:
             functions = _renamed(before.mcp_server_tools or [], checked["name"])
@@ -358,12 +378,13 @@ async def _prepare_update(
     if checked["execution_type"] != "form":
         sealed = None
     elif sealed is None:
-        sealed = box.seal(new_webhook_secret(), _secret_context(before.id))
+        sealed = deps.box.seal(new_webhook_secret(), _secret_context(before.id))
     changes = {k: v for k, v in {**checked, **service}.items() if v != getattr(before, k)}
     if sealed != before.form_webhook_secret:
         changes["form_webhook_secret"] = sealed
     return _Update(
         changes=changes,
+        team_id=before.team_id,
         agent_id=before.agent_id,
         name=checked["name"],
         offered=offered,
@@ -373,39 +394,27 @@ async def _prepare_update(
     )
 
 
-async def update_tool(
-    db: Database,
-    box: SecretBox,
-    team_id: str,
-    tool_id: str,
-    given: dict[str, Any],
-    *,
-    allow_private: bool = False,
-    mcp: McpClient | None = None,
-    plan_id: str = "",
-    limit: int | None = None,
-) -> Tool:
+async def update_tool(deps: ToolDeps, plan: TeamPlan, tool_id: str, given: dict[str, Any]) -> Tool:
     """Apply a partial update; the result is checked as a whole before it is saved. An mcp
     tool whose server, headers or selection change lists its server's tools again.
 
     Checked (and listed) before the write transaction, from the tool as read; the
     transaction only verifies the tool is still that one (else the update is prepared
     again from the new one) and writes."""
+    db, team_id = deps.db, plan.team_id
     fields = canonical_fields(given)
     for _ in range(SAVE_ATTEMPTS):
         before = await tools_store.get(db.reader, team_id, tool_id)
         if before is None:
             raise NotFound("Tool not found")
-        update = await _prepare_update(
-            db, box, mcp, before, fields, given, allow_private=allow_private
-        )
+        update = await _prepare_update(deps, before, fields, given)
         async with db.write() as tx:
             current = await tools_store.get(tx, team_id, tool_id)
             if current is None:
                 raise NotFound("Tool not found")
             if current != before:
                 continue  # changed while it was checked: prepare it again from the new one
-            await _save_update(tx, team_id, tool_id, update, plan_id=plan_id, limit=limit)
+            await _save_update(tx, tool_id, update, plan)
             now = now_iso()
             try:
                 await tools_store.update(tx, team_id, tool_id, update.changes, now)
@@ -415,32 +424,21 @@ async def update_tool(
     raise Conflict("The tool kept changing while it was being saved; try again")
 
 
-async def _save_update(
-    tx: Tx, team_id: str, tool_id: str, update: _Update, *, plan_id: str, limit: int | None
-) -> None:
+async def _save_update(tx: Tx, tool_id: str, update: _Update, plan: TeamPlan) -> None:
     """The checks of an update that need the database as it is now (names, the limit)."""
     if await tools_store.name_taken(tx, update.agent_id, update.name, tool_id):
         raise DuplicateName(f"name: this agent already has a tool named {update.name!r}")
-    await _check_offered_names(tx, team_id, update.agent_id, update.offered, tool_id)
-    if limit is not None and update.grows:
+    await _check_offered_names(tx, update.team_id, update.agent_id, update.offered, tool_id)
+    if plan.limit is not None and update.grows:
         others = await tools_store.count_for_agent(tx, update.agent_id, tool_id)
-        if others + update.counts_as > limit:
-            raise _limit_error(plan_id, limit, others, update.counts_as, update.mcp)
+        _check_limit(plan, others, update.counts_as, update.mcp)
 
 
-async def refresh_tool(
-    db: Database,
-    box: SecretBox,
-    mcp: McpClient,
-    team_id: str,
-    tool_id: str,
-    *,
-    plan_id: str,
-    limit: int | None,
-) -> Tool:
+async def refresh_tool(deps: ToolDeps, plan: TeamPlan, tool_id: str) -> Tool:
     """List an mcp tool's server again and store what it now exposes; TOOL_LIMIT_REACHED
     (nothing changes) when that would pass the plan's limit. The listing is fetched and
     checked before the write transaction."""
+    db, team_id = deps.db, plan.team_id
     before = await tools_store.get(db.reader, team_id, tool_id)
     if before is None:
         raise NotFound("Tool not found")
@@ -448,12 +446,8 @@ async def refresh_tool(
         raise ValidationFailed(
             f"executionType: only mcp tools can be refreshed (this one is {before.execution_type})"
         )
-    listed = await mcp_service.list_server(
-        db, box, mcp, team_id, before.mcp_url or "", before.mcp_headers
-    )
-    functions = await mcp_service.checked_functions(
-        listed, before.mcp_tools, before.name, strict=False
-    )
+    stored = {f: getattr(before, f) for f in ("mcp_url", "mcp_headers", "mcp_tools", "name")}
+    functions = await _listed_functions(deps, team_id, stored, strict=False)
     counts_as = max(1, len(functions))
     async with db.write() as tx:
         current = await tools_store.get(tx, team_id, tool_id)
@@ -468,10 +462,9 @@ async def refresh_tool(
         await _check_offered_names(
             tx, team_id, current.agent_id, [f["name"] for f in functions], tool_id
         )
-        if limit is not None and counts_as > current.counts_as:
+        if plan.limit is not None and counts_as > current.counts_as:
             others = await tools_store.count_for_agent(tx, current.agent_id, tool_id)
-            if others + counts_as > limit:
-                raise _limit_error(plan_id, limit, others, counts_as, True)
+            _check_limit(plan, others, counts_as, True)
         now = now_iso()
         changes = {"mcp_server_tools": functions, "mcp_listed_at": now, "counts_as": counts_as}
         await tools_store.update(tx, team_id, tool_id, changes, now)
@@ -479,23 +472,20 @@ async def refresh_tool(
 
 
 async def preview_server(
-    db: Database,
-    box: SecretBox,
-    mcp: McpClient,
+    deps: ToolDeps,
     team_id: str,
     url: str,
     headers: dict[str, str] | None,
     prefix: str | None,
-    *,
-    allow_private: bool,
 ) -> list[dict[str, Any]]:
     """A server's tools as the tool editor's checklist shows them (nothing is stored)."""
-    tool_rules.check_target_url("mcpUrl", url, allow_private=allow_private)
+    assert deps.mcp is not None, "an MCP client is needed to list a server"
+    tool_rules.check_target_url("mcpUrl", url, allow_private=deps.allow_private)
     if headers is not None:
         tool_rules.check_headers_field("mcpHeaders", headers)
     if prefix is not None:
         tool_rules.check_name(prefix)
-    listed = await mcp_service.list_server(db, box, mcp, team_id, url, headers)
+    listed = await mcp_service.list_server(deps.secrets, deps.mcp, team_id, url, headers)
     return await cpu.run(mcp_service.preview, listed, prefix)
 
 

@@ -19,10 +19,9 @@ from typing import Any
 import orjson
 
 from agentsvc import cpu
-from agentsvc.db import Database
 from agentsvc.errors import ValidationFailed
 from agentsvc.mcp_client import CallOutcome, ListedTool, McpClient, McpFailure
-from agentsvc.secretbox import SecretBox, SecretBoxError
+from agentsvc.secretbox import SecretBoxError
 from agentsvc.services.tenant_input import schemas as tenant_schemas
 from agentsvc.services.tools import secrets as secret_service
 from agentsvc.store.tools import Tool
@@ -172,13 +171,13 @@ async def checked_functions(
 
 
 async def _filled_headers(
-    db: Database, box: SecretBox, team_id: str, headers: Mapping[str, str]
+    secrets: secret_service.SecretsService, team_id: str, headers: Mapping[str, str]
 ) -> tuple[dict[str, str], secret_service.Scrubber]:
     """The headers with `{{NAME}}` filled from the team's secrets; ValueError naming what
     is missing or cannot be opened."""
     wanted = secret_service.placeholder_names(*headers.values())
     try:
-        values = await secret_service.reveal(db, box, team_id, wanted)
+        values = await secrets.reveal(team_id, wanted)
     except SecretBoxError as exc:
         raise ValueError("a secret used by this tool cannot be decrypted") from exc
     missing = sorted(wanted - set(values))
@@ -242,8 +241,7 @@ def without_secrets(listed: list[ListedTool], scrub: secret_service.Scrubber) ->
 
 
 async def list_server(
-    db: Database,
-    box: SecretBox,
+    secrets: secret_service.SecretsService,
     client: McpClient,
     team_id: str,
     url: str,
@@ -252,7 +250,7 @@ async def list_server(
     """The server's tools with the headers' secrets scrubbed (`without_secrets`), or
     ValidationFailed naming mcpUrl (or mcpHeaders) and why."""
     try:
-        filled, scrub = await _filled_headers(db, box, team_id, headers or {})
+        filled, scrub = await _filled_headers(secrets, team_id, headers or {})
     except ValueError as exc:
         raise ValidationFailed(f"mcpHeaders: {exc}") from exc
     try:
@@ -317,7 +315,7 @@ def result_text(outcome: CallOutcome) -> str:
 
 
 async def call(
-    db: Database, box: SecretBox, client: McpClient, tool: Tool, tool_input: dict
+    secrets: secret_service.SecretsService, client: McpClient, tool: Tool, tool_input: dict
 ) -> tuple[str, bool]:
     """Call the function a per-function tool stands for; (text for the model, is_error).
 
@@ -327,7 +325,7 @@ async def call(
     if function is None or not tool.mcp_url:
         return f"Tool {tool.name} is no longer offered by its MCP server", True
     try:
-        filled, scrub = await _filled_headers(db, box, tool.team_id, tool.mcp_headers or {})
+        filled, scrub = await _filled_headers(secrets, tool.team_id, tool.mcp_headers or {})
     except ValueError as exc:
         return f"MCP call failed: {exc}", True
     try:

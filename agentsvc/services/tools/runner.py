@@ -76,8 +76,7 @@ class ToolRunner:
         outbound: OutboundClient,
         mcp: McpClient | None = None,
     ):
-        self._db = db
-        self._box = box
+        self._secrets = secret_service.SecretsService(db, box)
         self._outbound = outbound
         self._mcp = mcp
 
@@ -94,7 +93,7 @@ class ToolRunner:
         if tool.execution_type == "http":
             return await self._run_http(tool, tool_input)
         if tool.execution_type == "mcp" and self._mcp is not None:
-            text, failed = await mcp_service.call(self._db, self._box, self._mcp, tool, tool_input)
+            text, failed = await mcp_service.call(self._secrets, self._mcp, tool, tool_input)
             return ToolResult(text, failed)
         return ToolResult(f"Tool {tool.name} is a form: it is shown to the user, not run", True)
 
@@ -107,7 +106,7 @@ class ToolRunner:
         url_template = tool.http_url or ""
         wanted = secret_service.placeholder_names(url_template, *headers.values())
         try:
-            values = await secret_service.reveal(self._db, self._box, tool.team_id, wanted)
+            values = await self._secrets.reveal(tool.team_id, wanted)
         except SecretBoxError:
             log.warning("tool %s: a team secret cannot be decrypted with this key", tool.id)
             return ToolResult("A secret used by this tool cannot be decrypted", True)

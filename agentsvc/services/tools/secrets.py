@@ -6,6 +6,7 @@ import base64
 import json
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from urllib.parse import quote, quote_plus
 
 from agentsvc.db import Database
@@ -119,3 +120,27 @@ async def reveal(db: Database, box: SecretBox, team_id: str, names: set[str]) ->
     """Return the clear values of those of `names` the team has (for an outbound call only)."""
     sealed = await secrets_store.sealed_values(db.reader, team_id, names)
     return {name: box.open(token, _context(team_id, name)) for name, token in sealed.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class SecretsService:
+    """A team's secrets (`PUT /secrets/NAME`), and their values for outbound calls."""
+
+    db: Database
+    box: SecretBox
+
+    async def list_names(self, team_id: str) -> list[SecretInfo]:
+        """Return the team's secrets by name (never their values)."""
+        return await list_secrets(self.db, team_id)
+
+    async def put(self, team_id: str, name: str, value: str) -> SecretInfo:
+        """Create or replace a team secret, sealed at rest."""
+        return await put_secret(self.db, self.box, team_id, name, value)
+
+    async def delete(self, team_id: str, name: str) -> None:
+        """Delete a team secret or raise NotFound."""
+        await delete_secret(self.db, team_id, name)
+
+    async def reveal(self, team_id: str, names: set[str]) -> dict[str, str]:
+        """Return the clear values of those of `names` the team has (outbound calls only)."""
+        return await reveal(self.db, self.box, team_id, names)

@@ -1,0 +1,105 @@
+"""The agents feature as the API uses it: an agent's settings (model, prompt, handoff,
+widget look, retention) and its widget identity secret."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from agentsvc.config import Settings
+from agentsvc.db import Database
+from agentsvc.errors import ValidationFailed
+from agentsvc.secretbox import SecretBox
+from agentsvc.services.agents import identity, registry
+from agentsvc.services.agents.models import model_error
+from agentsvc.services.agents.registry import AgentCache, NewAgent
+from agentsvc.services.audit import Actor
+from agentsvc.services.handoff import settings as handoff_settings
+from agentsvc.services.privacy import retention
+from agentsvc.services.widget import look as widget_look
+from agentsvc.store.agents import Agent
+
+
+@dataclass(frozen=True, slots=True)
+class AgentChanges:
+    """A partial update of an agent: its own fields and the sections given."""
+
+    fields: dict[str, Any] = field(default_factory=dict)  # name, model, prompt, ...
+    handoff: dict[str, Any] | None = None  # merged into the stored handoff settings
+    widget: dict[str, Any] | None = None  # merged into the stored widget look
+    retention_given: bool = False
+    retention_days: int | None = None  # None: kept forever
+
+
+class AgentsService:
+    """Create, read, change and delete a team's agents (reads through the agent cache)."""
+
+    def __init__(self, db: Database, cache: AgentCache, box: SecretBox, settings: Settings):
+        self._db = db
+        self._cache = cache
+        self._box = box
+        self._settings = settings
+
+    def _check_model(self, model: str) -> None:
+        problem = model_error(self._settings, model)
+        if problem:
+            raise ValidationFailed(f"model: {problem}")
+
+    def handoff_json(self, agent: Agent) -> dict[str, Any]:
+        """The agent's handoff settings as the team sees them (signing secret opened)."""
+        return handoff_settings.public_json(self._box, agent)
+
+    async def list_agents(self, team_id: str) -> list[Agent]:
+        """Return the team's agents, newest first."""
+        return await registry.list_agents(self._db, team_id)
+
+    async def get(self, team_id: str, agent_id: str) -> Agent:
+        """Return the team's agent or raise NotFound."""
+        return await registry.get_agent(self._db, self._cache, team_id, agent_id)
+
+    async def create(self, actor: Actor, new: NewAgent) -> Agent:
+        """Create an agent in the actor's team; no model given: the configured default."""
+        new = replace(new, model=new.model or self._settings.models.default)
+        self._check_model(new.model)
+        return await registry.create_agent(self._db, actor.team_id, new, actor)
+
+    async def update(self, actor: Actor, agent_id: str, changes: AgentChanges) -> Agent:
+        """Apply a partial update: the agent's fields, then each section given."""
+        team_id = actor.team_id
+        if "model" in changes.fields:
+            self._check_model(changes.fields["model"])
+        agent = await registry.update_agent(
+            self._db, self._cache, team_id, agent_id, changes.fields
+        )
+        if changes.handoff is not None:
+            agent = await handoff_settings.update_settings(
+                self._db,
+                self._box,
+                team_id,
+                agent.id,
+                changes.handoff,
+                allow_private=self._settings.outbound.allow_private,
+            )
+        if changes.widget is not None:
+            agent = await widget_look.update_settings(self._db, team_id, agent.id, changes.widget)
+        if changes.retention_given:
+            agent = await retention.set_retention_days(
+                self._db, actor, agent.id, changes.retention_days
+            )
+        return agent
+
+    async def delete(self, actor: Actor, agent_id: str) -> None:
+        """Delete the actor team's agent and everything it owns."""
+        await registry.delete_agent(self._db, self._cache, actor.team_id, agent_id, actor)
+
+    async def set_identity_secret(self, team_id: str, agent_id: str, secret: str | None) -> str:
+        """Set the agent's identity secret (generated when None) and return it."""
+        return await identity.set_secret(self._db, self._box, team_id, agent_id, secret)
+
+    async def has_identity_secret(self, team_id: str, agent_id: str) -> bool:
+        """Whether the team's agent has an identity secret."""
+        return await identity.has_secret(self._db, team_id, agent_id)
+
+    async def clear_identity_secret(self, team_id: str, agent_id: str) -> None:
+        """Remove the agent's identity secret."""
+        await identity.clear_secret(self._db, team_id, agent_id)
