@@ -67,8 +67,11 @@ class EventStream(EventSourceResponse):
         self.headers.update(HEADERS)
 
     async def send_framed(self, payload: bytes) -> None:
-        """Write events already framed (a batch goes out in one write) under the library's
-        send timeout: a client that cannot take it in time is disconnected (TimeoutError)."""
+        """Write events already framed under the library's send timeout: a client that
+        cannot take them in time is disconnected (TimeoutError).
+
+        The library's `send()` takes one event as text; ours are framed once (`frame`) and a
+        batch goes out in one write, as the `retry:` field with the first events does."""
         try:
             async with asyncio.timeout(self._send_timeout):
                 await self.write(payload)
@@ -81,9 +84,10 @@ class EventStream(EventSourceResponse):
             raise
 
     async def stop(self) -> None:
-        """Stop the ping task and wait for it (the stream's writes are over)."""
-        if self._ping_task is not None:
-            self.stop_streaming()
+        """Stop the library's ping and wait for it: the stream's writes are over (a ping that
+        found the client gone is no error of the stream)."""
+        self.stop_streaming()
+        with contextlib.suppress(ConnectionError):
             await self.wait()
 
 
