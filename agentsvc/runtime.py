@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import AsyncIterator
 
@@ -19,8 +20,7 @@ import orjson
 from aiohttp import web
 
 from agentsvc.api import app_keys
-from agentsvc.api.chat import OpenStreams
-from agentsvc.api.event_streams import EventStreams
+from agentsvc.api.streams import EventStreams, OpenStreams, StreamingDeps
 from agentsvc.db import database_for
 from agentsvc.jobs import Jobs
 from agentsvc.llm.base import Providers
@@ -34,6 +34,7 @@ from agentsvc.ratelimit_redis import RedisLimiter
 from agentsvc.secretbox import SecretBox
 from agentsvc.services import changes
 from agentsvc.services.agent_analytics import AnalyticsService
+from agentsvc.services.agents import identity
 from agentsvc.services.agents.registry import AgentCache
 from agentsvc.services.agents.service import AgentsService
 from agentsvc.services.answers.matching import CuratedAnswers
@@ -173,15 +174,33 @@ async def _event_writer(app: web.Application) -> AsyncIterator[None]:
 
 
 async def _chat(app: web.Application) -> AsyncIterator[None]:
-    """The providers' shared ClientSession and the registry of open streams."""
+    """The providers' shared ClientSession, the registries of open chat and event streams
+    and what the streaming handlers run on."""
+    settings = app[app_keys.settings_key]
     # Provider URLs are set by the operator (Ollama on loopback is normal), so model calls
     # use their own session, not the guarded outbound client of tools and webhooks.
     session = aiohttp.ClientSession(
         connector=aiohttp.TCPConnector(limit=0, limit_per_host=0),
         json_serialize=lambda value: orjson.dumps(value).decode(),
     )
-    app[app_keys.providers_key] = Providers(app[app_keys.settings_key], session)
-    app[app_keys.chat_streams_key] = OpenStreams()
+    app[app_keys.providers_key] = Providers(settings, session)
+    chat_streams = app[app_keys.chat_streams_key] = OpenStreams()
+    event_streams = app[app_keys.event_streams_key] = EventStreams()
+    app[app_keys.streaming_key] = StreamingDeps(
+        chat_streams=chat_streams,
+        event_streams=event_streams,
+        limiter=app[app_keys.limiter_key],
+        open_streams=app[app_keys.metrics_key].open_streams,
+        chat=settings.chat,
+        handoff=settings.handoff,
+        public_chat_per_minute=settings.ratelimit.public_chat_per_minute,
+        verify_end_user=functools.partial(
+            identity.verify_end_user,
+            app[app_keys.db_key],
+            app[app_keys.secret_box_key],
+            max_token_lifetime_hours=settings.identity.max_token_lifetime_hours,
+        ),
+    )
     yield
     await session.close()
 
@@ -201,7 +220,6 @@ async def _handoff(app: web.Application) -> AsyncIterator[None]:
     settings = app[app_keys.settings_key]
     db = app[app_keys.db_key]
     live = app[app_keys.live_events_key] = LiveEvents(db)
-    app[app_keys.event_streams_key] = EventStreams()
     notifier = app[app_keys.handoff_notifier_key] = Notifier(
         db,
         app[app_keys.mailer_key],

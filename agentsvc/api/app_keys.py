@@ -11,9 +11,8 @@ if TYPE_CHECKING:
     from aiohttp.abc import AbstractResolver
 
     from agentsvc.api.bodies import BodySlots
-    from agentsvc.api.chat import OpenStreams
-    from agentsvc.api.event_streams import EventStreams
     from agentsvc.api.state import RequestState
+    from agentsvc.api.streams import EventStreams, OpenStreams, StreamingDeps
     from agentsvc.config import Settings
     from agentsvc.db import Database
     from agentsvc.jobs import Jobs
@@ -78,6 +77,8 @@ chat_streams_key: web.AppKey[OpenStreams] = web.AppKey("chat_streams")
 chat_turns_key: web.AppKey[ChatTurns] = web.AppKey("chat_turns")  # every door's turns
 live_events_key: web.AppKey[LiveEvents] = web.AppKey("live_events")
 event_streams_key: web.AppKey[EventStreams] = web.AppKey("event_streams")
+# What POST /chat and the GET event streams run on (registries, limiter, their settings).
+streaming_key: web.AppKey[StreamingDeps] = web.AppKey("streaming")
 handoff_notifier_key: web.AppKey[Notifier] = web.AppKey("handoff_notifier")
 
 # One service object per feature (built in runtime.py's `_features`); handlers call methods

@@ -1,22 +1,20 @@
 """POST /chat: validate and load, then stream the turn as Server-Sent Events.
 
-A plain `StreamResponse` carries the stream (aiohttp-sse adds a ping task per stream and
-its own framing, neither needed here): events are written as `event:` and `data:` lines,
-text deltas are grouped into one write per `[chat] flush_interval_ms`, keep-alive comments
-flow while tools run, and open streams are registered on the app so shutdown ends them
-with an `error` event instead of cutting them. A watchdog ends a stream that stays idle or
-lives too long; public callers may hold only a few streams per IP at once, callers with a
-key or session a bounded number per key and per team.
+The turn is written through `sse.SseSink` (the framing of every stream; text deltas grouped
+into one write per `[chat] flush_interval_ms`, keep-alive comments while tools run), and
+open streams are registered on the app so shutdown ends them with an `error` event instead
+of cutting them. A watchdog ends a stream that stays idle or lives too long; public callers
+may hold only a few streams per IP at once, callers with a key or session a bounded number
+per key and per team.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import aiohttp
-import orjson
 from aiohttp import web
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
@@ -27,13 +25,14 @@ from agentsvc.api.limits import STREAM_END_MARGIN_SECONDS, take_token, team_stre
 from agentsvc.api.models import RequestModel
 from agentsvc.api.pipeline import finish_response
 from agentsvc.api.routing import Call, RouteTable
-from agentsvc.services.agents import identity as identity_service
+from agentsvc.api.sse import SseSink, chat_response
+from agentsvc.api.streams import SHUTDOWN_GRACE_SECONDS, StreamingDeps
 from agentsvc.services.chat import start as chat_service
 from agentsvc.services.chat import turn as turn_service
+from agentsvc.services.chat.turns import ChatTurns
 
 routes = RouteTable("chat")
 
-SHUTDOWN_GRACE_SECONDS = 5.0
 # A full stream slot frees up when a reply ends, typically within seconds.
 STREAM_SLOT_RETRY_AFTER_SECONDS = 2
 
@@ -78,123 +77,19 @@ class ChatBody(RequestModel):
     )
 
 
-class SseSink:
-    """Writes a turn's events to the response, grouping text deltas into timed writes."""
-
-    def __init__(self, response: web.StreamResponse, flush_interval: float):
-        self._response = response
-        self._interval = flush_interval
-        self._loop = asyncio.get_running_loop()
-        self._pending: list[str] = []
-        self._pending_index = 0
-        self._last_flush = 0.0
-        self._timer: asyncio.TimerHandle | None = None
-        self._timer_task: asyncio.Task | None = None
-        self._gone = False
-        # When the turn last produced something (event, delta or keep-alive): the watchdog's
-        # idle clock.
-        self.last_activity = self._loop.time()
-
-    @staticmethod
-    def frame(name: str, data: dict[str, Any]) -> bytes:
-        """One SSE event: `event:` line, `data:` line, blank line."""
-        return b"event: " + name.encode() + b"\ndata: " + orjson.dumps(data) + b"\n\n"
-
-    def _take_pending(self) -> bytes:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        if not self._pending:
-            return b""
-        text = "".join(self._pending)
-        self._pending = []
-        data = {
-            "type": "content_block_delta",
-            "index": self._pending_index,
-            "delta": {"type": "text_delta", "text": text},
-        }
-        return self.frame("content_block_delta", data)
-
-    async def _write(self, payload: bytes) -> None:
-        if self._gone:
-            raise turn_service.ClientGone()
-        if not payload:
-            return
-        try:
-            await self._response.write(payload)
-        except (ConnectionError, aiohttp.ClientConnectionResetError) as exc:
-            self._gone = True
-            raise turn_service.ClientGone() from exc
-
-    async def event(self, name: str, data: dict[str, Any]) -> None:
-        self.last_activity = self._loop.time()
-        await self._write(self._take_pending() + self.frame(name, data))
-
-    async def delta(self, index: int, text: str) -> None:
-        self._pending.append(text)
-        self._pending_index = index
-        now = self.last_activity = self._loop.time()
-        if now - self._last_flush >= self._interval:
-            self._last_flush = now
-            await self._write(self._take_pending())
-        elif self._timer is None:
-            self._timer = self._loop.call_later(
-                self._interval - (now - self._last_flush), self._on_timer
-            )
-
-    def _on_timer(self) -> None:
-        self._timer = None
-        if self._pending and not self._gone:
-            self._timer_task = asyncio.ensure_future(self._flush_quietly())
-
-    async def _flush_quietly(self) -> None:
-        # The pending text is taken when this task runs, not when it was scheduled: an event
-        # written in between has already flushed it, so deltas never overtake events.
-        self._last_flush = self._loop.time()
-        # A failure here is noticed by the next write of the turn (self._gone).
-        with contextlib.suppress(turn_service.ClientGone):
-            await self._write(self._take_pending())
-
-    async def keepalive(self) -> None:
-        self.last_activity = self._loop.time()
-        await self._write(self._take_pending() + b": keep-alive\n\n")
-
-    def close(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+def _turns(call: Call) -> ChatTurns:
+    return call.app[app_keys.chat_turns_key]
 
 
-class OpenStreams:
-    """The chat streams in flight, so shutdown can end them cleanly."""
-
-    def __init__(self) -> None:
-        self._tasks: set[asyncio.Task] = set()
-        self.closing = False
-
-    def add(self, task: asyncio.Task) -> None:
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    def __len__(self) -> int:
-        return len(self._tasks)
-
-    async def close_all(self) -> None:
-        """Stop every turn (each stores what it produced) and wait for the streams to end."""
-        self.closing = True
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        if tasks:
-            await asyncio.wait(tasks, timeout=SHUTDOWN_GRACE_SECONDS)
+def _streaming(call: Call) -> StreamingDeps:
+    return call.app[app_keys.streaming_key]
 
 
 def _client_ip(call: Call) -> str:
     return call.request.remote or "unknown"
 
 
-async def _check_public_rate(call: Call) -> None:
-    per_minute = call.app[app_keys.settings_key].ratelimit.public_chat_per_minute
+async def _check_public_rate(call: Call, per_minute: int) -> None:
     await take_token(
         call.request,
         f"chat-ip:{_client_ip(call)}",
@@ -220,9 +115,10 @@ async def post_chat(call: Call):
             return await _stream_chat(call)
     # Public callers: a slot among the IP's concurrent streams first (refused without
     # spending a message of the rate limit), then the per-minute limit.
-    limiter = call.app[app_keys.limiter_key]
+    streaming = _streaming(call)
+    limiter = streaming.limiter
     slot = f"chat-streams:{_client_ip(call)}"
-    settings = call.app[app_keys.settings_key].chat
+    settings = streaming.chat
     cap = settings.max_public_streams_per_ip
     if not await limiter.hold(slot, cap, settings.max_stream_seconds + STREAM_END_MARGIN_SECONDS):
         raise RateLimited(
@@ -230,7 +126,7 @@ async def post_chat(call: Call):
             headers={"Retry-After": str(STREAM_SLOT_RETRY_AFTER_SECONDS)},
         )
     try:
-        await _check_public_rate(call)
+        await _check_public_rate(call, streaming.public_chat_per_minute)
         return await _stream_chat(call)
     finally:
         # Shielded: a stream cancelled at shutdown still gives its slot back.
@@ -239,11 +135,9 @@ async def post_chat(call: Call):
 
 async def _stream_chat(call: Call) -> web.StreamResponse:
     body: ChatBody = call.body
-    app = call.app
+    streaming = _streaming(call)
     # With an identity secret set, only a signed user stands for a public caller.
-    user = await identity_service.verify_end_user(
-        app[app_keys.db_key],
-        app[app_keys.secret_box_key],
+    user = await streaming.verify_end_user(
         body.agent_id,
         identity_service.EndUserClaim(
             body.user.model_dump() if body.user else None,
@@ -251,7 +145,6 @@ async def _stream_chat(call: Call) -> web.StreamResponse:
             body.user_token,
             trusted=call.principal is not None,
         ),
-        app[app_keys.settings_key].identity.max_token_lifetime_hours,
     )
     chat = chat_service.ChatInput(
         agent_id=body.agent_id,
@@ -262,24 +155,18 @@ async def _stream_chat(call: Call) -> web.StreamResponse:
         team_id=call.principal.team_id if call.principal else None,
         trigger_id=body.trigger_id,
     )
-    turn = await app[app_keys.chat_turns_key].start(chat)
+    turn = await _turns(call).start(chat)
 
-    response = web.StreamResponse(
-        headers={
-            "Content-Type": "text/event-stream; charset=utf-8",
-            "Cache-Control": "no-cache",
-            "X-Accel-Buffering": "no",  # nginx: do not buffer the stream
-        }
-    )
+    response = chat_response()
     finish_response(call.request, response)
     await response.prepare(call.request)
     if isinstance(turn, turn_service.HeldTurn):
         await _held_stream(call, response, turn)
         return response
-    gauge = app[app_keys.metrics_key].open_streams
+    gauge = streaming.open_streams
     gauge.inc()
     try:
-        await _run_stream(call, response, turn)
+        await _run_stream(call, streaming, response, turn)
     finally:
         gauge.dec()
     return response
@@ -291,18 +178,19 @@ async def _held_stream(call: Call, response: web.StreamResponse, turn: turn_serv
     with contextlib.suppress(
         turn_service.ClientGone, ConnectionError, aiohttp.ClientConnectionResetError
     ):
-        await call.app[app_keys.chat_turns_key].play(turn, sink, people_can_answer=True)
+        await _turns(call).play(turn, sink, people_can_answer=True)
         await response.write_eof()
     sink.close()
 
 
-async def _run_stream(call: Call, response: web.StreamResponse, turn: turn_service.Turn) -> None:
-    app = call.app
-    settings = app[app_keys.settings_key].chat
+async def _run_stream(
+    call: Call, streaming: StreamingDeps, response: web.StreamResponse, turn: turn_service.Turn
+) -> None:
+    settings = streaming.chat
     sink = SseSink(response, settings.flush_interval_ms / 1000.0)
     # The visitor's widget shows a person's replies: the model may hand the chat over.
-    runner = app[app_keys.chat_turns_key].runner(turn, sink, people_can_answer=True)
-    streams = app[app_keys.chat_streams_key]
+    runner = _turns(call).runner(turn, sink, people_can_answer=True)
+    streams = streaming.chat_streams
     task = asyncio.ensure_future(runner.run())
     streams.add(task)
     try:

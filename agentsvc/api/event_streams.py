@@ -1,10 +1,11 @@
-"""Serving live events as Server-Sent Events: framing, keep-alives, a bounded life, and
+"""Serving live events as Server-Sent Events (aiohttp-sse): resuming, a bounded life, and
 shutdown.
 
-Each stream writes the events a `Following` gives (services/handoff/live.py) as `id:`,
-`event:` and `data:` lines. A client that stops reading is dropped after a bounded wait;
-a stream ends after `[handoff] max_stream_seconds` (the client reconnects with its
-Last-Event-ID) and at shutdown.
+Each stream is an `sse.EventStream` writing the events a `Following` gives
+(services/handoff/live.py) as `id:`, `event:` and `data:` lines; the library pings while
+nothing happens and disconnects a client that stops reading (its send timeout). A stream
+ends after `[handoff] max_stream_seconds` (the client reconnects with its Last-Event-ID)
+and at shutdown.
 """
 
 from __future__ import annotations
@@ -15,13 +16,14 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import aiohttp
-import orjson
 from aiohttp import web
+from aiohttp_sse import EventSourceResponse
 
 from agentsvc.api import app_keys
-from agentsvc.api.chat import OpenStreams
 from agentsvc.api.pipeline import finish_response
 from agentsvc.api.routing import Call
+from agentsvc.api.sse import EventStream, frame, reconnect_after
+from agentsvc.api.streams import StreamingDeps
 from agentsvc.errors import ValidationFailed
 from agentsvc.services.handoff.live import FollowerTooSlow, Following
 from agentsvc.store.conversation_events import ConversationEvent
@@ -30,64 +32,21 @@ from agentsvc.store.conversation_events import ConversationEvent
 WRITE_TIMEOUT_SECONDS = 10.0
 RECONNECT_MS = 2000
 MAX_EVENT_ID = 2**63 - 1
-SSE_HEADERS = {
-    "Content-Type": "text/event-stream; charset=utf-8",
-    "Cache-Control": "no-cache",
-    "X-Accel-Buffering": "no",  # nginx: do not buffer the stream
-}
 
 Render = Callable[[ConversationEvent], tuple[str, dict[str, Any]]]
-# How often closed connections are looked for (an idle stream writes nothing for a while).
-GONE_CHECK_SECONDS = 1.0
 
 
-class EventStreams(OpenStreams):
-    """The open event streams: ended at shutdown, and soon after their client has gone.
-
-    An idle stream only learns that its client left when it next writes; one task looks
-    at every stream's connection each second instead, so a visitor who closed the page
-    counts as gone (their replies go by e-mail) within a second, not a keep-alive later.
-    """
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._watched: dict[asyncio.Task, web.BaseRequest] = {}
-        self._watcher: asyncio.Task | None = None
-
-    def watch(self, task: asyncio.Task, request: web.BaseRequest) -> None:
-        self.add(task)
-        self._watched[task] = request
-        task.add_done_callback(lambda t: self._watched.pop(t, None))
-        if self._watcher is None:
-            self._watcher = asyncio.get_running_loop().create_task(self._look())
-
-    async def _look(self) -> None:
-        try:
-            while self._watched:
-                await asyncio.sleep(GONE_CHECK_SECONDS)
-                for task, request in list(self._watched.items()):
-                    transport = request.transport
-                    if transport is None or transport.is_closing():
-                        task.cancel()
-        finally:
-            self._watcher = None
-
-    async def close_all(self) -> None:
-        if self._watcher is not None:
-            self._watcher.cancel()
-        await super().close_all()
-
-
-def frame(name: str, data: dict[str, Any], event_id: int | None = None) -> bytes:
-    """One SSE event, with its id when it has one (resuming starts after it)."""
-    head = b"" if event_id is None else b"id: %d\n" % event_id
-    return head + b"event: " + name.encode() + b"\ndata: " + orjson.dumps(data) + b"\n\n"
+def _streaming(call: Call) -> StreamingDeps:
+    return call.app[app_keys.streaming_key]
 
 
 def last_event_id(call: Call, from_query: int | None) -> int | None:
     """The Last-Event-ID header (EventSource sends it on reconnect) or the query's
-    `lastEventId`; None when neither is sent."""
-    header = call.request.headers.get("Last-Event-ID")
+    `lastEventId`; None when neither is sent.
+
+    Read before the stream starts (aiohttp-sse's `last_event_id` needs a prepared
+    response), so a malformed id is still a 400."""
+    header = call.request.headers.get(EventSourceResponse.DEFAULT_LAST_EVENT_HEADER)
     if header is None or not header.strip():
         return from_query
     value = header.strip()
@@ -105,18 +64,19 @@ async def serve(
 ) -> web.StreamResponse:
     """Stream the followed events until the client leaves, the stream's time is up, or the
     server stops."""
-    app = call.app
-    settings = app[app_keys.settings_key].handoff
-    response = web.StreamResponse(headers=SSE_HEADERS)
+    streaming = _streaming(call)
+    settings = streaming.handoff
+    response = EventStream(
+        ping_interval=settings.keepalive_seconds, send_timeout=WRITE_TIMEOUT_SECONDS
+    )
     finish_response(call.request, response)
     try:
         await response.prepare(call.request)
     except BaseException:
         following.close()
         raise
-    streams = app[app_keys.event_streams_key]
     pump = asyncio.ensure_future(_pump(response, following, render, first, on_keepalive, settings))
-    streams.watch(pump, call.request)
+    streaming.event_streams.watch(pump, call.request)
     try:
         await asyncio.wait({pump})
     except asyncio.CancelledError:
@@ -125,6 +85,7 @@ async def serve(
         raise
     finally:
         following.close()
+        await response.stop()
     if not pump.cancelled() and pump.exception() is not None:
         raise pump.exception()  # type: ignore[misc]
     with contextlib.suppress(ConnectionError, aiohttp.ClientConnectionResetError, TimeoutError):
@@ -134,7 +95,7 @@ async def serve(
 
 
 async def _pump(
-    response: web.StreamResponse,
+    response: EventStream,
     following: Following,
     render: Render,
     first: list[bytes],
@@ -143,20 +104,15 @@ async def _pump(
 ) -> None:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + settings.max_stream_seconds
-
-    async def write(payload: bytes) -> None:
-        async with asyncio.timeout(WRITE_TIMEOUT_SECONDS):
-            await response.write(payload)
-
     try:
-        await write(b"retry: %d\n\n" % RECONNECT_MS + b"".join(first))
+        await response.send_framed(reconnect_after(RECONNECT_MS) + b"".join(first))
         while (left := deadline - loop.time()) > 0:
             batch = await following.next(min(settings.keepalive_seconds, left))
             if batch:
-                await write(b"".join(frame(*render(e), e.id) for e in batch))
-            else:
-                await write(b": keep-alive\n\n")
-                if on_keepalive is not None:
-                    await on_keepalive()
+                await response.send_framed(b"".join(frame(*render(e), e.id) for e in batch))
+            elif not response.is_connected():
+                return  # the library's ping found the client gone
+            elif on_keepalive is not None:
+                await on_keepalive()
     except (ConnectionError, aiohttp.ClientConnectionResetError, TimeoutError, FollowerTooSlow):
         return  # gone, stuck or too far behind: the client reconnects with Last-Event-ID

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
-from agentsvc.api import app_keys, event_streams
+from agentsvc.api import app_keys, event_streams, sse
 from agentsvc.api.conversations import (
     SESSION_HEADER,
     Assignee,
@@ -370,7 +370,7 @@ async def get_conversation_events(call: Call):
     conv = await _conversation(call, query.session_id)
     app = call.app
     live = app[app_keys.live_events_key]
-    snapshot = event_streams.frame(
+    snapshot = sse.frame(
         "status",
         {
             "type": "status",
