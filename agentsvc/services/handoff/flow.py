@@ -1,8 +1,10 @@
 """A conversation passing between the agent and the team: bot → waiting → human → bot or
 closed, and members' replies.
 
-Each change writes the conversation, its event (the live streams read the log) in one
-transaction, and is announced after the commit so every process's followers hear of it.
+Each change writes the conversation, its event (the live streams read the log) and its
+webhook event in one transaction, and is announced after the commit so every process's
+followers hear of it: `ConversationLog` (services/chat/messages.py) writes them, as it
+writes the chat turns' messages.
 """
 
 from __future__ import annotations
