@@ -35,11 +35,16 @@ from agentsvc.secretbox import SecretBox
 from agentsvc.services import changes
 from agentsvc.services.agent_analytics import AnalyticsService
 from agentsvc.services.agents import identity
+from agentsvc.services.agents.mcp_service import AgentServerDeps, McpServerService
 from agentsvc.services.agents.registry import AgentCache
 from agentsvc.services.agents.service import AgentsService
 from agentsvc.services.answers.matching import CuratedAnswers
+from agentsvc.services.answers.service import AnswersService
 from agentsvc.services.audit import AuditService
-from agentsvc.services.chat.turns import ChatTurns, TurnDeps
+from agentsvc.services.chat.messages import ConversationLog
+from agentsvc.services.chat.service import ConversationsService
+from agentsvc.services.chat.turn import TurnDeps, TurnSources, TurnTools
+from agentsvc.services.chat.turns import ChatTurns
 from agentsvc.services.cluster_jobs import once_for_all
 from agentsvc.services.events.emitter import Emitter
 from agentsvc.services.events.outbox import EventQueue
@@ -47,8 +52,10 @@ from agentsvc.services.exports.service import ExportsService
 from agentsvc.services.forms.delivery import Deliverer
 from agentsvc.services.forms.delivery_send import Sender
 from agentsvc.services.forms.files import SWEEP_INTERVAL_SECONDS, remove_orphan_files
+from agentsvc.services.handoff.flow import HandoffDeps
 from agentsvc.services.handoff.live import LiveEvents
 from agentsvc.services.handoff.notify import Notifier
+from agentsvc.services.handoff.service import HandoffService
 from agentsvc.services.knowledge.indexing import Indexer
 from agentsvc.services.knowledge.service import KnowledgeService
 from agentsvc.services.knowledge.vectors import Semantic, VectorIndex
@@ -90,7 +97,6 @@ def attach(app: web.Application) -> None:
             _team,
             _handoff,  # after _team: handoff notifications use the mailer
             _delivery,  # after _team: e-mail deliveries use the mailer
-            _turns,  # a chat turn uses nearly everything above
             _features,  # last: one service object per feature, on everything above
         ]
     )
@@ -333,27 +339,48 @@ async def _delivery(app: web.Application) -> AsyncIterator[None]:
     await deliverer.close()
 
 
-async def _turns(app: web.Application) -> AsyncIterator[None]:
-    """The chat turns every door (/chat, MCP `ask`, channels) runs through."""
-    app[app_keys.chat_turns_key] = ChatTurns(
-        TurnDeps(
-            db=app[app_keys.db_key],
-            agents=app[app_keys.agent_cache_key],
-            providers=app[app_keys.providers_key],
-            tool_runner=app[app_keys.tool_runner_key],
-            emitter=app[app_keys.emitter_key],
-            curated=app[app_keys.curated_answers_key],
-            notifier=app[app_keys.handoff_notifier_key],
-            semantic=app[app_keys.indexer_key].semantic,
-            keepalive_seconds=app[app_keys.settings_key].chat.keepalive_seconds,
-        )
+def _chat_features(app: web.Application) -> None:
+    """The chat turns every door (/chat, MCP `ask`, channels) runs through, and the
+    conversations, handoff, curated answers and MCP server services built on them."""
+    settings = app[app_keys.settings_key]
+    db, agents = app[app_keys.db_key], app[app_keys.agent_cache_key]
+    emitter, curated = app[app_keys.emitter_key], app[app_keys.curated_answers_key]
+    semantic = app[app_keys.indexer_key].semantic
+    log = ConversationLog(db, emitter)  # every message and status change goes through it
+    handoff = app[app_keys.handoff_key] = HandoffService(
+        HandoffDeps(
+            log, agents, app[app_keys.handoff_notifier_key], settings.handoff.keepalive_seconds
+        ),
+        app[app_keys.live_events_key],
     )
-    yield
+    turns = app[app_keys.chat_turns_key] = ChatTurns(
+        TurnDeps(
+            log=log,
+            agents=agents,
+            providers=app[app_keys.providers_key],
+            sources=TurnSources(curated=curated, semantic=semantic),
+            tools=TurnTools(app[app_keys.tool_runner_key], settings.chat.keepalive_seconds),
+        ),
+        handoff.request_for_turn,
+    )
+    app[app_keys.conversations_key] = ConversationsService(db, emitter)
+    app[app_keys.answers_key] = AnswersService(db, curated, settings.answers.max_per_agent)
+    app[app_keys.mcp_server_key] = McpServerService(
+        AgentServerDeps(
+            db=db,
+            turns=turns,
+            semantic=semantic,
+            top_k=settings.knowledge.top_k,
+            turn_seconds=settings.chat.max_stream_seconds,
+        ),
+        agents,
+    )
 
 
 async def _features(app: web.Application) -> AsyncIterator[None]:
     """One service object per feature, built with its collaborators; handlers call it."""
     # -- chat, conversations, handoff, answers, MCP server
+    _chat_features(app)
 
     # -- forms, delivery, event webhooks
 

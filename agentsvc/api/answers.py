@@ -10,10 +10,16 @@ from pydantic.json_schema import SkipJsonSchema
 from agentsvc.api import app_keys
 from agentsvc.api.models import NON_BLANK, WORDY, RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, envelope_response
-from agentsvc.services.answers import curated as service
+from agentsvc.services.answers.curated import AnswerDraft
+from agentsvc.services.answers.service import AnswersService
 from agentsvc.store.answers import CuratedAnswer
 
 routes = RouteTable("answers")
+
+
+def _answers(call: Call) -> AnswersService:
+    return call.app[app_keys.answers_key]
+
 
 ANSWER_ID = r"ans_[A-Za-z0-9_-]+"
 # Some letter or digit: a question of punctuation alone could not be matched to anything.
@@ -71,7 +77,7 @@ def answer_json(answer: CuratedAnswer) -> dict:
 @routes.get("/agents/{id}/answers", response=list[AnswerOut], envelope=True, errors=(404,))
 async def list_answers(call: Call):
     """List an agent's curated answers, newest first."""
-    found = await service.list_answers(call.app[app_keys.db_key], call.team_id, call.params["id"])
+    found = await _answers(call).for_agent(call.team_id, call.params["id"])
     return envelope_response([answer_json(a) for a in found])
 
 
@@ -86,21 +92,15 @@ async def list_answers(call: Call):
 async def post_answer(call: Call):
     """Add a curated answer: visitors asking a question close to it get it."""
     body: AnswerCreate = call.body
-    created = await service.create_answer(
-        call.app[app_keys.db_key],
-        team_id=call.team_id,
-        agent_id=call.params["id"],
-        question=body.question,
-        answer=body.answer,
-        max_per_agent=call.app[app_keys.settings_key].answers.max_per_agent,
-    )
+    given = AnswerDraft(body.question, body.answer)
+    created = await _answers(call).create(call.team_id, call.params["id"], given)
     return envelope_response(answer_json(created), status=201)
 
 
 @routes.get(f"/answers/{{id:{ANSWER_ID}}}", response=AnswerOut, envelope=True, errors=(404,))
 async def get_answer(call: Call):
     """Get a curated answer."""
-    found = await service.get_answer(call.app[app_keys.db_key], call.team_id, call.params["id"])
+    found = await _answers(call).get(call.team_id, call.params["id"])
     return envelope_response(answer_json(found))
 
 
@@ -114,8 +114,8 @@ async def get_answer(call: Call):
 async def patch_answer(call: Call):
     """Change a curated answer's question and/or answer."""
     body: AnswerPatch = call.body
-    updated = await service.update_answer(
-        call.app[app_keys.db_key], call.team_id, call.params["id"], body.question, body.answer
+    updated = await _answers(call).update(
+        call.team_id, call.params["id"], body.question, body.answer
     )
     return envelope_response(answer_json(updated))
 
@@ -123,5 +123,5 @@ async def patch_answer(call: Call):
 @routes.delete(f"/answers/{{id:{ANSWER_ID}}}", response=AnswerDeleted, envelope=True, errors=(404,))
 async def delete_answer(call: Call):
     """Delete a curated answer."""
-    await service.delete_answer(call.app[app_keys.db_key], call.team_id, call.params["id"])
+    await _answers(call).delete(call.team_id, call.params["id"])
     return envelope_response({"id": call.params["id"], "deleted": True})

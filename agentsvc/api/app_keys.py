@@ -24,16 +24,20 @@ if TYPE_CHECKING:
     from agentsvc.ratelimit import Limiter
     from agentsvc.secretbox import SecretBox
     from agentsvc.services.agent_analytics import AnalyticsService
+    from agentsvc.services.agents.mcp_service import McpServerService
     from agentsvc.services.agents.registry import AgentCache
     from agentsvc.services.agents.service import AgentsService
     from agentsvc.services.answers.matching import CuratedAnswers
+    from agentsvc.services.answers.service import AnswersService
     from agentsvc.services.audit import AuditService
+    from agentsvc.services.chat.service import ConversationsService
     from agentsvc.services.chat.turns import ChatTurns
     from agentsvc.services.events.emitter import Emitter
     from agentsvc.services.exports.service import ExportsService
     from agentsvc.services.forms.delivery import Deliverer
     from agentsvc.services.handoff.live import LiveEvents
     from agentsvc.services.handoff.notify import Notifier
+    from agentsvc.services.handoff.service import HandoffService
     from agentsvc.services.knowledge.indexing import Indexer
     from agentsvc.services.knowledge.service import KnowledgeService
     from agentsvc.services.privacy.search_index import MessageIndexScrubber
@@ -85,6 +89,10 @@ handoff_notifier_key: web.AppKey[Notifier] = web.AppKey("handoff_notifier")
 # on these.
 
 # -- chat, conversations, handoff, answers, MCP server
+conversations_key: web.AppKey[ConversationsService] = web.AppKey("conversations")
+handoff_key: web.AppKey[HandoffService] = web.AppKey("handoff")
+answers_key: web.AppKey[AnswersService] = web.AppKey("answers")
+mcp_server_key: web.AppKey[McpServerService] = web.AppKey("mcp_server")
 
 # -- forms, delivery, event webhooks
 

@@ -27,6 +27,7 @@ from agentsvc.api.pipeline import finish_response
 from agentsvc.api.routing import Call, RouteTable
 from agentsvc.api.sse import SseSink, chat_response
 from agentsvc.api.streams import SHUTDOWN_GRACE_SECONDS, StreamingDeps
+from agentsvc.services.agents.identity import EndUserClaim
 from agentsvc.services.chat import start as chat_service
 from agentsvc.services.chat import turn as turn_service
 from agentsvc.services.chat.turns import ChatTurns
@@ -139,7 +140,7 @@ async def _stream_chat(call: Call) -> web.StreamResponse:
     # With an identity secret set, only a signed user stands for a public caller.
     user = await streaming.verify_end_user(
         body.agent_id,
-        identity_service.EndUserClaim(
+        EndUserClaim(
             body.user.model_dump() if body.user else None,
             body.user_hash,
             body.user_token,

@@ -12,11 +12,16 @@ from agentsvc.api.list_filters import AgentId, ConversationFilterQuery
 from agentsvc.api.models import RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, envelope_response
 from agentsvc.services.agents import identity as identity_service
-from agentsvc.services.chat import conversations as conv_service
-from agentsvc.services.handoff.flow import assignee_of
+from agentsvc.services.chat.conversations import Feedback, PageAt, assignee_of
+from agentsvc.services.chat.service import ConversationsService
 from agentsvc.store.conversations import Conversation, StoredMessage
 
 routes = RouteTable("conversations")
+
+
+def _conversations(call: Call) -> ConversationsService:
+    return call.app[app_keys.conversations_key]
+
 
 # One conversation: any id but `export` (GET /conversations/export is the download), so
 # the fixed path is never taken for an id and `Allow` lists each resource's own methods.
@@ -255,15 +260,8 @@ PAGINATION_SCHEMA = {
 async def list_conversations(call: Call):
     """List an agent's conversations, newest first, filtered and searched, with pagination."""
     query: ConversationQuery = call.query
-    page = await conv_service.list_conversations(
-        call.app[app_keys.db_key],
-        call.team_id,
-        query.agent_id,
-        query.limit,
-        query.offset,
-        decode_cursor(query.cursor),
-        query.filters(),
-    )
+    at = PageAt(query.limit, query.offset, decode_cursor(query.cursor))
+    page = await _conversations(call).page(call.team_id, query.agent_id, at, query.filters())
     return envelope_response(
         [summary_json(c) for c in page.conversations],
         pagination={
@@ -279,9 +277,7 @@ async def list_conversations(call: Call):
 @routes.get(ONE_CONVERSATION, response=ConversationOut, envelope=True, errors=(404,))
 async def get_conversation(call: Call):
     """Get a conversation with its messages in order."""
-    conv, messages = await conv_service.get_conversation(
-        call.app[app_keys.db_key], call.team_id, call.params["id"]
-    )
+    conv, messages = await _conversations(call).get(call.team_id, call.params["id"])
     return envelope_response(
         {
             **_base_json(conv),
@@ -295,9 +291,7 @@ async def get_conversation(call: Call):
 @routes.delete(ONE_CONVERSATION, response=ConversationDeleted, envelope=True, errors=(404,))
 async def delete_conversation(call: Call):
     """Delete a conversation and its messages."""
-    await conv_service.delete_conversation(
-        call.app[app_keys.db_key], call.team_id, call.params["id"]
-    )
+    await _conversations(call).delete(call.team_id, call.params["id"])
     return envelope_response({"id": call.params["id"], "deleted": True})
 
 
@@ -313,13 +307,9 @@ async def delete_conversation(call: Call):
 async def post_feedback(call: Call):
     """Rate a message up or down (API key, or the widget with X-Session-Id)."""
     body: FeedbackBody = call.body
-    await conv_service.rate_message(
-        call.app[app_keys.db_key],
+    await _conversations(call).rate(
+        Feedback(call.params["id"], body.message_id, body.rating),
         team_id=call.principal.team_id if call.principal else None,
         session_id=call.request.headers.get(SESSION_HEADER),
-        conversation_id=call.params["id"],
-        message_id=body.message_id,
-        rating=body.rating,
-        emitter=call.app[app_keys.emitter_key],
     )
     return envelope_response({"messageId": body.message_id, "rating": body.rating})

@@ -12,10 +12,14 @@ from agentsvc.api.cursors import MAX_CURSOR_LENGTH, decode_cursor, next_cursor
 from agentsvc.api.list_filters import AgentId
 from agentsvc.api.models import QueryModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, envelope_response
-from agentsvc.services.answers import review
-from agentsvc.services.answers.review import ReviewItem
+from agentsvc.services.answers.review import ReviewItem, ReviewQuery
+from agentsvc.services.answers.service import AnswersService
 
 routes = RouteTable("feedback")
+
+
+def _answers(call: Call) -> AnswersService:
+    return call.app[app_keys.answers_key]
 
 
 class FeedbackQuery(QueryModel):
@@ -88,16 +92,8 @@ def item_json(item: ReviewItem) -> dict[str, Any]:
 async def list_feedback(call: Call):
     """List an agent's rated answers with their questions, newest first, with pagination."""
     query: FeedbackQuery = call.query
-    app = call.app
-    page = await review.list_rated(
-        app[app_keys.db_key],
-        app[app_keys.curated_answers_key],
-        call.team_id,
-        query.agent_id,
-        query.rating,
-        query.limit,
-        decode_cursor(query.cursor),
-    )
+    wanted = ReviewQuery(query.rating, query.limit, decode_cursor(query.cursor))
+    page = await _answers(call).review(call.team_id, query.agent_id, wanted)
     return envelope_response(
         [item_json(i) for i in page.items],
         pagination={

@@ -21,8 +21,10 @@ from agentsvc.api.errors import RateLimited
 from agentsvc.api.limits import STREAM_END_MARGIN_SECONDS, take_token, team_stream_slots
 from agentsvc.api.models import NON_BLANK, QueryModel, RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, envelope_response, json_response, parse_json
+from agentsvc.config import Settings
 from agentsvc.errors import ValidationFailed
-from agentsvc.services.handoff import flow
+from agentsvc.services.chat.conversations import assignee_of
+from agentsvc.services.handoff.service import HandoffService
 from agentsvc.store.conversation_events import ConversationEvent
 from agentsvc.store.conversations import Conversation, StoredMessage
 
@@ -31,6 +33,14 @@ routes = RouteTable("handoff")
 STREAM_SLOT_RETRY_AFTER_SECONDS = 5
 SessionId = Annotated[str, Field(min_length=1, max_length=200)]
 EventId = Annotated[int, Field(ge=0, le=event_streams.MAX_EVENT_ID)]
+
+
+def _handoff(call: Call) -> HandoffService:
+    return call.app[app_keys.handoff_key]
+
+
+def _settings(call: Call) -> Settings:
+    return call.app[app_keys.settings_key]
 
 
 def _optional_json(raw: bytes | bytearray) -> Any:
@@ -113,7 +123,7 @@ def _ip(call: Call) -> str:
 
 
 async def _limit_visitor(call: Call, what: str) -> None:
-    per_minute = call.app[app_keys.settings_key].ratelimit.public_chat_per_minute
+    per_minute = _settings(call).ratelimit.public_chat_per_minute
     await take_token(
         call.request,
         f"{what}-ip:{_ip(call)}",
@@ -124,15 +134,14 @@ async def _limit_visitor(call: Call, what: str) -> None:
 
 async def _conversation(call: Call, session_id: str | None) -> Conversation:
     """The team's conversation (key or session), or the visitor's (their session id)."""
-    db = call.app[app_keys.db_key]
     if call.principal is not None:
-        return await flow.for_team(db, call.team_id, call.params["id"])
+        return await _handoff(call).for_team(call.team_id, call.params["id"])
     session = session_id or call.request.headers.get(SESSION_HEADER)
-    return await flow.for_visitor(db, call.params["id"], session)
+    return await _handoff(call).for_visitor(call.params["id"], session)
 
 
-def _flow_deps(call: Call) -> tuple[Any, Any]:
-    return call.app[app_keys.db_key], call.app[app_keys.agent_cache_key]
+async def _team_conversation(call: Call) -> Conversation:
+    return await _handoff(call).for_team(call.team_id, call.params["id"])
 
 
 @routes.post(
@@ -150,15 +159,7 @@ async def post_handoff(call: Call):
     if call.principal is None:
         await _limit_visitor(call, "handoff")
     conv = await _conversation(call, call.body.session_id)
-    db, agents = _flow_deps(call)
-    state = await flow.request_human(
-        db,
-        agents,
-        call.app[app_keys.handoff_notifier_key],
-        conv,
-        by_visitor=call.principal is None,
-        emitter=call.app[app_keys.emitter_key],
-    )
+    state = await _handoff(call).request_human(conv, by_visitor=call.principal is None)
     return envelope_response(state.json())
 
 
@@ -190,7 +191,7 @@ async def post_contact(call: Call):
         await _limit_visitor(call, "contact")
     email = _check_email(body.email)
     conv = await _conversation(call, body.session_id)
-    await flow.leave_contact(call.app[app_keys.db_key], conv, email)
+    await _handoff(call).leave_contact(conv, email)
     return envelope_response({"conversationId": conv.id, "email": email})
 
 
@@ -205,13 +206,10 @@ async def post_contact(call: Call):
 async def post_assign(call: Call):
     """Take the conversation (or give it to a member): it is then `human`."""
     body: AssignBody = call.body
-    db, agents = _flow_deps(call)
-    conv = await flow.for_team(db, call.team_id, call.params["id"])
+    conv = await _team_conversation(call)
     assert call.principal is not None
     member = body.member_id or call.principal.user_id
-    state = await flow.assign(
-        db, agents, call.team_id, conv, member, call.app[app_keys.emitter_key]
-    )
+    state = await _handoff(call).assign(call.team_id, conv, member)
     return envelope_response(state.json())
 
 
@@ -225,19 +223,10 @@ async def post_assign(call: Call):
 )
 async def post_message(call: Call):
     """Reply to the visitor as a member (takes the conversation when nobody has it)."""
-    db, agents = _flow_deps(call)
-    conv = await flow.for_team(db, call.team_id, call.params["id"])
+    conv = await _team_conversation(call)
     assert call.principal is not None
-    message = await flow.reply(
-        db,
-        agents,
-        call.app[app_keys.handoff_notifier_key],
-        call.team_id,
-        conv,
-        call.principal.user_id,
-        call.body.content,
-        call.app[app_keys.settings_key].handoff.keepalive_seconds,
-        call.app[app_keys.emitter_key],
+    message = await _handoff(call).reply(
+        call.team_id, conv, call.principal.user_id, call.body.content
     )
     return envelope_response(message_json(message), status=201)
 
@@ -247,9 +236,8 @@ async def post_message(call: Call):
 )
 async def post_release(call: Call):
     """Hand the conversation back to the agent: it is then `bot`."""
-    db, agents = _flow_deps(call)
-    conv = await flow.for_team(db, call.team_id, call.params["id"])
-    state = await flow.release(db, agents, conv, call.app[app_keys.emitter_key])
+    conv = await _team_conversation(call)
+    state = await _handoff(call).release(conv)
     return envelope_response(state.json())
 
 
@@ -258,16 +246,15 @@ async def post_release(call: Call):
 )
 async def post_close(call: Call):
     """Close the conversation (a visitor's next message reopens it with the agent)."""
-    db, agents = _flow_deps(call)
-    conv = await flow.for_team(db, call.team_id, call.params["id"])
-    state = await flow.close(db, agents, conv, call.app[app_keys.emitter_key])
+    conv = await _team_conversation(call)
+    state = await _handoff(call).close(conv)
     return envelope_response(state.json())
 
 
 @routes.get("/agents/{id}/handoff-stats", response=HandoffStats, envelope=True, errors=(404,))
 async def get_handoff_stats(call: Call):
     """The agent's handoff rate and median time to the first human reply."""
-    figures = await flow.stats(call.app[app_keys.db_key], call.team_id, call.params["id"])
+    figures = await _handoff(call).stats(call.team_id, call.params["id"])
     return envelope_response(figures)
 
 
@@ -287,9 +274,7 @@ class WidgetHandoff(ResponseModel):
 )
 async def get_widget_handoff(call: Call):
     """Whether the widget offers "Talk to a person", and whether the team is in (public)."""
-    found = await flow.widget_handoff(
-        call.app[app_keys.db_key], call.app[app_keys.agent_cache_key], call.params["agentId"]
-    )
+    found = await _handoff(call).widget(call.params["agentId"])
     response = json_response(found)
     response.headers["Cache-Control"] = "public, max-age=60"
     return response
@@ -368,44 +353,42 @@ async def get_conversation_events(call: Call):
     query: EventsQuery = call.query
     after = event_streams.last_event_id(call, query.last_event_id)
     conv = await _conversation(call, query.session_id)
-    app = call.app
-    live = app[app_keys.live_events_key]
+    handoff = _handoff(call)
     snapshot = sse.frame(
         "status",
         {
             "type": "status",
             "conversationId": conv.id,
             "status": conv.status,
-            "assignee": flow.assignee_of(conv),
+            "assignee": assignee_of(conv),
         },
     )
     if call.principal is not None:
         async with team_stream_slots(call.request, call.principal):
-            following = await live.follow_conversation(conv.id, after)
+            following = await handoff.follow_conversation(conv.id, after)
             return await event_streams.serve(call, following, _render_for(True), [snapshot])
-    limiter = app[app_keys.limiter_key]
+    limiter = call.app[app_keys.limiter_key]
     slot = f"event-streams:{_ip(call)}"
-    handoff = app[app_keys.settings_key].handoff
-    cap = handoff.max_public_streams_per_ip
-    if not await limiter.hold(slot, cap, handoff.max_stream_seconds + STREAM_END_MARGIN_SECONDS):
+    settings = _settings(call).handoff
+    cap = settings.max_public_streams_per_ip
+    if not await limiter.hold(slot, cap, settings.max_stream_seconds + STREAM_END_MARGIN_SECONDS):
         raise RateLimited(
             f"At most {cap} open event streams per address",
             headers={"Retry-After": str(STREAM_SLOT_RETRY_AFTER_SECONDS)},
         )
-    db = app[app_keys.db_key]
     try:
-        following = await live.follow_conversation(conv.id, after)
-        await flow.visitor_seen(db, conv.id, True)
+        following = await handoff.follow_conversation(conv.id, after)
+        await handoff.visitor_seen(conv.id, True)
 
         async def still_here() -> None:
-            await flow.visitor_seen(db, conv.id, True)
+            await handoff.visitor_seen(conv.id, True)
 
         try:
             return await event_streams.serve(
                 call, following, _render_for(False), [snapshot], still_here
             )
         finally:
-            await flow.visitor_seen(db, conv.id, False)
+            await handoff.visitor_seen(conv.id, False)
     finally:
         await limiter.release(slot)
 
@@ -426,5 +409,5 @@ async def get_inbox_events(call: Call):
     """Follow the team's inbox live: status changes and visitors' messages."""
     after = event_streams.last_event_id(call, call.query.last_event_id)
     async with team_stream_slots(call.request, call.principal):
-        following = await call.app[app_keys.live_events_key].follow_inbox(call.team_id, after)
+        following = await _handoff(call).follow_inbox(call.team_id, after)
         return await event_streams.serve(call, following, _render_inbox, [])

@@ -10,7 +10,7 @@ authenticated and rate limited like every API route, and the agent must be its t
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal
 
 import orjson
 from aiohttp import web
@@ -21,11 +21,7 @@ from agentsvc.api import app_keys
 from agentsvc.api.errors import error_body
 from agentsvc.api.models import RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable
-from agentsvc.errors import NotFound
-from agentsvc.services.agents import registry as agents_service
-
-if TYPE_CHECKING:
-    from agentsvc.services.agents import mcp_server
+from agentsvc.services.agents.mcp_service import McpServerService
 
 routes = RouteTable("mcp")
 
@@ -58,17 +54,8 @@ class JsonRpcResponse(ResponseModel):
     error: JsonRpcError | None = None
 
 
-def _deps(app: web.Application) -> mcp_server.AgentServerDeps:
-    from agentsvc.services.agents import mcp_server
-
-    settings = app[app_keys.settings_key]
-    return mcp_server.AgentServerDeps(
-        db=app[app_keys.db_key],
-        turns=app[app_keys.chat_turns_key],
-        semantic=app[app_keys.indexer_key].semantic,
-        top_k=settings.knowledge.top_k,
-        turn_seconds=settings.chat.max_stream_seconds,
-    )
+def _mcp(call: Call) -> McpServerService:
+    return call.app[app_keys.mcp_server_key]
 
 
 def _scope(request: web.Request, body: bytes) -> dict[str, Any]:
@@ -160,18 +147,9 @@ async def _serve(server: Any, request: web.Request, body: bytes) -> web.Response
 )
 async def post_mcp(call: Call):
     """Speak MCP (Streamable HTTP) with one of the team's agents."""
-    app = call.app
-    agent_id = call.params["agentId"]
-    agent = app[app_keys.agent_cache_key].get(agent_id) or await agents_service.find_agent(
-        app[app_keys.db_key], app[app_keys.agent_cache_key], agent_id
-    )
-    if agent is None or agent.team_id != call.team_id:
-        raise NotFound("Agent not found")
-    message: JsonRpcRequest = call.body
-    body = orjson.dumps(message.model_dump(by_alias=True, exclude_unset=True))
     # The SDK is loaded on the first MCP request, not at start-up (it takes about as long to
     # import as the rest of the service).
-    from agentsvc.services.agents import mcp_server
-
-    server = mcp_server.agent_server(_deps(app), agent, call.team_id)
+    server = await _mcp(call).server_for(call.team_id, call.params["agentId"])
+    message: JsonRpcRequest = call.body
+    body = orjson.dumps(message.model_dump(by_alias=True, exclude_unset=True))
     return await _serve(server, call.request, body)

@@ -10,21 +10,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as types
 from mcp.server import Server
 
 from agentsvc import __version__
-from agentsvc.db import Database
 from agentsvc.errors import DomainError
+from agentsvc.services.agents.mcp_service import AgentServerDeps
 from agentsvc.services.chat import start as chat_start
 from agentsvc.services.chat import turn as turn_service
-from agentsvc.services.chat.turns import ChatTurns
 from agentsvc.services.knowledge import prompt
 from agentsvc.services.knowledge.retrieval import retrieve
-from agentsvc.services.knowledge.vectors import Semantic
 from agentsvc.store.agents import Agent
 
 log = logging.getLogger(__name__)
@@ -114,17 +111,6 @@ class _Collected:
     @property
     def text(self) -> str:
         return "\n\n".join("".join(parts) for _, parts in sorted(self.blocks.items()))
-
-
-@dataclass(frozen=True, slots=True)
-class AgentServerDeps:
-    """What the MCP tools of an agent run on."""
-
-    db: Database
-    turns: ChatTurns  # `ask` is a chat turn like any other door's
-    semantic: Semantic | None
-    top_k: int
-    turn_seconds: float
 
 
 def _text(text: str, *, error: bool = False, structured: Any = None) -> types.CallToolResult:

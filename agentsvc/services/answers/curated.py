@@ -8,6 +8,8 @@ each process's matcher (`matching.CuratedAnswers`) reads them again.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from agentsvc.db import ConstraintViolation, Database
 from agentsvc.errors import AnswerLimitReached, Conflict, NotFound, ValidationFailed
 from agentsvc.ids import new_id, now_iso
@@ -16,6 +18,14 @@ from agentsvc.services.answers.matching import question_key
 from agentsvc.store import agents as agents_store
 from agentsvc.store import answers as store
 from agentsvc.store.answers import CuratedAnswer
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerDraft:
+    """A curated answer as the team writes it: the question it answers, and the answer."""
+
+    question: str
+    answer: str
 
 
 async def _check_agent(db: Database, team_id: str, agent_id: str) -> None:
@@ -37,15 +47,10 @@ async def list_answers(db: Database, team_id: str, agent_id: str) -> list[Curate
 
 
 async def create_answer(
-    db: Database,
-    *,
-    team_id: str,
-    agent_id: str,
-    question: str,
-    answer: str,
-    max_per_agent: int,
+    db: Database, team_id: str, agent_id: str, given: AnswerDraft, max_per_agent: int
 ) -> CuratedAnswer:
     """Add an answer to the agent's, unless it has `max_per_agent` or the question already."""
+    question, answer = given.question, given.answer
     key = _key(question)
     now = now_iso()
     created = CuratedAnswer(

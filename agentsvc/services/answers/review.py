@@ -35,20 +35,25 @@ class ReviewPage:
     more: bool
 
 
+@dataclass(frozen=True, slots=True)
+class ReviewQuery:
+    """Which rated answers to list: `rating` (None: both), a page of `limit`, continuing
+    after a (created_at, id) key."""
+
+    rating: str | None
+    limit: int
+    after: tuple[str, str] | None = None
+
+
 async def list_rated(
-    db: Database,
-    curated: CuratedAnswers,
-    team_id: str,
-    agent_id: str,
-    rating: str | None,
-    limit: int,
-    after: tuple[str, str] | None = None,
+    db: Database, curated: CuratedAnswers, team_id: str, agent_id: str, query: ReviewQuery
 ) -> ReviewPage:
     """A page of the agent's rated answers, newest first, the total, and whether more follow."""
     agent = await agents_store.get(db.reader, team_id, agent_id)
     if agent is None:
         raise NotFound("Agent not found")
-    rows, more = await store.list_rated(db.reader, agent_id, rating, limit, after)
+    rating = query.rating
+    rows, more = await store.list_rated(db.reader, agent_id, rating, query.limit, query.after)
     items = []
     for row in rows:
         match = None

@@ -33,6 +33,25 @@ class ListFilters:
 
 
 @dataclass(frozen=True, slots=True)
+class PageAt:
+    """Where a page of a list starts and how long it is: `after` (a (created_at, id) key)
+    continues from a row instead of skipping `offset` rows."""
+
+    limit: int
+    offset: int = 0
+    after: tuple[str, str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Feedback:
+    """A rating of one message of a conversation: `up` or `down`."""
+
+    conversation_id: str
+    message_id: str
+    rating: str
+
+
+@dataclass(frozen=True, slots=True)
 class Page:
     """A page of conversations, the total the filters keep and whether more follow."""
 
@@ -88,6 +107,13 @@ def caller_may_use(conv: Conversation, team_id: str | None, session_id: str | No
     return conv.session_id is not None and conv.session_id == session_id
 
 
+def assignee_of(conv: Conversation) -> dict[str, str] | None:
+    """The conversation's assignee as `{id, name}`, or None."""
+    if conv.assignee_id is None:
+        return None
+    return {"id": conv.assignee_id, "name": conv.assignee_name or ""}
+
+
 async def check_agent(db: Database, team_id: str, agent_id: str):
     """The team's agent, or NotFound (another team's agent is not found)."""
     agent = await agents_store.get(db.reader, team_id, agent_id)
@@ -97,17 +123,12 @@ async def check_agent(db: Database, team_id: str, agent_id: str):
 
 
 async def list_conversations(
-    db: Database,
-    team_id: str,
-    agent_id: str,
-    limit: int,
-    offset: int,
-    after: tuple[str, str] | None = None,
-    filters: ListFilters | None = None,
+    db: Database, team_id: str, agent_id: str, at: PageAt, filters: ListFilters | None = None
 ) -> Page:
     """A page of an agent's conversations (newest first) that the filters keep, with the
     total; `after` continues from a (created_at, id) key instead of an offset."""
     await check_agent(db, team_id, agent_id)
+    limit, offset, after = at.limit, at.offset, at.after
     flt = conversation_filter(filters or ListFilters())
     if flt is None:
         return Page([], 0, False)
@@ -147,13 +168,11 @@ async def delete_conversation(db: Database, team_id: str, conversation_id: str) 
 
 async def rate_message(
     db: Database,
+    emitter: Emitter | None,
+    feedback: Feedback,
     *,
     team_id: str | None,
     session_id: str | None,
-    conversation_id: str,
-    message_id: str,
-    rating: str,
-    emitter: Emitter | None = None,
 ) -> None:
     """Rate a message `up` or `down`, replacing an earlier rating.
 
@@ -165,14 +184,15 @@ async def rate_message(
     emission = NOTHING
     async with db.write() as tx:
         if team_id is not None:
-            conv = await conv_store.get(tx, team_id, conversation_id)
+            conv = await conv_store.get(tx, team_id, feedback.conversation_id)
         else:
-            conv = await conv_store.get_public(tx, conversation_id)
+            conv = await conv_store.get_public(tx, feedback.conversation_id)
             if conv is not None and conv.session_id != session_id:
                 conv = None
         if conv is None:
             raise NotFound("Conversation not found")
         rated_at = now_iso()
+        message_id, rating = feedback.message_id, feedback.rating
         if not await conv_store.rate_message(tx, conv.id, message_id, rating, rated_at):
             raise NotFound("Message not found in this conversation")
         if emitter is not None:

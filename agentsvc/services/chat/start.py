@@ -13,26 +13,24 @@ from agentsvc.db import Database, Tx
 from agentsvc.errors import NotFound, ValidationFailed
 from agentsvc.ids import new_id, now_iso
 from agentsvc.language import DEFAULT_LANGUAGE
-from agentsvc.llm.base import BUILTIN, Message, ProviderError, Providers
+from agentsvc.llm.base import BUILTIN, Message, ModelProvider, ProviderError, Providers
 from agentsvc.llm.builtin import parse_tool_command
-from agentsvc.services import changes
 from agentsvc.services.agents import registry as agents_service
-from agentsvc.services.agents.registry import AgentCache
-from agentsvc.services.answers.matching import CuratedAnswers, CuratedMatch
-from agentsvc.services.chat.conversations import caller_may_use
-from agentsvc.services.chat.turn import HeldTurn, Turn
+from agentsvc.services.answers.matching import CuratedMatch
+from agentsvc.services.chat.conversations import assignee_of, caller_may_use
+from agentsvc.services.chat.messages import ConversationLog, StatusChange
+from agentsvc.services.chat.turn import HeldTurn, Turn, TurnDeps
 from agentsvc.services.events import payloads
-from agentsvc.services.events.emitter import NOTHING, Emitter
-from agentsvc.services.handoff.flow import assignee_of
-from agentsvc.services.knowledge.retrieval import retrieve
-from agentsvc.services.knowledge.vectors import Semantic
+from agentsvc.services.events.emitter import Emission
+from agentsvc.services.knowledge.retrieval import Passage, retrieve
 from agentsvc.services.tools.mcp import offered
 from agentsvc.store import analytics as analytics_store
-from agentsvc.store import conversation_events as events_store
 from agentsvc.store import conversations as conv_store
 from agentsvc.store import documents as documents_store
 from agentsvc.store import tools as tools_store
+from agentsvc.store.agents import Agent
 from agentsvc.store.conversations import Conversation, StoredMessage
+from agentsvc.store.tools import Tool
 
 TITLE_LENGTH = 80
 
@@ -85,69 +83,106 @@ async def _no_match() -> CuratedMatch | None:
     return None
 
 
-async def prepare_turn(
-    db: Database,
-    agents: AgentCache,
-    providers: Providers,
-    chat: ChatInput,
-    semantic: Semantic | None = None,
-    emitter: Emitter | None = None,
-    curated: CuratedAnswers | None = None,
-) -> Turn | HeldTurn:
-    """Validate and load everything, store the user's message, and return the turn; or,
-    while a person has the conversation (waiting, human), the held turn: the message is
-    stored for the team and the model is not called."""
+@dataclass(frozen=True, slots=True)
+class _Loaded:
+    """What a turn reads before anything is stored."""
+
+    agent: Agent | None
+    conversation: Conversation | None
+    tools: list[Tool]
+    passages: list[Passage]
+    match: CuratedMatch | None
+
+
+def _check_messages(chat: ChatInput) -> None:
     if chat.messages[-1][0] != "user":
         raise ValidationFailed("messages: the last message must have role 'user'")
     if not chat.messages[-1][1].strip():
         raise ValidationFailed("messages: the last message must not be empty")
+
+
+async def _load(deps: TurnDeps, chat: ChatInput) -> _Loaded:
+    """The agent, the conversation, the agent's tools, the passages and the curated answer
+    for the question."""
+    db, agents, curated = deps.log.db, deps.agents, deps.sources.curated
     # The agent usually comes from the in-process cache; it is read first (once per agent
     # after a start) because retrieval needs its language. The other reads, queued
     # together, cost one wake-up of the reader thread, not three.
     agent = agents.get(chat.agent_id) or await agents_service.find_agent(db, agents, chat.agent_id)
     language = agent.language if agent is not None else DEFAULT_LANGUAGE
     question = chat.messages[-1][1]
+    top_k = deps.providers.settings.knowledge.top_k
     conv, tools, passages, match = await asyncio.gather(
         _load_conversation(db, chat),
         tools_store.list_enabled_for_agent(db.reader, chat.agent_id),
-        retrieve(
-            db,
-            chat.agent_id,
-            question,
-            providers.settings.knowledge.top_k,
-            semantic,
-            language,
-        ),
+        retrieve(db, chat.agent_id, question, top_k, deps.sources.semantic, language),
         curated.match(db, chat.agent_id, question, language) if curated else _no_match(),
     )
+    return _Loaded(agent, conv, tools, passages, match)
+
+
+def _agent_of(loaded: _Loaded, chat: ChatInput) -> Agent:
+    agent = loaded.agent
     if agent is None or (chat.team_id is not None and agent.team_id != chat.team_id):
         raise NotFound("Agent not found")
+    return agent
+
+
+def _model_of(providers: Providers, agent: Agent) -> tuple[ModelProvider, str]:
     try:
-        provider, model_name = providers.resolve(agent.model)
+        return providers.resolve(agent.model)
     except ProviderError as exc:
         raise ValidationFailed(f"agentId: the agent's {exc.message}") from exc
-    user_text = question
-    if match is not None and agent.model == BUILTIN and parse_tool_command(question):
-        match = None  # the builtin model runs the tool a `/tool` command names
-    # With nothing retrieved, whether the agent has knowledge at all decides if a provider
-    # model's answer counts as unanswered (an agent without documents answers from its
-    # prompt); the builtin model says so itself.
+
+
+async def _has_knowledge(
+    db: Database, agent: Agent, passages: list[Passage], match: CuratedMatch | None
+) -> bool:
+    """Whether the agent has anything to answer from. With nothing retrieved, whether it
+    has knowledge at all decides if a provider model's answer counts as unanswered (an
+    agent without documents answers from its prompt); the builtin model says so itself."""
     knowledge = bool(passages) or match is not None
     if not knowledge and agent.model != BUILTIN:
         knowledge = await documents_store.has_ready(db.reader, agent.id)
+    return knowledge
+
+
+async def _history(db: Database, chat: ChatInput, conv: Conversation | None) -> list[Message]:
+    """The messages the model reads before the visitor's: the stored conversation's, or
+    those the caller sent; then the visitor's."""
     if conv is not None:
-        stored = await conv_store.list_messages(db.reader, conv.id)
-        history = _history_from_store(stored)
+        history = _history_from_store(await conv_store.list_messages(db.reader, conv.id))
     else:
         history = [Message(role, content) for role, content in chat.messages[:-1] if content]  # type: ignore[arg-type]
-    history.append(Message("user", user_text))
+    history.append(Message("user", chat.messages[-1][1]))
+    return history
 
-    now = now_iso()
-    user_message = StoredMessage(
+
+def _new_conversation(agent: Agent, chat: ChatInput, now: str) -> Conversation:
+    first_user = next(content for role, content in chat.messages if role == "user")
+    user = chat.user or {}
+    return Conversation(
+        id=new_id("conversation"),
+        agent_id=agent.id,
+        team_id=agent.team_id,
+        title=make_title(first_user) or "New conversation",
+        session_id=chat.session_id,
+        user_ref=user.get("id"),
+        user_email=user.get("email"),
+        user_name=user.get("name"),
+        user_verified_by=user.get("verified_by"),
+        created_at=now,
+        updated_at=now,
+        trigger_id=chat.trigger_id,
+    )
+
+
+def _visitor_message(conversation_id: str, text: str, now: str) -> StoredMessage:
+    return StoredMessage(
         id=new_id("message"),
-        conversation_id="",
+        conversation_id=conversation_id,
         role="user",
-        content=user_text,
+        content=text,
         tool_calls=None,
         usage=None,
         sources=None,
@@ -156,83 +191,69 @@ async def prepare_turn(
         rating=None,
         created_at=now,
     )
-    if conv is None:
-        first_user = next(content for role, content in chat.messages if role == "user")
-        user = chat.user or {}
-        conv = Conversation(
-            id=new_id("conversation"),
-            agent_id=agent.id,
-            team_id=agent.team_id,
-            title=make_title(first_user) or "New conversation",
-            session_id=chat.session_id,
-            user_ref=user.get("id"),
-            user_email=user.get("email"),
-            user_name=user.get("name"),
-            user_verified_by=user.get("verified_by"),
-            created_at=now,
-            updated_at=now,
-            trigger_id=chat.trigger_id,
-        )
-        new_conv: Conversation | None = conv
-    else:
-        new_conv = None
-    user_message = replace(user_message, conversation_id=conv.id)
-    held = conv.status in ("waiting", "human")
-    # A visitor writing to a closed conversation reopens it with the agent.
-    reopen = conv.status == "closed"
-    # A team without webhooks gets NOTHING from a dictionary lookup: no event is built.
-    emission = await emitter.for_team(conv.team_id) if emitter is not None else NOTHING
 
-    async def write(tx: Tx) -> None:
-        if new_conv is not None:
-            await _insert_conversation(tx, new_conv)
+
+async def _store(
+    log: ConversationLog, conv: Conversation, message: StoredMessage, *, new: bool
+) -> None:
+    """Store the visitor's message with what it does to the conversation: a new one is
+    created, a closed one reopens with the agent, any other is marked updated."""
+    now = message.created_at
+
+    async def before(tx: Tx, emission: Emission) -> None:
+        if new:
+            await _insert_conversation(tx, conv)
             await emission.emit(
                 tx,
                 "conversation.created",
-                lambda: payloads.conversation_created(new_conv),
+                lambda: payloads.conversation_created(conv),
                 conversation_id=conv.id,
             )
-        elif reopen:
-            await conv_store.update_handoff(
-                tx, conv.id, {"status": "bot", "assignee_id": None}, now
-            )
-            await events_store.insert_status_event(
-                tx, conv.team_id, conv.agent_id, conv.id, "bot", None, now
-            )
-            await emission.emit(
-                tx,
-                "conversation.reopened",
-                lambda: payloads.status_changed(conv, "bot", None),
-                conversation_id=conv.id,
-            )
+        elif conv.status == "closed":
+            await log.write_status(tx, emission, conv, _reopened(now))
         else:
-            await conv_store.touch(tx, user_message.conversation_id, now)
-        await conv_store.insert_message(tx, user_message)
-        await events_store.insert_message_event(tx, conv.team_id, conv.agent_id, user_message)
-        await emission.emit(
-            tx,
-            "message.created",
-            lambda: payloads.message_created(conv.agent_id, user_message),
-            conversation_id=conv.id,
-        )
+            await conv_store.touch(tx, conv.id, now)
 
-    # Batched with the other streams' writes: this is on the path to the first delta.
-    await db.write_batched(write)
-    emission.sent()
-    await db.announce(changes.conversation(conv.team_id, conv.id))
-    if held:
-        return HeldTurn(conv, user_message.id, conv.status, assignee_of(conv))
+    await log.append_message(conv, message, before=before)
+
+
+def _reopened(now: str) -> StatusChange:
+    """A visitor writing to a closed conversation reopens it with the agent."""
+    fields = {"status": "bot", "assignee_id": None}
+    return StatusChange("bot", None, now, fields, event_type="conversation.reopened")
+
+
+async def prepare_turn(deps: TurnDeps, chat: ChatInput) -> Turn | HeldTurn:
+    """Validate and load everything, store the user's message, and return the turn; or,
+    while a person has the conversation (waiting, human), the held turn: the message is
+    stored for the team and the model is not called."""
+    _check_messages(chat)
+    loaded = await _load(deps, chat)
+    agent = _agent_of(loaded, chat)
+    provider, model_name = _model_of(deps.providers, agent)
+    question = chat.messages[-1][1]
+    match = loaded.match
+    if match is not None and agent.model == BUILTIN and parse_tool_command(question):
+        match = None  # the builtin model runs the tool a `/tool` command names
+    knowledge = await _has_knowledge(deps.log.db, agent, loaded.passages, match)
+    history = await _history(deps.log.db, chat, loaded.conversation)
+    now = now_iso()
+    conv = loaded.conversation or _new_conversation(agent, chat, now)
+    message = _visitor_message(conv.id, question, now)
+    await _store(deps.log, conv, message, new=loaded.conversation is None)
+    if conv.status in ("waiting", "human"):
+        return HeldTurn(conv, message.id, conv.status, assignee_of(conv))
     return Turn(
         agent=agent,
         conversation=conv,
         message_id=new_id("message"),
         history=history,
-        tools={t.name: t for t in offered(tools)},  # an MCP tool: one per function
+        tools={t.name: t for t in offered(loaded.tools)},  # an MCP tool: one per function
         provider=provider,
         model_name=model_name,
-        passages=passages,
+        passages=loaded.passages,
         offer_handoff=bool((agent.handoff or {}).get("enabled")),
-        question=user_text,
+        question=question,
         curated=match,
         knowledge=knowledge,
     )

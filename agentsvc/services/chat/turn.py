@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 import orjson
 
-from agentsvc.db import Database, Tx
+from agentsvc.db import Tx
 from agentsvc.ids import now_iso
 from agentsvc.llm.base import (
     BUILTIN,
@@ -24,21 +24,21 @@ from agentsvc.llm.base import (
     ModelProvider,
     ModelRequest,
     ProviderError,
+    Providers,
     TextDelta,
     ToolCall,
     ToolSpec,
     Usage,
 )
 from agentsvc.llm.builtin import NOTHING_FOUND
-from agentsvc.services import changes
-from agentsvc.services.answers.matching import CuratedMatch, question_key
-from agentsvc.services.events import payloads
-from agentsvc.services.events.emitter import NOTHING, Emitter
+from agentsvc.services.agents.registry import AgentCache
+from agentsvc.services.answers.matching import CuratedAnswers, CuratedMatch, question_key
+from agentsvc.services.chat.messages import ConversationLog
 from agentsvc.services.knowledge import prompt
 from agentsvc.services.knowledge.retrieval import Passage
+from agentsvc.services.knowledge.vectors import Semantic
 from agentsvc.services.tenant_input.schemas import MAX_INPUT_DEPTH
 from agentsvc.store import analytics as analytics_store
-from agentsvc.store import conversation_events as events_store
 from agentsvc.store import conversations as conv_store
 from agentsvc.store.agents import Agent
 from agentsvc.store.conversations import Conversation, StoredMessage
@@ -91,6 +91,35 @@ class EventSink(Protocol):
 
 class ToolRunnerLike(Protocol):
     async def run(self, tool: Tool, tool_input: dict) -> Any: ...
+
+
+@dataclass(frozen=True, slots=True)
+class TurnSources:
+    """What a turn answers from besides the model and the agent's prompt: the team's
+    curated answers, and semantic search when embeddings are configured."""
+
+    curated: CuratedAnswers | None = None
+    semantic: Semantic | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TurnTools:
+    """How a turn runs the agent's tools, and how often the stream hears a keep-alive
+    while they run."""
+
+    runner: ToolRunnerLike
+    keepalive_seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class TurnDeps:
+    """What every turn runs on (built once for the app in runtime.py)."""
+
+    log: ConversationLog  # the database, and every message appended through it
+    agents: AgentCache
+    providers: Providers
+    sources: TurnSources
+    tools: TurnTools
 
 
 @dataclass(slots=True)
@@ -160,22 +189,18 @@ class TurnRunner:
 
     def __init__(
         self,
-        db: Database,
+        deps: TurnDeps,
         turn: Turn,
         sink: EventSink,
-        tool_runner: ToolRunnerLike,
-        keepalive_seconds: float,
         request_human: RequestHuman | None = None,
-        emitter: Emitter | None = None,
     ):
         self._request_human = request_human
-        self._emitter = emitter
         self._handoff: dict[str, Any] | None = None
-        self._db = db
+        self._log = deps.log
         self._turn = turn
         self._sink = sink
-        self._runner = tool_runner
-        self._keepalive = keepalive_seconds
+        self._runner = deps.tools.runner
+        self._keepalive = deps.tools.keepalive_seconds
         self._produced = _Produced()
         self._block = 0
 
@@ -438,31 +463,22 @@ class TurnRunner:
             unanswered=unanswered,
         )
 
-        conv = turn.conversation
-        emitter = self._emitter
-        emission = await emitter.for_team(conv.team_id) if emitter is not None else NOTHING
         key = question_key(turn.question) if unanswered else ""
 
-        async def write(tx: Tx) -> None:
-            await conv_store.insert_message(tx, message)
-            await events_store.insert_message_event(tx, conv.team_id, conv.agent_id, message)
+        async def touch(tx: Tx) -> None:
             await conv_store.touch(tx, message.conversation_id, now)
-            await emission.emit(
-                tx,
-                "message.created",
-                lambda: payloads.message_created(conv.agent_id, message),
-                conversation_id=conv.id,
-            )
-            if key:  # the analytics' most frequent unanswered questions
-                await analytics_store.insert_unanswered(
-                    tx,
-                    message.id,
-                    conv.agent_id,
-                    now,
-                    key,
-                    " ".join(turn.question.split())[:QUESTION_CHARS],
-                )
 
-        await self._db.write_batched(write)
-        emission.sent()
-        await self._db.announce(changes.conversation(conv.team_id, conv.id))
+        async def count_unanswered(tx: Tx) -> None:
+            # The analytics' most frequent unanswered questions.
+            await analytics_store.insert_unanswered(
+                tx,
+                message.id,
+                turn.conversation.agent_id,
+                now,
+                key,
+                " ".join(turn.question.split())[:QUESTION_CHARS],
+            )
+
+        await self._log.append_message(
+            turn.conversation, message, update=touch, after=count_unanswered if key else None
+        )

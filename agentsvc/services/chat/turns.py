@@ -10,65 +10,35 @@ reply decides whether the model is offered handing the conversation to the team.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
-from agentsvc.db import Database
-from agentsvc.llm.base import Providers
-from agentsvc.services.agents.registry import AgentCache
-from agentsvc.services.answers.matching import CuratedAnswers
 from agentsvc.services.chat.start import ChatInput, prepare_turn
-from agentsvc.services.chat.turn import EventSink, HeldTurn, ToolRunnerLike, Turn, TurnRunner
-from agentsvc.services.events.emitter import Emitter
-from agentsvc.services.handoff import flow as handoff_flow
-from agentsvc.services.handoff.notify import Notifier
-from agentsvc.services.knowledge.vectors import Semantic
-from agentsvc.store.conversations import Conversation
-
-
-@dataclass(frozen=True, slots=True)
-class TurnDeps:
-    """What every turn runs on (built once for the app in runtime.py)."""
-
-    db: Database
-    agents: AgentCache
-    providers: Providers
-    tool_runner: ToolRunnerLike
-    emitter: Emitter
-    curated: CuratedAnswers
-    notifier: Notifier
-    semantic: Semantic | None
-    keepalive_seconds: float
+from agentsvc.services.chat.turn import (
+    EventSink,
+    HeldTurn,
+    RequestHuman,
+    Turn,
+    TurnDeps,
+    TurnRunner,
+)
 
 
 class ChatTurns:
     """Starts and plays chat turns for every door (one instance for the app)."""
 
-    def __init__(self, deps: TurnDeps):
+    def __init__(self, deps: TurnDeps, request_human: RequestHuman | None = None):
         self.deps = deps
+        # Asks for a person (the handoff service's); None: no turn offers it.
+        self._request_human = request_human
 
     async def start(self, chat: ChatInput) -> Turn | HeldTurn:
         """Check and load everything and store the visitor's message (DomainError before
         anything is stored when the turn cannot be taken); a held turn when a person has
         the conversation."""
-        deps = self.deps
-        return await prepare_turn(
-            deps.db, deps.agents, deps.providers, chat, deps.semantic, deps.emitter, deps.curated
-        )
+        return await prepare_turn(self.deps, chat)
 
     def runner(self, turn: Turn, sink: EventSink, *, people_can_answer: bool) -> TurnRunner:
         """The runner of a started turn; `run()` streams it to the sink and stores it."""
-        deps = self.deps
-        request_human = self._request_human if people_can_answer and turn.offer_handoff else None
-        return TurnRunner(
-            deps.db,
-            turn,
-            sink,
-            deps.tool_runner,
-            deps.keepalive_seconds,
-            request_human,
-            deps.emitter,
-        )
+        offer = people_can_answer and turn.offer_handoff
+        return TurnRunner(self.deps, turn, sink, self._request_human if offer else None)
 
     async def play(
         self, started: Turn | HeldTurn, sink: EventSink, *, people_can_answer: bool
@@ -87,15 +57,6 @@ class ChatTurns:
         started = await self.start(chat)
         await self.play(started, sink, people_can_answer=people_can_answer)
         return started
-
-    async def _request_human(self, conv: Conversation) -> dict[str, Any]:
-        deps = self.deps
-        state = await handoff_flow.request_human(
-            deps.db, deps.agents, deps.notifier, conv, by_visitor=False, emitter=deps.emitter
-        )
-        data = state.json()
-        data.pop("conversationId")
-        return {"conversationId": conv.id, **data}
 
 
 async def held_events(turn: HeldTurn, sink: EventSink) -> None:

@@ -1,8 +1,10 @@
 """A conversation passing between the agent and the team: bot → waiting → human → bot or
 closed, and members' replies.
 
-Each change writes the conversation, its event (the live streams read the log) in one
-transaction, and is announced after the commit so every process's followers hear of it.
+Each change writes the conversation, its event (the live streams read the log) and its
+webhook event in one transaction, and is announced after the commit so every process's
+followers hear of it: `ConversationLog` (services/chat/messages.py) writes them, as it
+writes the chat turns' messages.
 """
 
 from __future__ import annotations
@@ -14,20 +16,19 @@ from typing import Any
 from agentsvc.db import Database, Tx
 from agentsvc.errors import Forbidden, NotFound, ValidationFailed
 from agentsvc.ids import new_id, now_iso, parse_iso
-from agentsvc.services import changes
 from agentsvc.services.agents import registry as agents_service
 from agentsvc.services.agents.registry import AgentCache
-from agentsvc.services.events import payloads
-from agentsvc.services.events.emitter import NOTHING, Emitter
+from agentsvc.services.chat.messages import ConversationLog, StatusChange
+from agentsvc.services.events.emitter import Emission
 from agentsvc.services.handoff.notify import Notifier
 from agentsvc.services.handoff.settings import is_online, settings_of
 from agentsvc.store import accounts as accounts_store
 from agentsvc.store import agents as agents_store
-from agentsvc.store import conversation_events as events_store
 from agentsvc.store import conversations as conv_store
 from agentsvc.store import team as team_store
 from agentsvc.store.agents import Agent
 from agentsvc.store.conversations import Conversation, StoredMessage
+from agentsvc.store.team import Member
 
 # A visitor whose event stream was seen within this many keep-alives is still there.
 PRESENCE_KEEPALIVES = 2.5
@@ -53,11 +54,15 @@ class HandoffState:
         }
 
 
-def assignee_of(conv: Conversation) -> dict[str, str] | None:
-    """The conversation's assignee as `{id, name}`, or None."""
-    if conv.assignee_id is None:
-        return None
-    return {"id": conv.assignee_id, "name": conv.assignee_name or ""}
+@dataclass(frozen=True, slots=True)
+class HandoffDeps:
+    """What the handoff flow runs on (built once for the app in runtime.py)."""
+
+    log: ConversationLog  # the database, and every change written through it
+    agents: AgentCache
+    notifier: Notifier
+    # The visitors' event streams' keep-alive: how recently a present visitor was seen.
+    keepalive_seconds: float
 
 
 async def _shown_name_of(db: Database, team_id: str, member_name: str) -> str:
@@ -93,32 +98,13 @@ async def _agent(db: Database, agents: AgentCache, conv: Conversation) -> Agent:
 
 
 async def _set_status(
-    db: Database,
+    log: ConversationLog,
     conv: Conversation,
     fields: dict[str, Any],
     assignee: tuple[str, str] | None,
-    emitter: Emitter | None,
 ) -> None:
     """Write the status change, its event (and a webhook event), then announce it."""
-    now = now_iso()
-    status = fields["status"]
-    emission = await emitter.for_team(conv.team_id) if emitter is not None else NOTHING
-
-    async def write(tx: Tx) -> None:
-        await conv_store.update_handoff(tx, conv.id, fields, now)
-        await events_store.insert_status_event(
-            tx, conv.team_id, conv.agent_id, conv.id, status, assignee, now
-        )
-        await emission.emit(
-            tx,
-            payloads.STATUS_EVENTS[status],
-            lambda: payloads.status_changed(conv, status, assignee),
-            conversation_id=conv.id,
-        )
-
-    await db.write_batched(write)
-    emission.sent()
-    await db.announce(changes.conversation(conv.team_id, conv.id))
+    await log.change_status(conv, StatusChange(fields["status"], assignee, now_iso(), fields))
 
 
 def _state(conv: Conversation, agent: Agent, status: str, assignee) -> HandoffState:
@@ -147,18 +133,10 @@ async def widget_handoff(db: Database, agents: AgentCache, agent_id: str) -> dic
     }
 
 
-async def request_human(
-    db: Database,
-    agents: AgentCache,
-    notifier: Notifier,
-    conv: Conversation,
-    *,
-    by_visitor: bool,
-    emitter: Emitter | None = None,
-) -> HandoffState:
+async def request_human(deps: HandoffDeps, conv: Conversation, *, by_visitor: bool) -> HandoffState:
     """Ask for a person: `bot` (or `closed`) → `waiting`, and tell the team. A conversation
     already waiting or with a member stays as it is."""
-    agent = await _agent(db, agents, conv)
+    agent = await _agent(deps.log.db, deps.agents, conv)
     settings = settings_of(agent.handoff)
     if by_visitor and not settings["enabled"]:
         raise Forbidden("This agent does not hand conversations to people")
@@ -168,47 +146,39 @@ async def request_human(
     fields: dict[str, Any] = {"status": "waiting", "assignee_id": None}
     if conv.handoff_at is None:
         fields["handoff_at"] = now_iso()
-    await _set_status(db, conv, fields, None, emitter)
+    await _set_status(deps.log, conv, fields, None)
     state = _state(conv, agent, "waiting", None)
-    notifier.handoff_requested(agent, conv, settings, state.online)
+    deps.notifier.handoff_requested(agent, conv, settings, state.online)
     return state
 
 
 async def assign(
-    db: Database,
-    agents: AgentCache,
-    team_id: str,
-    conv: Conversation,
-    member_ref: str,
-    emitter: Emitter | None = None,
+    deps: HandoffDeps, team_id: str, conv: Conversation, member_ref: str
 ) -> HandoffState:
     """A member takes the conversation: → `human` with them as the assignee."""
+    db = deps.log.db
     member = await team_store.find_member(db.reader, team_id, member_ref)
     if member is None:
         raise ValidationFailed("memberId: no member of this team has that id")
-    agent = await _agent(db, agents, conv)
+    agent = await _agent(db, deps.agents, conv)
     assignee = (member.user_id, await _shown_name_of(db, team_id, member.name))
     fields = {"status": "human", "assignee_id": member.user_id}
-    await _set_status(db, conv, fields, assignee, emitter)
+    await _set_status(deps.log, conv, fields, assignee)
     return _state(conv, agent, "human", assignee)
 
 
-async def release(
-    db: Database, agents: AgentCache, conv: Conversation, emitter: Emitter | None = None
-) -> HandoffState:
+async def release(deps: HandoffDeps, conv: Conversation) -> HandoffState:
     """Hand the conversation back to the agent: → `bot`."""
-    agent = await _agent(db, agents, conv)
-    await _set_status(db, conv, {"status": "bot", "assignee_id": None}, None, emitter)
+    agent = await _agent(deps.log.db, deps.agents, conv)
+    await _set_status(deps.log, conv, {"status": "bot", "assignee_id": None}, None)
     return _state(conv, agent, "bot", None)
 
 
-async def close(
-    db: Database, agents: AgentCache, conv: Conversation, emitter: Emitter | None = None
-) -> HandoffState:
+async def close(deps: HandoffDeps, conv: Conversation) -> HandoffState:
     """Close the conversation: → `closed` (a visitor's next message reopens it)."""
-    agent = await _agent(db, agents, conv)
+    agent = await _agent(deps.log.db, deps.agents, conv)
     current = (conv.assignee_id, conv.assignee_name or "") if conv.assignee_id else None
-    await _set_status(db, conv, {"status": "closed"}, current, emitter)
+    await _set_status(deps.log, conv, {"status": "closed"}, current)
     return _state(conv, agent, "closed", current)
 
 
@@ -233,28 +203,12 @@ def _fields_on_reply(conv: Conversation, user_id: str, now: str) -> dict[str, An
     return fields
 
 
-async def reply(
-    db: Database,
-    agents: AgentCache,
-    notifier: Notifier,
-    team_id: str,
-    conv: Conversation,
-    user_id: str,
-    content: str,
-    keepalive_seconds: float,
-    emitter: Emitter | None = None,
+def _reply_message(
+    conv: Conversation, member: Member, name: str, content: str, now: str
 ) -> StoredMessage:
-    """A member's reply, as an assistant message with them as its author. Replying takes a
-    conversation that is not yet with a person (→ `human`, assigned to the member when it
-    had no assignee); a visitor who left an address and is gone gets the reply by e-mail."""
-    member = await team_store.find_member(db.reader, team_id, user_id)
-    if member is None:
-        raise NotFound("Conversation not found")
-    agent = await _agent(db, agents, conv)
-    now = now_iso()
-    # Stored with the message and its events: what the visitor's widget shows.
-    name = await _shown_name_of(db, team_id, member.name)
-    message = StoredMessage(
+    """A member's reply: an assistant message with them as its author (`name`: what the
+    visitor's widget shows, stored with the message and its events)."""
+    return StoredMessage(
         id=new_id("message"),
         conversation_id=conv.id,
         role="assistant",
@@ -269,6 +223,22 @@ async def reply(
         author_id=member.user_id,
         author_name=name,
     )
+
+
+async def reply(
+    deps: HandoffDeps, team_id: str, conv: Conversation, user_id: str, content: str
+) -> StoredMessage:
+    """A member's reply, as an assistant message with them as its author. Replying takes a
+    conversation that is not yet with a person (→ `human`, assigned to the member when it
+    had no assignee); a visitor who left an address and is gone gets the reply by e-mail."""
+    log = deps.log
+    member = await team_store.find_member(log.db.reader, team_id, user_id)
+    if member is None:
+        raise NotFound("Conversation not found")
+    agent = await _agent(log.db, deps.agents, conv)
+    now = now_iso()
+    name = await _shown_name_of(log.db, team_id, member.name)
+    message = _reply_message(conv, member, name, content, now)
     fields = _fields_on_reply(conv, member.user_id, now)
     assignee_id = fields.get("assignee_id", conv.assignee_id)
     assignee = (
@@ -277,35 +247,18 @@ async def reply(
         else None
     )
 
-    emission = await emitter.for_team(conv.team_id) if emitter is not None else NOTHING
-
-    async def write(tx: Tx) -> None:
+    async def taken(tx: Tx, emission: Emission) -> None:
         # The member takes the conversation, then their message follows.
-        if "status" in fields:
-            await events_store.insert_status_event(
-                tx, conv.team_id, conv.agent_id, conv.id, "human", assignee, now
-            )
-            await emission.emit(
-                tx,
-                "conversation.assigned",
-                lambda: payloads.status_changed(conv, "human", assignee),
-                conversation_id=conv.id,
-            )
-        await conv_store.insert_message(tx, message)
-        await events_store.insert_message_event(tx, conv.team_id, conv.agent_id, message)
-        await conv_store.update_handoff(tx, conv.id, fields, now)
-        await emission.emit(
-            tx,
-            "message.created",
-            lambda: payloads.message_created(conv.agent_id, message),
-            conversation_id=conv.id,
-        )
+        await log.write_status(tx, emission, conv, StatusChange("human", assignee, now))
 
-    await db.write_batched(write)
-    emission.sent()
-    await db.announce(changes.conversation(conv.team_id, conv.id))
-    if conv.contact_email and not _visitor_present(conv, keepalive_seconds):
-        notifier.reply_by_mail(agent, conv, name, content)
+    async def update(tx: Tx) -> None:
+        await conv_store.update_handoff(tx, conv.id, fields, now)
+
+    await log.append_message(
+        conv, message, before=taken if "status" in fields else None, update=update
+    )
+    if conv.contact_email and not _visitor_present(conv, deps.keepalive_seconds):
+        deps.notifier.reply_by_mail(agent, conv, name, content)
     return message
 
 

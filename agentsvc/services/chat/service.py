@@ -1,0 +1,44 @@
+"""The team's conversations as one object: list and search, read, delete, and rate a
+message (the widget's visitor or the team)."""
+
+from __future__ import annotations
+
+from agentsvc.db import Database
+from agentsvc.services.chat import conversations
+from agentsvc.services.chat.conversations import Feedback, ListFilters, Page, PageAt
+from agentsvc.services.events.emitter import Emitter
+from agentsvc.store.conversations import Conversation, StoredMessage
+
+
+class ConversationsService:
+    """Reading and rating conversations (one instance for the app)."""
+
+    def __init__(self, db: Database, emitter: Emitter | None = None):
+        self._db = db
+        self._emitter = emitter
+
+    async def page(
+        self, team_id: str, agent_id: str, at: PageAt, filters: ListFilters | None = None
+    ) -> Page:
+        """A page of an agent's conversations (newest first) that the filters keep, with
+        the total."""
+        return await conversations.list_conversations(self._db, team_id, agent_id, at, filters)
+
+    async def get(
+        self, team_id: str, conversation_id: str
+    ) -> tuple[Conversation, list[StoredMessage]]:
+        """The team's conversation with its messages in order, or NotFound."""
+        return await conversations.get_conversation(self._db, team_id, conversation_id)
+
+    async def delete(self, team_id: str, conversation_id: str) -> None:
+        """Delete the team's conversation and its messages, or raise NotFound."""
+        await conversations.delete_conversation(self._db, team_id, conversation_id)
+
+    async def rate(
+        self, feedback: Feedback, *, team_id: str | None, session_id: str | None
+    ) -> None:
+        """Rate a message (the team's key or session, or the widget session that started
+        the conversation)."""
+        await conversations.rate_message(
+            self._db, self._emitter, feedback, team_id=team_id, session_id=session_id
+        )
