@@ -169,6 +169,8 @@ DECLARED_LAZY_LOADS = {
     ("agentsvc.llm.base", "agentsvc.llm.openai"),
     # The MCP SDK is loaded on the first MCP exchange (see the start-up test above).
     ("agentsvc.mcp_client", "agentsvc.mcp_transport"),
+    # The SDK's server, on the first `POST /mcp`.
+    ("agentsvc.services.agents.mcp_service", "agentsvc.services.agents.mcp_server"),
 }
 
 
