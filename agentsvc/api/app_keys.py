@@ -27,8 +27,11 @@ if TYPE_CHECKING:
     from agentsvc.services.agents.registry import AgentCache
     from agentsvc.services.answers.matching import CuratedAnswers
     from agentsvc.services.chat.turns import ChatTurns
+    from agentsvc.services.delivery.outbox import Deliverer, Queue
     from agentsvc.services.events.emitter import Emitter
-    from agentsvc.services.forms.delivery import Deliverer
+    from agentsvc.services.events.service import WebhooksService
+    from agentsvc.services.forms.outbox import FormDelivery
+    from agentsvc.services.forms.service import FormsService
     from agentsvc.services.handoff.live import LiveEvents
     from agentsvc.services.handoff.notify import Notifier
     from agentsvc.services.knowledge.indexing import Indexer
@@ -76,6 +79,10 @@ handoff_notifier_key: web.AppKey[Notifier] = web.AppKey("handoff_notifier")
 # -- chat, conversations, handoff, answers, MCP server
 
 # -- forms, delivery, event webhooks
+forms_key: web.AppKey[FormsService] = web.AppKey("forms")
+webhooks_key: web.AppKey[WebhooksService] = web.AppKey("webhooks")
+# The form deliveries' queue of the outbox worker (runtime's use: the forms service's).
+form_deliveries_key: web.AppKey[Queue[FormDelivery]] = web.AppKey("form_deliveries")
 
 # -- agents, tools, knowledge, triggers, widget, exports, privacy, analytics, audit, secrets
 
