@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, Protocol, TypeVar
@@ -269,37 +269,25 @@ class Deliverer:
             error=outcome.error,
             response_body=outcome.body,
         )
-        write = _record(kind, item, attempt, outcome, fields, iso(now_dt))
+        now = iso(now_dt)
+        changes = {**fields, **kind.columns(outcome)}
+
+        async def record(tx: Tx) -> Any:
+            """Log the attempt and move the row (and what its kind says) on."""
+            if not await kind.outbox.delivery_exists(tx, row.id):
+                return None  # its owner (an agent, a webhook...) went while it ran
+            await kind.outbox.record_attempt(tx, attempt)
+            await kind.outbox.update_delivery(tx, row.id, changes, now)
+            return await kind.recorded(tx, item, fields, outcome, now)
+
         # Batched with other small writes: under load, attempts end in floods.
-        recorded = await self.db.write_batched(write)
+        recorded = await self.db.write_batched(record)
         if self.on_attempt is not None:
             result = "success" if outcome.success else ("retry" if next_at else "failed")
             self.on_attempt(kind.label(item), result)
         if next_at is not None:
             self.wake(next_at)
         return Attempted(outcome, recorded)
-
-
-def _record(
-    kind: DeliveryKind[Item],
-    item: Item,
-    attempt: Attempt,
-    outcome: Outcome,
-    fields: dict[str, Any],
-    now: str,
-) -> Callable[[Tx], Awaitable[Any]]:
-    """The unit of work that logs the attempt and moves the row (and what its kind says)
-    on."""
-    changes = {**fields, **kind.columns(outcome)}
-
-    async def write(tx: Tx) -> Any:
-        if not await kind.outbox.delivery_exists(tx, attempt.delivery_id):
-            return None  # its owner (an agent, a webhook...) went while it ran
-        await kind.outbox.record_attempt(tx, attempt)
-        await kind.outbox.update_delivery(tx, attempt.delivery_id, changes, now)
-        return await kind.recorded(tx, item, fields, outcome, now)
-
-    return write
 
 
 class Queue(Generic[Item]):
