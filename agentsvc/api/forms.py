@@ -15,15 +15,9 @@ from agentsvc.api.limits import take_token
 from agentsvc.api.models import QueryModel, RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, json_response
 from agentsvc.services.delivery.outcome import Outcome
+from agentsvc.services.forms import submissions as form_submissions
 from agentsvc.services.forms.service import FormsService
-from agentsvc.services.forms.submissions import (
-    STATUSES,
-    ClientReport,
-    SubmissionQuery,
-)
-from agentsvc.services.forms.submissions import (
-    SubmissionDetail as Detail,
-)
+from agentsvc.services.forms.submissions import STATUSES, ClientReport, SubmissionQuery
 from agentsvc.services.forms.submit import SubmitInput
 from agentsvc.services.team.access import Principal
 from agentsvc.store.deliveries import Attempt
@@ -266,7 +260,7 @@ def attempt_json(a: Attempt) -> dict[str, Any]:
     }
 
 
-def detail_json(detail: Detail) -> dict:
+def detail_json(detail: form_submissions.SubmissionDetail) -> dict:
     return {
         **submission_json(detail.submission),
         "deliveries": [_delivery_json(d, detail.attempts) for d in detail.deliveries],
