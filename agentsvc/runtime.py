@@ -46,15 +46,18 @@ from agentsvc.services.chat.service import ConversationsService
 from agentsvc.services.chat.turn import TurnDeps, TurnSources, TurnTools
 from agentsvc.services.chat.turns import ChatTurns
 from agentsvc.services.cluster_jobs import once_for_all
+from agentsvc.services.delivery.outbox import Deliverer
+from agentsvc.services.delivery.post import Poster
 from agentsvc.services.events.emitter import Emitter
-from agentsvc.services.events.outbox import EventQueue
+from agentsvc.services.events.outbox import EventDeliveries
+from agentsvc.services.events.service import WebhooksConfig, WebhooksService
 from agentsvc.services.exports.service import ExportsService
-from agentsvc.services.forms.delivery import Deliverer
-from agentsvc.services.forms.delivery_send import Sender
 from agentsvc.services.forms.files import SWEEP_INTERVAL_SECONDS, remove_orphan_files
+from agentsvc.services.forms.outbox import FormDeliveries
+from agentsvc.services.forms.service import FormsConfig, FormsService
 from agentsvc.services.handoff.flow import HandoffDeps
 from agentsvc.services.handoff.live import LiveEvents
-from agentsvc.services.handoff.notify import Notifier
+from agentsvc.services.handoff.notify import Notifier, NotifySettings
 from agentsvc.services.handoff.service import HandoffService
 from agentsvc.services.knowledge.indexing import Indexer
 from agentsvc.services.knowledge.service import KnowledgeService
@@ -231,9 +234,11 @@ async def _handoff(app: web.Application) -> AsyncIterator[None]:
         app[app_keys.mailer_key],
         app[app_keys.outbound_key],
         app[app_keys.secret_box_key],
-        settings.server.public_url,
-        settings.handoff.notify_retries,
-        settings.handoff.notify_retry_seconds,
+        NotifySettings(
+            settings.server.public_url,
+            settings.handoff.notify_retries,
+            settings.handoff.notify_retry_seconds,
+        ),
     )
     yield
     await notifier.close()
@@ -292,21 +297,19 @@ async def _delivery(app: web.Application) -> AsyncIterator[None]:
     settings = app[app_keys.settings_key]
     metrics = app[app_keys.metrics_key]
     db = app[app_keys.db_key]
-    sender = Sender(
-        db=db,
-        outbound=app[app_keys.outbound_key],
-        box=app[app_keys.secret_box_key],
-        settings=settings.webhooks,
-        data_dir=settings.server.data_dir,
-        mailer=lambda: app.get(app_keys.mailer_key),
-    )
+    box = app[app_keys.secret_box_key]
+    data_dir = settings.server.data_dir
     jobs = app[app_keys.jobs_key]
     deliverer = Deliverer(
-        sender,
+        db,
+        settings.webhooks,
         jobs=jobs,
         on_attempt=lambda kind, outcome: metrics.deliveries.labels(kind, outcome).inc(),
-        events=EventQueue(db, app[app_keys.secret_box_key]),
     )
+    poster = Poster(app[app_keys.outbound_key], settings.webhooks.timeout_seconds)
+    forms = FormDeliveries(db, poster, box, data_dir, lambda: app.get(app_keys.mailer_key))
+    app[app_keys.form_deliveries_key] = deliverer.serve(forms)
+    deliverer.serve(EventDeliveries(db, box, poster))  # claimed after the forms' rows
     app[app_keys.deliverer_key] = deliverer
     emitter = app[app_keys.emitter_key] = Emitter(db, deliverer.wake)
     changes.follow(db, emitter=emitter)
@@ -319,18 +322,11 @@ async def _delivery(app: web.Application) -> AsyncIterator[None]:
     if db.shared:  # rows that came due in another process (one that stopped)
         jobs.every(DELIVERY_POLL_JOB, settings.webhooks.poll_seconds, deliverer.poll)
     jobs.every(
-        SWEEP_FILES_JOB,
-        SWEEP_INTERVAL_SECONDS,
-        remove_orphan_files,
-        db,
-        deliverer.data_dir,
-        run_now=True,
+        SWEEP_FILES_JOB, SWEEP_INTERVAL_SECONDS, remove_orphan_files, db, data_dir, run_now=True
     )
     sweep = settings.privacy.retention_sweep_seconds
     retention = once_for_all(db, RETENTION_JOB, sweep, purge_expired)
-    jobs.every(
-        RETENTION_JOB, sweep, retention, db, deliverer.data_dir, settings.webhooks.delivery_log_days
-    )
+    jobs.every(RETENTION_JOB, sweep, retention, db, data_dir, settings.webhooks.delivery_log_days)
     yield
     jobs.cancel(RETENTION_JOB)
     jobs.cancel(SWEEP_FILES_JOB)
@@ -377,12 +373,40 @@ def _chat_features(app: web.Application) -> None:
     )
 
 
+def _forms_and_webhooks(app: web.Application) -> None:
+    """The forms service and the event webhooks service (for `_features`)."""
+    settings = app[app_keys.settings_key]
+    db = app[app_keys.db_key]
+    emitter = app[app_keys.emitter_key]
+    app[app_keys.forms_key] = FormsService(
+        db,
+        app[app_keys.form_deliveries_key],
+        emitter,
+        FormsConfig(
+            data_dir=settings.server.data_dir,
+            file_quota_mb=settings.forms.file_quota_mb_per_agent,
+            submits_per_minute=settings.ratelimit.form_submits_per_minute,
+            events_per_minute=settings.ratelimit.trigger_events_per_minute,
+        ),
+    )
+    app[app_keys.webhooks_key] = WebhooksService(
+        db,
+        app[app_keys.secret_box_key],
+        emitter,
+        WebhooksConfig(
+            max_per_team=settings.webhooks.max_per_team,
+            allow_private=settings.outbound.allow_private,
+        ),
+    )
+
+
 async def _features(app: web.Application) -> AsyncIterator[None]:
     """One service object per feature, built with its collaborators; handlers call it."""
     # -- chat, conversations, handoff, answers, MCP server
     _chat_features(app)
 
     # -- forms, delivery, event webhooks
+    _forms_and_webhooks(app)
 
     # -- agents, tools, knowledge, triggers, widget, exports, privacy, analytics, audit, secrets
     settings = app[app_keys.settings_key]

@@ -32,9 +32,12 @@ if TYPE_CHECKING:
     from agentsvc.services.audit import AuditService
     from agentsvc.services.chat.service import ConversationsService
     from agentsvc.services.chat.turns import ChatTurns
+    from agentsvc.services.delivery.outbox import Deliverer, Queue
     from agentsvc.services.events.emitter import Emitter
+    from agentsvc.services.events.service import WebhooksService
     from agentsvc.services.exports.service import ExportsService
-    from agentsvc.services.forms.delivery import Deliverer
+    from agentsvc.services.forms.outbox import FormDelivery
+    from agentsvc.services.forms.service import FormsService
     from agentsvc.services.handoff.live import LiveEvents
     from agentsvc.services.handoff.notify import Notifier
     from agentsvc.services.handoff.service import HandoffService
@@ -95,6 +98,10 @@ answers_key: web.AppKey[AnswersService] = web.AppKey("answers")
 mcp_server_key: web.AppKey[McpServerService] = web.AppKey("mcp_server")
 
 # -- forms, delivery, event webhooks
+forms_key: web.AppKey[FormsService] = web.AppKey("forms")
+webhooks_key: web.AppKey[WebhooksService] = web.AppKey("webhooks")
+# The form deliveries' queue of the outbox worker (runtime's use: the forms service's).
+form_deliveries_key: web.AppKey[Queue[FormDelivery]] = web.AppKey("form_deliveries")
 
 # -- agents, tools, knowledge, triggers, widget, exports, privacy, analytics, audit, secrets
 agents_key: web.AppKey[AgentsService] = web.AppKey("agents")

@@ -14,19 +14,28 @@ from agentsvc.api.form_body import parse_submit_body
 from agentsvc.api.limits import take_token
 from agentsvc.api.models import QueryModel, RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, json_response
-from agentsvc.services.forms import submissions as form_service
-from agentsvc.services.forms.delivery import Outcome
+from agentsvc.services.delivery.outcome import Outcome
+from agentsvc.services.forms import submissions as form_submissions
+from agentsvc.services.forms.service import FormsService
+from agentsvc.services.forms.submissions import STATUSES, ClientReport, SubmissionQuery
+from agentsvc.services.forms.submit import SubmitInput
 from agentsvc.services.team.access import Principal
-from agentsvc.store.submissions import Attempt, Delivery, Submission
+from agentsvc.store.deliveries import Attempt
+from agentsvc.store.submissions import Delivery, Submission
 
 routes = RouteTable("form submissions")
+
+
+def _forms(app: web.Application) -> FormsService:
+    return app[app_keys.forms_key]
+
 
 # Submission ids only, so `/form-submissions/submit` and its siblings never match `{id}`
 # (an OPTIONS or wrong-method request then names exactly the methods of its own path).
 SUBMISSION_ID = r"sub_[A-Za-z0-9_-]+"
 
 Id = Annotated[str, Field(min_length=1, max_length=200)]
-Status = Literal[form_service.STATUSES]  # type: ignore[valid-type]
+Status = Literal[STATUSES]  # type: ignore[valid-type]
 EpochMs = Annotated[float, Field(ge=0, le=253_402_300_799_000)]
 
 
@@ -251,7 +260,7 @@ def attempt_json(a: Attempt) -> dict[str, Any]:
     }
 
 
-def detail_json(detail: form_service.SubmissionDetail) -> dict:
+def detail_json(detail: form_submissions.SubmissionDetail) -> dict:
     return {
         **submission_json(detail.submission),
         "deliveries": [_delivery_json(d, detail.attempts) for d in detail.deliveries],
@@ -262,14 +271,14 @@ async def _limit_submit(request: web.Request, principal: Principal | None) -> No
     """Public submits are limited per IP before their (up to 25 MB) body is read; a key's
     calls count against its team's plan instead."""
     if principal is None:
-        per_minute = request.app[app_keys.settings_key].ratelimit.form_submits_per_minute
+        per_minute = _forms(request.app).config.submits_per_minute
         message = f"More than {per_minute} form requests per minute"
         await take_token(request, f"form-submit:ip:{request.remote}", per_minute, message)
 
 
 async def _limit_event(request: web.Request, session_id: str | None) -> None:
     """Form analytics events are limited per IP and per session, like trigger events."""
-    per_minute = request.app[app_keys.settings_key].ratelimit.trigger_events_per_minute
+    per_minute = _forms(request.app).config.events_per_minute
     message = f"More than {per_minute} form requests per minute"
     await take_token(request, f"form-event:ip:{request.remote}", per_minute, message)
     if session_id:
@@ -291,9 +300,7 @@ async def get_public_form(call: Call):
     """Get an enabled form tool for the widget (by id, or by name with agentId)."""
     query: FormQuery = call.query
     team_id = call.principal.team_id if call.principal else None
-    tool = await form_service.get_public_form(
-        call.app[app_keys.db_key], call.params["toolIdOrName"], query.agent_id, team_id
-    )
+    tool = await _forms(call.app).public_form(call.params["toolIdOrName"], query.agent_id, team_id)
     mode = tool.form_execution_mode or "webhook"
     return json_response(
         {
@@ -320,26 +327,25 @@ async def get_public_form(call: Call):
 async def post_submission(call: Call):
     """Submit a form: stored with its deliveries, the webhook tried at once."""
     body: SubmitBody = call.body
-    deliverer = call.app[app_keys.deliverer_key]
-    stored = await form_service.store_submission(
-        deliverer,
-        tool_id=body.tool_id,
-        conversation_id=body.conversation_id,
-        session_id=body.session_id,
-        team_id=call.principal.team_id if call.principal else None,
-        form_data=body.form_data,
-        fields_completed=list(body.fields_completed),
-        impression_at=body.impression_at,
-        started_at=body.started_at,
-        file_quota_mb=call.app[app_keys.settings_key].forms.file_quota_mb_per_agent,
-        emitter=call.app[app_keys.emitter_key],
-        trigger_id=body.trigger_id,
+    forms = _forms(call.app)
+    stored = await forms.store_submission(
+        SubmitInput(
+            tool_id=body.tool_id,
+            conversation_id=body.conversation_id,
+            session_id=body.session_id,
+            team_id=call.principal.team_id if call.principal else None,
+            form_data=body.form_data,
+            fields_completed=list(body.fields_completed),
+            impression_at=body.impression_at,
+            started_at=body.started_at,
+            trigger_id=body.trigger_id,
+        )
     )
     # The submitted values (files included) are on disk now: the next large body may be
     # read while the first attempts run.
     del body
     call.release_body()
-    result = await form_service.deliver_first(deliverer, stored)
+    result = await forms.deliver_first(stored)
     sub = result.submission
     return json_response(
         {
@@ -367,14 +373,11 @@ async def post_submission(call: Call):
 async def post_client_result(call: Call):
     """Report the outcome of the widget's client-side form handler."""
     body: ClientResultBody = call.body
-    await form_service.report_client_result(
-        call.app[app_keys.db_key],
-        body.submission_id,
-        body.success,
-        body.message,
-        body.data,
-        team_id=call.principal.team_id if call.principal else None,
-        session_id=body.session_id,
+    report = ClientReport(
+        body.submission_id, body.success, body.message, body.data, body.session_id
+    )
+    await _forms(call.app).report_client_result(
+        report, call.principal.team_id if call.principal else None
     )
     return json_response({"success": True})
 
@@ -392,9 +395,7 @@ async def post_form_event(call: Call):
     """Count a form impression or start (analytics)."""
     body: EventBody = call.body
     await _limit_event(call.request, body.session_id)
-    await form_service.record_event(
-        call.app[app_keys.db_key], body.tool_id, body.event_type, body.session_id
-    )
+    await _forms(call.app).record_event(body.tool_id, body.event_type, body.session_id)
     return json_response({"success": True}, status=202)
 
 
@@ -402,7 +403,7 @@ async def post_form_event(call: Call):
 async def get_analytics(call: Call):
     """Form analytics of an agent: one entry per form tool."""
     query: AnalyticsQuery = call.query
-    entries = await form_service.analytics(call.app[app_keys.db_key], call.team_id, query.agent_id)
+    entries = await _forms(call.app).analytics(call.team_id, query.agent_id)
     return json_response({"analytics": entries})
 
 
@@ -410,15 +411,16 @@ async def get_analytics(call: Call):
 async def list_submissions(call: Call):
     """List the team's submissions, newest first."""
     query: ListQuery = call.query
-    subs, total, more = await form_service.list_submissions(
-        call.app[app_keys.db_key],
+    subs, total, more = await _forms(call.app).list_submissions(
         call.team_id,
-        status=query.status,
-        agent_id=query.agent_id,
-        tool_id=query.tool_id,
-        limit=query.limit,
-        offset=query.offset,
-        after=decode_cursor(query.cursor),
+        SubmissionQuery(
+            status=query.status,
+            agent_id=query.agent_id,
+            tool_id=query.tool_id,
+            limit=query.limit,
+            offset=query.offset,
+            after=decode_cursor(query.cursor),
+        ),
     )
     return json_response(
         {
@@ -436,9 +438,7 @@ async def list_submissions(call: Call):
 @routes.get(f"/form-submissions/{{id:{SUBMISSION_ID}}}", response=SubmissionDetail, errors=(404,))
 async def get_submission(call: Call):
     """Get a submission with its deliveries and every attempt."""
-    detail = await form_service.get_detail(
-        call.app[app_keys.db_key], call.team_id, call.params["id"]
-    )
+    detail = await _forms(call.app).detail(call.team_id, call.params["id"])
     return json_response(detail_json(detail))
 
 
@@ -449,7 +449,5 @@ async def get_submission(call: Call):
 )
 async def post_redeliver(call: Call):
     """Queue the failed deliveries of a submission again and try them now."""
-    detail = await form_service.redeliver(
-        call.app[app_keys.deliverer_key], call.team_id, call.params["id"]
-    )
+    detail = await _forms(call.app).redeliver(call.team_id, call.params["id"])
     return json_response(detail_json(detail))

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 import orjson
+from aiohttp import web
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
@@ -15,13 +16,18 @@ from agentsvc.api.cursors import MAX_CURSOR_LENGTH, decode_cursor, next_cursor
 from agentsvc.api.forms import AttemptOut, attempt_json
 from agentsvc.api.models import QueryModel, RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, envelope_response
-from agentsvc.services.events import webhooks as webhook_service
 from agentsvc.services.events.payloads import EVENT_TYPES
+from agentsvc.services.events.service import DeliveryPage, WebhooksService
 from agentsvc.services.tools.rules import MAX_URL_CHARS
 from agentsvc.store.webhook_deliveries import LoggedDelivery
 from agentsvc.store.webhooks import Webhook
 
 routes = RouteTable("webhooks")
+
+
+def _webhooks(app: web.Application) -> WebhooksService:
+    return app[app_keys.webhooks_key]
+
 
 EventType = Literal[EVENT_TYPES]  # type: ignore[valid-type]
 WEBHOOK_ID = "wh_[A-Za-z0-9_-]+"
@@ -140,16 +146,8 @@ class _Page:
 async def post_webhook(call: Call):
     """Register a URL for events (owner only); the signing secret is shown only here."""
     body: WebhookCreate = call.body
-    settings = call.app[app_keys.settings_key]
-    created = await webhook_service.create_webhook(
-        call.app[app_keys.db_key],
-        call.app[app_keys.secret_box_key],
-        actor_of(call),
-        url=body.url,
-        events=list(body.events),
-        description=body.description or "",
-        max_per_team=settings.webhooks.max_per_team,
-        allow_private=settings.outbound.allow_private,
+    created = await _webhooks(call.app).create_webhook(
+        actor_of(call), url=body.url, events=list(body.events), description=body.description or ""
     )
     return envelope_response(
         {**webhook_json(created.webhook), "secret": created.secret}, status=201
@@ -159,25 +157,21 @@ async def post_webhook(call: Call):
 @routes.get("/webhooks", response=list[WebhookOut], envelope=True, owner_only=True)
 async def list_webhooks(call: Call):
     """The team's event webhooks, newest first (owner only)."""
-    found = await webhook_service.list_webhooks(call.app[app_keys.db_key], call.team_id)
+    found = await _webhooks(call.app).list_webhooks(call.team_id)
     return envelope_response([webhook_json(w) for w in found])
 
 
 @routes.get(WEBHOOK_PATH, response=WebhookOut, envelope=True, owner_only=True, errors=(404,))
 async def get_webhook(call: Call):
     """One event webhook (owner only; its secret is never shown again)."""
-    webhook = await webhook_service.get_webhook(
-        call.app[app_keys.db_key], call.team_id, call.params["id"]
-    )
+    webhook = await _webhooks(call.app).get_webhook(call.team_id, call.params["id"])
     return envelope_response(webhook_json(webhook))
 
 
 @routes.delete(WEBHOOK_PATH, response=WebhookDeleted, envelope=True, owner_only=True, errors=(404,))
 async def delete_webhook(call: Call):
     """Delete an event webhook and its pending deliveries (owner only)."""
-    await webhook_service.delete_webhook(
-        call.app[app_keys.db_key], actor_of(call), call.params["id"]
-    )
+    await _webhooks(call.app).delete_webhook(actor_of(call), call.params["id"])
     return envelope_response({"id": call.params["id"], "deleted": True})
 
 
@@ -193,14 +187,8 @@ async def delete_webhook(call: Call):
 async def list_webhook_deliveries(call: Call):
     """The webhook's delivery log, newest first (owner only)."""
     query: DeliveryQuery = call.query
-    found, more = await webhook_service.list_deliveries(
-        call.app[app_keys.db_key],
-        call.team_id,
-        call.params["id"],
-        status=query.status,
-        limit=query.limit,
-        after=decode_cursor(query.cursor),
-    )
+    page = DeliveryPage(status=query.status, limit=query.limit, after=decode_cursor(query.cursor))
+    found, more = await _webhooks(call.app).list_deliveries(call.team_id, call.params["id"], page)
     return envelope_response(
         [delivery_json(d) for d in found],
         pagination={
@@ -215,8 +203,8 @@ async def list_webhook_deliveries(call: Call):
 )
 async def get_webhook_delivery(call: Call):
     """One delivery with the body sent and every attempt (owner only)."""
-    logged, attempts = await webhook_service.get_delivery(
-        call.app[app_keys.db_key], call.team_id, call.params["id"], call.params["deliveryId"]
+    logged, attempts = await _webhooks(call.app).get_delivery(
+        call.team_id, call.params["id"], call.params["deliveryId"]
     )
     return envelope_response(
         {
@@ -237,11 +225,7 @@ async def get_webhook_delivery(call: Call):
 )
 async def post_webhook_redeliver(call: Call):
     """Send a delivery again on a fresh retry schedule (owner only); answers at once."""
-    logged = await webhook_service.redeliver(
-        call.app[app_keys.db_key],
-        call.app[app_keys.emitter_key],
-        call.team_id,
-        call.params["id"],
-        call.params["deliveryId"],
+    logged = await _webhooks(call.app).redeliver(
+        call.team_id, call.params["id"], call.params["deliveryId"]
     )
     return envelope_response(delivery_json(logged), status=202)

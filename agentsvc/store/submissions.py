@@ -1,7 +1,9 @@
-"""Form submissions, their delivery outbox, the attempt log and form analytics events.
+"""Form submissions, their delivery outbox rows and form analytics events.
 
 Functions of a `Tx`: reads on `db.reader`, writes inside a unit of work (the submit and
-the outcome of an attempt are batched writes, so they cost no thread hop).
+the outcome of an attempt are batched writes, so they cost no thread hop). The outbox's
+claims, leases and attempt log are written once for every kind, in store/deliveries.py;
+`OUTBOX` is the form deliveries' table there.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from dataclasses import astuple, dataclass
 from typing import Any
 
 from agentsvc.db import Tx
+from agentsvc.store.deliveries import ATTEMPT_FIELDS, Attempt, OutboxTable, attempt_from_row
 from agentsvc.store.rows import dump_json, load_json
 
 
@@ -59,25 +62,11 @@ class Delivery:
     completed_at: str | None
 
 
-@dataclass(frozen=True, slots=True)
-class Attempt:
-    delivery_id: str
-    attempt: int
-    started_at: str
-    status_code: int | None
-    latency_ms: int
-    success: bool
-    error: str | None
-    response_body: str | None
-
-
 _SUB_FIELDS = tuple(Submission.__dataclass_fields__)
 _SUB_COLUMNS = ", ".join(_SUB_FIELDS)
 _SUB_JSON = {"form_data", "files", "fields_completed", "client_result"}
 _DLV_FIELDS = tuple(Delivery.__dataclass_fields__)
 _DLV_COLUMNS = ", ".join(_DLV_FIELDS)
-_ATT_FIELDS = tuple(Attempt.__dataclass_fields__)
-_ATT_COLUMNS = ", ".join(_ATT_FIELDS)
 
 
 def _submission(row: Any) -> Submission:
@@ -92,12 +81,6 @@ def _delivery(row: Any) -> Delivery:
     values = dict(zip(_DLV_FIELDS, row, strict=True))
     values["spec"] = load_json(values["spec"])
     return Delivery(**values)
-
-
-def _attempt(row: Any) -> Attempt:
-    values = dict(zip(_ATT_FIELDS, row, strict=True))
-    values["success"] = bool(values["success"])
-    return Attempt(**values)
 
 
 async def insert_submission(tx: Tx, sub: Submission) -> None:
@@ -161,12 +144,6 @@ async def read_deliveries(tx: Tx, submission_id: str) -> list[Delivery]:
         (submission_id,),
     )
     return [_delivery(r) for r in rows]
-
-
-async def delivery_exists(tx: Tx, delivery_id: str) -> bool:
-    return (
-        await tx.fetchone("SELECT 1 FROM form_deliveries WHERE id = ?", (delivery_id,))
-    ) is not None
 
 
 def _filters(team_id: str, status: str | None, agent_id: str | None, tool_id: str | None):
@@ -236,71 +213,29 @@ async def deliveries_for(tx: Tx, submission_id: str) -> list[Delivery]:
 async def attempts_for(tx: Tx, submission_id: str) -> list[Attempt]:
     """Every attempt of a submission's deliveries, in order."""
     rows = await tx.fetchall(
-        f"SELECT {', '.join('a.' + c for c in _ATT_FIELDS)} FROM form_delivery_attempts a"
+        f"SELECT {', '.join('a.' + c for c in ATTEMPT_FIELDS)} FROM form_delivery_attempts a"
         " JOIN form_deliveries d ON d.id = a.delivery_id WHERE d.submission_id = ?"
         " ORDER BY d.position, a.attempt",
         (submission_id,),
     )
-    return [_attempt(r) for r in rows]
+    return [attempt_from_row(r) for r in rows]
 
 
-# On PostgreSQL several processes claim at once: a row another claim has locked is skipped,
-# not waited for (and so never leased twice). SQLite has one writer: nothing to skip.
-_SKIP_LOCKED = {"sqlite": "", "postgresql": " FOR UPDATE SKIP LOCKED"}
-
-
-async def claim_due(tx: Tx, now: str, lease_until: str, limit: int) -> list[Delivery]:
-    """Lease up to `limit` due deliveries (pending, due, not leased) and return them."""
-    rows = await tx.fetchall(
-        f"UPDATE form_deliveries SET lease_until = ? WHERE id IN ("
-        " SELECT id FROM form_deliveries WHERE status = 'pending' AND next_attempt_at <= ?"
-        " AND (lease_until IS NULL OR lease_until <= ?) ORDER BY next_attempt_at LIMIT ?"
-        f"{_SKIP_LOCKED[tx.dialect]}) RETURNING {_DLV_COLUMNS}",
-        (lease_until, now, now, limit),
-    )
-    return sorted((_delivery(r) for r in rows), key=lambda d: (d.next_attempt_at, d.position))
-
-
-async def count_pending(tx: Tx) -> int:
-    """How many deliveries are waiting to be sent (the outbox depth)."""
-    rows = await tx.fetchall("SELECT COUNT(*) FROM form_deliveries WHERE status = 'pending'")
-    return rows[0][0]
-
-
-async def next_due_at(tx: Tx) -> str | None:
-    """When the earliest pending delivery becomes claimable (its time or its lease's end)."""
-    rows = await tx.fetchall(
-        "SELECT MIN(CASE WHEN lease_until > next_attempt_at THEN lease_until"
-        " ELSE next_attempt_at END) FROM form_deliveries WHERE status = 'pending'"
-    )
-    return rows[0][0] if rows else None
-
-
-async def release_all_leases(tx: Tx) -> int:
-    """Drop every lease (at start-up: no attempt of a previous process is still running)."""
-    changed = await tx.execute(
-        "UPDATE form_deliveries SET lease_until = NULL"
-        " WHERE status = 'pending' AND lease_until IS NOT NULL"
-    )
-    return changed
-
-
-async def record_attempt(tx: Tx, attempt: Attempt) -> None:
-    values = tuple(
-        int(v) if n == "success" else v for n, v in zip(_ATT_FIELDS, astuple(attempt), strict=True)
-    )
-    await tx.execute(
-        f"INSERT INTO form_delivery_attempts ({_ATT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        values,
-    )
-
-
-async def update_delivery(tx: Tx, delivery_id: str, fields: dict[str, Any], now: str) -> None:
-    assignments = "".join(f"{col} = ?, " for col in fields)
-    await tx.execute(
-        f"UPDATE form_deliveries SET {assignments}updated_at = ? WHERE id = ?",
-        (*fields.values(), now, delivery_id),
-    )
+OUTBOX: OutboxTable[Delivery] = OutboxTable(
+    table="form_deliveries",
+    attempts_table="form_delivery_attempts",
+    columns=_DLV_COLUMNS,
+    load=_delivery,
+    order=lambda d: (d.next_attempt_at, d.position),
+)
+# The form outbox's claims, leases and attempt log, by the names its callers use.
+claim_due = OUTBOX.claim_due
+count_pending = OUTBOX.count_pending
+next_due_at = OUTBOX.next_due_at
+release_all_leases = OUTBOX.release_all_leases
+delivery_exists = OUTBOX.delivery_exists
+record_attempt = OUTBOX.record_attempt
+update_delivery = OUTBOX.update_delivery
 
 
 async def insert_event(

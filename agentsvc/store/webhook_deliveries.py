@@ -1,17 +1,17 @@
-"""Events for webhooks, their delivery outbox (one row per event and webhook) and the
-attempt log.
+"""Events for webhooks, their delivery outbox rows (one per event and webhook) and the
+delivery log.
 
-Deliveries are claimed, leased and retried like `form_deliveries` (store/submissions.py):
-a row is due when pending, past `next_attempt_at` and not held by a live lease.
+The rows are claimed, leased, attempted and restarted through `OUTBOX`, their table in the
+outbox every kind shares (store/deliveries.py).
 """
 
 from __future__ import annotations
 
-from dataclasses import astuple, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from agentsvc.db import Tx
-from agentsvc.store.submissions import Attempt
+from agentsvc.store.deliveries import OutboxTable
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,12 +55,19 @@ class Sendable:
 _FIELDS = tuple(EventDelivery.__dataclass_fields__)
 _COLUMNS = ", ".join(_FIELDS)
 _D_COLUMNS = ", ".join("d." + f for f in _FIELDS)
-_ATT_FIELDS = tuple(Attempt.__dataclass_fields__)
-_ATT_COLUMNS = ", ".join(_ATT_FIELDS)
 
 
 def _delivery(row: Any) -> EventDelivery:
     return EventDelivery(*row[: len(_FIELDS)])
+
+
+OUTBOX: OutboxTable[EventDelivery] = OutboxTable(
+    table="webhook_deliveries",
+    attempts_table="webhook_delivery_attempts",
+    columns=_COLUMNS,
+    load=_delivery,
+    order=lambda d: (d.next_attempt_at or "", d.id),
+)
 
 
 async def insert_event(
@@ -98,22 +105,6 @@ async def insert_deliveries(
     )
 
 
-# On PostgreSQL several processes claim at once: a row another claim has locked is skipped.
-_SKIP_LOCKED = {"sqlite": "", "postgresql": " FOR UPDATE SKIP LOCKED"}
-
-
-async def claim_due(tx: Tx, now: str, lease_until: str, limit: int) -> list[EventDelivery]:
-    """Lease up to `limit` due deliveries and return them."""
-    rows = await tx.fetchall(
-        "UPDATE webhook_deliveries SET lease_until = ? WHERE id IN ("
-        " SELECT id FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= ?"
-        " AND (lease_until IS NULL OR lease_until <= ?) ORDER BY next_attempt_at LIMIT ?"
-        f"{_SKIP_LOCKED[tx.dialect]}) RETURNING {_COLUMNS}",
-        (lease_until, now, now, limit),
-    )
-    return sorted((_delivery(r) for r in rows), key=lambda d: (d.next_attempt_at or "", d.id))
-
-
 async def sendables(tx: Tx, delivery_ids: list[str]) -> dict[str, Sendable]:
     """Delivery id -> what its attempt sends (deliveries gone meanwhile are absent)."""
     if not delivery_ids:
@@ -126,51 +117,6 @@ async def sendables(tx: Tx, delivery_ids: list[str]) -> dict[str, Sendable]:
         delivery_ids,
     )
     return {r[0]: Sendable(*r[1:]) for r in rows}
-
-
-async def count_pending(tx: Tx) -> int:
-    rows = await tx.fetchall("SELECT COUNT(*) FROM webhook_deliveries WHERE status = 'pending'")
-    return int(rows[0][0])
-
-
-async def next_due_at(tx: Tx) -> str | None:
-    """When the earliest pending delivery becomes claimable (its time or its lease's end)."""
-    rows = await tx.fetchall(
-        "SELECT MIN(CASE WHEN lease_until > next_attempt_at THEN lease_until"
-        " ELSE next_attempt_at END) FROM webhook_deliveries WHERE status = 'pending'"
-    )
-    return rows[0][0] if rows else None
-
-
-async def release_all_leases(tx: Tx) -> int:
-    """Drop every lease (at start-up, one process: no attempt is still running)."""
-    return await tx.execute(
-        "UPDATE webhook_deliveries SET lease_until = NULL"
-        " WHERE status = 'pending' AND lease_until IS NOT NULL"
-    )
-
-
-async def delivery_exists(tx: Tx, delivery_id: str) -> bool:
-    row = await tx.fetchone("SELECT 1 FROM webhook_deliveries WHERE id = ?", (delivery_id,))
-    return row is not None
-
-
-async def record_attempt(tx: Tx, attempt: Attempt) -> None:
-    values = tuple(
-        int(v) if n == "success" else v for n, v in zip(_ATT_FIELDS, astuple(attempt), strict=True)
-    )
-    marks = ", ".join("?" for _ in _ATT_FIELDS)
-    await tx.execute(
-        f"INSERT INTO webhook_delivery_attempts ({_ATT_COLUMNS}) VALUES ({marks})", values
-    )
-
-
-async def update_delivery(tx: Tx, delivery_id: str, fields: dict[str, Any], now: str) -> None:
-    assignments = "".join(f"{col} = ?, " for col in fields)
-    await tx.execute(
-        f"UPDATE webhook_deliveries SET {assignments}updated_at = ? WHERE id = ?",
-        (*fields.values(), now, delivery_id),
-    )
 
 
 async def list_page(
@@ -210,27 +156,6 @@ async def get(tx: Tx, webhook_id: str, delivery_id: str) -> LoggedDelivery | Non
     if row is None:
         return None
     return LoggedDelivery(_delivery(row), row[len(_FIELDS)], row[len(_FIELDS) + 1])
-
-
-async def attempts_for(tx: Tx, delivery_id: str) -> list[Attempt]:
-    """Every attempt of a delivery, in order."""
-    rows = await tx.fetchall(
-        f"SELECT {_ATT_COLUMNS} FROM webhook_delivery_attempts WHERE delivery_id = ?"
-        " ORDER BY attempt",
-        (delivery_id,),
-    )
-    return [Attempt(*r[:5], bool(r[5]), *r[6:]) for r in rows]
-
-
-async def restart(tx: Tx, delivery_id: str, now: str) -> bool:
-    """Put a delivery on a fresh schedule, due now, unless an attempt holds it (False)."""
-    changed = await tx.execute(
-        "UPDATE webhook_deliveries SET status = 'pending', cycle_start = attempts,"
-        " next_attempt_at = ?, completed_at = NULL, updated_at = ?"
-        " WHERE id = ? AND (lease_until IS NULL OR lease_until <= ?)",
-        (now, now, delivery_id, now),
-    )
-    return changed > 0
 
 
 async def prune(tx: Tx, before: str, limit: int) -> int:

@@ -1,1 +1,1 @@
-"""Forms: submissions, value checks, files, and delivery of each submission."""
+"""Forms: submissions, value checks, files, and their deliveries as a kind of the outbox."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -19,7 +19,7 @@ from agentsvc.ids import new_id
 from agentsvc.mail import Mailer, UnsafeHeader
 from agentsvc.outbound import OutboundClient, OutboundError
 from agentsvc.secretbox import SecretBox, SecretBoxError
-from agentsvc.services.forms.delivery_send import sign
+from agentsvc.services.delivery.signing import signature_headers
 from agentsvc.services.handoff.settings import team_chat_context
 from agentsvc.store import team as team_store
 from agentsvc.store.agents import Agent
@@ -28,6 +28,15 @@ from agentsvc.store.conversations import Conversation
 log = logging.getLogger(__name__)
 
 TEAM_CHAT_TIMEOUT_SECONDS = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class NotifySettings:
+    """Where the inbox is, and how a team chat post is retried."""
+
+    public_url: str
+    retries: int = 3
+    retry_seconds: float = 2.0  # times the attempt number, between attempts
 
 
 class Notifier:
@@ -39,17 +48,15 @@ class Notifier:
         mailer: Mailer,
         outbound: OutboundClient,
         box: SecretBox,
-        public_url: str,
-        retries: int = 3,
-        retry_seconds: float = 2.0,
+        settings: NotifySettings,
     ):
         self._db = db
         self._mailer = mailer
         self._outbound = outbound
         self._box = box
-        self._public_url = public_url.rstrip("/")
-        self._retries = retries
-        self._retry_seconds = retry_seconds
+        self._public_url = settings.public_url.rstrip("/")
+        self._retries = settings.retries
+        self._retry_seconds = settings.retry_seconds
         self._tasks: set[asyncio.Task] = set()
 
     def link(self, conversation_id: str) -> str:
@@ -106,12 +113,9 @@ class Notifier:
             }
         )
         for attempt in range(self._retries):
-            stamp = int(time.time())
             headers = {
                 "Content-Type": "application/json",
-                "webhook-id": message_id,
-                "webhook-timestamp": str(stamp),
-                "webhook-signature": sign(secret, message_id, stamp, body),
+                **signature_headers(secret, message_id, body),
             }
             try:
                 resp = await self._outbound.request(

@@ -1,12 +1,15 @@
-"""Sending one delivery attempt: signed webhooks, team chat messages and e-mail."""
+"""A form submission's deliveries as a kind of the outbox (services/delivery/outbox.py).
+
+Each target of a submission is a `form_deliveries` row: position 0 its webhook, 1.. its
+post actions (a signed webhook, a team chat message, an e-mail to members). This module
+knows what such a row sends and what its attempt changes besides the row: a webhook's
+attempt moves its submission's status on.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import base64
-import hashlib
-import hmac
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,36 +19,30 @@ from urllib.parse import quote
 import aiosmtplib
 import orjson
 
-from agentsvc.config import WebhookSettings
-from agentsvc.db import Database
-from agentsvc.outbound import OutboundClient, OutboundError
+from agentsvc.db import Database, Tx
 from agentsvc.secretbox import SecretBox, SecretBoxError
+from agentsvc.services.delivery.outcome import Outcome
+from agentsvc.services.delivery.post import ERROR_CAP, Poster
+from agentsvc.services.delivery.signing import signature_headers
 from agentsvc.services.forms.values import fill_payload, fill_text, template_text
 from agentsvc.store import submissions as store
 from agentsvc.store.submissions import Delivery, Submission
 
-RESPONSE_BODY_CAP = 4096  # bytes of a receiver's answer kept in the attempt log
-ERROR_CAP = 500
 MAIL_TIMEOUT_SECONDS = 30.0
 
 
-def sign(secret: str, message_id: str, timestamp: int, body: bytes) -> str:
-    """The Standard Webhooks `webhook-signature` value: `v1,` + base64 HMAC-SHA256."""
-    key = base64.b64decode(secret.removeprefix("whsec_"))
-    signed = f"{message_id}.{timestamp}.".encode() + body
-    return "v1," + base64.b64encode(hmac.new(key, signed, hashlib.sha256).digest()).decode()
-
-
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    """What one attempt came to."""
-
-    success: bool
-    status_code: int | None = None
-    error: str | None = None
-    body: str | None = None
-    stop: bool = False  # no further attempts (410 Gone)
-    submission_status: str | None = None  # after a webhook attempt was recorded
+def derive_status(mode: str, webhook: str | None, client_result: dict | None) -> str:
+    """A submission's status from its primary delivery state and its client result."""
+    client = None if client_result is None else bool(client_result.get("success"))
+    if mode == "client":
+        return {None: "submitted", True: "client_success", False: "client_failed"}[client]
+    if mode == "webhook":
+        return {"success": "webhook_success", "failed": "webhook_failed"}.get(webhook, "pending")
+    if webhook == "failed" or client is False:
+        return "failed"
+    if webhook == "success":
+        return "success" if client else "webhook_success"
+    return "client_success" if client else "pending"
 
 
 def submission_payload(sub: Submission, data_dir: Path) -> dict[str, Any]:
@@ -83,28 +80,73 @@ def email_text(sub: Submission) -> str:
     return "\n".join(lines) + "\n"
 
 
-class Sender:
-    """Sends deliveries through the guarded outbound client and the mailer."""
+@dataclass(frozen=True, slots=True)
+class FormDelivery:
+    """A leased form delivery with its submission."""
+
+    delivery: Delivery
+    submission: Submission
+
+
+class FormDeliveries:
+    """The form deliveries' kind of the outbox: webhooks and post actions of submissions."""
+
+    outbox = store.OUTBOX
+    noun = "delivery"
 
     def __init__(
         self,
-        *,
         db: Database,
-        outbound: OutboundClient,
+        poster: Poster,
         box: SecretBox,
-        settings: WebhookSettings,
         data_dir: Path,
         mailer: Callable[[], Any],
     ):
         self.db = db
-        self.outbound = outbound
+        self.poster = poster
         self.box = box
-        self.settings = settings
         self.data_dir = data_dir
         self._mailer = mailer
+        # An e-mail may take longer than a webhook.
+        self.timeout_seconds = max(poster.timeout_seconds, MAIL_TIMEOUT_SECONDS)
 
-    async def send(self, delivery: Delivery, sub: Submission) -> Outcome:
+    async def load(self, rows: list[Delivery]) -> list[FormDelivery]:
+        """The claimed rows with their submissions (those of a deleted one are left out)."""
+        ids = list({d.submission_id for d in rows})
+        subs = {s.id: s for s in await store.get_submissions(self.db.reader, ids)}
+        return [FormDelivery(d, subs[d.submission_id]) for d in rows if d.submission_id in subs]
+
+    def row(self, item: FormDelivery) -> Delivery:
+        return item.delivery
+
+    def label(self, item: FormDelivery) -> str:
+        return item.delivery.kind
+
+    def columns(self, outcome: Outcome) -> dict[str, Any]:
+        return {}
+
+    async def recorded(
+        self, tx: Tx, item: FormDelivery, fields: dict[str, Any], outcome: Outcome, now: str
+    ) -> str | None:
+        """A webhook's attempt moves its submission on; returns the submission's status."""
+        if item.delivery.kind != "webhook":
+            return None
+        current = await store.read_submission(tx, item.submission.id)
+        if current is None:
+            return None
+        webhook_state = fields.get("status", "pending")
+        status = derive_status(current.execution_mode, webhook_state, current.client_result)
+        changes = {
+            "webhook_attempts": fields["attempts"],
+            "last_error": outcome.error,
+            "status": status,
+        }
+        await store.update_submission(tx, item.submission.id, changes, now)
+        return status
+
+    async def send(self, item: FormDelivery) -> Outcome:
         """Make one attempt of a delivery; failures are outcomes, not exceptions."""
+        delivery, sub = item.delivery, item.submission
         spec = delivery.spec
         if delivery.kind == "email":
             return await self._send_email(sub, spec)
@@ -131,34 +173,9 @@ class Sender:
                     secret = self.box.open(delivery.sealed_secret, f"tool-webhook:{sub.tool_id}")
                 except SecretBoxError:
                     return Outcome(False, error="the signing secret cannot be opened")
-                stamp = int(time.time())
-                headers["webhook-id"] = delivery.webhook_id
-                headers["webhook-timestamp"] = str(stamp)
-                headers["webhook-signature"] = sign(secret, delivery.webhook_id, stamp, body)
+                headers.update(signature_headers(secret, delivery.webhook_id, body))
         headers["Content-Type"] = "application/json"
-        return await self.post(spec["url"], headers, body)
-
-    async def post(self, url: str, headers: dict[str, str], body: bytes) -> Outcome:
-        """POST a JSON body through the guarded client; a 2xx is success, 410 stops."""
-        try:
-            resp = await self.outbound.request(
-                "POST",
-                url,
-                headers=headers,
-                data=body,
-                timeout=self.settings.timeout_seconds,
-                max_response_bytes=RESPONSE_BODY_CAP,
-            )
-        except OutboundError as exc:
-            return Outcome(False, error=exc.message[:ERROR_CAP])
-        text = resp.text()
-        if resp.ok:
-            return Outcome(True, resp.status, body=text)
-        if resp.status == 410:
-            return Outcome(
-                False, 410, "410 Gone: the receiver asked for no more deliveries", text, True
-            )
-        return Outcome(False, resp.status, f"HTTP {resp.status}", text)
+        return await self.poster.post(spec["url"], headers, body)
 
     async def _send_email(self, sub: Submission, spec: dict) -> Outcome:
         mailer = self._mailer()
