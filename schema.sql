@@ -592,7 +592,7 @@ CREATE INDEX webhook_events_submission ON webhook_events(submission_id)
 CREATE INDEX webhook_events_created ON webhook_events(created_at);
 
 -- The outbox of event webhooks: one row per (event, webhook), leased and retried exactly as
--- form_deliveries are (services/forms/delivery.py drains both).
+-- form_deliveries are (services/delivery/outbox.py drains both).
 CREATE TABLE webhook_deliveries (
     id               TEXT PRIMARY KEY,
     webhook_id       TEXT NOT NULL REFERENCES webhooks(id) ON DELETE CASCADE,

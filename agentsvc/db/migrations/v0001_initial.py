@@ -9,7 +9,7 @@ after it (`schema_at`), and prove that migrating it to the newest version gives
 """
 
 SQLITE = """-- agentsvc schema: the current shape of the database, applied to a new database file.
--- Later changes are numbered migrations in agentsvc/migrations.py (PRAGMA user_version).
+-- Later changes are the numbered versions of agentsvc/db/migrations/ (PRAGMA user_version).
 -- Times are ISO 8601 UTC text with milliseconds ("2026-11-21T10:00:00.000Z"), so they sort.
 -- Everything a team owns cascades from teams; everything an agent owns cascades from agents.
 
