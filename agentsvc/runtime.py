@@ -21,6 +21,7 @@ from aiohttp import web
 from agentsvc.api import app_keys
 from agentsvc.api.chat import OpenStreams
 from agentsvc.api.event_streams import EventStreams
+from agentsvc.api.state import RequestDeps
 from agentsvc.db import database_for
 from agentsvc.jobs import Jobs
 from agentsvc.llm.base import Providers
@@ -44,12 +45,14 @@ from agentsvc.services.forms.delivery_send import Sender
 from agentsvc.services.forms.files import SWEEP_INTERVAL_SECONDS, remove_orphan_files
 from agentsvc.services.handoff.live import LiveEvents
 from agentsvc.services.handoff.notify import Notifier
+from agentsvc.services.health import HealthService
 from agentsvc.services.knowledge.indexing import Indexer
 from agentsvc.services.knowledge.vectors import Semantic, VectorIndex
 from agentsvc.services.privacy.retention import purge_expired
 from agentsvc.services.privacy.search_index import MessageIndexScrubber
 from agentsvc.services.team import membership, oauth, sessions
 from agentsvc.services.team.access import KeyResolver
+from agentsvc.services.team.service import ApiKeysService, SignInService, TeamService
 from agentsvc.services.tools.runner import ToolRunner
 from agentsvc.services.triggers.events import EventWriter
 from agentsvc.services.widget.public import WidgetConfigCache
@@ -331,5 +334,24 @@ async def _features(app: web.Application) -> AsyncIterator[None]:
     # -- agents, tools, knowledge, triggers, widget, exports, privacy, analytics, audit, secrets
 
     # -- team, sign-in, sessions, API keys, limits
+    _team_services(app)
 
     yield
+
+
+def _team_services(app: web.Application) -> None:
+    """The team, sign-in, API key and health services, and what every request needs."""
+    settings = app[app_keys.settings_key]
+    db = app[app_keys.db_key]
+    mailer = app[app_keys.mailer_key]
+    app[app_keys.team_key] = TeamService(db, mailer, settings)
+    app[app_keys.sign_in_key] = SignInService(db, settings, mailer, app[app_keys.oauth_http_key])
+    app[app_keys.api_keys_key] = ApiKeysService(db)
+    app[app_keys.health_key] = HealthService(db)
+    app[app_keys.request_deps_key] = RequestDeps(
+        settings=settings,
+        limiter=app[app_keys.limiter_key],
+        keys=app[app_keys.key_resolver_key],
+        metrics=app[app_keys.metrics_key],
+        body_slots=app[app_keys.body_slots_key],
+    )

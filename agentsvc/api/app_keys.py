@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from agentsvc.api.bodies import BodySlots
     from agentsvc.api.chat import OpenStreams
     from agentsvc.api.event_streams import EventStreams
-    from agentsvc.api.state import RequestState
+    from agentsvc.api.state import RequestDeps, RequestState
     from agentsvc.config import Settings
     from agentsvc.db import Database
     from agentsvc.jobs import Jobs
@@ -31,9 +31,11 @@ if TYPE_CHECKING:
     from agentsvc.services.forms.delivery import Deliverer
     from agentsvc.services.handoff.live import LiveEvents
     from agentsvc.services.handoff.notify import Notifier
+    from agentsvc.services.health import HealthService
     from agentsvc.services.knowledge.indexing import Indexer
     from agentsvc.services.privacy.search_index import MessageIndexScrubber
     from agentsvc.services.team.access import KeyResolver
+    from agentsvc.services.team.service import ApiKeysService, SignInService, TeamService
     from agentsvc.services.tools.runner import ToolRunner
     from agentsvc.services.triggers.events import EventWriter
     from agentsvc.services.widget.public import WidgetConfigCache
@@ -80,6 +82,13 @@ handoff_notifier_key: web.AppKey[Notifier] = web.AppKey("handoff_notifier")
 # -- agents, tools, knowledge, triggers, widget, exports, privacy, analytics, audit, secrets
 
 # -- team, sign-in, sessions, API keys, limits
+team_key: web.AppKey[TeamService] = web.AppKey("team")
+sign_in_key: web.AppKey[SignInService] = web.AppKey("sign_in")
+api_keys_key: web.AppKey[ApiKeysService] = web.AppKey("api_keys")
+health_key: web.AppKey[HealthService] = web.AppKey("health")
+# What every request needs (settings, limiter, key resolver, metrics, body slots): the
+# endpoint wrapper, authentication and the rate limits read it under this one key.
+request_deps_key: web.AppKey[RequestDeps] = web.AppKey("request_deps")
 
 # Request-scoped values.
 request_state_key: web.RequestKey[RequestState] = web.RequestKey("state")
