@@ -607,7 +607,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="agentsvc", description=__doc__)
     parser.add_argument("--version", action=_Version, help="print the version and exit")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    # In the order `agentsvc --help` lists them.
+    _serve_command(commands)
+    _apikey_commands(commands)
+    _user_commands(commands)
+    _login_link_command(commands)
+    _team_commands(commands)
+    _database_commands(commands)
+    return parser
 
+
+def _serve_command(commands: Any) -> None:
+    """`serve`."""
     serve = _add(commands, "serve", cmd_serve, "run the service in the foreground")
     serve.add_argument(
         "--host",
@@ -624,6 +635,9 @@ def build_parser() -> argparse.ArgumentParser:
         " trusted origin are http://H:P",
     )
 
+
+def _apikey_commands(commands: Any) -> None:
+    """`apikey create`."""
     apikey = commands.add_parser("apikey", help="manage API keys: create").add_subparsers(
         dest="subcommand", required=True, metavar="SUBCOMMAND"
     )
@@ -645,6 +659,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="a label for the key, up to 200 characters (default: cli)",
     )
 
+
+def _user_commands(commands: Any) -> None:
+    """`user create` and `user set-password`."""
     user = commands.add_parser("user", help="manage users: create, set-password").add_subparsers(
         dest="subcommand", required=True, metavar="SUBCOMMAND"
     )
@@ -672,6 +689,9 @@ def build_parser() -> argparse.ArgumentParser:
     _email(set_password, "the user's e-mail address")
     _password_input(set_password)
 
+
+def _login_link_command(commands: Any) -> None:
+    """`login-link`."""
     login_link = _add(
         commands,
         "login-link",
@@ -688,6 +708,9 @@ def build_parser() -> argparse.ArgumentParser:
         " (default: /, the dashboard)",
     )
 
+
+def _team_commands(commands: Any) -> None:
+    """`team set-plan`."""
     team = commands.add_parser("team", help="manage teams: set-plan").add_subparsers(
         dest="subcommand", required=True, metavar="SUBCOMMAND"
     )
@@ -701,6 +724,9 @@ def build_parser() -> argparse.ArgumentParser:
         " [plans.NAME] table",
     )
 
+
+def _database_commands(commands: Any) -> None:
+    """`backup`, `migrate` and `copy-data`."""
     backup = _add(
         commands,
         "backup",
@@ -718,7 +744,6 @@ def build_parser() -> argparse.ArgumentParser:
         "copy this SQLite instance into an empty PostgreSQL database and check the counts",
     )
     copy.add_argument("--to", metavar="URL", required=True, help="postgresql://... (empty)")
-    return parser
 
 
 def main(argv: list[str] | None = None) -> int:

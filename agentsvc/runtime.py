@@ -20,6 +20,7 @@ import orjson
 from aiohttp import web
 
 from agentsvc.api import app_keys
+from agentsvc.api.state import RequestDeps
 from agentsvc.api.streams import EventStreams, OpenStreams, StreamingDeps
 from agentsvc.db import database_for
 from agentsvc.jobs import Jobs
@@ -59,6 +60,7 @@ from agentsvc.services.handoff.flow import HandoffDeps
 from agentsvc.services.handoff.live import LiveEvents
 from agentsvc.services.handoff.notify import Notifier, NotifySettings
 from agentsvc.services.handoff.service import HandoffService
+from agentsvc.services.health import HealthService
 from agentsvc.services.knowledge.indexing import Indexer
 from agentsvc.services.knowledge.service import KnowledgeService
 from agentsvc.services.knowledge.vectors import Semantic, VectorIndex
@@ -67,6 +69,7 @@ from agentsvc.services.privacy.search_index import MessageIndexScrubber
 from agentsvc.services.privacy.service import PrivacyService
 from agentsvc.services.team import membership, oauth, sessions
 from agentsvc.services.team.access import KeyResolver
+from agentsvc.services.team.service import ApiKeysService, SignInService, TeamService
 from agentsvc.services.tools.runner import ToolRunner
 from agentsvc.services.tools.secrets import SecretsService
 from agentsvc.services.tools.service import ToolsService
@@ -409,6 +412,35 @@ async def _features(app: web.Application) -> AsyncIterator[None]:
     _forms_and_webhooks(app)
 
     # -- agents, tools, knowledge, triggers, widget, exports, privacy, analytics, audit, secrets
+    _catalog_services(app)
+
+    # -- team, sign-in, sessions, API keys, limits
+    _team_services(app)
+
+    yield
+
+
+def _team_services(app: web.Application) -> None:
+    """The team, sign-in, API key and health services, and what every request needs."""
+    settings = app[app_keys.settings_key]
+    db = app[app_keys.db_key]
+    mailer = app[app_keys.mailer_key]
+    app[app_keys.team_key] = TeamService(db, mailer, settings)
+    app[app_keys.sign_in_key] = SignInService(db, settings, mailer, app[app_keys.oauth_http_key])
+    app[app_keys.api_keys_key] = ApiKeysService(db)
+    app[app_keys.health_key] = HealthService(db)
+    app[app_keys.request_deps_key] = RequestDeps(
+        settings=settings,
+        limiter=app[app_keys.limiter_key],
+        keys=app[app_keys.key_resolver_key],
+        metrics=app[app_keys.metrics_key],
+        body_slots=app[app_keys.body_slots_key],
+    )
+
+
+def _catalog_services(app: web.Application) -> None:
+    """The services of what a team sets up: agents, tools and secrets, knowledge,
+    triggers, the widget, exports, end users' privacy, analytics and the audit log."""
     settings = app[app_keys.settings_key]
     db = app[app_keys.db_key]
     box = app[app_keys.secret_box_key]
@@ -430,7 +462,3 @@ async def _features(app: web.Application) -> AsyncIterator[None]:
     app[app_keys.privacy_key] = PrivacyService(
         db, app[app_keys.mailer_key], app[app_keys.index_scrubber_key], settings.server.data_dir
     )
-
-    # -- team, sign-in, sessions, API keys, limits
-
-    yield

@@ -11,10 +11,15 @@ from agentsvc.api import app_keys
 from agentsvc.api.audit import actor_of
 from agentsvc.api.models import RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, envelope_response
-from agentsvc.services.team import api_keys as key_service
+from agentsvc.services.team.service import ApiKeysService
 from agentsvc.store.api_keys import ApiKey
 
 routes = RouteTable("api-keys")
+
+
+def _keys(call: Call) -> ApiKeysService:
+    return call.app[app_keys.api_keys_key]
+
 
 KeyName = Annotated[str, Field(max_length=200)]
 
@@ -56,7 +61,7 @@ def key_json(key: ApiKey) -> dict:
 async def list_api_keys(call: Call):
     """Live keys, masked: the owner sees the team's, a member their own."""
     assert call.principal is not None
-    found = await key_service.list_keys(call.app[app_keys.db_key], call.principal)
+    found = await _keys(call).list_keys(call.principal)
     return envelope_response([key_json(k) for k in found])
 
 
@@ -64,9 +69,7 @@ async def list_api_keys(call: Call):
 async def post_api_key(call: Call):
     """Create a key acting for the caller in this team; the key is shown only in this answer."""
     assert call.principal is not None
-    created = await key_service.create_key(
-        call.app[app_keys.db_key], call.principal, call.body.name or "", actor_of(call)
-    )
+    created = await _keys(call).create_key(call.principal, call.body.name or "", actor_of(call))
     return envelope_response(
         {
             "id": created.id,
@@ -85,11 +88,5 @@ async def post_api_key(call: Call):
 async def delete_api_key(call: Call):
     """Revoke a key at once (members: only their own)."""
     assert call.principal is not None
-    await key_service.revoke_key(
-        call.app[app_keys.db_key],
-        call.app[app_keys.key_resolver_key],
-        call.principal,
-        call.params["id"],
-        actor_of(call),
-    )
+    await _keys(call).revoke_key(call.principal, call.params["id"], actor_of(call))
     return envelope_response({"id": call.params["id"], "deleted": True})

@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from aiohttp.abc import AbstractResolver
 
     from agentsvc.api.bodies import BodySlots
-    from agentsvc.api.state import RequestState
+    from agentsvc.api.state import RequestDeps, RequestState
     from agentsvc.api.streams import EventStreams, OpenStreams, StreamingDeps
     from agentsvc.config import Settings
     from agentsvc.db import Database
@@ -41,11 +41,13 @@ if TYPE_CHECKING:
     from agentsvc.services.handoff.live import LiveEvents
     from agentsvc.services.handoff.notify import Notifier
     from agentsvc.services.handoff.service import HandoffService
+    from agentsvc.services.health import HealthService
     from agentsvc.services.knowledge.indexing import Indexer
     from agentsvc.services.knowledge.service import KnowledgeService
     from agentsvc.services.privacy.search_index import MessageIndexScrubber
     from agentsvc.services.privacy.service import PrivacyService
     from agentsvc.services.team.access import KeyResolver
+    from agentsvc.services.team.service import ApiKeysService, SignInService, TeamService
     from agentsvc.services.tools.runner import ToolRunner
     from agentsvc.services.tools.secrets import SecretsService
     from agentsvc.services.tools.service import ToolsService
@@ -116,6 +118,13 @@ privacy_key: web.AppKey[PrivacyService] = web.AppKey("privacy")
 secrets_key: web.AppKey[SecretsService] = web.AppKey("secrets")
 
 # -- team, sign-in, sessions, API keys, limits
+team_key: web.AppKey[TeamService] = web.AppKey("team")
+sign_in_key: web.AppKey[SignInService] = web.AppKey("sign_in")
+api_keys_key: web.AppKey[ApiKeysService] = web.AppKey("api_keys")
+health_key: web.AppKey[HealthService] = web.AppKey("health")
+# What every request needs (settings, limiter, key resolver, metrics, body slots): the
+# endpoint wrapper, authentication and the rate limits read it under this one key.
+request_deps_key: web.AppKey[RequestDeps] = web.AppKey("request_deps")
 
 # Request-scoped values.
 request_state_key: web.RequestKey[RequestState] = web.RequestKey("state")

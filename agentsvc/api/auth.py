@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from agentsvc.api import app_keys
 from agentsvc.api.limits import take_token
-from agentsvc.api.state import request_state
+from agentsvc.api.state import request_deps, request_state
 from agentsvc.errors import Forbidden, Unauthorized
 from agentsvc.services.team.access import Principal
 from agentsvc.services.team.sessions import SESSION_COOKIE
@@ -60,7 +59,7 @@ async def authenticate(request: web.Request) -> Principal | None:
     token = bearer_token(request)
     if token is None:
         return await _session_principal(request)
-    principal = await request.app[app_keys.key_resolver_key].resolve(token)
+    principal = await request_deps(request).keys.resolve(token)
     if principal is None:
         raise Unauthorized()
     state.principal = principal
@@ -90,8 +89,9 @@ async def _session_principal(request: web.Request) -> Principal | None:
     cookie = request_cookie(request, SESSION_COOKIE)
     if not cookie or len(cookie) > _MAX_COOKIE_LENGTH:
         return None
-    ttl = request.app[app_keys.settings_key].auth.session_ttl_seconds
-    principal, extended = await request.app[app_keys.key_resolver_key].resolve_session(cookie, ttl)
+    deps = request_deps(request)
+    ttl = deps.settings.auth.session_ttl_seconds
+    principal, extended = await deps.keys.resolve_session(cookie, ttl)
     if principal is None:
         return None
     state = request_state(request)
@@ -103,7 +103,7 @@ async def _session_principal(request: web.Request) -> Principal | None:
 
 async def enforce_rate_limit(request: web.Request, principal: Principal) -> None:
     """Take a token from the team's bucket; 429 when its plan's rate is exhausted."""
-    settings = request.app[app_keys.settings_key]
+    settings = request_deps(request).settings
     per_minute = settings.plans.limits(principal.plan).requests_per_minute
     if per_minute is None:
         return
@@ -125,7 +125,7 @@ def check_origin(request: web.Request, principal: Principal) -> None:
     if principal.session_id is None:
         return
     origin = request.headers.get("Origin") or request.headers.get("Referer")
-    settings = request.app[app_keys.settings_key]
+    settings = request_deps(request).settings
     if not is_trusted_origin(settings, origin):
         raise Forbidden(untrusted_origin_message(settings, origin))
 
@@ -133,14 +133,14 @@ def check_origin(request: web.Request, principal: Principal) -> None:
 def refuse_foreign_origin(request: web.Request) -> None:
     """On sign-in endpoints: a browser's Origin, when sent, must be trusted (login CSRF)."""
     origin = request.headers.get("Origin")
-    settings = request.app[app_keys.settings_key]
+    settings = request_deps(request).settings
     if origin is not None and not is_trusted_origin(settings, origin):
         raise Forbidden(untrusted_origin_message(settings, origin))
 
 
 def set_session_cookie(request: web.Request, response: web.StreamResponse, token: str) -> None:
     """Put the session cookie on a response: HttpOnly, SameSite=Lax, Secure behind HTTPS."""
-    settings = request.app[app_keys.settings_key]
+    settings = request_deps(request).settings
     response.set_cookie(
         SESSION_COOKIE,
         token,
@@ -148,8 +148,14 @@ def set_session_cookie(request: web.Request, response: web.StreamResponse, token
         path="/",
         httponly=True,
         samesite="Lax",
-        secure=settings.server.public_url.startswith("https://") or request.secure,
+        secure=cookies_secure(request),
     )
+
+
+def cookies_secure(request: web.Request) -> bool:
+    """Whether the cookies we set are `Secure`: public_url is HTTPS, or this request came so."""
+    public_url = request_deps(request).settings.server.public_url
+    return public_url.startswith("https://") or request.secure
 
 
 def clear_session_cookie(response: web.StreamResponse) -> None:

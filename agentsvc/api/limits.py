@@ -9,9 +9,8 @@ from collections.abc import AsyncIterator
 
 from aiohttp import web
 
-from agentsvc.api import app_keys
 from agentsvc.api.errors import RateLimited
-from agentsvc.api.state import request_state
+from agentsvc.api.state import request_deps, request_state
 from agentsvc.services.team.access import Principal
 
 # A stream slot frees up when a reply ends or a dashboard tab closes: try again soon.
@@ -30,7 +29,7 @@ async def take_token(
     `pipeline.finish_response`); without, no Decision is built (the hot public paths).
     Limits on several buckets call this once per bucket: a refusal stops at the first.
     """
-    limiter = request.app[app_keys.limiter_key]
+    limiter = request_deps(request).limiter
     if report:
         decision = await limiter.take(bucket, per_minute)
         request_state(request).rate_decision = decision
@@ -50,8 +49,8 @@ async def team_stream_slots(request: web.Request, principal: Principal) -> Async
     signing in again does not open more room. The slots are counted by the limiter: in this
     process, or shared by every process through Redis.
     """
-    limiter = request.app[app_keys.limiter_key]
-    settings = request.app[app_keys.settings_key]
+    deps = request_deps(request)
+    limiter, settings = deps.limiter, deps.settings
     longest = max(settings.chat.max_stream_seconds, settings.handoff.max_stream_seconds)
     lifetime = longest + STREAM_END_MARGIN_SECONDS
     retry = {"Retry-After": str(STREAM_SLOT_RETRY_AFTER_SECONDS)}

@@ -134,19 +134,7 @@ def _operation(endpoint: Endpoint, schemas: _Schemas) -> dict[str, Any]:
     }
     if "description" in endpoint.extra:
         op["description"] = endpoint.extra["description"]
-    params: list[dict[str, Any]] = [
-        {"name": name, "in": "path", "required": True, "schema": _path_schema(endpoint, name, rx)}
-        for name, rx in PATH_PARAM.findall(endpoint.path)
-    ]
-    if endpoint.query is not None:
-        qschema = TypeAdapter(endpoint.query).json_schema(ref_template=_REF, mode="validation")
-        required = set(qschema.get("required", []))
-        for name, prop in qschema.get("properties", {}).items():
-            prop = {k: v for k, v in prop.items() if k != "title"}
-            param = {"name": name, "in": "query", "required": name in required, "schema": prop}
-            if "description" in prop:
-                param["description"] = prop.pop("description")
-            params.append(param)
+    params = _parameters(endpoint)
     if params:
         op["parameters"] = params
     content: dict[str, Any] = {}
@@ -162,7 +150,37 @@ def _operation(endpoint: Endpoint, schemas: _Schemas) -> dict[str, Any]:
         op["security"] = [{"bearerAuth": []}, {"cookieAuth": []}, {}]
 
     rate_headers = RATE_LIMIT_HEADERS if endpoint.auth != "public" else {}
-    responses: dict[str, Any] = {}
+    responses: dict[str, Any] = {str(endpoint.status): _success(endpoint, schemas, rate_headers)}
+    # Other successes of the route (an MCP notification's 202 with no body).
+    for status, description in endpoint.extra.get("other_successes", {}).items():
+        responses[str(status)] = {"description": description}
+    for status in _statuses(endpoint):
+        responses[str(status)] = _error_response(status, rate_headers)
+    op["responses"] = responses
+    return op
+
+
+def _parameters(endpoint: Endpoint) -> list[dict[str, Any]]:
+    """The path parameters, then the query model's fields."""
+    params: list[dict[str, Any]] = [
+        {"name": name, "in": "path", "required": True, "schema": _path_schema(endpoint, name, rx)}
+        for name, rx in PATH_PARAM.findall(endpoint.path)
+    ]
+    if endpoint.query is not None:
+        qschema = TypeAdapter(endpoint.query).json_schema(ref_template=_REF, mode="validation")
+        required = set(qschema.get("required", []))
+        for name, prop in qschema.get("properties", {}).items():
+            prop = {k: v for k, v in prop.items() if k != "title"}
+            param = {"name": name, "in": "query", "required": name in required, "schema": prop}
+            if "description" in prop:
+                param["description"] = prop.pop("description")
+            params.append(param)
+    return params
+
+
+def _success(endpoint: Endpoint, schemas: _Schemas, rate_headers: dict[str, Any]) -> dict[str, Any]:
+    """The success response: its content (a stream, text, or JSON, enveloped or bare) and
+    its headers."""
     success: dict[str, Any] = {"description": "Success"}
     if endpoint.stream:
         success["content"] = {"text/event-stream": {"schema": SSE_EVENT_SCHEMA}}
@@ -192,29 +210,27 @@ def _operation(endpoint: Endpoint, schemas: _Schemas) -> dict[str, Any]:
         headers[name] = {"schema": {"type": "string"}}
     if headers:
         success["headers"] = headers
-    responses[str(endpoint.status)] = success
-    # Other successes of the route (an MCP notification's 202 with no body).
-    for status, description in endpoint.extra.get("other_successes", {}).items():
-        responses[str(status)] = {"description": description}
-    for status in _statuses(endpoint):
-        codes = ", ".join(_error_codes(status))
-        response: dict[str, Any] = {
-            "description": f"{_STATUS_TEXT.get(status, 'Error')} ({codes})",
-            "content": {"application/json": {"schema": {"$ref": _REF.format(model="Error")}}},
+    return success
+
+
+def _error_response(status: int, rate_headers: dict[str, Any]) -> dict[str, Any]:
+    """An error response: the envelope, its codes, and the headers it carries."""
+    codes = ", ".join(_error_codes(status))
+    response: dict[str, Any] = {
+        "description": f"{_STATUS_TEXT.get(status, 'Error')} ({codes})",
+        "content": {"application/json": {"schema": {"$ref": _REF.format(model="Error")}}},
+    }
+    error_headers = dict(rate_headers)
+    if status == 429:
+        error_headers["Retry-After"] = {
+            "description": "Seconds to wait before retrying",
+            "schema": {"type": "integer"},
         }
-        error_headers = dict(rate_headers)
-        if status == 429:
-            error_headers["Retry-After"] = {
-                "description": "Seconds to wait before retrying",
-                "schema": {"type": "integer"},
-            }
-        if status == 405:
-            error_headers["Allow"] = {"schema": {"type": "string"}}
-        if error_headers:
-            response["headers"] = error_headers
-        responses[str(status)] = response
-    op["responses"] = responses
-    return op
+    if status == 405:
+        error_headers["Allow"] = {"schema": {"type": "string"}}
+    if error_headers:
+        response["headers"] = error_headers
+    return response
 
 
 def _admits_nul(pattern: str) -> bool:

@@ -23,7 +23,7 @@ from agentsvc.api.bodies import BodySlot, is_large, read_body
 from agentsvc.api.errors import PayloadTooLarge, error_response
 from agentsvc.api.pipeline import finish_response, from_http_exception, unexpected_error
 from agentsvc.api.proxies import TrustedProxies
-from agentsvc.api.state import RequestState
+from agentsvc.api.state import RequestDeps, RequestState, request_deps
 from agentsvc.config import Settings
 from agentsvc.errors import (
     DomainError,
@@ -233,71 +233,110 @@ def validate_model(model: type[BaseModel], data: Any, prefix: str = "") -> BaseM
         raise ValidationFailed(describe_validation_error(exc, prefix, model)) from exc
 
 
+@dataclass(frozen=True, slots=True)
+class _Bound:
+    """What an endpoint's wrapper reads from its application, once (the wrapper belongs to
+    one app)."""
+
+    deps: RequestDeps
+    stats: RequestStats
+    proxies: TrustedProxies
+    body_mb: float  # the endpoint's body limit
+
+
+def _bind(endpoint: Endpoint, deps: RequestDeps) -> _Bound:
+    settings = deps.settings
+    if callable(endpoint.max_body_mb):
+        body_mb = endpoint.max_body_mb(settings)
+    else:
+        body_mb = endpoint.max_body_mb or settings.server.max_body_mb
+    proxies = TrustedProxies(settings.server.trusted_proxies)
+    return _Bound(deps, deps.metrics.request_stats, proxies, body_mb)
+
+
+async def _authorize(endpoint: Endpoint, request: web.Request) -> Principal | None:
+    """The caller (None where authentication is optional and none was sent), its team's
+    rate limit taken, a session's origin checked on changes, the owner's role where
+    needed."""
+    principal = await auth.authenticate(request)
+    if principal is None:
+        if endpoint.auth == "required":
+            raise auth.missing_credential(request)
+        return None
+    await auth.enforce_rate_limit(request, principal)
+    if endpoint.method != "GET":
+        auth.check_origin(request, principal)
+    if endpoint.owner_only and not principal.is_owner:
+        raise Forbidden("Only the team owner can do this")
+    return principal
+
+
+async def _read_json(
+    endpoint: Endpoint, request: web.Request, bound: _Bound
+) -> tuple[Any, BodySlot | None]:
+    """The body validated by the endpoint's model, and the large-body slot it holds (given
+    back here if reading or validating fails)."""
+    assert endpoint.body is not None
+    max_mb = bound.body_mb
+    server = bound.deps.settings.server
+    slot: BodySlot | None = None
+    try:
+        # Only endpoints allowing more than the general limit ever need a slot.
+        if max_mb > server.max_body_mb and is_large(
+            request, int(max_mb * 2**20), int(server.max_body_mb * 2**20)
+        ):
+            slot = await bound.deps.body_slots.acquire()
+            raw = await read_body(request, max_mb, server.large_body_read_seconds)
+        else:
+            raw = await read_body(request, max_mb)
+        body = validate_model(endpoint.body, (endpoint.parse or parse_json)(raw))
+    except BaseException:
+        if slot is not None:
+            slot.release()
+        raise
+    return body, slot
+
+
+def _streamed_form(endpoint: Endpoint, request: web.Request, bound: _Bound) -> bool:
+    """True when the body is a multipart form the handler streams itself (its declared
+    length checked here); UNSUPPORTED_MEDIA_TYPE when only a form is accepted."""
+    if request.content_type == "multipart/form-data":
+        max_mb = bound.body_mb
+        if request.content_length is not None and request.content_length > max_mb * 2**20:
+            raise PayloadTooLarge(f"Request body over {max_mb:g} MB")
+        return True
+    if endpoint.body is None:
+        raise UnsupportedMediaType("Content-Type must be multipart/form-data")
+    return False
+
+
 def make_handler(endpoint: Endpoint) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
     """Wrap an endpoint's handler with authentication, limits, validation, the error
     envelope and the service's headers (see `pipeline`)."""
-    # The wrapper belongs to one app: what it reads from the app is read once.
     route = endpoint.documented_path  # what aiohttp calls the resource's canonical path
-    stats: RequestStats | None = None
-    body_mb: float | None = None
-    proxies: TrustedProxies | None = None
-
-    def body_limit_mb(request: web.Request) -> float:
-        nonlocal body_mb
-        if body_mb is None:
-            settings = request.app[app_keys.settings_key]
-            if callable(endpoint.max_body_mb):
-                body_mb = endpoint.max_body_mb(settings)
-            else:
-                body_mb = endpoint.max_body_mb or settings.server.max_body_mb
-        return body_mb
+    bound: _Bound | None = None
 
     async def handle(request: web.Request) -> web.StreamResponse:
         # One coroutine for the whole request: every extra layer costs on every request.
-        nonlocal stats, proxies
-        if stats is None:
-            stats = request.app[app_keys.metrics_key].request_stats
-            proxies = TrustedProxies(request.app[app_keys.settings_key].server.trusted_proxies)
-        if proxies:
-            request = proxies.client_of(request)
-        state = RequestState(time.perf_counter(), endpoint.cors, route, stats)
+        nonlocal bound
+        if bound is None:
+            bound = _bind(endpoint, request_deps(request))
+        if bound.proxies:
+            request = bound.proxies.client_of(request)
+        state = RequestState(time.perf_counter(), endpoint.cors, route, bound.stats)
         request[app_keys.request_state_key] = state
         slot: BodySlot | None = None
         try:
             principal = None
             if endpoint.auth != "public":
-                principal = await auth.authenticate(request)
-                if principal is None and endpoint.auth == "required":
-                    raise auth.missing_credential(request)
-                if principal is not None:
-                    await auth.enforce_rate_limit(request, principal)
-                    if endpoint.method != "GET":
-                        auth.check_origin(request, principal)
-                    if endpoint.owner_only and not principal.is_owner:
-                        raise Forbidden("Only the team owner can do this")
+                principal = await _authorize(endpoint, request)
             if endpoint.precheck is not None:
                 await endpoint.precheck(request, principal)
             query = _parse_query(endpoint.query, request) if endpoint.query else None
             body = None
-            if endpoint.form is not None and request.content_type == "multipart/form-data":
-                max_mb = body_limit_mb(request)
-                if request.content_length is not None and request.content_length > max_mb * 2**20:
-                    raise PayloadTooLarge(f"Request body over {max_mb:g} MB")
-            elif endpoint.form is not None and endpoint.body is None:
-                raise UnsupportedMediaType("Content-Type must be multipart/form-data")
-            elif endpoint.body is not None:
-                max_mb = body_limit_mb(request)
-                server = request.app[app_keys.settings_key].server
-                # Only endpoints allowing more than the general limit ever need a slot.
-                if max_mb > server.max_body_mb and is_large(
-                    request, int(max_mb * 2**20), int(server.max_body_mb * 2**20)
-                ):
-                    slot = await request.app[app_keys.body_slots_key].acquire()
-                    raw = await read_body(request, max_mb, server.large_body_read_seconds)
-                else:
-                    raw = await read_body(request, max_mb)
-                body = validate_model(endpoint.body, (endpoint.parse or parse_json)(raw))
-                del raw  # a large body is held once, parsed
+            streamed = endpoint.form is not None and _streamed_form(endpoint, request, bound)
+            if endpoint.body is not None and not streamed:
+                body, slot = await _read_json(endpoint, request, bound)
             call = Call(request, principal, body, query, request.match_info, slot)
             body = None  # the handler may drop it (`Call.release_body`)
             response = await endpoint.handler(call)

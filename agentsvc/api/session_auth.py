@@ -12,14 +12,19 @@ from agentsvc.api import app_keys, auth
 from agentsvc.api.limits import take_token
 from agentsvc.api.models import QueryModel, RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, envelope_response
+from agentsvc.api.state import request_deps
 from agentsvc.errors import Forbidden, Unauthorized
 from agentsvc.passwords import MAX_PASSWORD_LENGTH
-from agentsvc.services.team import oauth
-from agentsvc.services.team import sessions as session_service
-from agentsvc.services.team.sessions import SignedIn, normalise_email
-from agentsvc.services.team.trust import location_for
+from agentsvc.services.team.oauth import STATE_TTL_SECONDS
+from agentsvc.services.team.service import SignInService
+from agentsvc.services.team.sessions import SESSION_COOKIE, SignedIn, normalise_email
 
 routes = RouteTable("auth")
+
+
+def _sign_in(call: Call) -> SignInService:
+    return call.app[app_keys.sign_in_key]
+
 
 # Control characters are listed explicitly: pydantic's regex engine reads \s as Unicode
 # White_Space, which leaves out \x1c-\x1f (and Python's mail headers split on those).
@@ -101,7 +106,7 @@ class Providers(ResponseModel):
 
 async def limit_sign_in(call: Call, email: str | None = None) -> None:
     """Take a token per client IP (and per e-mail address); 429 with Retry-After beyond."""
-    settings = call.app[app_keys.settings_key].auth
+    settings = request_deps(call.request).settings.auth
     message = "Too many sign-in attempts; try again later"
     await take_token(
         call.request, f"sign-in-ip:{call.request.remote}", settings.sign_in_per_minute_ip, message
@@ -139,20 +144,16 @@ async def post_sign_in_email(call: Call):
     body: SignInEmail = call.body
     auth.refuse_foreign_origin(call.request)
     await limit_sign_in(call, body.email)
-    signed_in = await session_service.sign_in_with_password(
-        call.app[app_keys.db_key], call.app[app_keys.settings_key], body.email, body.password
-    )
+    signed_in = await _sign_in(call).sign_in_with_password(body.email, body.password)
     return signed_in_response(call, signed_in)
 
 
 @routes.post("/auth/sign-out", auth="optional", response=Success, envelope=True, errors=(403,))
 async def post_sign_out(call: Call):
     """End the cookie session (if any) and clear its cookie."""
-    token = auth.request_cookie(call.request, session_service.SESSION_COOKIE)
+    token = auth.request_cookie(call.request, SESSION_COOKIE)
     if token:
-        await session_service.sign_out(
-            call.app[app_keys.db_key], call.app[app_keys.key_resolver_key], token
-        )
+        await _sign_in(call).sign_out(token)
     response = envelope_response({"success": True})
     auth.clear_session_cookie(response)
     return response
@@ -162,9 +163,7 @@ async def post_sign_out(call: Call):
 async def get_session(call: Call):
     """Who is signed in: the user, the team acted in with its role, and the user's teams."""
     assert call.principal is not None
-    return envelope_response(
-        await session_service.session_info(call.app[app_keys.db_key], call.principal)
-    )
+    return envelope_response(await _sign_in(call).session_info(call.principal))
 
 
 @routes.post(
@@ -177,22 +176,17 @@ async def post_session_team(call: Call):
         raise Forbidden(
             "Only a cookie session can switch teams; an API key acts for the team it was created in"
         )
-    db = call.app[app_keys.db_key]
-    principal = await session_service.switch_team(
-        db, call.app[app_keys.key_resolver_key], call.principal, call.body.team_id
-    )
-    return envelope_response(await session_service.session_info(db, principal))
+    service = _sign_in(call)
+    principal = await service.switch_team(call.principal, call.body.team_id)
+    return envelope_response(await service.session_info(principal))
 
 
 @routes.get("/auth/providers", auth="public", response=Providers, envelope=True)
 async def get_providers(call: Call):
     """The external sign-in providers configured on this instance, and how mail leaves."""
-    settings = call.app[app_keys.settings_key]
+    service = _sign_in(call)
     return envelope_response(
-        {
-            "providers": oauth.configured_providers(settings),
-            "mailDelivery": "smtp" if settings.smtp.host else "log",
-        }
+        {"providers": service.providers(), "mailDelivery": service.mail_delivery}
     )
 
 
@@ -209,13 +203,7 @@ async def post_magic_link(call: Call):
     body: MagicLinkRequest = call.body
     auth.refuse_foreign_origin(call.request)
     await limit_sign_in(call, body.email)
-    await session_service.request_magic_link(
-        call.app[app_keys.db_key],
-        call.app[app_keys.mailer_key],
-        call.app[app_keys.settings_key],
-        body.email,
-        body.callback_url,
-    )
+    await _sign_in(call).request_magic_link(body.email, body.callback_url)
     return envelope_response({"success": True})
 
 
@@ -230,34 +218,26 @@ async def post_magic_link(call: Call):
 async def get_magic_link_verify(call: Call):
     """Open a magic link: sign in with the session cookie and go to its callbackUrl."""
     await limit_sign_in(call)
-    signed_in, callback = await session_service.use_magic_link(
-        call.app[app_keys.db_key], call.app[app_keys.settings_key], call.query.token
-    )
     # Relative when on public_url's origin: a link opened at localhost stays there.
-    response = redirect(location_for(call.app[app_keys.settings_key], callback))
+    signed_in, location = await _sign_in(call).use_magic_link(call.query.token)
+    response = redirect(location)
     auth.set_session_cookie(call.request, response, signed_in.token)
     return response
 
 
 async def _oauth_start(call: Call, provider: str) -> web.Response:
     await limit_sign_in(call)
-    started = await oauth.start(
-        call.app[app_keys.db_key],
-        call.app[app_keys.settings_key],
-        provider,
-        call.query.callback_url,
-    )
+    started = await _sign_in(call).start_oauth(provider, call.query.callback_url)
     response = redirect(started.authorize_url, status=302)
     # Binds the state to this browser: a callback carrying someone else's state fails.
     response.set_cookie(
         OAUTH_STATE_COOKIE,
         started.state,
-        max_age=oauth.STATE_TTL_SECONDS,
+        max_age=STATE_TTL_SECONDS,
         path="/api/v1/auth/callback/",
         httponly=True,
         samesite="Lax",
-        secure=call.app[app_keys.settings_key].server.public_url.startswith("https://")
-        or call.request.secure,
+        secure=auth.cookies_secure(call.request),
     )
     return response
 
@@ -265,13 +245,11 @@ async def _oauth_start(call: Call, provider: str) -> web.Response:
 async def _oauth_callback(call: Call, provider: str) -> web.Response:
     query: OAuthCallbackQuery = call.query
     await limit_sign_in(call)
-    oauth.provider_settings(call.app[app_keys.settings_key], provider)
+    service = _sign_in(call)
+    service.check_provider(provider)
     if query.error or not query.code or not query.state:
         raise Unauthorized(f"Sign-in with {provider} was not completed")
-    signed_in, callback = await oauth.finish(
-        call.app[app_keys.db_key],
-        call.app[app_keys.oauth_http_key],
-        call.app[app_keys.settings_key],
+    signed_in, callback = await service.finish_oauth(
         provider,
         code=query.code,
         state=query.state,

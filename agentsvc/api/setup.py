@@ -11,11 +11,16 @@ from agentsvc.api.models import RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, envelope_response
 from agentsvc.api.session_auth import limit_sign_in
 from agentsvc.passwords import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH
-from agentsvc.services.team import first_owner as setup_service
 from agentsvc.services.team.accounts import MAX_DISPLAY_NAME
+from agentsvc.services.team.service import TeamService
 from agentsvc.text_patterns import DISPLAY_NAME_PATTERN
 
 routes = RouteTable("setup")
+
+
+def _team(call: Call) -> TeamService:
+    return call.app[app_keys.team_key]
+
 
 NewPassword = Annotated[str, Field(min_length=MIN_PASSWORD_LENGTH, max_length=MAX_PASSWORD_LENGTH)]
 
@@ -43,7 +48,7 @@ class OwnerCreated(ResponseModel):
 @routes.get("/setup", auth="public", response=SetupState, envelope=True)
 async def get_setup(call: Call):
     """Whether this instance still needs its first (owner) account."""
-    needs = await setup_service.needs_owner(call.app[app_keys.db_key])
+    needs = await _team(call).needs_owner()
     return envelope_response({"needsOwner": needs})
 
 
@@ -63,12 +68,8 @@ async def post_setup(call: Call):
     auth.refuse_foreign_origin(call.request)
     # Hashing a password is deliberately costly: the sign-in limits apply here too.
     await limit_sign_in(call, body.email)
-    signed_in = await setup_service.create_owner(
-        call.app[app_keys.db_key],
-        call.app[app_keys.settings_key],
-        email=body.email,
-        password=body.password,
-        name=body.name,
+    signed_in = await _team(call).create_owner(
+        email=body.email, password=body.password, name=body.name
     )
     user = signed_in.user
     response = envelope_response(

@@ -1,4 +1,5 @@
-"""What one request carries between the middleware, authentication and the response hook."""
+"""What one request carries between the endpoint wrapper, authentication and the response,
+and what every request needs from the application."""
 
 from __future__ import annotations
 
@@ -11,14 +12,32 @@ from aiohttp import web
 from agentsvc.api import app_keys
 
 if TYPE_CHECKING:
-    from agentsvc.observability import RequestStats
-    from agentsvc.ratelimit import Decision
-    from agentsvc.services.team.access import Principal
+    from agentsvc.api.bodies import BodySlots
+    from agentsvc.config import Settings
+    from agentsvc.observability import Metrics, RequestStats
+    from agentsvc.ratelimit import Decision, Limiter
+    from agentsvc.services.team.access import KeyResolver, Principal
+
+
+@dataclass(frozen=True, slots=True)
+class RequestDeps:
+    """What every request needs from the application, under one key (built at start-up)."""
+
+    settings: Settings
+    limiter: Limiter
+    keys: KeyResolver  # API keys and session tokens to principals
+    metrics: Metrics
+    body_slots: BodySlots  # the few large bodies held at once (see `api.bodies`)
+
+
+def request_deps(request: web.Request) -> RequestDeps:
+    """The application's `RequestDeps`."""
+    return request.app[app_keys.request_deps_key]
 
 
 @dataclass(slots=True)
 class RequestState:
-    """Per-request values, in one object so the hot path reads attributes, not mapping app_keys."""
+    """Per-request values, in one object so the hot path reads attributes, not mapping keys."""
 
     started: float
     cors: bool = False  # answer with the CORS headers (the widget's endpoints)

@@ -8,11 +8,16 @@ from agentsvc.api import app_keys
 from agentsvc.api.errors import ServerBusy
 from agentsvc.api.models import ResponseModel
 from agentsvc.api.routing import Call, RouteTable, json_response
+from agentsvc.api.state import request_deps
 from agentsvc.errors import NotFound
 from agentsvc.observability import CONTENT_TYPE
-from agentsvc.services.health import database_reachable
+from agentsvc.services.health import HealthService
 
 routes = RouteTable("system")
+
+
+def _health(call: Call) -> HealthService:
+    return call.app[app_keys.health_key]
 
 
 class Health(ResponseModel):
@@ -28,7 +33,7 @@ async def get_healthz(call: Call):
 @routes.get("/readyz", auth="public", response=Health, below_api=False, errors=(503,))
 async def get_readyz(call: Call):
     """Report that the service can serve: its database answers (for load balancers)."""
-    if not await database_reachable(call.app[app_keys.db_key]):
+    if not await _health(call).ready():
         raise ServerBusy("The database does not answer; try another instance")
     return json_response({"status": "ok"})
 
@@ -36,9 +41,10 @@ async def get_readyz(call: Call):
 @routes.get("/metrics", auth="public", below_api=False, media_type="text/plain", errors=(404,))
 async def get_metrics(call: Call):
     """Prometheus metrics: requests, latencies, open streams, outbox depth, deliveries."""
-    if not call.app[app_keys.settings_key].server.metrics:
+    deps = request_deps(call.request)
+    if not deps.settings.server.metrics:
         raise NotFound("Metrics are disabled ([server] metrics = false)")
-    body = await call.app[app_keys.metrics_key].render()
+    body = await deps.metrics.render()
     return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})
 
 

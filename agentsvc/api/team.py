@@ -14,13 +14,19 @@ from agentsvc.api.routing import Call, RouteTable, json_response
 from agentsvc.api.session_auth import UserOut, limit_sign_in, user_json
 from agentsvc.errors import ValidationFailed
 from agentsvc.passwords import MAX_PASSWORD_LENGTH
-from agentsvc.services.team import membership as team_service
 from agentsvc.services.team.accounts import MAX_DISPLAY_NAME
+from agentsvc.services.team.membership import InvitationAnswer, MemberChange
+from agentsvc.services.team.service import TeamService
 from agentsvc.store.invitations import Invitation
 from agentsvc.store.team import Member
 from agentsvc.text_patterns import DISPLAY_NAME_PATTERN, SHOWN_DISPLAY_NAME_PATTERN
 
 routes = RouteTable("team")
+
+
+def _team(call: Call) -> TeamService:
+    return call.app[app_keys.team_key]
+
 
 # A display name as accounts.display_name checks it, stated in the schema: at most 80
 # characters, no control characters or line breaks; a required one shows some character.
@@ -130,7 +136,7 @@ def invitation_json(invitation: Invitation) -> dict:
 async def get_team_context(call: Call):
     """The caller's role, the team's owner and its members."""
     assert call.principal is not None
-    context = await team_service.team_context(call.app[app_keys.db_key], call.team_id)
+    context = await _team(call).context(call.team_id)
     return json_response(
         {
             "role": call.principal.role,
@@ -144,7 +150,7 @@ async def get_team_context(call: Call):
 @routes.get("/team/members", response=list[MemberOut])
 async def get_team_members(call: Call):
     """Every member of the team, the owner first."""
-    members = await team_service.list_members(call.app[app_keys.db_key], call.team_id)
+    members = await _team(call).members(call.team_id)
     return json_response([member_json(m) for m in members])
 
 
@@ -159,14 +165,8 @@ async def get_team_members(call: Call):
 async def post_team_invite(call: Call):
     """Invite an address (owner only); it receives an e-mail with a link to accept."""
     assert call.principal is not None
-    invitation = await team_service.invite(
-        call.app[app_keys.db_key],
-        call.app[app_keys.mailer_key],
-        call.app[app_keys.settings_key],
-        call.principal,
-        call.body.email,
-        call.body.role,
-        actor_of(call),
+    invitation = await _team(call).invite(
+        call.principal, call.body.email, call.body.role, actor_of(call)
     )
     return json_response(invitation_json(invitation), status=201)
 
@@ -174,7 +174,7 @@ async def post_team_invite(call: Call):
 @routes.get("/team/invitations", response=list[InvitationOut], owner_only=True)
 async def get_team_invitations(call: Call):
     """The team's invitations, newest first, with their status (owner only)."""
-    found = await team_service.list_invitations(call.app[app_keys.db_key], call.team_id)
+    found = await _team(call).invitations(call.team_id)
     return json_response([invitation_json(i) for i in found])
 
 
@@ -186,8 +186,8 @@ async def get_team_invitations(call: Call):
 )
 async def delete_team_invitation(call: Call):
     """Cancel a pending invitation (owner only); its link stops working."""
-    invitation = await team_service.cancel_invitation(
-        call.app[app_keys.db_key], call.team_id, call.params["id"], actor_of(call)
+    invitation = await _team(call).cancel_invitation(
+        call.team_id, call.params["id"], actor_of(call)
     )
     return json_response(invitation_json(invitation))
 
@@ -206,11 +206,9 @@ async def post_team_invitation_accept(call: Call):
     if call.principal is None:
         auth.refuse_foreign_origin(call.request)
     await limit_sign_in(call)
-    db = call.app[app_keys.db_key]
-    settings = call.app[app_keys.settings_key]
-    accepted = await team_service.accept_invitation(
-        db, settings, body.token, call.principal, body.password, body.name, call.request.remote
-    )
+    answer = InvitationAnswer(body.token, body.password, body.name)
+    joined = await _team(call).accept_invitation(answer, call.principal, call.request.remote)
+    accepted = joined.accepted
     response = json_response(
         {
             "success": True,
@@ -219,28 +217,15 @@ async def post_team_invitation_accept(call: Call):
             "user": user_json(accepted.user),
         }
     )
-    principal = call.principal
-    if principal is None:
-        # The invitee is signed in, acting in the team just joined.
-        signed_in = await team_service.sign_in_to_team(db, settings, accepted)
-        auth.set_session_cookie(call.request, response, signed_in.token)
-    elif principal.session_id is not None:
-        await team_service.move_session(
-            db, call.app[app_keys.key_resolver_key], principal.session_id, accepted.team_id
-        )
+    if joined.signed_in is not None:
+        auth.set_session_cookie(call.request, response, joined.signed_in.token)
     return response
 
 
 @routes.delete("/team/members/{memberId}", response=Success, owner_only=True)
 async def delete_team_member(call: Call):
     """Remove a member (owner only): their sessions and API keys lose the team at once."""
-    await team_service.remove_member(
-        call.app[app_keys.db_key],
-        call.app[app_keys.key_resolver_key],
-        call.team_id,
-        call.params["memberId"],
-        actor_of(call),
-    )
+    await _team(call).remove_member(call.team_id, call.params["memberId"], actor_of(call))
     return json_response({"success": True})
 
 
@@ -253,13 +238,8 @@ async def patch_team_member(call: Call):
     body: MemberPatch = call.body
     if body.name is None and body.notify_handoffs is None:
         raise ValidationFailed("name: give name or notifyHandoffs (or both)")
-    member = await team_service.update_own_member(
-        call.app[app_keys.db_key],
-        call.team_id,
-        call.principal.user_id,
-        call.params["memberId"],
-        notify_handoffs=body.notify_handoffs,
-        name=body.name,
-        actor=actor_of(call),
+    change = MemberChange(notify_handoffs=body.notify_handoffs, name=body.name)
+    member = await _team(call).update_own_member(
+        call.principal, call.params["memberId"], change, actor_of(call)
     )
     return json_response(member_json(member))

@@ -21,3 +21,14 @@ async def database_reachable(db: Database) -> bool:
         log.warning("readiness: the database does not answer: %s", exc)
         return False
     return True
+
+
+class HealthService:
+    """Readiness checks on the collaborators this process serves from."""
+
+    def __init__(self, db: Database):
+        self._db = db
+
+    async def ready(self) -> bool:
+        """True when the database answers within READY_TIMEOUT_SECONDS."""
+        return await database_reachable(self._db)

@@ -1,1 +1,2 @@
-"""Teams and who calls: accounts, sessions, sign-in, membership, API keys, trust."""
+"""Teams and who calls: the service objects (service.py), accounts, sessions, sign-in,
+membership, API keys, trust."""

@@ -7,7 +7,7 @@ from agentsvc.errors import Forbidden, NotFound
 from agentsvc.ids import now_iso
 from agentsvc.services import audit, changes
 from agentsvc.services.audit import Actor
-from agentsvc.services.team.access import KeyResolver, Principal
+from agentsvc.services.team.access import Principal
 from agentsvc.services.team.accounts import CreatedKey, create_api_key
 from agentsvc.store import api_keys
 from agentsvc.store.api_keys import ApiKey
@@ -40,11 +40,7 @@ async def create_key(
 
 
 async def revoke_key(
-    db: Database,
-    resolver: KeyResolver,
-    principal: Principal,
-    key_id: str,
-    actor: Actor | None = None,
+    db: Database, principal: Principal, key_id: str, actor: Actor | None = None
 ) -> None:
     """Revoke a key so that it stops working at once; members revoke only their own."""
     async with db.write() as tx:

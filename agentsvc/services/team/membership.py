@@ -1,4 +1,4 @@
-"""Team membership: context, invitations by e-mail, acceptance, removal, expiry."""
+"""Team membership: context, invitations by e-mail, acceptance (in steps), removal, expiry."""
 
 from __future__ import annotations
 
@@ -6,27 +6,16 @@ import logging
 from dataclasses import dataclass, replace
 
 from agentsvc.config import Settings
-from agentsvc.db import Database
+from agentsvc.db import Database, Tx
 from agentsvc.errors import Conflict, Forbidden, NotFound, Unauthorized, ValidationFailed
 from agentsvc.ids import new_id, now_iso
-from agentsvc.mail import Mailer, UnsafeHeader, check_address
+from agentsvc.mail import UnsafeHeader, check_address
 from agentsvc.passwords import MIN_PASSWORD_LENGTH, hash_password_async, verify_password_async
 from agentsvc.services import audit, changes
 from agentsvc.services.audit import Actor
-from agentsvc.services.team.access import KeyResolver, Principal
-from agentsvc.services.team.accounts import (
-    create_user_with_team,
-    display_name,
-    optional_display_name,
-)
-from agentsvc.services.team.sessions import (
-    SignedIn,
-    after,
-    hash_token,
-    new_token,
-    normalise_email,
-    start_session,
-)
+from agentsvc.services.team.access import Principal
+from agentsvc.services.team.accounts import display_name
+from agentsvc.services.team.sessions import SignedIn, hash_token, normalise_email, start_session
 from agentsvc.store import accounts, api_keys, invitations, sessions
 from agentsvc.store import team as team_store
 from agentsvc.store.accounts import Team, User
@@ -54,6 +43,52 @@ class Accepted:
     role: str
 
 
+@dataclass(frozen=True, slots=True)
+class Joined:
+    """An accepted invitation, and the session started for an invitee who was not signed
+    in (None for a signed-in caller, whose session moves to the team joined)."""
+
+    accepted: Accepted
+    signed_in: SignedIn | None
+
+
+@dataclass(frozen=True, slots=True)
+class Invitee:
+    """Whom an invitation is for, as what, and its time and expiry."""
+
+    email: str
+    role: str
+    now: str
+    expires_at: str
+
+
+@dataclass(frozen=True, slots=True)
+class Invited:
+    """A stored invitation with the team and the member who sent it."""
+
+    invitation: Invitation
+    team: Team
+    inviter: User
+
+
+@dataclass(frozen=True, slots=True)
+class InvitationAnswer:
+    """What an invitee sends to accept: the link's token, and for a new account its
+    password and name (an existing account proves itself with its password)."""
+
+    token: str
+    password: str | None = None
+    name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MemberChange:
+    """What members change of their own membership (None: unchanged)."""
+
+    notify_handoffs: bool | None = None
+    name: str | None = None
+
+
 async def team_context(db: Database, team_id: str) -> TeamContext:
     """The team, its owner and its members."""
     team = await accounts.get_team(db.reader, team_id)
@@ -73,67 +108,68 @@ def _one_line(text: str) -> str:
     return " ".join("".join(c if c.isprintable() else " " for c in text).split())
 
 
-async def invite(
-    db: Database,
-    mailer: Mailer,
-    settings: Settings,
-    principal: Principal,
-    email: str,
-    role: str,
-    actor: Actor | None = None,
-) -> Invitation:
-    """Invite an address to the team and e-mail it a link; an earlier pending one is replaced."""
+def mailable_address(email: str) -> str:
+    """The invitee's address, normalised; refused before anything is stored when it cannot
+    be sent to."""
     email = normalise_email(email)
     try:
-        check_address(email)  # before anything is stored: the e-mail must be sendable
+        check_address(email)
     except UnsafeHeader as exc:
         raise ValidationFailed(f"email: {exc.args[0].removeprefix('to: ')}") from None
-    token = new_token()
-    now = now_iso()
-    async with db.write() as tx:
-        existing = await accounts.get_user_by_email(tx, email)
-        if existing and await team_store.is_member(tx, principal.team_id, existing.id):
-            raise Conflict("email: already a member of this team")
-        team = await accounts.get_team(tx, principal.team_id)
-        inviter = await accounts.get_user(tx, principal.user_id)
-        assert team is not None and inviter is not None
-        await invitations.cancel_pending_for_email(tx, team.id, email, now)
-        invitation = Invitation(
-            id=new_id("invitation"),
-            team_id=team.id,
-            email=email,
-            role=role,
-            status="pending",
-            invited_by_user_id=inviter.id,
-            created_at=now,
-            updated_at=now,
-            expires_at=after(settings.auth.invitation_ttl_seconds, now),
-        )
-        await invitations.insert(tx, invitation, hash_token(token))
-        await audit.record_in(
-            tx,
-            actor,
-            "member.invited",
-            target_type="invitation",
-            target_id=invitation.id,
-            label=email,
-            details={"role": role},
-        )
-    link = f"{settings.server.public_url.rstrip('/')}{ACCEPT_PATH}?token={token}"
+    return email
+
+
+async def insert_invitation(
+    tx: Tx, principal: Principal, invitee: Invitee, token_hash: str, actor: Actor | None
+) -> Invited:
+    """Store a pending invitation in the inviter's team (replacing an earlier pending one
+    for the address) and record it; Conflict when the address is already a member."""
+    existing = await accounts.get_user_by_email(tx, invitee.email)
+    if existing and await team_store.is_member(tx, principal.team_id, existing.id):
+        raise Conflict("email: already a member of this team")
+    team = await accounts.get_team(tx, principal.team_id)
+    inviter = await accounts.get_user(tx, principal.user_id)
+    assert team is not None and inviter is not None
+    await invitations.cancel_pending_for_email(tx, team.id, invitee.email, invitee.now)
+    invitation = Invitation(
+        id=new_id("invitation"),
+        team_id=team.id,
+        email=invitee.email,
+        role=invitee.role,
+        status="pending",
+        invited_by_user_id=inviter.id,
+        created_at=invitee.now,
+        updated_at=invitee.now,
+        expires_at=invitee.expires_at,
+    )
+    await invitations.insert(tx, invitation, token_hash)
+    await audit.record_in(
+        tx,
+        actor,
+        "member.invited",
+        target_type="invitation",
+        target_id=invitation.id,
+        label=invitee.email,
+        details={"role": invitee.role},
+    )
+    return Invited(invitation, team, inviter)
+
+
+def invitation_mail(invited: Invited, link: str, ttl_seconds: float) -> tuple[str, str]:
+    """The invitation e-mail's subject and text."""
+    inviter, invitation = invited.inviter, invited.invitation
     inviter_label = _one_line(
         f"{inviter.name} <{inviter.email}>" if inviter.name else inviter.email
     )
-    team_name = _one_line(team.name)
-    days = settings.auth.invitation_ttl_seconds / 86400
-    lasts = f"{days:g} days" if days >= 1 else f"{settings.auth.invitation_ttl_seconds:g} seconds"
-    mailer.send_soon(
-        email,
+    team_name = _one_line(invited.team.name)
+    days = ttl_seconds / 86400
+    lasts = f"{days:g} days" if days >= 1 else f"{ttl_seconds:g} seconds"
+    return (
         f"You are invited to join {team_name} on agentsvc"[:200],
-        f"{inviter_label} invited you to join the team {team_name} as {role}.\n\n"
+        f"{inviter_label} invited you to join the team {team_name} as {invitation.role}.\n\n"
         f"Accept the invitation here:\n\n{link}\n\n"
         f"The link works once and expires in {lasts} (at {invitation.expires_at}).\n",
     )
-    return invitation
 
 
 def as_read(invitation: Invitation, now: str) -> Invitation:
@@ -182,22 +218,9 @@ async def _expire(db: Database, invitation: Invitation) -> None:
         await invitations.transition(tx, invitation.id, "expired", now_iso())
 
 
-async def accept_invitation(
-    db: Database,
-    settings: Settings,
-    token: str,
-    principal: Principal | None,
-    password: str | None,
-    name: str | None,
-    ip: str | None = None,
-) -> Accepted:
-    """Accept an invitation for the signed-in user, or for the invitee's (new) account.
-
-    Signed in, the user's address must be the invited one. Not signed in, an existing
-    account proves itself with its password and a new account is created with the given
-    password. The token works once.
-    """
-    name = optional_display_name(name)
+async def pending_invitation(db: Database, token: str) -> Invitation:
+    """The pending invitation of a token; NotFound, or Conflict once expired (it is marked
+    so) or no longer pending."""
     invitation = await invitations.get_by_token(db.reader, hash_token(token))
     if invitation is None:
         raise NotFound("Invitation not found")
@@ -206,94 +229,89 @@ async def accept_invitation(
         raise Conflict("token: the invitation has expired")
     if invitation.status != "pending":
         raise Conflict(f"token: the invitation is {invitation.status}")
+    return invitation
 
-    new_password_hash = None
+
+async def accepting_user(
+    db: Database, invitation: Invitation, principal: Principal | None, password: str | None
+) -> tuple[User | None, str | None]:
+    """Who accepts: the signed-in user (at the invited address), or the invitee's account
+    proven by its password; else no user yet, and the hash of the new account's password.
+    """
     if principal is not None:
         user = await accounts.get_user(db.reader, principal.user_id)
         assert user is not None
         if normalise_email(user.email) != normalise_email(invitation.email):
             raise Forbidden("This invitation is for another e-mail address")
-    else:
-        user = await accounts.get_user_by_email(db.reader, invitation.email)
-        if user is not None:
-            ok = await verify_password_async(user.password_hash, password or "")
-            if not ok:
-                raise Unauthorized(
-                    "An account with this address exists: sign in, or give its password"
-                )
-        else:
-            if password is None:
-                raise ValidationFailed("password: is required to create your account")
-            if len(password) < MIN_PASSWORD_LENGTH:
-                raise ValidationFailed(
-                    f"password: must be at least {MIN_PASSWORD_LENGTH} characters"
-                )
-            new_password_hash = await hash_password_async(password)
+        return user, None
+    user = await accounts.get_user_by_email(db.reader, invitation.email)
+    if user is not None:
+        if not await verify_password_async(user.password_hash, password or ""):
+            raise Unauthorized("An account with this address exists: sign in, or give its password")
+        return user, None
+    if password is None:
+        raise ValidationFailed("password: is required to create your account")
+    if len(password) < MIN_PASSWORD_LENGTH:
+        raise ValidationFailed(f"password: must be at least {MIN_PASSWORD_LENGTH} characters")
+    return None, await hash_password_async(password)
 
-    now = now_iso()
-    async with db.write() as tx:
-        # Pending and unexpired, checked again where it counts: in the accepting write.
-        if invitation.expires_at <= now:
-            await invitations.transition(tx, invitation.id, "expired", now)
-            accepted = False
-        else:
-            accepted = await invitations.transition(tx, invitation.id, "accepted", now)
-        if not accepted:
-            current = await invitations.get(tx, invitation.team_id, invitation.id)
-            status = current.status if current else "gone"
-            raise Conflict(f"token: the invitation is {status}")
-        if user is not None and name and not user.name:
-            # An existing account without a name takes the one given here.
-            await accounts.set_name(tx, user.id, name, now)
-            user = replace(user, name=name)
-        if user is None:
-            user, _ = await create_user_with_team(
-                tx,
-                email=invitation.email,
-                name=name,
-                password_hash=new_password_hash,
-                plan=settings.plans.default,
-            )
-        await team_store.add_membership(
-            tx,
-            id=new_id("membership"),
-            team_id=invitation.team_id,
-            user_id=user.id,
-            role=invitation.role,
-            now=now_iso(),  # after the user's own team: the invited team is the latest joined
-        )
-        role = await accounts.get_role(tx, invitation.team_id, user.id)
-        joined = Actor(
-            user.id,
-            invitation.team_id,
-            principal.key_id if principal else None,
-            principal.session_id if principal else None,
-            ip,
-        )
-        await audit.record_in(
-            tx,
-            joined,
-            "member.joined",
-            target_type="member",
-            target_id=user.id,
-            label=user.email,
-            details={"role": role or invitation.role, "invitationId": invitation.id},
-        )
-    return Accepted(user, invitation.team_id, role or invitation.role)
+
+async def claim(tx: Tx, invitation: Invitation, now: str) -> None:
+    """Mark the invitation accepted; Conflict when it expired or was used meanwhile
+    (pending and unexpired, checked again where it counts: in the accepting write)."""
+    if invitation.expires_at <= now:
+        await invitations.transition(tx, invitation.id, "expired", now)
+        accepted = False
+    else:
+        accepted = await invitations.transition(tx, invitation.id, "accepted", now)
+    if not accepted:
+        current = await invitations.get(tx, invitation.team_id, invitation.id)
+        status = current.status if current else "gone"
+        raise Conflict(f"token: the invitation is {status}")
+
+
+async def named(tx: Tx, user: User, name: str, now: str) -> User:
+    """An existing account without a name takes the one given on accepting."""
+    if name and not user.name:
+        await accounts.set_name(tx, user.id, name, now)
+        return replace(user, name=name)
+    return user
+
+
+async def join(tx: Tx, invitation: Invitation, user: User, joined: Actor) -> str:
+    """Add the user to the invited team and record it; return the member's role."""
+    await team_store.add_membership(
+        tx,
+        id=new_id("membership"),
+        team_id=invitation.team_id,
+        user_id=user.id,
+        role=invitation.role,
+        now=now_iso(),  # after the user's own team: the invited team is the latest joined
+    )
+    role = await accounts.get_role(tx, invitation.team_id, user.id)
+    await audit.record_in(
+        tx,
+        joined,
+        "member.joined",
+        target_type="member",
+        target_id=user.id,
+        label=user.email,
+        details={"role": role or invitation.role, "invitationId": invitation.id},
+    )
+    return role or invitation.role
 
 
 async def update_own_member(
     db: Database,
-    team_id: str,
-    caller_id: str,
+    caller: Principal,
     member_ref: str,
-    *,
-    notify_handoffs: bool | None = None,
-    name: str | None = None,
+    change: MemberChange,
     actor: Actor | None = None,
 ) -> Member:
     """Change the caller's own membership: whether they are e-mailed about handoffs, and
     their display name (what visitors see of them; it is the user's, in every team)."""
+    team_id, caller_id = caller.team_id, caller.user_id
+    notify_handoffs, name = change.notify_handoffs, change.name
     if name is not None:
         name = display_name(name)
     async with db.write() as tx:
@@ -323,11 +341,7 @@ async def update_own_member(
 
 
 async def remove_member(
-    db: Database,
-    resolver: KeyResolver,
-    team_id: str,
-    member_id: str,
-    actor: Actor | None = None,
+    db: Database, team_id: str, member_id: str, actor: Actor | None = None
 ) -> Member:
     """Remove a member: membership, sessions in the team and API keys go at once."""
     async with db.write() as tx:
@@ -370,7 +384,7 @@ async def sign_in_to_team(db: Database, settings: Settings, accepted: Accepted) 
         return await start_session(tx, settings, accepted.user, accepted.team_id)
 
 
-async def move_session(db: Database, resolver: KeyResolver, session_id: str, team_id: str) -> None:
+async def move_session(db: Database, session_id: str, team_id: str) -> None:
     """Make a session act in the team its user just joined."""
     async with db.write() as tx:
         await sessions.set_team(tx, session_id, team_id)

@@ -69,41 +69,6 @@ def _challenge(verifier: str) -> str:
     return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
 
 
-async def start(db: Database, settings: Settings, provider: str, callback_url: str) -> Started:
-    """Store a state with its PKCE verifier and return the provider's authorize address."""
-    config = provider_settings(settings, provider)
-    try:
-        callback = safe_callback(settings, callback_url)
-    except UntrustedUrl as exc:
-        raise ValidationFailed(f"query.callbackUrl: {exc}") from exc
-    state = secrets.token_urlsafe(32)
-    verifier = secrets.token_urlsafe(64)  # 86 characters, within RFC 7636's 43-128
-    now = now_iso()
-    async with db.write() as tx:
-        await sign_in.insert_oauth_state(
-            tx,
-            state_hash=hash_token(state),
-            provider=provider,
-            code_verifier=verifier,
-            callback_url=callback,
-            now=now,
-            expires_at=after(STATE_TTL_SECONDS, now),
-        )
-    query = urlencode(
-        {
-            "response_type": "code",
-            "client_id": config.client_id,
-            "redirect_uri": redirect_uri(settings, provider),
-            "scope": config.scope,
-            "state": state,
-            "code_challenge": _challenge(verifier),
-            "code_challenge_method": "S256",
-        }
-    )
-    separator = "&" if "?" in config.authorize_url else "?"
-    return Started(f"{config.authorize_url}{separator}{query}", state)
-
-
 async def _json(response: aiohttp.ClientResponse, provider: str) -> Any:
     if response.status != 200:
         log.warning("%s answered %s at %s", provider, response.status, response.url)
@@ -143,58 +108,106 @@ async def _verified_email(
     return (candidates[0]["email"] if candidates else None), name
 
 
-async def finish(
-    db: Database,
-    http: aiohttp.ClientSession,
-    settings: Settings,
-    provider: str,
-    *,
-    code: str,
-    state: str,
-    browser_state: str | None,
-) -> tuple[SignedIn, str]:
-    """Verify state and PKCE, exchange the code, find or create the user by verified e-mail."""
-    config = provider_settings(settings, provider)
-    # The state must be the one this browser was given, and one we issued (once).
-    if not browser_state or not secrets.compare_digest(browser_state, state):
-        raise Unauthorized("Sign-in state does not match this browser; start again")
-    async with db.write() as tx:
-        found = await sign_in.consume_oauth_state(tx, hash_token(state), provider, now_iso())
-    if found is None:
-        raise Unauthorized("Sign-in state is unknown, used or expired; start again")
-    verifier, callback = found
-    form = {
-        "grant_type": "authorization_code",
-        "code": code,
-        "redirect_uri": redirect_uri(settings, provider),
-        "client_id": config.client_id,
-        "client_secret": config.client_secret,
-        "code_verifier": verifier,
-    }
-    try:
-        async with http.post(
-            config.token_url, data=form, headers={"Accept": "application/json"}
-        ) as response:
-            tokens = await _json(response, provider)
-        access_token = tokens.get("access_token") if isinstance(tokens, dict) else None
-        if not isinstance(access_token, str) or not access_token:
-            raise Unauthorized(FAILED.format(provider=provider))
-        email, name = await _verified_email(http, config, provider, access_token)
-    except (aiohttp.ClientError, TimeoutError) as exc:
-        log.warning("%s sign-in: %s", provider, exc)
-        raise Unauthorized(FAILED.format(provider=provider)) from exc
-    if not email:
-        raise Unauthorized(f"Your {provider} account has no verified e-mail address")
-    email = normalise_email(email)
-    try:
-        callback = safe_callback(settings, callback)
-    except UntrustedUrl as exc:
-        raise Unauthorized("The sign-in callback is no longer trusted") from exc
-    async with db.write() as tx:
-        user = await accounts.get_user_by_email(tx, email)
-        if user is None:
-            user, _ = await create_user_with_team(
-                tx, email=email, name=name, password_hash=None, plan=settings.plans.default
+class OAuthSignIn:
+    """The authorization code flow with its collaborators: the database (states, users,
+    sessions), the HTTP client that talks to the providers, and the settings."""
+
+    def __init__(self, db: Database, http: aiohttp.ClientSession, settings: Settings):
+        self._db = db
+        self._http = http
+        self._settings = settings
+
+    async def start(self, provider: str, callback_url: str) -> Started:
+        """Store a state with its PKCE verifier and return the provider's authorize
+        address."""
+        settings = self._settings
+        config = provider_settings(settings, provider)
+        try:
+            callback = safe_callback(settings, callback_url)
+        except UntrustedUrl as exc:
+            raise ValidationFailed(f"query.callbackUrl: {exc}") from exc
+        state = secrets.token_urlsafe(32)
+        verifier = secrets.token_urlsafe(64)  # 86 characters, within RFC 7636's 43-128
+        now = now_iso()
+        async with self._db.write() as tx:
+            await sign_in.insert_oauth_state(
+                tx,
+                state_hash=hash_token(state),
+                provider=provider,
+                code_verifier=verifier,
+                callback_url=callback,
+                now=now,
+                expires_at=after(STATE_TTL_SECONDS, now),
             )
-        signed_in = await start_session(tx, settings, user)
-    return signed_in, callback
+        query = urlencode(
+            {
+                "response_type": "code",
+                "client_id": config.client_id,
+                "redirect_uri": redirect_uri(settings, provider),
+                "scope": config.scope,
+                "state": state,
+                "code_challenge": _challenge(verifier),
+                "code_challenge_method": "S256",
+            }
+        )
+        separator = "&" if "?" in config.authorize_url else "?"
+        return Started(f"{config.authorize_url}{separator}{query}", state)
+
+    async def finish(
+        self, provider: str, *, code: str, state: str, browser_state: str | None
+    ) -> tuple[SignedIn, str]:
+        """Verify state and PKCE, exchange the code, find or create the user by verified
+        e-mail; return the new session and the callback address."""
+        settings = self._settings
+        config = provider_settings(settings, provider)
+        # The state must be the one this browser was given, and one we issued (once).
+        if not browser_state or not secrets.compare_digest(browser_state, state):
+            raise Unauthorized("Sign-in state does not match this browser; start again")
+        async with self._db.write() as tx:
+            found = await sign_in.consume_oauth_state(tx, hash_token(state), provider, now_iso())
+        if found is None:
+            raise Unauthorized("Sign-in state is unknown, used or expired; start again")
+        verifier, callback = found
+        email, name = await self._identity(config, provider, code, verifier)
+        if not email:
+            raise Unauthorized(f"Your {provider} account has no verified e-mail address")
+        email = normalise_email(email)
+        try:
+            callback = safe_callback(settings, callback)
+        except UntrustedUrl as exc:
+            raise Unauthorized("The sign-in callback is no longer trusted") from exc
+        async with self._db.write() as tx:
+            user = await accounts.get_user_by_email(tx, email)
+            if user is None:
+                user, _ = await create_user_with_team(
+                    tx, email=email, name=name, password_hash=None, plan=settings.plans.default
+                )
+            signed_in = await start_session(tx, settings, user)
+        return signed_in, callback
+
+    async def _identity(
+        self, config: OAuthProviderSettings, provider: str, code: str, verifier: str
+    ) -> tuple[str | None, str]:
+        """Exchange the code for a token, then read the account's verified e-mail address
+        (None if it has none) and its name; Unauthorized when the provider fails."""
+        form = {
+            "grant_type": "authorization_code",
+            "code": code,
+            "redirect_uri": redirect_uri(self._settings, provider),
+            "client_id": config.client_id,
+            "client_secret": config.client_secret,
+            "code_verifier": verifier,
+        }
+        http = self._http
+        try:
+            async with http.post(
+                config.token_url, data=form, headers={"Accept": "application/json"}
+            ) as response:
+                tokens = await _json(response, provider)
+            access_token = tokens.get("access_token") if isinstance(tokens, dict) else None
+            if not isinstance(access_token, str) or not access_token:
+                raise Unauthorized(FAILED.format(provider=provider))
+            return await _verified_email(http, config, provider, access_token)
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            log.warning("%s sign-in: %s", provider, exc)
+            raise Unauthorized(FAILED.format(provider=provider)) from exc

@@ -15,7 +15,7 @@ from agentsvc.ids import iso, new_id, now_iso, parse_iso
 from agentsvc.mail import Mailer
 from agentsvc.passwords import verify_password_async
 from agentsvc.services import changes
-from agentsvc.services.team.access import KeyResolver, Principal
+from agentsvc.services.team.access import Principal
 from agentsvc.services.team.accounts import team_name_for
 from agentsvc.services.team.trust import UntrustedUrl, safe_callback
 from agentsvc.store import accounts, sessions, sign_in
@@ -103,7 +103,7 @@ async def sign_in_with_password(
         return await start_session(tx, settings, user)
 
 
-async def sign_out(db: Database, resolver: KeyResolver, token: str) -> None:
+async def sign_out(db: Database, token: str) -> None:
     """End the session of this token (nothing happens for an unknown token)."""
     async with db.write() as tx:
         await sessions.delete_by_hash(tx, hash_token(token))
@@ -192,9 +192,7 @@ async def session_info(db: Database, principal: Principal) -> dict:
     }
 
 
-async def switch_team(
-    db: Database, resolver: KeyResolver, principal: Principal, team_id: str
-) -> Principal:
+async def switch_team(db: Database, principal: Principal, team_id: str) -> Principal:
     """Make the caller's session act in another team the user belongs to; return its principal."""
     assert principal.session_id is not None
     async with db.write() as tx:
