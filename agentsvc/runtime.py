@@ -131,7 +131,10 @@ async def _database(app: web.Application) -> AsyncIterator[None]:
     curated = app[app_keys.curated_answers_key] = CuratedAnswers(
         app[app_keys.settings_key].answers.match_threshold
     )
-    changes.follow(db, resolver=resolver, agents=agents, widget_configs=configs, curated=curated)
+    changes.follow(
+        db,
+        changes.Caches(resolver=resolver, agents=agents, widget_configs=configs, curated=curated),
+    )
     scrubber = app[app_keys.index_scrubber_key] = MessageIndexScrubber(db)
     yield
     await scrubber.close()
@@ -258,7 +261,7 @@ async def _knowledge(app: web.Application) -> AsyncIterator[None]:
         vectors = VectorIndex(db, embedder.model_id, path=settings.knowledge.vector_search)
         await vectors.open()
         semantic = Semantic(embedder, vectors)
-        changes.follow(db, vector_index=vectors)
+        changes.follow(db, changes.Caches(vector_index=vectors))
     background_bytes = int(settings.knowledge.background_index_kb * 1024)
     indexer = Indexer(db, semantic, background_bytes=background_bytes)
     app[app_keys.indexer_key] = indexer
@@ -315,7 +318,7 @@ async def _delivery(app: web.Application) -> AsyncIterator[None]:
     deliverer.serve(EventDeliveries(db, box, poster))  # claimed after the forms' rows
     app[app_keys.deliverer_key] = deliverer
     emitter = app[app_keys.emitter_key] = Emitter(db, deliverer.wake)
-    changes.follow(db, emitter=emitter)
+    changes.follow(db, changes.Caches(emitter=emitter))
 
     async def outbox_depth() -> None:
         metrics.outbox_depth.set(await deliverer.pending_count())

@@ -7,6 +7,7 @@ call in this process; on PostgreSQL a NOTIFY reaches every process within millis
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from agentsvc.db import RESYNC, Database
@@ -60,17 +61,22 @@ def parse_conversation(topic: str) -> tuple[str, str] | None:
     return team_id, conversation_id
 
 
-def follow(
-    db: Database,
-    *,
-    resolver: KeyResolver | None = None,
-    agents: AgentCache | None = None,
-    vector_index: VectorIndex | None = None,
-    widget_configs: WidgetConfigCache | None = None,
-    emitter: Emitter | None = None,
-    curated: CuratedAnswers | None = None,
-) -> None:
+@dataclass(frozen=True)
+class Caches:
+    """The caches a process keeps of what other writers change (any may be left out)."""
+
+    resolver: KeyResolver | None = None
+    agents: AgentCache | None = None
+    vector_index: VectorIndex | None = None
+    widget_configs: WidgetConfigCache | None = None
+    emitter: Emitter | None = None
+    curated: CuratedAnswers | None = None
+
+
+def follow(db: Database, caches: Caches) -> None:
     """Keep these caches in step with the announced changes."""
+    resolver, agents, vector_index = caches.resolver, caches.agents, caches.vector_index
+    widget_configs, emitter, curated = caches.widget_configs, caches.emitter, caches.curated
 
     def on_change(topic: str) -> None:
         if topic == RESYNC:
