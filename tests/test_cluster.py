@@ -20,8 +20,8 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from tests import pg
-from tests.fakes.webhook_receiver import WebhookReceiver
+from tests.support import pg
+from tests.support.fakes.webhook_receiver import WebhookReceiver
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 from benchlib import ServerProcess, api_key, free_port, wait_http  # noqa: E402
