@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -66,7 +67,44 @@ def _drop_postgres_schemas():
 def _drop_every_postgres_schema():
     yield
     if pg.SERVER_URL:
-        pg.drop_created()
+        pg.drop_process_database()
+
+
+# The browser tests share one running stack and one Chromium per package, and the
+# dashboard's files run in the order of their numbers: each package runs whole on one
+# pytest-xdist worker (`--dist loadgroup`, pyproject.toml); every other test goes to
+# whichever worker is free.
+_ONE_WORKER_PACKAGES = ("browser", "browser_dashboard")
+# Modules that measure the machine (latency percentiles, write holds, RSS, recovery after
+# SIGKILL): scripts/test.sh runs them after the parallel workers, alone, so what they
+# measure is the service and not the other workers. TEST_PHASE=parallel leaves them out,
+# TEST_PHASE=alone runs only them; unset (a plain `pytest`), everything runs.
+_ALONE_MODULES = (
+    "test_crash_safety.py",
+    "test_db.py",
+    "test_dos.py",
+    "test_stream_limits.py",
+    "test_submit_limits.py",
+    "test_write_holds.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    here = Path(__file__).resolve().parent
+    for item in items:
+        package = item.path.parent
+        if package.parent == here and package.name in _ONE_WORKER_PACKAGES:
+            item.add_marker(pytest.mark.xdist_group(package.name))
+    phase = os.environ.get("TEST_PHASE", "")
+    if phase not in ("", "parallel", "alone"):
+        raise pytest.UsageError(f"TEST_PHASE must be parallel or alone, not {phase!r}")
+    if phase:
+        alone = phase == "alone"
+        keep = [
+            i for i in items if (i.path.parent == here and i.path.name in _ALONE_MODULES) == alone
+        ]
+        config.hook.pytest_deselected(items=[i for i in items if i not in keep])
+        items[:] = keep
 
 
 @pytest.fixture

@@ -26,7 +26,7 @@ from tests.support.fakes.webhook_receiver import WebhookReceiver
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 from benchlib import ServerProcess, api_key, free_port, wait_http  # noqa: E402
 
-REDIS_URL = os.environ.get("TEST_REDIS_URL", "")
+REDIS_URL = pg.REDIS_URL  # this test process's Redis database
 NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else "")
 NGINX_CONF = Path(__file__).resolve().parents[1] / "scripts" / "nginx_cluster.conf"
 PLAN_PER_MINUTE = 30
