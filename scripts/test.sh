@@ -38,7 +38,7 @@ fi
 
 workers=${TEST_WORKERS:-6}
 
-# On workers, the tests that measure the machine (tests/conftest.py's _ALONE_MODULES) run
+# On workers, the tests that need the machine to themselves (tests/conftest.py) run
 # afterwards, alone. Exit status 5 is pytest's "no test selected": a file list may hold
 # none of them (or only them).
 run_tests() {
@@ -50,7 +50,7 @@ run_tests() {
     TEST_PHASE=parallel python3 -m pytest -p no:cacheprovider -n "$workers" "$@" || code=$?
     [ "$code" -eq 0 ] || [ "$code" -eq 5 ] || status=$code
     code=0
-    echo "-- the tests that measure the machine, alone"
+    echo "-- the tests that need the machine to themselves, alone"
     TEST_PHASE=alone python3 -m pytest -p no:cacheprovider "$@" || code=$?
     [ "$code" -eq 0 ] || [ "$code" -eq 5 ] || status=$code
     return $status

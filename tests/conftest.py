@@ -75,14 +75,19 @@ def _drop_every_postgres_schema():
 # pytest-xdist worker (`--dist loadgroup`, pyproject.toml); every other test goes to
 # whichever worker is free.
 _ONE_WORKER_PACKAGES = ("browser", "browser_dashboard")
-# Modules that measure the machine (latency percentiles, write holds, RSS, recovery after
-# SIGKILL): scripts/test.sh runs them after the parallel workers, alone, so what they
-# measure is the service and not the other workers. TEST_PHASE=parallel leaves them out,
-# TEST_PHASE=alone runs only them; unset (a plain `pytest`), everything runs.
+# Tests that need the machine to themselves: those that measure it (latency percentiles,
+# write holds, RSS, recovery after SIGKILL), the MCP tests (the exchange runs in a
+# low-priority thread, agentsvc/cpu.py, which busy workers starve past its deadline) and
+# the browser packages (Chromium against fixed timeouts). scripts/test.sh runs them after
+# the parallel workers, alone. TEST_PHASE=parallel leaves them out, TEST_PHASE=alone runs
+# only them; unset (a plain `pytest`), everything runs.
 _ALONE_MODULES = (
     "test_crash_safety.py",
     "test_db.py",
     "test_dos.py",
+    "test_mcp_listing_secrets.py",
+    "test_mcp_protocol_errors.py",
+    "test_mcp_tools.py",
     "test_stream_limits.py",
     "test_submit_limits.py",
     "test_write_holds.py",
@@ -100,9 +105,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         raise pytest.UsageError(f"TEST_PHASE must be parallel or alone, not {phase!r}")
     if phase:
         alone = phase == "alone"
-        keep = [
-            i for i in items if (i.path.parent == here and i.path.name in _ALONE_MODULES) == alone
-        ]
+
+        def needs_the_machine(item: pytest.Item) -> bool:
+            package = item.path.parent
+            if package.parent == here and package.name in _ONE_WORKER_PACKAGES:
+                return True
+            return package == here and item.path.name in _ALONE_MODULES
+
+        keep = [i for i in items if needs_the_machine(i) == alone]
         config.hook.pytest_deselected(items=[i for i in items if i not in keep])
         items[:] = keep
 
