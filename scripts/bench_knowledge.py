@@ -113,7 +113,13 @@ class LoopbackEmbeddings:
     def __enter__(self) -> str:
         port = benchlib.free_port()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.fakes.embeddings_server", str(port), str(self.dims)],
+            [
+                sys.executable,
+                "-m",
+                "tests.support.fakes.embeddings_server",
+                str(port),
+                str(self.dims),
+            ],
             cwd=Path(__file__).resolve().parent.parent,
         )
         deadline = time.monotonic() + 20

@@ -7,7 +7,9 @@
 # the npm registry (tests/browser/package.json); PostgreSQL 15 is used from the machine
 # image or Debian's package.
 # Extra arguments go to pytest, e.g. `bash scripts/test.sh tests/test_agents.py`.
-# TEST_BACKENDS="sqlite" (or "postgresql") runs one backend only.
+# TEST_BACKENDS="sqlite" (or "postgresql") runs one backend only. Tests run in parallel on
+# TEST_WORKERS pytest-xdist workers (default 6: the suite mostly waits on I/O and timers, so
+# more workers than cores pay); TEST_WORKERS=0 runs them in this one process.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
@@ -34,17 +36,37 @@ if [ ! -f tests/browser/node_modules/axe-core/axe.min.js ]; then
     npm install --prefix tests/browser --no-audit --no-fund --no-package-lock --loglevel=error
 fi
 
+workers=${TEST_WORKERS:-6}
+
+# On workers, the tests that need the machine to themselves (tests/conftest.py) run
+# afterwards, alone. Exit status 5 is pytest's "no test selected": a file list may hold
+# none of them (or only them).
+run_tests() {
+    if [ "$workers" = 0 ]; then
+        python3 -m pytest -p no:cacheprovider "$@"
+        return
+    fi
+    local status=0 code=0
+    TEST_PHASE=parallel python3 -m pytest -p no:cacheprovider -n "$workers" "$@" || code=$?
+    [ "$code" -eq 0 ] || [ "$code" -eq 5 ] || status=$code
+    code=0
+    echo "-- the tests that need the machine to themselves, alone"
+    TEST_PHASE=alone python3 -m pytest -p no:cacheprovider "$@" || code=$?
+    [ "$code" -eq 0 ] || [ "$code" -eq 5 ] || status=$code
+    return $status
+}
+
 status=0
 for backend in $backends; do
     if [ "$backend" = sqlite ]; then
         echo "== tests on SQLite"
-        python3 -m pytest -p no:cacheprovider "$@" || status=$?
+        run_tests "$@" || status=$?
     else
         echo "== tests on PostgreSQL + Redis"
         (
             eval "$(bash scripts/test_servers.sh start)"
             trap 'bash scripts/test_servers.sh stop "$TEST_SERVERS_DIR"' EXIT
-            TEST_REQUIRE_REDIS=1 python3 -m pytest -p no:cacheprovider "$@"
+            TEST_REQUIRE_REDIS=1 run_tests "$@"
         ) || status=$?
     fi
 done

@@ -32,12 +32,13 @@ start)
     as_postgres "$bin/initdb" -D "$dir/pg/data" -A trust -U postgres -E UTF8 --locale=C.UTF-8 \
         >"$dir/pg/initdb.log" 2>&1
     # One line: pg_ctl runs the options through a shell, where a newline ends the command.
-    pg_options="-p $pg_port -k $dir/pg -c listen_addresses=127.0.0.1 -c max_connections=400"
+    pg_options="-p $pg_port -k $dir/pg -c listen_addresses=127.0.0.1 -c max_connections=1000"
     pg_options+=" -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
     as_postgres "$bin/pg_ctl" -D "$dir/pg/data" -l "$dir/pg/server.log" -w -t 60 start \
         -o "$pg_options" >/dev/null
     redis_port=$(free_port)
-    redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no \
+    # A database per test process (tests/support/pg.py): 1 + the pytest-xdist worker's number.
+    redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no --databases 64 \
         --daemonize yes --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" --dir "$dir"
     for _ in $(seq 50); do
         redis-cli -p "$redis_port" ping >/dev/null 2>&1 && break

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -9,32 +10,15 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
-from agentsvc.api import app_keys
 from agentsvc.app import create_app
-from agentsvc.config import Settings, load_settings
+from agentsvc.config import Settings
 from agentsvc.db import holds
-from agentsvc.services.team import accounts
-from tests import pg
-
-PUBLIC_ORIGIN = "http://127.0.0.1:8080"  # the public_url derived from the default listener
-
-
-def make_settings(tmp_path: Path, **sections: dict[str, Any]) -> Settings:
-    """Settings for a test: data in tmp_path, outbound to loopback allowed, plus overrides."""
-    overrides: dict[str, Any] = {
-        # Port 0 is never listened on here (the test server picks its own); links and the
-        # trusted origin stay at the default listener's address.
-        "server": {"data_dir": str(tmp_path / "data"), "port": 0, "public_url": PUBLIC_ORIGIN},
-        "outbound": {"allow_private": True},
-    }
-    if pg.SERVER_URL:
-        overrides["database"] = {"url": pg.database_url_for(tmp_path)}
-        overrides["server"]["secret_key"] = "test-secret-shared-by-every-process"
-        overrides["ratelimit"] = {"redis_url": pg.REDIS_URL}
-    for name, values in sections.items():
-        overrides[name] = {**overrides.get(name, {}), **values}
-    return load_settings(None, environ={}, overrides=overrides)
-
+from tests.support import pg
+from tests.support.accounts import (
+    bearer,
+    new_api_key,
+)
+from tests.support.settings import make_settings
 
 # A write transaction holds only SQL (issue 29): one holding the writer longer, while the
 # process worked at least half that time, fails its test.
@@ -83,7 +67,54 @@ def _drop_postgres_schemas():
 def _drop_every_postgres_schema():
     yield
     if pg.SERVER_URL:
-        pg.drop_created()
+        pg.drop_process_database()
+
+
+# The browser tests share one running stack and one Chromium per package, and the
+# dashboard's files run in the order of their numbers: each package runs whole on one
+# pytest-xdist worker (`--dist loadgroup`, pyproject.toml); every other test goes to
+# whichever worker is free.
+_ONE_WORKER_PACKAGES = ("browser", "browser_dashboard")
+# Tests that need the machine to themselves: those that measure it (latency percentiles,
+# write holds, RSS, recovery after SIGKILL), the MCP tests (the exchange runs in a
+# low-priority thread, agentsvc/cpu.py, which busy workers starve past its deadline) and
+# the browser packages (Chromium against fixed timeouts). scripts/test.sh runs them after
+# the parallel workers, alone. TEST_PHASE=parallel leaves them out, TEST_PHASE=alone runs
+# only them; unset (a plain `pytest`), everything runs.
+_ALONE_MODULES = (
+    "test_crash_safety.py",
+    "test_db.py",
+    "test_dos.py",
+    "test_mcp_listing_secrets.py",
+    "test_mcp_protocol_errors.py",
+    "test_mcp_tools.py",
+    "test_stream_limits.py",
+    "test_submit_limits.py",
+    "test_write_holds.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    here = Path(__file__).resolve().parent
+    for item in items:
+        package = item.path.parent
+        if package.parent == here and package.name in _ONE_WORKER_PACKAGES:
+            item.add_marker(pytest.mark.xdist_group(package.name))
+    phase = os.environ.get("TEST_PHASE", "")
+    if phase not in ("", "parallel", "alone"):
+        raise pytest.UsageError(f"TEST_PHASE must be parallel or alone, not {phase!r}")
+    if phase:
+        alone = phase == "alone"
+
+        def needs_the_machine(item: pytest.Item) -> bool:
+            package = item.path.parent
+            if package.parent == here and package.name in _ONE_WORKER_PACKAGES:
+                return True
+            return package == here and item.path.name in _ALONE_MODULES
+
+        keep = [i for i in items if needs_the_machine(i) == alone]
+        config.hook.pytest_deselected(items=[i for i in items if i not in keep])
+        items[:] = keep
 
 
 @pytest.fixture
@@ -106,19 +137,6 @@ async def client(make_client) -> TestClient:
     return await make_client()
 
 
-async def new_api_key(client: TestClient, email: str = "owner@example.com", plan: str = "pro"):
-    """Create (or reuse) a user with their own team on `plan` and return a fresh API key."""
-    db = client.app[app_keys.db_key]
-    user, team = await accounts.ensure_user_with_team(db, email=email, name="", plan=plan)
-    async with db.write() as conn:
-        created = await accounts.create_api_key(conn, team_id=team.id, user_id=user.id, name="t")
-    return created.key
-
-
-def bearer(key: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {key}"}
-
-
 @pytest.fixture
 async def api_key(client: TestClient) -> str:
     return await new_api_key(client)
@@ -129,118 +147,31 @@ def auth(api_key: str) -> dict[str, str]:
     return bearer(api_key)
 
 
-async def assert_error(resp, status: int, code: str, message_contains: str | None = None) -> dict:
-    """Assert an error response: status, JSON envelope shape, code, and optional message text."""
-    assert resp.status == status, (resp.status, await resp.text())
-    assert resp.content_type == "application/json"
-    body = await resp.json()
-    assert set(body) == {"data", "error"}, body
-    assert body["data"] is None
-    assert set(body["error"]) == {"code", "message"}, body
-    assert body["error"]["code"] == code, body
-    assert isinstance(body["error"]["message"], str) and body["error"]["message"]
-    if message_contains is not None:
-        assert message_contains in body["error"]["message"], body
-    return body["error"]
-
-
 @pytest.fixture
 async def smtp_server():
     """A real SMTP server (aiosmtpd) on 127.0.0.1; pass `smtp=smtp_server.settings()`."""
-    from tests.fakes.smtp import FakeSmtp
+    from tests.support.fakes.smtp import FakeSmtp
 
     server = await FakeSmtp().start()
     yield server
     await server.close()
 
 
-async def outbox(client: TestClient, to: str | None = None) -> list:
-    """Messages kept in the outbox table (no SMTP configured), newest first, bodies opened."""
-    mailer = client.app[app_keys.mailer_key]
-    await mailer.drain()
-    return await mailer.kept(to)
+@pytest.fixture
+async def receiver():
+    """A webhook receiver on 127.0.0.1 (tests/support/fakes/webhook_receiver.py) whose slow
+    paths answer after 2 s: the form tests'; a module may define its own `receiver`."""
+    from tests.support.fakes.webhook_receiver import WebhookReceiver
 
-
-SESSION_COOKIE = "agentsvc_session"
-PASSWORD = "correct horse battery"  # noqa: S105 (a test password)
-
-
-async def create_user(client: TestClient, email: str, password: str = PASSWORD, name: str = ""):
-    """Create a user with a password and their own team; return (user, team)."""
-    from agentsvc.passwords import hash_password_async
-
-    db = client.app[app_keys.db_key]
-    password_hash = await hash_password_async(password)
-    async with db.write() as conn:
-        return await accounts.create_user_with_team(
-            conn, email=email, name=name, password_hash=password_hash, plan="pro"
-        )
-
-
-async def sign_in(client: TestClient, email: str, password: str = PASSWORD) -> str:
-    """Sign in by e-mail and password; return the session token (the client's jar is cleared,
-    so each test names the session it uses with `session(token)`)."""
-    resp = await client.post(
-        "/api/v1/auth/sign-in/email", json={"email": email, "password": password}
-    )
-    assert resp.status == 200, await resp.text()
-    token = resp.cookies[SESSION_COOKIE].value
-    client.session.cookie_jar.clear()
-    return token
-
-
-def session(token: str, origin: str | None = PUBLIC_ORIGIN) -> dict[str, str]:
-    """Headers of a cookie-session request from a browser on `origin`."""
-    headers = {"Cookie": f"{SESSION_COOKIE}={token}"}
-    if origin is not None:
-        headers["Origin"] = origin
-    return headers
-
-
-async def add_member(client: TestClient, team_id: str, email: str, role: str = "member"):
-    """Make a (new) user a member of a team directly; return the user."""
-    from agentsvc.ids import new_id, now_iso
-    from agentsvc.store import accounts as account_store
-
-    user, _ = await create_user(client, email)
-    async with client.app[app_keys.db_key].write() as conn:
-        await account_store.insert_membership(
-            conn,
-            id=new_id("membership"),
-            team_id=team_id,
-            user_id=user.id,
-            role=role,
-            now=now_iso(),
-        )
-    return user
-
-
-async def key_for(client: TestClient, team_id: str, user_id: str) -> str:
-    """A fresh API key of a user acting in a team."""
-    async with client.app[app_keys.db_key].write() as conn:
-        created = await accounts.create_api_key(conn, team_id=team_id, user_id=user_id, name="t")
-    return created.key
-
-
-def fill_path(endpoint, values: dict[str, str]) -> str:
-    """An endpoint's full path with its parameters filled from `values`; a missing one gets
-    an id that matches the route's pattern but names nothing (`tool_missing`)."""
-    from agentsvc.api.routing import PATH_PARAM
-
-    def value(match) -> str:
-        name, pattern = match.group(1), match.group(2) or ""
-        if name in values:
-            return values[name]
-        prefix = pattern.split("[", 1)[0] if pattern.split("[", 1)[0].endswith("_") else ""
-        return f"{prefix}missing_id"
-
-    return PATH_PARAM.sub(value, endpoint.full_path)
+    rec = await WebhookReceiver(slow_seconds=2.0).start()
+    yield rec
+    await rec.close()
 
 
 @pytest.fixture
 async def openai_fake():
-    """A fake OpenAI Chat Completions server on 127.0.0.1 (tests/fakes/openai_server.py)."""
-    from tests.fakes import openai_server
+    """A fake OpenAI Chat Completions server on 127.0.0.1 (tests/support/fakes/openai_server.py)."""
+    from tests.support.fakes import openai_server
 
     fake = await openai_server.FakeOpenAI().start()
     yield fake
@@ -249,8 +180,8 @@ async def openai_fake():
 
 @pytest.fixture
 async def anthropic_fake():
-    """A fake Anthropic Messages server on 127.0.0.1 (tests/fakes/anthropic_server.py)."""
-    from tests.fakes import anthropic_server
+    """A fake Anthropic Messages server on 127.0.0.1 (tests/support/fakes/anthropic_server.py)."""
+    from tests.support.fakes import anthropic_server
 
     fake = await anthropic_server.FakeAnthropic().start()
     yield fake

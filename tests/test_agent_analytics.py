@@ -7,8 +7,9 @@ from __future__ import annotations
 from datetime import UTC, date, datetime, timedelta
 
 from agentsvc.api import app_keys
-from tests.chat_helpers import chat, new_agent, new_tool, user
-from tests.conftest import assert_error, bearer, new_api_key
+from tests.support.accounts import bearer, new_api_key
+from tests.support.chat import chat, new_agent, new_tool, user
+from tests.support.errors import assert_error
 
 PROMPT = "Refunds are paid within five days. Parcels ship worldwide."
 FORM = {"fields": [{"name": "email", "label": "E-mail", "type": "email"}]}

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 
 from agentsvc.api import app_keys
-from tests.conftest import assert_error, bearer, new_api_key
+from tests.support.accounts import bearer, new_api_key
+from tests.support.errors import assert_error
 
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 

@@ -4,15 +4,8 @@ from __future__ import annotations
 
 import re
 
-from tests.conftest import (
-    add_member,
-    assert_error,
-    bearer,
-    create_user,
-    key_for,
-    session,
-    sign_in,
-)
+from tests.support.accounts import add_member, bearer, create_user, key_for, session, sign_in
+from tests.support.errors import assert_error
 
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 

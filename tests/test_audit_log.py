@@ -11,16 +11,9 @@ from agentsvc.services import audit
 from agentsvc.services.audit import Actor
 from agentsvc.store import audit_log
 from agentsvc.store.audit_log import AuditEntry
-from tests.chat_helpers import new_agent
-from tests.conftest import (
-    add_member,
-    assert_error,
-    bearer,
-    create_user,
-    key_for,
-    session,
-    sign_in,
-)
+from tests.support.accounts import add_member, bearer, create_user, key_for, session, sign_in
+from tests.support.chat import new_agent
+from tests.support.errors import assert_error
 
 
 async def data_of(resp, status: int = 200) -> Any:

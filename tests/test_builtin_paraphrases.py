@@ -10,7 +10,7 @@ from pathlib import Path
 
 from agentsvc.language import stem
 from agentsvc.llm.builtin import NOTHING_FOUND
-from tests.chat_helpers import add_document, chat, new_agent, user
+from tests.support.chat import add_document, chat, new_agent, user
 
 DATA = json.loads((Path(__file__).parent / "data" / "builtin_paraphrases.json").read_text("utf-8"))
 

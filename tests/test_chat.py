@@ -11,10 +11,11 @@ from aiohttp.test_utils import TestServer
 
 from agentsvc.api import app_keys
 from agentsvc.llm.builtin import NOTHING_FOUND
-from tests.chat_helpers import Stream, chat, get_conversation, new_agent, new_tool, user
-from tests.conftest import assert_error, bearer, new_api_key
-from tests.fakes import anthropic_server as anth
-from tests.fakes import openai_server as oai
+from tests.support.accounts import bearer, new_api_key
+from tests.support.chat import Stream, chat, get_conversation, new_agent, new_tool, user
+from tests.support.errors import assert_error
+from tests.support.fakes import anthropic_server as anth
+from tests.support.fakes import openai_server as oai
 
 PROMPT = (
     "You are the assistant of Velo, a bicycle shop in Lyon. "
@@ -561,7 +562,7 @@ async def test_model_id_split_on_first_slash_and_temperature_mapped(pclient, pau
 
 
 async def test_agent_whose_provider_is_no_longer_configured(make_client, tmp_path, openai_fake):
-    from tests.conftest import make_settings
+    from tests.support.settings import make_settings
 
     providers = {"oai": {"kind": "openai", "base_url": openai_fake.base_url}}
     client = await make_client(providers=providers)

@@ -12,9 +12,9 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.chat_helpers import chat, get_conversation, user
-from tests.conftest import bearer, new_api_key
-from tests.fakes.webhook_receiver import WebhookReceiver
+from tests.support.accounts import bearer, new_api_key
+from tests.support.chat import chat, get_conversation, user
+from tests.support.fakes.webhook_receiver import WebhookReceiver
 
 FAST = {"retry_schedule_seconds": [0, 0.2, 0.4], "timeout_seconds": 0.5, "poll_seconds": 0.2}
 QUESTION = "How long is the kettle warranty?"

@@ -20,13 +20,13 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from tests import pg
-from tests.fakes.webhook_receiver import WebhookReceiver
+from tests.support import pg
+from tests.support.fakes.webhook_receiver import WebhookReceiver
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 from benchlib import ServerProcess, api_key, free_port, wait_http  # noqa: E402
 
-REDIS_URL = os.environ.get("TEST_REDIS_URL", "")
+REDIS_URL = pg.REDIS_URL  # this test process's Redis database
 NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else "")
 NGINX_CONF = Path(__file__).resolve().parents[1] / "scripts" / "nginx_cluster.conf"
 PLAN_PER_MINUTE = 30

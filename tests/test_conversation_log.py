@@ -14,8 +14,8 @@ from agentsvc.services import changes
 from agentsvc.services.chat.messages import ConversationLog, StatusChange
 from agentsvc.store import conversations as conv_store
 from agentsvc.store.conversations import StoredMessage
-from tests.chat_helpers import chat, new_agent, user
-from tests.conftest import bearer, new_api_key
+from tests.support.accounts import bearer, new_api_key
+from tests.support.chat import chat, new_agent, user
 
 PACKAGE = Path(agentsvc.__file__).parent
 WRITERS = ("insert_message(", "insert_message_event(", "insert_status_event(")

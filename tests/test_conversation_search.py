@@ -11,9 +11,11 @@ import pytest
 from agentsvc.api import app_keys
 from agentsvc.app import create_app
 from agentsvc.services.team import accounts
-from tests import pg
-from tests.chat_helpers import chat, get_conversation, new_agent, user
-from tests.conftest import assert_error, bearer, make_settings, new_api_key
+from tests.support import pg
+from tests.support.accounts import bearer, new_api_key
+from tests.support.chat import chat, get_conversation, new_agent, user
+from tests.support.errors import assert_error
+from tests.support.settings import make_settings
 
 PROMPT = (
     "Refunds are paid within five days. Parcels ship worldwide. "

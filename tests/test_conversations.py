@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from tests.chat_helpers import chat, get_conversation, new_agent, user
-from tests.conftest import assert_error, bearer, new_api_key
+from tests.support.accounts import bearer, new_api_key
+from tests.support.chat import chat, get_conversation, new_agent, user
+from tests.support.errors import assert_error
 
 
 async def _conversations(client, auth, agent_id: str, n: int, session: str | None = None):

@@ -11,9 +11,9 @@ import pytest
 
 from agentsvc.app import create_app
 from agentsvc.config import load_settings
-from tests import pg
-from tests.chat_helpers import add_document, chat, new_agent, user
-from tests.conftest import bearer, new_api_key
+from tests.support import pg
+from tests.support.accounts import bearer, new_api_key
+from tests.support.chat import add_document, chat, new_agent, user
 
 pytestmark = pytest.mark.skipif(not pg.SERVER_URL, reason="needs the test PostgreSQL")
 

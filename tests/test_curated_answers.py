@@ -8,9 +8,10 @@ import pytest
 
 from agentsvc.language import stems
 from agentsvc.services.answers.matching import question_key, similarity
-from tests.chat_helpers import add_document, chat, get_conversation, new_agent, user
-from tests.conftest import assert_error, bearer, new_api_key
-from tests.fakes import openai_server as oai
+from tests.support.accounts import bearer, new_api_key
+from tests.support.chat import add_document, chat, get_conversation, new_agent, user
+from tests.support.errors import assert_error
+from tests.support.fakes import openai_server as oai
 
 PROMPT = "We open at nine. Parcels ship within a day."
 RESET = "To reset your password, open Settings › Account and choose Reset password."

@@ -7,13 +7,9 @@ import re
 
 from agentsvc.api import all_endpoints
 from agentsvc.api.dashboard import STATIC_DIR
-from tests.conftest import (
-    PUBLIC_ORIGIN,
-    SESSION_COOKIE,
-    assert_error,
-    create_user,
-    session,
-)
+from tests.support.accounts import SESSION_COOKIE, create_user, session
+from tests.support.errors import assert_error
+from tests.support.settings import PUBLIC_ORIGIN
 
 OWNER = {"email": "Owner@Example.com", "password": "correct horse battery", "name": "Olivia"}
 

@@ -21,8 +21,8 @@ from agentsvc.services.delivery.signing import signature_headers
 from agentsvc.store import webhook_deliveries, webhooks
 from agentsvc.store.webhook_deliveries import EventDelivery
 from agentsvc.store.webhooks import Webhook as StoredWebhook
-from tests import pg
-from tests.store.builders import NOW, owner
+from tests.support import pg
+from tests.support.store_builders import NOW, owner
 
 
 @pytest.fixture

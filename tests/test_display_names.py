@@ -10,22 +10,16 @@ import sqlite3
 from agentsvc.api import app_keys
 from agentsvc.app import create_app
 from agentsvc.services.team import accounts
-from tests import pg
-from tests.conftest import (
-    PUBLIC_ORIGIN,
-    add_member,
-    assert_error,
-    bearer,
-    create_user,
-    key_for,
-    make_settings,
-)
-from tests.live_helpers import (
+from tests.support import pg
+from tests.support.accounts import add_member, bearer, create_user, key_for
+from tests.support.errors import assert_error
+from tests.support.live import (
     VISITOR_SESSION,
     handoff_agent,
     open_events,
     visitor_conversation,
 )
+from tests.support.settings import PUBLIC_ORIGIN, make_settings
 
 VISITOR = {"X-Session-Id": VISITOR_SESSION}
 ADDRESS = "you@example.com"

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-
 from aiohttp import FormData, MultipartWriter, web
 
 from agentsvc.api import app_keys
@@ -11,8 +9,10 @@ from agentsvc.ids import new_id, now_iso
 from agentsvc.services.knowledge import retrieval
 from agentsvc.services.team import accounts as accounts_service
 from agentsvc.store import accounts
-from tests.conftest import assert_error, bearer, new_api_key
-from tests.fakes.pdf import make_pdf
+from tests.support.accounts import bearer, new_api_key
+from tests.support.errors import assert_error
+from tests.support.fakes.pdf import make_pdf
+from tests.support.knowledge import wait_status
 
 GUIDE = """# Shipping guide
 
@@ -61,16 +61,6 @@ def upload(filename: str, data: bytes, content_type: str, title: str | None = No
 
 async def post_form(client, auth, agent_id, form):
     return await client.post(f"/api/v1/agents/{agent_id}/documents", data=form, headers=auth)
-
-
-async def wait_status(client, auth, document_id, until=("ready", "failed")) -> dict:
-    for _ in range(200):
-        resp = await client.get(f"/api/v1/documents/{document_id}", headers=auth)
-        doc = (await resp.json())["data"]
-        if doc["status"] in until:
-            return doc
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"document stayed {doc['status']}")
 
 
 async def test_text_document_lifecycle(client, auth):

@@ -12,8 +12,8 @@ from typing import Any
 import jwt
 
 from agentsvc.services.agents.identity import user_hash
-from tests.chat_helpers import chat, new_agent, user
-from tests.conftest import bearer, create_user, key_for
+from tests.support.accounts import bearer, create_user, key_for
+from tests.support.chat import chat, new_agent, user
 
 VICTIM_WORDS = "my parcel number is 7781 and my birthday is in June"
 

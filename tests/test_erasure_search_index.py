@@ -9,9 +9,9 @@ import time
 
 from agentsvc.api import app_keys
 from agentsvc.services.privacy.search_index import scrub_message_index
-from tests.chat_helpers import chat, new_agent, user
-from tests.conftest import bearer, create_user, key_for
-from tests.pg import postgres_only
+from tests.support.accounts import bearer, create_user, key_for
+from tests.support.chat import chat, new_agent, user
+from tests.support.pg import postgres_only
 
 # Distinctive words (the porter stemmer leaves them whole), and a neighbour's that stays.
 ERASED = ["zanzibarquokka", "fjordwombat", "xylophonequeen"]

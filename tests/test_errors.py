@@ -8,7 +8,8 @@ from agentsvc import errors
 from agentsvc.api import errors as api_errors
 from agentsvc.api.errors import STATUS, error_response, status_of
 from agentsvc.errors import DomainError
-from tests.conftest import assert_error, bearer, new_api_key
+from tests.support.accounts import bearer, new_api_key
+from tests.support.errors import assert_error
 
 
 def classes(module) -> list[type[DomainError]]:

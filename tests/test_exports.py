@@ -16,8 +16,9 @@ import orjson
 import pytest
 
 from agentsvc.api import app_keys
-from tests.chat_helpers import chat, get_conversation, new_agent, new_tool, user
-from tests.conftest import assert_error, bearer, new_api_key
+from tests.support.accounts import bearer, new_api_key
+from tests.support.chat import chat, get_conversation, new_agent, new_tool, user
+from tests.support.errors import assert_error
 
 PROMPT = "Refunds are paid within five days. Parcels ship worldwide."
 FORM = {"fields": [{"name": "email", "label": "E-mail", "type": "email"},

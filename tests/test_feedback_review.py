@@ -3,8 +3,9 @@ the curated answer a question would get now; bad cases and team isolation."""
 
 from __future__ import annotations
 
-from tests.chat_helpers import chat, get_conversation, new_agent, user
-from tests.conftest import assert_error, bearer, new_api_key
+from tests.support.accounts import bearer, new_api_key
+from tests.support.chat import chat, get_conversation, new_agent, user
+from tests.support.errors import assert_error
 
 PROMPT = "Refunds are paid within five days. Parcels ship worldwide. We open at nine."
 

@@ -10,10 +10,11 @@ from urllib.parse import unquote
 import pytest
 
 from agentsvc.services.forms.submissions import rate
-from tests.conftest import assert_error, bearer, create_user, key_for, new_api_key, session
-from tests.conftest import sign_in as sign_in_session
-from tests.fakes.webhook_receiver import WebhookReceiver
-from tests.test_forms import detail, event, make_agent, submit, submitted
+from tests.support.accounts import bearer, create_user, key_for, new_api_key, session
+from tests.support.accounts import sign_in as sign_in_session
+from tests.support.errors import assert_error
+from tests.support.fakes.webhook_receiver import WebhookReceiver
+from tests.support.forms import detail, event, make_agent, submit, submitted
 
 PHONE = [{"name": "phone", "label": "Phone", "type": "tel"}]
 NAMED = [

@@ -8,10 +8,11 @@ import asyncio
 import pytest
 
 from agentsvc.api import app_keys
-from tests.chat_helpers import chat, get_conversation, new_agent, new_tool, user
-from tests.conftest import add_member, assert_error, bearer, create_user, key_for
-from tests.fakes import openai_server as oai
-from tests.live_helpers import (
+from tests.support.accounts import add_member, bearer, create_user, key_for
+from tests.support.chat import chat, get_conversation, new_agent, new_tool, user
+from tests.support.errors import assert_error
+from tests.support.fakes import openai_server as oai
+from tests.support.live import (
     VISITOR_SESSION,
     handoff_agent,
     visitor_chat,

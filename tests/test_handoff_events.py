@@ -12,16 +12,18 @@ from standardwebhooks.webhooks import Webhook
 
 from agentsvc.api import app_keys
 from agentsvc.store import conversations as conv_store
-from tests import pg
-from tests.conftest import add_member, assert_error, bearer, create_user, key_for, make_settings
-from tests.fakes.webhook_receiver import WebhookReceiver
-from tests.live_helpers import (
+from tests.support import pg
+from tests.support.accounts import add_member, bearer, create_user, key_for
+from tests.support.errors import assert_error
+from tests.support.fakes.webhook_receiver import WebhookReceiver
+from tests.support.live import (
     VISITOR_SESSION,
     handoff_agent,
     open_events,
     visitor_chat,
     visitor_conversation,
 )
+from tests.support.settings import make_settings
 
 VISITOR = {"X-Session-Id": VISITOR_SESSION}
 FAST = {"keepalive_seconds": 0.2}

@@ -17,8 +17,9 @@ import pytest
 
 from agentsvc.api import app_keys
 from agentsvc.services.tenant_input import schemas as tenant_schemas
-from tests.chat_helpers import chat, new_agent, new_tool, user
-from tests.conftest import assert_error, bearer, new_api_key
+from tests.support.accounts import bearer, new_api_key
+from tests.support.chat import chat, new_agent, new_tool, user
+from tests.support.errors import assert_error
 
 EVIL = "^(a+)+$"  # exponential in a backtracking engine: 26 characters took 2.3 s
 EVIL_TEXT = "a" * 9_999 + "!"  # 10,000 characters, the most a form text value may have

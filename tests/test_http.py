@@ -7,8 +7,9 @@ import asyncio
 from agentsvc.api import all_endpoints, app_keys
 from agentsvc.api.routing import Call, RouteTable
 from agentsvc.store import accounts
-from tests.conftest import assert_error, bearer, new_api_key
-from tests.pg import stored_bytes
+from tests.support.accounts import bearer, new_api_key
+from tests.support.errors import assert_error
+from tests.support.pg import stored_bytes
 
 
 async def test_healthz(client):
@@ -208,7 +209,7 @@ async def test_public_endpoints_carry_cors_headers_even_on_errors(client):
 
 
 async def test_unknown_paths_and_methods_carry_rate_limit_headers_for_a_caller(client):
-    from tests.conftest import create_user, session, sign_in
+    from tests.support.accounts import create_user, session, sign_in
 
     auth = bearer(await new_api_key(client, "free@example.com", plan="free"))
     resp = await client.get("/api/v1/agents", headers=auth)
@@ -271,7 +272,7 @@ async def test_requests_refused_before_routing_answer_the_envelope_without_trace
 
     from agentsvc.api.server import MAX_HEADERS, MAX_LINE_BYTES, make_runner
     from agentsvc.app import create_app
-    from tests.conftest import make_settings
+    from tests.support.settings import make_settings
 
     caplog.set_level(logging.INFO)
     settings = make_settings(tmp_path, server={"access_log": True})

@@ -17,11 +17,13 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 from agentsvc.api import app_keys
 from agentsvc.app import create_app
 from agentsvc.services.tools.url import UrlRefused, build_url
-from tests.chat_helpers import Stream, chat, get_conversation, new_agent, user
-from tests.conftest import assert_error, bearer, make_settings, new_api_key
-from tests.fakes.http_receiver import HttpReceiver
-from tests.fakes.webhook_receiver import free_port
-from tests.test_outbound import StubResolver
+from tests.support.accounts import bearer, new_api_key
+from tests.support.chat import Stream, chat, get_conversation, new_agent, user
+from tests.support.errors import assert_error
+from tests.support.fakes.http_receiver import HttpReceiver
+from tests.support.fakes.webhook_receiver import free_port
+from tests.support.outbound import StubResolver
+from tests.support.settings import make_settings
 
 SECRET = "tok-9f8e7d6c5b4a"  # noqa: S105 (a test secret)
 PROPERTIES = {

@@ -12,8 +12,9 @@ import time
 import jwt
 import pytest
 
-from tests.chat_helpers import chat, get_conversation, new_agent, user
-from tests.conftest import assert_error, bearer, new_api_key
+from tests.support.accounts import bearer, new_api_key
+from tests.support.chat import chat, get_conversation, new_agent, user
+from tests.support.errors import assert_error
 
 SIGNED = {"id": "u-42", "email": "ada@example.com", "name": "Ada"}
 VERIFIED = {**SIGNED, "verified": True, "verifiedBy": "userToken"}

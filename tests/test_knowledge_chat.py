@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from agentsvc.llm.builtin import NOTHING_FOUND
-from tests.chat_helpers import add_document, chat, get_conversation, new_agent, user
-from tests.conftest import bearer, new_api_key
-from tests.fakes import openai_server as oai
+from tests.support.accounts import bearer, new_api_key
+from tests.support.chat import add_document, chat, get_conversation, new_agent, user
+from tests.support.fakes import openai_server as oai
 
 RETURNS = """# Returns policy
 

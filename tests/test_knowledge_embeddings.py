@@ -11,10 +11,11 @@ from agentsvc.db.sqlite import sqlite_vec_available
 from agentsvc.llm.base import ProviderError
 from agentsvc.services.knowledge import retrieval
 from agentsvc.services.knowledge.vectors import VectorIndex
-from tests.chat_helpers import add_document, chat, new_agent, user
-from tests.conftest import assert_error, bearer, new_api_key
-from tests.fakes.embeddings_server import MODEL, FakeEmbeddings
-from tests.test_documents import wait_status
+from tests.support.accounts import bearer, new_api_key
+from tests.support.chat import add_document, chat, new_agent, user
+from tests.support.errors import assert_error
+from tests.support.fakes.embeddings_server import MODEL, FakeEmbeddings
+from tests.support.knowledge import wait_status
 
 POLICY = """# Store policy
 

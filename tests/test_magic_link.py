@@ -12,7 +12,9 @@ from agentsvc.api import app_keys
 from agentsvc.ids import now_iso
 from agentsvc.services.team.sessions import after
 from agentsvc.store import sign_in as sign_in_store
-from tests.conftest import SESSION_COOKIE, assert_error, create_user, outbox, session
+from tests.support.accounts import SESSION_COOKIE, create_user, session
+from tests.support.errors import assert_error
+from tests.support.mail import outbox
 
 LINK = re.compile(r"http://127\.0\.0\.1:8080(/api/v1/auth/magic-link/verify\?token=([\w-]+))")
 

@@ -9,7 +9,7 @@ import pytest
 from agentsvc.api import app_keys
 from agentsvc.config import SmtpSettings
 from agentsvc.mail import Mailer, UnsafeHeader
-from tests.conftest import outbox
+from tests.support.mail import outbox
 
 
 async def test_without_smtp_mail_is_logged_and_kept(client, caplog):

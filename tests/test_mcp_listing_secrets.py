@@ -10,10 +10,11 @@ import orjson
 import pytest
 
 from agentsvc.api import app_keys
-from tests.chat_helpers import chat, user
-from tests.conftest import assert_error, bearer, new_api_key
-from tests.fakes import openai_server as oai
-from tests.fakes.mcp_server import FakeMcpServer
+from tests.support.accounts import bearer, new_api_key
+from tests.support.chat import chat, user
+from tests.support.errors import assert_error
+from tests.support.fakes import openai_server as oai
+from tests.support.fakes.mcp_server import FakeMcpServer
 
 SECRET = "tok-5ecret-VALUE-42"  # noqa: S105 - a test value
 HEADERS = {"Authorization": "Bearer {{SHOP_TOKEN}}"}

@@ -9,10 +9,11 @@ import logging
 
 import pytest
 
-from tests.chat_helpers import chat, user
-from tests.conftest import assert_error, bearer, new_api_key
-from tests.fakes import openai_server as oai
-from tests.fakes.hostile_mcp import HostileMcp
+from tests.support.accounts import bearer, new_api_key
+from tests.support.chat import chat, user
+from tests.support.errors import assert_error
+from tests.support.fakes import openai_server as oai
+from tests.support.fakes.hostile_mcp import HostileMcp
 
 LIBRARY_WORDS = ("pydantic", "validation error", "input_value", "type=", "Traceback", "union[")
 

@@ -10,9 +10,10 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from tests.chat_helpers import add_document, get_conversation
-from tests.conftest import assert_error, bearer, new_api_key
-from tests.fakes import openai_server as oai
+from tests.support.accounts import bearer, new_api_key
+from tests.support.chat import add_document, get_conversation
+from tests.support.errors import assert_error
+from tests.support.fakes import openai_server as oai
 
 WARRANTY = (
     "Every kettle has a two year warranty. To claim it, send the receipt to"

@@ -12,11 +12,13 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 
 from agentsvc.api import app_keys
 from agentsvc.services.tools.mcp import exposed_names
-from tests import pg
-from tests.chat_helpers import chat, get_conversation, user
-from tests.conftest import assert_error, bearer, make_settings, new_api_key
-from tests.fakes import openai_server as oai
-from tests.fakes.mcp_server import FakeMcpServer
+from tests.support import pg
+from tests.support.accounts import bearer, new_api_key
+from tests.support.chat import chat, get_conversation, user
+from tests.support.errors import assert_error
+from tests.support.fakes import openai_server as oai
+from tests.support.fakes.mcp_server import FakeMcpServer
+from tests.support.settings import make_settings
 
 ALL_TOOLS = 7  # the fake server's default list
 

@@ -10,8 +10,9 @@ from aiohttp.test_utils import TestServer
 
 from agentsvc.api import app_keys
 from agentsvc.services.team.sessions import hash_token
-from tests.conftest import SESSION_COOKIE, assert_error, create_user, session
-from tests.fakes.oauth import CLIENT_ID, FakeOAuth
+from tests.support.accounts import SESSION_COOKIE, create_user, session
+from tests.support.errors import assert_error
+from tests.support.fakes.oauth import CLIENT_ID, FakeOAuth
 
 STATE_COOKIE = "agentsvc_oauth_state"
 

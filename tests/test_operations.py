@@ -6,8 +6,8 @@ import json
 import sqlite3
 import stat
 
-from tests.conftest import assert_error
-from tests.test_cli import Server, run
+from tests.support.cli import Server, run
+from tests.support.errors import assert_error
 
 
 async def test_request_id_is_echoed_or_generated(client):
@@ -93,7 +93,7 @@ async def test_metrics_count_deliveries_and_outbox_depth(make_client):
     from aiohttp import web
     from aiohttp.test_utils import TestServer
 
-    from tests.conftest import bearer, new_api_key
+    from tests.support.accounts import bearer, new_api_key
 
     async def ok(request):
         return web.json_response({"ok": True})

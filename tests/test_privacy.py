@@ -17,16 +17,11 @@ import pytest
 from agentsvc.api import app_keys
 from agentsvc.ids import iso
 from agentsvc.services.privacy.retention import purge_expired
-from tests.chat_helpers import chat, new_agent, user
-from tests.conftest import (
-    add_member,
-    assert_error,
-    bearer,
-    create_user,
-    key_for,
-    outbox,
-)
-from tests.fakes.webhook_receiver import WebhookReceiver
+from tests.support.accounts import add_member, bearer, create_user, key_for
+from tests.support.chat import chat, new_agent, user
+from tests.support.errors import assert_error
+from tests.support.fakes.webhook_receiver import WebhookReceiver
+from tests.support.mail import outbox
 
 ERIN_ID = "u-erin-7731"
 ERIN_EMAIL = "erin.erase@example.com"

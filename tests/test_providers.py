@@ -20,10 +20,10 @@ from agentsvc.llm.base import (
     Usage,
     make_provider,
 )
-from tests.conftest import bearer, new_api_key
-from tests.fakes import anthropic_server as anth
-from tests.fakes import openai_server as oai
-from tests.fakes.llm_common import Reply, split_every
+from tests.support.accounts import bearer, new_api_key
+from tests.support.fakes import anthropic_server as anth
+from tests.support.fakes import openai_server as oai
+from tests.support.fakes.llm_common import Reply, split_every
 
 WEATHER = ToolSpec(
     "get_weather",

@@ -6,8 +6,10 @@ from __future__ import annotations
 import pytest
 
 from agentsvc.config import ConfigError
-from tests.chat_helpers import chat, new_agent, user
-from tests.conftest import assert_error, bearer, make_settings, new_api_key
+from tests.support.accounts import bearer, new_api_key
+from tests.support.chat import chat, new_agent, user
+from tests.support.errors import assert_error
+from tests.support.settings import make_settings
 
 
 def forwarded(address: str) -> dict[str, str]:

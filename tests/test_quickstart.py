@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.test_cli import call, free_port
+from tests.support.cli import call, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"

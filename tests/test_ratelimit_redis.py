@@ -17,8 +17,10 @@ import pytest
 import redis
 
 from agentsvc.ratelimit_redis import PREFIX, RedisLimiter
-from tests.chat_helpers import chat, new_agent, user
-from tests.conftest import assert_error, bearer, make_settings, new_api_key
+from tests.support.accounts import bearer, new_api_key
+from tests.support.chat import chat, new_agent, user
+from tests.support.errors import assert_error
+from tests.support.settings import make_settings
 
 REDIS_SERVER = shutil.which("redis-server") or ""
 

@@ -3,16 +3,9 @@
 from __future__ import annotations
 
 from agentsvc.api.routing import Endpoint
-from tests.conftest import (
-    add_member,
-    assert_error,
-    bearer,
-    create_user,
-    fill_path,
-    key_for,
-    session,
-    sign_in,
-)
+from tests.support.accounts import add_member, bearer, create_user, key_for, session, sign_in
+from tests.support.errors import assert_error
+from tests.support.routes import fill_path
 
 # What DECISIONS reserves to the owner, among the routes that exist.
 OWNER_ONLY = {

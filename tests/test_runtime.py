@@ -11,7 +11,7 @@ from agentsvc.api import app_keys
 from agentsvc.app import create_app
 from agentsvc.db import database_for
 from agentsvc.store.trigger_events import TriggerEvent
-from tests.conftest import make_settings
+from tests.support.settings import make_settings
 
 
 def ours() -> set[asyncio.Task]:

@@ -11,7 +11,7 @@ import sqlite3
 import pytest
 
 from agentsvc.db.migrations import sqlite_schema
-from tests import pg
+from tests.support import pg
 
 pytestmark = pg.postgres_only
 

@@ -11,10 +11,12 @@ from agentsvc.api import app_keys
 from agentsvc.app import create_app
 from agentsvc.secretbox import KEY_FILE_NAME, SecretBox, SecretBoxError
 from agentsvc.store import tools as tools_store
-from tests import pg
-from tests.conftest import assert_error, bearer, make_settings, new_api_key
-from tests.fakes.http_receiver import HttpReceiver
-from tests.pg import stored_bytes
+from tests.support import pg
+from tests.support.accounts import bearer, new_api_key
+from tests.support.errors import assert_error
+from tests.support.fakes.http_receiver import HttpReceiver
+from tests.support.pg import stored_bytes
+from tests.support.settings import make_settings
 
 VALUE = "sk-live-0123456789-very-secret"
 

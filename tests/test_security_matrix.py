@@ -24,24 +24,24 @@ from agentsvc.api.routing import PATH_PARAM, Endpoint
 from agentsvc.app import create_app
 from agentsvc.outbound import literal_address
 from agentsvc.services.tools import secrets as secret_service
-from tests import pg
-from tests.chat_helpers import chat, user
-from tests.conftest import (
+from tests.support import pg
+from tests.support.accounts import (
     SESSION_COOKIE,
     add_member,
-    assert_error,
     bearer,
     create_user,
-    fill_path,
     key_for,
-    make_settings,
     session,
     sign_in,
 )
-from tests.fakes.http_receiver import HttpReceiver
-from tests.pg import stored_bytes
-from tests.saved_tools import save_tool_as_if_private_allowed
-from tests.test_outbound import FORBIDDEN, StubResolver
+from tests.support.chat import chat, user
+from tests.support.errors import assert_error
+from tests.support.fakes.http_receiver import HttpReceiver
+from tests.support.outbound import FORBIDDEN, StubResolver
+from tests.support.pg import stored_bytes
+from tests.support.routes import fill_path
+from tests.support.saved_tools import save_tool_as_if_private_allowed
+from tests.support.settings import make_settings
 
 FORM_FIELDS = [{"name": "email", "label": "E-mail", "type": "email"}]
 

@@ -10,16 +10,9 @@ import time
 
 from agentsvc.api import app_keys
 from agentsvc.passwords import MAX_CONCURRENT, verify_password_async
-from tests.conftest import (
-    PUBLIC_ORIGIN,
-    SESSION_COOKIE,
-    assert_error,
-    bearer,
-    create_user,
-    key_for,
-    session,
-    sign_in,
-)
+from tests.support.accounts import SESSION_COOKIE, bearer, create_user, key_for, session, sign_in
+from tests.support.errors import assert_error
+from tests.support.settings import PUBLIC_ORIGIN
 
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 
@@ -334,7 +327,7 @@ async def test_sessions_are_isolated_between_teams(client):
 
 async def test_switching_teams(client):
     owner, team = await create_user(client, "owner@example.com")
-    from tests.conftest import add_member
+    from tests.support.accounts import add_member
 
     member = await add_member(client, team.id, "member@example.com")
     token = await sign_in(client, "member@example.com")

@@ -22,8 +22,9 @@ from agentsvc.db.migrations import (
 )
 from agentsvc.ids import iso
 from agentsvc.store import job_runs
-from tests import pg
-from tests.conftest import bearer, make_settings, new_api_key
+from tests.support import pg
+from tests.support.accounts import bearer, new_api_key
+from tests.support.settings import make_settings
 
 postgres_only = pg.postgres_only
 

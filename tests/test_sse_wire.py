@@ -7,9 +7,9 @@ import asyncio
 
 import orjson
 
-from tests.chat_helpers import user
-from tests.conftest import bearer, new_api_key
-from tests.live_helpers import VISITOR_SESSION, handoff_agent, visitor_conversation
+from tests.support.accounts import bearer, new_api_key
+from tests.support.chat import user
+from tests.support.live import VISITOR_SESSION, handoff_agent, visitor_conversation
 
 HEADERS = [
     b"Content-Type: text/event-stream; charset=utf-8",

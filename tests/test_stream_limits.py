@@ -17,9 +17,10 @@ from pathlib import Path
 import aiohttp
 
 from agentsvc.api import app_keys
-from tests.chat_helpers import Stream, chat, get_conversation, new_agent, user
-from tests.conftest import assert_error, bearer, create_user, new_api_key, session, sign_in
-from tests.live_helpers import open_events
+from tests.support.accounts import bearer, create_user, new_api_key, session, sign_in
+from tests.support.chat import Stream, chat, get_conversation, new_agent, user
+from tests.support.errors import assert_error
+from tests.support.live import open_events
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 from bench_disconnects import chat_body, drop_mid_stream  # noqa: E402

@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 
 from agentsvc.api import app_keys
-from tests.chat_helpers import chat, new_agent, user
-from tests.conftest import assert_error, bearer, new_api_key
-from tests.test_forms import data_url, detail, make_form, submit, submitted
+from tests.support.accounts import bearer, new_api_key
+from tests.support.chat import chat, new_agent, user
+from tests.support.errors import assert_error
+from tests.support.forms import data_url, detail, make_form, submit, submitted
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 from bench_submit_memory import big_body, measure  # noqa: E402

@@ -8,17 +8,17 @@ import re
 from agentsvc.api import app_keys
 from agentsvc.runtime import EXPIRE_INVITATIONS_JOB
 from agentsvc.services.team import membership
-from tests.conftest import (
+from tests.support.accounts import (
     SESSION_COOKIE,
     add_member,
-    assert_error,
     bearer,
     create_user,
     key_for,
-    outbox,
     session,
     sign_in,
 )
+from tests.support.errors import assert_error
+from tests.support.mail import outbox
 
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 ACCEPT_LINK = re.compile(r"http://127\.0\.0\.1:8080/accept-invitation\?token=([\w-]+)")
@@ -364,7 +364,8 @@ async def test_other_teams_members_are_not_found(client):
 
 
 async def test_invite_refuses_addresses_with_control_characters(client):
-    from tests.conftest import assert_error, bearer, new_api_key
+    from tests.support.accounts import bearer, new_api_key
+    from tests.support.errors import assert_error
 
     auth = bearer(await new_api_key(client, "ctl-owner@example.com"))
     for email in ("\x1c@example.com", "a@\x96", "a\u2028b@example.com"):

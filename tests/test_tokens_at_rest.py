@@ -13,9 +13,10 @@ import pytest
 
 from agentsvc.api import app_keys
 from agentsvc.db.migrations import schema_at, schema_version
-from tests import pg
-from tests.conftest import bearer, create_user, key_for, make_settings
-from tests.pg import stored_bytes
+from tests.support import pg
+from tests.support.accounts import bearer, create_user, key_for
+from tests.support.pg import stored_bytes
+from tests.support.settings import make_settings
 
 TOKEN = re.compile(r"[?&]token=([\w-]+)")
 

@@ -10,8 +10,9 @@ import pytest
 
 from agentsvc.api import app_keys
 from agentsvc.store import tools as tools_store
-from tests.conftest import assert_error, bearer, new_api_key
-from tests.fakes.http_receiver import HttpReceiver
+from tests.support.accounts import bearer, new_api_key
+from tests.support.errors import assert_error
+from tests.support.fakes.http_receiver import HttpReceiver
 
 SCHEMA = {
     "type": "object",

@@ -19,11 +19,12 @@ from agentsvc.api import app_keys
 from agentsvc.db.sqlite import SqliteDatabase
 from agentsvc.services.triggers.events import EventWriter
 from agentsvc.store.trigger_events import TriggerEvent
-from tests.conftest import assert_error, bearer, new_api_key
-from tests.pg import sqlite_only
-from tests.test_triggers import body as trigger_body
-from tests.test_triggers import create as create_trigger
-from tests.test_triggers import new_agent
+from tests.support.accounts import bearer, new_api_key
+from tests.support.errors import assert_error
+from tests.support.pg import sqlite_only
+from tests.support.triggers import body as trigger_body
+from tests.support.triggers import create as create_trigger
+from tests.support.triggers import new_agent
 
 EVENT_URL = "/api/v1/triggers/event"
 

@@ -8,7 +8,9 @@ import pytest
 
 from agentsvc.api import app_keys
 from agentsvc.ids import new_id, now_iso
-from tests.conftest import assert_error, bearer, new_api_key
+from tests.support.accounts import bearer, new_api_key
+from tests.support.errors import assert_error
+from tests.support.triggers import body, create, new_agent
 
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 FIELDS = {
@@ -38,12 +40,6 @@ WIDGET_FIELDS = {
 }
 
 
-async def new_agent(client, auth, name="Support") -> str:
-    resp = await client.post("/api/v1/agents", json={"name": name}, headers=auth)
-    assert resp.status == 201, await resp.text()
-    return (await resp.json())["data"]["id"]
-
-
 async def insert_tool(client, agent_id, *, execution_type="form", enabled=True, name=None) -> str:
     """Insert a tool row directly (the tools API is another area's)."""
     tool_id = new_id("tool")
@@ -64,25 +60,6 @@ async def insert_tool(client, agent_id, *, execution_type="form", enabled=True, 
             ),
         )
     return tool_id
-
-
-def body(**over):
-    base = {
-        "name": "Welcome",
-        "triggerType": "time_on_page",
-        "conditions": {"timeOnPage": 30},
-        "actionType": "open_chat",
-        "actionConfig": {"message": "Hi!"},
-    }
-    return {**base, **over}
-
-
-async def create(client, auth, agent_id, **over) -> dict:
-    resp = await client.post(
-        f"/api/v1/triggers?agentId={agent_id}", json=body(**over), headers=auth
-    )
-    assert resp.status == 201, await resp.text()
-    return await resp.json()
 
 
 @pytest.fixture

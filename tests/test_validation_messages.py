@@ -11,7 +11,8 @@ from pydantic import ValidationError
 
 from agentsvc.api import all_endpoints
 from agentsvc.validation_messages import pattern_phrase
-from tests.conftest import assert_error, bearer, new_api_key
+from tests.support.accounts import bearer, new_api_key
+from tests.support.errors import assert_error
 
 # Nothing of the validation library may reach a client.
 BANNED = (

@@ -11,12 +11,14 @@ import pytest
 from standardwebhooks.webhooks import Webhook
 
 from agentsvc.api import app_keys
-from tests import pg
-from tests.chat_helpers import chat, new_agent, user
-from tests.conftest import assert_error, bearer, create_user, key_for, make_settings
-from tests.fakes.webhook_receiver import WebhookReceiver
-from tests.live_helpers import VISITOR_SESSION, handoff_agent, visitor_chat
-from tests.pg import stored_bytes
+from tests.support import pg
+from tests.support.accounts import bearer, create_user, key_for
+from tests.support.chat import chat, new_agent, user
+from tests.support.errors import assert_error
+from tests.support.fakes.webhook_receiver import WebhookReceiver
+from tests.support.live import VISITOR_SESSION, handoff_agent, visitor_chat
+from tests.support.pg import stored_bytes
+from tests.support.settings import make_settings
 
 FAST = {"retry_schedule_seconds": [0, 0.2, 0.4], "timeout_seconds": 0.5, "poll_seconds": 0.2}
 ALL_EVENTS = [
@@ -172,7 +174,7 @@ async def test_a_private_name_is_refused_when_sending(aiohttp_client, tmp_path, 
     """A name that resolves to a private address passes the save check (names are not
     resolved then) and is refused by the outbound guard at every attempt."""
     from agentsvc.app import create_app
-    from tests.test_outbound import StubResolver
+    from tests.support.outbound import StubResolver
 
     app = create_app(make_settings(tmp_path, outbound={"allow_private": False}, webhooks=FAST))
     app[app_keys.outbound_resolver_key] = StubResolver("127.0.0.1")

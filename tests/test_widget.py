@@ -10,7 +10,9 @@ import re
 from pathlib import Path
 
 from agentsvc.api.widget import WIDGET_PATH, embed_snippet
-from tests.conftest import PUBLIC_ORIGIN, assert_error, bearer, new_api_key
+from tests.support.accounts import bearer, new_api_key
+from tests.support.errors import assert_error
+from tests.support.settings import PUBLIC_ORIGIN
 
 MAX_GZIP_BYTES = 30 * 1024
 

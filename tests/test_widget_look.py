@@ -15,8 +15,10 @@ from agentsvc.api.widget import WIDGET_PATH
 from agentsvc.services.widget.locales import LOCALE_DIR, LOCALES, string_keys
 from agentsvc.services.widget.look import DEFAULT_APPEARANCE
 from agentsvc.store import agents as agents_store
-from tests import pg
-from tests.conftest import assert_error, bearer, make_settings, new_api_key
+from tests.support import pg
+from tests.support.accounts import bearer, new_api_key
+from tests.support.errors import assert_error
+from tests.support.settings import make_settings
 
 MAX_WIDGET_GZIP_BYTES = 25 * 1024
 PNG_1PX = (

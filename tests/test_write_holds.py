@@ -19,9 +19,10 @@ import pytest
 from agentsvc.api import app_keys
 from agentsvc.db import holds
 from agentsvc.services.tenant_input import schemas as tenant_schemas
-from tests.chat_helpers import chat, new_agent, new_tool, user
-from tests.conftest import assert_error, bearer, new_api_key
-from tests.fakes.mcp_server import FakeMcpServer
+from tests.support.accounts import bearer, new_api_key
+from tests.support.chat import chat, new_agent, new_tool, user
+from tests.support.errors import assert_error
+from tests.support.fakes.mcp_server import FakeMcpServer
 
 HOSTILE_SCHEMA = {"type": "object", "anyOf": [{}] * 20_000}  # 60 KB of JSON
 TOO_COMPLEX = "inputSchema: is too large or complex to check"

@@ -10,7 +10,7 @@ import time
 import jwt
 from playwright.sync_api import expect
 
-from tests.browser.helpers import eventually, launcher, load, pixel, read_png
+from tests.support.widget_page import eventually, launcher, load, pixel, read_png
 
 
 def _conversation(stack, conv_id: str) -> dict:

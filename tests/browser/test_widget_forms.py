@@ -6,7 +6,7 @@ import base64
 
 from playwright.sync_api import expect
 
-from tests.browser.helpers import eventually, launcher, load, stats, trigger
+from tests.support.widget_page import eventually, launcher, load, stats, trigger
 
 PNG_1PX = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="

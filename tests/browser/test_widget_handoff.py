@@ -7,7 +7,7 @@ from playwright.sync_api import expect
 
 from agentsvc.api import app_keys
 from agentsvc.store import conversations as conv_store
-from tests.browser.helpers import eventually, launcher, load
+from tests.support.widget_page import eventually, launcher, load
 
 
 def _outbox(stack, to: str) -> list:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.helpers import launcher, load, pixel, read_png
+from tests.support.widget_page import launcher, load, pixel, read_png
 
 ARTEFACTS = Path(__file__).resolve().parent / "artefacts"
 # A 24×24 PNG avatar: a teal disc with a yellow centre (any small image does).

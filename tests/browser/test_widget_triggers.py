@@ -7,7 +7,7 @@ from pathlib import Path
 
 from playwright.sync_api import expect
 
-from tests.browser.helpers import eventually, launcher, load, stats, trigger
+from tests.support.widget_page import eventually, launcher, load, stats, trigger
 
 VECTORS = json.loads(
     (Path(__file__).parent.parent / "vectors" / "trigger_rules.json").read_text("utf-8")

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, sync_playwright
 
-from tests.browser_dashboard.stack import CHROMIUM, CHROMIUM_ARGS, Stack, Tab
+from tests.support.dashboard_stack import CHROMIUM, CHROMIUM_ARGS, Stack, Tab
 
 HERE = Path(__file__).resolve().parent
 

@@ -9,7 +9,7 @@ import urllib.request
 
 from playwright.sync_api import expect
 
-from tests.browser_dashboard.stack import Tab, ensure_owner, owner_key, sign_in, wait_for
+from tests.support.dashboard_stack import Tab, ensure_owner, owner_key, sign_in, wait_for
 
 
 def _public_config(stack, agent_id: str) -> dict:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from playwright.sync_api import expect
 
-from tests.browser_dashboard.stack import Tab, ensure_owner, nav, owner_key, sign_in
-from tests.fakes.mcp_server import FakeMcpServer
+from tests.support.dashboard_stack import Tab, ensure_owner, nav, owner_key, sign_in
+from tests.support.fakes.mcp_server import FakeMcpServer
 
 
 def test_owner_adds_an_mcp_server_chooses_its_tools_and_refreshes(browser, stack, shots):

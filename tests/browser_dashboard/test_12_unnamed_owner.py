@@ -17,7 +17,7 @@ from playwright.sync_api import expect
 from agentsvc.api import app_keys
 from agentsvc.api.widget import embed_snippet
 from agentsvc.services.team import accounts
-from tests.browser_dashboard.stack import PASSWORD, Stack
+from tests.support.dashboard_stack import PASSWORD, Stack
 
 ADDRESS = "you@example.com"
 TEAM = "Support"

@@ -6,7 +6,7 @@ import re
 
 from playwright.sync_api import expect
 
-from tests.browser_dashboard.stack import (
+from tests.support.dashboard_stack import (
     OWNER_EMAIL,
     PASSWORD,
     ensure_owner,

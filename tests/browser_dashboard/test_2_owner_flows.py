@@ -12,7 +12,7 @@ import pytest
 from playwright.sync_api import expect
 
 from agentsvc.api.widget import embed_snippet
-from tests.browser_dashboard.stack import (
+from tests.support.dashboard_stack import (
     chat_as_key,
     create_api_key,
     ensure_owner,

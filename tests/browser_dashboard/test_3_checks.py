@@ -7,7 +7,7 @@ import io
 import urllib.request
 
 from agentsvc.api.openapi import model_id_pattern
-from tests.browser_dashboard.stack import (
+from tests.support.dashboard_stack import (
     api_status,
     chat_as_key,
     ensure_owner,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from playwright.sync_api import expect
 
-from tests.browser_dashboard.stack import (
+from tests.support.dashboard_stack import (
     PAGES,
     ensure_owner,
     image_stats,

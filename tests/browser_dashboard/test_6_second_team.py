@@ -6,7 +6,7 @@ import re
 
 from playwright.sync_api import expect
 
-from tests.browser_dashboard.stack import OWNER_EMAIL, Tab, ensure_owner, nav, sign_in
+from tests.support.dashboard_stack import OWNER_EMAIL, Tab, ensure_owner, nav, sign_in
 
 
 def test_signed_in_user_accepts_an_invitation_and_switches_teams(browser, stack):

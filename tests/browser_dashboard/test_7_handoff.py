@@ -11,7 +11,7 @@ from aiohttp import web
 from playwright.sync_api import expect
 
 from agentsvc.api.widget import embed_snippet
-from tests.browser_dashboard.stack import Tab, ensure_owner, nav, owner_key, sign_in
+from tests.support.dashboard_stack import Tab, ensure_owner, nav, owner_key, sign_in
 
 
 def _host_site(stack, agent_id: str) -> str:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from playwright.sync_api import expect
 
-from tests.browser_dashboard.stack import ensure_owner, nav, owner_key, sign_in
+from tests.support.dashboard_stack import ensure_owner, nav, owner_key, sign_in
 
 PROMPT = "Refunds are paid within five days. Parcels ship worldwide. We open at nine."
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from playwright.sync_api import expect
 
-from tests.browser_dashboard.stack import (
+from tests.support.dashboard_stack import (
     Tab,
     chat_as_key,
     ensure_owner,

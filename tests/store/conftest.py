@@ -11,7 +11,7 @@ import pytest
 from agentsvc.db import Database
 from agentsvc.db.postgres import PostgresDatabase
 from agentsvc.db.sqlite import SqliteDatabase
-from tests import pg
+from tests.support import pg
 
 
 @pytest.fixture

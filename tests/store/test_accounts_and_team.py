@@ -7,7 +7,7 @@ import pytest
 from agentsvc.db import ConstraintViolation
 from agentsvc.ids import new_id
 from agentsvc.store import accounts, api_keys, team
-from tests.store.builders import LATER, NOW, owner
+from tests.support.store_builders import LATER, NOW, owner
 
 
 async def test_users_are_found_by_email_whatever_its_case(db):

@@ -3,24 +3,8 @@
 from __future__ import annotations
 
 from agentsvc.store import agents, conversation_lists, conversations
-from agentsvc.store.conversations import Conversation, StoredMessage
-from tests.store.builders import LATER, NOW, add_agent, owner
-
-
-def conversation(who, n: int, created_at: str = NOW) -> Conversation:
-    return Conversation(
-        id=f"conversation_{n}",
-        agent_id=who.agent_id,
-        team_id=who.team_id,
-        title=f"c{n}",
-        session_id=None,
-        user_ref=None,
-        user_email=None,
-        user_name=None,
-        user_verified_by=None,
-        created_at=created_at,
-        updated_at=created_at,
-    )
+from agentsvc.store.conversations import StoredMessage
+from tests.support.store_builders import LATER, NOW, add_agent, conversation, owner
 
 
 def message(conversation_id: str, n: int, role: str = "user") -> StoredMessage:

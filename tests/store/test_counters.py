@@ -10,9 +10,7 @@ from agentsvc.db.migrations import schema_at
 from agentsvc.db.sqlite import SqliteDatabase
 from agentsvc.store import agents, conversations
 from agentsvc.store import submissions as store
-from tests.store.builders import LATER
-from tests.store.test_conversations_and_agents import conversation
-from tests.store.test_submissions import submission, with_form
+from tests.support.store_builders import LATER, conversation, submission, with_form
 
 COUNTS = {
     "conversations": "SELECT agent_id, COUNT(*) FROM conversations GROUP BY agent_id",

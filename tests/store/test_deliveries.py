@@ -7,7 +7,7 @@ from agentsvc.store import submissions as form_store
 from agentsvc.store import webhook_deliveries, webhooks
 from agentsvc.store.deliveries import Attempt
 from agentsvc.store.webhooks import Webhook
-from tests.store.builders import LATER, NOW, owner
+from tests.support.store_builders import LATER, NOW, owner
 
 SOON = "2026-11-24T00:00:30.000Z"
 OUTBOX = webhook_deliveries.OUTBOX

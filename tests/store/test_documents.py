@@ -6,7 +6,7 @@ import numpy as np
 
 from agentsvc.store import documents as store
 from agentsvc.store.documents import Document, PassageRow
-from tests.store.builders import LATER, NOW, owner
+from tests.support.store_builders import LATER, NOW, owner
 
 
 def document(who, n: int, status: str = "ready") -> Document:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from agentsvc.store import identity, mail_outbox
 from agentsvc.store.mail_outbox import OutboxMessage
-from tests.store.builders import LATER, NOW, owner
+from tests.support.store_builders import LATER, NOW, owner
 
 
 async def test_kept_mail_is_listed_newest_first_and_by_address(db):

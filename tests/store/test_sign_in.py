@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from agentsvc.store import invitations, sessions, sign_in
 from agentsvc.store.invitations import Invitation
-from tests.store.builders import LATER, NOW, owner
+from tests.support.store_builders import LATER, NOW, owner
 
 PAST = "2026-11-23T00:00:00.000Z"
 FUTURE = "2026-11-25T00:00:00.000Z"

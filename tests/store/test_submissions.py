@@ -5,36 +5,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from agentsvc.store import submissions as store
-from agentsvc.store import tools
-from agentsvc.store.submissions import Attempt, Delivery, Submission
-from tests.store.builders import LATER, NOW, owner
-from tests.store.test_tools_triggers_secrets import tool
+from agentsvc.store.submissions import Attempt, Delivery
+from tests.support.store_builders import LATER, NOW, owner, submission, with_form
 
 SOON = "2026-11-24T00:00:30.000Z"
-
-
-def submission(who, n: int, *, status: str = "pending", fields=("email",)) -> Submission:
-    return Submission(
-        id=f"submission_{n}",
-        team_id=who.team_id,
-        agent_id=who.agent_id,
-        tool_id="tool_1",
-        tool_name="contact",
-        conversation_id=None,
-        form_data={"email": "a@b.co"},
-        files=None,
-        fields_completed=list(fields),
-        execution_mode="webhook",
-        client_handler=None,
-        status=status,
-        webhook_attempts=0,
-        last_error=None,
-        client_result=None,
-        impression_at=NOW,
-        started_at=None,
-        created_at=f"2026-11-24T00:00:0{n}.000Z",
-        updated_at=NOW,
-    )
 
 
 def delivery(n: int, submission_id: str, due: str = NOW) -> Delivery:
@@ -56,13 +30,6 @@ def delivery(n: int, submission_id: str, due: str = NOW) -> Delivery:
         updated_at=NOW,
         completed_at=None,
     )
-
-
-async def with_form(db):
-    who = await owner(db)
-    async with db.write() as tx:
-        await tools.insert(tx, tool(who, "contact", 1, "form"))
-    return who
 
 
 async def test_a_submission_and_its_deliveries_round_trip(db):

@@ -6,36 +6,9 @@ import pytest
 
 from agentsvc.db import ConstraintViolation
 from agentsvc.store import secrets, tools, trigger_events, triggers
-from agentsvc.store.tools import Tool
 from agentsvc.store.trigger_events import Mismatch, TriggerEvent
 from agentsvc.store.triggers import Trigger
-from tests.store.builders import LATER, NOW, owner
-
-
-def tool(who, name: str, n: int, kind: str = "mock") -> Tool:
-    return Tool(
-        id=f"tool_{n}",
-        agent_id=who.agent_id,
-        team_id=who.team_id,
-        name=name,
-        description="d",
-        execution_type=kind,
-        input_schema={"type": "object"},
-        is_enabled=True,
-        display_config=None,
-        mock_response='{"ok": true}' if kind == "mock" else None,
-        http_url=None,
-        http_method=None,
-        http_headers=None,
-        form_schema={"fields": []} if kind == "form" else None,
-        form_execution_mode="webhook" if kind == "form" else None,
-        form_webhook_url=None,
-        form_client_handler=None,
-        form_post_actions=None,
-        form_webhook_secret=None,
-        created_at=NOW,
-        updated_at=NOW,
-    )
+from tests.support.store_builders import LATER, NOW, owner, tool
 
 
 def trigger(who, n: int, priority: int = 0) -> Trigger:

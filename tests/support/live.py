@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 
 from agentsvc.llm.sse import SseParser
-from tests.chat_helpers import chat, new_agent, user
+from tests.support.chat import chat, new_agent, user
 
 VISITOR_SESSION = "visitor-session-0001"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.fakes.llm_common import FakeProvider, Reply, sse
+from tests.support.fakes.llm_common import FakeProvider, Reply, sse
 
 MODEL = "gpt-4o-mini"
 

@@ -1,7 +1,11 @@
 """The PostgreSQL side of the suite: with TEST_POSTGRES_URL set (a server the test
-run started, see scripts/test.sh --postgres), every app a test builds gets a schema of its
-own in that database (a fresh, empty database as far as the app can tell), dropped after
-the test."""
+run started, see scripts/test.sh), every app a test builds gets a schema of its own (a
+fresh, empty database as far as the app can tell), dropped after the test.
+
+Each test process (one per pytest-xdist worker) keeps its schemas in a database of its own,
+so one worker's `NOTIFY agentsvc_changes` never reaches another's apps, and uses a Redis
+database of its own (number 1 + the worker's), so one worker's flush never empties the rate
+limits of another's test."""
 
 from __future__ import annotations
 
@@ -15,7 +19,18 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 import pytest
 
 SERVER_URL = os.environ.get("TEST_POSTGRES_URL", "")
-REDIS_URL = os.environ.get("TEST_REDIS_URL", "")
+# "gw0", "gw1"... in a pytest-xdist worker; empty in a run without workers.
+WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+
+
+def _worker_redis_url(url: str) -> str:
+    """The Redis database of this test process: 0 alone, 1 + its number for a worker."""
+    if not url or not WORKER:
+        return url
+    return urlunsplit(urlsplit(url)._replace(path=f"/{1 + int(WORKER.removeprefix('gw'))}"))
+
+
+REDIS_URL = _worker_redis_url(os.environ.get("TEST_REDIS_URL", ""))
 
 # For what only SQLite has (its WAL, its file lock, its file on disk).
 sqlite_only = pytest.mark.skipif(bool(SERVER_URL), reason="SQLite's own mechanics")
@@ -29,6 +44,11 @@ _created_databases: list[str] = []
 _by_directory: dict[Path, str] = {}
 _loop: asyncio.AbstractEventLoop | None = None
 _admin = None
+_process_database = f"w{os.getpid()}"  # where this process's schemas live
+
+
+def _database_url(name: str) -> str:
+    return urlunsplit(urlsplit(SERVER_URL)._replace(path=f"/{name}"))
 
 
 def _run(coro):
@@ -40,13 +60,35 @@ def _run(coro):
     return asyncio.run_coroutine_threadsafe(coro, _loop).result(timeout=60)
 
 
+async def _on_server(sql: str) -> None:
+    """Run one statement on the server's own database (CREATE/DROP DATABASE)."""
+    import asyncpg
+
+    conn = await asyncpg.connect(SERVER_URL)
+    try:
+        await conn.execute(sql)
+    finally:
+        await conn.close()
+
+
 async def _execute(sql: str) -> None:
+    """Run one statement in this process's database (made on first use)."""
     global _admin
     import asyncpg
 
     if _admin is None or _admin.is_closed():
-        _admin = await asyncpg.connect(SERVER_URL)
+        if _admin is None:
+            await _on_server(f"CREATE DATABASE {_process_database}")
+        _admin = await asyncpg.connect(_database_url(_process_database))
     await _admin.execute(sql)
+
+
+async def _drop_process_database() -> None:
+    global _admin
+    if _admin is None:
+        return
+    await _admin.close()
+    await _on_server(f"DROP DATABASE IF EXISTS {_process_database} WITH (FORCE)")
 
 
 def with_search_path(url: str, schema: str) -> str:
@@ -60,7 +102,7 @@ def fresh_database_url() -> str:
     schema = f"t{os.getpid()}_{next(_counter)}"
     _run(_execute(f"CREATE SCHEMA {schema}"))
     _created.append(schema)
-    return with_search_path(SERVER_URL, schema)
+    return with_search_path(_database_url(_process_database), schema)
 
 
 def database_url_for(data_dir: Path) -> str:
@@ -75,10 +117,9 @@ def database_url_for(data_dir: Path) -> str:
 def fresh_real_database_url() -> str:
     """A new database of its own (for tools that take a plain URL, such as pg_dump)."""
     name = f"d{os.getpid()}_{next(_counter)}"
-    _run(_execute(f"CREATE DATABASE {name}"))
+    _run(_on_server(f"CREATE DATABASE {name}"))
     _created_databases.append(name)
-    parts = urlsplit(SERVER_URL)
-    return urlunsplit(parts._replace(path=f"/{name}"))
+    return _database_url(name)
 
 
 def mark() -> tuple[int, int]:
@@ -96,7 +137,13 @@ def drop_created(since: tuple[int, int] = (0, 0)) -> None:
     while len(_created) > schemas:
         _run(_execute(f"DROP SCHEMA IF EXISTS {_created.pop()} CASCADE"))
     while len(_created_databases) > databases:
-        _run(_execute(f"DROP DATABASE IF EXISTS {_created_databases.pop()} WITH (FORCE)"))
+        _run(_on_server(f"DROP DATABASE IF EXISTS {_created_databases.pop()} WITH (FORCE)"))
+
+
+def drop_process_database() -> None:
+    """Drop this process's database with whatever it still holds (the end of a run)."""
+    drop_created()
+    _run(_drop_process_database())
 
 
 async def stored_bytes(app) -> bytes:

@@ -27,8 +27,8 @@ from playwright.sync_api import Browser, Page, expect
 from agentsvc.api import all_endpoints, app_keys
 from agentsvc.app import create_app
 from agentsvc.services.team import accounts
-from tests.conftest import make_settings
-from tests.fakes.oauth import FakeOAuth
+from tests.support.fakes.oauth import FakeOAuth
+from tests.support.settings import make_settings
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [

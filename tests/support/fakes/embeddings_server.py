@@ -114,7 +114,8 @@ class FakeEmbeddings:
 
 
 if __name__ == "__main__":
-    # A separate process for the benchmark: python -m tests.fakes.embeddings_server PORT DIMS
+    # A separate process for the benchmark:
+    # python -m tests.support.fakes.embeddings_server PORT DIMS
     import sys
 
     fake = FakeEmbeddings(dims=int(sys.argv[2]))
