@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import orjson
 from aiohttp import web
 
@@ -34,7 +36,12 @@ def create_app(settings: Settings) -> web.Application:
     for endpoint in endpoints:
         app.router.add_route(endpoint.method, endpoint.full_path, make_handler(endpoint))
     add_fallback(app)
-    app[app_keys.openapi_body_key] = orjson.dumps(
-        build_document(endpoints, list(settings.providers))
-    )
+    app[app_keys.openapi_body_key] = _openapi_body(tuple(settings.providers))
     return app
+
+
+@lru_cache(maxsize=8)
+def _openapi_body(providers: tuple[str, ...]) -> bytes:
+    """The OpenAPI document, which depends on the configured providers' names alone: built
+    once per process (a quarter of a second of pydantic's schema generation), not per app."""
+    return orjson.dumps(build_document(all_endpoints(), list(providers)))
