@@ -11,6 +11,9 @@
 # TEST_WORKERS pytest-xdist workers (default 6: the suite mostly waits on I/O and timers, so
 # more workers than cores pay); TEST_WORKERS=0 runs them in this one process.
 set -euo pipefail
+# Compiled modules (and pytest's rewritten test modules) are kept between runs and shared by
+# the workers: without them every worker compiles the whole package and suite again.
+unset PYTHONDONTWRITEBYTECODE
 cd "$(dirname "$0")/.."
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
 backends=${TEST_BACKENDS:-sqlite postgresql}

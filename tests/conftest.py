@@ -76,18 +76,14 @@ def _drop_every_postgres_schema():
 # whichever worker is free.
 _ONE_WORKER_PACKAGES = ("browser", "browser_dashboard")
 # Tests that need the machine to themselves: those that measure it (latency percentiles,
-# write holds, RSS, recovery after SIGKILL), the MCP tests (the exchange runs in a
-# low-priority thread, agentsvc/cpu.py, which busy workers starve past its deadline) and
-# the browser packages (Chromium against fixed timeouts). scripts/test.sh runs them after
-# the parallel workers, alone. TEST_PHASE=parallel leaves them out, TEST_PHASE=alone runs
-# only them; unset (a plain `pytest`), everything runs.
+# write holds, RSS, recovery after SIGKILL) and the browser packages (Chromium against fixed
+# timeouts, which busy workers starve; the dashboard's tests also build on each other in
+# order). scripts/test.sh runs them after the parallel workers, alone. TEST_PHASE=parallel
+# or alone selects those; unset (a plain `pytest`), everything runs.
 _ALONE_MODULES = (
     "test_crash_safety.py",
     "test_db.py",
     "test_dos.py",
-    "test_mcp_listing_secrets.py",
-    "test_mcp_protocol_errors.py",
-    "test_mcp_tools.py",
     "test_stream_limits.py",
     "test_submit_limits.py",
     "test_write_holds.py",
@@ -104,15 +100,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if phase not in ("", "parallel", "alone"):
         raise pytest.UsageError(f"TEST_PHASE must be parallel or alone, not {phase!r}")
     if phase:
-        alone = phase == "alone"
 
-        def needs_the_machine(item: pytest.Item) -> bool:
+        def phase_of(item: pytest.Item) -> str:
             package = item.path.parent
             if package.parent == here and package.name in _ONE_WORKER_PACKAGES:
-                return True
-            return package == here and item.path.name in _ALONE_MODULES
+                return "alone"
+            if package == here and item.path.name in _ALONE_MODULES:
+                return "alone"
+            return "parallel"
 
-        keep = [i for i in items if needs_the_machine(i) == alone]
+        keep = [i for i in items if phase_of(i) == phase]
         config.hook.pytest_deselected(items=[i for i in items if i not in keep])
         items[:] = keep
 
