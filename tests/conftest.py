@@ -90,6 +90,16 @@ _ALONE_MODULES = (
 )
 
 
+# One test of a module that otherwise shares the machine well may need it alone too.
+ALONE_MARK = "needs_the_machine"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", f"{ALONE_MARK}: runs after the parallel workers, alone (scripts/test.sh)"
+    )
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     here = Path(__file__).resolve().parent
     for item in items:
@@ -106,6 +116,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             if package.parent == here and package.name in _ONE_WORKER_PACKAGES:
                 return "alone"
             if package == here and item.path.name in _ALONE_MODULES:
+                return "alone"
+            if item.get_closest_marker(ALONE_MARK) is not None:
                 return "alone"
             return "parallel"
 
