@@ -17,8 +17,6 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import Any, NoReturn
 
-from aiohttp import web
-
 from agentsvc.cli_input import UsageError, checked, checked_plan, read_password
 from agentsvc.config import (
     WILDCARD_HOSTS,
@@ -59,6 +57,8 @@ def _settings(args: argparse.Namespace) -> Settings:
 async def _serve(
     settings: Settings, sockets: list[socket.socket], open_files: OpenFileLimit | None = None
 ) -> None:
+    from aiohttp import web
+
     from agentsvc.api.server import make_runner
     from agentsvc.app import create_app
 

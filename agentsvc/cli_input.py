@@ -8,10 +8,7 @@ from typing import Any, TextIO
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from agentsvc.api.api_keys import KeyName
-from agentsvc.api.session_auth import CallbackUrl, Email
-from agentsvc.api.setup import NewPassword
-from agentsvc.api.team import OptionalDisplayName
+from agentsvc.input_types import CallbackUrl, Email, KeyName, NewPassword, OptionalDisplayName
 from agentsvc.passwords import MAX_PASSWORD_LENGTH
 from agentsvc.validation_messages import describe_validation_error
 

@@ -30,8 +30,7 @@ from agentsvc.mail import Mailer
 from agentsvc.mcp_client import McpClient
 from agentsvc.outbound import OutboundClient
 from agentsvc.passwords import warm_up
-from agentsvc.ratelimit import LocalLimiter
-from agentsvc.ratelimit_redis import RedisLimiter
+from agentsvc.ratelimit import Limiter, LocalLimiter
 from agentsvc.secretbox import SecretBox
 from agentsvc.services import changes
 from agentsvc.services.agent_analytics import AnalyticsService
@@ -112,7 +111,12 @@ def attach(app: web.Application) -> None:
 async def _limits(app: web.Application) -> AsyncIterator[None]:
     """The rate limits: in this process's memory, or shared through Redis when configured."""
     redis_url = app[app_keys.settings_key].ratelimit.redis_url
-    limiter = RedisLimiter(redis_url) if redis_url else LocalLimiter()
+    limiter: Limiter = LocalLimiter()
+    if redis_url:
+        # The Redis client is loaded only when configured (a tenth of a second at start-up).
+        from agentsvc.ratelimit_redis import RedisLimiter
+
+        limiter = RedisLimiter(redis_url)
     app[app_keys.limiter_key] = limiter
     yield
     await limiter.close()

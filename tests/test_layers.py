@@ -139,6 +139,22 @@ def test_the_mcp_sdk_is_not_imported_at_start_up():
     assert found == "[]"
 
 
+def test_the_command_line_loads_no_web_layer_and_the_app_no_redis_client():
+    """`agentsvc --help`, a usage error or `apikey create` take half a second, not one: the
+    command line checks its options with `input_types` and loads the web server for `serve`
+    only; the Redis client is loaded only when Redis is configured."""
+    probe = (
+        "import sys, agentsvc.cli;"
+        "print(sorted(m for m in ('aiohttp', 'agentsvc.api', 'redis') if m in sys.modules));"
+        "import agentsvc.app;"
+        "print('redis' in sys.modules)"
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout.split("\n")
+    assert found[:2] == ["[]", "False"]
+
+
 # The composition root: the modules that put the layers together (and the CLI's input
 # models, which are the API's). Every other top-level module sits below services/.
 ROOT_MODULES = {"app.py", "runtime.py", "cli.py", "cli_input.py", "__main__.py"}

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
 from agentsvc.api import app_keys
 from agentsvc.api.audit import actor_of
 from agentsvc.api.models import RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, envelope_response
+from agentsvc.input_types import KeyName
 from agentsvc.services.team.service import ApiKeysService
 from agentsvc.store.api_keys import ApiKey
 
@@ -19,9 +17,6 @@ routes = RouteTable("api-keys")
 
 def _keys(call: Call) -> ApiKeysService:
     return call.app[app_keys.api_keys_key]
-
-
-KeyName = Annotated[str, Field(max_length=200)]
 
 
 class ApiKeyCreate(RequestModel):

@@ -14,7 +14,7 @@ from agentsvc.api.models import QueryModel, RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, envelope_response
 from agentsvc.api.state import request_deps
 from agentsvc.errors import Forbidden, Unauthorized
-from agentsvc.passwords import MAX_PASSWORD_LENGTH
+from agentsvc.input_types import CallbackUrl, Email, Password
 from agentsvc.services.team.oauth import STATE_TTL_SECONDS
 from agentsvc.services.team.service import SignInService
 from agentsvc.services.team.sessions import SESSION_COOKIE, SignedIn, normalise_email
@@ -26,14 +26,6 @@ def _sign_in(call: Call) -> SignInService:
     return call.app[app_keys.sign_in_key]
 
 
-# Control characters are listed explicitly: pydantic's regex engine reads \s as Unicode
-# White_Space, which leaves out \x1c-\x1f (and Python's mail headers split on those).
-_EMAIL_CHAR = r"[^@\s\u0000-\u001f\u007f-\u009f\u2028\u2029]"
-Email = Annotated[
-    str, Field(min_length=3, max_length=254, pattern=rf"^{_EMAIL_CHAR}+@{_EMAIL_CHAR}+$")
-]
-Password = Annotated[str, Field(min_length=1, max_length=MAX_PASSWORD_LENGTH)]
-CallbackUrl = Annotated[str, Field(min_length=1, max_length=2048)]
 OAUTH_STATE_COOKIE = "agentsvc_oauth_state"
 
 

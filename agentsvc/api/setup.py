@@ -10,8 +10,7 @@ from agentsvc.api import app_keys, auth
 from agentsvc.api.models import RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, envelope_response
 from agentsvc.api.session_auth import limit_sign_in
-from agentsvc.passwords import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH
-from agentsvc.services.team.accounts import MAX_DISPLAY_NAME
+from agentsvc.input_types import MAX_DISPLAY_NAME, NewPassword
 from agentsvc.services.team.service import TeamService
 from agentsvc.text_patterns import DISPLAY_NAME_PATTERN
 
@@ -20,9 +19,6 @@ routes = RouteTable("setup")
 
 def _team(call: Call) -> TeamService:
     return call.app[app_keys.team_key]
-
-
-NewPassword = Annotated[str, Field(min_length=MIN_PASSWORD_LENGTH, max_length=MAX_PASSWORD_LENGTH)]
 
 
 class OwnerCreate(RequestModel):

@@ -13,29 +13,18 @@ from agentsvc.api.models import RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, json_response
 from agentsvc.api.session_auth import UserOut, limit_sign_in, user_json
 from agentsvc.errors import ValidationFailed
+from agentsvc.input_types import MAX_DISPLAY_NAME, DisplayName, OptionalDisplayName
 from agentsvc.passwords import MAX_PASSWORD_LENGTH
-from agentsvc.services.team.accounts import MAX_DISPLAY_NAME
 from agentsvc.services.team.membership import InvitationAnswer, MemberChange
 from agentsvc.services.team.service import TeamService
 from agentsvc.store.invitations import Invitation
 from agentsvc.store.team import Member
-from agentsvc.text_patterns import DISPLAY_NAME_PATTERN, SHOWN_DISPLAY_NAME_PATTERN
 
 routes = RouteTable("team")
 
 
 def _team(call: Call) -> TeamService:
     return call.app[app_keys.team_key]
-
-
-# A display name as accounts.display_name checks it, stated in the schema: at most 80
-# characters, no control characters or line breaks; a required one shows some character.
-OptionalDisplayName = Annotated[
-    str, Field(max_length=MAX_DISPLAY_NAME, pattern=DISPLAY_NAME_PATTERN)
-]
-DisplayName = Annotated[
-    str, Field(min_length=1, max_length=MAX_DISPLAY_NAME, pattern=SHOWN_DISPLAY_NAME_PATTERN)
-]
 
 
 # An invitation is mailed: the address leaves out the characters with a meaning in mail

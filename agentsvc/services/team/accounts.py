@@ -10,12 +10,12 @@ from dataclasses import dataclass
 from agentsvc.db import Database, Tx
 from agentsvc.errors import Conflict, ValidationFailed
 from agentsvc.ids import new_id, now_iso
+from agentsvc.input_types import MAX_DISPLAY_NAME
 from agentsvc.services import changes
 from agentsvc.store import accounts, api_keys
 from agentsvc.store.accounts import Team, User
 
 API_KEY_PREFIX = "asvc_"
-MAX_DISPLAY_NAME = 80
 
 
 def display_name(raw: str, field: str = "name") -> str:
