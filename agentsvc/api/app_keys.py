@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from aiohttp.abc import AbstractResolver
 
     from agentsvc.api.bodies import BodySlots
+    from agentsvc.api.openapi import OpenApiDocument
     from agentsvc.api.state import RequestDeps, RequestState
     from agentsvc.api.streams import EventStreams, OpenStreams, StreamingDeps
     from agentsvc.config import Settings
@@ -68,7 +69,7 @@ limiter_key: web.AppKey[Limiter] = web.AppKey("limiter")
 body_slots_key: web.AppKey[BodySlots] = web.AppKey("body_slots")
 jobs_key: web.AppKey[Jobs] = web.AppKey("jobs")
 metrics_key: web.AppKey[Metrics] = web.AppKey("metrics")
-openapi_body_key: web.AppKey[bytes] = web.AppKey("openapi_body")  # served by GET /openapi.json
+openapi_key: web.AppKey[OpenApiDocument] = web.AppKey("openapi")  # served by GET /openapi.json
 event_writer_key: web.AppKey[EventWriter] = web.AppKey("event_writer")
 secret_box_key: web.AppKey[SecretBox] = web.AppKey("secret_box")
 outbound_key: web.AppKey[OutboundClient] = web.AppKey("outbound")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import TypeAdapter
@@ -305,3 +307,19 @@ def build_document(endpoints: list[Endpoint], providers: list[str]) -> dict[str,
         },
         "security": [{"bearerAuth": []}, {"cookieAuth": []}],
     }
+
+
+class OpenApiDocument:
+    """The document's bytes, built on the first request for them and then kept: start-up
+    need not wait a third of a second for pydantic's schema generation, and the build runs
+    in a thread, so the event loop serves on meanwhile."""
+
+    def __init__(self, build: Callable[[], bytes]) -> None:
+        self._build = build
+        self._body: asyncio.Future[bytes] | None = None
+
+    async def body(self) -> bytes:
+        if self._body is None:
+            self._body = asyncio.ensure_future(asyncio.to_thread(self._build))
+        # Shielded: a client that goes away does not cancel the build the others await.
+        return await asyncio.shield(self._body)

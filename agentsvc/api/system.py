@@ -51,4 +51,5 @@ async def get_metrics(call: Call):
 @routes.get("/openapi.json", auth="public", response=dict, cors=True)
 async def get_openapi(call: Call):
     """The OpenAPI 3.1 document of every endpoint."""
-    return web.Response(body=call.app[app_keys.openapi_body_key], content_type="application/json")
+    body = await call.app[app_keys.openapi_key].body()
+    return web.Response(body=body, content_type="application/json")
