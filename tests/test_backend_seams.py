@@ -7,11 +7,19 @@ import ast
 import re
 from pathlib import Path
 
+import pytest
+
+from tests.support import source
+
+# With the other tests of the code's shape on one worker, each file is parsed once per run
+# (tests/support/source.py).
+pytestmark = pytest.mark.xdist_group("source")
+
 PACKAGE = Path(__file__).resolve().parent.parent / "agentsvc"
 
 
 def _trees() -> dict[Path, ast.Module]:
-    return {path: ast.parse(path.read_text(encoding="utf-8")) for path in PACKAGE.rglob("*.py")}
+    return {path: source.tree(path) for path in source.package_files()}
 
 
 def _strings(tree: ast.Module) -> list[ast.Constant]:
@@ -27,7 +35,7 @@ def test_the_store_writes_only_question_mark_placeholders():
     found = [
         f"{path.relative_to(PACKAGE)}:{node.lineno}"
         for path in sorted((PACKAGE / "store").rglob("*.py"))
-        for node in _strings(ast.parse(path.read_text(encoding="utf-8")))
+        for node in _strings(source.tree(path))
         if numbered.search(node.value)
     ]
     assert found == []
@@ -48,10 +56,9 @@ def test_one_vector_search_unavailable_class_in_db():
 
 def test_vector_search_unavailable_is_caught_by_name():
     """The knowledge service falls back to numpy on that error only (not on any error)."""
-    source = (PACKAGE / "services" / "knowledge" / "vectors.py").read_text(encoding="utf-8")
     handlers = [
         ast.unparse(node.type)
-        for node in ast.walk(ast.parse(source))
+        for node in ast.walk(source.tree(PACKAGE / "services" / "knowledge" / "vectors.py"))
         if isinstance(node, ast.ExceptHandler) and node.type is not None
     ]
     assert "VectorSearchUnavailable" in handlers
@@ -72,5 +79,5 @@ def test_the_constraint_error_mapping_is_defined_once():
     assert len(raisers) == 1 and raisers[0].startswith("db/__init__.py:")
     assert _classes("ConstraintViolation") == ["db/__init__.py"]
     for backend in ("sqlite.py", "postgres.py"):
-        source = (PACKAGE / "db" / backend).read_text(encoding="utf-8")
-        assert source.count("raises_constraint_violation(") == 1, backend
+        code = source.text(PACKAGE / "db" / backend)
+        assert code.count("raises_constraint_violation(") == 1, backend

@@ -6,6 +6,14 @@ import ast
 import re
 from pathlib import Path
 
+import pytest
+
+from tests.support import source
+
+# With the other tests of the code's shape on one worker, each file is parsed once per run
+# (tests/support/source.py).
+pytestmark = pytest.mark.xdist_group("source")
+
 PACKAGE = Path(__file__).resolve().parent.parent / "agentsvc"
 MAX_FUNCTION_LINES = 80
 MAX_COLLABORATORS = 5
@@ -26,9 +34,8 @@ COLLABORATOR = re.compile(
 
 
 def functions():
-    for path in sorted(PACKAGE.rglob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        for node in ast.walk(tree):
+    for path in source.package_files():
+        for node in ast.walk(source.tree(path)):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 yield f"{path.relative_to(PACKAGE)}:{node.name}", node
 

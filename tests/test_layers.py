@@ -10,6 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import source
+
+# With the other tests of the code's shape on one worker, each file is parsed once per run
+# (tests/support/source.py).
+pytestmark = pytest.mark.xdist_group("source")
+
 PACKAGE = Path(__file__).resolve().parent.parent / "agentsvc"
 DRIVERS = ("sqlite3", "aiosqlite", "asyncpg")
 
@@ -21,7 +27,7 @@ def modules(layer: str) -> list[Path]:
 def imports(path: Path) -> set[str]:
     """Every module a file imports (at the top or inside functions), by full dotted name."""
     names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(source.tree(path)):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -126,33 +132,22 @@ def test_no_private_driver_internals():
     assert users == []
 
 
-def test_the_mcp_sdk_is_not_imported_at_start_up():
-    """The SDK takes about as long to import as the rest of the service: the app, the CLI
-    and the runtime load it on the first MCP exchange only."""
-    probe = (
-        "import sys, agentsvc.app, agentsvc.cli, agentsvc.runtime;"
-        "print(sorted(m for m in ('mcp', 'mcp_types', 'httpx2') if m in sys.modules))"
-    )
-    found = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
-    ).stdout.strip()
-    assert found == "[]"
-
-
-def test_the_command_line_loads_no_web_layer_and_the_app_no_redis_client():
-    """`agentsvc --help`, a usage error or `apikey create` take half a second, not one: the
-    command line checks its options with `input_types` and loads the web server for `serve`
-    only; the Redis client is loaded only when Redis is configured."""
+def test_start_up_loads_only_what_it_needs():
+    """The MCP SDK takes about as long to import as the rest of the service: the app, the
+    CLI and the runtime load it on the first MCP exchange only. `agentsvc --help`, a usage
+    error or `apikey create` take half a second, not one: the command line checks its options
+    with `input_types` and loads the web server for `serve` only. The Redis client is loaded
+    only when Redis is configured."""
     probe = (
         "import sys, agentsvc.cli;"
         "print(sorted(m for m in ('aiohttp', 'agentsvc.api', 'redis') if m in sys.modules));"
-        "import agentsvc.app;"
-        "print('redis' in sys.modules)"
+        "import agentsvc.app, agentsvc.runtime;"
+        "print(sorted(m for m in ('mcp', 'mcp_types', 'httpx2', 'redis') if m in sys.modules))"
     )
     found = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True
     ).stdout.split("\n")
-    assert found[:2] == ["[]", "False"]
+    assert found[:2] == ["[]", "[]"]
 
 
 # The composition root: the modules that put the layers together (and the CLI's input
@@ -230,7 +225,7 @@ def runtime_imports(path: Path, known: dict[str, Path]) -> dict[str, bool]:
                     found[name] = found.get(name, True) and lazy
             visit(child, lazy)
 
-    visit(ast.parse(path.read_text(encoding="utf-8")), False)
+    visit(source.tree(path), False)
     return found
 
 

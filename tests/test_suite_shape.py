@@ -6,6 +6,14 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
+from tests.support import source
+
+# With the other tests of the code's shape on one worker, each file is parsed once per run
+# (tests/support/source.py).
+pytestmark = pytest.mark.xdist_group("source")
+
 TESTS = Path(__file__).resolve().parent
 MAX_LINES = 800
 # Modules outside tests/support/ that are neither tests nor fixtures, each with its reason.
@@ -20,7 +28,7 @@ def _suite_files() -> list[Path]:
 
 def _imported_modules(path: Path) -> list[str]:
     found = []
-    for node in ast.walk(ast.parse(path.read_text("utf-8"), str(path))):
+    for node in ast.walk(source.tree(path)):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             found.append(node.module)
             found.extend(f"{node.module}.{alias.name}" for alias in node.names)
