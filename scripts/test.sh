@@ -41,21 +41,39 @@ fi
 
 workers=${TEST_WORKERS:-6}
 
-# On workers, the tests that need the machine to themselves (tests/conftest.py) run
-# afterwards, alone. Exit status 5 is pytest's "no test selected": a file list may hold
-# none of them (or only them).
+# On workers, the suite runs in three phases (tests/conftest.py): most tests on the workers;
+# then the widget's and the dashboard's browser tests, side by side in two processes; then
+# the tests that measure the machine, alone. Exit status 5 is pytest's "no test selected":
+# a file list may hold none of a phase's tests.
 run_tests() {
     if [ "$workers" = 0 ]; then
         python3 -m pytest -p no:cacheprovider "$@"
         return
     fi
-    local status=0 code=0
-    TEST_PHASE=parallel python3 -m pytest -p no:cacheprovider -n "$workers" "$@" || code=$?
-    [ "$code" -eq 0 ] || [ "$code" -eq 5 ] || status=$code
+    local status=0 code widget_log widget
+    keep() { [ "$1" -eq 0 ] || [ "$1" -eq 5 ] || status=$1; }
     code=0
-    echo "-- the tests that need the machine to themselves, alone"
+    TEST_PHASE=parallel python3 -m pytest -p no:cacheprovider -n "$workers" "$@" || code=$?
+    keep $code
+    echo "-- the browser tests: the widget's and the dashboard's, side by side"
+    # With no file list, each process collects its own package only.
+    widget_log=$(mktemp)
+    TEST_PHASE=browser python3 -m pytest -p no:cacheprovider "${@:-tests/browser}" \
+        >"$widget_log" 2>&1 &
+    widget=$!
+    code=0
+    TEST_PHASE=browser_dashboard python3 -m pytest -p no:cacheprovider \
+        "${@:-tests/browser_dashboard}" || code=$?
+    keep $code
+    code=0
+    wait "$widget" || code=$?
+    keep $code
+    cat "$widget_log"
+    rm -f "$widget_log"
+    echo "-- the tests that measure the machine, alone"
+    code=0
     TEST_PHASE=alone python3 -m pytest -p no:cacheprovider "$@" || code=$?
-    [ "$code" -eq 0 ] || [ "$code" -eq 5 ] || status=$code
+    keep $code
     return $status
 }
 

@@ -75,11 +75,15 @@ def _drop_every_postgres_schema():
 # pytest-xdist worker (`--dist loadgroup`, pyproject.toml); every other test goes to
 # whichever worker is free.
 _ONE_WORKER_PACKAGES = ("browser", "browser_dashboard")
-# Tests that need the machine to themselves: those that measure it (latency percentiles,
-# write holds, RSS, recovery after SIGKILL) and the browser packages (Chromium against fixed
-# timeouts, which busy workers starve; the dashboard's tests also build on each other in
-# order). scripts/test.sh runs them after the parallel workers, alone. TEST_PHASE=parallel
-# or alone selects those; unset (a plain `pytest`), everything runs.
+# scripts/test.sh runs the suite in three phases, selected by TEST_PHASE (unset, a plain
+# `pytest` runs everything):
+# - parallel: most tests, on many workers;
+# - browser and browser_dashboard: the two browser packages, one each, side by side in two
+#   processes (Chromium against fixed timeouts, which many busy workers starve; the
+#   dashboard's files run in order, which pytest-xdist does not keep);
+# - alone: the tests that measure the machine (latency percentiles, write holds, RSS,
+#   recovery after SIGKILL), one at a time on a quiet machine.
+PHASES = ("parallel", *_ONE_WORKER_PACKAGES, "alone")
 _ALONE_MODULES = (
     "test_crash_safety.py",
     "test_db.py",
@@ -107,14 +111,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if package.parent == here and package.name in _ONE_WORKER_PACKAGES:
             item.add_marker(pytest.mark.xdist_group(package.name))
     phase = os.environ.get("TEST_PHASE", "")
-    if phase not in ("", "parallel", "alone"):
-        raise pytest.UsageError(f"TEST_PHASE must be parallel or alone, not {phase!r}")
+    if phase not in ("", *PHASES):
+        raise pytest.UsageError(f"TEST_PHASE must be one of {', '.join(PHASES)}, not {phase!r}")
     if phase:
 
         def phase_of(item: pytest.Item) -> str:
             package = item.path.parent
             if package.parent == here and package.name in _ONE_WORKER_PACKAGES:
-                return "alone"
+                return package.name
             if package == here and item.path.name in _ALONE_MODULES:
                 return "alone"
             if item.get_closest_marker(ALONE_MARK) is not None:
