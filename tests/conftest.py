@@ -84,17 +84,10 @@ _ONE_WORKER_PACKAGES = ("browser", "browser_dashboard")
 # - alone: the tests that measure the machine (latency percentiles, write holds, RSS,
 #   recovery after SIGKILL), one at a time on a quiet machine.
 PHASES = ("parallel", *_ONE_WORKER_PACKAGES, "alone")
-_ALONE_MODULES = (
-    "test_crash_safety.py",
-    "test_db.py",
-    "test_dos.py",
-    "test_stream_limits.py",
-    "test_submit_limits.py",
-    "test_write_holds.py",
-)
 
 
-# One test of a module that otherwise shares the machine well may need it alone too.
+# A module that measures the machine says so with `pytestmark = pytest.mark.needs_the_machine`;
+# one test of a module that otherwise shares the machine well may need it alone too.
 ALONE_MARK = "needs_the_machine"
 
 
@@ -119,8 +112,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             package = item.path.parent
             if package.parent == here and package.name in _ONE_WORKER_PACKAGES:
                 return package.name
-            if package == here and item.path.name in _ALONE_MODULES:
-                return "alone"
             if item.get_closest_marker(ALONE_MARK) is not None:
                 return "alone"
             return "parallel"

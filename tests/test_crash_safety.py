@@ -10,6 +10,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
+# It measures the machine (timings, memory, recovery): it runs alone (tests/conftest.py).
+pytestmark = pytest.mark.needs_the_machine
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 import soak_crash  # noqa: E402
 

@@ -13,6 +13,9 @@ from agentsvc.db import ConstraintViolation, Tx
 from agentsvc.db.migrations import schema_version
 from agentsvc.db.sqlite import SqliteDatabase
 
+# It measures the machine (timings, memory, recovery): it runs alone (tests/conftest.py).
+pytestmark = pytest.mark.needs_the_machine
+
 
 @pytest.fixture
 async def db(tmp_path: Path):

@@ -19,6 +19,10 @@ from pathlib import Path
 
 import aiohttp
 import orjson
+import pytest
+
+# It measures the machine (timings, memory, recovery): it runs alone (tests/conftest.py).
+pytestmark = pytest.mark.needs_the_machine
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 from benchlib import ServerProcess, api_key, free_port  # noqa: E402

@@ -15,12 +15,16 @@ from collections import Counter
 from pathlib import Path
 
 import aiohttp
+import pytest
 
 from agentsvc.api import app_keys
 from tests.support.accounts import bearer, create_user, new_api_key, session, sign_in
 from tests.support.chat import Stream, chat, get_conversation, new_agent, user
 from tests.support.errors import assert_error
 from tests.support.live import open_events
+
+# It measures the machine (timings, memory, recovery): it runs alone (tests/conftest.py).
+pytestmark = pytest.mark.needs_the_machine
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 from bench_disconnects import chat_body, drop_mid_stream  # noqa: E402

@@ -18,6 +18,9 @@ from tests.support.chat import chat, new_agent, user
 from tests.support.errors import assert_error
 from tests.support.forms import data_url, detail, make_form, submit, submitted
 
+# It measures the machine (timings, memory, recovery): it runs alone (tests/conftest.py).
+pytestmark = pytest.mark.needs_the_machine
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 from bench_submit_memory import big_body, measure  # noqa: E402
 

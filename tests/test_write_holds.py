@@ -24,6 +24,9 @@ from tests.support.chat import chat, new_agent, new_tool, user
 from tests.support.errors import assert_error
 from tests.support.fakes.mcp_server import FakeMcpServer
 
+# It measures the machine (timings, memory, recovery): it runs alone (tests/conftest.py).
+pytestmark = pytest.mark.needs_the_machine
+
 HOSTILE_SCHEMA = {"type": "object", "anyOf": [{}] * 20_000}  # 60 KB of JSON
 TOO_COMPLEX = "inputSchema: is too large or complex to check"
 
