@@ -356,7 +356,7 @@ class ExportSettings(_Section):
 
 
 class IdentitySettings(_Section):
-    """`[identity]`: the signed widget identity (`userToken`, README: Signed identity)."""
+    """`[identity]`: the signed widget identity (`userToken`, docs/integrators/identity.md)."""
 
     # A token whose exp is further away than this is refused: a leaked token must not
     # stand for its user for months.

@@ -3,7 +3,7 @@ service: limits are shared, every accepted submission is delivered (one process 
 with SIGKILL mid-delivery), and a revoked key is refused by every process within 1 s.
 
 Runs on the PostgreSQL side of the suite (scripts/test.sh starts the servers); nginx is
-Debian's, with scripts/nginx_cluster.conf as the README shows it, on free ports.
+Debian's, with scripts/nginx_cluster.conf as docs/operators/growing.md shows it, on free ports.
 """
 
 from __future__ import annotations

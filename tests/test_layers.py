@@ -1,4 +1,4 @@
-"""The layering rules of the README's architecture section, enforced by scanning imports."""
+"""The layering rules of docs/contributors/architecture.md, enforced by scanning imports."""
 
 from __future__ import annotations
 

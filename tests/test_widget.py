@@ -107,15 +107,16 @@ def _stub_methods(text: str) -> list[str]:
 
 
 def test_talk_to_person_is_in_every_embed_stub():
-    """Issue 29 item 10: the queueing stub of the README, the demo page and the dashboard's
-    Widget page lists every method of the widget's API (talkToPerson was missing)."""
+    """Issue 29 item 10: the queueing stub of the docs (docs/owners/widget.md), the demo page
+    and the dashboard's Widget page lists every method of the widget's API (talkToPerson was
+    missing)."""
     source = WIDGET_PATH.read_text("utf-8")
     api = source[source.index("var publicApi = {") : source.index("// The shared matching rules")]
     methods = [m for m in re.findall(r"^    (\w+):", api, re.M) if m not in ("loaded", "version")]
     assert "talkToPerson" in methods
     root = Path(__file__).resolve().parent.parent
     stubs = {
-        "README.md": (root / "README.md").read_text("utf-8"),
+        "docs/owners/widget.md": (root / "docs/owners/widget.md").read_text("utf-8"),
         "embed_snippet": embed_snippet({"agentId": "agt_x"}, "https://x.test/widget.js"),
         "page-widget.js": (root / "agentsvc/static/dashboard/page-widget.js").read_text("utf-8"),
     }

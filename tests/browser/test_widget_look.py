@@ -3,7 +3,7 @@ embed, ::part() styling, languages and right to left, starters, inline mode, ful
 narrow screens, SVG icons, dark mode, and axe-core in every state.
 
 `AGENTSVC_WRITE_ARTEFACTS=1 python3 -m pytest tests/browser/test_widget_look.py -k
-screenshots` rewrites the README's pictures under tests/browser/artefacts/.
+screenshots` rewrites the pictures of the README and the docs under tests/browser/artefacts/.
 """
 
 from __future__ import annotations

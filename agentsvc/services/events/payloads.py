@@ -1,4 +1,4 @@
-"""The event types webhooks can receive and the `data` each carries (the README's shapes).
+"""The event types webhooks can receive and the `data` each carries (docs/integrators/webhooks.md).
 
 A delivered body is `{id, type, timestamp, data}`; `data` is built here from what the
 change wrote, at the moment it was written, so a later edit never changes a sent event.
