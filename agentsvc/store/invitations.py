@@ -97,14 +97,11 @@ async def expire_due(tx: Tx, now: str) -> int:
     return changed
 
 
-async def token_hashes(tx: Tx, team_id: str, invitation_ids: list[str]) -> dict[str, str]:
-    """The stored token hash of each of these invitations of the team, by id."""
-    if not invitation_ids:
-        return {}
-    marks = ", ".join("?" for _ in invitation_ids)
+async def pending_token_hashes(tx: Tx, team_id: str) -> dict[str, str]:
+    """The stored token hash of each pending invitation of the team, by id."""
     rows = await tx.fetchall(
-        f"SELECT id, token_hash FROM invitations WHERE team_id = ? AND id IN ({marks})",
-        (team_id, *invitation_ids),
+        "SELECT id, token_hash FROM invitations WHERE team_id = ? AND status = 'pending'",
+        (team_id,),
     )
     return {r[0]: r[1] for r in rows}
 

@@ -85,8 +85,7 @@ class TeamService:
         """The team's invitations, newest first, whatever their status; the pending ones
         with their link."""
         found = await membership.list_invitations(self._db, team_id)
-        pending = [i.id for i in found if i.status == "pending"]
-        hashes = await invitation_store.token_hashes(self._db.reader, team_id, pending)
+        hashes = await invitation_store.pending_token_hashes(self._db.reader, team_id)
         return [Shared(i, self._link(i, hashes.get(i.id))) for i in found]
 
     def _link(self, invitation: Invitation, stored_hash: str | None) -> str | None:
