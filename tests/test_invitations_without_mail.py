@@ -47,9 +47,10 @@ async def invite(client, auth, email="new@example.com", role="member") -> dict:
 
 
 async def listed(client, auth) -> dict[str, dict]:
+    """The newest invitation of each address (the list is newest first)."""
     resp = await client.get("/api/v1/team/invitations", headers=auth)
     assert resp.status == 200, await resp.text()
-    return {i["email"]: i for i in await resp.json()}
+    return {i["email"]: i for i in reversed(await resp.json())}
 
 
 async def accept(client, link: str, **body):
