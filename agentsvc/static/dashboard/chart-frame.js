@@ -90,11 +90,13 @@ export function chartCard({ heading, draw, csv, extra = null }) {
   box.addEventListener("blur", () => show(-1));
   box.addEventListener("keydown", (e) => {
     const last = drawn.marks.length - 1;
-    const moves = { ArrowRight: index + 1, ArrowDown: index + 1, ArrowLeft: index - 1, ArrowUp: index - 1, Home: 0, End: last };
+    // From no mark, forwards starts at the first and backwards at the last.
+    const back = index < 0 ? last + 1 : index;
+    const moves = { ArrowRight: index + 1, ArrowDown: index + 1, ArrowLeft: back - 1, ArrowUp: back - 1, Home: 0, End: last };
     if (e.key === "Escape") return show(-1);
     if (!(e.key in moves) || last < 0) return;
     e.preventDefault();
-    show(Math.max(0, Math.min(last, index < 0 ? 0 : moves[e.key])));
+    show(Math.max(0, Math.min(last, moves[e.key])));
   });
   const download = h("button", {
     type: "button", class: "secondary small", "aria-label": `Download CSV: ${heading}`,

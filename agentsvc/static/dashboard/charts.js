@@ -126,7 +126,7 @@ export function groupedBars(groups, series, { title = "Chart" } = {}, width = 56
       const bar = s("rect", { x, y: y(v), width: barW - 3, height: Math.max(top + plotH - y(v), 1), class: `bar series${si}` });
       svg.append(bar);
       svg.append(s("text", { x: x + (barW - 3) / 2, y: y(v) - 4, "text-anchor": "middle", class: "value" }, v));
-      marks.push({ box: { x, y: top, w: barW, h: plotH }, el: bar, lines: [g.label, `${series[si]}: ${v}`] });
+      marks.push({ box: { x, y: top, w: barW, h: plotH + 4 }, el: bar, lines: [g.label, `${series[si]}: ${v}`] });
     });
     svg.append(s("text", { x: left + gi * groupW + groupW / 2, y: top + plotH + 20, "text-anchor": "middle", class: "label" }, fit(g.label, groupW - 8)));
   });
