@@ -432,7 +432,7 @@ def _team_services(app: web.Application) -> None:
     settings = app[app_keys.settings_key]
     db = app[app_keys.db_key]
     mailer = app[app_keys.mailer_key]
-    app[app_keys.team_key] = TeamService(db, mailer, settings)
+    app[app_keys.team_key] = TeamService(db, mailer, settings, app[app_keys.secret_box_key])
     app[app_keys.sign_in_key] = SignInService(db, settings, mailer, app[app_keys.oauth_http_key])
     app[app_keys.api_keys_key] = ApiKeysService(db)
     app[app_keys.health_key] = HealthService(db)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import hmac
 import os
 import secrets
 from pathlib import Path
@@ -57,12 +58,21 @@ class SecretBox:
         if len(key) != 32:
             raise ValueError("the secret box key must be 32 bytes")
         self._aead = AESGCM(key)
+        # A second key for derived secrets (`derive`), so the sealing key is used for one thing.
+        self._derive_key = hmac.digest(key, b"agentsvc derived secrets v1", "sha256")
 
     @classmethod
     def from_settings(cls, secret_key: str, data_dir: Path) -> SecretBox:
         """The box for an instance: the configured key, else the one kept in data_dir."""
         key = _key_from_text(secret_key) if secret_key else load_or_create_key(data_dir)
         return cls(key)
+
+    def derive(self, context: str) -> str:
+        """A secret made from the key and a context (HMAC-SHA256, URL-safe base64, 43
+        characters): the same context always gives the same secret, which nothing in the
+        database reveals; another key gives another."""
+        digest = hmac.digest(self._derive_key, context.encode("utf-8"), "sha256")
+        return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
 
     def seal(self, plaintext: str, context: str = "") -> str:
         """Encrypt a value bound to a context string."""

@@ -729,7 +729,14 @@ async def test_no_credential_in_clear_in_log_or_database(
     secrets["magic-link session"] = resp.cookies[SESSION_COOKIE].value
     client.session.cookie_jar.clear()
     # An invitation, accepted by a new user with a password.
-    await call("POST", "/api/v1/team/invite", 201, json={"email": "new@example.com"}, headers=auth)
+    await call(
+        "POST",
+        "/api/v1/team/invite",
+        201,
+        shows="invitation token",  # the link, given to the owner to share by hand
+        json={"email": "new@example.com"},
+        headers=auth,
+    )
     mail = (await smtp_server.wait_for(2))[-1]
     secrets["invitation token"] = re.search(r"token=([\w-]+)", mail.text).group(1)
     secrets["invitee password"] = "invitee: another passphrase 2"

@@ -69,7 +69,7 @@ async def test_context_and_members_of_a_new_team(client):
 async def test_invite_mails_a_link_and_accepting_creates_the_user(client):
     owner, team, auth = await owner_of_team(client)
     invitation = await invite(client, auth, "New@Example.com")
-    assert set(invitation) == {"id", "email", "role", "status", "expiresAt", "createdAt"}
+    assert set(invitation) == {"id", "email", "role", "status", "expiresAt", "createdAt", "link"}
     assert invitation["id"].startswith("inv_")
     assert invitation["email"] == "new@example.com"
     assert (invitation["role"], invitation["status"]) == ("member", "pending")
@@ -79,6 +79,7 @@ async def test_invite_mails_a_link_and_accepting_creates_the_user(client):
     assert "Olivia <owner@example.com> invited you" in message.body
     assert "as member" in message.body and "expires in 7 days" in message.body
     token = await token_sent_to(client)
+    assert invitation["link"] == f"http://127.0.0.1:8080/accept-invitation?token={token}"
 
     resp = await accept(client, token, password="a new password", name="Nina")
     assert resp.status == 200, await resp.text()

@@ -16,8 +16,7 @@ from agentsvc.errors import ValidationFailed
 from agentsvc.input_types import MAX_DISPLAY_NAME, DisplayName, OptionalDisplayName
 from agentsvc.passwords import MAX_PASSWORD_LENGTH
 from agentsvc.services.team.membership import InvitationAnswer, MemberChange
-from agentsvc.services.team.service import TeamService
-from agentsvc.store.invitations import Invitation
+from agentsvc.services.team.service import Shared, TeamService
 from agentsvc.store.team import Member
 
 routes = RouteTable("team")
@@ -85,6 +84,11 @@ class InvitationOut(ResponseModel):
     status: str
     expires_at: str
     created_at: str
+    link: str | None = Field(
+        description="the link to accept, while the invitation is pending (null after): the"
+        " owner can share it by hand, for example when no mail leaves the server. It works"
+        " once, for the invited address"
+    )
 
 
 class AcceptedOut(ResponseModel):
@@ -110,7 +114,8 @@ def member_json(member: Member) -> dict:
     }
 
 
-def invitation_json(invitation: Invitation) -> dict:
+def invitation_json(shared: Shared) -> dict:
+    invitation = shared.invitation
     return {
         "id": invitation.id,
         "email": invitation.email,
@@ -118,6 +123,7 @@ def invitation_json(invitation: Invitation) -> dict:
         "status": invitation.status,
         "expiresAt": invitation.expires_at,
         "createdAt": invitation.created_at,
+        "link": shared.link,
     }
 
 
@@ -152,7 +158,8 @@ async def get_team_members(call: Call):
     errors=(409,),
 )
 async def post_team_invite(call: Call):
-    """Invite an address (owner only); it receives an e-mail with a link to accept."""
+    """Invite an address (owner only); it receives an e-mail with a link to accept, which
+    the answer carries too."""
     assert call.principal is not None
     invitation = await _team(call).invite(
         call.principal, call.body.email, call.body.role, actor_of(call)
@@ -162,7 +169,8 @@ async def post_team_invite(call: Call):
 
 @routes.get("/team/invitations", response=list[InvitationOut], owner_only=True)
 async def get_team_invitations(call: Call):
-    """The team's invitations, newest first, with their status (owner only)."""
+    """The team's invitations, newest first, with their status and, while pending, their
+    link (owner only)."""
     found = await _team(call).invitations(call.team_id)
     return json_response([invitation_json(i) for i in found])
 
@@ -178,7 +186,7 @@ async def delete_team_invitation(call: Call):
     invitation = await _team(call).cancel_invitation(
         call.team_id, call.params["id"], actor_of(call)
     )
-    return json_response(invitation_json(invitation))
+    return json_response(invitation_json(Shared(invitation, None)))
 
 
 @routes.post(

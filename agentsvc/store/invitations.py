@@ -95,3 +95,23 @@ async def expire_due(tx: Tx, now: str) -> int:
         (now, now),
     )
     return changed
+
+
+async def pending_token_hashes(tx: Tx, team_id: str) -> dict[str, str]:
+    """The stored token hash of each pending invitation of the team, by id."""
+    rows = await tx.fetchall(
+        "SELECT id, token_hash FROM invitations WHERE team_id = ? AND status = 'pending'",
+        (team_id,),
+    )
+    return {r[0]: r[1] for r in rows}
+
+
+async def pending_for_email(tx: Tx, email: str, now: str) -> list[Invitation]:
+    """The address's pending invitations not yet past their expiry, in every team, newest
+    first."""
+    rows = await tx.fetchall(
+        f"SELECT {_COLUMNS} FROM invitations WHERE email = ? AND status = 'pending'"
+        " AND expires_at > ? ORDER BY created_at DESC, rowid DESC",
+        (email, now),
+    )
+    return [Invitation(*r) for r in rows]

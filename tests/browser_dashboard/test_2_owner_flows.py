@@ -291,7 +291,7 @@ def test_owner_reads_conversations_submissions_and_analytics(tab, stack):
 
     # Analytics: the funnel and the trigger chart are drawn as SVG.
     nav(page, "Analytics")
-    funnel = page.get_by_role("img", name="Form funnel of contact_form")
+    funnel = page.get_by_role("img", name="Form funnel of Contact form")
     expect(funnel).to_be_visible()
     expect(funnel.locator("rect.bar")).to_have_count(5)
     bars = page.get_by_role("img", name="Trigger fired and converted counts")

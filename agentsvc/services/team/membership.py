@@ -1,4 +1,12 @@
-"""Team membership: context, invitations by e-mail, acceptance (in steps), removal, expiry."""
+"""Team membership: context, invitations (by e-mail, or a link the owner shares), acceptance
+(in steps), removal, expiry.
+
+An invitation's token is derived from the instance's secret key and the invitation's id
+(`SecretBox.derive`), and only its hash is stored: the owner can read the link again while
+the invitation is pending (to share it by hand when no mail leaves the server), and the
+database alone never reveals it. A person who arrives through an invitation joins the
+inviting team and gets no (empty) team of their own.
+"""
 
 from __future__ import annotations
 
@@ -25,6 +33,16 @@ from agentsvc.store.team import Member
 log = logging.getLogger(__name__)
 
 ACCEPT_PATH = "/accept-invitation"
+
+
+def token_context(invitation_id: str) -> str:
+    """What an invitation's token is derived from (with the instance's secret key)."""
+    return f"invitation:{invitation_id}"
+
+
+def accept_link(settings: Settings, token: str) -> str:
+    """The address an invitee opens to accept."""
+    return f"{settings.server.public_url.rstrip('/')}{ACCEPT_PATH}?token={token}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,8 +72,9 @@ class Joined:
 
 @dataclass(frozen=True, slots=True)
 class Invitee:
-    """Whom an invitation is for, as what, and its time and expiry."""
+    """The invitation's id, whom it is for, as what, and its time and expiry."""
 
+    id: str
     email: str
     role: str
     now: str
@@ -132,7 +151,7 @@ async def insert_invitation(
     assert team is not None and inviter is not None
     await invitations.cancel_pending_for_email(tx, team.id, invitee.email, invitee.now)
     invitation = Invitation(
-        id=new_id("invitation"),
+        id=invitee.id,
         team_id=team.id,
         email=invitee.email,
         role=invitee.role,
@@ -270,6 +289,29 @@ async def claim(tx: Tx, invitation: Invitation, now: str) -> None:
         raise Conflict(f"token: the invitation is {status}")
 
 
+async def new_member_account(
+    tx: Tx, email: str, name: str, password_hash: str | None, now: str
+) -> User:
+    """The account of a person who arrives through an invitation: a user with no team of
+    their own (the invitation's team is the one they join)."""
+    return await accounts.insert_user(
+        tx, id=new_id("user"), email=email, name=name, password_hash=password_hash, now=now
+    )
+
+
+async def join_on_sign_up(tx: Tx, email: str, name: str, now: str) -> tuple[User, str] | None:
+    """A person signing up with a verified address that has a pending invitation (the
+    newest, if several): their account, joined to that team; None when none is pending."""
+    pending = await invitations.pending_for_email(tx, email, now)
+    if not pending:
+        return None
+    invitation = pending[0]
+    await claim(tx, invitation, now)
+    user = await new_member_account(tx, email, name, None, now)
+    await join(tx, invitation, user, Actor(user.id, invitation.team_id))
+    return user, invitation.team_id
+
+
 async def named(tx: Tx, user: User, name: str, now: str) -> User:
     """An existing account without a name takes the one given on accepting."""
     if name and not user.name:
@@ -286,7 +328,7 @@ async def join(tx: Tx, invitation: Invitation, user: User, joined: Actor) -> str
         team_id=invitation.team_id,
         user_id=user.id,
         role=invitation.role,
-        now=now_iso(),  # after the user's own team: the invited team is the latest joined
+        now=now_iso(),  # after any team of the user's own: the invited team is the latest
     )
     role = await accounts.get_role(tx, invitation.team_id, user.id)
     await audit.record_in(

@@ -16,6 +16,7 @@ from agentsvc.config import OAuthProviderSettings, Settings
 from agentsvc.db import Database
 from agentsvc.errors import NotFound, Unauthorized, ValidationFailed
 from agentsvc.ids import now_iso
+from agentsvc.services.team import membership
 from agentsvc.services.team.accounts import create_user_with_team
 from agentsvc.services.team.sessions import (
     SignedIn,
@@ -157,7 +158,8 @@ class OAuthSignIn:
         self, provider: str, *, code: str, state: str, browser_state: str | None
     ) -> tuple[SignedIn, str]:
         """Verify state and PKCE, exchange the code, find or create the user by verified
-        e-mail; return the new session and the callback address."""
+        e-mail (a new user with a pending invitation joins its team instead of getting one
+        of their own); return the new session and the callback address."""
         settings = self._settings
         config = provider_settings(settings, provider)
         # The state must be the one this browser was given, and one we issued (once).
@@ -178,11 +180,17 @@ class OAuthSignIn:
             raise Unauthorized("The sign-in callback is no longer trusted") from exc
         async with self._db.write() as tx:
             user = await accounts.get_user_by_email(tx, email)
+            team_id = None
+            if user is None:
+                # Invited (the address is verified): join that team, with none of one's own.
+                joined = await membership.join_on_sign_up(tx, email, name, now_iso())
+                if joined is not None:
+                    user, team_id = joined
             if user is None:
                 user, _ = await create_user_with_team(
                     tx, email=email, name=name, password_hash=None, plan=settings.plans.default
                 )
-            signed_in = await start_session(tx, settings, user)
+            signed_in = await start_session(tx, settings, user, team_id)
         return signed_in, callback
 
     async def _identity(

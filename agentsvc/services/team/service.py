@@ -4,22 +4,20 @@ and API keys. runtime.py builds each once with its collaborators; handlers call 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import aiohttp
 
 from agentsvc.config import Settings
 from agentsvc.db import Database
-from agentsvc.ids import now_iso
+from agentsvc.ids import new_id, now_iso
 from agentsvc.mail import Mailer
+from agentsvc.secretbox import SecretBox
 from agentsvc.services.audit import Actor
 from agentsvc.services.team import api_keys, first_owner, membership, oauth, sessions
 from agentsvc.services.team.access import Principal
-from agentsvc.services.team.accounts import (
-    CreatedKey,
-    create_user_with_team,
-    optional_display_name,
-)
+from agentsvc.services.team.accounts import CreatedKey, optional_display_name
 from agentsvc.services.team.membership import (
-    ACCEPT_PATH,
     Accepted,
     InvitationAnswer,
     Invitee,
@@ -27,20 +25,31 @@ from agentsvc.services.team.membership import (
     MemberChange,
     TeamContext,
 )
-from agentsvc.services.team.sessions import SignedIn, after, hash_token, new_token
+from agentsvc.services.team.sessions import SignedIn, after, hash_token
 from agentsvc.services.team.trust import location_for
+from agentsvc.store import invitations as invitation_store
 from agentsvc.store.api_keys import ApiKey
 from agentsvc.store.invitations import Invitation
 from agentsvc.store.team import Member
 
 
+@dataclass(frozen=True, slots=True)
+class Shared:
+    """An invitation and the link to accept it (None once it is no longer pending, or
+    when it was made under another secret key)."""
+
+    invitation: Invitation
+    link: str | None
+
+
 class TeamService:
     """A team's members and invitations, and the instance's first owner."""
 
-    def __init__(self, db: Database, mailer: Mailer, settings: Settings):
+    def __init__(self, db: Database, mailer: Mailer, settings: Settings, box: SecretBox):
         self._db = db
         self._mailer = mailer
         self._settings = settings
+        self._box = box
 
     async def context(self, team_id: str) -> TeamContext:
         """The team, its owner and its members."""
@@ -50,28 +59,44 @@ class TeamService:
         """The team's members, owner first."""
         return await membership.list_members(self._db, team_id)
 
+    def _token(self, invitation_id: str) -> str:
+        return self._box.derive(membership.token_context(invitation_id))
+
     async def invite(
         self, principal: Principal, email: str, role: str, actor: Actor | None = None
-    ) -> Invitation:
-        """Invite an address to the team and e-mail it a link; an earlier pending one is
-        replaced."""
+    ) -> Shared:
+        """Invite an address to the team and e-mail it a link (returned too, for the owner
+        to share by hand); an earlier pending one is replaced."""
         email = membership.mailable_address(email)
         ttl = self._settings.auth.invitation_ttl_seconds
-        token = new_token()
         now = now_iso()
-        invitee = Invitee(email, role, now, after(ttl, now))
+        invitee = Invitee(new_id("invitation"), email, role, now, after(ttl, now))
+        token = self._token(invitee.id)
         async with self._db.write() as tx:
             invited = await membership.insert_invitation(
                 tx, principal, invitee, hash_token(token), actor
             )
-        link = f"{self._settings.server.public_url.rstrip('/')}{ACCEPT_PATH}?token={token}"
+        link = membership.accept_link(self._settings, token)
         subject, text = membership.invitation_mail(invited, link, ttl)
         self._mailer.send_soon(email, subject, text)
-        return invited.invitation
+        return Shared(invited.invitation, link)
 
-    async def invitations(self, team_id: str) -> list[Invitation]:
-        """The team's invitations, newest first, whatever their status."""
-        return await membership.list_invitations(self._db, team_id)
+    async def invitations(self, team_id: str) -> list[Shared]:
+        """The team's invitations, newest first, whatever their status; the pending ones
+        with their link."""
+        found = await membership.list_invitations(self._db, team_id)
+        hashes = await invitation_store.pending_token_hashes(self._db.reader, team_id)
+        return [Shared(i, self._link(i, hashes.get(i.id))) for i in found]
+
+    def _link(self, invitation: Invitation, stored_hash: str | None) -> str | None:
+        # Only a token that still matches the stored hash is a working link (an invitation
+        # made before tokens were derived, or under another secret key, has none).
+        if invitation.status != "pending" or stored_hash is None:
+            return None
+        token = self._token(invitation.id)
+        if hash_token(token) != stored_hash:
+            return None
+        return membership.accept_link(self._settings, token)
 
     async def cancel_invitation(
         self, team_id: str, invitation_id: str, actor: Actor | None = None
@@ -86,8 +111,8 @@ class TeamService:
 
         Signed in, the user's address must be the invited one, and the session moves to
         the team joined. Not signed in, an existing account proves itself with its
-        password, a new account is created with the given password, and a session starts
-        in the team joined. The token works once.
+        password, a new account (with no team of its own) is created with the given
+        password, and a session starts in the team joined. The token works once.
         """
         name = optional_display_name(answer.name)
         invitation = await membership.pending_invitation(self._db, answer.token)
@@ -100,12 +125,9 @@ class TeamService:
             if user is not None:
                 user = await membership.named(tx, user, name, now)
             else:
-                user, _ = await create_user_with_team(
-                    tx,
-                    email=invitation.email,
-                    name=name,
-                    password_hash=password_hash,
-                    plan=self._settings.plans.default,
+                # No team of their own: the invited team is theirs to work in.
+                user = await membership.new_member_account(
+                    tx, invitation.email, name, password_hash, now
                 )
             joined = Actor(
                 user.id,

@@ -1,6 +1,13 @@
 // Inline SVG charts drawn here (no library): a horizontal funnel, grouped bars, lines over days.
+// Each is drawn for the width it is shown at (chart-frame.js redraws it when that changes), so
+// one SVG unit is one CSS pixel: its text keeps the size app.css gives it (12-13 px), and every
+// label is measured and laid out inside the drawing, never cut at its edge. Each returns the
+// SVG and its marks: the boxes a pointer or the arrow keys pick, with the lines of a tooltip.
 
 const NS = "http://www.w3.org/2000/svg";
+const LABEL = 13; // px: .chart text in app.css
+const AXIS = 12; // px: .chart text.axis and .value
+const SWATCH = 12;
 
 function s(tag, attrs = {}, text) {
   const el = document.createElementNS(NS, tag);
@@ -9,114 +16,158 @@ function s(tag, attrs = {}, text) {
   return el;
 }
 
-/** A funnel: one horizontal bar per step [{label, value}], widths relative to the largest. */
-export function funnelChart(steps, { title = "Funnel" } = {}) {
-  const rowH = 34;
-  const labelW = 110;
-  const width = 520;
-  const barW = width - labelW - 70;
-  const height = steps.length * rowH + 10;
-  const max = Math.max(1, ...steps.map((st) => st.value));
-  const svg = s("svg", { viewBox: `0 0 ${width} ${height}`, width, height, role: "img", "aria-label": title, class: "chart funnel" });
+let pen = null;
+
+/** The width in px of a text at a font size, in the page's font. */
+export function measure(text, size = LABEL) {
+  if (!pen) pen = document.createElement("canvas").getContext("2d");
+  pen.font = `${size}px ${getComputedStyle(document.body).fontFamily}`;
+  return Math.ceil(pen.measureText(String(text)).width);
+}
+
+/** The text, shortened with an ellipsis until it fits in `room` px. */
+function fit(text, room, size = LABEL) {
+  let out = String(text);
+  if (measure(out, size) <= room) return out;
+  while (out.length > 1 && measure(out + "…", size) > room) out = out.slice(0, -1);
+  return out + "…";
+}
+
+/** A day as people read it ("Nov 3"), in the browser's language; the day is a UTC date. */
+export function dayLabel(iso, withYear = false) {
+  const options = { month: "short", day: "numeric", timeZone: "UTC" };
+  if (withYear) options.year = "numeric";
+  return new Date(`${iso}T00:00:00Z`).toLocaleDateString(undefined, options);
+}
+
+function svgFor(width, height, title, kind, description) {
+  const svg = s("svg", { viewBox: `0 0 ${width} ${height}`, width, height, role: "img", "aria-label": title, class: `chart ${kind}` });
   svg.append(s("title", {}, title));
-  steps.forEach((step, i) => {
-    const y = 5 + i * rowH;
-    const w = Math.max(2, (step.value / max) * barW);
-    svg.append(s("text", { x: labelW - 8, y: y + rowH / 2 + 4, "text-anchor": "end", class: "label" }, step.label));
-    svg.append(s("rect", { x: labelW, y: y + 4, width: barW, height: rowH - 10, rx: 4, class: "track" }));
-    svg.append(s("rect", { x: labelW, y: y + 4, width: w, height: rowH - 10, rx: 4, class: `bar step${i}` }));
-    svg.append(s("text", { x: labelW + barW + 8, y: y + rowH / 2 + 4, class: "value" }, step.value));
-  });
+  if (description) svg.append(s("desc", {}, description));
   return svg;
 }
 
-/** Grouped vertical bars: groups [{label, values: [a, b]}] with series names and a legend. */
-export function groupedBars(groups, series, { title = "Chart" } = {}) {
-  const width = Math.max(560, groups.length * 90 + 60);
-  const height = 240;
-  const top = 30;
-  const bottom = 50;
-  const left = 40;
-  const plotH = height - top - bottom;
-  const ticks = 4;
-  // Whole-number ticks: the axis top is the smallest multiple of 4 steps above the data.
-  const step = Math.max(1, Math.ceil(Math.max(1, ...groups.flatMap((g) => g.values)) / ticks));
-  const max = step * ticks;
-  const svg = s("svg", { viewBox: `0 0 ${width} ${height}`, width, height, role: "img", "aria-label": title, class: "chart bars" });
-  svg.append(s("title", {}, title));
-  for (let i = 0; i <= ticks; i++) {
-    const value = step * i;
-    const y = top + plotH - (plotH * i) / ticks;
-    svg.append(s("line", { x1: left, x2: width - 10, y1: y, y2: y, class: "grid" }));
-    svg.append(s("text", { x: left - 6, y: y + 4, "text-anchor": "end", class: "axis" }, value));
+/** A legend in rows that wrap within the width; returns its height. */
+function legend(svg, names, width, left) {
+  let x = left;
+  let y = 4;
+  names.forEach((name, i) => {
+    const w = SWATCH + 6 + measure(name);
+    if (x > left && x + w > width - 4) {
+      x = left;
+      y += 20;
+    }
+    svg.append(s("rect", { x, y: y + 2, width: SWATCH, height: SWATCH, class: `bar series${i} key` }));
+    svg.append(s("text", { x: x + SWATCH + 6, y: y + 13, class: "label" }, fit(name, width - x - SWATCH - 10)));
+    x += w + 18;
+  });
+  return y + 20;
+}
+
+/** Whole-number ticks: a step so that `ticks` steps reach past the peak. */
+function scale(peak, ticks = 4) {
+  const step = Math.max(1, Math.ceil(Math.max(1, peak) / ticks));
+  return { step, max: step * ticks, ticks };
+}
+
+function grid(svg, sc, y, x1, x2) {
+  for (let i = 0; i <= sc.ticks; i++) {
+    const value = sc.step * i;
+    svg.append(s("line", { x1, x2, y1: y(value), y2: y(value), class: "grid" }));
+    svg.append(s("text", { x: x1 - 6, y: y(value) + 4, "text-anchor": "end", class: "axis" }, value));
   }
+}
+
+/** A funnel: one horizontal bar per step [{label, value}], widths relative to the largest. */
+export function funnelChart(steps, { title = "Funnel" } = {}, width = 520) {
+  const rowH = 34;
+  const labelW = Math.min(Math.max(...steps.map((st) => measure(st.label)), 40), Math.floor(width * 0.4));
+  const valueW = Math.max(...steps.map((st) => measure(st.value, AXIS)), 10) + 10;
+  const left = labelW + 10;
+  const barW = Math.max(20, width - left - valueW - 4);
+  const height = steps.length * rowH + 10;
+  const max = Math.max(1, ...steps.map((st) => st.value));
+  const first = steps.length ? steps[0] : null;
+  const svg = svgFor(width, height, title, "funnel");
+  const marks = steps.map((step, i) => {
+    const y = 5 + i * rowH;
+    svg.append(s("text", { x: left - 8, y: y + rowH / 2 + 4, "text-anchor": "end", class: "label" }, fit(step.label, labelW)));
+    svg.append(s("rect", { x: left, y: y + 4, width: barW, height: rowH - 10, rx: 4, class: "track" }));
+    const bar = s("rect", { x: left, y: y + 4, width: Math.max(2, (step.value / max) * barW), height: rowH - 10, rx: 4, class: `bar step${i}` });
+    svg.append(bar);
+    svg.append(s("text", { x: left + barW + 6, y: y + rowH / 2 + 4, class: "value" }, step.value));
+    const share = i && first.value ? ` (${((100 * step.value) / first.value).toFixed(1)} % of ${first.label.toLowerCase()})` : "";
+    return { box: { x: 0, y, w: width, h: rowH }, el: bar, lines: [step.label, `${step.value}${share}`] };
+  });
+  return { svg, marks };
+}
+
+/** Grouped vertical bars: groups [{label, values: [a, b]}] with series names and a legend.
+ *  Narrower than 64 px a group, the drawing is wider than its place (the frame scrolls). */
+export function groupedBars(groups, series, { title = "Chart" } = {}, width = 560) {
+  const sc = scale(Math.max(0, ...groups.flatMap((g) => g.values)));
+  const left = measure(sc.max, AXIS) + 12;
+  width = Math.max(width, left + 10 + groups.length * 64);
+  const svg = svgFor(width, 0, title, "bars");
+  const top = legend(svg, series, width, left) + 18; // room for the values above the bars
+  const plotH = 160;
+  const height = top + plotH + 30;
+  svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
+  svg.setAttribute("height", height);
+  const y = (v) => top + plotH - (plotH * v) / sc.max;
+  grid(svg, sc, y, left, width - 10);
   const groupW = (width - left - 10) / Math.max(1, groups.length);
   const barW = Math.min(28, (groupW - 16) / series.length);
+  const marks = [];
   groups.forEach((g, gi) => {
     const x0 = left + gi * groupW + (groupW - barW * series.length) / 2;
     g.values.forEach((v, si) => {
-      const hgt = (v / max) * plotH;
       const x = x0 + si * barW;
-      const bar = s("rect", { x, y: top + plotH - hgt, width: barW - 3, height: Math.max(hgt, 1), class: `bar series${si}` });
-      bar.append(s("title", {}, `${g.label}: ${series[si]} ${v}`));
+      const bar = s("rect", { x, y: y(v), width: barW - 3, height: Math.max(top + plotH - y(v), 1), class: `bar series${si}` });
       svg.append(bar);
-      svg.append(s("text", { x: x + (barW - 3) / 2, y: top + plotH - hgt - 4, "text-anchor": "middle", class: "value" }, v));
+      svg.append(s("text", { x: x + (barW - 3) / 2, y: y(v) - 4, "text-anchor": "middle", class: "value" }, v));
+      marks.push({ box: { x, y: top, w: barW, h: plotH + 4 }, el: bar, lines: [g.label, `${series[si]}: ${v}`] });
     });
-    const room = Math.max(6, Math.floor(groupW / 7));
-    const label = g.label.length > room ? g.label.slice(0, room - 1) + "…" : g.label;
-    svg.append(s("text", { x: left + gi * groupW + groupW / 2, y: top + plotH + 18, "text-anchor": "middle", class: "label" }, label));
+    svg.append(s("text", { x: left + gi * groupW + groupW / 2, y: top + plotH + 20, "text-anchor": "middle", class: "label" }, fit(g.label, groupW - 8)));
   });
-  series.forEach((name, si) => {
-    const x = left + si * 110;
-    svg.append(s("rect", { x, y: 6, width: 12, height: 12, class: `bar series${si}` }));
-    svg.append(s("text", { x: x + 18, y: 16, class: "label" }, name));
-  });
-  return svg;
+  return { svg, marks };
 }
 
 /** A line per series over days: days [{date, ...}], series [{key, label}]; whole-number axis,
- *  a point per day (its value in its tooltip), dates under the axis, a legend. */
-export function timeSeries(days, series, { title = "Chart", description = "" } = {}) {
-  const width = Math.max(560, Math.min(1100, days.length * 28 + 80));
-  const height = 240;
-  const top = 30;
-  const bottom = 40;
-  const left = 44;
-  const right = 12;
-  const plotW = width - left - right;
-  const plotH = height - top - bottom;
-  const ticks = 4;
-  const peak = Math.max(1, ...days.flatMap((d) => series.map((sr) => d[sr.key] || 0)));
-  const step = Math.max(1, Math.ceil(peak / ticks));
-  const max = step * ticks;
-  const x = (i) => left + (days.length > 1 ? (plotW * i) / (days.length - 1) : plotW / 2);
-  const y = (v) => top + plotH - (plotH * v) / max;
-  const svg = s("svg", { viewBox: `0 0 ${width} ${height}`, width, height, role: "img", "aria-label": title, class: "chart lines" });
-  svg.append(s("title", {}, title));
-  if (description) svg.append(s("desc", {}, description));
-  for (let i = 0; i <= ticks; i++) {
-    const value = step * i;
-    svg.append(s("line", { x1: left, x2: width - right, y1: y(value), y2: y(value), class: "grid" }));
-    svg.append(s("text", { x: left - 6, y: y(value) + 4, "text-anchor": "end", class: "axis" }, value));
-  }
-  // About six date labels, whatever the range.
-  const every = Math.max(1, Math.ceil(days.length / 6));
+ *  a point per day, as many dates under the axis as fit without touching, a legend. */
+export function timeSeries(days, series, { title = "Chart", description = "" } = {}, width = 560) {
+  const sc = scale(Math.max(0, ...days.flatMap((d) => series.map((sr) => d[sr.key] || 0))));
+  const dates = days.map((d) => dayLabel(d.date));
+  const dateW = Math.max(...dates.map((t) => measure(t, AXIS)), 10);
+  const left = Math.max(measure(sc.max, AXIS) + 12, Math.ceil(dateW / 2) + 4);
+  const right = Math.ceil(dateW / 2) + 4;
+  const plotW = Math.max(40, width - left - right);
+  const svg = svgFor(width, 0, title, "lines", description);
+  const top = legend(svg, series.map((sr) => sr.label), width, 4) + 10;
+  const plotH = 170;
+  const height = top + plotH + 28;
+  svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
+  svg.setAttribute("height", height);
+  const n = days.length;
+  const x = (i) => left + (n > 1 ? (plotW * i) / (n - 1) : plotW / 2);
+  const y = (v) => top + plotH - (plotH * v) / sc.max;
+  grid(svg, sc, y, left, width - right);
+  // Dates counted from the last day (always shown), evenly, as many as fit.
+  const fits = Math.max(1, Math.floor(plotW / (dateW + 14)) + 1);
+  const every = Math.max(1, Math.ceil((n - 1) / Math.max(1, fits - 1)));
   days.forEach((d, i) => {
-    if (i % every === 0 || i === days.length - 1) {
-      svg.append(s("text", { x: x(i), y: height - bottom + 18, "text-anchor": "middle", class: "axis" }, d.date.slice(5)));
-    }
+    if ((n - 1 - i) % every === 0) svg.append(s("text", { x: x(i), y: top + plotH + 20, "text-anchor": "middle", class: "axis" }, dates[i]));
+  });
+  const band = n > 1 ? plotW / (n - 1) : plotW;
+  const marks = days.map((d, i) => {
+    const el = s("rect", { x: x(i) - band / 2, y: top, width: band, height: plotH, class: "band" });
+    svg.append(el);
+    return { box: { x: x(i) - band / 2, y: top, w: band, h: plotH }, el, lines: [dayLabel(d.date, true), ...series.map((sr) => `${sr.label}: ${d[sr.key] || 0}`)] };
   });
   series.forEach((sr, si) => {
     const points = days.map((d, i) => `${x(i).toFixed(1)},${y(d[sr.key] || 0).toFixed(1)}`).join(" ");
     svg.append(s("polyline", { points, class: `line series${si}` }));
-    days.forEach((d, i) => {
-      const dot = s("circle", { cx: x(i), cy: y(d[sr.key] || 0), r: 2.5, class: `dot series${si}` });
-      dot.append(s("title", {}, `${d.date}: ${sr.label} ${d[sr.key] || 0}`));
-      svg.append(dot);
-    });
-    const lx = left + si * 150;
-    svg.append(s("rect", { x: lx, y: 6, width: 12, height: 12, class: `bar series${si}` }));
-    svg.append(s("text", { x: lx + 18, y: 16, class: "label" }, sr.label));
+    days.forEach((d, i) => svg.append(s("circle", { cx: x(i), cy: y(d[sr.key] || 0), r: n > 45 ? 2 : 3, class: `dot series${si}` })));
   });
-  return svg;
+  return { svg, marks };
 }

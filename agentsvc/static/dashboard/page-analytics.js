@@ -1,18 +1,51 @@
 // Analytics: the agent's days (conversations, answers and their quality, the trigger funnel,
-// unanswered questions) over a range of days; handoffs; each form's funnel; the triggers'
-// fired/converted counts. Charts are SVG drawn by the page, each with a table of its figures.
+// unanswered questions) over a range of days, each total beside the one of the days before;
+// handoffs; each form's funnel; the triggers' fired/converted counts. Charts are SVG drawn by
+// the page (charts.js) in frames with tooltips and a CSV download (chart-frame.js), each with
+// a table of its figures.
 
 import { get, qs } from "./api.js";
 import { field, h, mount, table, when } from "./dom.js";
-import { funnelChart, groupedBars, timeSeries } from "./charts.js";
+import { dayLabel, funnelChart, groupedBars, timeSeries } from "./charts.js";
+import { chartCard } from "./chart-frame.js";
 import { pageHeader } from "./forms.js";
 import { answerQuestion } from "./page-review.js";
 
 // The range shown (empty: the API's default, the last 30 days).
 const range = { from: "", to: "" };
+const PRESETS = [7, 30, 90];
+const DAY_MS = 86400000;
+
+// The API's figures in words (a small map of this page's own: no shared labels module yet).
+const FIGURES = {
+  conversations: "Conversations",
+  visitorMessages: "Visitor messages",
+  answers: "Answers",
+  answersRatedUp: "Rated helpful",
+  answersRatedDown: "Rated unhelpful",
+  unanswered: "Unanswered",
+  triggerFired: "Triggers fired",
+  triggerConversations: "Chats from triggers",
+  triggerSubmissions: "Forms from triggers",
+};
+// The cards: [figure, fewer is better].
+const CARDS = [["conversations"], ["visitorMessages"], ["answers"], ["answersRatedUp"], ["unanswered", true], ["triggerConversations"]];
+const VOLUME = ["conversations", "visitorMessages", "answers"];
+const QUALITY = ["answersRatedUp", "answersRatedDown", "unanswered"];
 
 // Every rate with one decimal (33.3 %, 50.0 %), within 0-100.
 const pct = (n) => `${Math.min(100, Math.max(0, Number(n) || 0)).toFixed(1)} %`;
+
+/** The UTC day `days` after (or before) a YYYY-MM-DD day. */
+const shift = (iso, days) => new Date(Date.parse(`${iso}T00:00:00Z`) + days * DAY_MS).toISOString().slice(0, 10);
+const todayUtc = () => new Date().toISOString().slice(0, 10);
+const spanOf = (from, to) => Math.round((Date.parse(to) - Date.parse(from)) / DAY_MS) + 1;
+
+/** A name made as a code read as words: contact_form is "Contact form". */
+function words(name) {
+  const text = String(name || "").replace(/[_-]+/g, " ").trim();
+  return text ? text[0].toUpperCase() + text.slice(1) : String(name || "");
+}
 
 /** Seconds as people read them: 45 s, 3 min 20 s, 2 h 5 min. */
 function duration(seconds) {
@@ -29,46 +62,95 @@ function figuresTable(caption, columns, rows) {
     table(columns, rows, "No figures.", caption));
 }
 
-const DAY_COLUMNS = [
-  ["conversations", "Conversations"], ["visitorMessages", "Visitor messages"], ["answers", "Answers"],
-  ["answersRatedUp", "👍"], ["answersRatedDown", "👎"], ["unanswered", "Unanswered"],
-  ["triggerFired", "Triggers fired"], ["triggerConversations", "Chats from triggers"], ["triggerSubmissions", "Forms from triggers"],
-];
+/** How a figure moved since the period before: its words and whether that is good news. */
+function change(now, before, lowerIsBetter) {
+  if (before === undefined || before === null) return { text: "No earlier figures", cls: "muted" };
+  if (now === before) return { text: `Same as before (${before})`, cls: "muted" };
+  const up = now > before;
+  const cls = up !== Boolean(lowerIsBetter) ? "good" : "bad";
+  if (!before) return { text: `New (none before)`, cls, arrow: "▲" };
+  const by = Math.round((Math.abs(now - before) / before) * 100);
+  return { text: `${up ? "+" : "−"}${by} % from ${before}`, cls, arrow: up ? "▲" : "▼" };
+}
 
-/** The range form, the totals, the daily charts, the trigger funnel and the unanswered questions. */
-function activity(ctx, data) {
+/** The period's totals as cards, each with its change against the days before. */
+function cards(data, previous) {
+  const t = data.totals;
+  const before = previous ? previous.totals : null;
+  const days = data.days.length;
+  const compared = previous
+    ? `${dayLabel(data.from, true)} – ${dayLabel(data.to, true)}, compared with the ${days} ${days === 1 ? "day" : "days"} before (${dayLabel(previous.from, true)} – ${dayLabel(previous.to, true)}).`
+    : `${dayLabel(data.from, true)} – ${dayLabel(data.to, true)}.`;
+  return h("section", { class: "stats", "aria-label": "Totals" },
+    h("p", { class: "muted" }, compared),
+    h("ul", { class: "stat-cards" }, CARDS.map(([key, lower]) => {
+      const moved = change(t[key], before ? before[key] : null, lower);
+      return h("li", { class: "card stat" },
+        h("span", { class: "stat-label" }, FIGURES[key]),
+        h("strong", { class: "stat-value" }, String(t[key])),
+        key === "unanswered" ? h("span", { class: "muted" }, `${pct(t.unansweredRate)} of answers`) : null,
+        h("span", { class: `stat-change ${moved.cls}` }, moved.arrow ? h("span", { "aria-hidden": "true" }, `${moved.arrow} `) : null, moved.text));
+    })));
+}
+
+/** The range form: two days, or a preset of the last 7, 30 or 90 days. */
+function rangeForm(ctx, data) {
+  const today = todayUtc();
+  const days = spanOf(data.from, data.to);
+  const show = (from, to) => {
+    range.from = from;
+    range.to = to;
+    ctx.navigate("#/analytics");
+  };
   const form = h("form", { class: "row range-form", "aria-label": "Range of days", onsubmit: (e) => {
     e.preventDefault();
     const values = new FormData(form);
-    range.from = String(values.get("from") || "");
-    range.to = String(values.get("to") || "");
-    ctx.navigate("#/analytics");
+    show(String(values.get("from") || ""), String(values.get("to") || ""));
   } },
+  h("div", { class: "presets", role: "group", "aria-label": "Presets" }, PRESETS.map((n) =>
+    h("button", { type: "button", class: "secondary", "aria-pressed": String(data.to === today && days === n), onclick: () => show(shift(today, 1 - n), today) }, `Last ${n} days`))),
   field("From", h("input", { name: "from", type: "date", value: range.from || data.from })),
   field("To", h("input", { name: "to", type: "date", value: range.to || data.to })),
   h("button", { type: "submit" }, "Show"));
+  return form;
+}
+
+/** A card of lines over the period's days, with its CSV. */
+function daysCard(data, heading, keys, title, description) {
+  const series = keys.map((key) => ({ key, label: FIGURES[key] }));
+  return chartCard({
+    heading,
+    draw: (width) => timeSeries(data.days, series, { title, description }, width),
+    csv: () => ({
+      file: `${heading.toLowerCase().replace(/\W+/g, "-")}-${data.from}-to-${data.to}`,
+      header: ["Day", ...series.map((sr) => sr.label)],
+      rows: data.days.map((d) => [d.date, ...keys.map((key) => d[key] || 0)]),
+    }),
+  });
+}
+
+/** A funnel card: steps [{label, value}], with its CSV and what goes under it. */
+function funnelCard(heading, title, file, steps, extra) {
+  return chartCard({
+    heading,
+    draw: (width) => funnelChart(steps, { title }, width),
+    csv: () => ({ file, header: ["Step", "Count"], rows: steps.map((st) => [st.label, st.value]) }),
+    extra,
+  });
+}
+
+/** The range, the cards, the daily charts, the trigger funnel and the unanswered questions. */
+function activity(ctx, data, previous) {
   const t = data.totals;
-  const days = data.days;
   const span = `${data.from} to ${data.to}`;
-  const volume = timeSeries(days, [
-    { key: "conversations", label: "Conversations" },
-    { key: "visitorMessages", label: "Visitor messages" },
-    { key: "answers", label: "Answers" },
-  ], { title: `Conversations, visitor messages and answers per day, ${span}`, description: `${t.conversations} conversations, ${t.visitorMessages} visitor messages, ${t.answers} answers in all.` });
-  const quality = timeSeries(days, [
-    { key: "answersRatedUp", label: "Rated 👍" },
-    { key: "answersRatedDown", label: "Rated 👎" },
-    { key: "unanswered", label: "Unanswered" },
-  ], { title: `Answer quality per day, ${span}`, description: `${t.answersRatedUp} rated up, ${t.answersRatedDown} rated down, ${t.unanswered} unanswered.` });
+  const volume = daysCard(data, "Activity", VOLUME, `Conversations, visitor messages and answers per day, ${span}`,
+    `${t.conversations} conversations, ${t.visitorMessages} visitor messages, ${t.answers} answers in all.`);
+  const quality = daysCard(data, "Answer quality", QUALITY, `Answer quality per day, ${span}`,
+    `${t.answersRatedUp} rated helpful, ${t.answersRatedDown} rated unhelpful, ${t.unanswered} unanswered.`);
   const dayTable = figuresTable("Figures per day", [
     { label: "Day", cell: (d) => d.date },
-    ...DAY_COLUMNS.map(([key, label]) => ({ label, cell: (d) => String(d[key]) })),
-  ], days);
-  const funnel = funnelChart([
-    { label: "Fired", value: t.triggerFired },
-    { label: "Chats started", value: t.triggerConversations },
-    { label: "Forms submitted", value: t.triggerSubmissions },
-  ], { title: `Trigger funnel, ${span}` });
+    ...Object.entries(FIGURES).map(([key, label]) => ({ label, cell: (d) => String(d[key]) })),
+  ], data.days);
   const triggerTable = table([
     { label: "Trigger", cell: (r) => r.name || "(deleted trigger)" },
     { label: "Fired", cell: (r) => String(r.fired) },
@@ -76,6 +158,11 @@ function activity(ctx, data) {
     { label: "Chats started", cell: (r) => String(r.conversations) },
     { label: "Forms submitted", cell: (r) => String(r.submissions) },
   ], data.triggers, "No trigger fired in this range.", "Trigger funnel by trigger");
+  const funnel = funnelCard("Trigger funnel", `Trigger funnel, ${span}`, `trigger-funnel-${data.from}-to-${data.to}`, [
+    { label: "Fired", value: t.triggerFired },
+    { label: "Chats started", value: t.triggerConversations },
+    { label: "Forms submitted", value: t.triggerSubmissions },
+  ], triggerTable);
   const questions = table([
     { label: "Question", cell: (q) => q.question },
     { label: "Times", cell: (q) => String(q.count) },
@@ -83,65 +170,83 @@ function activity(ctx, data) {
     { label: "", cell: (q) => h("button", { type: "button", class: "secondary small", onclick: () => answerQuestion(ctx, q.question) }, "Write an answer") },
   ], data.unansweredQuestions, "No unanswered question in this range.", "Most frequent unanswered questions");
   return [
-    form,
-    h("section", { class: "card", "aria-label": "Totals" },
-      h("dl", { class: "figures" },
-        h("dt", {}, "Conversations"), h("dd", {}, String(t.conversations)),
-        h("dt", {}, "Visitor messages"), h("dd", {}, String(t.visitorMessages)),
-        h("dt", {}, "Answers"), h("dd", {}, `${t.answers} (👍 ${t.answersRatedUp} · 👎 ${t.answersRatedDown})`),
-        h("dt", {}, "Unanswered"), h("dd", {}, `${t.unanswered} (${pct(t.unansweredRate)} of answers)`))),
-    h("div", { class: "charts wide" },
-      h("section", { class: "card chart-card" }, h("h3", {}, "Activity"), volume),
-      h("section", { class: "card chart-card" }, h("h3", {}, "Answer quality"), quality)),
+    rangeForm(ctx, data),
+    cards(data, previous),
+    h("div", { class: "charts wide" }, volume, quality),
     dayTable,
     h("h2", {}, "Trigger funnel"),
-    h("section", { class: "card chart-card" }, funnel, triggerTable),
+    funnel,
     h("h2", {}, "Most frequent unanswered questions"),
     h("p", { class: "muted" }, "Questions the agent found nothing for, grouped by their words. Write an answer and visitors asking them get it."),
     questions,
   ];
 }
 
+/** A form tool's funnel, its rates and how often each field was filled in (by its label). */
+function formCard(f, tools) {
+  const tool = tools.find((x) => x.id === f.toolId);
+  const fields = (tool && tool.formSchema && tool.formSchema.fields) || [];
+  const labelOf = (name) => (fields.find((x) => x.name === name) || {}).label || words(name);
+  const rates = Object.entries(f.fieldCompletionRates || {});
+  return funnelCard(words(f.toolName), `Form funnel of ${words(f.toolName)}`, `form-funnel-${f.toolName}`, [
+    { label: "Shown", value: f.impressions },
+    { label: "Started", value: f.started },
+    { label: "Submitted", value: f.submitted },
+    { label: "Delivered", value: f.successful },
+    { label: "Failed", value: f.failed },
+  ], [
+    h("p", { class: "muted" }, `Conversion ${pct(f.conversionRate)} (submitted / shown) · completion ${pct(f.completionRate)} (submitted / started)`),
+    rates.length ? table([{ label: "Field", cell: (r) => labelOf(r[0]) }, { label: "Completed", cell: (r) => pct(r[1]) }], rates) : null,
+  ]);
+}
+
+/** The triggers' fired and converted counts, with a table and the conversion rate. */
+function triggersCard(groups) {
+  const rate = (g) => (g.values[0] ? pct((g.values[1] / g.values[0]) * 100) : "—");
+  return chartCard({
+    heading: "Fired and converted",
+    draw: (width) => groupedBars(groups, ["Fired", "Converted"], { title: "Trigger fired and converted counts" }, width),
+    csv: () => ({ file: "triggers", header: ["Trigger", "Fired", "Converted"], rows: groups.map((g) => [g.label, ...g.values]) }),
+    extra: table([{ label: "Trigger", cell: (g) => g.label }, { label: "Fired", cell: (g) => String(g.values[0]) }, { label: "Converted", cell: (g) => String(g.values[1]) },
+      { label: "Rate", cell: rate }], groups),
+  });
+}
+
+/** The period before the one shown, as long (null when it cannot be read). */
+async function previousOf(agent, data) {
+  try {
+    const to = shift(data.from, -1);
+    return await get(`/agents/${encodeURIComponent(agent.id)}/analytics${qs({ from: shift(to, 1 - data.days.length), to })}`);
+  } catch {
+    return null;
+  }
+}
+
 /** The agent's activity, handoffs, form funnels and trigger performance. */
 export async function renderAnalytics(ctx, page) {
   const agent = ctx.agent;
-  const [data, forms, triggers, stats, handoff] = await Promise.all([
+  const [data, forms, triggers, stats, handoff, tools] = await Promise.all([
     get(`/agents/${encodeURIComponent(agent.id)}/analytics${qs({ from: range.from, to: range.to })}`),
     get(`/form-submissions/analytics${qs({ agentId: agent.id })}`),
     get(`/triggers${qs({ agentId: agent.id })}`),
     get(`/triggers/stats${qs({ agentId: agent.id })}`),
     get(`/agents/${encodeURIComponent(agent.id)}/handoff-stats`),
+    get(`/tools${qs({ agentId: agent.id })}`),
   ]);
+  const previous = await previousOf(agent, data);
   const entries = forms.analytics || [];
-  const formSections = entries.map((f) => h("section", { class: "card chart-card" },
-    h("h3", {}, f.toolName),
-    funnelChart([
-      { label: "Impressions", value: f.impressions },
-      { label: "Started", value: f.started },
-      { label: "Submitted", value: f.submitted },
-      { label: "Successful", value: f.successful },
-      { label: "Failed", value: f.failed },
-    ], { title: `Form funnel of ${f.toolName}` }),
-    h("p", { class: "muted" }, `Conversion ${pct(f.conversionRate)} (submitted / impressions) · completion ${pct(f.completionRate)} (submitted / started)`),
-    Object.keys(f.fieldCompletionRates || {}).length
-      ? table([{ label: "Field", cell: (r) => r[0] }, { label: "Completed", cell: (r) => pct(r[1]) }], Object.entries(f.fieldCompletionRates))
-      : null));
   const groups = triggers.map((t) => ({ label: t.name, values: [(stats[t.id] || {}).firedCount || 0, (stats[t.id] || {}).convertedCount || 0] }));
   mount(page,
-    pageHeader(`Analytics of ${agent.name}`, "Conversations and answers per day, unanswered questions, the trigger funnel, handoffs and form funnels."),
+    pageHeader(`Analytics of ${agent.name}`, "Conversations and answers per day against the days before, unanswered questions, the trigger funnel, handoffs and form funnels."),
     h("h2", {}, "Conversations and answers"),
-    activity(ctx, data),
+    activity(ctx, data, previous),
     h("h2", {}, "Handoffs"),
     h("section", { class: "card", "aria-label": "Handoff figures" },
       h("dl", { class: "figures" },
         h("dt", {}, "Handoff rate"), h("dd", {}, `${pct(handoff.handoffRate * 100)} (${handoff.handoffs} of ${handoff.conversations} conversations)`),
         h("dt", {}, "Median first human reply"), h("dd", {}, handoff.medianFirstReplySeconds === null ? "—" : duration(handoff.medianFirstReplySeconds)))),
     h("h2", {}, "Forms"),
-    entries.length ? h("div", { class: "charts" }, formSections) : h("p", { class: "empty" }, "No form tools yet."),
+    entries.length ? h("div", { class: "charts" }, entries.map((f) => formCard(f, tools))) : h("p", { class: "empty" }, "No form tools yet."),
     h("h2", {}, "Triggers"),
-    groups.length
-      ? h("section", { class: "card chart-card" }, groupedBars(groups, ["Fired", "Converted"], { title: "Trigger fired and converted counts" }),
-          table([{ label: "Trigger", cell: (g) => g.label }, { label: "Fired", cell: (g) => String(g.values[0]) }, { label: "Converted", cell: (g) => String(g.values[1]) },
-            { label: "Rate", cell: (g) => (g.values[0] ? pct((g.values[1] / g.values[0]) * 100) : "—") }], groups))
-      : h("p", { class: "empty" }, "No triggers yet."));
+    groups.length ? triggersCard(groups) : h("p", { class: "empty" }, "No triggers yet."));
 }

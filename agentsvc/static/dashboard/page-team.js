@@ -1,7 +1,8 @@
-// Team: members (remove), invitations (invite, cancel) — management is the owner's.
+// Team: members (remove), invitations (invite, cancel, copy the link when no mail leaves
+// the server) — management is the owner's.
 
 import { del, get, post } from "./api.js";
-import { confirmDialog, field, h, mount, select, table, toast, when } from "./dom.js";
+import { confirmDialog, copyText, field, h, mount, select, table, toast, when } from "./dom.js";
 import { actionButton, onSubmit, pageHeader } from "./forms.js";
 
 /** Members for everyone; invite, cancel and remove for the owner only. */
@@ -10,7 +11,11 @@ export async function renderTeam(ctx, page) {
   ctx.team = context;
   const owner = context.isOwner;
   const members = context.members;
-  const invitations = owner ? await get("/team/invitations") : [];
+  const [invitations, mail] = owner
+    ? await Promise.all([get("/team/invitations"), get("/auth/providers").catch(() => ({}))])
+    : [[], {}];
+  // Without SMTP the invitation e-mail only reaches the server's log: the owner shares the link.
+  const noMail = mail.mailDelivery === "log";
   const memberColumns = [
     { label: "Name", cell: (m) => m.name || "—" },
     { label: "E-mail", cell: (m) => m.email },
@@ -39,7 +44,7 @@ export async function renderTeam(ctx, page) {
       field("Role", select([["member", "member"], ["owner", "owner"]], "member", { name: "role" })),
       h("button", { type: "submit" }, "Send invitation")), async (data) => {
       const inv = await post("/team/invite", { email: String(data.get("email")).trim(), role: data.get("role") });
-      toast(`Invitation sent to ${inv.email}`);
+      toast(noMail ? `Invitation made for ${inv.email}: copy its link below and send it yourself` : `Invitation sent to ${inv.email}`);
       ctx.navigate("#/team");
     });
     const invColumns = [
@@ -49,15 +54,22 @@ export async function renderTeam(ctx, page) {
       { label: "Expires", cell: (i) => when(i.expiresAt) },
       {
         label: "",
-        cell: (i) => (i.status !== "pending" ? "" : actionButton("Cancel", async () => {
-          await del(`/team/invitations/${encodeURIComponent(i.id)}`);
-          toast(`Invitation to ${i.email} cancelled`);
-          ctx.navigate("#/team");
-        }, { class: "secondary small", "aria-label": `Cancel invitation to ${i.email}` })),
+        cell: (i) => (i.status !== "pending" ? "" : h("div", { class: "actions" },
+          noMail && i.link ? actionButton("Copy link", async () => {
+            if (!(await copyText(i.link))) throw new Error("The link could not be copied: select it in the server's log instead");
+            toast(`Link copied: send it to ${i.email} yourself`);
+          }, { class: "small", "aria-label": `Copy link for ${i.email}` }) : null,
+          actionButton("Cancel", async () => {
+            await del(`/team/invitations/${encodeURIComponent(i.id)}`);
+            toast(`Invitation to ${i.email} cancelled`);
+            ctx.navigate("#/team");
+          }, { class: "secondary small", "aria-label": `Cancel invitation to ${i.email}` }))),
       },
     ];
     sections.push(h("h2", {}, "Invite"), form,
-      h("p", { class: "muted" }, "The invitation link is e-mailed (without SMTP configured, it is written to the server log). It lasts 7 days."),
+      noMail
+        ? h("p", { class: "notice", role: "status" }, "Mail is not set up on this server, so invitations are not e-mailed. Use “Copy link” and send the link yourself (chat, your own e-mail). It works once, for the address invited, for 7 days.")
+        : h("p", { class: "muted" }, "The invitation link is e-mailed. It works once and lasts 7 days."),
       h("h2", {}, "Invitations"), table(invColumns, invitations, "No invitations yet.", "Invitations"));
   }
   mount(page, sections);
