@@ -1374,7 +1374,6 @@
     registerFormHandler: function (name, fn) { if (typeof fn === "function") handlers[name] = fn; },
     showBubble: function (message, seconds) { showBubble(message, seconds); },
     showForm: function (toolIdOrName) { return showForm(toolIdOrName); },
-    previewForm: previewForm,
     talkToPerson: function () { return askForPerson(); },
     mount: mount,
     configure: configure,
@@ -1385,6 +1384,9 @@
     // The shared matching rules, exposed so tests can run the shared vectors against them.
     rules: { globMatches: globMatches, eventDataMatches: eventDataMatches, customEventMatches: customEventMatches }
   };
+  // Not part of the embed API (no stub queues it): the dashboard's form builder calls it on
+  // its preview frame of /widget/demo once the widget is ready.
+  publicApi.previewForm = previewForm;
 
   // An inline container must be parsed before it is looked for.
   function domReady() {

@@ -175,7 +175,8 @@ export function formPreview(agentId) {
         frame = h("iframe", { src: `/widget/demo?agentId=${encodeURIComponent(agentId)}`, title: "Form preview", class: "widget-frame preview-frame" });
         frame.addEventListener("load", () => {
           const poll = setInterval(() => {
-            if (!(frame.contentWindow.agentsvc && frame.contentWindow.agentsvc.ready)) return;
+            const win = frame.contentWindow; // null once the editor is left
+            if (win && !(win.agentsvc && win.agentsvc.ready)) return;
             clearInterval(poll);
             draw();
           }, 100);
