@@ -1070,9 +1070,10 @@
     var schema = form.formSchema || {}, fields = schema.fields || [];
     var toolId = form.toolId, impressionAt = Date.now(), startedAt = null, controls = {};
     var idp = "f" + (++formSeq) + "_";
-    beacon("/form-submissions/event", { toolId: toolId, eventType: "impression", sessionId: sessionId() });
+    // A preview (the dashboard's form builder) is drawn and checked, never counted or sent.
+    if (!form.preview) beacon("/form-submissions/event", { toolId: toolId, eventType: "impression", sessionId: sessionId() });
     function started() {
-      if (startedAt) return;
+      if (startedAt || form.preview) return;
       startedAt = Date.now();
       beacon("/form-submissions/event", { toolId: toolId, eventType: "started", sessionId: sessionId() });
     }
@@ -1127,6 +1128,7 @@
         values[name] = v;
       });
       if (bad) { bad.focus(); return; }
+      if (form.preview) { result.textContent = schema.successMessage || t("thanks"); return; }
       started();
       submitBtn.disabled = true;
       result.textContent = "";
@@ -1180,6 +1182,15 @@
       if (isObj(outcome.data)) body.data = outcome.data;
       return request("POST", "/form-submissions/client-result", body).then(function () { return outcome; });
     });
+  }
+  // The dashboard's builder shows an unsaved form with this renderer: one at a time.
+  var previewed = null;
+  function previewForm(schema) {
+    if (!root || !isObj(schema)) return null;
+    open({ focus: false });
+    if (previewed) previewed.parentNode.remove();
+    previewed = renderForm({ formSchema: schema, preview: true }, log);
+    return previewed;
   }
   function showForm(toolIdOrName, trigger) {
     var q = "?agentId=" + encodeURIComponent(agentId);
@@ -1373,6 +1384,9 @@
     // The shared matching rules, exposed so tests can run the shared vectors against them.
     rules: { globMatches: globMatches, eventDataMatches: eventDataMatches, customEventMatches: customEventMatches }
   };
+  // Not part of the embed API (no stub queues it): the dashboard's form builder calls it on
+  // its preview frame of /widget/demo once the widget is ready.
+  publicApi.previewForm = previewForm;
 
   // An inline container must be parsed before it is looked for.
   function domReady() {

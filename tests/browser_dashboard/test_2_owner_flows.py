@@ -60,9 +60,11 @@ def test_owner_creates_an_agent_tools_and_a_trigger_and_chats(tab, stack):
     editor = page.get_by_role("form", name="New tool")
     editor.get_by_label("Name", exact=True).fill("order_status")
     editor.get_by_label("Description").fill("Look up the status of an order")
+    # The tool input builder's JSON view, for advanced users, is checked as it is typed.
+    editor.get_by_role("group", name="Tool input").get_by_role("button", name="JSON").click()
     schema = editor.get_by_label("Input schema (JSON Schema)")
     schema.fill('{"type": "object", "properties": {"orderId": ')
-    expect(editor.locator(".hint.bad")).to_contain_text("not valid JSON")
+    expect(editor.locator("#input-schema-status")).to_contain_text("not valid JSON")
     editor.get_by_role("button", name="Create tool").click()
     expect(editor.get_by_role("alert")).to_contain_text("inputSchema: not valid JSON")
     schema.fill(
@@ -79,7 +81,7 @@ def test_owner_creates_an_agent_tools_and_a_trigger_and_chats(tab, stack):
         '{"type": "object", "properties": {"orderId": {"type": "string",'
         ' "description": "The order number"}}, "required": ["orderId"]}'
     )
-    expect(editor.locator(".hint.good")).to_have_text("Looks valid.")
+    expect(editor.locator("#input-schema-status")).to_have_text("Looks valid.")
     editor.get_by_label("Response").fill("Order shipped on Monday")
     editor.get_by_role("button", name="Create tool").click()
     expect(page.get_by_role("heading", name="order_status")).to_be_visible()
@@ -349,6 +351,7 @@ def test_owner_manages_secrets_keys_and_the_widget(tab, stack):
     editor = page.get_by_role("form", name="New tool")
     editor.get_by_label("Name", exact=True).fill("create_lead")
     editor.get_by_label("Description").fill("Create a lead in the CRM")
+    editor.get_by_role("group", name="Tool input").get_by_role("button", name="JSON").click()
     editor.get_by_label("Input schema (JSON Schema)").fill(
         '{"type": "object", "properties": {"email": {"type": "string"}}, "required": ["email"]}'
     )

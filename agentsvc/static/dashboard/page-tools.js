@@ -1,12 +1,14 @@
-// Tools: list with plan limits, create and edit all four types, JSON-Schema editor, the MCP
-// server's tool checklist, test run.
+// Tools: list with plan limits, create and edit all four types with builders (tool input,
+// form fields with a live preview, post actions, result display) and their JSON views, the
+// MCP server's tool checklist, test run.
 
 import { chatStream, del, get, post, put, qs } from "./api.js";
+import { actionsBuilder, actionsFit, formBuilder, formPreview } from "./builder-form.js";
+import { builderWithJson, displayBuilder, displayFit, paramsBuilder, paramsFit } from "./builders.js";
 import { confirmDialog, field, h, mount, parseJsonField, pretty, select, table, toast, when } from "./dom.js";
 import { actionButton, onSubmit, pageHeader } from "./forms.js";
-import { checkFormSchema, checkInputSchema, exampleInput } from "./schema-check.js";
+import { checkDisplayConfig, checkFormSchema, checkInputSchema, checkPostActions, exampleInput } from "./schema-check.js";
 
-const DISPLAY_TYPES = ["", "text", "product_card", "product_carousel", "image", "table", "buttons", "form", "custom"];
 const EMPTY_SCHEMA = { type: "object", properties: {}, required: [] };
 const EXAMPLE_FORM = {
   fields: [
@@ -43,7 +45,7 @@ function jsonArea(name, value, rows = 8) {
 }
 
 /** Read the editor into an API body; throws on JSON that does not parse or look right. */
-function toolBody(data, isUpdate) {
+function toolBody(data, isUpdate, parts) {
   const type = data.get("executionType");
   const body = {
     name: String(data.get("name")).trim(),
@@ -57,17 +59,11 @@ function toolBody(data, isUpdate) {
   if (!body.description) throw new Error("description: required (the model reads it)");
   if (type !== "mcp") {
     // An MCP server's tools bring their own input schemas.
-    body.inputSchema = parseJsonField(data.get("inputSchema"), "inputSchema");
-    const problems = checkInputSchema(body.inputSchema);
-    if (problems.length) throw new Error(problems.join("; "));
+    body.inputSchema = parts.input.value();
   }
-  const displayType = data.get("displayType");
-  const displayExtra = parseJsonField(data.get("displayExtra"), "displayConfig", { allowEmpty: true });
-  if (displayType || displayExtra) {
-    body.displayConfig = { ...(displayExtra || {}), ...(displayType ? { type: displayType } : {}) };
-  } else if (isUpdate) {
-    body.displayConfig = null;
-  }
+  const display = parts.display.value();
+  if (display) body.displayConfig = display;
+  else if (isUpdate) body.displayConfig = null;
   if (type === "mock") {
     body.mockResponse = String(data.get("mockResponse"));
   } else if (type === "http") {
@@ -94,9 +90,7 @@ function toolBody(data, isUpdate) {
       if (!body.mcpTools.length) throw new Error("mcpTools: load the server's tools and tick at least one");
     }
   } else if (type === "form") {
-    body.formSchema = parseJsonField(data.get("formSchema"), "formSchema");
-    const formProblems = checkFormSchema(body.formSchema);
-    if (formProblems.length) throw new Error(formProblems.join("; "));
+    body.formSchema = parts.form.value();
     body.formExecutionMode = data.get("formExecutionMode");
     const url = String(data.get("formWebhookUrl")).trim();
     const handler = String(data.get("formClientHandler")).trim();
@@ -104,9 +98,8 @@ function toolBody(data, isUpdate) {
     else if (isUpdate) body.formWebhookUrl = null;
     if (handler) body.formClientHandler = handler;
     else if (isUpdate) body.formClientHandler = null;
-    const actions = parseJsonField(data.get("formPostActions"), "formPostActions", { allowEmpty: true });
-    if (actions !== undefined) {
-      if (!Array.isArray(actions)) throw new Error("formPostActions: a JSON list of post actions");
+    const actions = parts.actions.value();
+    if (actions) {
       body.formPostActions = actions;
     } else if (isUpdate) {
       body.formPostActions = null;
@@ -178,12 +171,26 @@ function mcpSection(t) {
     list);
 }
 
-function toolEditor(tool) {
+const formFits = (v) => Boolean(v) && typeof v === "object" && !Array.isArray(v) && (v.fields === undefined || (Array.isArray(v.fields) && v.fields.every((f) => f && typeof f === "object" && !Array.isArray(f) && (f.options === undefined || Array.isArray(f.options)))));
+
+/** The builders of a tool (each with its JSON view); their values go into the API body. */
+function toolParts(t, agentId, isForm) {
+  const copy = (v) => (v === undefined || v === null ? null : structuredClone(v));
+  const preview = formPreview(agentId);
+  return {
+    preview,
+    input: builderWithJson({ name: "inputSchema", label: "Tool input: the parameters the model fills", jsonLabel: "Input schema (JSON Schema)", id: "input-schema", value: copy(t.inputSchema) || structuredClone(EMPTY_SCHEMA), builder: paramsBuilder, check: checkInputSchema, fits: paramsFit }),
+    form: builderWithJson({ name: "formSchema", label: "Form fields", jsonLabel: "Form schema (JSON)", id: "form-schema", value: copy(t.formSchema) || structuredClone(EXAMPLE_FORM), builder: formBuilder, check: checkFormSchema, fits: formFits, onChange: (v) => isForm() && preview.show(v) }),
+    actions: builderWithJson({ name: "formPostActions", label: "After each submission", jsonLabel: "Post actions (JSON list)", id: "post-actions", value: copy(t.formPostActions), builder: actionsBuilder, check: checkPostActions, fits: actionsFit, allowEmpty: true }),
+    display: builderWithJson({ name: "displayConfig", label: "Result display", jsonLabel: "Display settings (JSON)", id: "display-config", value: copy(t.displayConfig), builder: displayBuilder, check: checkDisplayConfig, fits: displayFit, allowEmpty: true }),
+  };
+}
+
+function toolEditor(tool, agentId) {
   const t = tool || {};
   const type = t.executionType || "mock";
   const typeSelect = select([["mock", "mock — a fixed response"], ["http", "http — call an address"], ["form", "form — collect data from the visitor"], ["mcp", "mcp — the tools of an MCP server"]], type, { name: "executionType" });
-  const display = t.displayConfig || {};
-  const { type: displayType, ...displayExtra } = display;
+  const parts = toolParts(t, agentId, () => typeSelect.value === "form");
   const sections = {
     mock: h("fieldset", { class: "stack", dataset: { for: "mock" } }, h("legend", {}, "Mock response"),
       field("Response", h("textarea", { name: "mockResponse", rows: 4 }, t.mockResponse || ""), "Returned as the tool's output, as is.")),
@@ -192,51 +199,36 @@ function toolEditor(tool) {
       field("Method", select(["GET", "POST", "PUT", "DELETE"].map((m) => [m, m]), t.httpMethod || "GET", { name: "httpMethod" }), "GET/DELETE send the rest of the input in the query string, POST/PUT as a JSON body."),
       field("Headers (JSON object)", jsonArea("httpHeaders", pretty(t.httpHeaders), 4), 'e.g. {"Authorization": "Bearer {{API_KEY}}"}')),
     form: h("fieldset", { class: "stack", dataset: { for: "form" } }, h("legend", {}, "Form"),
-      field("Form schema (JSON)", jsonArea("formSchema", pretty(t.formSchema || EXAMPLE_FORM), 12), "fields: [{name, label, type, validation?, options?}], submitLabel, successMessage. Types: text, email, tel, number, textarea, select, multiselect, date, datetime, file, image."),
+      h("div", { class: "form-build" }, parts.form.el, parts.preview.el),
       field("Delivery", select([["webhook", "webhook"], ["client", "client handler (or only stored)"], ["both", "both"]], t.formExecutionMode || "webhook", { name: "formExecutionMode" }), "Every submission is kept and listed under Form submissions, whatever the delivery."),
       field("Webhook URL", h("input", { name: "formWebhookUrl", value: t.formWebhookUrl || "", placeholder: "https://example.com/hooks/forms" })),
       field("Client handler name", h("input", { name: "formClientHandler", value: t.formClientHandler || "" }), "Registered in the page with agentsvc.registerFormHandler(name, fn). Left empty with client delivery, submissions are only stored."),
-      field("Post actions (JSON list)", jsonArea("formPostActions", pretty(t.formPostActions), 5), 'webhook {url, headers, payload}, team_chat {webhookUrl, messageTemplate}, email {recipientIds, subject}. Templates: {{field}}, {{_toolName}}.'),
+      parts.actions.el,
       t.formWebhookSecret ? h("p", { class: "muted" }, "Webhook signing secret: ", h("code", {}, t.formWebhookSecret)) : null),
     mcp: mcpSection(t),
   };
-  let schemaField = null;
+  const schemaField = parts.input.el;
   const showSection = () => {
     for (const [name, el] of Object.entries(sections)) {
       el.hidden = name !== typeSelect.value;
       el.disabled = name !== typeSelect.value;
     }
-    if (schemaField) schemaField.hidden = typeSelect.value === "mcp";
+    schemaField.hidden = typeSelect.value === "mcp";
+    if (typeSelect.value === "form") parts.form.report(); // shows the preview
   };
   typeSelect.addEventListener("change", showSection);
-  const schemaArea = jsonArea("inputSchema", pretty(t.inputSchema || EMPTY_SCHEMA), 10);
-  const schemaStatus = h("small", { class: "hint", "aria-live": "polite" });
-  const checkSchema = () => {
-    try {
-      const problems = checkInputSchema(parseJsonField(schemaArea.value, "inputSchema"));
-      schemaStatus.textContent = problems.length ? problems.join("; ") : "Looks valid.";
-      schemaStatus.className = problems.length ? "hint bad" : "hint good";
-    } catch (err) {
-      schemaStatus.textContent = err.message;
-      schemaStatus.className = "hint bad";
-    }
-  };
-  schemaArea.addEventListener("input", checkSchema);
-  checkSchema();
-  schemaField = h("div", { class: "field" }, h("label", { for: "input-schema" }, "Input schema (JSON Schema)"), Object.assign(schemaArea, { id: "input-schema" }), schemaStatus);
   showSection();
-  return [
+  const nodes = [
     h("div", { class: "grid2" },
       field("Name", h("input", { name: "name", required: true, value: t.name || "", pattern: "[a-z][a-z0-9_]{0,63}", placeholder: "lookup_order" }), "Lowercase with underscores; unique for this agent."),
       field("Type", typeSelect)),
     field("Description", h("textarea", { name: "description", rows: 2, required: true }, t.description || ""), "What the tool does; the model reads it to decide when to call it."),
     schemaField,
     field("Enabled", h("input", { type: "checkbox", name: "isEnabled", checked: t.isEnabled !== false })),
-    h("div", { class: "grid2" },
-      field("Result display", select(DISPLAY_TYPES.map((d) => [d, d || "(default: text)"]), displayType || "", { name: "displayType" })),
-      field("Display mappings and options (JSON)", jsonArea("displayExtra", Object.keys(displayExtra).length ? pretty(displayExtra) : "", 3), '{"fieldMappings": {"title": "name"}, "options": {"showPrice": true}}')),
     sections.mock, sections.http, sections.form, sections.mcp,
+    parts.display.el,
   ];
+  return { nodes, parts };
 }
 
 /** Run a tool once through the chat (the builtin model runs `/tool NAME {json}` directly);
@@ -291,8 +283,9 @@ export async function renderTool(ctx, page, id) {
       mount(page, pageHeader("New tool"), h("p", { class: "empty" }, "Create an agent first."));
       return;
     }
-    const form = onSubmit(h("form", { class: "stack card", "aria-label": "New tool" }, toolEditor(null), h("button", { type: "submit" }, "Create tool")), async (data) => {
-      const tool = await post("/tools", { agentId: ctx.agent.id, ...toolBody(data, false) });
+    const editor = toolEditor(null, ctx.agent.id);
+    const form = onSubmit(h("form", { class: "stack card", "aria-label": "New tool" }, editor.nodes, h("button", { type: "submit" }, "Create tool")), async (data) => {
+      const tool = await post("/tools", { agentId: ctx.agent.id, ...toolBody(data, false, editor.parts) });
       toast(`Tool ${tool.name} created`);
       ctx.navigate(`#/tools/${encodeURIComponent(tool.id)}`);
     });
@@ -300,8 +293,9 @@ export async function renderTool(ctx, page, id) {
     return;
   }
   const tool = await get(`/tools/${encodeURIComponent(id)}`);
-  const form = onSubmit(h("form", { class: "stack card", "aria-label": "Edit tool" }, toolEditor(tool), h("button", { type: "submit" }, "Save tool")), async (data) => {
-    await put(`/tools/${encodeURIComponent(id)}`, toolBody(data, true));
+  const editor = toolEditor(tool, tool.agentId);
+  const form = onSubmit(h("form", { class: "stack card", "aria-label": "Edit tool" }, editor.nodes, h("button", { type: "submit" }, "Save tool")), async (data) => {
+    await put(`/tools/${encodeURIComponent(id)}`, toolBody(data, true, editor.parts));
     toast("Tool saved");
     ctx.navigate(`#/tools/${encodeURIComponent(id)}`);
   });

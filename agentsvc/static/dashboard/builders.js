@@ -1,0 +1,358 @@
+// The tool editor's builders, shared parts: a value shown as a builder with a JSON view for
+// advanced users, rows reordered by drag and by keyboard, and the builders any tool has
+// (tool input parameters, result display). Every builder edits the API's own JSON in place,
+// so a key it does not show is kept as stored; switching views keeps the data.
+
+import { field, h, mount, parseJsonField, pretty, select } from "./dom.js";
+
+/** Build the two views of one value: {el, value()}; value() throws a message in words.
+ * `builder(value, changed)` returns {el, read(), problems?()}; `check(value)` lists problems. */
+export function builderWithJson({ name, label, jsonLabel, id, value, builder, check, fits, onChange = () => {}, allowEmpty = false }) {
+  const area = h("textarea", { id, rows: 10, class: "code", spellcheck: "false" });
+  const status = h("small", { class: "hint", id: `${id}-status`, "aria-live": "polite" });
+  const holder = h("div", { class: "builder" });
+  const toBuilder = h("button", { type: "button", class: "secondary small", "aria-pressed": "true" }, "Builder");
+  const toJson = h("button", { type: "button", class: "secondary small", "aria-pressed": "false" }, "JSON");
+  let current = null;
+  let json = false;
+
+  const parse = () => {
+    const parsed = parseJsonField(area.value, name, { allowEmpty });
+    return parsed === undefined ? null : parsed;
+  };
+  const read = () => (json ? parse() : current.read());
+  const problems = (v) => [...(!json && current.problems ? current.problems() : []), ...check(v)];
+  const report = () => {
+    if (!current) return; // a builder being drawn reports once it is in place
+    let list;
+    let v;
+    try {
+      v = read();
+      list = problems(v);
+    } catch (err) {
+      list = [err.message];
+    }
+    status.textContent = list.length ? list.join("; ") : "Looks valid.";
+    status.className = list.length ? "hint bad" : "hint good";
+    if (!list.length) onChange(v);
+  };
+  const show = (v) => {
+    current = null;
+    current = builder(v, report);
+    mount(holder, current.el);
+  };
+  const setView = (wantJson) => {
+    if (wantJson === json) return;
+    if (wantJson) {
+      area.value = pretty(current.read());
+    } else {
+      let v;
+      try {
+        v = parse();
+      } catch (err) {
+        status.textContent = `The builder needs valid JSON: ${err.message}`;
+        status.className = "hint bad";
+        area.focus();
+        return;
+      }
+      if (!fits(v)) {
+        status.textContent = `The builder cannot show this JSON (${name} has an unexpected shape): fix it here, or keep editing it as JSON.`;
+        status.className = "hint bad";
+        return;
+      }
+      show(v);
+    }
+    json = wantJson;
+    paint();
+    report();
+  };
+  const paint = () => {
+    holder.hidden = json;
+    jsonField.hidden = !json;
+    toBuilder.setAttribute("aria-pressed", String(!json));
+    toJson.setAttribute("aria-pressed", String(json));
+  };
+  toBuilder.addEventListener("click", () => setView(false));
+  toJson.addEventListener("click", () => setView(true));
+  area.addEventListener("input", report);
+  const jsonField = h("div", { class: "field", hidden: true }, h("label", { for: id }, jsonLabel), area);
+  if (fits(value)) show(value);
+  else {
+    // JSON the builder cannot show opens in the JSON view, untouched.
+    current = null;
+    current = builder(undefined, report);
+    mount(holder, current.el);
+    area.value = pretty(value);
+    json = true;
+  }
+  const el = h("div", { class: "stack built", role: "group", "aria-label": label },
+    h("div", { class: "row views" }, h("strong", {}, label), h("span", { class: "spacer" }), toBuilder, toJson),
+    holder, jsonField, status);
+  paint();
+  report();
+  return {
+    el,
+    /** The value to save; throws when it does not parse or would be refused. */
+    value() {
+      const v = read();
+      const list = problems(v);
+      if (list.length) throw new Error(list.join("; "));
+      return v;
+    },
+    report,
+  };
+}
+
+/** Move an item of a list from one place to another (in place). */
+export function move(list, from, to) {
+  if (to < 0 || to >= list.length || from === to) return false;
+  list.splice(to, 0, ...list.splice(from, 1));
+  return true;
+}
+
+/** A list of rows that can be reordered by drag, by buttons and by Alt+Arrow keys.
+ * `draw(item, i)` returns a row's controls; `redraw()` is called after a move. */
+export function sortableRows(list, { noun, draw, redraw, announce }) {
+  let dragged = null;
+  return list.map((item, i) => {
+    const moveTo = (to, focusPart) => {
+      if (!move(list, i, to)) return;
+      redraw();
+      announce(`${noun} ${i + 1} moved to position ${to + 1}.`);
+      const row = document.querySelectorAll(`[data-rows="${noun}"] > .sortable`)[to];
+      const target = row && (row.querySelector(`[data-part="${focusPart}"]`) || row.querySelector("[data-part=handle]"));
+      if (target) target.focus();
+    };
+    const button = (text, to, part) => h("button", { type: "button", class: "secondary small", "aria-label": `Move ${noun.toLowerCase()} ${i + 1} ${text}`, dataset: { part }, disabled: to < 0 || to >= list.length, onclick: () => moveTo(to, part) }, text === "up" ? "↑" : "↓");
+    const handle = h("span", { class: "handle", draggable: "true", tabindex: "0", role: "button", title: "Drag to move; Alt+↑/↓ moves too", "aria-label": `Drag ${noun.toLowerCase()} ${i + 1} to move it (or press Alt+Up or Alt+Down)`, dataset: { part: "handle" } }, "⠿");
+    const row = h("fieldset", { class: "sortable stack" });
+    handle.addEventListener("dragstart", (e) => {
+      dragged = i;
+      e.dataTransfer.effectAllowed = "move";
+      e.dataTransfer.setData("text/plain", String(i));
+    });
+    row.addEventListener("dragover", (e) => e.preventDefault());
+    row.addEventListener("drop", (e) => {
+      e.preventDefault();
+      const from = dragged ?? Number(e.dataTransfer.getData("text/plain"));
+      dragged = null;
+      if (!Number.isInteger(from) || !move(list, from, i)) return;
+      redraw();
+      announce(`${noun} ${from + 1} moved to position ${i + 1}.`);
+    });
+    row.addEventListener("keydown", (e) => {
+      if (!e.altKey || (e.key !== "ArrowUp" && e.key !== "ArrowDown")) return;
+      e.preventDefault();
+      moveTo(i + (e.key === "ArrowUp" ? -1 : 1), document.activeElement.dataset.part);
+    });
+    const tools = h("div", { class: "row-tools" }, handle, button("up", i - 1, "up"), button("down", i + 1, "down"));
+    mount(row, draw(item, i, tools));
+    return row;
+  });
+}
+
+/** Set (or with an empty value remove) a key of an object. */
+export function setKey(obj, key, value) {
+  if (value === "" || value === null || value === undefined) delete obj[key];
+  else obj[key] = value;
+}
+
+/** A text input bound to a key of an object. */
+export function bound(label, obj, key, changed, attrs = {}, hint) {
+  const input = h("input", { value: obj[key] ?? "", dataset: { part: key }, autocomplete: "off", ...attrs });
+  input.addEventListener("input", () => {
+    setKey(obj, key, input.value);
+    changed();
+  });
+  return field(label, input, hint);
+}
+
+const isObject = (v) => Boolean(v) && typeof v === "object" && !Array.isArray(v);
+
+// ── Tool input: the parameters of an inputSchema ──
+
+const KINDS = [["string", "Text"], ["number", "Number"], ["integer", "Whole number"], ["boolean", "Yes or no"], ["array", "List"], ["object", "Object"]];
+
+/** A typed value from what was typed, for a parameter of this kind. */
+function typed(kind, text) {
+  const t = text.trim();
+  if ((kind === "number" || kind === "integer") && t !== "" && !Number.isNaN(Number(t))) return Number(t);
+  if (kind === "boolean" && (t === "true" || t === "false")) return t === "true";
+  if (kind === "array" || kind === "object") {
+    try {
+      return JSON.parse(t);
+    } catch {
+      return text;
+    }
+  }
+  return text;
+}
+const shown = (v) => (v === undefined ? "" : typeof v === "string" ? v : JSON.stringify(v));
+
+/** Whether the builder can show an inputSchema (else it opens as JSON). */
+export function paramsFit(v) {
+  return isObject(v) && (v.properties === undefined || (isObject(v.properties) && Object.values(v.properties).every(isObject))) && (v.required === undefined || Array.isArray(v.required));
+}
+
+function paramRow(row, i, tools, { schema, changed, remove, taken }) {
+  const prop = row.prop;
+  const required = () => (Array.isArray(schema.required) ? schema.required : []);
+  const name = h("input", { value: row.name, dataset: { part: "name" }, autocomplete: "off", placeholder: "orderId" });
+  name.addEventListener("input", () => {
+    const was = row.name;
+    row.name = name.value;
+    if (required().includes(was) && !taken(was)) schema.required = required().map((r) => (r === was ? row.name : r));
+    changed(true);
+  });
+  const kind = select(KINDS, prop.type, { dataset: { part: "type" } });
+  if (!KINDS.some(([k]) => k === prop.type)) kind.prepend(h("option", { value: "", selected: true }, prop.type === undefined ? "(any)" : `${JSON.stringify(prop.type)} (kept)`));
+  const given = prop.type;
+  kind.addEventListener("change", () => {
+    setKey(prop, "type", kind.value || given);
+    changed();
+  });
+  const must = h("input", { type: "checkbox", checked: required().includes(row.name), dataset: { part: "required" } });
+  must.addEventListener("change", () => {
+    const rest = required().filter((r) => r !== row.name);
+    schema.required = must.checked ? [...rest, row.name] : rest;
+    changed();
+  });
+  // Allowed values as a comma-separated list, when every value can be written that way.
+  const plain = prop.enum === undefined || (Array.isArray(prop.enum) && prop.enum.every((v) => ["string", "number", "boolean"].includes(typeof v) && !String(v).includes(",")));
+  const choices = h("input", { value: plain && prop.enum ? prop.enum.map(shown).join(", ") : JSON.stringify(prop.enum ?? null), disabled: !plain, dataset: { part: "enum" }, autocomplete: "off", placeholder: "e.g. small, medium, large" });
+  choices.addEventListener("input", () => {
+    const values = choices.value.split(",").map((v) => v.trim()).filter(Boolean).map((v) => typed(prop.type, v));
+    setKey(prop, "enum", values.length ? values : undefined);
+    changed();
+  });
+  const fallback = h("input", { value: shown(prop.default), dataset: { part: "default" }, autocomplete: "off" });
+  fallback.addEventListener("input", () => {
+    setKey(prop, "default", fallback.value === "" ? undefined : typed(prop.type, fallback.value));
+    changed();
+  });
+  const about = h("input", { value: prop.description ?? "", dataset: { part: "description" }, autocomplete: "off" });
+  about.addEventListener("input", () => {
+    setKey(prop, "description", about.value);
+    changed();
+  });
+  return [
+    h("legend", {}, `Parameter ${i + 1}: ${row.name}`),
+    h("div", { class: "row" }, tools, h("span", { class: "spacer" }),
+      h("button", { type: "button", class: "secondary small", "aria-label": `Remove parameter ${i + 1}`, onclick: remove }, "Remove")),
+    h("div", { class: "grid2" },
+      field("Parameter name", name),
+      field("Kind of value", kind),
+      field("What it is for", about, "The model reads this to fill the parameter."),
+      field("Required", must),
+      field("Allowed values", choices, plain ? "Comma-separated; empty: any value." : "Edit these in the JSON view."),
+      field("Default value", fallback)),
+  ];
+}
+
+/** The builder of an inputSchema value: {el, read(), problems()}. */
+export function paramsBuilder(value, changed) {
+  const schema = isObject(value) ? value : { type: "object", properties: {} };
+  const rows = Object.entries(schema.properties || {}).map(([name, prop]) => ({ name, prop }));
+  const list = h("div", { class: "stack", dataset: { rows: "Parameter" } });
+  const said = h("span", { class: "sr-only", "aria-live": "polite" });
+  // Properties are written back in the rows' order when a name or the order changes.
+  const sync = () => {
+    if (rows.length || schema.properties) schema.properties = Object.fromEntries(rows.map((r) => [r.name, r.prop]));
+  };
+  const onChange = (renamed) => {
+    if (renamed) sync();
+    changed();
+  };
+  const redraw = () => {
+    sync();
+    mount(list, rows.length ? sortableRows(rows, {
+      noun: "Parameter",
+      redraw,
+      announce: (text) => (said.textContent = text),
+      draw: (row, i, tools) => paramRow(row, i, tools, {
+        schema,
+        changed: onChange,
+        taken: (name) => rows.some((r) => r !== row && r.name === name),
+        remove: () => {
+          rows.splice(i, 1);
+          if (Array.isArray(schema.required)) schema.required = schema.required.filter((r) => r !== row.name);
+          redraw();
+        },
+      }),
+    }) : h("p", { class: "muted" }, "No parameters: the tool is called without input."));
+    changed();
+  };
+  const add = h("button", { type: "button", class: "secondary", onclick: () => {
+    let n = rows.length + 1;
+    while (rows.some((r) => r.name === `param_${n}`)) n += 1;
+    rows.push({ name: `param_${n}`, prop: { type: "string" } });
+    redraw();
+    list.lastElementChild.querySelector("[data-part=name]").select();
+  } }, "Add parameter");
+  const el = h("div", { class: "stack" }, list, add, said);
+  redraw();
+  return {
+    el,
+    read: () => schema,
+    problems: () => rows.flatMap((r, i) => {
+      if (!r.name.trim()) return [`Parameter ${i + 1}: give it a name`];
+      return rows.findIndex((o) => o.name === r.name) < i ? [`Parameter ${i + 1}: "${r.name}" is used twice`] : [];
+    }),
+  };
+}
+
+// ── Result display: how the widget shows a tool's result ──
+
+const DISPLAYS = [["", "Text (the default)"], ["text", "Text"], ["product_card", "Product card"], ["product_carousel", "Product carousel"], ["image", "Image"], ["table", "Table"], ["buttons", "Buttons"], ["form", "Form"], ["custom", "Raw data"]];
+const SLOTS = { title: "Title", description: "Text under it", price: "Price", image: "Image address", url: "Link", items: "The list of items" };
+const SLOTS_OF = {
+  product_card: ["title", "description", "price", "image", "url"],
+  product_carousel: ["items", "title", "description", "price", "image", "url"],
+  image: ["image", "url", "title"],
+  table: ["items"],
+  buttons: ["items"],
+};
+const OPTIONS_OF = { product_card: ["showImage", "showPrice"], product_carousel: ["showImage", "showPrice"] };
+const OPTION_LABELS = { showImage: "Show the image", showPrice: "Show the price" };
+
+/** Whether the builder can show a displayConfig (else it opens as JSON). */
+export const displayFit = (v) => v === null || v === undefined || (isObject(v) && ["fieldMappings", "options"].every((k) => !(k in v) || isObject(v[k])));
+
+/** The builder of displayConfig: {el, read()}; nothing set reads as null. */
+export function displayBuilder(value, changed) {
+  const config = isObject(value) ? value : {};
+  const shownAs = select(DISPLAYS, config.type ?? "", { dataset: { part: "display" } });
+  const slots = h("div", { class: "grid2" });
+  const draw = () => {
+    const kind = config.type || "text";
+    const maps = config.fieldMappings || {};
+    const options = config.options || {};
+    mount(slots, (SLOTS_OF[kind] || []).map((slot) => {
+      const input = h("input", { value: maps[slot] ?? "", placeholder: slot, autocomplete: "off", dataset: { part: slot } });
+      input.addEventListener("input", () => {
+        config.fieldMappings = config.fieldMappings || {};
+        setKey(config.fieldMappings, slot, input.value);
+        if (!Object.keys(config.fieldMappings).length) delete config.fieldMappings;
+        changed();
+      });
+      return field(`${SLOTS[slot]}: result field`, input);
+    }), (OPTIONS_OF[kind] || []).map((name) => {
+      const tick = h("input", { type: "checkbox", checked: options[name] !== false });
+      tick.addEventListener("change", () => {
+        config.options = { ...(config.options || {}), [name]: tick.checked };
+        changed();
+      });
+      return field(OPTION_LABELS[name], tick);
+    }));
+  };
+  shownAs.addEventListener("change", () => {
+    setKey(config, "type", shownAs.value);
+    draw();
+    changed();
+  });
+  draw();
+  return {
+    el: h("div", { class: "stack" }, field("Shown as", shownAs, "How the widget shows the tool's result. A result field is a key of the result, or a dotted path (item.name)."), slots),
+    read: () => (Object.keys(config).length ? config : null),
+  };
+}
