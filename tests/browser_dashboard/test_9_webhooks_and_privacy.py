@@ -55,18 +55,18 @@ def test_webhooks_retention_and_the_audit_log(browser, stack, shots):
         url = stack.receiver_url + "/events"
         form.get_by_label("Endpoint URL").fill(url)
         form.get_by_label("Description").fill("CRM sync")
-        form.get_by_role("checkbox", name="conversation.created").check()
-        form.get_by_role("checkbox", name="message.created").check()
+        form.get_by_role("checkbox", name="Conversation started").check()
+        form.get_by_role("checkbox", name="Message stored").check()
         form.get_by_role("button", name="Create webhook").click()
         expect(page.get_by_text("it is shown only once")).to_be_visible()
         secret = page.locator("#new-webhook-secret").inner_text()
         assert secret.startswith("whsec_")
         listed = page.get_by_role("table", name="Webhooks")
         expect(listed.get_by_role("link", name=url)).to_be_visible()
-        expect(listed).to_contain_text("conversation.created, message.created")
+        expect(listed).to_contain_text("Conversation started, Message stored")
         # A bad address is refused with the API's message, nothing is created.
         form.get_by_label("Endpoint URL").fill("ftp://files.example.com/in")
-        form.get_by_role("checkbox", name="feedback.created").check()
+        form.get_by_role("checkbox", name="Answer rated").check()
         form.get_by_role("button", name="Create webhook").click()
         expect(form.get_by_role("alert")).to_contain_text("url")
         hooks = stack.api("GET", "/webhooks", key)["data"]
@@ -87,8 +87,8 @@ def test_webhooks_retention_and_the_audit_log(browser, stack, shots):
         page.get_by_role("table", name="Webhooks").get_by_role("link", name=url).click()
         log = page.get_by_role("table", name="Deliveries")
         expect(log.get_by_role("row")).to_have_count(4)  # a header and three deliveries
-        created_row = log.get_by_role("row").filter(has_text="conversation.created")
-        expect(created_row).to_contain_text("success")
+        created_row = log.get_by_role("row").filter(has_text="Conversation started")
+        expect(created_row).to_contain_text("Delivered")
         created_row.get_by_role("button", name="Details").click()
         details = page.get_by_role("region", name="Delivery details")
         expect(details.locator("pre")).to_contain_text("Hello from the browser test")
@@ -103,7 +103,7 @@ def test_webhooks_retention_and_the_audit_log(browser, stack, shots):
         assert failed, stack.api("GET", f"/webhooks/{hook_id}/deliveries", key)
         stack.failing = False
         page.get_by_role("button", name="Refresh").click()
-        failed_rows = log.get_by_role("row").filter(has_text="failed")
+        failed_rows = log.get_by_role("row").filter(has_text="Failed")
         expect(failed_rows).to_have_count(3)
         expect(failed_rows.first).to_contain_text("HTTP 503")
         first_failed = failed_rows.first
@@ -111,7 +111,7 @@ def test_webhooks_retention_and_the_audit_log(browser, stack, shots):
         expect(page.get_by_text("Sent again")).to_be_visible()
         assert wait_for(lambda: len(stack.api("GET", failed_path, key)["data"]) == 2)
         page.get_by_role("button", name="Refresh").click()
-        expect(log.get_by_role("row").filter(has_text="failed")).to_have_count(2)
+        expect(log.get_by_role("row").filter(has_text="Failed")).to_have_count(2)
         png = page.screenshot(full_page=True)
         (shots / "webhook-deliveries.png").write_bytes(png)
         assert image_stats(page, png)["colours"] >= 12
@@ -135,18 +135,18 @@ def test_webhooks_retention_and_the_audit_log(browser, stack, shots):
         # The audit log has all of it, filtered by action.
         nav(page, "Audit log")
         audit = page.get_by_role("table", name="Audit log")
-        for action in ("webhook.created", "webhook.deleted", "agent.retention_changed"):
+        for action in ("Webhook created", "Webhook deleted", "Data retention changed"):
             expect(audit).to_contain_text(action)
-        expect(audit.get_by_role("row").filter(has_text="webhook.created")).to_contain_text(url)
-        expect(audit.get_by_role("row").filter(has_text="webhook.created")).to_contain_text(
-            "dashboard"
+        expect(audit.get_by_role("row").filter(has_text="Webhook created")).to_contain_text(url)
+        expect(audit.get_by_role("row").filter(has_text="Webhook created")).to_contain_text(
+            "Dashboard"
         )
         png = page.screenshot(full_page=True)
         (shots / "audit-log.png").write_bytes(png)
         assert image_stats(page, png)["colours"] >= 12
         page.get_by_label("Action filter").select_option("webhook.deleted")
         expect(audit.get_by_role("row")).to_have_count(2)
-        expect(audit).to_contain_text("webhook.deleted")
-        expect(audit).not_to_contain_text("webhook.created")
+        expect(audit).to_contain_text("Webhook deleted")
+        expect(audit).not_to_contain_text("Webhook created")
     finally:
         tab.close()

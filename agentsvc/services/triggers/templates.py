@@ -72,7 +72,7 @@ TEMPLATES: tuple[dict[str, Any], ...] = (
     {
         "id": "signup-welcome",
         "name": "Welcome new sign-ups",
-        "description": "Open the chat after a `signup` event from a paid plan.",
+        "description": 'Open the chat after a "signup" event from a paid plan.',
         "triggerType": "custom_event",
         "conditions": {"event": "signup", "eventData": {"plan": {"$in": ["starter", "pro"]}}},
         "actionType": "open_chat",

@@ -1,6 +1,8 @@
 // The dashboard's only way to the server: the public API under /api/v1, with the session
 // cookie (HttpOnly: the page never sees it) sent automatically by the browser.
 
+import { plain, words } from "./labels.js";
+
 export const BASE = "/api/v1";
 
 /** An error answered by the API: status, code and the API's own message. */
@@ -124,8 +126,8 @@ export async function chatStream(body, onEvent, signal) {
   }
 }
 
-/** A readable line for an error from the API or the page. */
+/** A readable line for an error from the API or the page: the message, never the code. */
 export function describe(err) {
-  if (err instanceof ApiError) return `${err.message} (${err.code})`;
-  return err && err.message ? err.message : String(err);
+  if (err instanceof ApiError) return plain(err.message || words(err.code));
+  return plain(err && err.message ? err.message : String(err));
 }

@@ -131,8 +131,11 @@ function buildShell() {
         },
       }, ctx.session.teams.map((t) => h("option", { value: t.id, selected: t.id === ctx.session.team.id }, `${t.name} (${t.role})`)))
     : h("span", { class: "team-name" }, ctx.session.team.name);
+  // On a narrow screen the sections fold behind this button (CSS shows it there only).
+  const menu = h("button", { type: "button", class: "secondary small menu-toggle", "aria-expanded": "false", "aria-controls": "side-nav", onclick: () => showMenu(menu.getAttribute("aria-expanded") !== "true") }, "Menu");
   mount(root,
     h("header", { class: "topbar" },
+      menu,
       h("a", { class: "brand", href: "#/agents" }, "agentsvc"),
       teamSwitch,
       h("span", { class: "role-badge" }, ctx.isOwner ? "owner" : "member"),
@@ -140,14 +143,25 @@ function buildShell() {
       h("a", { class: "who", href: "#/profile", title: "Your profile" }, user.name || user.email),
       h("button", { type: "button", class: "secondary small", onclick: signOut }, "Sign out")),
     h("div", { class: "layout" },
-      h("nav", { class: "side", "aria-label": "Sections" }, picker, nav),
+      h("nav", { class: "side", id: "side-nav", "aria-label": "Sections" }, picker, nav),
       main));
-  root.classList.remove("loading");
+  root.classList.remove("loading", "menu-open");
+  // A chosen section folds the narrow screen's menu (also when it is the page shown).
+  nav.addEventListener("click", (event) => {
+    if (event.target.closest("a")) showMenu(false);
+  });
   for (const [hash, label] of NAV) {
     nav.append(h("li", {}, h("a", { href: `#/${hash}`, dataset: { page: hash } }, label)));
   }
-  shell = { main, nav, picker };
+  shell = { main, nav, picker, menu };
   renderAgentPicker();
+}
+
+/** Open or fold the sections menu of a narrow screen. */
+function showMenu(open) {
+  if (!shell) return;
+  shell.menu.setAttribute("aria-expanded", String(open));
+  root.classList.toggle("menu-open", open);
 }
 
 let routeSeq = 0;
@@ -237,11 +251,18 @@ async function boot() {
   }
 }
 
+document.addEventListener("keydown", (event) => {
+  if (event.key === "Escape" && root.classList.contains("menu-open")) {
+    showMenu(false);
+    shell.menu.focus();
+  }
+});
 setUnauthorizedHandler(() => {
   if (shell) boot();
 });
 window.addEventListener("hashchange", () => {
   focusAfterRoute = true;
+  showMenu(false);
   route();
 });
 boot();

@@ -3,6 +3,7 @@
 
 import { chatStream, describe, post } from "./api.js";
 import { append, field, h, mount, pretty } from "./dom.js";
+import { executionMode, plain } from "./labels.js";
 
 function formControl(f) {
   const name = f.name;
@@ -68,7 +69,7 @@ function renderForm(form, conversationId, onDone) {
     try {
       const result = await post("/form-submissions/submit", body);
       mount(el, h("p", { class: "notice" }, schema.successMessage || "Thanks, submitted."),
-        h("p", { class: "muted" }, `Submission ${result.submissionId} · mode ${result.executionMode}` +
+        h("p", { class: "muted" }, `Submission ${result.submissionId} · ${executionMode(result.executionMode)}` +
           (result.webhookResult ? ` · webhook ${result.webhookResult.success ? "delivered" : "failed: " + (result.webhookResult.error || "")}` : "")));
       onDone(result);
     } catch (err) {
@@ -151,7 +152,7 @@ export function chatPanel(agentId, { title = "Chat preview" } = {}) {
           if (data.form) log.insertBefore(renderForm(data.form, conversationId, () => {}), answer.parentElement);
         } else if (name === "error") {
           answer.parentElement.classList.add("error");
-          reply += (reply ? "\n" : "") + `Error: ${data.error ? data.error.message : "the turn failed"}`;
+          reply += (reply ? "\n" : "") + `Error: ${data.error ? plain(data.error.message) : "the turn failed"}`;
           answer.textContent = reply;
         }
         log.scrollTop = log.scrollHeight;

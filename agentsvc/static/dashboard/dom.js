@@ -59,6 +59,13 @@ export function field(label, control, hint) {
   return wrap;
 }
 
+/** Put elements beside a field's control (a slider's number, a colour's hex), in one row. */
+export function beside(control, ...extra) {
+  const row = h("div", { class: "beside" });
+  control.replaceWith(row);
+  return append(row, [control, ...extra]);
+}
+
 /** Show an error message in a form's alert region (role=alert so it is announced). */
 export function showError(form, message) {
   let box = form.querySelector(":scope > .form-error");
@@ -108,11 +115,14 @@ export function table(columns, rows, empty = "Nothing here yet.", label = undefi
       h("tbody", {}, rows.map((row) => h("tr", {}, columns.map((c) => h("td", {}, c.cell(row))))))));
 }
 
-/** A human date from an ISO timestamp. */
-export function when(iso) {
+const stamps = [new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" }), new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "medium" })];
+
+/** A date and time from an ISO timestamp, in the browser's language and time zone (with
+ *  the seconds for logs, where events come close together). */
+export function when(iso, seconds = false) {
   if (!iso) return "";
   const d = new Date(iso);
-  return Number.isNaN(d.getTime()) ? String(iso) : d.toLocaleString();
+  return Number.isNaN(d.getTime()) ? String(iso) : stamps[seconds ? 1 : 0].format(d);
 }
 
 /** A select element from [value, label] pairs. */

@@ -2,10 +2,14 @@
 // delete (owner).
 
 import { del, get, patch, post } from "./api.js";
-import { confirmDialog, field, h, mount, table, toast, when } from "./dom.js";
+import { beside, confirmDialog, field, h, mount, select, table, toast, when } from "./dom.js";
 import { onSubmit, pageHeader } from "./forms.js";
+import { languageName, modelName } from "./labels.js";
 import { widgetLookSection } from "./widget-look.js";
 
+// The API's defaults for a new agent (services/agents/registry.py, language.py).
+const DEFAULT_TEMPERATURE = 70;
+const DEFAULT_LANGUAGE = "english";
 let providers = null;
 let languages = null;
 
@@ -34,29 +38,64 @@ async function modelProviders() {
   return providers;
 }
 
-/** The language choice: Snowball's names, read from the same OpenAPI document. */
+/** The language choice: Snowball's languages from the same document, by their names. */
 function languageSelect(value) {
-  const current = value || "english";
+  const current = value || DEFAULT_LANGUAGE;
   const names = languages && languages.length ? languages : [current];
-  return h("select", { name: "language" }, names.map((name) => h("option", { value: name, selected: name === current }, name)));
+  return h("select", { name: "language" }, names.map((name) => h("option", { value: name, selected: name === current }, languageName(name))));
 }
 
-function modelInput(value, names) {
-  const list = h("datalist", { id: "model-options" }, h("option", { value: "builtin" }), names.map((p) => h("option", { value: `${p}/` })));
-  const input = h("input", { name: "model", list: "model-options", value: value || "", placeholder: "builtin", autocomplete: "off" });
-  return [input, list];
+/**
+ * The model choices as [value, label]: builtin, the models this team's agents use at the
+ * configured providers, the current model if neither, then "another model" per provider
+ * (value "PROVIDER/", completed by a model name typed beside it).
+ */
+export function modelChoices(providerNames, inUse, current) {
+  const options = [["builtin", "Builtin (offline: answers from the prompt and the knowledge)"]];
+  const listed = new Set(["builtin"]);
+  const configured = (id) => providerNames.some((p) => id.startsWith(`${p}/`) && id.length > p.length + 1);
+  for (const id of [...new Set(inUse)].filter(configured).sort()) {
+    const cut = id.indexOf("/");
+    options.push([id, `${id.slice(cut + 1)} at ${id.slice(0, cut)}`]);
+    listed.add(id);
+  }
+  if (current && !listed.has(current)) options.push([current, `${current} (current)`]);
+  for (const p of providerNames) options.push([`${p}/`, `Another model at ${p}…`]);
+  return options;
 }
 
-function agentFields(agent, names) {
-  const [model, list] = modelInput(agent.model, names);
-  const temperature = h("input", { name: "temperature", type: "number", min: 0, max: 100, step: 1, value: agent.temperature ?? 50 });
+/** The model: a list of choices, with a model name field for "another model at PROVIDER". */
+function modelFields(agent, names, inUse) {
+  const isNew = !agent.id;
+  // A new agent without a choice gets the server's default model, as the API gives it.
+  const options = (isNew && names.length ? [["", "This server's default model"]] : []).concat(modelChoices(names, inUse, agent.model));
+  const picker = select(options, isNew ? (names.length ? "" : "builtin") : agent.model, { name: "model" });
+  const other = h("input", { name: "modelName", autocomplete: "off", maxlength: 250, placeholder: "e.g. gpt-4o-mini" });
+  const otherField = field("Model name", other, "The model's name at that provider, as its documentation writes it.");
+  const sync = () => {
+    const custom = picker.value.endsWith("/");
+    otherField.hidden = !custom;
+    other.required = custom;
+    otherField.querySelector("label").textContent = custom ? `Model name at ${picker.value.slice(0, -1)}` : "Model name";
+  };
+  picker.addEventListener("change", sync);
+  sync();
+  const hint = names.length
+    ? `Builtin answers offline. The others run at a provider of this server: ${names.join(", ")}.`
+    : "Builtin answers offline, from the prompt and the knowledge. Other models need a provider in the server's configuration ([providers.NAME]).";
+  return [field("Model", picker, hint), otherField];
+}
+
+function agentFields(agent, names, inUse) {
+  const temperature = h("input", { name: "temperature", type: "range", min: 0, max: 100, step: 1, value: agent.temperature ?? DEFAULT_TEMPERATURE });
+  const shown = h("output", { class: "range-value", "aria-hidden": "true" }, String(temperature.value));
+  temperature.addEventListener("input", () => (shown.textContent = temperature.value));
+  const temperatureField = field("Temperature (0-100)", temperature, "0 is focused, 100 is creative.");
+  beside(temperature, shown);
   return [
     field("Name", h("input", { name: "name", required: true, maxlength: 200, value: agent.name || "" })),
-    field("Model", model, names.length
-      ? `builtin (offline), or PROVIDER/MODEL with a configured provider: ${names.join(", ")}.`
-      : "builtin (offline). Other models need a provider in the configuration ([providers.NAME])."),
-    list,
-    field("Temperature (0-100)", temperature, "0 is focused, 100 is creative."),
+    modelFields(agent, names, inUse),
+    temperatureField,
     field("Language", languageSelect(agent.language), "The language of the agent's prompt and knowledge: the builtin model and knowledge search match its word forms (ships, shipping)."),
     field("System prompt", h("textarea", { name: "systemPrompt", rows: 8 }, agent.systemPrompt || "")),
   ];
@@ -64,17 +103,19 @@ function agentFields(agent, names) {
 
 function agentBody(data) {
   const body = { name: String(data.get("name")).trim() };
-  const model = String(data.get("model")).trim();
+  let model = String(data.get("model") ?? "").trim();
+  if (model.endsWith("/")) {
+    const name = String(data.get("modelName") ?? "").trim();
+    if (!name) throw new Error("Model name: write the model's name at the provider");
+    model += name;
+  }
   if (model) body.model = model;
   const temperature = String(data.get("temperature")).trim();
   if (temperature !== "") body.temperature = Number(temperature);
   body.systemPrompt = String(data.get("systemPrompt"));
   const language = data.get("language");
   if (language) body.language = String(language);
-  if (!body.name) throw new Error("name: required");
-  if (body.temperature !== undefined && !(body.temperature >= 0 && body.temperature <= 100)) {
-    throw new Error("temperature: a number from 0 to 100");
-  }
+  if (!body.name) throw new Error("Name: required");
   return body;
 }
 
@@ -92,6 +133,13 @@ export function parseHours(text) {
   });
 }
 
+/** The time zones the browser knows (IANA names), the current one included. */
+function zoneSelect(zone) {
+  const zones = typeof Intl.supportedValuesOf === "function" ? Intl.supportedValuesOf("timeZone") : [];
+  const names = zones.includes(zone) ? zones : [zone, ...zones];
+  return select(names.map((z) => [z, z.replace(/_/g, " ")]), zone, { name: "timezone" });
+}
+
 /** Handoff to a person: on/off, business hours, the offline message, notifications. */
 function handoffForm(agent) {
   const hand = agent.handoff;
@@ -103,7 +151,7 @@ function handoffForm(agent) {
       " Visitors may ask for a person (the widget shows \"Talk to a person\"; the agent may also hand over by itself)"),
     field("Business hours", h("textarea", { name: "hours", rows: 4, placeholder: "mon 09:00-17:00\ntue 09:00-17:00" }, hoursText(hours)),
       "One line per interval; empty: always. Outside them the widget shows the offline message and asks for an e-mail address."),
-    field("Time zone", h("input", { name: "timezone", value: zone, placeholder: "Europe/Berlin" })),
+    field("Time zone", zoneSelect(zone)),
     field("Offline message", h("textarea", { name: "offlineMessage", rows: 2 }, hand.offlineMessage)),
     h("label", {}, h("input", { type: "checkbox", name: "email", checked: hand.notify.email }),
       " E-mail the members who asked for it (Inbox page) at each handoff"),
@@ -155,7 +203,7 @@ export async function renderAgents(ctx, page) {
   const columns = [
     { label: "Name", cell: (a) => h("a", { href: `#/agents/${encodeURIComponent(a.id)}` }, a.name) },
     { label: "Slug", cell: (a) => h("code", {}, a.slug) },
-    { label: "Model", cell: (a) => a.model },
+    { label: "Model", cell: (a) => modelName(a.model) },
     { label: "Created", cell: (a) => when(a.createdAt) },
   ];
   mount(page,
@@ -172,7 +220,7 @@ export async function renderAgent(ctx, page, id) {
       return;
     }
     const names = await modelProviders();
-    const form = onSubmit(h("form", { class: "stack card" }, agentFields({}, names), h("button", { type: "submit" }, "Create agent")), async (data) => {
+    const form = onSubmit(h("form", { class: "stack card", "aria-label": "New agent" }, agentFields({}, names, ctx.agents.map((a) => a.model)), h("button", { type: "submit" }, "Create agent")), async (data) => {
       const agent = await post("/agents", agentBody(data));
       toast(`Agent ${agent.name} created`);
       ctx.setAgent(agent.id);
@@ -184,7 +232,7 @@ export async function renderAgent(ctx, page, id) {
   }
   const [agent, names] = await Promise.all([get(`/agents/${encodeURIComponent(id)}`), modelProviders()]);
   if (ctx.agentId !== agent.id) ctx.setAgent(agent.id);
-  const form = onSubmit(h("form", { class: "stack card", "aria-label": "Agent settings" }, agentFields(agent, names), h("button", { type: "submit" }, "Save changes")), async (data) => {
+  const form = onSubmit(h("form", { class: "stack card", "aria-label": "Agent settings" }, agentFields(agent, names, ctx.agents.map((a) => a.model)), h("button", { type: "submit" }, "Save changes")), async (data) => {
     const saved = await patch(`/agents/${encodeURIComponent(id)}`, agentBody(data));
     toast(`Saved ${saved.name}`);
     await ctx.refreshAgents();

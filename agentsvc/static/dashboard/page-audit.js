@@ -3,15 +3,9 @@
 import { get, qs } from "./api.js";
 import { h, mount, select, table, when } from "./dom.js";
 import { pageHeader } from "./forms.js";
+import { AUDIT_ACTION, actorVia, auditAction, role, toolType, webhookEvent, words } from "./labels.js";
 
-export const ACTIONS = [
-  "api_key.created", "api_key.revoked",
-  "member.invited", "invitation.cancelled", "member.joined", "member.removed",
-  "agent.created", "agent.deleted", "agent.retention_changed",
-  "tool.created", "tool.deleted",
-  "webhook.created", "webhook.deleted",
-  "end_user.exported", "end_user.erased", "conversations.exported",
-];
+export const ACTIONS = Object.keys(AUDIT_ACTION);
 const view = { action: "", cursor: null, back: [], limit: 50 };
 
 function who(actor) {
@@ -21,12 +15,20 @@ function who(actor) {
 
 function via(actor) {
   if (actor.via === "apiKey") return `API key ${actor.keyName || actor.keyId}`;
-  return actor.via === "session" ? "dashboard" : actor.via;
+  return actorVia(actor.via);
+}
+
+// Details whose values are codes themselves, shown by their labels.
+const VALUES = { events: webhookEvent, role, executionType: toolType };
+
+function detail(key, value) {
+  const label = VALUES[key] || String;
+  if (Array.isArray(value)) return value.map(label).join(", ");
+  return value !== null && typeof value === "object" ? JSON.stringify(value) : label(value);
 }
 
 function details(entry) {
-  const parts = Object.entries(entry.details || {}).map(([k, v]) => `${k}: ${typeof v === "object" ? JSON.stringify(v) : v}`);
-  return parts.join(", ");
+  return Object.entries(entry.details || {}).map(([k, v]) => `${words(k)}: ${detail(k, v)}`).join("; ");
 }
 
 /** The team's audit log, newest first. */
@@ -37,23 +39,25 @@ export async function renderAuditLog(ctx, page) {
   }
   const result = await get(`/audit-log${qs({ action: view.action, limit: view.limit, cursor: view.cursor })}`);
   const reload = () => ctx.navigate("#/audit-log");
-  const filter = select([["", "Every action"], ...ACTIONS.map((a) => [a, a])], view.action, {
+  const filter = select([["", "Every action"], ...ACTIONS.map((a) => [a, auditAction(a)])], view.action, {
     "aria-label": "Action filter",
     onchange: (e) => { Object.assign(view, { action: e.target.value, cursor: null, back: [] }); reload(); },
   });
   const nextCursor = result.pagination.nextCursor;
+  // The key column (what and when) stays in view while a narrow screen scrolls the rest.
+  const log = table([
+    { label: "Action", cell: (e) => [h("strong", {}, auditAction(e.action)), h("br"), h("span", { class: "muted" }, when(e.createdAt, true))] },
+    { label: "Who", cell: (e) => who(e.actor) },
+    { label: "Target", cell: (e) => e.target.label || e.target.id || "—" },
+    { label: "Details", cell: (e) => details(e) },
+    { label: "Via", cell: (e) => via(e.actor) },
+    { label: "Address", cell: (e) => e.actor.ip || "—" },
+  ], result.data, "Nothing recorded yet.", "Audit log");
+  log.classList.add("key-first", "audit");
   mount(page,
     pageHeader("Audit log", "Keys, members, agents, tools, webhooks, exports and erasures: who did what, and when."),
     h("div", { class: "row filters" }, filter),
-    table([
-      { label: "When", cell: (e) => when(e.createdAt) },
-      { label: "Who", cell: (e) => who(e.actor) },
-      { label: "Via", cell: (e) => via(e.actor) },
-      { label: "Action", cell: (e) => h("code", {}, e.action) },
-      { label: "Target", cell: (e) => e.target.label || e.target.id || "—" },
-      { label: "Details", cell: (e) => details(e) },
-      { label: "Address", cell: (e) => e.actor.ip || "—" },
-    ], result.data, "Nothing recorded yet.", "Audit log"),
+    log,
     h("div", { class: "row pager" },
       h("button", { type: "button", class: "secondary small", disabled: !view.back.length, onclick: () => { view.cursor = view.back.pop(); reload(); } }, "Previous"),
       h("button", { type: "button", class: "secondary small", disabled: !nextCursor, onclick: () => { view.back.push(view.cursor); view.cursor = nextCursor; reload(); } }, "Next")));

@@ -4,9 +4,10 @@
 import { BASE, del, get, qs } from "./api.js";
 import { confirmDialog, h, mount, pretty, select, table, toast, when } from "./dom.js";
 import { actionButton, pageHeader } from "./forms.js";
+import { CONVERSATION_STATUS, choices, messageStatus } from "./labels.js";
 
 const FILTERS = [["", "All conversations"], ["up", "With a 👍 rating"], ["down", "With a 👎 rating"], ["any", "With any rating"]];
-const STATUSES = [["", "Any status"], ["bot", "With the agent"], ["waiting", "Waiting for a person"], ["human", "With a person"], ["closed", "Closed"]];
+const STATUSES = choices(CONVERSATION_STATUS, ["", "Any status"]);
 // Pages by cursor (any depth costs the same); `back` holds the cursors of earlier pages.
 // The filters are the API's own (GET /conversations), kept while the page is left.
 const view = { cursor: null, back: [], shown: 0, limit: 20, feedback: "", q: "", from: "", to: "", userId: "", status: "" };
@@ -150,9 +151,9 @@ export async function renderConversation(ctx, page, id) {
       h("span", { class: "who" }, m.role === "user" ? "Visitor" : "Agent"),
       h("span", { class: "muted" }, when(m.createdAt)),
       m.rating ? h("span", { class: `rating ${m.rating}`, "aria-label": `Rated ${m.rating}` }, m.rating === "up" ? "👍" : "👎") : null,
-      m.status && m.status !== "complete" ? h("span", { class: "tag bad" }, m.status) : null,
-      m.unanswered ? h("span", { class: "tag warn", title: "The answer found nothing to answer with" }, "unanswered") : null,
-      (m.sources || []).some((src) => src.answerId) ? h("span", { class: "tag good" }, "curated answer") : null),
+      m.status && m.status !== "complete" ? h("span", { class: "tag bad" }, messageStatus(m.status)) : null,
+      m.unanswered ? h("span", { class: "tag warn", title: "The answer found nothing to answer with" }, "Unanswered") : null,
+      (m.sources || []).some((src) => src.answerId) ? h("span", { class: "tag good" }, "Curated answer") : null),
     (m.toolCalls || []).map((t) => h("details", { class: `tool-note ${t.isError ? "error" : ""}` },
       h("summary", {}, `Tool ${t.toolName}${t.isError ? " (error)" : ""}`),
       h("pre", {}, `input: ${pretty(t.input)}\noutput: ${typeof t.output === "string" ? t.output : pretty(t.output)}`))),

@@ -3,9 +3,8 @@
 import { BASE, get, patch, post, qs } from "./api.js";
 import { h, mount, table, toast, when } from "./dom.js";
 import { actionButton, onSubmit, pageHeader } from "./forms.js";
+import { conversationStatus } from "./labels.js";
 import { visitor } from "./page-conversations.js";
-
-const STATUS_LABEL = { bot: "With the agent", waiting: "Waiting for a person", human: "With a person", closed: "Closed" };
 
 /** A live event stream that ends when the page is left. */
 function live(ctx, path, onEvent, names) {
@@ -16,7 +15,7 @@ function live(ctx, path, onEvent, names) {
 }
 
 function statusTag(status) {
-  return h("span", { class: `tag status-${status}` }, STATUS_LABEL[status] || status);
+  return h("span", { class: `tag status-${status}` }, conversationStatus(status));
 }
 
 async function openConversations(ctx) {

@@ -3,12 +3,13 @@
 import { del, get, post } from "./api.js";
 import { confirmDialog, field, h, mount, table, toast, when } from "./dom.js";
 import { actionButton, onSubmit, pageHeader } from "./forms.js";
+import { documentFormat, documentStatus } from "./labels.js";
 
 const agentDocs = (agentId) => `/agents/${encodeURIComponent(agentId)}/documents`;
 
 function statusTag(doc) {
   const kind = doc.status === "ready" ? "good" : doc.status === "failed" ? "bad" : "warn";
-  return h("span", { class: `tag ${kind}`, title: doc.error || "" }, doc.status);
+  return h("span", { class: `tag ${kind}`, title: doc.error || "" }, documentStatus(doc.status));
 }
 
 function size(bytes) {
@@ -53,8 +54,8 @@ export async function renderKnowledge(ctx, page) {
   });
   const columns = [
     { label: "Title", cell: (d) => h("a", { href: `#/knowledge/${encodeURIComponent(d.id)}` }, d.title) },
-    { label: "Source", cell: (d) => (d.sourceType === "url" ? d.sourceUrl : d.sourceType === "file" ? d.filename : "text") },
-    { label: "Format", cell: (d) => d.format },
+    { label: "Source", cell: (d) => (d.sourceType === "url" ? d.sourceUrl : d.sourceType === "file" ? d.filename : "Typed in") },
+    { label: "Format", cell: (d) => documentFormat(d.format) },
     { label: "Size", cell: (d) => size(d.sizeBytes) },
     { label: "Status", cell: statusTag },
     { label: "Passages", cell: (d) => String(d.passageCount) },
@@ -82,7 +83,7 @@ export async function renderDocument(ctx, page, id) {
     ctx.navigate("#/knowledge");
   }, { class: "danger" });
   mount(page,
-    pageHeader(doc.title, `${doc.format} · ${size(doc.sizeBytes)} · ${doc.passageCount} passages · added ${when(doc.createdAt)}`,
+    pageHeader(doc.title, `${documentFormat(doc.format)} · ${size(doc.sizeBytes)} · ${doc.passageCount} passages · added ${when(doc.createdAt)}`,
       h("a", { class: "button secondary", href: "#/knowledge" }, "All documents"), remove),
     h("p", {}, "Status: ", statusTag(doc), doc.error ? h("span", { class: "bad" }, ` — ${doc.error}`) : null),
     doc.sourceUrl ? h("p", { class: "muted" }, "From ", h("a", { href: doc.sourceUrl, rel: "noopener noreferrer", target: "_blank" }, doc.sourceUrl)) : null,

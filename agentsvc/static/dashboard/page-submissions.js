@@ -3,15 +3,15 @@
 import { BASE, get, post, qs } from "./api.js";
 import { h, mount, pretty, select, table, toast, when } from "./dom.js";
 import { actionButton, pageHeader } from "./forms.js";
+import { SUBMISSION_STATUS, choices, deliveryStatus, executionMode, postAction, submissionStatus } from "./labels.js";
 
-const STATUSES = ["", "pending", "submitted", "webhook_success", "webhook_failed", "client_success", "client_failed", "success", "failed"];
 const FAILED = new Set(["webhook_failed", "client_failed", "failed"]);
 // Pages by cursor (any depth costs the same); `back` holds the cursors of earlier pages.
 const view = { status: "", agentId: "", cursor: null, back: [], shown: 0, limit: 50 };
 
-function statusTag(status) {
+function statusTag(status, label = submissionStatus) {
   const kind = FAILED.has(status) ? "bad" : status === "pending" ? "warn" : "good";
-  return h("span", { class: `tag ${kind}` }, status);
+  return h("span", { class: `tag ${kind}` }, label(status));
 }
 
 /** The team's submissions, newest first. */
@@ -32,7 +32,7 @@ export async function renderSubmissions(ctx, page) {
     Object.assign(view, { cursor: null, back: [], shown: 0 });
     ctx.navigate("#/submissions");
   };
-  const statusSelect = select(STATUSES.map((st) => [st, st || "Any status"]), view.status, { "aria-label": "Status filter", onchange: (e) => { view.status = e.target.value; refresh(); } });
+  const statusSelect = select(choices(SUBMISSION_STATUS, ["", "Any status"]), view.status, { "aria-label": "Status filter", onchange: (e) => { view.status = e.target.value; refresh(); } });
   const agentSelect = select([["", "All agents"], ...ctx.agents.map((a) => [a.id, a.name])], view.agentId, { "aria-label": "Agent filter", onchange: (e) => { view.agentId = e.target.value; refresh(); } });
   const to = view.shown + rows.length;
   // Exports are per agent: the one filtered on, else the agent chosen in the menu.
@@ -65,19 +65,19 @@ function deliveryLog(deliveries) {
   if (!deliveries.length) return h("p", { class: "empty" }, "Nothing to deliver: this form has no webhook or post action.");
   return deliveries.map((d) => h("section", { class: "card delivery" },
     h("div", { class: "row" },
-      h("h3", {}, d.type === "webhook" ? "Webhook" : `Post action: ${d.actionType}`),
+      h("h3", {}, d.type === "webhook" ? "Webhook" : `Post action: ${postAction(d.actionType)}`),
       h("span", { class: "spacer" }),
-      statusTag(d.status)),
+      statusTag(d.status, deliveryStatus)),
     h("p", { class: "muted" }, `To ${d.target || "—"} · ${d.attempts} attempt${d.attempts === 1 ? "" : "s"}`,
       d.nextAttemptAt ? ` · next ${when(d.nextAttemptAt)}` : "",
       d.completedAt ? ` · done ${when(d.completedAt)}` : ""),
     d.lastError ? h("p", { class: "bad" }, d.lastError) : null,
     table([
       { label: "#", cell: (a) => String(a.attempt) },
-      { label: "Started", cell: (a) => when(a.startedAt) },
+      { label: "Started", cell: (a) => when(a.startedAt, true) },
       { label: "HTTP", cell: (a) => cellText(a.statusCode) },
       { label: "Latency", cell: (a) => `${a.latencyMs} ms` },
-      { label: "Result", cell: (a) => (a.success ? h("span", { class: "good" }, "ok") : h("span", { class: "bad" }, a.error || "failed")) },
+      { label: "Result", cell: (a) => (a.success ? h("span", { class: "good" }, "Delivered") : h("span", { class: "bad" }, a.error || "failed")) },
       { label: "Response", cell: (a) => (a.responseBody ? h("code", {}, a.responseBody.slice(0, 200)) : "") },
     ], d.log || [], "No attempt yet.")));
 }
@@ -97,8 +97,8 @@ function draw(ctx, page, sub) {
     draw(ctx, page, updated);
   }, { class: "secondary" }) : null;
   mount(page,
-    pageHeader(`Submission of ${sub.toolName}`, `${when(sub.createdAt)} · mode ${sub.executionMode}`, h("a", { class: "button secondary", href: "#/submissions" }, "All submissions"), redeliver),
-    h("p", {}, "Status: ", statusTag(sub.status), sub.lastError ? h("span", { class: "bad" }, ` — ${sub.lastError}`) : null),
+    pageHeader(`Submission of ${sub.toolName}`, `${when(sub.createdAt)} · ${executionMode(sub.executionMode)}`, h("a", { class: "button secondary", href: "#/submissions" }, "All submissions"), redeliver),
+    h("p", { class: "submission-status" }, "Status: ", statusTag(sub.status), sub.lastError ? h("span", { class: "bad" }, ` — ${sub.lastError}`) : null),
     h("p", { class: "muted" }, `Id ${sub.id}`, sub.conversationId ? " · conversation " : "", sub.conversationId ? h("a", { href: `#/conversations/${encodeURIComponent(sub.conversationId)}` }, sub.conversationId) : null),
     h("h2", {}, "Data"),
     table([{ label: "Field", cell: (r) => r[0] }, { label: "Value", cell: (r) => (typeof r[1] === "string" && r[1].startsWith("data:") ? `(file, ${r[1].length} characters)` : cellText(r[1])) }], formRows, "No data."),

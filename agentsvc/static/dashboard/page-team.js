@@ -4,6 +4,7 @@
 import { del, get, post } from "./api.js";
 import { confirmDialog, copyText, field, h, mount, select, table, toast, when } from "./dom.js";
 import { actionButton, onSubmit, pageHeader } from "./forms.js";
+import { ROLE, choices, invitationStatus, role } from "./labels.js";
 
 /** Members for everyone; invite, cancel and remove for the owner only. */
 export async function renderTeam(ctx, page) {
@@ -19,7 +20,7 @@ export async function renderTeam(ctx, page) {
   const memberColumns = [
     { label: "Name", cell: (m) => m.name || "—" },
     { label: "E-mail", cell: (m) => m.email },
-    { label: "Role", cell: (m) => h("span", { class: `tag ${m.role}` }, m.role) },
+    { label: "Role", cell: (m) => h("span", { class: `tag ${m.role}` }, role(m.role)) },
     { label: "Joined", cell: (m) => when(m.createdAt) },
   ];
   if (owner) {
@@ -41,7 +42,7 @@ export async function renderTeam(ctx, page) {
   if (owner) {
     const form = onSubmit(h("form", { class: "row card invite", "aria-label": "Invite a member" },
       field("E-mail", h("input", { name: "email", type: "email", required: true, placeholder: "colleague@example.com" })),
-      field("Role", select([["member", "member"], ["owner", "owner"]], "member", { name: "role" })),
+      field("Role", select(choices(ROLE).reverse(), "member", { name: "role" })),
       h("button", { type: "submit" }, "Send invitation")), async (data) => {
       const inv = await post("/team/invite", { email: String(data.get("email")).trim(), role: data.get("role") });
       toast(noMail ? `Invitation made for ${inv.email}: copy its link below and send it yourself` : `Invitation sent to ${inv.email}`);
@@ -49,8 +50,8 @@ export async function renderTeam(ctx, page) {
     });
     const invColumns = [
       { label: "E-mail", cell: (i) => i.email },
-      { label: "Role", cell: (i) => i.role },
-      { label: "Status", cell: (i) => h("span", { class: `tag ${i.status === "pending" ? "warn" : ""}` }, i.status) },
+      { label: "Role", cell: (i) => role(i.role) },
+      { label: "Status", cell: (i) => h("span", { class: `tag ${i.status === "pending" ? "warn" : ""}` }, invitationStatus(i.status)) },
       { label: "Expires", cell: (i) => when(i.expiresAt) },
       {
         label: "",

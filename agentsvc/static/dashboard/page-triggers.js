@@ -3,19 +3,10 @@
 import { del, get, post, put, qs } from "./api.js";
 import { confirmDialog, field, h, mount, parseJsonField, pretty, select, table, toast } from "./dom.js";
 import { actionButton, onSubmit, pageHeader } from "./forms.js";
+import { TRIGGER_ACTION, TRIGGER_TYPE, choices, plain, triggerAction, triggerType } from "./labels.js";
 
-const TYPES = [
-  ["time_on_page", "Time on page"],
-  ["scroll_depth", "Scroll depth"],
-  ["exit_intent", "Exit intent"],
-  ["page_view", "Page view"],
-  ["custom_event", "Custom event"],
-];
-const ACTIONS = [
-  ["open_chat", "Open the chat"],
-  ["show_form", "Show a form"],
-  ["show_bubble", "Show a bubble"],
-];
+const TYPES = choices(TRIGGER_TYPE);
+const ACTIONS = choices(TRIGGER_ACTION);
 let pendingTemplate = null;
 
 function describeConditions(t) {
@@ -40,8 +31,8 @@ export async function renderTriggers(ctx, page) {
   const counts = (t) => stats[t.id] || { firedCount: 0, convertedCount: 0 };
   const columns = [
     { label: "Name", cell: (t) => h("a", { href: `#/triggers/${encodeURIComponent(t.id)}` }, t.name) },
-    { label: "When", cell: (t) => `${t.triggerType} ${describeConditions(t)}` },
-    { label: "Action", cell: (t) => t.actionType },
+    { label: "When", cell: (t) => `${triggerType(t.triggerType)} ${describeConditions(t)}` },
+    { label: "Action", cell: (t) => triggerAction(t.actionType) },
     { label: "Priority", cell: (t) => String(t.priority) },
     { label: "Fired", cell: (t) => String(counts(t).firedCount) },
     { label: "Converted", cell: (t) => String(counts(t).convertedCount) },
@@ -58,8 +49,8 @@ export async function renderTriggers(ctx, page) {
   ];
   const templateCards = templates.map((tpl) => h("div", { class: "template card" },
     h("h3", {}, tpl.name),
-    h("p", { class: "muted" }, tpl.description),
-    h("p", {}, h("span", { class: "tag" }, tpl.triggerType), " → ", h("span", { class: "tag" }, tpl.actionType)),
+    h("p", { class: "muted" }, plain(tpl.description)),
+    h("p", {}, h("span", { class: "tag" }, triggerType(tpl.triggerType)), " → ", h("span", { class: "tag" }, triggerAction(tpl.actionType))),
     h("button", { type: "button", class: "secondary small", onclick: () => {
       pendingTemplate = tpl;
       ctx.navigate("#/triggers/new");
@@ -150,7 +141,7 @@ export async function renderTrigger(ctx, page, id) {
     }
     const tpl = pendingTemplate || {};
     pendingTemplate = null;
-    trigger = { name: tpl.name || "", description: tpl.description || "", triggerType: tpl.triggerType || "time_on_page", conditions: tpl.conditions || {}, actionType: tpl.actionType || "open_chat", actionConfig: tpl.actionConfig || {}, triggerOnce: true, isEnabled: true, priority: 0 };
+    trigger = { name: tpl.name || "", description: plain(tpl.description || ""), triggerType: tpl.triggerType || "time_on_page", conditions: tpl.conditions || {}, actionType: tpl.actionType || "open_chat", actionConfig: tpl.actionConfig || {}, triggerOnce: true, isEnabled: true, priority: 0 };
   } else {
     trigger = await get(`/triggers/${encodeURIComponent(id)}`);
   }

@@ -4,6 +4,7 @@
 import { del, get, post, qs } from "./api.js";
 import { confirmDialog, copyText, field, h, mount, pretty, select, table, toast, when } from "./dom.js";
 import { actionButton, onSubmit, pageHeader } from "./forms.js";
+import { DELIVERY_STATUS, choices, deliveryStatus, webhookEvent } from "./labels.js";
 
 /** Event types and what they mean (the API refuses any other). */
 export const EVENTS = [
@@ -17,7 +18,6 @@ export const EVENTS = [
   ["conversation.closed", "A conversation is closed"],
   ["conversation.reopened", "A visitor writes to a closed conversation"],
 ];
-const STATUSES = ["", "pending", "success", "failed"];
 // Pages of the delivery log by cursor; `back` holds the cursors of earlier pages.
 const view = { webhookId: "", status: "", cursor: null, back: [], limit: 20 };
 
@@ -27,7 +27,7 @@ function ownerOnly(page, title) {
 
 function statusTag(status) {
   const kind = status === "failed" ? "bad" : status === "pending" ? "warn" : "good";
-  return h("span", { class: `tag ${kind}` }, status);
+  return h("span", { class: `tag ${kind}` }, deliveryStatus(status));
 }
 
 /** The team's webhooks and the form that creates one. */
@@ -36,7 +36,7 @@ export async function renderWebhooks(ctx, page) {
   const hooks = await get("/webhooks");
   const reveal = h("div", { class: "reveal-slot" });
   const checks = EVENTS.map(([type, label]) =>
-    h("label", { class: "event-choice" }, h("input", { type: "checkbox", name: "events", value: type }), " ", h("code", {}, type), h("span", { class: "muted" }, ` ${label}`)));
+    h("label", { class: "event-choice", title: `Sent with "type": "${type}"` }, h("input", { type: "checkbox", name: "events", value: type }), " ", h("strong", {}, webhookEvent(type)), h("span", { class: "muted" }, ` ${label}`)));
   const form = onSubmit(h("form", { class: "stack card", "aria-label": "Create a webhook" },
     field("Endpoint URL", h("input", { name: "url", type: "url", required: true, maxlength: 2048, placeholder: "https://crm.example.com/agentsvc" }),
       "Receives a signed POST for each event (Standard Webhooks headers)."),
@@ -65,7 +65,7 @@ export async function renderWebhooks(ctx, page) {
     mount(listSlot, table([
       { label: "Endpoint", cell: (w) => h("a", { href: `#/webhooks/${encodeURIComponent(w.id)}` }, w.url) },
       { label: "Description", cell: (w) => w.description || "—" },
-      { label: "Events", cell: (w) => w.events.join(", ") },
+      { label: "Events", cell: (w) => w.events.map(webhookEvent).join(", ") },
       { label: "Created", cell: (w) => when(w.createdAt) },
       { label: "", cell: (w) => actionButton("Delete", async () => {
         if (!(await confirmDialog(`Delete the webhook to ${w.url}? Events stop at once and its pending deliveries are dropped.`, "Delete webhook"))) return;
@@ -84,10 +84,10 @@ export async function renderWebhooks(ctx, page) {
 function attemptsTable(log) {
   return table([
     { label: "#", cell: (a) => String(a.attempt) },
-    { label: "Started", cell: (a) => when(a.startedAt) },
+    { label: "Started", cell: (a) => when(a.startedAt, true) },
     { label: "HTTP", cell: (a) => (a.statusCode === null ? "—" : String(a.statusCode)) },
     { label: "Latency", cell: (a) => `${a.latencyMs} ms` },
-    { label: "Result", cell: (a) => (a.success ? h("span", { class: "good" }, "ok") : h("span", { class: "bad" }, a.error || "failed")) },
+    { label: "Result", cell: (a) => (a.success ? h("span", { class: "good" }, "Delivered") : h("span", { class: "bad" }, a.error || "failed")) },
     { label: "Response", cell: (a) => (a.responseBody ? h("code", {}, a.responseBody.slice(0, 200)) : "") },
   ], log, "No attempt yet.", "Attempts");
 }
@@ -108,33 +108,33 @@ export async function renderWebhook(ctx, page, id) {
   async function show(delivery) {
     const full = await get(`${hookPath}/deliveries/${encodeURIComponent(delivery.id)}`);
     mount(detail, h("section", { class: "card delivery", "aria-label": "Delivery details" },
-      h("div", { class: "row" }, h("h2", {}, `${full.eventType} · ${full.eventId}`), h("span", { class: "spacer" }), statusTag(full.status)),
+      h("div", { class: "row" }, h("h2", {}, `${webhookEvent(full.eventType)} · ${full.eventId}`), h("span", { class: "spacer" }), statusTag(full.status)),
       h("h3", {}, "Body sent"),
       h("pre", {}, pretty(full.payload)),
       h("h3", {}, "Attempts"),
       attemptsTable(full.log)));
   }
   const columns = [
-    { label: "Event", cell: (d) => h("code", {}, d.eventType) },
+    { label: "Event", cell: (d) => webhookEvent(d.eventType) },
     { label: "Status", cell: (d) => statusTag(d.status) },
     { label: "Attempts", cell: (d) => String(d.attempts) },
     { label: "Last answer", cell: (d) => (d.lastError ? h("span", { class: d.status === "success" ? "" : "bad" }, d.lastError) : d.lastStatusCode ? `HTTP ${d.lastStatusCode}` : "—") },
-    { label: "Created", cell: (d) => when(d.createdAt) },
+    { label: "Created", cell: (d) => when(d.createdAt, true) },
     { label: "Next attempt", cell: (d) => when(d.nextAttemptAt) || "—" },
     { label: "", cell: (d) => h("div", { class: "row" },
-      actionButton("Details", () => show(d), { class: "secondary small", "aria-label": `Details of ${d.eventType} ${d.id}` }),
+      actionButton("Details", () => show(d), { class: "secondary small", "aria-label": `Details of ${webhookEvent(d.eventType)} ${d.id}` }),
       actionButton("Redeliver", async () => {
         await post(`${hookPath}/deliveries/${encodeURIComponent(d.id)}/redeliver`);
         toast("Sent again");
         reload();
-      }, { class: "small", "aria-label": `Redeliver ${d.eventType} ${d.id}` })) },
+      }, { class: "small", "aria-label": `Redeliver ${webhookEvent(d.eventType)} ${d.id}` })) },
   ];
-  const statusSelect = select(STATUSES.map((s) => [s, s || "Any status"]), view.status, {
+  const statusSelect = select(choices(DELIVERY_STATUS, ["", "Any status"]), view.status, {
     "aria-label": "Status filter",
     onchange: (e) => { Object.assign(view, { status: e.target.value, cursor: null, back: [] }); reload(); },
   });
   mount(page,
-    pageHeader(hook.url, `${hook.description ? hook.description + " · " : ""}${hook.events.join(", ")}`,
+    pageHeader(hook.url, `${hook.description ? hook.description + " · " : ""}${hook.events.map(webhookEvent).join(", ")}`,
       h("a", { class: "button secondary", href: "#/webhooks" }, "All webhooks"),
       actionButton("Refresh", reload, { class: "secondary" })),
     h("h2", {}, "Delivery log"),

@@ -2,7 +2,7 @@
 // the real widget in a frame of /widget/demo, given the unsaved settings by configure().
 
 import { patch } from "./api.js";
-import { field, h, select, toast } from "./dom.js";
+import { beside, field, h, select, toast } from "./dom.js";
 import { onSubmit } from "./forms.js";
 
 export const LANGUAGES = [
@@ -21,6 +21,37 @@ async function table(code) {
     tables[code] = response.ok ? await response.json() : {};
   }
   return tables[code];
+}
+
+/** "#2457D6", "2457d6" or "#25d" as the API's "#2457d6"; null when it is no colour. */
+export function hexColour(text) {
+  const m = String(text || "").trim().toLowerCase().match(/^#?([0-9a-f]{3}|[0-9a-f]{6})$/);
+  if (!m) return null;
+  const digits = m[1].length === 3 ? [...m[1]].map((c) => c + c).join("") : m[1];
+  return `#${digits}`;
+}
+
+/** A colour: the picker, and its hex code in a text field beside it, kept in step. */
+function colourField(name, label, value) {
+  const picker = h("input", { name, type: "color", value });
+  const hex = h("input", { class: "hex", value, maxlength: 7, size: 8, spellcheck: "false", autocomplete: "off", "aria-label": `${label} (hex)`, title: "A colour as #RRGGBB" });
+  picker.addEventListener("input", () => {
+    hex.value = picker.value;
+    hex.setCustomValidity("");
+  });
+  // Before the form's own listener (the event bubbles to it): the preview reads the picker.
+  hex.addEventListener("input", () => {
+    const colour = hexColour(hex.value);
+    if (colour) picker.value = colour;
+    hex.setCustomValidity(colour ? "" : "A colour as # and six hex digits, e.g. #2457d6");
+  });
+  hex.addEventListener("change", () => {
+    const colour = hexColour(hex.value);
+    if (colour) hex.value = colour;
+  });
+  const wrap = field(label, picker);
+  beside(picker, hex);
+  return wrap;
 }
 
 /** A text input for an image: an https address, or a small file read as a data: URL. */
@@ -80,7 +111,7 @@ export function widgetLookSection(agent) {
   const form = h("form", { class: "stack look-form", "aria-label": "Widget appearance" },
     h("fieldset", {}, h("legend", {}, "Colours and shape"),
       h("div", { class: "grid2" },
-        COLOURS.map(([name, label]) => field(label, h("input", { name, type: "color", value: look[name] }))),
+        COLOURS.map(([name, label]) => colourField(name, label, look[name])),
         number("radius", "Corner radius (px, 0-24)", look.radius, 24),
         text("fontFamily", "Font family", look.fontFamily, "Fonts the site loads, e.g. Inter, sans-serif (letters, digits, spaces, commas, hyphens).", { maxlength: 200 }),
         field("Dark mode", select([["off", "Off"], ["on", "On"], ["auto", "Auto (follows the visitor's system)"]], look.darkMode, { name: "darkMode" })))),
