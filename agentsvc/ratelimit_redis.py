@@ -31,6 +31,7 @@ log = logging.getLogger(__name__)
 PREFIX = "agentsvc:rl:"
 MAX_KEY_LENGTH = 200  # longer keys (a hostile session id) are stored as their SHA-256
 SOCKET_TIMEOUT_SECONDS = 0.25
+MAX_CONNECTIONS = 16  # to Redis, per process
 RETRY_AFTER_SECONDS = 1.0
 WARN_EVERY_SECONDS = 30.0
 HOLD_TTL_SECONDS = 900  # at least [chat] max_stream_seconds (600 by default)
@@ -84,12 +85,18 @@ class RedisLimiter:
     """The `Limiter` on Redis, with this process's `LocalLimiter` when Redis is away."""
 
     def __init__(self, url: str):
-        self._client = aioredis.Redis.from_url(
+        # A capped pool: checks beyond MAX_CONNECTIONS at once wait (up to the socket
+        # timeout) for a free connection instead of opening more (redis-py's default pool
+        # has no cap, so a burst of requests opened one connection each, and kept them).
+        self._pool = aioredis.BlockingConnectionPool.from_url(
             url,
+            max_connections=MAX_CONNECTIONS,
+            timeout=SOCKET_TIMEOUT_SECONDS,
             socket_timeout=SOCKET_TIMEOUT_SECONDS,
             socket_connect_timeout=SOCKET_TIMEOUT_SECONDS,
             decode_responses=True,
         )
+        self._client = aioredis.Redis(connection_pool=self._pool)
         self._take_script = self._client.register_script(_TAKE)
         self._hold_script = self._client.register_script(_HOLD)
         self._release_script = self._client.register_script(_RELEASE)
@@ -162,3 +169,4 @@ class RedisLimiter:
 
     async def close(self) -> None:
         await self._client.aclose()
+        await self._pool.disconnect()

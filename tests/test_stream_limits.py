@@ -191,21 +191,28 @@ async def test_abrupt_disconnects_leave_nothing_behind(make_client):
                 return status
             await asyncio.sleep(0.02)
 
-    # Warm-up, so lazily created threads and pools are part of the baseline.
-    assert await asyncio.gather(*(drop(i) for i in range(concurrency))) == [200] * concurrency
-    pool = getattr(client.app[app_keys.db_key], "_pool", None)
-    if pool is not None:  # PostgreSQL: its pool opens connections as load needs, up to its size
-        held = [await pool.acquire() for _ in range(pool.get_max_size())]
-        for connection in held:
-            await pool.release(connection)
-    await _settle(client, None)
-    fds, tasks = _fds(), len(asyncio.all_tasks())
-
     gate = asyncio.Semaphore(concurrency)
 
     async def bounded(i: int) -> int:
         async with gate:
             return await drop(i)
+
+    # Warm-up under the same load, so lazily created threads and pools (the database's, and
+    # with Redis the rate limiter's connections, which grow with concurrent checks) are part
+    # of the baseline.
+    assert await asyncio.gather(*(bounded(i) for i in range(100))) == [200] * 100
+    pool = getattr(client.app[app_keys.db_key], "_pool", None)
+    if pool is not None:  # PostgreSQL: its pool opens connections as load needs, up to its size
+        held = [await pool.acquire() for _ in range(pool.get_max_size())]
+        for connection in held:
+            await pool.release(connection)
+    redis_pool = getattr(client.app[app_keys.limiter_key], "_pool", None)
+    if redis_pool is not None:  # Redis: the limiter's pool too, up to its cap
+        held = [await redis_pool.get_connection() for _ in range(redis_pool.max_connections)]
+        for connection in held:
+            await redis_pool.release(connection)
+    await _settle(client, None)
+    fds, tasks = _fds(), len(asyncio.all_tasks())
 
     statuses = await asyncio.gather(*(bounded(i) for i in range(100)))
     assert statuses == [200] * 100
