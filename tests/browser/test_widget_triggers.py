@@ -304,22 +304,36 @@ def test_exit_intent_on_touch_devices_is_a_quick_scroll_up(browser, stack):
         page.clock.install()
         load(page, stack)
         assert page.evaluate("matchMedia('(pointer: coarse)').matches")
+        # The page's time stands still between the steps: the widget measures a scroll's
+        # speed with Date.now(), and real time passing between two scrolls on a busy machine
+        # made a quick scroll slow.
+        page.clock.pause_at(page.evaluate("Date.now()") / 1000 + 0.01)
         bubble = page.get_by_role("button", name="Wait, a coupon!")
-        page.evaluate("window.scrollTo(0, 2000)")
-        page.evaluate("window.scrollTo(0, 1000)")  # too early: just arrived
-        page.wait_for_timeout(100)
+        scroll_to(page, 2000)
+        scroll_to(page, 1000)  # too early: just arrived
         expect(bubble).to_be_hidden()
         page.clock.run_for(3500)
-        page.evaluate("window.scrollTo(0, 2500)")
-        page.wait_for_timeout(100)
+        scroll_to(page, 2500)
         page.clock.run_for(500)
-        page.evaluate("window.scrollTo(0, 2400)")  # a small move up is reading, not leaving
-        page.wait_for_timeout(100)
+        scroll_to(page, 2400)  # a small move up is reading, not leaving
+        page.clock.run_for(100)
         expect(bubble).to_be_hidden()
-        page.evaluate("window.scrollTo(0, 1500)")
+        scroll_to(page, 1500)
+        page.clock.run_for(100)
         expect(bubble).to_be_visible()
     finally:
         context.close()
+
+
+def scroll_to(page, y: int) -> None:
+    """Scroll, and return once the page's scroll listeners (the widget's first) have run."""
+    page.evaluate(
+        """y => new Promise(done => {
+            addEventListener("scroll", () => done(), { once: true });
+            scrollTo(0, y);
+        })""",
+        y,
+    )
 
 
 def _bubble_then(stack, agent_id, action_type, action_config):
