@@ -648,12 +648,18 @@ async def test_two_processes_send_each_event_once(tmp_path, make_client, receive
     _, auth = await owner(one)
     hook = await add_webhook(one, auth, receiver.url("/ok"), ["conversation.created"])
     agent = await new_agent(one, auth)
-    chats = [
-        chat(app, {"agentId": agent["id"], "messages": user(f"question {n}")}, auth)
-        for n in range(12)
-        for app in (one, two)
-    ]
-    await asyncio.gather(*chats)
+    # In waves of six: both workers still claim rows side by side while chats go on, and
+    # this one process (two apps, their clients, the receiver, the model) is not asked to
+    # run 24 chats at once - a transaction's every await then waits for the others' CPU,
+    # which the write-hold guard rightly counts.
+    for wave in range(0, 12, 3):
+        await asyncio.gather(
+            *(
+                chat(app, {"agentId": agent["id"], "messages": user(f"question {n}")}, auth)
+                for n in range(wave, wave + 3)
+                for app in (one, two)
+            )
+        )
     await receiver.wait_for(24)
     await asyncio.sleep(0.5)
     ids = [h.headers["webhook-id"] for h in receiver.hooks]
