@@ -42,7 +42,7 @@ fi
 workers=${TEST_WORKERS:-6}
 
 # On workers, the suite runs in three phases (tests/conftest.py): most tests on the workers;
-# then the widget's and the dashboard's browser tests, side by side in two processes; then
+# then the browser tests, side by side in three processes (scripts/test.sh below); then
 # the tests that measure the machine, alone. Exit status 5 is pytest's "no test selected":
 # a file list may hold none of a phase's tests.
 run_tests() {
@@ -50,26 +50,38 @@ run_tests() {
         python3 -m pytest -p no:cacheprovider "$@"
         return
     fi
-    local status=0 code widget_log widget
+    local status=0 code
     keep() { [ "$1" -eq 0 ] || [ "$1" -eq 5 ] || status=$1; }
     code=0
     TEST_PHASE=parallel python3 -m pytest -p no:cacheprovider -n "$workers" "$@" || code=$?
     keep $code
     echo "-- the browser tests: the widget's and the dashboard's, side by side"
-    # With no file list, each process collects its own package only.
-    widget_log=$(mktemp)
-    TEST_PHASE=browser python3 -m pytest -p no:cacheprovider "${@:-tests/browser}" \
-        >"$widget_log" 2>&1 &
-    widget=$!
-    code=0
-    TEST_PHASE=browser_dashboard python3 -m pytest -p no:cacheprovider \
-        "${@:-tests/browser_dashboard}" || code=$?
-    keep $code
-    code=0
-    wait "$widget" || code=$?
-    keep $code
-    cat "$widget_log"
-    rm -f "$widget_log"
+    # With no file list, three processes: the widget's package, the dashboard's first day
+    # (files 1 to 9, which build on each other, in order) and its later files (10 on, each
+    # standing alone on a stack of its own). Given files run in one process per package.
+    local logs=() pids=() log
+    browser_run() {  # phase, files...: in the background, its output kept for later
+        log=$(mktemp)
+        logs+=("$log")
+        TEST_PHASE=$1 python3 -m pytest -p no:cacheprovider "${@:2}" >"$log" 2>&1 &
+        pids+=($!)
+    }
+    if [ $# -eq 0 ]; then
+        browser_run browser tests/browser
+        browser_run browser_dashboard tests/browser_dashboard/test_[1-9]_*.py
+        browser_run browser_dashboard tests/browser_dashboard/test_[1-9][0-9]_*.py
+    else
+        browser_run browser "$@"
+        browser_run browser_dashboard "$@"
+    fi
+    local i
+    for i in "${!pids[@]}"; do
+        code=0
+        wait "${pids[$i]}" || code=$?
+        keep $code
+        cat "${logs[$i]}"
+        rm -f "${logs[$i]}"
+    done
     echo "-- the tests that measure the machine, alone"
     # With no file list, only the files that mark a test needs_the_machine are collected.
     local measuring

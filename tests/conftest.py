@@ -78,9 +78,10 @@ _ONE_WORKER_PACKAGES = ("browser", "browser_dashboard")
 # scripts/test.sh runs the suite in three phases, selected by TEST_PHASE (unset, a plain
 # `pytest` runs everything):
 # - parallel: most tests, on many workers;
-# - browser and browser_dashboard: the two browser packages, one each, side by side in two
-#   processes (Chromium against fixed timeouts, which many busy workers starve; the
-#   dashboard's files run in order, which pytest-xdist does not keep);
+# - browser and browser_dashboard: the two browser packages side by side, in three
+#   processes (the widget's; the dashboard's first day, files 1 to 9 in order, which
+#   pytest-xdist does not keep; its later files, each standing alone), as Chromium against
+#   fixed timeouts is starved by many busy workers;
 # - alone: the tests that measure the machine (latency percentiles, write holds, RSS,
 #   recovery after SIGKILL), one at a time on a quiet machine.
 PHASES = ("parallel", *_ONE_WORKER_PACKAGES, "alone")

@@ -1,8 +1,10 @@
 """Fixtures of the dashboard's browser tests: one instance and one Chromium for the package.
 
-The test files run in the order of their numbers, like a user's first day: the first
+Files 1 to 9 run in the order of their numbers, like a user's first day: the first
 creates the owner, the owner's flows create the agent, tools, trigger and conversations
-that the later files read. A missing Chromium fails these tests; they never skip.
+that the files after them read. Files 10 on each stand alone (`ensure_owner`, their own
+data): scripts/test.sh runs them in a second process, on a stack of its own, beside the
+first day. A missing Chromium fails these tests; they never skip.
 """
 
 from __future__ import annotations

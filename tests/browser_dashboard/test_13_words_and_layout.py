@@ -14,6 +14,7 @@ from tests.support.dashboard_stack import (
     OWNER_EMAIL,
     PASSWORD,
     check_requests,
+    delivered_submission,
     ensure_owner,
     nav,
     owner_key,
@@ -172,6 +173,7 @@ def test_times_follow_the_browser_language_and_time_zone(browser, stack):
 
 def test_main_pages_show_words_not_codes(tab, stack):
     ensure_owner(stack)
+    delivered_submission(stack, owner_key(stack), "Words shop")
     page = tab.page
     sign_in(page, stack)
     _in_owners_team(page)

@@ -337,3 +337,39 @@ def public_post(stack: Stack, path: str, body: dict) -> Any:
     )
     with urllib.request.urlopen(request, timeout=10) as resp:  # noqa: S310 (loopback)
         return json.loads(resp.read() or b"null")
+
+
+def delivered_submission(stack: Stack, key: str, agent_name: str) -> dict:
+    """A new agent with a form tool delivering to the stack's receiver, and one submission
+    of it, delivered: for a file that must not count on the first day's data."""
+    agent = stack.api("POST", "/agents", key, {"name": agent_name})["data"]
+    tool = stack.api(
+        "POST",
+        "/tools",
+        key,
+        {
+            "agentId": agent["id"],
+            "name": "contact_form",
+            "description": "Collect the visitor's contact details",
+            "executionType": "form",
+            "formSchema": {"fields": [{"name": "email", "type": "email", "label": "E-mail"}]},
+            "formWebhookUrl": stack.receiver_url + "/hook",
+        },
+    )
+    tool = tool.get("data", tool)
+    submitted = public_post(
+        stack,
+        "/form-submissions/submit",
+        {
+            "toolId": tool["id"],
+            "formData": {"email": "visitor@example.org"},
+            "fieldsCompleted": ["email"],
+        },
+    )
+
+    def delivered() -> bool:
+        sub = stack.api("GET", f"/form-submissions/{submitted['submissionId']}", key)
+        return sub["status"] == "webhook_success"
+
+    assert wait_for(delivered)
+    return agent
