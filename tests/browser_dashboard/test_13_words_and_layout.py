@@ -15,13 +15,13 @@ from tests.support.dashboard_stack import (
     PASSWORD,
     check_requests,
     ensure_owner,
+    in_owners_team,
     nav,
     owner_key,
     sign_in,
     slug,
 )
 
-OWNER_TEAM = "Olivia Owner's team (owner)"
 # Every page of the menu (the owner sees them all).
 MAIN_PAGES = [
     "Agents",
@@ -46,14 +46,6 @@ MAIN_PAGES = [
 CODE = re.compile(r"\b[a-z][a-z0-9]*(?:[._][a-z0-9]+)+\b")
 
 
-def _in_owners_team(page) -> None:
-    """Earlier files make the owner a member of a second team; act in the owner's own."""
-    switcher = page.get_by_label("Team", exact=True)
-    if switcher.count() and switcher.locator("option:checked").inner_text() != OWNER_TEAM:
-        switcher.select_option(label=OWNER_TEAM)
-    expect(page.locator(".role-badge")).to_have_text("owner")
-
-
 def _raw_codes(page) -> list[str]:
     """Codes with a label (labels.js) that the page still shows as they are."""
     codes = set(page.evaluate("async () => (await import('/dashboard/labels.js')).ALL_CODES"))
@@ -76,7 +68,7 @@ def test_the_agent_is_set_up_with_choices(tab, stack):
     key = owner_key(stack)
     page = tab.page
     sign_in(page, stack)
-    _in_owners_team(page)
+    in_owners_team(page)
     page.get_by_role("link", name="New agent").click()
     form = page.get_by_role("form", name="New agent")
 
@@ -156,7 +148,7 @@ def test_times_follow_the_browser_language_and_time_zone(browser, stack):
         form.get_by_label("Password", exact=True).fill(PASSWORD)
         form.get_by_role("button", name="Sign in").click()
         expect(page.get_by_role("heading", name="Agents", exact=True)).to_be_visible()
-        _in_owners_team(page)
+        in_owners_team(page)
         created = datetime.fromisoformat(first["createdAt"].replace("Z", "+00:00"))
         tokyo = created.astimezone(timezone(timedelta(hours=9)))
         link = page.get_by_role("link", name=first["name"], exact=True)
@@ -174,7 +166,7 @@ def test_main_pages_show_words_not_codes(tab, stack):
     ensure_owner(stack)
     page = tab.page
     sign_in(page, stack)
-    _in_owners_team(page)
+    in_owners_team(page)
     shown: dict[str, list[str]] = {}
     for name in MAIN_PAGES:
         nav(page, name)
@@ -201,7 +193,7 @@ def test_sections_stay_in_view_and_colours_take_hex(tab, stack):
     agent = stack.api("POST", "/agents", key, {"name": "Colour shop"})["data"]
     page = tab.page
     sign_in(page, stack)
-    _in_owners_team(page)
+    in_owners_team(page)
     page.goto(f"{stack.url}/#/agents/{agent['id']}")
     form = page.get_by_role("form", name="Widget appearance")
     expect(form).to_be_visible()
@@ -251,7 +243,7 @@ def test_the_dashboard_works_390_px_wide(tab, stack, shots):
     page = tab.page
     page.set_viewport_size({"width": 390, "height": 844})
     sign_in(page, stack)
-    _in_owners_team(page)
+    in_owners_team(page)
     sections = page.get_by_role("navigation", name="Sections")
     menu = page.get_by_role("button", name="Menu")
     expect(sections).to_be_hidden()  # folded behind the menu button

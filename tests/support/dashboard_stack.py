@@ -219,6 +219,17 @@ def sign_in(page: Page, stack: Stack, email: str = OWNER_EMAIL) -> None:
     expect(page.get_by_role("heading", name="Agents", exact=True)).to_be_visible()
 
 
+OWNER_TEAM = "Olivia Owner's team (owner)"
+
+
+def in_owners_team(page: Page) -> None:
+    """Earlier files make the owner a member of a second team; act in the owner's own."""
+    switcher = page.get_by_label("Team", exact=True)
+    if switcher.count() and switcher.locator("option:checked").inner_text() != OWNER_TEAM:
+        switcher.select_option(label=OWNER_TEAM)
+    expect(page.locator(".role-badge")).to_have_text("owner")
+
+
 def nav(page: Page, name: str) -> None:
     """Open a page from the menu and wait until it has rendered."""
     page.get_by_role("navigation", name="Sections").get_by_role(

@@ -219,7 +219,7 @@ function paramRow(row, i, tools, { schema, changed, remove, taken }) {
   });
   // Allowed values as a comma-separated list, when every value can be written that way.
   const plain = prop.enum === undefined || (Array.isArray(prop.enum) && prop.enum.every((v) => ["string", "number", "boolean"].includes(typeof v) && !String(v).includes(",")));
-  const choices = h("input", { value: plain && prop.enum ? prop.enum.map(shown).join(", ") : JSON.stringify(prop.enum ?? null), disabled: !plain, dataset: { part: "enum" }, autocomplete: "off", placeholder: "e.g. small, medium, large" });
+  const choices = h("input", { value: plain ? (prop.enum || []).map(shown).join(", ") : JSON.stringify(prop.enum), disabled: !plain, dataset: { part: "enum" }, autocomplete: "off", placeholder: "e.g. small, medium, large" });
   choices.addEventListener("input", () => {
     const values = choices.value.split(",").map((v) => v.trim()).filter(Boolean).map((v) => typed(prop.type, v));
     setKey(prop, "enum", values.length ? values : undefined);
