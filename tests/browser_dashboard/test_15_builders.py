@@ -18,6 +18,7 @@ from tests.support.dashboard_stack import (
     nav,
     owner_key,
     sign_in,
+    start_new_tool,
     wait_for,
 )
 
@@ -75,11 +76,7 @@ def test_owner_builds_a_form_that_a_visitor_submits_in_the_widget(browser, stack
         page = tab.page
         sign_in(page, stack)
         _tools_of(page, agent["id"])
-        page.get_by_role("link", name="New tool").click()
-        editor = page.get_by_role("form", name="New tool")
-        editor.get_by_label("Name", exact=True).fill("quote_request")
-        editor.get_by_label("Description").fill("Ask the visitor what to quote")
-        editor.get_by_label("Type").select_option("form")
+        editor = start_new_tool(page, "quote_request", "Ask the visitor what to quote", "form")
         builder = editor.get_by_role("group", name="Form fields", exact=True)
         rows = builder.locator("fieldset.sortable")
         expect(rows).to_have_count(2)  # the example form: e-mail and message
@@ -328,10 +325,7 @@ def test_tool_input_and_result_display_are_built_and_reopen(browser, stack):
         page = tab.page
         sign_in(page, stack)
         _tools_of(page, agent["id"])
-        page.get_by_role("link", name="New tool").click()
-        editor = page.get_by_role("form", name="New tool")
-        editor.get_by_label("Name", exact=True).fill("size_lookup")
-        editor.get_by_label("Description").fill("Find a size")
+        editor = start_new_tool(page, "size_lookup", "Find a size")
         params = editor.get_by_role("group", name="Tool input: the parameters the model fills")
         rows = params.locator("fieldset.sortable")
         params.get_by_role("button", name="Add parameter").click()

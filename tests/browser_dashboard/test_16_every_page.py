@@ -39,6 +39,8 @@ SECTIONS = [
     "profile",
 ]
 UNPICTURED = {"inbox"}
+# Long pages pictured at their point (the builder, the header rows) rather than their top.
+FOCUS = {"form-builder": "fieldset[data-for=form]", "tool": "fieldset[data-for=http]"}
 
 
 def _details(shop: Shop) -> dict[str, str]:
@@ -77,7 +79,11 @@ def _show(page: Page, route: str) -> None:
 def _picture(page: Page, name: str, shots: Path) -> None:
     """Screenshot the viewport: into the committed artefacts when asked to rewrite them."""
     keep = os.environ.get("AGENTSVC_WRITE_ARTEFACTS") == "1"
-    page.evaluate("() => window.scrollTo(0, 0)")
+    page.evaluate(
+        """(focus) => focus ? document.querySelector(focus).scrollIntoView()
+                           : window.scrollTo(0, 0)""",
+        FOCUS.get(name),
+    )
     page.screenshot(path=str((ARTEFACTS if keep else shots) / f"dashboard-{name}.png"))
 
 

@@ -9,10 +9,11 @@ from tests.support.dashboard_stack import Stack, chat_as_key, owner_key, public_
 
 PROMPT = "You are the friendly assistant of Harbour Coffee, a roastery in Bristol."
 HOURS = "## Opening hours\nThe shop opens at eight and closes at six, Monday to Saturday.\n"
+# Visitors the shop's site signed in (an API key vouches for their names and e-mails).
 QUESTIONS = (
-    "When does the shop open on Saturday?",
-    "Do you ship beans to Ireland?",
-    "Can I change the grind of my order?",
+    ("When does the shop open on Saturday?", "u-101", "Ada Byron", "ada@example.org"),
+    ("Do you ship beans to Ireland?", "u-102", "Niall Murphy", "niall@example.ie"),
+    ("Can I change the grind of my order?", "u-103", "Grace Hopper", "grace@example.com"),
 )
 CONTACT_FORM = {
     "fields": [
@@ -67,11 +68,19 @@ def open_shop(stack: Stack) -> Shop:
     document = _made(
         stack, key, f"/agents/{agent}/documents", {"title": "Opening hours", "content": HOURS}
     )
-    for question in QUESTIONS:
-        chat_as_key(stack, key, agent, question)
+    # First, so that the conversations below are delivered to it.
+    webhook = _made(
+        stack,
+        key,
+        "/webhooks",
+        {"url": stack.receiver_url + "/crm", "events": ["conversation.created"]},
+    )
+    for question, user_id, name, email in QUESTIONS:
+        chat_as_key(stack, key, agent, question, user={"id": user_id, "name": name, "email": email})
     conversation = stack.api("GET", f"/conversations?agentId={agent}", key)["data"][0]["id"]
     form = _made(stack, key, "/tools", _contact_form(agent, stack.receiver_url))
-    tool = _made(stack, key, "/tools", _stock_tool(agent, stack.receiver_url))
+    stack.api("PUT", "/secrets/STOCK_API_KEY", key, {"value": "stock-key-for-the-tour"})
+    tool = _made(stack, key, "/tools", _stock_tool(agent))
     submitted = public_post(
         stack,
         "/form-submissions/submit",
@@ -96,12 +105,6 @@ def open_shop(stack: Stack) -> Shop:
             "actionConfig": {"message": "Choosing beans? I can help."},
         },
     )
-    webhook = _made(
-        stack,
-        key,
-        "/webhooks",
-        {"url": stack.receiver_url + "/crm", "events": ["conversation.created"]},
-    )
     return Shop(agent, document, conversation, form, tool, trigger, webhook, submission)
 
 
@@ -118,7 +121,7 @@ def _contact_form(agent: str, receiver: str) -> dict:
     }
 
 
-def _stock_tool(agent: str, receiver: str) -> dict:
+def _stock_tool(agent: str) -> dict:
     return {
         "agentId": agent,
         "name": "check_stock",
@@ -129,7 +132,7 @@ def _stock_tool(agent: str, receiver: str) -> dict:
             "properties": {"coffee": {"type": "string", "description": "The coffee's name"}},
             "required": ["coffee"],
         },
-        "httpUrl": receiver + "/stock",
+        "httpUrl": "https://api.harbour-coffee.example/stock/{coffee}",
         "httpMethod": "POST",
-        "httpHeaders": {"X-Shop": "harbour"},
+        "httpHeaders": {"Authorization": "Bearer {{STOCK_API_KEY}}", "Accept": "application/json"},
     }
