@@ -32,9 +32,10 @@ fi
 if [ ${#missing[@]} -gt 0 ]; then
     $sudo apt-get update -qq && $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
-# axe-core for the widget's accessibility tests, from the npm registry (never committed):
-# tests/browser/package.json names it with a lower bound; a second run is a quick no-op.
-if [ ! -f tests/browser/node_modules/axe-core/axe.min.js ]; then
+# axe-core for the accessibility tests and acorn for the minified dashboard's check, from the
+# npm registry (never committed): tests/browser/package.json names them with lower bounds.
+if [ ! -f tests/browser/node_modules/axe-core/axe.min.js ] ||
+    [ ! -f tests/browser/node_modules/acorn/dist/acorn.mjs ]; then
     command -v npm >/dev/null || { $sudo apt-get update -qq && $sudo apt-get install -y -qq npm >/dev/null; }
     npm install --prefix tests/browser --no-audit --no-fund --no-package-lock --loglevel=error
 fi

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aiohttp.test_utils import TestClient
+from aiohttp.test_utils import TestClient, TestServer
 
 from agentsvc.app import create_app
 from agentsvc.config import Settings
@@ -18,6 +18,7 @@ from tests.support.accounts import (
     bearer,
     new_api_key,
 )
+from tests.support.fakes.oauth import FakeOAuth
 from tests.support.settings import make_settings
 
 # A write transaction holds only SQL (issue 29): one holding the writer longer, while the
@@ -140,6 +141,17 @@ def make_client(aiohttp_client, tmp_path: Path) -> Callable[..., Any]:
 @pytest.fixture
 async def client(make_client) -> TestClient:
     return await make_client()
+
+
+@pytest.fixture
+async def provider():
+    """A fake OAuth provider (GitHub and Google alike) served on loopback."""
+    fake = FakeOAuth()
+    server = TestServer(fake.app, host="127.0.0.1")
+    await server.start_server()
+    fake.base = str(server.make_url("")).rstrip("/")
+    yield fake
+    await server.close()
 
 
 @pytest.fixture

@@ -8,8 +8,6 @@ import re
 from urllib.parse import parse_qs, urlsplit
 
 import aiohttp
-import pytest
-from aiohttp.test_utils import TestServer
 
 from agentsvc.api import app_keys
 from agentsvc.ids import now_iso
@@ -26,7 +24,6 @@ from tests.support.accounts import (
     sign_in,
 )
 from tests.support.errors import assert_error
-from tests.support.fakes.oauth import FakeOAuth
 from tests.support.mail import outbox
 
 LINK = re.compile(r"^http://127\.0\.0\.1:8080/accept-invitation\?token=([\w-]{43})$")
@@ -194,16 +191,6 @@ async def test_with_smtp_the_answer_carries_the_mailed_link(make_client, smtp_se
     assert invitation["link"] in mail.text
 
 
-@pytest.fixture
-async def provider():
-    fake = FakeOAuth()
-    server = TestServer(fake.app, host="127.0.0.1")
-    await server.start_server()
-    fake.base = str(server.make_url("")).rstrip("/")
-    yield fake
-    await server.close()
-
-
 async def github_sign_in(client) -> aiohttp.ClientResponse:
     """The whole GitHub flow as a browser plays it: start, consent, come back."""
     resp = await client.get(
@@ -224,13 +211,21 @@ async def github_sign_in(client) -> aiohttp.ClientResponse:
     )
 
 
-async def test_an_invitee_signing_up_with_github_joins_the_team(make_client, provider):
+async def github_sign_up_after_invite(make_client, provider, invited: str):
+    """An owner invites `invited`, then Octo (the fake provider's user) signs up with GitHub:
+    the client, the owner's team and key, and Octo's session."""
     client = await make_client(oauth={"github": provider.settings(provider.base)})
     _, team, auth = await owner_of_team(client)
-    await invite(client, auth, "Octo@Example.com")
+    await invite(client, auth, invited)
     resp = await github_sign_in(client)
     assert resp.status == 303, await resp.text()
-    info = await session_info(client, resp.cookies[SESSION_COOKIE].value)
+    return client, team, auth, await session_info(client, resp.cookies[SESSION_COOKIE].value)
+
+
+async def test_an_invitee_signing_up_with_github_joins_the_team(make_client, provider):
+    client, team, auth, info = await github_sign_up_after_invite(
+        make_client, provider, "Octo@Example.com"
+    )
     assert info["user"]["email"] == "octo@example.com" and info["user"]["name"] == "Octo Cat"
     assert info["teams"] == [{"id": team.id, "name": "Olivia's team", "role": "member"}]
     assert await teams_owned_by(client, "octo@example.com") == []
@@ -243,12 +238,9 @@ async def test_an_invitee_signing_up_with_github_joins_the_team(make_client, pro
 
 
 async def test_a_github_sign_up_without_an_invitation_gets_its_own_team(make_client, provider):
-    client = await make_client(oauth={"github": provider.settings(provider.base)})
-    _, _, auth = await owner_of_team(client)
-    await invite(client, auth, "someone.else@example.com")
-    resp = await github_sign_in(client)
-    assert resp.status == 303, await resp.text()
-    info = await session_info(client, resp.cookies[SESSION_COOKIE].value)
+    client, _, auth, info = await github_sign_up_after_invite(
+        make_client, provider, "someone.else@example.com"
+    )
     assert info["team"]["role"] == "owner"
     assert await teams_owned_by(client, "octo@example.com") == [info["team"]["id"]]
     assert (await listed(client, auth))["someone.else@example.com"]["status"] == "pending"

@@ -6,25 +6,14 @@ from urllib.parse import parse_qs, urlsplit
 
 import aiohttp
 import pytest
-from aiohttp.test_utils import TestServer
 
 from agentsvc.api import app_keys
 from agentsvc.services.team.sessions import hash_token
 from tests.support.accounts import SESSION_COOKIE, create_user, session
 from tests.support.errors import assert_error
-from tests.support.fakes.oauth import CLIENT_ID, FakeOAuth
+from tests.support.fakes.oauth import CLIENT_ID
 
 STATE_COOKIE = "agentsvc_oauth_state"
-
-
-@pytest.fixture
-async def provider():
-    fake = FakeOAuth()
-    server = TestServer(fake.app, host="127.0.0.1")
-    await server.start_server()
-    fake.base = str(server.make_url("")).rstrip("/")
-    yield fake
-    await server.close()
 
 
 @pytest.fixture

@@ -6,7 +6,16 @@ from __future__ import annotations
 
 from playwright.sync_api import expect
 
-from tests.support.dashboard_stack import Tab, ensure_owner, nav, owner_key, sign_in
+from tests.support.dashboard_stack import (
+    Tab,
+    ensure_owner,
+    fill_headers,
+    in_owners_team,
+    nav,
+    owner_key,
+    sign_in,
+    start_new_tool,
+)
 from tests.support.fakes.mcp_server import FakeMcpServer
 
 
@@ -20,20 +29,14 @@ def test_owner_adds_an_mcp_server_chooses_its_tools_and_refreshes(browser, stack
     try:
         page = tab.page
         sign_in(page, stack)
-        switcher = page.get_by_label("Team", exact=True)
-        if switcher.count():  # earlier tests joined another team: act in the owner's
-            switcher.select_option(label="Olivia Owner's team (owner)")
+        in_owners_team(page)
         page.get_by_label("Agent", exact=True).select_option(agent["id"])
         nav(page, "Tools")
-        page.get_by_role("link", name="New tool").click()
-        editor = page.get_by_role("form", name="New tool")
-        editor.get_by_label("Name", exact=True).fill("shop")
-        editor.get_by_label("Description").fill("The shop's own MCP server")
-        editor.get_by_label("Type").select_option("mcp")
+        editor = start_new_tool(page, "shop", "The shop's own MCP server", "mcp")
         expect(editor.get_by_label("Input schema (JSON Schema)")).to_be_hidden()
         editor.get_by_label("Server URL").fill(server.url)
-        editor.get_by_label("Headers sent to the server (JSON)").fill(
-            '{"Authorization": "Bearer {{SHOP_TOKEN}}"}'
+        fill_headers(
+            editor, "Headers sent to the server", {"Authorization": "Bearer {{SHOP_TOKEN}}"}
         )
         editor.get_by_role("button", name="Load tools").click()
         expect(editor.get_by_text("The server lists 7 tools.")).to_be_visible()
@@ -47,7 +50,7 @@ def test_owner_adds_an_mcp_server_chooses_its_tools_and_refreshes(browser, stack
         page.screenshot(path=str(shots / "mcp-checklist.png"), full_page=True)
         editor.get_by_role("button", name="Create tool").click()
         expect(page.get_by_role("heading", name="shop")).to_be_visible()
-        expect(page.get_by_text("mcp tool · updated")).to_contain_text("2 tools, listed")
+        expect(page.get_by_text("MCP server · updated")).to_contain_text("2 tools, listed")
 
         stored = stack.api("GET", f"/tools?agentId={agent['id']}", key)
         assert [f["name"] for f in stored[0]["mcpServerTools"]] == [
@@ -67,9 +70,9 @@ def test_owner_adds_an_mcp_server_chooses_its_tools_and_refreshes(browser, stack
         # The server drops one of the chosen tools: a refresh shows what is left.
         del server.tools["Search-Docs"]
         page.get_by_role("button", name="Refresh from server").click()
-        expect(page.get_by_text("mcp tool · updated")).to_contain_text("1 tools, listed")
+        expect(page.get_by_text("MCP server · updated")).to_contain_text("1 tools, listed")
         nav(page, "Tools")
-        expect(page.get_by_text("mcp · 1 tools")).to_be_visible()
+        expect(page.get_by_text("MCP server · 1 tools")).to_be_visible()
         page.screenshot(path=str(shots / "mcp-tools-list.png"), full_page=True)
     finally:
         tab.close()

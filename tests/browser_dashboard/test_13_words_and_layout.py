@@ -16,13 +16,13 @@ from tests.support.dashboard_stack import (
     check_requests,
     delivered_submission,
     ensure_owner,
+    in_owners_team,
     nav,
     owner_key,
     sign_in,
     slug,
 )
 
-OWNER_TEAM = "Olivia Owner's team (owner)"
 # Every page of the menu (the owner sees them all).
 MAIN_PAGES = [
     "Agents",
@@ -47,14 +47,6 @@ MAIN_PAGES = [
 CODE = re.compile(r"\b[a-z][a-z0-9]*(?:[._][a-z0-9]+)+\b")
 
 
-def _in_owners_team(page) -> None:
-    """Earlier files make the owner a member of a second team; act in the owner's own."""
-    switcher = page.get_by_label("Team", exact=True)
-    if switcher.count() and switcher.locator("option:checked").inner_text() != OWNER_TEAM:
-        switcher.select_option(label=OWNER_TEAM)
-    expect(page.locator(".role-badge")).to_have_text("owner")
-
-
 def _raw_codes(page) -> list[str]:
     """Codes with a label (labels.js) that the page still shows as they are."""
     codes = set(page.evaluate("async () => (await import('/dashboard/labels.js')).ALL_CODES"))
@@ -77,7 +69,7 @@ def test_the_agent_is_set_up_with_choices(tab, stack):
     key = owner_key(stack)
     page = tab.page
     sign_in(page, stack)
-    _in_owners_team(page)
+    in_owners_team(page)
     page.get_by_role("link", name="New agent").click()
     form = page.get_by_role("form", name="New agent")
 
@@ -157,7 +149,7 @@ def test_times_follow_the_browser_language_and_time_zone(browser, stack):
         form.get_by_label("Password", exact=True).fill(PASSWORD)
         form.get_by_role("button", name="Sign in").click()
         expect(page.get_by_role("heading", name="Agents", exact=True)).to_be_visible()
-        _in_owners_team(page)
+        in_owners_team(page)
         created = datetime.fromisoformat(first["createdAt"].replace("Z", "+00:00"))
         tokyo = created.astimezone(timezone(timedelta(hours=9)))
         link = page.get_by_role("link", name=first["name"], exact=True)
@@ -176,7 +168,7 @@ def test_main_pages_show_words_not_codes(tab, stack):
     delivered_submission(stack, owner_key(stack), "Words shop")
     page = tab.page
     sign_in(page, stack)
-    _in_owners_team(page)
+    in_owners_team(page)
     shown: dict[str, list[str]] = {}
     for name in MAIN_PAGES:
         nav(page, name)
@@ -197,13 +189,97 @@ def test_main_pages_show_words_not_codes(tab, stack):
     assert {page: codes for page, codes in shown.items() if codes} == {}
 
 
+EMPTY = {"type": "object", "properties": {}}
+
+
+def _tool_codes_shown(page, codes: set[str]) -> list[str]:
+    """Tags, choices and the subtitle of the page that start with a tool's code (http, form)."""
+    texts = page.locator("main .tag, main option, main .page-head p").all_inner_texts()
+    return [t for t in texts if (m := re.match(r"[a-z_]+\b", t.strip())) and m.group() in codes]
+
+
+def test_tools_and_analytics_show_words_not_codes(tab, stack):
+    ensure_owner(stack)
+    key = owner_key(stack)
+    agent = stack.api("POST", "/agents", key, {"name": "Words in tools"})["data"]
+    made = [
+        stack.api("POST", "/tools", key, {"agentId": agent["id"], "inputSchema": EMPTY, **body})[
+            "id"
+        ]
+        for body in (
+            {
+                "name": "stock",
+                "description": "Stock",
+                "executionType": "http",
+                "httpUrl": stack.receiver_url + "/stock",
+                "httpHeaders": {"X-Key": "{{SHOP_KEY}}"},
+                "displayConfig": {"type": "product_card"},
+            },
+            {
+                "name": "contact",
+                "description": "Contact",
+                "executionType": "form",
+                "formSchema": {"fields": [{"name": "email", "label": "E-mail", "type": "email"}]},
+                "formExecutionMode": "both",
+                "formClientHandler": "crm",
+                "formWebhookUrl": stack.receiver_url + "/hook",
+            },
+            {
+                "name": "hours",
+                "description": "Hours",
+                "executionType": "mock",
+                "mockResponse": "9-5",
+            },
+        )
+    ]
+    page = tab.page
+    sign_in(page, stack)
+    in_owners_team(page)
+    page.get_by_label("Agent", exact=True).select_option(agent["id"])
+    codes = set(
+        page.evaluate(
+            """async () => { const l = await import('/dashboard/labels.js');
+            return [l.TOOL_TYPE, l.EXECUTION_MODE, l.DISPLAY_TYPE].flatMap(Object.keys); }"""
+        )
+    )
+    nav(page, "Tools")
+    assert set(page.locator("main td .tag").all_inner_texts()) == {
+        "HTTP call",
+        "Form",
+        "Fixed response",
+    }
+    shown = {"tools": _tool_codes_shown(page, codes) + _raw_codes(page)}
+    for tool_id in made:
+        page.goto(f"{stack.url}/#/tools/{tool_id}")
+        expect(page.get_by_role("form", name="Edit tool")).to_be_visible()
+        shown[tool_id] = _tool_codes_shown(page, codes) + _raw_codes(page)
+    # The HTTP tool's headers are rows (a secret reference kept as written).
+    page.goto(f"{stack.url}/#/tools/{made[0]}")
+    headers = page.get_by_role("group", name="Headers", exact=True)
+    expect(headers.get_by_label("Header name")).to_have_value("X-Key")
+    expect(headers.get_by_label("Header value")).to_have_value("{{SHOP_KEY}}")
+
+    # Analytics: days in the browser's language (Nov 26, 2026), never 2026-11-26.
+    nav(page, "Analytics")
+    iso = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
+    page.locator("main details.figures-table summary").first.click()
+    text = page.locator("main").inner_text()
+    titles = page.locator("main svg").evaluate_all(
+        "svgs => svgs.map((s) => s.getAttribute('aria-label'))"
+    )
+    assert not iso.search(text + " ".join(titles)), iso.findall(text + " ".join(titles))
+    shown["analytics"] = _raw_codes(page)
+    assert {where: codes for where, codes in shown.items() if codes} == {}
+    stack.api("DELETE", f"/agents/{agent['id']}", key)
+
+
 def test_sections_stay_in_view_and_colours_take_hex(tab, stack):
     ensure_owner(stack)
     key = owner_key(stack)
     agent = stack.api("POST", "/agents", key, {"name": "Colour shop"})["data"]
     page = tab.page
     sign_in(page, stack)
-    _in_owners_team(page)
+    in_owners_team(page)
     page.goto(f"{stack.url}/#/agents/{agent['id']}")
     form = page.get_by_role("form", name="Widget appearance")
     expect(form).to_be_visible()
@@ -253,7 +329,7 @@ def test_the_dashboard_works_390_px_wide(tab, stack, shots):
     page = tab.page
     page.set_viewport_size({"width": 390, "height": 844})
     sign_in(page, stack)
-    _in_owners_team(page)
+    in_owners_team(page)
     sections = page.get_by_role("navigation", name="Sections")
     menu = page.get_by_role("button", name="Menu")
     expect(sections).to_be_hidden()  # folded behind the menu button

@@ -13,16 +13,15 @@ from datetime import UTC, datetime, timedelta
 from playwright.sync_api import Page, expect
 
 from tests.support.dashboard_stack import (
-    PASSWORD,
     Tab,
+    accept_invitation,
     chat_as_key,
     ensure_owner,
+    in_owners_team,
     nav,
     owner_key,
     sign_in,
 )
-
-OWNER_TEAM = "Olivia Owner's team (owner)"
 
 # Every chart's texts: the size they are drawn at on screen, and whether each lies wholly
 # inside its drawing (a label cut at the edge would not).
@@ -50,13 +49,6 @@ DRAWN_TO_FIT = """() => [...document.querySelectorAll("main svg.chart")].every((
     const fits = width === room || (svg.classList.contains("bars") && width > room);
     return fits && Math.abs(svg.getScreenCTM().a - 1) < 0.001;
 })"""
-
-
-def _in_owners_team(page: Page) -> None:
-    switcher = page.get_by_label("Team", exact=True)
-    if switcher.count() and switcher.locator("option:checked").inner_text() != OWNER_TEAM:
-        switcher.select_option(label=OWNER_TEAM)
-    expect(page.locator(".role-badge")).to_have_text("owner")
 
 
 def _check_chart_texts(page: Page) -> int:
@@ -105,7 +97,7 @@ def test_analytics_cards_charts_presets_tooltips_and_csv(browser, stack, shots):
     page = tab.page
     try:
         sign_in(page, stack)
-        _in_owners_team(page)
+        in_owners_team(page)
         page.get_by_label("Agent", exact=True).select_option(agent["id"])
         nav(page, "Analytics")
         main = page.locator("main")
@@ -213,7 +205,7 @@ def test_a_copied_invitation_link_lets_the_invited_person_join(browser, stack):
     owner = Tab(browser, stack)
     page = owner.page
     sign_in(page, stack)
-    _in_owners_team(page)
+    in_owners_team(page)
     nav(page, "Team")
     expect(page.locator("main")).to_contain_text("Mail is not set up on this server")
     invite = page.get_by_role("form", name="Invite a member")
@@ -233,15 +225,8 @@ def test_a_copied_invitation_link_lets_the_invited_person_join(browser, stack):
     assert link.startswith(stack.url + "/accept-invitation?token=")
 
     # Opened in a browser that knows nobody: Lena joins, in the inviting team alone.
-    lena = Tab(browser, stack)
+    lena = accept_invitation(browser, stack, link, "Lena")
     lpage = lena.page
-    lpage.goto(link)
-    expect(lpage.get_by_role("heading", name="Join the team")).to_be_visible()
-    lpage.get_by_label("Your name").fill("Lena")
-    lpage.get_by_label("Password", exact=True).fill(PASSWORD)
-    lpage.get_by_role("button", name="Accept invitation").click()
-    expect(lpage.get_by_role("heading", name="Agents", exact=True)).to_be_visible()
-    expect(lpage.locator(".role-badge")).to_have_text("member")
     expect(lpage.locator(".team-name")).to_have_text("Olivia Owner's team")
     expect(lpage.get_by_label("Team", exact=True)).to_have_count(0)  # no team of her own
     session = lpage.evaluate("async () => (await (await fetch('/api/v1/auth/session')).json())")

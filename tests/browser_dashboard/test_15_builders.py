@@ -6,44 +6,28 @@ display; a post action; JSON made by the API kept as it is; the JSON view checke
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
+from tests.support.axe import serious_violations
 from tests.support.dashboard_stack import (
     Tab,
     api_status,
     ensure_owner,
+    in_owners_team,
     nav,
     owner_key,
     sign_in,
+    start_new_tool,
     wait_for,
 )
 
 
 def _tools_of(page: Page, agent_id: str) -> None:
     """Act in the owner's team, on this agent's Tools page."""
-    switcher = page.get_by_label("Team", exact=True)
-    if switcher.count():  # earlier tests joined another team: act in the owner's
-        switcher.select_option(label="Olivia Owner's team (owner)")
-        expect(page.locator(".role-badge")).to_have_text("owner")
+    in_owners_team(page)
     page.get_by_label("Agent", exact=True).select_option(agent_id)
     nav(page, "Tools")
-
-
-AXE = Path(__file__).resolve().parents[1] / "browser" / "node_modules" / "axe-core" / "axe.min.js"
-
-
-def _serious_violations(page: Page, selector: str) -> list[dict]:
-    """axe-core's serious and critical findings inside one element of the page."""
-    assert AXE.exists(), f"{AXE} is missing: run `npm install --prefix tests/browser`"
-    page.evaluate(AXE.read_text("utf-8"))  # not a script tag: the dashboard's CSP forbids those
-    found = page.evaluate(
-        """async (selector) => (await axe.run({include: [[selector]]})).violations.map(
-            v => ({id: v.id, impact: v.impact, nodes: v.nodes.map(n => n.target.join(" "))}))""",
-        selector,
-    )
-    return [v for v in found if v["impact"] in ("serious", "critical")]
 
 
 def _field(row, label: str):
@@ -92,11 +76,7 @@ def test_owner_builds_a_form_that_a_visitor_submits_in_the_widget(browser, stack
         page = tab.page
         sign_in(page, stack)
         _tools_of(page, agent["id"])
-        page.get_by_role("link", name="New tool").click()
-        editor = page.get_by_role("form", name="New tool")
-        editor.get_by_label("Name", exact=True).fill("quote_request")
-        editor.get_by_label("Description").fill("Ask the visitor what to quote")
-        editor.get_by_label("Type").select_option("form")
+        editor = start_new_tool(page, "quote_request", "Ask the visitor what to quote", "form")
         builder = editor.get_by_role("group", name="Form fields", exact=True)
         rows = builder.locator("fieldset.sortable")
         expect(rows).to_have_count(2)  # the example form: e-mail and message
@@ -174,7 +154,7 @@ def test_owner_builds_a_form_that_a_visitor_submits_in_the_widget(browser, stack
         actions.get_by_label("Address").fill(stack.receiver_url + "/after-form")
         actions.get_by_label("Headers").fill("X-Shop: garden")
         expect(editor.locator("#post-actions-status")).to_have_text("Looks valid.")
-        assert _serious_violations(page, 'form[aria-label="New tool"]') == []
+        assert serious_violations(page, 'form[aria-label="New tool"]') == []
         page.screenshot(path=str(shots / "form-builder.png"), full_page=True)
         editor.get_by_role("button", name="Create tool").click()
         expect(page.get_by_role("heading", name="quote_request")).to_be_visible()
@@ -345,10 +325,7 @@ def test_tool_input_and_result_display_are_built_and_reopen(browser, stack):
         page = tab.page
         sign_in(page, stack)
         _tools_of(page, agent["id"])
-        page.get_by_role("link", name="New tool").click()
-        editor = page.get_by_role("form", name="New tool")
-        editor.get_by_label("Name", exact=True).fill("size_lookup")
-        editor.get_by_label("Description").fill("Find a size")
+        editor = start_new_tool(page, "size_lookup", "Find a size")
         params = editor.get_by_role("group", name="Tool input: the parameters the model fills")
         rows = params.locator("fieldset.sortable")
         params.get_by_role("button", name="Add parameter").click()

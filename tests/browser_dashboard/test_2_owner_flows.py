@@ -16,9 +16,11 @@ from tests.support.dashboard_stack import (
     chat_as_key,
     create_api_key,
     ensure_owner,
+    fill_headers,
     nav,
     public_post,
     sign_in,
+    start_new_tool,
     wait_for,
 )
 
@@ -55,10 +57,7 @@ def test_owner_creates_an_agent_tools_and_a_trigger_and_chats(tab, stack):
     # A mock tool: bad JSON is caught in the page, the API's own 400 is shown inline.
     nav(page, "Tools")
     expect(page.get_by_text("0 of unlimited tools on the pro plan")).to_be_visible()
-    page.get_by_role("link", name="New tool").click()
-    editor = page.get_by_role("form", name="New tool")
-    editor.get_by_label("Name", exact=True).fill("order_status")
-    editor.get_by_label("Description").fill("Look up the status of an order")
+    editor = start_new_tool(page, "order_status", "Look up the status of an order")
     # The tool input builder's JSON view, for advanced users, is checked as it is typed.
     editor.get_by_role("group", name="Tool input").get_by_role("button", name="JSON").click()
     schema = editor.get_by_label("Input schema (JSON Schema)")
@@ -93,10 +92,7 @@ def test_owner_creates_an_agent_tools_and_a_trigger_and_chats(tab, stack):
 
     # A duplicate name is the API's DUPLICATE_NAME, shown inline.
     nav(page, "Tools")
-    page.get_by_role("link", name="New tool").click()
-    editor = page.get_by_role("form", name="New tool")
-    editor.get_by_label("Name", exact=True).fill("order_status")
-    editor.get_by_label("Description").fill("Again")
+    editor = start_new_tool(page, "order_status", "Again")
     editor.get_by_role("button", name="Create tool").click()
     expect(editor.get_by_role("alert")).to_contain_text("already has a tool named")
 
@@ -344,10 +340,7 @@ def test_owner_manages_secrets_keys_and_the_widget(tab, stack):
 
     # An http tool using the secret: the test run reaches the receiver with its value.
     nav(page, "Tools")
-    page.get_by_role("link", name="New tool").click()
-    editor = page.get_by_role("form", name="New tool")
-    editor.get_by_label("Name", exact=True).fill("create_lead")
-    editor.get_by_label("Description").fill("Create a lead in the CRM")
+    editor = start_new_tool(page, "create_lead", "Create a lead in the CRM")
     editor.get_by_role("group", name="Tool input").get_by_role("button", name="JSON").click()
     editor.get_by_label("Input schema (JSON Schema)").fill(
         '{"type": "object", "properties": {"email": {"type": "string"}}, "required": ["email"]}'
@@ -355,7 +348,7 @@ def test_owner_manages_secrets_keys_and_the_widget(tab, stack):
     editor.get_by_label("Type").select_option("http")
     editor.get_by_label("URL", exact=True).fill(stack.receiver_url + "/leads/{email}")
     editor.get_by_label("Method").select_option("POST")
-    editor.get_by_label("Headers (JSON object)").fill('{"Authorization": "Bearer {{CRM_TOKEN}}"}')
+    fill_headers(editor, "Headers", {"Authorization": "Bearer {{CRM_TOKEN}}"})
     editor.get_by_role("button", name="Create tool").click()
     expect(page.get_by_role("heading", name="create_lead")).to_be_visible()
     run = page.get_by_role("form", name="Test run")
@@ -447,7 +440,7 @@ def test_owner_edits_and_deletes(tab, stack):
     nav(page, "Tools")
     row = page.get_by_role("row").filter(has_text="order_status")
     expect(row).to_contain_text("Look up where an order is")
-    expect(row.get_by_role("cell").nth(2)).to_have_text("no")
+    expect(row.get_by_role("cell").nth(2)).to_have_text("No")
 
     nav(page, "Triggers")
     page.get_by_role("link", name="Pricing page help").click()

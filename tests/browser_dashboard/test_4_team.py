@@ -7,8 +7,8 @@ import re
 from playwright.sync_api import expect
 
 from tests.support.dashboard_stack import (
-    PASSWORD,
     Tab,
+    accept_invitation,
     ensure_owner,
     nav,
     sign_in,
@@ -36,15 +36,8 @@ def test_invited_member_sees_no_owner_actions_and_can_be_removed(browser, stack)
     link = re.search(r"(http://\S+/accept-invitation\?token=\S+)", mail[0].body).group(1)
     assert link.startswith(stack.url)
 
-    member = Tab(browser, stack)
+    member = accept_invitation(browser, stack, link, "Mia Member")
     mpage = member.page
-    mpage.goto(link)
-    expect(mpage.get_by_role("heading", name="Join the team")).to_be_visible()
-    mpage.get_by_label("Your name").fill("Mia Member")
-    mpage.get_by_label("Password", exact=True).fill(PASSWORD)
-    mpage.get_by_role("button", name="Accept invitation").click()
-    expect(mpage.get_by_role("heading", name="Agents", exact=True)).to_be_visible()
-    expect(mpage.locator(".role-badge")).to_have_text("member")
     # Owner-only actions are not offered to a member...
     expect(mpage.get_by_role("link", name="New agent")).to_have_count(0)
     mpage.get_by_role("link", name="Support bot").click()

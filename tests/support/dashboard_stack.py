@@ -219,6 +219,17 @@ def sign_in(page: Page, stack: Stack, email: str = OWNER_EMAIL) -> None:
     expect(page.get_by_role("heading", name="Agents", exact=True)).to_be_visible()
 
 
+OWNER_TEAM = "Olivia Owner's team (owner)"
+
+
+def in_owners_team(page: Page) -> None:
+    """Earlier files make the owner a member of a second team; act in the owner's own."""
+    switcher = page.get_by_label("Team", exact=True)
+    if switcher.count() and switcher.locator("option:checked").inner_text() != OWNER_TEAM:
+        switcher.select_option(label=OWNER_TEAM)
+    expect(page.locator(".role-badge")).to_have_text("owner")
+
+
 def nav(page: Page, name: str) -> None:
     """Open a page from the menu and wait until it has rendered."""
     page.get_by_role("navigation", name="Sections").get_by_role(
@@ -226,6 +237,40 @@ def nav(page: Page, name: str) -> None:
     ).click()
     expect(page.locator("main")).not_to_have_attribute("aria-busy", "true")
     expect(page.locator(f'main .page[data-page="{slug(name)}"]')).to_be_visible()
+
+
+def fill_headers(scope, group: str, headers: dict[str, str]) -> None:
+    """Add header rows (name, value) to a tool's header editor, the group named `group`."""
+    editor = scope.get_by_role("group", name=group, exact=True)
+    for name, value in headers.items():
+        editor.get_by_role("button", name="Add header").click()
+        editor.get_by_label("Header name").last.fill(name)
+        editor.get_by_label("Header value").last.fill(value)
+
+
+def accept_invitation(browser: Browser, stack: Stack, link: str, name: str) -> Tab:
+    """Open an invitation's link in a browser that knows nobody and join as `name`."""
+    joined = Tab(browser, stack)
+    page = joined.page
+    page.goto(link)
+    expect(page.get_by_role("heading", name="Join the team")).to_be_visible()
+    page.get_by_label("Your name").fill(name)
+    page.get_by_label("Password", exact=True).fill(PASSWORD)
+    page.get_by_role("button", name="Accept invitation").click()
+    expect(page.get_by_role("heading", name="Agents", exact=True)).to_be_visible()
+    expect(page.locator(".role-badge")).to_have_text("member")
+    return joined
+
+
+def start_new_tool(page: Page, name: str, description: str, kind: str = "") -> Any:
+    """Open the New tool form from the Tools page, named and described; its form locator."""
+    page.get_by_role("link", name="New tool").click()
+    editor = page.get_by_role("form", name="New tool")
+    editor.get_by_label("Name", exact=True).fill(name)
+    editor.get_by_label("Description").fill(description)
+    if kind:
+        editor.get_by_label("Type").select_option(kind)
+    return editor
 
 
 def slug(name: str) -> str:
@@ -313,13 +358,13 @@ def api_status(stack: Stack, method: str, path: str, key: str, body: Any) -> int
     return 201
 
 
-def chat_as_key(stack: Stack, key: str, agent_id: str, text: str) -> None:
-    """One chat turn over the API (its stream read to the end), as an external client."""
+def chat_as_key(stack: Stack, key: str, agent_id: str, text: str, **extra: Any) -> None:
+    """One chat turn over the API (its stream read to the end), as an external client;
+    `extra` joins the body (`user={...}` names the visitor)."""
+    body = {"agentId": agent_id, "messages": [{"role": "user", "content": text}], **extra}
     request = urllib.request.Request(
         stack.url + "/api/v1/chat",
-        data=json.dumps(
-            {"agentId": agent_id, "messages": [{"role": "user", "content": text}]}
-        ).encode(),
+        data=json.dumps(body).encode(),
         headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
         method="POST",
     )

@@ -4,6 +4,7 @@
 // so a key it does not show is kept as stored; switching views keeps the data.
 
 import { field, h, mount, parseJsonField, pretty, select } from "./dom.js";
+import { DISPLAY_TYPE, choices } from "./labels.js";
 
 /** Build the two views of one value: {el, value()}; value() throws a message in words.
  * `builder(value, changed)` returns {el, read(), problems?()}; `check(value)` lists problems. */
@@ -219,7 +220,7 @@ function paramRow(row, i, tools, { schema, changed, remove, taken }) {
   });
   // Allowed values as a comma-separated list, when every value can be written that way.
   const plain = prop.enum === undefined || (Array.isArray(prop.enum) && prop.enum.every((v) => ["string", "number", "boolean"].includes(typeof v) && !String(v).includes(",")));
-  const choices = h("input", { value: plain && prop.enum ? prop.enum.map(shown).join(", ") : JSON.stringify(prop.enum ?? null), disabled: !plain, dataset: { part: "enum" }, autocomplete: "off", placeholder: "e.g. small, medium, large" });
+  const choices = h("input", { value: plain ? (prop.enum || []).map(shown).join(", ") : JSON.stringify(prop.enum), disabled: !plain, dataset: { part: "enum" }, autocomplete: "off", placeholder: "e.g. small, medium, large" });
   choices.addEventListener("input", () => {
     const values = choices.value.split(",").map((v) => v.trim()).filter(Boolean).map((v) => typed(prop.type, v));
     setKey(prop, "enum", values.length ? values : undefined);
@@ -303,7 +304,7 @@ export function paramsBuilder(value, changed) {
 
 // ── Result display: how the widget shows a tool's result ──
 
-const DISPLAYS = [["", "Text (the default)"], ["text", "Text"], ["product_card", "Product card"], ["product_carousel", "Product carousel"], ["image", "Image"], ["table", "Table"], ["buttons", "Buttons"], ["form", "Form"], ["custom", "Raw data"]];
+const DISPLAYS = choices(DISPLAY_TYPE, ["", "Text (the default)"]);
 const SLOTS = { title: "Title", description: "Text under it", price: "Price", image: "Image address", url: "Link", items: "The list of items" };
 const SLOTS_OF = {
   product_card: ["title", "description", "price", "image", "url"],
@@ -355,4 +356,33 @@ export function displayBuilder(value, changed) {
     el: h("div", { class: "stack" }, field("Shown as", shownAs, "How the widget shows the tool's result. A result field is a key of the result, or a dotted path (item.name)."), slots),
     read: () => (Object.keys(config).length ? config : null),
   };
+}
+
+/** Header rows (name, value) editing an object of header names to text: {el, value()};
+ *  value() is undefined when no row is filled, and throws on a name HTTP does not allow. */
+export function headersEditor(label, value, hint) {
+  const rows = h("div", { class: "stack" });
+  const add = (name = "", text = "") => {
+    const row = h("div", { class: "row pair" },
+      h("input", { "aria-label": "Header name", value: name, placeholder: "Authorization", autocomplete: "off" }),
+      h("input", { "aria-label": "Header value", value: text, placeholder: "Bearer {{API_KEY}}", autocomplete: "off" }),
+      h("button", { type: "button", class: "secondary small", onclick: () => row.remove() }, "Remove"));
+    rows.append(row);
+  };
+  for (const [name, text] of Object.entries(value || {})) add(name, text);
+  const read = () => {
+    const out = {};
+    for (const row of rows.children) {
+      const [name, text] = [...row.querySelectorAll("input")].map((i) => i.value.trim());
+      if (!name && !text) continue;
+      if (!/^[\w!#$%&'*+.^|~-]+$/.test(name)) throw new Error(`${label}: "${name}" is not a header name (letters, digits and dashes)`);
+      if (Object.hasOwn(out, name)) throw new Error(`${label}: ${name} is given twice`);
+      out[name] = text;
+    }
+    return Object.keys(out).length ? out : undefined;
+  };
+  const el = h("fieldset", { class: "stack" }, h("legend", {}, label), rows,
+    h("button", { type: "button", class: "secondary small", onclick: () => add() }, "Add header"),
+    h("small", { class: "hint" }, hint));
+  return { el, value: read };
 }

@@ -109,7 +109,8 @@ export function confirmDialog(message, confirmLabel = "Confirm") {
 /** A table from column definitions [{label, cell: row => node|string}] and rows. */
 export function table(columns, rows, empty = "Nothing here yet.", label = undefined) {
   if (!rows.length) return h("p", { class: "empty" }, empty);
-  return h("div", { class: "table-wrap" },
+  // Focusable, so a table that scrolls sideways on a narrow screen scrolls by keyboard too.
+  return h("div", { class: "table-wrap", tabindex: "0", role: "region", "aria-label": label || "Table" },
     h("table", { "aria-label": label },
       h("thead", {}, h("tr", {}, columns.map((c) => h("th", { scope: "col" }, c.label)))),
       h("tbody", {}, rows.map((row) => h("tr", {}, columns.map((c) => h("td", {}, c.cell(row))))))));

@@ -32,7 +32,7 @@ export const POST_ACTION = { webhook: "Webhook", team_chat: "Team chat", email: 
 export const TOOL_TYPE = { mock: "Fixed response", http: "HTTP call", form: "Form", mcp: "MCP server", function: "Function" };
 export const DISPLAY_TYPE = {
   text: "Text", product_card: "Product card", product_carousel: "Product carousel", image: "Image",
-  table: "Table", buttons: "Buttons", form: "Form", custom: "Custom",
+  table: "Table", buttons: "Buttons", form: "Form", custom: "Raw data",
 };
 export const ACTOR_VIA = { session: "Dashboard", apiKey: "API key", system: "The server" };
 export const WEBHOOK_EVENT = {
@@ -64,7 +64,6 @@ export const triggerAction = labeller(TRIGGER_ACTION);
 export const executionMode = labeller(EXECUTION_MODE);
 export const postAction = labeller(POST_ACTION);
 export const toolType = labeller(TOOL_TYPE);
-export const displayType = labeller(DISPLAY_TYPE);
 export const actorVia = labeller(ACTOR_VIA);
 export const webhookEvent = labeller(WEBHOOK_EVENT);
 export const auditAction = labeller(AUDIT_ACTION);

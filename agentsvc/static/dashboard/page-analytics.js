@@ -142,13 +142,13 @@ function funnelCard(heading, title, file, steps, extra) {
 /** The range, the cards, the daily charts, the trigger funnel and the unanswered questions. */
 function activity(ctx, data, previous) {
   const t = data.totals;
-  const span = `${data.from} to ${data.to}`;
+  const span = `${dayLabel(data.from, true)} to ${dayLabel(data.to, true)}`;
   const volume = daysCard(data, "Activity", VOLUME, `Conversations, visitor messages and answers per day, ${span}`,
     `${t.conversations} conversations, ${t.visitorMessages} visitor messages, ${t.answers} answers in all.`);
   const quality = daysCard(data, "Answer quality", QUALITY, `Answer quality per day, ${span}`,
     `${t.answersRatedUp} rated helpful, ${t.answersRatedDown} rated unhelpful, ${t.unanswered} unanswered.`);
   const dayTable = figuresTable("Figures per day", [
-    { label: "Day", cell: (d) => d.date },
+    { label: "Day", cell: (d) => dayLabel(d.date, true) },
     ...Object.entries(FIGURES).map(([key, label]) => ({ label, cell: (d) => String(d[key]) })),
   ], data.days);
   const triggerTable = table([

@@ -4,9 +4,10 @@
 
 import { chatStream, del, get, post, put, qs } from "./api.js";
 import { actionsBuilder, actionsFit, formBuilder, formPreview } from "./builder-form.js";
-import { builderWithJson, displayBuilder, displayFit, paramsBuilder, paramsFit } from "./builders.js";
+import { builderWithJson, displayBuilder, displayFit, headersEditor, paramsBuilder, paramsFit } from "./builders.js";
 import { confirmDialog, field, h, mount, parseJsonField, pretty, select, table, toast, when } from "./dom.js";
 import { actionButton, onSubmit, pageHeader } from "./forms.js";
+import { EXECUTION_MODE, choices, toolType } from "./labels.js";
 import { checkDisplayConfig, checkFormSchema, checkInputSchema, checkPostActions, exampleInput } from "./schema-check.js";
 
 const EMPTY_SCHEMA = { type: "object", properties: {}, required: [] };
@@ -29,8 +30,8 @@ export async function renderTools(ctx, page) {
   const limitText = `${limits.current} of ${limits.limit === null ? "unlimited" : limits.limit} tools on the ${limits.planId} plan`;
   const columns = [
     { label: "Name", cell: (t) => h("a", { href: `#/tools/${encodeURIComponent(t.id)}` }, t.name) },
-    { label: "Type", cell: (t) => h("span", { class: `tag ${t.executionType}` }, t.executionType === "mcp" ? `mcp · ${(t.mcpServerTools || []).length} tools` : t.executionType) },
-    { label: "Enabled", cell: (t) => (t.isEnabled ? "yes" : "no") },
+    { label: "Type", cell: (t) => h("span", { class: `tag ${t.executionType}` }, toolType(t.executionType) + (t.executionType === "mcp" ? ` · ${(t.mcpServerTools || []).length} tools` : "")) },
+    { label: "Enabled", cell: (t) => (t.isEnabled ? "Yes" : "No") },
     { label: "Description", cell: (t) => t.description },
     { label: "Updated", cell: (t) => when(t.updatedAt) },
   ];
@@ -69,19 +70,13 @@ function toolBody(data, isUpdate, parts) {
   } else if (type === "http") {
     body.httpUrl = String(data.get("httpUrl")).trim();
     body.httpMethod = data.get("httpMethod");
-    const headers = parseJsonField(data.get("httpHeaders"), "httpHeaders", { allowEmpty: true });
-    if (headers !== undefined) {
-      if (!headers || typeof headers !== "object" || Array.isArray(headers) || Object.values(headers).some((v) => typeof v !== "string")) {
-        throw new Error("httpHeaders: an object of header names to text values");
-      }
-      body.httpHeaders = headers;
-    } else if (isUpdate) {
-      body.httpHeaders = null;
-    }
+    const headers = parts.httpHeaders.value();
+    if (headers) body.httpHeaders = headers;
+    else if (isUpdate) body.httpHeaders = null;
   } else if (type === "mcp") {
     body.mcpUrl = String(data.get("mcpUrl")).trim();
-    const headers = mcpHeaders(data.get("mcpHeaders"));
-    if (headers !== undefined) body.mcpHeaders = headers;
+    const headers = parts.mcpHeaders.value();
+    if (headers) body.mcpHeaders = headers;
     else if (isUpdate) body.mcpHeaders = null;
     if (data.get("mcpAll") === "on") {
       if (isUpdate) body.mcpTools = null;
@@ -108,19 +103,9 @@ function toolBody(data, isUpdate, parts) {
   return body;
 }
 
-function mcpHeaders(text) {
-  const headers = parseJsonField(text, "mcpHeaders", { allowEmpty: true });
-  if (headers === undefined) return undefined;
-  if (!headers || typeof headers !== "object" || Array.isArray(headers) || Object.values(headers).some((v) => typeof v !== "string")) {
-    throw new Error("mcpHeaders: an object of header names to text values");
-  }
-  return headers;
-}
-
 /** The MCP section: address, headers, "Load tools" and the checklist of the server's tools. */
-function mcpSection(t) {
+function mcpSection(t, headers) {
   const url = h("input", { name: "mcpUrl", value: t.mcpUrl || "", placeholder: "https://mcp.example.com/mcp" });
-  const headers = jsonArea("mcpHeaders", pretty(t.mcpHeaders), 3);
   const chosen = new Set(t.mcpTools || (t.mcpServerTools || []).map((f) => f.serverName));
   const all = h("input", { type: "checkbox", name: "mcpAll", checked: t.executionType === "mcp" ? t.mcpTools === null : true });
   const list = h("div", { class: "stack mcp-tools", role: "group", "aria-label": "The server's tools" });
@@ -148,8 +133,8 @@ function mcpSection(t) {
       const form = load.closest("form");
       const name = form ? String(new FormData(form).get("name") || "").trim() : "";
       const body = { mcpUrl: url.value.trim() };
-      const given = mcpHeaders(headers.value);
-      if (given !== undefined) body.mcpHeaders = given;
+      const given = headers.value();
+      if (given) body.mcpHeaders = given;
       if (/^[a-z][a-z0-9_]{0,63}$/.test(name)) body.name = name;
       const tools = await post("/tools/mcp-preview", body);
       showChecklist(tools);
@@ -165,7 +150,7 @@ function mcpSection(t) {
   }
   return h("fieldset", { class: "stack", dataset: { for: "mcp" } }, h("legend", {}, "MCP server"),
     field("Server URL", url, "A Streamable HTTP MCP endpoint. Its tools are listed when the tool is saved; use Refresh when the server changes."),
-    field("Headers sent to the server (JSON)", headers, 'e.g. {"Authorization": "Bearer {{SHOP_TOKEN}}"}: {{SECRET}} is filled from the team\'s secrets when the server is called.'),
+    headers.el,
     h("div", { class: "row" }, load, status),
     field("Expose every tool", all, "Ticked: all the server's tools, including ones it adds later (at the next refresh). Each counts against the plan's tool limit."),
     list);
@@ -189,23 +174,26 @@ function toolParts(t, agentId, isForm) {
 function toolEditor(tool, agentId) {
   const t = tool || {};
   const type = t.executionType || "mock";
-  const typeSelect = select([["mock", "mock — a fixed response"], ["http", "http — call an address"], ["form", "form — collect data from the visitor"], ["mcp", "mcp — the tools of an MCP server"]], type, { name: "executionType" });
+  const typeSelect = select([["mock", "Fixed response: always the same answer"], ["http", "HTTP call: call an address"], ["form", "Form: collect data from the visitor"], ["mcp", "MCP server: the tools of an MCP server"]], type, { name: "executionType" });
   const parts = toolParts(t, agentId, () => typeSelect.value === "form");
+  const secrets = "{{SECRET}} in a value is filled from the team's secrets when the call is made.";
+  parts.httpHeaders = headersEditor("Headers", t.httpHeaders, secrets);
+  parts.mcpHeaders = headersEditor("Headers sent to the server", t.mcpHeaders, secrets);
   const sections = {
-    mock: h("fieldset", { class: "stack", dataset: { for: "mock" } }, h("legend", {}, "Mock response"),
+    mock: h("fieldset", { class: "stack", dataset: { for: "mock" } }, h("legend", {}, "Fixed response"),
       field("Response", h("textarea", { name: "mockResponse", rows: 4 }, t.mockResponse || ""), "Returned as the tool's output, as is.")),
     http: h("fieldset", { class: "stack", dataset: { for: "http" } }, h("legend", {}, "HTTP call"),
       field("URL", h("input", { name: "httpUrl", value: t.httpUrl || "", placeholder: "https://api.example.com/orders/{orderId}" }), "{param} placeholders are filled from the input (URL-encoded); {{SECRET}} from the team's secrets."),
       field("Method", select(["GET", "POST", "PUT", "DELETE"].map((m) => [m, m]), t.httpMethod || "GET", { name: "httpMethod" }), "GET/DELETE send the rest of the input in the query string, POST/PUT as a JSON body."),
-      field("Headers (JSON object)", jsonArea("httpHeaders", pretty(t.httpHeaders), 4), 'e.g. {"Authorization": "Bearer {{API_KEY}}"}')),
+      parts.httpHeaders.el),
     form: h("fieldset", { class: "stack", dataset: { for: "form" } }, h("legend", {}, "Form"),
       h("div", { class: "form-build" }, parts.form.el, parts.preview.el),
-      field("Delivery", select([["webhook", "webhook"], ["client", "client handler (or only stored)"], ["both", "both"]], t.formExecutionMode || "webhook", { name: "formExecutionMode" }), "Every submission is kept and listed under Form submissions, whatever the delivery."),
+      field("Delivery", select(choices(EXECUTION_MODE), t.formExecutionMode || "webhook", { name: "formExecutionMode" }), "Every submission is kept and listed under Form submissions, whatever the delivery."),
       field("Webhook URL", h("input", { name: "formWebhookUrl", value: t.formWebhookUrl || "", placeholder: "https://example.com/hooks/forms" })),
       field("Client handler name", h("input", { name: "formClientHandler", value: t.formClientHandler || "" }), "Registered in the page with agentsvc.registerFormHandler(name, fn). Left empty with client delivery, submissions are only stored."),
       parts.actions.el,
       t.formWebhookSecret ? h("p", { class: "muted" }, "Webhook signing secret: ", h("code", {}, t.formWebhookSecret)) : null),
-    mcp: mcpSection(t),
+    mcp: mcpSection(t, parts.mcpHeaders),
   };
   const schemaField = parts.input.el;
   const showSection = () => {
@@ -312,7 +300,7 @@ export async function renderTool(ctx, page, id) {
   }, { class: "secondary" }) : null;
   const listed = tool.executionType === "mcp" ? ` · ${(tool.mcpServerTools || []).length} tools, listed ${when(tool.mcpListedAt)}` : "";
   mount(page,
-    pageHeader(tool.name, `${tool.executionType} tool · updated ${when(tool.updatedAt)}${listed}`, h("a", { class: "button secondary", href: "#/tools" }, "All tools"), refresh, remove),
+    pageHeader(tool.name, `${toolType(tool.executionType)} · updated ${when(tool.updatedAt)}${listed}`, h("a", { class: "button secondary", href: "#/tools" }, "All tools"), refresh, remove),
     form,
     testRun(ctx, tool));
 }

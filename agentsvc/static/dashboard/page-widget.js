@@ -27,7 +27,7 @@ export function embedSnippet(origin, agentId) {
 export async function renderWidget(ctx, page) {
   const agent = ctx.agent;
   const snippet = embedSnippet(location.origin, agent.id);
-  const code = h("pre", { class: "snippet", id: "embed-snippet" }, snippet);
+  const code = h("pre", { class: "snippet", id: "embed-snippet", tabindex: "0" }, snippet);
   const copy = h("button", { type: "button", onclick: async () => {
     const ok = await copyText(snippet);
     copy.textContent = ok ? "Copied" : "Copy failed";

@@ -193,5 +193,5 @@ export function widgetLookSection(agent) {
   return h("section", { class: "card look", "aria-label": "Appearance" },
     h("h2", {}, "Appearance"),
     h("p", { class: "muted" }, "How the chat widget looks and speaks on your site. The preview shows your changes before you save them; the snippet on a page can still override any of it (see the Widget page)."),
-    h("div", { class: "look-grid" }, form, h("div", { class: "look-preview" }, h("h3", {}, "Live preview"), frame)));
+    h("div", { class: "look-grid" }, form, h("div", { class: "look-preview", tabindex: "0", role: "region", "aria-label": "Live preview" }, h("h3", {}, "Live preview"), frame)));
 }
