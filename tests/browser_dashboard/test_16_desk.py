@@ -209,7 +209,7 @@ def test_the_inbox_lists_views_and_searches_and_notifies_of_a_new_waiting_one(br
         expect(main.get_by_role("button", name="All", exact=True)).to_have_attribute(
             "aria-pressed", "true"
         )
-        page.locator("body").click()
+        main.focus()
         page.keyboard.press("j")
         first = table.get_by_role("link").first
         expect(first).to_be_focused()
@@ -286,7 +286,7 @@ def test_a_private_note_never_reaches_the_visitor_and_a_canned_response_is_inser
         expect(log).to_contain_text("Olivia Owner joined the conversation.")
 
         # "n" opens the private note; it shows in the timeline, marked as private.
-        page.locator("body").click()
+        main.focus()
         page.keyboard.press("n")
         box = main.get_by_label("Private note for your team")
         expect(box).to_be_focused()
@@ -327,11 +327,11 @@ def test_a_private_note_never_reaches_the_visitor_and_a_canned_response_is_inser
         assert _serious_violations(page, "main") == []
 
         # "?" lists the shortcuts; "e" closes the conversation.
-        page.locator("body").click()
+        main.focus()
         page.keyboard.press("?")
-        help_box = page.get_by_role("dialog", name="Keyboard shortcuts")
-        expect(help_box).to_contain_text("Close the conversation")
-        help_box.get_by_role("button", name="Close").click()
+        shortcuts = main.locator("details", has_text="Keyboard shortcuts")
+        expect(shortcuts).to_have_attribute("open", "")
+        expect(shortcuts).to_contain_text("Close the conversation")
         page.keyboard.press("e")
         expect(main.locator(".status-row")).to_contain_text("Closed")
 

@@ -53,13 +53,13 @@ function cannedPicker(box) {
     box.focus();
   };
   box.addEventListener("input", async () => {
+    if (!all && box.value.includes("/")) all = await get("/team/canned-responses").catch(() => []);
     const before = box.value.slice(0, box.selectionStart);
     const typed = /(^|\s)\/([\w-]*)$/.exec(before);
     if (!typed) return close();
     start = before.length - typed[2].length - 1;
-    all = all || (await get("/team/canned-responses").catch(() => null));
     const q = typed[2].toLowerCase();
-    shown = (all || []).filter((c) => c.shortcut.startsWith(q) || c.title.toLowerCase().includes(q)).slice(0, 8);
+    shown = all.filter((c) => c.shortcut.startsWith(q) || c.title.toLowerCase().includes(q)).slice(0, 8);
     at = 0;
     mount(list, shown.map((c, i) => h("li", { id: `canned-${i}`, role: "option", onmousedown: (e) => {
       e.preventDefault();
