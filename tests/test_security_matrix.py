@@ -87,6 +87,8 @@ ROUTES: dict[tuple[str, str], tuple[str, Any]] = {
     ("POST", "/api/v1/conversations/{id}/release"): ("conversation", None),
     ("POST", "/api/v1/conversations/{id}/close"): ("conversation", None),
     ("GET", "/api/v1/conversations/{id}/events"): ("conversation", None),
+    ("POST", "/api/v1/conversations/{id}/notes"): ("conversation", {"content": "stolen"}),
+    ("POST", "/api/v1/conversations/{id}/read"): ("conversation", None),
     ("GET", "/api/v1/agents/{id}/handoff-stats"): ("agent", None),
     ("GET", "/api/v1/agents/{id}/analytics"): ("agent", None),
     ("GET", "/api/v1/agents/{id}/answers"): ("agent", None),

@@ -16,6 +16,7 @@ def all_endpoints() -> list[Endpoint]:
         chat,
         conversations,
         dashboard,
+        desk,
         documents,
         exports,
         feedback,
@@ -43,6 +44,7 @@ def all_endpoints() -> list[Endpoint]:
         exports.routes,  # before conversations: /conversations/export is a fixed path
         conversations.routes,
         handoff.routes,
+        desk.routes,
         documents.routes,
         answers.routes,
         feedback.routes,
