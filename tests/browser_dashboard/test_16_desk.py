@@ -93,11 +93,8 @@ def _host_site(stack, agent_id: str) -> str:
     return f"http://127.0.0.1:{stack.run(stack._serve(app, 0))}/shop"
 
 
-def _waiting(stack, key: str, agent_id: str, text: str, user: dict | None = None) -> str:
-    """A conversation (over the API, as the site's server) that asks for a person; its id."""
-    body = {"agentId": agent_id, "messages": [{"role": "user", "content": text}]}
-    if user:
-        body["user"] = user
+def _chat(stack, key: str, body: dict) -> str:
+    """One chat turn over the API (as the site's server); the conversation's id."""
     request = urllib.request.Request(
         stack.url + "/api/v1/chat",
         data=json.dumps(body).encode(),
@@ -106,9 +103,29 @@ def _waiting(stack, key: str, agent_id: str, text: str, user: dict | None = None
     )
     with urllib.request.urlopen(request, timeout=10) as resp:  # noqa: S310 (loopback)
         stream = resp.read().decode()
-    conv_id = re.search(r'"conversationId":\s*"([^"]+)"', stream).group(1)
+    return re.search(r'"conversationId":\s*"([^"]+)"', stream).group(1)
+
+
+def _waiting(stack, key: str, agent_id: str, text: str, user=None, then: str = "") -> str:
+    """A conversation that asks for a person (and the visitor's next message); its id."""
+    body = {"agentId": agent_id, "messages": [{"role": "user", "content": text}]}
+    if user:
+        body["user"] = user
+    conv_id = _chat(stack, key, body)
     stack.api("POST", f"/conversations/{conv_id}/handoff", key, {})
+    if then:
+        _chat(
+            stack,
+            key,
+            {**body, "conversationId": conv_id, "messages": [{"role": "user", "content": then}]},
+        )
     return conv_id
+
+
+def _visitor(name: str) -> dict:
+    """A visitor signed in on the shop (the site's server vouches for them)."""
+    first = name.split()[0].lower()
+    return {"id": f"user-{first}", "name": name, "email": f"{first}@example.com"}
 
 
 def _in_owners_team(page: Page) -> None:
@@ -128,12 +145,16 @@ def desk(stack) -> dict:
         "POST",
         "/agents",
         key,
-        {"name": "Shop helper", "systemPrompt": "We open at nine. Parcels ship within a day."},
+        {
+            "name": "Shop helper",
+            "systemPrompt": "We open at nine. Parcels ship within a day. Sizes can be"
+            " exchanged within 30 days. Refunds are paid within 5 days of the return.",
+        },
     )["data"]
     stack.api("PATCH", f"/agents/{agent['id']}", key, {"handoff": {"enabled": True}})
     invitation = stack.api(
         "POST", "/team/invite", key, {"email": "sam@example.com", "role": "member"}
-    )["data"]
+    )
     token = parse_qs(urlsplit(invitation["link"]).query)["token"][0]
     public_post(
         stack,
@@ -141,11 +162,17 @@ def desk(stack) -> dict:
         {"token": token, "password": PASSWORD, "name": "Sam Support"},
     )
     people = [
-        ("My order never arrived", {"id": "u-1", "name": "Ana Lima", "email": "ana@example.com"}),
-        ("Can I change the size?", {"id": "u-2", "name": "Ben Okafor", "email": "ben@example.com"}),
-        ("Do you ship to Norway?", {"id": "u-3", "name": "Cleo Berg", "email": "cleo@example.com"}),
+        ("My order never arrived", "Ana Lima", "It was order 1043, paid on Monday."),
+        ("Can I change the size?", "Ben Okafor", "The shoes are one size too small."),
+        ("Do you ship to Norway?", "Cleo Berg", ""),
+        ("Where is my refund?", "Dana Novak", "I sent the parcel back two weeks ago."),
     ]
-    ids = [_waiting(stack, key, agent["id"], text, user) for text, user in people]
+    ids = [
+        _waiting(stack, key, agent["id"], text, _visitor(name), then) for text, name, then in people
+    ]
+    members = stack.api("GET", "/team/members", key)
+    sam = next(m for m in members if m["email"] == "sam@example.com")
+    stack.api("POST", f"/conversations/{ids[3]}/assign", key, {"memberId": sam["id"]})
     return {"key": key, "agent": agent, "ids": ids, "shop": _host_site(stack, agent["id"])}
 
 
@@ -155,7 +182,58 @@ def _signed_in(tab: Tab, stack) -> Page:
     return tab.page
 
 
-def test_the_inbox_lists_views_and_searches_and_notifies_of_a_new_waiting_one(browser, stack, desk):
+def test_the_inbox_lists_views_searches_and_moves_by_keyboard(browser, stack, desk):
+    tab = Tab(browser, stack)
+    try:
+        page = _signed_in(tab, stack)
+        page.set_viewport_size({"width": 1280, "height": 800})
+        nav(page, "Inbox")
+        main = page.locator("main")
+        table = main.get_by_role("table", name="Conversations")
+        expect(table.get_by_role("link", name="My order never arrived")).to_be_visible()
+        row = table.locator("tr", has_text="My order never arrived")
+        expect(row).to_contain_text("Ana Lima")
+        expect(row).to_contain_text("Shop helper")
+        expect(row).to_contain_text("Waiting for a person")
+        expect(row).to_contain_text(re.compile(r"for (under a minute|\d+ min)"))
+        expect(row).to_contain_text("Nobody")
+        page.screenshot(path=str(ARTEFACTS / "dashboard-inbox.png"))
+        assert _serious_violations(page, "main") == []
+
+        # Search by the visitor's name, then clear.
+        search = main.get_by_role("searchbox", name="Search the inbox")
+        search.fill("Cleo")
+        expect(table.get_by_role("link")).to_have_count(1)
+        expect(table.get_by_role("link", name="Do you ship to Norway?")).to_be_visible()
+        search.fill("")
+        expect(main.get_by_role("link", name="Can I change the size?")).to_be_visible()
+        # Mine: nothing is the owner's yet; Waiting: the three.
+        main.get_by_role("button", name="Mine", exact=True).click()
+        expect(main.get_by_text("No conversation in this view.")).to_be_visible()
+        main.get_by_role("button", name="Waiting", exact=True).click()
+        expect(main.get_by_role("link", name="My order never arrived")).to_be_visible()
+
+        # j/k move through the list; Enter opens.
+        main.get_by_role("button", name="All", exact=True).click()
+        expect(main.get_by_role("button", name="All", exact=True)).to_have_attribute(
+            "aria-pressed", "true"
+        )
+        main.focus()
+        page.keyboard.press("j")
+        links = main.get_by_role("table", name="Conversations").get_by_role("link")
+        expect(links.first).to_be_focused()
+        page.keyboard.press("j")
+        expect(links.nth(1)).to_be_focused()
+        page.keyboard.press("k")
+        expect(links.first).to_be_focused()
+        title = links.first.inner_text()
+        page.keyboard.press("Enter")
+        expect(main.get_by_role("heading", name=title)).to_be_visible()
+    finally:
+        tab.close()
+
+
+def test_a_new_waiting_conversation_appears_live_with_a_desktop_notification(browser, stack, desk):
     tab = Tab(browser, stack)
     try:
         tab.context.grant_permissions(["notifications"], origin=stack.url)
@@ -171,55 +249,13 @@ def test_the_inbox_lists_views_and_searches_and_notifies_of_a_new_waiting_one(br
 
         nav(page, "Inbox")
         main = page.locator("main")
-        table = main.get_by_role("table", name="Conversations")
-        expect(table.get_by_role("link", name="My order never arrived")).to_be_visible()
-        row = table.locator("tr", has_text="My order never arrived")
-        expect(row).to_contain_text("Ana Lima")
-        expect(row).to_contain_text("Shop helper")
-        expect(row).to_contain_text("Waiting for a person")
-        expect(row).to_contain_text(re.compile(r"for (under a minute|\d+ min)"))
-        expect(row).to_contain_text("Nobody")
-        page.set_viewport_size({"width": 1280, "height": 800})
-        page.screenshot(path=str(ARTEFACTS / "dashboard-inbox.png"))
-        assert _serious_violations(page, "main") == []
-
-        # Search by the visitor's name, then clear.
-        search = main.get_by_role("searchbox", name="Search the inbox")
-        search.fill("Cleo")
-        expect(table.get_by_role("link")).to_have_count(1)
-        expect(table.get_by_role("link", name="Do you ship to Norway?")).to_be_visible()
-        search.fill("")
-        expect(main.get_by_role("link", name="Can I change the size?")).to_be_visible()
-        # Mine: nothing is the owner's yet.
-        main.get_by_role("button", name="Mine", exact=True).click()
-        expect(main.get_by_text("No conversation in this view.")).to_be_visible()
-        main.get_by_role("button", name="Waiting", exact=True).click()
         expect(main.get_by_role("link", name="My order never arrived")).to_be_visible()
-
-        # A new waiting conversation appears live, with one desktop notification.
         _waiting(stack, desk["key"], desk["agent"]["id"], "Is the shop open on Sunday?")
         expect(main.get_by_role("link", name="Is the shop open on Sunday?")).to_be_visible()
         notified = wait_for(lambda: page.evaluate("window.__notified"))
         assert notified == [
             {"title": "A visitor is waiting for a person", "body": "Agent: Shop helper"}
         ]
-
-        # j/k move through the list; Enter opens.
-        main.get_by_role("button", name="All", exact=True).click()
-        expect(main.get_by_role("button", name="All", exact=True)).to_have_attribute(
-            "aria-pressed", "true"
-        )
-        main.focus()
-        page.keyboard.press("j")
-        first = table.get_by_role("link").first
-        expect(first).to_be_focused()
-        page.keyboard.press("j")
-        expect(table.get_by_role("link").nth(1)).to_be_focused()
-        page.keyboard.press("k")
-        expect(first).to_be_focused()
-        title = first.inner_text()
-        page.keyboard.press("Enter")
-        expect(main.get_by_role("heading", name=title)).to_be_visible()
     finally:
         tab.close()
 

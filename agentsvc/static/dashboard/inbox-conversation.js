@@ -171,7 +171,7 @@ export async function renderInboxConversation(ctx, page, id) {
   const help = h("details", { class: "card" }, h("summary", {}, "Keyboard shortcuts"),
     h("dl", { class: "keys" }, SHORTCUTS.map(([k, what]) => [h("dt", {}, k), h("dd", {}, what)])));
   async function step(by) {
-    if (!inbox.ids.includes(id)) inbox.ids = (await get("/inbox?view=all&limit=100")).data.map((c) => c.id);
+    if (!inbox.ids.includes(id)) inbox.ids = (await get("/inbox?view=all&limit=100")).map((c) => c.id);
     const next = inbox.ids[inbox.ids.indexOf(id) + by];
     if (next) ctx.navigate(`#/inbox/${encodeURIComponent(next)}`);
   }

@@ -102,7 +102,7 @@ export async function renderInbox(ctx, page) {
   const holder = h("div", { class: "inbox-list" });
   // The first 100 (the longest waits first): more than a desk answers at once.
   async function load() {
-    const items = (await get(`/inbox${qs({ view: inbox.view, q: inbox.q, limit: 100 })}`)).data;
+    const items = await get(`/inbox${qs({ view: inbox.view, q: inbox.q, limit: 100 })}`);
     inbox.ids = items.map((c) => c.id);
     mount(holder, items.length
       ? h("div", { class: "table-wrap" }, h("table", { "aria-label": "Conversations" },
