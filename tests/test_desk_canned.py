@@ -6,8 +6,6 @@ from __future__ import annotations
 from agentsvc.api import app_keys
 from agentsvc.ids import new_id, now_iso
 from agentsvc.services.desk.canned import MAX_PER_TEAM
-from agentsvc.store import canned_responses as store
-from agentsvc.store.canned_responses import CannedResponse
 from tests.support.accounts import add_member, bearer, create_user, key_for
 from tests.support.errors import assert_error
 
@@ -107,10 +105,13 @@ async def test_another_teams_canned_responses_are_not_found(client):
 async def test_the_501st_is_refused_with_a_clear_message(client):
     team, owner, _ = await team_with_member(client)
     now = now_iso()
+    rows = [(new_id("canned"), team.id, f"s{n}", "T", "C", now, now) for n in range(MAX_PER_TEAM)]
     async with client.app[app_keys.db_key].write() as tx:
-        for n in range(MAX_PER_TEAM):
-            canned = CannedResponse(new_id("canned"), team.id, f"s{n}", "T", "C", now, now)
-            await store.insert(tx, canned)
+        await tx.executemany(
+            "INSERT INTO canned_responses (id, team_id, shortcut, title, content, created_at,"
+            " updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
     resp = await client.post(PATH, json=THANKS, headers=owner)
     error = await assert_error(resp, 403, "CANNED_RESPONSE_LIMIT_REACHED", "500")
     assert "delete" in error["message"]
