@@ -89,6 +89,7 @@ ROUTES: dict[tuple[str, str], tuple[str, Any]] = {
     ("GET", "/api/v1/conversations/{id}/events"): ("conversation", None),
     ("POST", "/api/v1/conversations/{id}/notes"): ("conversation", {"content": "stolen"}),
     ("POST", "/api/v1/conversations/{id}/read"): ("conversation", None),
+    ("GET", "/api/v1/conversations/{id}/visitor"): ("conversation", None),
     ("PATCH", "/api/v1/team/canned-responses/{id}"): ("canned", {"title": "stolen"}),
     ("DELETE", "/api/v1/team/canned-responses/{id}"): ("canned", None),
     ("GET", "/api/v1/agents/{id}/handoff-stats"): ("agent", None),

@@ -30,6 +30,7 @@ from agentsvc.services.desk.service import DeskService
 from agentsvc.store.canned_responses import CannedResponse
 from agentsvc.store.conversations import Conversation
 from agentsvc.store.inbox import InboxQuery, InboxRow
+from agentsvc.text_patterns import SHORTCUT_PATTERN
 
 routes = RouteTable("desk")
 
@@ -221,10 +222,10 @@ async def post_read(call: Call):
 
 # ── canned responses ───────────────────────────────────────────────────────────────────
 
-Shortcut = Annotated[str, Field(min_length=1, max_length=32, pattern=r"^[a-z0-9_-]+$")]
+Shortcut = Annotated[str, Field(min_length=1, max_length=32, pattern=SHORTCUT_PATTERN)]
 CannedTitle = Annotated[str, Field(min_length=1, max_length=80, pattern=NON_BLANK)]
 CannedContent = Annotated[str, Field(min_length=1, max_length=5_000, pattern=NON_BLANK)]
-CANNED_PATH = "/team/canned-responses/{id:cnd_[A-Za-z0-9_-]+}"
+CANNED_PATH = "/team/canned-responses/{id}"
 
 
 class CannedIn(RequestModel):
@@ -309,3 +310,71 @@ async def delete_canned_response(call: Call):
     """Delete a canned response (any member)."""
     await _desk(call).delete_canned(call.team_id, call.params["id"])
     return json_response({"success": True})
+
+
+# ── who the visitor is ──────────────────────────────────────────────────────────────────
+
+
+class PreviousConversation(ResponseModel):
+    id: str
+    title: str
+    status: Status
+    created_at: str
+
+
+class SubmissionRef(ResponseModel):
+    id: str
+    form_name: str
+    created_at: str
+
+
+class VisitorOut(ResponseModel):
+    name: str | None
+    email: str | None
+    user_id: str | None
+    verified: bool = Field(description="the name and e-mail are vouched for")
+    verified_by: Literal["userToken", "userHash", "apiKey"] | None
+    page_url: str | None = Field(description="the page the conversation started on")
+    referrer: str | None
+    language: str | None
+    attributes: dict[str, str | float | bool] = Field(
+        description="what the site gave identify, as declared (the latest ones)"
+    )
+    previous_conversations: list[PreviousConversation] = Field(
+        description="at most 20, newest first: of the same verified user id, else of the"
+        " same widget session"
+    )
+    submissions: list[SubmissionRef] = Field(
+        description="at most 20, newest first: made in this or those conversations (or this"
+        " widget session)"
+    )
+
+
+@routes.get("/conversations/{id}/visitor", response=VisitorOut, envelope=True, errors=(404,))
+async def get_visitor(call: Call):
+    """Who the visitor is: identity, page, language, attributes, other conversations and
+    form submissions."""
+    conv = await _team_conversation(call)
+    panel = await _desk(call).visitor(conv)
+    told = panel.told
+    return envelope_response(
+        {
+            "name": conv.user_name,
+            "email": conv.user_email,
+            "userId": conv.user_ref,
+            "verified": identity_service.profile_verified(conv.user_verified_by),
+            "verifiedBy": conv.user_verified_by,
+            "pageUrl": told.page_url,
+            "referrer": told.referrer,
+            "language": told.language,
+            "attributes": told.attributes or {},
+            "previousConversations": [
+                {"id": c.id, "title": c.title, "status": c.status, "createdAt": c.created_at}
+                for c in panel.previous
+            ],
+            "submissions": [
+                {"id": s.id, "formName": s.form_name, "createdAt": s.created_at}
+                for s in panel.submissions
+            ],
+        }
+    )

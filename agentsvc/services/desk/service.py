@@ -4,8 +4,9 @@ the inbox list with unread counts, and who the visitor is."""
 from __future__ import annotations
 
 from agentsvc.db import Database
-from agentsvc.services.desk import canned, inbox, notes
+from agentsvc.services.desk import canned, inbox, notes, visitor
 from agentsvc.services.desk.canned import CannedChange
+from agentsvc.services.desk.visitor import VisitorPanel
 from agentsvc.store.canned_responses import CannedResponse
 from agentsvc.store.conversations import Conversation
 from agentsvc.store.inbox import InboxQuery, InboxRow
@@ -52,3 +53,8 @@ class DeskService:
     async def delete_canned(self, team_id: str, canned_id: str) -> None:
         """Delete a canned response."""
         await canned.delete_canned(self._db, team_id, canned_id)
+
+    async def visitor(self, conv: Conversation) -> VisitorPanel:
+        """Who the visitor is, and their other conversations and submissions (linked by a
+        verified user id, else by the widget session)."""
+        return await visitor.visitor_panel(self._db, conv)
