@@ -8,7 +8,8 @@ import binascii
 from typing import Annotated, Literal
 
 import orjson
-from pydantic import Field
+from pydantic import ConfigDict, Field
+from pydantic.json_schema import SkipJsonSchema
 
 from agentsvc.api import app_keys
 from agentsvc.api.conversations import (
@@ -21,12 +22,15 @@ from agentsvc.api.conversations import (
 )
 from agentsvc.api.cursors import MAX_CURSOR_LENGTH
 from agentsvc.api.models import NON_BLANK, QueryModel, RequestModel, ResponseModel
-from agentsvc.api.routing import Call, RouteTable, envelope_response
+from agentsvc.api.routing import Call, RouteTable, envelope_response, json_response
 from agentsvc.errors import ValidationFailed
 from agentsvc.services.agents import identity as identity_service
+from agentsvc.services.desk.canned import MAX_PER_TEAM, CannedChange
 from agentsvc.services.desk.service import DeskService
+from agentsvc.store.canned_responses import CannedResponse
 from agentsvc.store.conversations import Conversation
 from agentsvc.store.inbox import InboxQuery, InboxRow
+from agentsvc.text_patterns import SHORTCUT_PATTERN
 
 routes = RouteTable("desk")
 
@@ -214,3 +218,163 @@ async def post_read(call: Call):
     assert call.principal is not None
     await _desk(call).mark_read(conv, call.principal.user_id)
     return envelope_response({"conversationId": conv.id, "unread": 0})
+
+
+# ── canned responses ───────────────────────────────────────────────────────────────────
+
+Shortcut = Annotated[str, Field(min_length=1, max_length=32, pattern=SHORTCUT_PATTERN)]
+CannedTitle = Annotated[str, Field(min_length=1, max_length=80, pattern=NON_BLANK)]
+CannedContent = Annotated[str, Field(min_length=1, max_length=5_000, pattern=NON_BLANK)]
+CANNED_PATH = "/team/canned-responses/{id}"
+
+
+class CannedIn(RequestModel):
+    shortcut: Shortcut = Field(description="typed after `/` in a reply: a-z, 0-9, _ and -")
+    title: CannedTitle
+    content: CannedContent
+
+
+class CannedPatch(RequestModel):
+    model_config = ConfigDict(json_schema_extra={"minProperties": 1})
+
+    shortcut: Shortcut | SkipJsonSchema[None] = None
+    title: CannedTitle | SkipJsonSchema[None] = None
+    content: CannedContent | SkipJsonSchema[None] = None
+
+
+class CannedResponseOut(ResponseModel):
+    id: str
+    shortcut: str
+    title: str
+    content: str
+    created_at: str
+    updated_at: str
+
+
+class Deleted(ResponseModel):
+    success: bool
+
+
+def canned_json(canned: CannedResponse) -> dict:
+    return {
+        "id": canned.id,
+        "shortcut": canned.shortcut,
+        "title": canned.title,
+        "content": canned.content,
+        "createdAt": canned.created_at,
+        "updatedAt": canned.updated_at,
+    }
+
+
+@routes.get("/team/canned-responses", response=list[CannedResponseOut])
+async def get_canned_responses(call: Call):
+    """The team's canned responses, by shortcut (any member)."""
+    found = await _desk(call).canned_responses(call.team_id)
+    return json_response([canned_json(c) for c in found])
+
+
+@routes.post(
+    "/team/canned-responses",
+    body=CannedIn,
+    response=CannedResponseOut,
+    status=201,
+    errors=(403, 409),
+    extra={
+        "description": f"At most {MAX_PER_TEAM} per team (then 403"
+        " CANNED_RESPONSE_LIMIT_REACHED); a shortcut the team has is 409 CONFLICT."
+    },
+)
+async def post_canned_response(call: Call):
+    """Add a canned response for the team (any member)."""
+    body: CannedIn = call.body
+    canned = await _desk(call).create_canned(
+        call.team_id, CannedChange(body.shortcut, body.title, body.content)
+    )
+    return json_response(canned_json(canned), status=201)
+
+
+@routes.patch(CANNED_PATH, body=CannedPatch, response=CannedResponseOut, errors=(404, 409))
+async def patch_canned_response(call: Call):
+    """Change a canned response's shortcut, title or content (any member)."""
+    body: CannedPatch = call.body
+    if body.shortcut is None and body.title is None and body.content is None:
+        raise ValidationFailed("body: give shortcut, title or content")
+    canned = await _desk(call).update_canned(
+        call.team_id, call.params["id"], CannedChange(body.shortcut, body.title, body.content)
+    )
+    return json_response(canned_json(canned))
+
+
+@routes.delete(CANNED_PATH, response=Deleted, errors=(404,))
+async def delete_canned_response(call: Call):
+    """Delete a canned response (any member)."""
+    await _desk(call).delete_canned(call.team_id, call.params["id"])
+    return json_response({"success": True})
+
+
+# ── who the visitor is ──────────────────────────────────────────────────────────────────
+
+
+class PreviousConversation(ResponseModel):
+    id: str
+    title: str
+    status: Status
+    created_at: str
+
+
+class SubmissionRef(ResponseModel):
+    id: str
+    form_name: str
+    created_at: str
+
+
+class VisitorOut(ResponseModel):
+    name: str | None
+    email: str | None
+    user_id: str | None
+    verified: bool = Field(description="the name and e-mail are vouched for")
+    verified_by: Literal["userToken", "userHash", "apiKey"] | None
+    page_url: str | None = Field(description="the page the conversation started on")
+    referrer: str | None
+    language: str | None
+    attributes: dict[str, str | float | bool] = Field(
+        description="what the site gave identify, as declared (the latest ones)"
+    )
+    previous_conversations: list[PreviousConversation] = Field(
+        description="at most 20, newest first: of the same verified user id, else of the"
+        " same widget session"
+    )
+    submissions: list[SubmissionRef] = Field(
+        description="at most 20, newest first: made in this or those conversations (or this"
+        " widget session)"
+    )
+
+
+@routes.get("/conversations/{id}/visitor", response=VisitorOut, envelope=True, errors=(404,))
+async def get_visitor(call: Call):
+    """Who the visitor is: identity, page, language, attributes, other conversations and
+    form submissions."""
+    conv = await _team_conversation(call)
+    panel = await _desk(call).visitor(conv)
+    told = panel.told
+    return envelope_response(
+        {
+            "name": conv.user_name,
+            "email": conv.user_email,
+            "userId": conv.user_ref,
+            "verified": identity_service.profile_verified(conv.user_verified_by),
+            "verifiedBy": conv.user_verified_by,
+            "pageUrl": told.page_url,
+            "referrer": told.referrer,
+            "language": told.language,
+            "attributes": told.attributes or {},
+            "previousConversations": [
+                {"id": c.id, "title": c.title, "status": c.status, "createdAt": c.created_at}
+                for c in panel.previous
+            ],
+            "submissions": [
+                {"id": s.id, "formName": s.form_name, "createdAt": s.created_at}
+                for s in panel.submissions
+            ],
+        }
+    )

@@ -271,3 +271,21 @@ async def handoff_figures(tx: Tx, agent_id: str) -> tuple[int, int, float | None
         )
         median = sum(float(r[0]) for r in rows) / len(rows)
     return total, int(handoffs or 0), median
+
+
+async def set_visitor_page(
+    tx: Tx, conversation_id: str, page_url: str | None, referrer: str | None, language: str | None
+) -> None:
+    """The page a conversation started on, where the visitor came from, their language."""
+    await tx.execute(
+        "UPDATE conversations SET page_url = ?, referrer = ?, visitor_language = ? WHERE id = ?",
+        (page_url, referrer, language, conversation_id),
+    )
+
+
+async def set_user_attributes(tx: Tx, conversation_id: str, attributes: dict[str, Any]) -> None:
+    """The attributes the site gave `identify`, the latest ones."""
+    await tx.execute(
+        "UPDATE conversations SET user_attributes = ? WHERE id = ?",
+        (dump_json(attributes), conversation_id),
+    )

@@ -62,10 +62,9 @@ _GROUPS: dict[str, tuple[str, str | None]] = {
         "c.status = 'waiting' AND c.assignee_id IS NULL",
         "c.status = 'human' AND c.assignee_id IS NULL",
     ),
-    "mine": (
-        "c.status = 'waiting' AND c.assignee_id = ?",
-        "c.assignee_id = ? AND c.status IN ('human', 'bot')",
-    ),
+    # Asking for a person clears the assignee (services/handoff/flow.py), so a member's own
+    # are never waiting: one walk of the member's index by activity.
+    "mine": ("", "c.assignee_id = ? AND c.status <> 'closed'"),
 }
 
 _DETAILS = f"""
@@ -106,7 +105,7 @@ def _search(query: InboxQuery) -> tuple[str, list[Any]]:
 async def _group_ids(tx: Tx, query: InboxQuery, group: int, limit: int) -> list[tuple[str, str]]:
     """Up to `limit` (id, key) of one group of the view, in order, after the cursor."""
     condition = _GROUPS[query.view][group]
-    if condition is None or limit <= 0:
+    if not condition or limit <= 0:
         return []
     args: list[Any] = [query.team_id]
     args += [query.user_id] * condition.count("?")
