@@ -78,11 +78,15 @@ def _png(width: int = 8, height: int = 8) -> bytes:
 
 
 def _host_site(stack, agent_id: str) -> str:
-    """A page of another origin that embeds the widget with the README's snippet."""
-    snippet = embed_snippet({"agentId": agent_id}, stack.url + "/widget.js")
+    """A page of another origin that embeds the widget with the README's snippet and
+    declares its signed-in customer (unverified: no hash or token)."""
+    customer = {"userId": "user-eve", "userEmail": "eve@example.com", "userName": "Eve Martin"}
+    snippet = embed_snippet({"agentId": agent_id, **customer}, stack.url + "/widget.js")
     html = (
         "<!doctype html><html><head><meta charset='utf-8'><title>Shop</title>"
-        f"{snippet}</head><body><h1>A shop</h1></body></html>"
+        f"{snippet}<script>agentsvc.identify({{userId: 'user-eve',"
+        " attributes: {plan: 'Gold', orders: 12}});</script>"
+        "</head><body><h1>A shop</h1></body></html>"
     )
 
     async def page(request: web.Request) -> web.Response:
@@ -287,7 +291,7 @@ def test_a_private_note_never_reaches_the_visitor_and_a_canned_response_is_inser
     browser, stack, desk
 ):
     member = Tab(browser, stack)
-    visitor = browser.new_context(viewport={"width": 1200, "height": 800})
+    visitor = browser.new_context(viewport={"width": 1200, "height": 800}, locale="en-IE")
     visitor.set_default_timeout(10_000)
     v = visitor.new_page()
     try:
@@ -302,7 +306,7 @@ def test_a_private_note_never_reaches_the_visitor_and_a_canned_response_is_inser
         expect(page.get_by_text("/tracking", exact=True)).to_be_visible()
 
         # The visitor asks for a person in the widget.
-        v.goto(desk["shop"])
+        v.goto(desk["shop"], referer="https://search.example.com/?q=parcel")
         v.wait_for_function("() => window.agentsvc && window.agentsvc.ready === true")
         widget = v.locator("#agentsvc-widget")
         widget.get_by_role("button", name="Open chat").click()
@@ -358,7 +362,15 @@ def test_a_private_note_never_reaches_the_visitor_and_a_canned_response_is_inser
         expect(log).to_contain_text("Your parcel can be followed at track.example.com.")
         expect(widget).not_to_contain_text("two lost parcels")
 
-        expect(main.get_by_role("complementary", name="Visitor")).to_be_visible()
+        panel = main.get_by_role("complementary", name="Visitor")
+        expect(panel.get_by_role("heading", name="Eve Martin")).to_be_visible()
+        expect(panel).to_contain_text("eve@example.com")
+        expect(panel).to_contain_text("Not verified")
+        expect(panel).to_contain_text(desk["shop"])
+        expect(panel).to_contain_text("https://search.example.com/?q=parcel")
+        expect(panel).to_contain_text("English (Ireland)")
+        expect(panel).to_contain_text("Gold")
+        page.evaluate("document.getElementById('toasts').replaceChildren()")
         page.screenshot(path=str(ARTEFACTS / "dashboard-inbox-conversation.png"))
         assert _serious_violations(page, "main") == []
 
