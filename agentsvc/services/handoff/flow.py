@@ -222,6 +222,7 @@ def _reply_message(
         created_at=now,
         author_id=member.user_id,
         author_name=name,
+        author_avatar_id=member.avatar_id,
     )
 
 
