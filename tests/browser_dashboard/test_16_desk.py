@@ -280,6 +280,7 @@ def test_assign_a_conversation_to_a_member(browser, stack, desk):
         row = main.locator("tr", has_text="Can I change the size?")
         expect(row).to_contain_text("Sam Support")
         expect(row).to_contain_text("With a person")
+        expect(row).not_to_contain_text("unread")  # opened: read
         main.get_by_role("button", name="Unassigned", exact=True).click()
         expect(main.get_by_role("link", name="My order never arrived")).to_be_visible()
         expect(main.get_by_role("link", name="Can I change the size?")).to_have_count(0)
@@ -415,10 +416,23 @@ def test_the_profile_takes_a_picture_and_the_owner_renames_the_team(browser, sta
         expect(picture).to_be_visible()
         assert page.evaluate("(img) => img.naturalWidth", picture.element_handle()) == 8
 
+        # The password changes (and back, for the other files).
+        form = page.get_by_role("form", name="Password")
+        for old, new in ((PASSWORD, "another horse battery"), ("another horse battery", PASSWORD)):
+            form.get_by_label("Current password").fill(old)
+            form.get_by_label("New password").fill(new)
+            form.get_by_role("button", name="Change password").click()
+            expect(form.get_by_label("Current password")).to_have_value("")
+        expect(form.get_by_role("alert")).to_be_hidden()
+
         # The picture shows beside the member's name in the inbox.
         page.goto(f"{stack.url}/#/inbox/{desk['ids'][0]}")
         main.get_by_role("button", name="Take it").click()
         expect(main.locator(".status-row img.avatar")).to_be_visible()
+        # Removed, the initial shows again.
+        nav(page, "Profile")
+        card.get_by_role("button", name="Remove picture").click()
+        expect(card.locator("span.avatar")).to_have_text("O")
 
         # The owner renames the team; the top bar follows.
         nav(page, "Team")
