@@ -150,6 +150,37 @@ async def test_the_end_users_export_holds_no_note(client):
     assert resp.status == 200 and SECRET not in await resp.text()
 
 
+async def test_a_note_makes_no_webhook_event(client):
+    _, _, auth = await owner_of_team(client)
+    events = ["message.created", "conversation.created", "conversation.handoff"]
+    resp = await client.post(
+        "/api/v1/webhooks",
+        json={"url": "http://127.0.0.1:9/events", "events": events},
+        headers=auth,
+    )
+    assert resp.status == 201, await resp.text()
+    hook = (await resp.json())["data"]["id"]
+    agent = await handoff_agent(client, auth)
+    conv_id = await visitor_conversation(client, agent["id"])
+
+    async def deliveries() -> list[dict]:
+        resp = await client.get(
+            f"/api/v1/webhooks/{hook}/deliveries", params={"limit": 100}, headers=auth
+        )
+        return (await resp.json())["data"]
+
+    before = await deliveries()
+    assert before  # the conversation and its messages
+    assert (await add_note(client, conv_id, auth)).status == 201
+    after = await deliveries()
+    assert [d["id"] for d in after] == [d["id"] for d in before]
+    for delivery in after:
+        resp = await client.get(
+            f"/api/v1/webhooks/{hook}/deliveries/{delivery['id']}", headers=auth
+        )
+        assert SECRET not in await resp.text()
+
+
 async def test_the_event_log_keeps_its_ids_when_version_13_rebuilds_it(tmp_path):
     """SQLite rebuilds the event log for its new `kind`: ids and the AUTOINCREMENT counter
     (even past rows deleted since) are carried over, so no id is ever handed out twice."""
