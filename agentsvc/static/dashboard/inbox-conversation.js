@@ -144,6 +144,8 @@ export async function renderInboxConversation(ctx, page, id) {
   const release = button("Hand back to the agent", "release", "The agent answers again");
   const close = button("Close", "close", "Conversation closed");
   function showStatus({ status, assignee }) {
+    // An action's answer has no picture: keep the one known.
+    if (assignee && conv.assignee && assignee.id === conv.assignee.id) assignee = { ...conv.assignee, ...assignee };
     if (status !== conv.status || (assignee && assignee.id) !== (conv.assignee && conv.assignee.id)) {
       log.append(h("li", { class: "event" }, eventText(status, assignee)));
     }

@@ -1,5 +1,5 @@
-// The side panel of an inbox conversation: who the visitor is, where they are, what they
-// did before (linked only through a verified identity or the same widget session).
+// An inbox conversation's side panel: who the visitor is, where they are, what they did
+// before (as the server links it).
 
 import { get } from "./api.js";
 import { h, when } from "./dom.js";

@@ -75,7 +75,7 @@ export const modelName = (id) => (id === "builtin" ? "Builtin" : String(id ?? ""
 /** A language of the agent (Snowball's name) as people write it: "english" → "English". */
 export const languageName = (name) => words(name);
 
-/** A visitor's language tag by name, in the browser's language: "de-DE" → "German (Germany)". */
+/** A language tag by name: "de-DE" → "German (Germany)". */
 export function localeName(tag) {
   try {
     return new Intl.DisplayNames(undefined, { type: "language" }).of(tag);

@@ -7,7 +7,7 @@ import { actionButton, pageHeader } from "./forms.js";
 import { conversationStatus } from "./labels.js";
 
 const VIEWS = [["all", "All"], ["mine", "Mine"], ["unassigned", "Unassigned"], ["waiting", "Waiting"]];
-/** The list as last shown (a conversation's j/k move through `ids`). */
+/** The list as last shown (j/k in a conversation follow `ids`). */
 export const inbox = { view: "all", q: "", ids: [] };
 
 /** A live event stream that ends when the page is left. */
@@ -29,7 +29,7 @@ export function waited(iso) {
   return min < 2880 ? "1 day" : `${Math.floor(min / 1440)} days`;
 }
 
-/** Keys typed into a field are text, never shortcuts. */
+/** Keys typed in a field are text, not shortcuts. */
 export const typing = (e) => e.ctrlKey || e.metaKey || e.altKey || Boolean(e.target.closest("input, textarea, select, [contenteditable]"));
 
 /** The signed-in member (their notification choices). */

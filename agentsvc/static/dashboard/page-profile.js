@@ -33,7 +33,7 @@ function notifyCard(ctx, member) {
   const box = (name, label) => field(label, h("input", { type: "checkbox", name, checked: Boolean(member[name]) }));
   return onSubmit(h("form", { class: "stack card profile", "aria-label": "Notifications" },
     h("h2", {}, "Notifications"),
-    h("p", { class: "muted" }, "When a visitor asks for a person (the last two while the Inbox is open):"),
+    h("p", { class: "muted" }, "When a visitor asks for a person:"),
     box("notifyHandoffs", "E-mail me"),
     box("notifyBrowser", "Show a desktop notification"),
     box("notifySound", "Play a sound"),

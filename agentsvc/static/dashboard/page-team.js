@@ -94,7 +94,7 @@ function cannedForm(ctx, c) {
     const body = Object.fromEntries(["shortcut", "title", "content"].map((k) => [k, String(data.get(k)).trim()]));
     if (c) await patch(`/team/canned-responses/${encodeURIComponent(c.id)}`, body);
     else await post("/team/canned-responses", body);
-    toast(c ? `/${body.shortcut} saved` : `/${body.shortcut} added: type it after / in a reply`);
+    toast(`/${body.shortcut} saved`);
     ctx.navigate("#/team");
   });
 }
