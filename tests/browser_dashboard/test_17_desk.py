@@ -2,11 +2,15 @@
 live list; a desktop notification for a new waiting conversation; a private note the
 visitor's open widget never receives; a canned response inserted with "/"; assignment to a
 member; the keyboard shortcuts; the profile's picture; the team renamed; no serious or
-critical axe-core finding on the inbox, a conversation or the profile page."""
+critical axe-core finding on the inbox, a conversation or the profile page.
+
+`AGENTSVC_WRITE_ARTEFACTS=1 python3 -m pytest tests/browser_dashboard/test_17_desk.py`
+rewrites the inbox's pictures under tests/browser/artefacts/ (dashboard-inbox*.png)."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import struct
 import urllib.request
@@ -58,6 +62,12 @@ def _serious_violations(page: Page, selector: str) -> list[dict]:
         selector,
     )
     return [v for v in found if v["impact"] in ("serious", "critical")]
+
+
+def _picture(page: Page, shots: Path, name: str) -> None:
+    """A screenshot: kept under tests/browser/artefacts/ when asked, else a test's file."""
+    keep = os.environ.get("AGENTSVC_WRITE_ARTEFACTS") == "1"
+    page.screenshot(path=str((ARTEFACTS if keep else shots) / f"{name}.png"))
 
 
 def _png(width: int = 8, height: int = 8) -> bytes:
@@ -186,7 +196,7 @@ def _signed_in(tab: Tab, stack) -> Page:
     return tab.page
 
 
-def test_the_inbox_lists_views_searches_and_moves_by_keyboard(browser, stack, desk):
+def test_the_inbox_lists_views_searches_and_moves_by_keyboard(browser, stack, desk, shots):
     tab = Tab(browser, stack)
     try:
         page = _signed_in(tab, stack)
@@ -201,7 +211,7 @@ def test_the_inbox_lists_views_searches_and_moves_by_keyboard(browser, stack, de
         expect(row).to_contain_text("Waiting for a person")
         expect(row).to_contain_text(re.compile(r"for (under a minute|\d+ min)"))
         expect(row).to_contain_text("Nobody")
-        page.screenshot(path=str(ARTEFACTS / "dashboard-inbox.png"))
+        _picture(page, shots, "dashboard-inbox")
         assert _serious_violations(page, "main") == []
 
         # Search by the visitor's name, then clear.
@@ -289,7 +299,7 @@ def test_assign_a_conversation_to_a_member(browser, stack, desk):
 
 
 def test_a_private_note_never_reaches_the_visitor_and_a_canned_response_is_inserted(
-    browser, stack, desk
+    browser, stack, desk, shots
 ):
     member = Tab(browser, stack)
     visitor = browser.new_context(viewport={"width": 1200, "height": 800}, locale="en-IE")
@@ -372,7 +382,7 @@ def test_a_private_note_never_reaches_the_visitor_and_a_canned_response_is_inser
         expect(panel).to_contain_text("English (Ireland)")
         expect(panel).to_contain_text("Gold")
         page.evaluate("document.getElementById('toasts').replaceChildren()")
-        page.screenshot(path=str(ARTEFACTS / "dashboard-inbox-conversation.png"))
+        _picture(page, shots, "dashboard-inbox-conversation")
         assert _serious_violations(page, "main") == []
 
         # "?" lists the shortcuts; "e" closes the conversation.
