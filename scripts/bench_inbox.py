@@ -1,6 +1,7 @@
 """How fast the support desk's inbox opens with 10,000 conversations in the team.
 
 Usage: python scripts/bench_inbox.py [--conversations 10000] [--samples 60]
+                                     [--database postgresql://...]
        python scripts/bench_inbox.py --seed-only DIR [--conversations 10000]
 
 A temporary data directory gets a team (an owner who signs in with a password, and two
@@ -13,6 +14,7 @@ time (p50 and p95 over `--samples` calls after warm-ups) for the views the desk 
 next to a raw aiohttp hello-world measured in the same run. Target: the inbox's first page
 well under 100 ms at 10,000 conversations.
 
+With `--database` the service runs on PostgreSQL (a fresh schema of that database).
 `--seed-only DIR` only seeds DIR (a data directory: `agentsvc serve` with
 `[server] data_dir = "DIR"` opens it) and prints how to sign in, for measuring the
 dashboard's inbox in a browser. `seed()` is importable for the same purpose.
@@ -38,6 +40,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import benchlib  # noqa: E402
 
+from agentsvc.db import Database  # noqa: E402
+from agentsvc.db.postgres import PostgresDatabase  # noqa: E402
 from agentsvc.db.sqlite import SqliteDatabase  # noqa: E402
 from agentsvc.ids import new_id, now_iso  # noqa: E402
 from agentsvc.passwords import hash_password_async  # noqa: E402
@@ -158,41 +162,50 @@ async def _people(db, password_hash: str) -> tuple[str, str, str, str, str]:
     return team.id, owner.id, members[0], created.key, agent_id
 
 
-async def seed(data_dir: Path, conversations: int = 10_000) -> Seeded:
-    """Create (or open) the SQLite database of `data_dir` and fill a team's inbox."""
-    data_dir.mkdir(parents=True, exist_ok=True)
-    db = SqliteDatabase(data_dir / "agentsvc.db")
-    await db.open()
-    try:
-        team_id, owner_id, member_id, key, agent_id = await _people(
-            db, await hash_password_async(OWNER_PASSWORD)
-        )
-        convs, msgs, reads = _rows(team_id, agent_id, owner_id, member_id, conversations)
-        for first in range(0, len(convs), BATCH):
-            async with db.write() as tx:
-                await tx.executemany(
-                    "INSERT INTO conversations (id, agent_id, team_id, title, session_id,"
-                    " user_ref, user_email, user_name, created_at, updated_at, status,"
-                    " assignee_id, handoff_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    convs[first : first + BATCH],
-                )
-        for first in range(0, len(msgs), BATCH):
-            async with db.write() as tx:
-                await tx.executemany(
-                    "INSERT INTO messages (id, conversation_id, role, content, created_at)"
-                    " VALUES (?, ?, ?, ?, ?)",
-                    msgs[first : first + BATCH],
-                )
+async def seed_database(db: Database, conversations: int = 10_000) -> Seeded:
+    """Fill a team's inbox in an open database (SQLite or PostgreSQL)."""
+    team_id, owner_id, member_id, key, agent_id = await _people(
+        db, await hash_password_async(OWNER_PASSWORD)
+    )
+    convs, msgs, reads = _rows(team_id, agent_id, owner_id, member_id, conversations)
+    for first in range(0, len(convs), BATCH):
         async with db.write() as tx:
             await tx.executemany(
-                "INSERT INTO conversation_reads (conversation_id, user_id, read_at)"
-                " VALUES (?, ?, ?)",
-                reads,
+                "INSERT INTO conversations (id, agent_id, team_id, title, session_id,"
+                " user_ref, user_email, user_name, created_at, updated_at, status,"
+                " assignee_id, handoff_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                convs[first : first + BATCH],
             )
-            await tx.execute("ANALYZE")
+    for first in range(0, len(msgs), BATCH):
+        async with db.write() as tx:
+            await tx.executemany(
+                "INSERT INTO messages (id, conversation_id, role, content, created_at)"
+                " VALUES (?, ?, ?, ?, ?)",
+                msgs[first : first + BATCH],
+            )
+    async with db.write() as tx:
+        await tx.executemany(
+            "INSERT INTO conversation_reads (conversation_id, user_id, read_at) VALUES (?, ?, ?)",
+            reads,
+        )
+    async with db.maintenance() as tx:
+        # Statistics (and on PostgreSQL the visibility map), as a database that grew by use
+        # has them.
+        sqlite = tx.dialect == "sqlite"
+        await tx.execute("ANALYZE" if sqlite else "VACUUM (ANALYZE) conversations, messages")
+    return Seeded(key, team_id, agent_id, owner_id)
+
+
+async def seed(data_dir: Path, conversations: int = 10_000, url: str = "") -> Seeded:
+    """Create (or open) the database of `data_dir` (SQLite), or of `url` (PostgreSQL), and
+    fill a team's inbox."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    db: Database = PostgresDatabase(url) if url else SqliteDatabase(data_dir / "agentsvc.db")
+    await db.open()
+    try:
+        return await seed_database(db, conversations)
     finally:
         await db.close()
-    return Seeded(key, team_id, agent_id, owner_id)
 
 
 async def timed_get(url: str, headers: dict[str, str], samples: int) -> list[float]:
@@ -219,14 +232,17 @@ def measure(conversations: int, samples: int) -> int:
     violations: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "data"
+        database = benchlib.database_toml()
+        url = database.split('url = "', 1)[1].split('"', 1)[0] if database else ""
         started = time.monotonic()
-        seeded = asyncio.run(seed(data, conversations))
+        seeded = asyncio.run(seed(data, conversations, url))
+        figures["backend"] = "PostgreSQL" if url else "SQLite"
         figures["seeded"] = f"{conversations:,} conversations in {time.monotonic() - started:.1f} s"
         port = benchlib.free_port()
         config = Path(tmp) / "bench.toml"
         config.write_text(
             f'[server]\ndata_dir = "{data}"\nport = {port}\ncpu_affinity = [0]\n'
-            '[plans]\ndefault = "bench"\n[plans.bench]\n'
+            '[plans]\ndefault = "bench"\n[plans.bench]\n' + database
         )
         server = benchlib.ServerProcess(config, port)
         server.start()
@@ -258,7 +274,11 @@ def main() -> int:
     parser.add_argument("--conversations", type=int, default=10_000)
     parser.add_argument("--samples", type=int, default=60, help="requests per view")
     parser.add_argument("--seed-only", metavar="DIR", help="only seed this data directory")
+    parser.add_argument("--database", default="", help="a PostgreSQL URL (default: SQLite)")
     args = parser.parse_args()
+    if args.database:
+        os.environ.setdefault("AGENTSVC_SERVER_SECRET_KEY", "bench")  # as bench_all does
+        benchlib.DATABASE_URL = args.database
     # Seeding holds the writer for long bulk transactions on purpose: no warning for each.
     logging.basicConfig(level=logging.ERROR)
     if args.seed_only:

@@ -5,6 +5,7 @@ password."""
 
 from __future__ import annotations
 
+from agentsvc.api import app_keys
 from agentsvc.services.team.avatars import MAX_BYTES
 from tests.support.accounts import (
     PASSWORD,
@@ -225,3 +226,15 @@ async def test_changing_the_password_signs_out_the_other_sessions(client):
         "/api/v1/auth/sign-in/email", json={"email": "owner@example.com", "password": PASSWORD}
     )
     await assert_error(resp, 401, "UNAUTHORIZED")
+
+
+async def test_an_account_without_a_password_sets_one_without_a_current_one(client):
+    await team(client, "magic@example.com")
+    here = session(await sign_in(client, "magic@example.com"))
+    # As an account made by a magic link or GitHub has none.
+    async with client.app[app_keys.db_key].write() as tx:
+        await tx.execute("UPDATE users SET password_hash = NULL WHERE email = 'magic@example.com'")
+    body = {"newPassword": "my first password"}
+    resp = await client.post("/api/v1/auth/password", json=body, headers=here)
+    assert resp.status == 200, await resp.text()
+    await sign_in(client, "magic@example.com", "my first password")

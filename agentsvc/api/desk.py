@@ -40,7 +40,7 @@ def _desk(call: Call) -> DeskService:
 
 
 async def _team_conversation(call: Call) -> Conversation:
-    return await call.app[app_keys.handoff_key].for_team(call.team_id, call.params["id"])
+    return await _desk(call).conversation(call.team_id, call.params["id"])
 
 
 class NoteBody(RequestModel):

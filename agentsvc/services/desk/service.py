@@ -7,6 +7,7 @@ from agentsvc.db import Database
 from agentsvc.services.desk import canned, inbox, notes, visitor
 from agentsvc.services.desk.canned import CannedChange
 from agentsvc.services.desk.visitor import VisitorPanel
+from agentsvc.services.handoff import flow
 from agentsvc.store.canned_responses import CannedResponse
 from agentsvc.store.conversations import Conversation
 from agentsvc.store.inbox import InboxQuery, InboxRow
@@ -18,6 +19,10 @@ class DeskService:
 
     def __init__(self, db: Database):
         self._db = db
+
+    async def conversation(self, team_id: str, conversation_id: str) -> Conversation:
+        """The team's conversation, or NotFound."""
+        return await flow.for_team(self._db, team_id, conversation_id)
 
     async def add_note(self, conv: Conversation, user_id: str, content: str) -> Note:
         """Add a member's private note (never shown to the visitor or the model)."""
