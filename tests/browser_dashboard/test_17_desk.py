@@ -52,6 +52,23 @@ RECORD_NOTIFICATIONS = """
 """
 
 
+# A browser that has not asked for the notification permission yet; counts the asks.
+NEVER_ASKED = """
+(() => {
+  let permission = "default";
+  window.__asked = 0;
+  window.Notification = class {
+    static get permission() { return permission; }
+    static requestPermission() {
+      window.__asked++;
+      permission = "granted";
+      return Promise.resolve(permission);
+    }
+  };
+})();
+"""
+
+
 def _serious_violations(page: Page, selector: str) -> list[dict]:
     """axe-core's serious and critical findings inside one element of the page."""
     assert AXE.exists(), f"{AXE} is missing: run `npm install --prefix tests/browser`"
@@ -277,6 +294,7 @@ def test_a_new_waiting_conversation_appears_live_with_a_desktop_notification(bro
 def test_assign_a_conversation_to_a_member(browser, stack, desk):
     tab = Tab(browser, stack)
     try:
+        tab.context.add_init_script(NEVER_ASKED)
         page = _signed_in(tab, stack)
         page.goto(f"{stack.url}/#/inbox/{desk['ids'][1]}")
         main = page.locator("main")
@@ -287,6 +305,13 @@ def test_assign_a_conversation_to_a_member(browser, stack, desk):
         # Taken by someone: "Take it" is gone.
         expect(main.get_by_role("button", name="Take it")).to_be_hidden()
         nav(page, "Inbox")
+        # Desktop notifications are on (the previous test) and this browser was never asked
+        # (headless Chromium answers "denied" at once: a stand-in asks): only a click asks.
+        turn_on = main.get_by_role("button", name="Turn on desktop notifications")
+        assert page.evaluate("window.__asked") == 0
+        turn_on.click()
+        expect(turn_on).to_be_hidden()
+        assert page.evaluate("window.__asked") == 1
         row = main.locator("tr", has_text="Can I change the size?")
         expect(row).to_contain_text("Sam Support")
         expect(row).to_contain_text("With a person")
