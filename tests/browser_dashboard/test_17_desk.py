@@ -38,10 +38,17 @@ HERE = Path(__file__).resolve().parent
 AXE = HERE.parent / "browser" / "node_modules" / "axe-core" / "axe.min.js"
 ARTEFACTS = HERE.parent / "browser" / "artefacts"
 OWNER_TEAM = "Olivia Owner's team (owner)"
-# Records each desktop notification the page makes (the permission is the context's grant).
+# Records each desktop notification the page makes (the permission is the context's grant)
+# and counts the beeps (Web Audio oscillators).
 RECORD_NOTIFICATIONS = """
 (() => {
   const Real = window.Notification;
+  const oscillator = AudioContext.prototype.createOscillator;
+  window.__beeps = 0;
+  AudioContext.prototype.createOscillator = function () {
+    window.__beeps++;
+    return oscillator.call(this);
+  };
   window.__notified = [];
   window.Notification = class {
     constructor(title, options) { window.__notified.push({title, body: (options || {}).body}); }
@@ -287,6 +294,7 @@ def test_a_new_waiting_conversation_appears_live_with_a_desktop_notification(bro
         assert notified == [
             {"title": "A visitor is waiting for a person", "body": "Agent: Shop helper"}
         ]
+        assert page.evaluate("window.__beeps") == 1
     finally:
         tab.close()
 
