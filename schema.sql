@@ -30,6 +30,8 @@ CREATE TABLE memberships (
     role       TEXT NOT NULL CHECK (role IN ('owner', 'member')),
     created_at TEXT NOT NULL,
     notify_handoffs INTEGER NOT NULL DEFAULT 0, -- e-mail me when a visitor asks for a person (migration 7)
+    notify_browser  INTEGER NOT NULL DEFAULT 0,  -- desk notifications (migration 13)
+    notify_sound    INTEGER NOT NULL DEFAULT 0,
     UNIQUE (team_id, user_id)
 );
 CREATE INDEX memberships_user ON memberships(user_id);
@@ -201,12 +203,30 @@ CREATE TABLE conversations (
     visitor_seen_at TEXT,
     trigger_id  TEXT,                          -- the trigger the chat started from (migration 11)
     rated_up    INTEGER NOT NULL DEFAULT 0,    -- its answers rated up and down (migration 11,
-    rated_down  INTEGER NOT NULL DEFAULT 0     -- kept by the ratings' triggers)
+    rated_down  INTEGER NOT NULL DEFAULT 0,  -- kept by the ratings' triggers)
+    -- what the widget tells of the visitor (migration 13): the page of the first request, where
+    -- they came from, the browser's language, and the latest `identify` attributes (JSON)
+    page_url    TEXT,
+    referrer    TEXT,
+    visitor_language TEXT,
+    user_attributes TEXT
 );
 CREATE INDEX conversations_agent_created ON conversations(agent_id, created_at, id);
 CREATE INDEX conversations_team ON conversations(team_id);
 CREATE INDEX conversations_agent_status ON conversations(agent_id, status, created_at, id)
     WHERE status <> 'bot';
+-- The inbox (migration 13): waiting ones by their wait, with a member by activity, a member's own.
+CREATE INDEX conversations_team_waiting ON conversations(team_id, handoff_at, id)
+    WHERE status = 'waiting';
+CREATE INDEX conversations_team_human ON conversations(team_id, updated_at, id)
+    WHERE status = 'human';
+CREATE INDEX conversations_assignee ON conversations(assignee_id, updated_at, id)
+    WHERE assignee_id IS NOT NULL;
+-- The visitor panel (migration 13): the same verified user, or the same widget session.
+CREATE INDEX conversations_team_user ON conversations(team_id, user_ref, created_at)
+    WHERE user_ref IS NOT NULL;
+CREATE INDEX conversations_team_session ON conversations(team_id, session_id, created_at)
+    WHERE session_id IS NOT NULL;
 CREATE INDEX conversations_agent_user ON conversations(agent_id, user_ref, created_at, id)
     WHERE user_ref IS NOT NULL;                -- the userId filter (migration 11)
 -- The rating filter (migration 11): only rated conversations are in these, in list order.
@@ -247,16 +267,56 @@ CREATE TABLE conversation_events (
     conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
     team_id         TEXT NOT NULL,
     agent_id        TEXT NOT NULL,
-    kind            TEXT NOT NULL CHECK (kind IN ('message', 'status')),
+    kind            TEXT NOT NULL CHECK (kind IN ('message', 'status', 'note')),
     message_id      TEXT,
     status          TEXT,
     assignee_id     TEXT,
     assignee_name   TEXT,
     inbox           INTEGER NOT NULL,
-    created_at      TEXT NOT NULL
+    created_at      TEXT NOT NULL,
+    note_id         TEXT                     -- a member's private note (migration 13)
 );
 CREATE INDEX conversation_events_conversation ON conversation_events(conversation_id, id);
 CREATE INDEX conversation_events_team ON conversation_events(team_id, id) WHERE inbox = 1;
+
+-- The support desk (migration 13). Members' private notes: never shown to the visitor, never
+-- in the model's context, never in what is sent to the visitor (their event is kind 'note').
+CREATE TABLE conversation_notes (
+    id              TEXT PRIMARY KEY,
+    conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+    team_id         TEXT NOT NULL,
+    author_id       TEXT REFERENCES users(id) ON DELETE SET NULL,
+    author_name     TEXT NOT NULL,
+    content         TEXT NOT NULL,
+    created_at      TEXT NOT NULL
+);
+CREATE INDEX conversation_notes_conversation ON conversation_notes(conversation_id, created_at);
+-- Replies a team keeps at hand, inserted in the inbox by their shortcut.
+CREATE TABLE canned_responses (
+    id         TEXT PRIMARY KEY,
+    team_id    TEXT NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
+    shortcut   TEXT NOT NULL,
+    title      TEXT NOT NULL,
+    content    TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    UNIQUE (team_id, shortcut)
+);
+-- When each member last read each conversation (the inbox's unread counts).
+CREATE TABLE conversation_reads (
+    conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+    user_id         TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    read_at         TEXT NOT NULL,
+    PRIMARY KEY (conversation_id, user_id)
+);
+-- A member's picture (one per user; a new upload gets a new, unguessable id).
+CREATE TABLE avatars (
+    id           TEXT PRIMARY KEY,
+    user_id      TEXT NOT NULL UNIQUE REFERENCES users(id) ON DELETE CASCADE,
+    content_type TEXT NOT NULL,
+    image        BLOB NOT NULL,
+    created_at   TEXT NOT NULL
+);
 
 -- ── triggers ────────────────────────────────────────────────────────────────────────────
 -- conditions / action_config hold JSON text. fired_count / converted_count are the stats:
@@ -319,6 +379,11 @@ CREATE INDEX form_submissions_team_created ON form_submissions(team_id, created_
 CREATE INDEX form_submissions_agent_files ON form_submissions(agent_id, files_bytes)
     WHERE files_bytes > 0;
 CREATE INDEX form_submissions_tool ON form_submissions(tool_id, status);
+-- The visitor panel's submissions (migration 13): of a conversation, or of a widget session.
+CREATE INDEX form_submissions_conversation ON form_submissions(conversation_id)
+    WHERE conversation_id IS NOT NULL;
+CREATE INDEX form_submissions_team_session ON form_submissions(team_id, session_id)
+    WHERE session_id IS NOT NULL;
 
 -- The outbox: one row per target (position 0 the primary webhook, 1.. the post actions),
 -- written in the submission's transaction. A row is due when status = 'pending',

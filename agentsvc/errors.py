@@ -64,6 +64,11 @@ class AnswerLimitReached(DomainError):
     default_message = "The agent has as many curated answers as allowed"
 
 
+class CannedResponseLimitReached(DomainError):
+    code = "CANNED_RESPONSE_LIMIT_REACHED"
+    default_message = "The team has as many canned responses as allowed"
+
+
 class NotFound(DomainError):
     code = "NOT_FOUND"
     default_message = "Not found"

@@ -26,6 +26,9 @@ PREFIXES = {
     "webhook_delivery": "whd",
     "audit": "aud",
     "answer": "ans",
+    "note": "note",
+    "canned": "cnd",
+    "avatar": "av",
 }
 
 

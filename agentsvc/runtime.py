@@ -48,6 +48,7 @@ from agentsvc.services.chat.turns import ChatTurns
 from agentsvc.services.cluster_jobs import once_for_all
 from agentsvc.services.delivery.outbox import Deliverer
 from agentsvc.services.delivery.post import Poster
+from agentsvc.services.desk.service import DeskService
 from agentsvc.services.events.emitter import Emitter
 from agentsvc.services.events.outbox import EventDeliveries
 from agentsvc.services.events.service import WebhooksConfig, WebhooksService
@@ -370,6 +371,7 @@ def _chat_features(app: web.Application) -> None:
         handoff.request_for_turn,
     )
     app[app_keys.conversations_key] = ConversationsService(db, emitter)
+    app[app_keys.desk_key] = DeskService(db)
     app[app_keys.answers_key] = AnswersService(db, curated, settings.answers.max_per_agent)
     app[app_keys.mcp_server_key] = McpServerService(
         AgentServerDeps(

@@ -36,7 +36,11 @@ IMAGE_PATTERN = r"^(https://[^\s\"'<>\\()]+|data:image/(png|jpeg|gif|webp|svg\+x
 
 # What a string pattern asks for, by the exact pattern a model declares (`{length}` is
 # " of 1 to 200 characters" or empty). A pattern not listed gets a vague fallback.
+# A canned response's shortcut (typed after `/` in a reply).
+SHORTCUT_PATTERN = r"^[a-z0-9_-]+$"
+
 PATTERN_PHRASES: dict[str, str] = {
+    SHORTCUT_PATTERN: "a shortcut{length} of lowercase letters, digits, _ and -",
     NON_BLANK: "a non-blank string{length}",
     r"^[^\x00-\x1f\x7f]*$": "a string{length} without control characters",
     TOOL_NAME_PATTERN: "1 to 64 lowercase letters, digits and _, starting with a letter",

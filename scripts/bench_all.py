@@ -44,6 +44,7 @@ BENCHMARKS = [
     ("bench_knowledge.py", [], ["--queries", "500"]),
     ("bench_write_hold.py", [], ["--chats", "100"]),
     ("bench_handoff.py", [], ["--visitors", "300", "--members", "20", "--replies", "100"]),
+    ("bench_inbox.py", [], ["--conversations", "2000", "--samples", "20"]),
     ("bench_widget.py", [], ["--runs", "3"]),
     ("bench_export.py", [], ["--messages", "20000", "--runs", "1", "--samples", "10"]),
     (

@@ -68,12 +68,12 @@ async def test_nobody_sees_a_members_email_address_an_unnamed_owner_shows_the_te
     seen, raw = await _visitor_sees(client, conv_id)
     assert ADDRESS not in raw
     snapshot = seen[0][1]
-    assert snapshot["assignee"] == {"id": owner.id, "name": "Support"}
+    assert snapshot["assignee"] == {"id": owner.id, "name": "Support", "avatarUrl": None}
     joined = [d for e, d in seen if e == "status" and d["status"] == "human"]
     assert joined and all(d["assignee"]["name"] == "Support" for d in joined)
     authors = [d["message"]["author"] for e, d in seen if e == "message"]
     assert [a for a in authors if a["type"] == "human"] == [
-        {"type": "human", "id": owner.id, "name": "Support"}
+        {"type": "human", "id": owner.id, "name": "Support", "avatarUrl": None}
     ]
 
     # With a display name, the visitor sees it (and the snapshot names the member as now).

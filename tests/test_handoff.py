@@ -93,13 +93,13 @@ async def test_the_whole_flow_over_http(client):
         201,
     )
     assert reply["role"] == "assistant"
-    assert reply["author"] == {"type": "human", "id": owner.id, "name": "Olivia"}
+    assert reply["author"] == {"type": "human", "id": owner.id, "name": "Olivia", "avatarUrl": None}
     held = await visitor_chat(client, agent["id"], "Thanks, when?", conv_id)
     assert held.of("handoff")[0]["assignee"] == {"id": owner.id, "name": "Olivia"}
 
     conv = await get_conversation(client, auth, conv_id)
     assert conv["status"] == "human"
-    assert conv["assignee"] == {"id": owner.id, "name": "Olivia"}
+    assert conv["assignee"] == {"id": owner.id, "name": "Olivia", "avatarUrl": None}
     authors = [m["author"]["type"] for m in conv["messages"]]
     assert authors == ["visitor", "ai", "visitor", "human", "visitor"]
 

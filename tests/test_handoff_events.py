@@ -66,7 +66,7 @@ async def test_a_members_reply_reaches_the_visitors_stream_at_once(make_client):
     assert status["status"] == "waiting" and int(status_id) > 0
     await post(client, f"/conversations/{conv_id}/assign", {}, auth)
     status, _ = await visitor.until("status")
-    assert status["assignee"] == {"id": owner.id, "name": "Olivia"}
+    assert status["assignee"] == {"id": owner.id, "name": "Olivia", "avatarUrl": None}
 
     started = time.monotonic()
     await post(
@@ -75,7 +75,12 @@ async def test_a_members_reply_reaches_the_visitors_stream_at_once(make_client):
     message, _ = await visitor.until("message")
     assert time.monotonic() - started < 1.0
     assert message["message"]["content"] == "Hello, Olivia here"
-    assert message["message"]["author"] == {"type": "human", "id": owner.id, "name": "Olivia"}
+    assert message["message"]["author"] == {
+        "type": "human",
+        "id": owner.id,
+        "name": "Olivia",
+        "avatarUrl": None,
+    }
     # The visitor's stream shows what the widget shows; tool calls and usage stay inside.
     assert set(message["message"]) == {"id", "role", "content", "author", "createdAt"}
 

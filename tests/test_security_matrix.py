@@ -55,6 +55,7 @@ PUBLIC_BY_DESIGN = {
     ("GET", "/api/v1/widget/handoff/{agentId}"): "the widget reads whether an agent hands over",
     ("GET", "/api/v1/widget/config/{agentId}"): "the widget reads an agent's look and texts",
     ("GET", "/widget/locales/{lang}.json"): "the widget's texts in one language",
+    ("GET", "/api/v1/avatars/{avatarId}"): "visitors' browsers load members' pictures",
 }
 # Secrets are addressed by name within the caller's own team: another team's PUT of the
 # same name creates its own secret (checked below to leave the first team's untouched).
@@ -87,6 +88,11 @@ ROUTES: dict[tuple[str, str], tuple[str, Any]] = {
     ("POST", "/api/v1/conversations/{id}/release"): ("conversation", None),
     ("POST", "/api/v1/conversations/{id}/close"): ("conversation", None),
     ("GET", "/api/v1/conversations/{id}/events"): ("conversation", None),
+    ("POST", "/api/v1/conversations/{id}/notes"): ("conversation", {"content": "stolen"}),
+    ("POST", "/api/v1/conversations/{id}/read"): ("conversation", None),
+    ("GET", "/api/v1/conversations/{id}/visitor"): ("conversation", None),
+    ("PATCH", "/api/v1/team/canned-responses/{id}"): ("canned", {"title": "stolen"}),
+    ("DELETE", "/api/v1/team/canned-responses/{id}"): ("canned", None),
     ("GET", "/api/v1/agents/{id}/handoff-stats"): ("agent", None),
     ("GET", "/api/v1/agents/{id}/analytics"): ("agent", None),
     ("GET", "/api/v1/agents/{id}/answers"): ("agent", None),
@@ -270,6 +276,9 @@ async def furnished_team(client, email: str) -> Team:
     ids["member"] = next(m["memberId"] for m in members if m["id"] == member.id)
     api_keys = await json_of(await client.get("/api/v1/api-keys", headers=auth), 200)
     ids["api_key"] = api_keys["data"][0]["id"]
+    canned = {"shortcut": "hello", "title": "Hello", "content": "Hello there!"}
+    resp = await client.post("/api/v1/team/canned-responses", json=canned, headers=auth)
+    ids["canned"] = (await json_of(resp, 201))["id"]
     return team
 
 

@@ -59,7 +59,18 @@ async def test_context_and_members_of_a_new_team(client):
     assert context["role"] == "owner" and context["isOwner"] is True
     assert context["owner"] == {"id": owner.id, "email": "owner@example.com", "name": "Olivia"}
     (member,) = context["members"]
-    assert set(member) == {"id", "memberId", "role", "email", "name", "createdAt", "notifyHandoffs"}
+    assert set(member) == {
+        "id",
+        "memberId",
+        "role",
+        "email",
+        "name",
+        "createdAt",
+        "notifyHandoffs",
+        "notifyBrowser",
+        "notifySound",
+        "avatarUrl",
+    }
     assert member["id"] == owner.id and member["memberId"].startswith("mem_")
     assert member["role"] == "owner" and ISO.match(member["createdAt"])
     resp = await client.get("/api/v1/team/members", headers=auth)

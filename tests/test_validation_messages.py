@@ -391,7 +391,7 @@ async def test_missing_and_unknown_fields_are_named(client, resources):
         (
             "/api/v1/chat",
             {"agentId": "agt_x", "messages": [{"role": "user", "content": "hi"}], "user": "bob"},
-            "user: must be an object with the fields id, email, name",
+            "user: must be an object with the fields id, email, name, attributes",
         ),
         (
             "/api/v1/chat",

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from agentsvc.services.chat.service import ConversationsService
     from agentsvc.services.chat.turns import ChatTurns
     from agentsvc.services.delivery.outbox import Deliverer, Queue
+    from agentsvc.services.desk.service import DeskService
     from agentsvc.services.events.emitter import Emitter
     from agentsvc.services.events.service import WebhooksService
     from agentsvc.services.exports.service import ExportsService
@@ -97,6 +98,7 @@ handoff_notifier_key: web.AppKey[Notifier] = web.AppKey("handoff_notifier")
 # -- chat, conversations, handoff, answers, MCP server
 conversations_key: web.AppKey[ConversationsService] = web.AppKey("conversations")
 handoff_key: web.AppKey[HandoffService] = web.AppKey("handoff")
+desk_key: web.AppKey[DeskService] = web.AppKey("desk")
 answers_key: web.AppKey[AnswersService] = web.AppKey("answers")
 mcp_server_key: web.AppKey[McpServerService] = web.AppKey("mcp_server")
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import aiohttp
 from aiohttp import web
@@ -31,6 +31,7 @@ from agentsvc.services.agents.identity import EndUserClaim
 from agentsvc.services.chat import start as chat_service
 from agentsvc.services.chat import turn as turn_service
 from agentsvc.services.chat.turns import ChatTurns
+from agentsvc.services.desk.visitor_context import VisitorContext, visitor_context
 
 routes = RouteTable("chat")
 
@@ -43,17 +44,49 @@ class ChatMessageIn(RequestModel):
     content: Annotated[str, Field(max_length=100_000)]
 
 
+ATTRIBUTES_SCHEMA = {
+    "type": "object",
+    "maxProperties": 30,
+    "propertyNames": {"minLength": 1, "maxLength": 40},
+    "additionalProperties": {
+        "anyOf": [{"type": "string", "maxLength": 500}, {"type": "number"}, {"type": "boolean"}]
+    },
+}
+
+
 class ChatUser(RequestModel):
-    nullable = frozenset({"id", "email", "name"})
+    nullable = frozenset({"id", "email", "name", "attributes"})
 
     id: Annotated[str, Field(max_length=200)] | None = None
     email: Annotated[str, Field(max_length=320)] | None = None
     name: Annotated[str, Field(max_length=200)] | None = None
+    attributes: dict[str, Any] | None = Field(
+        None,
+        description="what the site gave AgentWidget.identify: at most 30 names of 1 to 40"
+        " characters, each a string (at most 500 characters), a number or true/false; shown"
+        " to the team as declared, the latest ones kept",
+        json_schema_extra=ATTRIBUTES_SCHEMA,
+    )
+
+
+PageText = Annotated[str, Field(max_length=2_000)]
+
+
+class ChatContext(RequestModel):
+    """Where the visitor is: kept on a new conversation, shown to the team as declared."""
+
+    nullable = frozenset({"pageUrl", "referrer", "language"})
+
+    page_url: PageText | None = Field(None, description="the page (http(s) only, else dropped)")
+    referrer: PageText | None = Field(
+        None, description="document.referrer (http(s) only, else dropped)"
+    )
+    language: PageText | None = Field(None, description="navigator.language")
 
 
 class ChatBody(RequestModel):
     nullable = frozenset(
-        {"conversationId", "sessionId", "user", "userHash", "userToken", "triggerId"}
+        {"conversationId", "sessionId", "user", "userHash", "userToken", "triggerId", "context"}
     )
 
     agent_id: Annotated[str, Field(min_length=1, max_length=100)]
@@ -61,6 +94,7 @@ class ChatBody(RequestModel):
     conversation_id: Annotated[str, Field(min_length=1, max_length=100)] | None = None
     session_id: Annotated[str, Field(min_length=1, max_length=200)] | None = None
     user: ChatUser | SkipJsonSchema[None] = None
+    context: ChatContext | None = None
     trigger_id: Annotated[str, Field(min_length=1, max_length=100)] | None = Field(
         None,
         description="the widget trigger the visitor's chat started from (analytics); kept on"
@@ -137,11 +171,12 @@ async def post_chat(call: Call):
 async def _stream_chat(call: Call) -> web.StreamResponse:
     body: ChatBody = call.body
     streaming = _streaming(call)
+    visitor = _visitor(body)
     # With an identity secret set, only a signed user stands for a public caller.
     user = await streaming.verify_end_user(
         body.agent_id,
         EndUserClaim(
-            body.user.model_dump() if body.user else None,
+            body.user.model_dump(exclude={"attributes"}) if body.user else None,
             body.user_hash,
             body.user_token,
             trusted=call.principal is not None,
@@ -155,6 +190,7 @@ async def _stream_chat(call: Call) -> web.StreamResponse:
         user=user,
         team_id=call.principal.team_id if call.principal else None,
         trigger_id=body.trigger_id,
+        visitor=visitor,
     )
     turn = await _turns(call).start(chat)
 
@@ -171,6 +207,20 @@ async def _stream_chat(call: Call) -> web.StreamResponse:
     finally:
         gauge.dec()
     return response
+
+
+def _visitor(body: ChatBody) -> VisitorContext | None:
+    """What the widget tells of the visitor (ValidationFailed for bad attributes)."""
+    context = body.context
+    attributes = body.user.attributes if body.user is not None else None
+    if context is None and attributes is None:
+        return None
+    return visitor_context(
+        context.page_url if context else None,
+        context.referrer if context else None,
+        context.language if context else None,
+        attributes,
+    )
 
 
 async def _held_stream(call: Call, response: web.StreamResponse, turn: turn_service.HeldTurn):

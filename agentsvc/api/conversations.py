@@ -10,11 +10,12 @@ from agentsvc.api import app_keys
 from agentsvc.api.cursors import MAX_CURSOR_LENGTH, decode_cursor, next_cursor
 from agentsvc.api.list_filters import AgentId, ConversationFilterQuery
 from agentsvc.api.models import RequestModel, ResponseModel
-from agentsvc.api.routing import Call, RouteTable, envelope_response
+from agentsvc.api.routing import API_PREFIX, Call, RouteTable, envelope_response
 from agentsvc.services.agents import identity as identity_service
 from agentsvc.services.chat.conversations import Feedback, PageAt, assignee_of
 from agentsvc.services.chat.service import ConversationsService
 from agentsvc.store.conversations import Conversation, StoredMessage
+from agentsvc.store.notes import Note
 
 routes = RouteTable("conversations")
 
@@ -60,6 +61,7 @@ class EndUser(ResponseModel):
 class Assignee(ResponseModel):
     id: str
     name: str
+    avatar_url: str | None = Field(None, description="the member's picture (null without one)")
 
 
 Status = Literal["bot", "waiting", "human", "closed"]
@@ -121,6 +123,9 @@ class Author(ResponseModel):
     type: Literal["visitor", "ai", "human"]
     id: str | None = None
     name: str | None = None
+    avatar_url: str | None = Field(
+        None, description="a member's picture (absolute; null or absent without one)"
+    )
 
 
 class MessageOut(ResponseModel):
@@ -144,6 +149,23 @@ class MessageOut(ResponseModel):
     )
 
 
+class NoteAuthor(ResponseModel):
+    type: Literal["note"]
+    id: str | None = Field(description="the member (null once their account is gone)")
+    name: str
+    avatar_url: str | None
+
+
+class NoteOut(ResponseModel):
+    """A member's private note: never shown to the visitor nor given to the model."""
+
+    id: str
+    conversation_id: str
+    author: NoteAuthor
+    content: str
+    created_at: str
+
+
 class ConversationOut(ResponseModel):
     id: str
     agent_id: str
@@ -154,6 +176,7 @@ class ConversationOut(ResponseModel):
     assignee: Assignee | None
     trigger_id: str | None
     messages: list[MessageOut]
+    notes: list[NoteOut] = Field(description="members' private notes, oldest first")
     created_at: str
     updated_at: str
 
@@ -180,7 +203,25 @@ def _user_json(conv: Conversation) -> dict | None:
     }
 
 
-def _base_json(conv: Conversation) -> dict:
+def avatar_url(origin: str, avatar_id: str | None) -> str | None:
+    """A member's picture, absolute on the server's public origin (None without one)."""
+    return f"{origin}{API_PREFIX}/avatars/{avatar_id}" if avatar_id else None
+
+
+def public_origin(call: Call) -> str:
+    """The server's public origin, which avatar addresses are absolute on."""
+    return call.app[app_keys.settings_key].server.public_url.rstrip("/")
+
+
+def assignee_json(conv: Conversation, origin: str) -> dict | None:
+    """The conversation's assignee with their picture, or None."""
+    found = assignee_of(conv)
+    if found is None:
+        return None
+    return {**found, "avatarUrl": avatar_url(origin, conv.assignee_avatar_id)}
+
+
+def _base_json(conv: Conversation, origin: str = "") -> dict:
     return {
         "id": conv.id,
         "agentId": conv.agent_id,
@@ -188,14 +229,14 @@ def _base_json(conv: Conversation) -> dict:
         "sessionId": conv.session_id,
         "user": _user_json(conv),
         "status": conv.status,
-        "assignee": assignee_of(conv),
+        "assignee": assignee_json(conv, origin),
         "triggerId": conv.trigger_id,
     }
 
 
-def summary_json(conv: Conversation) -> dict:
+def summary_json(conv: Conversation, origin: str = "") -> dict:
     return {
-        **_base_json(conv),
+        **_base_json(conv, origin),
         "messageCount": conv.message_count,
         "ratings": {"up": conv.rated_up, "down": conv.rated_down},
         "createdAt": conv.created_at,
@@ -203,21 +244,43 @@ def summary_json(conv: Conversation) -> dict:
     }
 
 
-def author_json(msg: StoredMessage) -> dict:
-    """Who wrote a message: the visitor, the agent (ai) or a member (human)."""
+def author_json(msg: StoredMessage, origin: str = "") -> dict:
+    """Who wrote a message: the visitor, the agent (ai) or a member (human, with their
+    picture)."""
     if msg.role == "user":
         return {"type": "visitor"}
     if msg.author_id is None:
         return {"type": "ai"}
-    return {"type": "human", "id": msg.author_id, "name": msg.author_name}
+    return {
+        "type": "human",
+        "id": msg.author_id,
+        "name": msg.author_name,
+        "avatarUrl": avatar_url(origin, msg.author_avatar_id),
+    }
 
 
-def message_json(msg: StoredMessage) -> dict:
+def note_json(note: Note, origin: str) -> dict:
+    """A member's private note as members see it."""
+    return {
+        "id": note.id,
+        "conversationId": note.conversation_id,
+        "author": {
+            "type": "note",
+            "id": note.author_id,
+            "name": note.author_name,
+            "avatarUrl": avatar_url(origin, note.author_avatar_id),
+        },
+        "content": note.content,
+        "createdAt": note.created_at,
+    }
+
+
+def message_json(msg: StoredMessage, origin: str = "") -> dict:
     return {
         "id": msg.id,
         "role": msg.role,
         "content": msg.content,
-        "author": author_json(msg),
+        "author": author_json(msg, origin),
         "createdAt": msg.created_at,
         "rating": msg.rating,
         "toolCalls": msg.tool_calls,
@@ -263,7 +326,7 @@ async def list_conversations(call: Call):
     at = PageAt(query.limit, query.offset, decode_cursor(query.cursor))
     page = await _conversations(call).page(call.team_id, query.agent_id, at, query.filters())
     return envelope_response(
-        [summary_json(c) for c in page.conversations],
+        [summary_json(c, public_origin(call)) for c in page.conversations],
         pagination={
             "total": page.total,
             "limit": query.limit,
@@ -276,12 +339,15 @@ async def list_conversations(call: Call):
 
 @routes.get(ONE_CONVERSATION, response=ConversationOut, envelope=True, errors=(404,))
 async def get_conversation(call: Call):
-    """Get a conversation with its messages in order."""
+    """Get a conversation with its messages in order, and members' private notes."""
     conv, messages = await _conversations(call).get(call.team_id, call.params["id"])
+    notes = await call.app[app_keys.desk_key].notes(conv.id)
+    origin = public_origin(call)
     return envelope_response(
         {
-            **_base_json(conv),
-            "messages": [message_json(m) for m in messages],
+            **_base_json(conv, origin),
+            "messages": [message_json(m, origin) for m in messages],
+            "notes": [note_json(n, origin) for n in notes],
             "createdAt": conv.created_at,
             "updatedAt": conv.updated_at,
         }

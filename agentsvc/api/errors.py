@@ -12,6 +12,7 @@ from aiohttp import web
 
 from agentsvc.errors import (
     AnswerLimitReached,
+    CannedResponseLimitReached,
     Conflict,
     DomainError,
     DuplicateName,
@@ -94,6 +95,7 @@ STATUS: dict[type[DomainError], int] = {
     Forbidden: 403,
     ToolLimitReached: 403,
     AnswerLimitReached: 403,
+    CannedResponseLimitReached: 403,
     NotFound: 404,
     MethodNotAllowed: 405,
     Conflict: 409,

@@ -33,7 +33,8 @@ WRITE_TIMEOUT_SECONDS = 10.0
 RECONNECT_MS = 2000
 MAX_EVENT_ID = 2**63 - 1
 
-Render = Callable[[ConversationEvent], tuple[str, dict[str, Any]]]
+# An event's name and data, or None for an event this stream does not send.
+Render = Callable[[ConversationEvent], tuple[str, dict[str, Any]] | None]
 
 
 def _streaming(call: Call) -> StreamingDeps:
@@ -108,8 +109,11 @@ async def _pump(
         await response.send_framed(reconnect_after(RECONNECT_MS) + b"".join(first))
         while (left := deadline - loop.time()) > 0:
             batch = await following.next(min(settings.keepalive_seconds, left))
-            if batch:
-                await response.send_framed(b"".join(frame(*render(e), e.id) for e in batch))
+            shown = [(r, e.id) for e in batch if (r := render(e)) is not None]
+            if shown:
+                await response.send_framed(b"".join(frame(*r, event_id) for r, event_id in shown))
+            elif batch:
+                continue
             elif not response.is_connected():
                 return  # the library's ping found the client gone
             elif on_keepalive is not None:

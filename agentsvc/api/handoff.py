@@ -14,8 +14,12 @@ from agentsvc.api.conversations import (
     Assignee,
     MessageOut,
     Status,
+    assignee_json,
     author_json,
+    avatar_url,
     message_json,
+    note_json,
+    public_origin,
 )
 from agentsvc.api.errors import RateLimited
 from agentsvc.api.limits import STREAM_END_MARGIN_SECONDS, take_token, team_stream_slots
@@ -23,7 +27,6 @@ from agentsvc.api.models import NON_BLANK, QueryModel, RequestModel, ResponseMod
 from agentsvc.api.routing import Call, RouteTable, envelope_response, json_response, parse_json
 from agentsvc.config import Settings
 from agentsvc.errors import ValidationFailed
-from agentsvc.services.chat.conversations import assignee_of
 from agentsvc.services.handoff.service import HandoffService
 from agentsvc.store.conversation_events import ConversationEvent
 from agentsvc.store.conversations import Conversation, StoredMessage
@@ -228,7 +231,7 @@ async def post_message(call: Call):
     message = await _handoff(call).reply(
         call.team_id, conv, call.principal.user_id, call.body.content
     )
-    return envelope_response(message_json(message), status=201)
+    return envelope_response(message_json(message, public_origin(call)), status=201)
 
 
 @routes.post(
@@ -283,59 +286,81 @@ async def get_widget_handoff(call: Call):
 # ── live events ─────────────────────────────────────────────────────────────────────
 
 
-def _visitor_message(msg: StoredMessage) -> dict[str, Any]:
+def _visitor_message(msg: StoredMessage, origin: str) -> dict[str, Any]:
     # What the visitor's widget shows; tool calls and usage stay with the team.
     return {
         "id": msg.id,
         "role": msg.role,
         "content": msg.content,
-        "author": author_json(msg),
+        "author": author_json(msg, origin),
         "createdAt": msg.created_at,
     }
 
 
-def _status_json(event: ConversationEvent) -> dict[str, Any]:
+def _status_json(event: ConversationEvent, origin: str) -> dict[str, Any]:
     assignee = (
-        {"id": event.assignee_id, "name": event.assignee_name or ""} if event.assignee_id else None
+        {
+            "id": event.assignee_id,
+            "name": event.assignee_name or "",
+            "avatarUrl": avatar_url(origin, event.assignee_avatar_id),
+        }
+        if event.assignee_id
+        else None
     )
     return {"conversationId": event.conversation_id, "status": event.status, "assignee": assignee}
 
 
-def _render_for(team: bool):
-    shape = message_json if team else _visitor_message
+def _render_for(team: bool, origin: str):
+    """Members see every event with whole messages; the visitor sees messages as the widget
+    shows them and status changes, and never a private note (their channel does not read
+    notes; one that got here all the same is dropped, not sent)."""
 
-    def render(event: ConversationEvent) -> tuple[str, dict[str, Any]]:
+    def render(event: ConversationEvent) -> tuple[str, dict[str, Any]] | None:
         if event.kind == "status":
-            return "status", {"type": "status", **_status_json(event)}
-        assert event.message is not None
+            return "status", {"type": "status", **_status_json(event, origin)}
+        if event.kind == "note":
+            if not team or event.note is None:
+                return None
+            return "note", {"type": "note", "note": note_json(event.note, origin)}
+        if event.message is None:
+            return None
+        shaped = (
+            message_json(event.message, origin) if team else _visitor_message(event.message, origin)
+        )
         return "message", {
             "type": "message",
             "conversationId": event.conversation_id,
-            "message": shape(event.message),
+            "message": shaped,
         }
 
     return render
 
 
-def _render_inbox(event: ConversationEvent) -> tuple[str, dict[str, Any]]:
-    data: dict[str, Any] = {
-        "type": "conversation",
-        "kind": event.kind,
-        "conversationId": event.conversation_id,
-        "agentId": event.agent_id,
-    }
-    if event.kind == "status":
-        data.update(_status_json(event))
-    elif event.message is not None:
-        data["message"] = message_json(event.message)
-    return "conversation", data
+def _render_inbox(origin: str):
+    def render(event: ConversationEvent) -> tuple[str, dict[str, Any]] | None:
+        data: dict[str, Any] = {
+            "type": "conversation",
+            "kind": event.kind,
+            "conversationId": event.conversation_id,
+            "agentId": event.agent_id,
+        }
+        if event.kind == "status":
+            data.update(_status_json(event, origin))
+        elif event.message is not None:
+            data["message"] = message_json(event.message, origin)
+        else:
+            return None
+        return "conversation", data
+
+    return render
 
 
 EVENTS_DOC = (
     "Server-Sent Events: `message` {type, conversationId, message} for each new message (any"
-    " author) and `status` {type, conversationId, status, assignee} for each change, each"
-    " with an `id:`; the first event is the current `status` (without an id). Send"
-    " Last-Event-ID (or lastEventId) to resume after a reconnect."
+    " author), `status` {type, conversationId, status, assignee} for each change and, for"
+    " members only, `note` {type, note} for each private note, each with an `id:`; the first"
+    " event is the current `status` (without an id). Send Last-Event-ID (or lastEventId) to"
+    " resume after a reconnect."
 )
 
 
@@ -354,19 +379,21 @@ async def get_conversation_events(call: Call):
     after = event_streams.last_event_id(call, query.last_event_id)
     conv = await _conversation(call, query.session_id)
     handoff = _handoff(call)
+    origin = public_origin(call)
     snapshot = sse.frame(
         "status",
         {
             "type": "status",
             "conversationId": conv.id,
             "status": conv.status,
-            "assignee": assignee_of(conv),
+            "assignee": assignee_json(conv, origin),
         },
     )
     if call.principal is not None:
         async with team_stream_slots(call.request, call.principal):
             following = await handoff.follow_conversation(conv.id, after)
-            return await event_streams.serve(call, following, _render_for(True), [snapshot])
+            render = _render_for(True, origin)
+            return await event_streams.serve(call, following, render, [snapshot])
     limiter = call.app[app_keys.limiter_key]
     slot = f"event-streams:{_ip(call)}"
     settings = _settings(call).handoff
@@ -377,7 +404,7 @@ async def get_conversation_events(call: Call):
             headers={"Retry-After": str(STREAM_SLOT_RETRY_AFTER_SECONDS)},
         )
     try:
-        following = await handoff.follow_conversation(conv.id, after)
+        following = await handoff.follow_conversation(conv.id, after, members=False)
         await handoff.visitor_seen(conv.id, True)
 
         async def still_here() -> None:
@@ -385,7 +412,7 @@ async def get_conversation_events(call: Call):
 
         try:
             return await event_streams.serve(
-                call, following, _render_for(False), [snapshot], still_here
+                call, following, _render_for(False, origin), [snapshot], still_here
             )
         finally:
             await handoff.visitor_seen(conv.id, False)
@@ -410,4 +437,4 @@ async def get_inbox_events(call: Call):
     after = event_streams.last_event_id(call, call.query.last_event_id)
     async with team_stream_slots(call.request, call.principal):
         following = await _handoff(call).follow_inbox(call.team_id, after)
-        return await event_streams.serve(call, following, _render_inbox, [])
+        return await event_streams.serve(call, following, _render_inbox(public_origin(call)), [])

@@ -144,6 +144,9 @@ def _operation(endpoint: Endpoint, schemas: _Schemas) -> dict[str, Any]:
         content["application/json"] = {"schema": schemas.describe(endpoint.body, "validation")}
     if endpoint.form is not None:
         content["multipart/form-data"] = {"schema": schemas.describe(endpoint.form, "validation")}
+    for media in endpoint.extra.get("request_media", ()):
+        # A raw body (a picture): its bytes as sent.
+        content[media] = {"schema": {"type": "string", "format": "binary"}}
     if content:
         op["requestBody"] = {"required": True, "content": content}
     if endpoint.auth == "public":

@@ -9,6 +9,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from agentsvc.api import app_keys, auth
 from agentsvc.api.audit import actor_of
+from agentsvc.api.conversations import avatar_url, public_origin
 from agentsvc.api.models import RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, json_response
 from agentsvc.api.session_auth import UserOut, limit_sign_in, user_json
@@ -54,6 +55,9 @@ class MemberOut(ResponseModel):
     name: str
     created_at: str
     notify_handoffs: bool = Field(description="e-mailed when a visitor asks for a person")
+    notify_browser: bool = Field(description="the desk notifies in the browser")
+    notify_sound: bool = Field(description="the desk's notifications play a sound")
+    avatar_url: str | None = Field(description="the member's picture (null without one)")
 
 
 class MemberPatch(RequestModel):
@@ -68,6 +72,26 @@ class MemberPatch(RequestModel):
         description="your display name: what visitors see of you (else the team's name)."
         f" Trimmed, 1 to {MAX_DISPLAY_NAME} characters, no control characters",
     )
+    notify_browser: bool | SkipJsonSchema[None] = Field(
+        None, description="notify me in the browser of new waiting conversations"
+    )
+    notify_sound: bool | SkipJsonSchema[None] = Field(
+        None, description="play a sound with the desk's notifications"
+    )
+
+
+class TeamPatch(RequestModel):
+    name: DisplayName = Field(
+        description=f"the team's name: trimmed, 1 to {MAX_DISPLAY_NAME} characters, no control"
+        " characters (visitors see it for a member without a display name)"
+    )
+
+
+class TeamOut(ResponseModel):
+    id: str
+    name: str
+    plan: str
+    created_at: str
 
 
 class TeamContextOut(ResponseModel):
@@ -102,7 +126,7 @@ class Success(ResponseModel):
     success: bool
 
 
-def member_json(member: Member) -> dict:
+def member_json(member: Member, origin: str) -> dict:
     return {
         "id": member.user_id,
         "memberId": member.member_id,
@@ -111,6 +135,9 @@ def member_json(member: Member) -> dict:
         "name": member.name,
         "createdAt": member.created_at,
         "notifyHandoffs": bool(member.notify_handoffs),
+        "notifyBrowser": bool(member.notify_browser),
+        "notifySound": bool(member.notify_sound),
+        "avatarUrl": avatar_url(origin, member.avatar_id),
     }
 
 
@@ -137,7 +164,7 @@ async def get_team_context(call: Call):
             "role": call.principal.role,
             "isOwner": call.principal.is_owner,
             "owner": user_json(context.owner),
-            "members": [member_json(m) for m in context.members],
+            "members": [member_json(m, public_origin(call)) for m in context.members],
         }
     )
 
@@ -146,7 +173,8 @@ async def get_team_context(call: Call):
 async def get_team_members(call: Call):
     """Every member of the team, the owner first."""
     members = await _team(call).members(call.team_id)
-    return json_response([member_json(m) for m in members])
+    origin = public_origin(call)
+    return json_response([member_json(m, origin) for m in members])
 
 
 @routes.post(
@@ -233,10 +261,24 @@ async def patch_team_member(call: Call):
     """Change your own display name or notification choices (memberId: yours, or `me`)."""
     assert call.principal is not None
     body: MemberPatch = call.body
-    if body.name is None and body.notify_handoffs is None:
-        raise ValidationFailed("name: give name or notifyHandoffs (or both)")
-    change = MemberChange(notify_handoffs=body.notify_handoffs, name=body.name)
+    if not body.given():
+        raise ValidationFailed("name: give name, notifyHandoffs, notifyBrowser or notifySound")
+    change = MemberChange(
+        notify_handoffs=body.notify_handoffs,
+        name=body.name,
+        notify_browser=body.notify_browser,
+        notify_sound=body.notify_sound,
+    )
     member = await _team(call).update_own_member(
         call.principal, call.params["memberId"], change, actor_of(call)
     )
-    return json_response(member_json(member))
+    return json_response(member_json(member, public_origin(call)))
+
+
+@routes.patch("/team", body=TeamPatch, response=TeamOut, owner_only=True, errors=(400,))
+async def patch_team(call: Call):
+    """Rename the team (owner only); recorded in the audit log."""
+    team = await _team(call).rename_team(call.team_id, call.body.name, actor_of(call))
+    return json_response(
+        {"id": team.id, "name": team.name, "plan": team.plan, "createdAt": team.created_at}
+    )

@@ -28,6 +28,7 @@ ACTIONS = (
     "member.joined",
     "member.removed",
     "member.renamed",
+    "team.renamed",
     "agent.created",
     "agent.deleted",
     "agent.retention_changed",

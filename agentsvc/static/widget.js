@@ -386,6 +386,7 @@
     ".bubble-x{border:0;background:var(--bg);color:var(--fg);border-radius:50%;width:24px;height:24px;padding:4px;box-shadow:0 2px 6px rgba(0,0,0,.2)}",
     ".bubble-x svg{width:16px;height:16px}",
     ".who{display:block;font-size:12px;font-weight:600;color:var(--mu);margin-bottom:2px}",
+    ".who img{width:20px;height:20px;border-radius:50%;object-fit:cover;vertical-align:middle;margin-inline-end:6px}",
     ".note{align-self:center;max-width:90%;text-align:center;color:var(--mu);font-size:13px}",
     ".human-btn{border:1px solid var(--ao);background:none;color:var(--ao);border-radius:12px;padding:2px 9px;font-size:12px;flex:none}",
     ".contact{display:flex;gap:6px;align-self:stretch}.contact input{flex:1;padding:6px;border:1px solid var(--bd);border-radius:6px}",
@@ -585,7 +586,11 @@
 
   function renderMessage(m) {
     var node = el("div", { class: "msg " + m.role, part: "message " + m.role + "-message", dir: "auto" });
-    if (m.author && m.author.type === "human") node.appendChild(el("span", { class: "who", text: m.author.name || t("team") }));
+    if (m.author && m.author.type === "human") {
+      // The member's picture (decorative: their name follows), from the service's origin.
+      var pic = /^https?:\/\//.test(m.author.avatarUrl || "") ? el("img", { src: m.author.avatarUrl, alt: "", part: "avatar" }) : null;
+      node.appendChild(el("span", { class: "who" }, [pic, m.author.name || t("team")]));
+    }
     node.appendChild(D.createTextNode(m.content));
     log.appendChild(node);
     if (m.role === "assistant" && m.id && !(m.author && m.author.type === "human")) addFeedback(node, m);
@@ -670,11 +675,22 @@
     } catch (e) { return null; }
   }
   function userPayload() {
-    if (!cfg.userId) return null;
+    var attrs = cfg.userAttributes && typeof cfg.userAttributes === "object" ? cfg.userAttributes : null;
+    if (!cfg.userId) return attrs ? { attributes: attrs } : null;
     var u = { id: String(cfg.userId) };
     if (cfg.userEmail) u.email = String(cfg.userEmail);
     if (cfg.userName) u.name = String(cfg.userName);
+    if (attrs) u.attributes = attrs;
     return u;
+  }
+  // Where the visitor is, told with a conversation's first message (the service keeps
+  // http(s) addresses only).
+  function pageContext() {
+    var c = {}, lang = W.navigator && W.navigator.language;
+    if (location.href) c.pageUrl = String(location.href).slice(0, 2000);
+    if (D.referrer) c.referrer = String(D.referrer).slice(0, 2000);
+    if (lang) c.language = String(lang).slice(0, 2000);
+    return c;
   }
 
   function send(text) {
@@ -702,13 +718,14 @@
     var body = { agentId: agentId, messages: [{ role: "user", content: text }], sessionId: sessionId() };
     if (conv.conversationId) body.conversationId = conv.conversationId;
     else {
+      body.context = pageContext();
       if (chatTrigger) body.triggerId = chatTrigger;
       body.messages = conv.messages.filter(function (x) { return x.role === "user" || x.role === "assistant"; })
         .map(function (x) { return { role: x.role, content: x.content }; });
     }
     var user = userPayload();
     if (user) body.user = user;
-    if (user && cfg.userHash) body.userHash = String(cfg.userHash);
+    if (user && user.id && cfg.userHash) body.userHash = String(cfg.userHash);
     if (cfg.userToken) body.userToken = String(cfg.userToken);
     var reply = { role: "assistant", content: "", id: null, rating: null };
     // The streamed text goes in a node marked aria-busy until the turn ends, so the log
@@ -1343,6 +1360,7 @@
     u = u || {};
     var prev = userKey();
     ["userId", "userEmail", "userName", "userHash", "userToken"].forEach(function (k) { if (k in u) cfg[k] = u[k]; });
+    if ("attributes" in u) cfg.userAttributes = u.attributes;
     if (prev && userKey() !== prev) clearConversation();
   }
   function clearConversation() {
@@ -1354,7 +1372,7 @@
     clearConversation();
     local.del(K_SESSION);
     session.del(K_FIRED);
-    ["userId", "userEmail", "userName", "userHash", "userToken"].forEach(function (k) { delete cfg[k]; });
+    ["userId", "userEmail", "userName", "userHash", "userToken", "userAttributes"].forEach(function (k) { delete cfg[k]; });
     emit("reset", {});
   }
   function track(event, data) {

@@ -98,6 +98,11 @@ async def get_team(tx: Tx, team_id: str) -> Team | None:
     return _team(rows[0]) if rows else None
 
 
+async def set_team_name(tx: Tx, team_id: str, name: str, now: str) -> None:
+    """Rename a team."""
+    await tx.execute("UPDATE teams SET name = ?, updated_at = ? WHERE id = ?", (name, now, team_id))
+
+
 async def set_plan(tx: Tx, team_id: str, plan: str, now: str) -> None:
     await tx.execute("UPDATE teams SET plan = ?, updated_at = ? WHERE id = ?", (plan, now, team_id))
 

@@ -1,4 +1,5 @@
-"""The conversation event log: new messages and status changes, in commit order.
+"""The conversation event log: new messages, status changes and members' private notes, in
+commit order.
 
 Live streams (a visitor's conversation, a team's inbox) read forward from an event id, so a
 client that reconnects with its Last-Event-ID misses nothing. Ids must never be seen out of
@@ -12,7 +13,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentsvc.db import Tx
-from agentsvc.store.conversations import MESSAGE_COLUMNS, StoredMessage, message_from_row
+from agentsvc.store import notes as notes_store
+from agentsvc.store.conversations import (
+    MESSAGE_COLUMNS,
+    MESSAGE_SELECT,
+    StoredMessage,
+    message_from_row,
+)
+from agentsvc.store.notes import Note
 
 # One read returns at most this many events; a reader far behind reads again.
 PAGE = 500
@@ -23,12 +31,18 @@ class ConversationEvent:
     id: int
     conversation_id: str
     agent_id: str
-    kind: str  # "message" or "status"
+    kind: str  # "message", "status" or "note" (members only)
     status: str | None
     assignee_id: str | None
     assignee_name: str | None
     created_at: str
     message: StoredMessage | None  # for "message" events
+    note: Note | None = None  # for "note" events
+    assignee_avatar_id: str | None = None  # the assignee's picture now
+
+
+_HEAD = 8
+_MESSAGE_WIDTH = len(MESSAGE_COLUMNS.split(",")) + 1  # the message's columns and its avatar
 
 
 _EVENT = (
@@ -36,16 +50,21 @@ _EVENT = (
     " e.created_at"
 )
 _SELECT = (
-    f"SELECT {_EVENT}, "
-    + ", ".join("m." + c.strip() for c in MESSAGE_COLUMNS.split(","))
-    + " FROM conversation_events e LEFT JOIN messages m ON m.id = e.message_id"
+    f"SELECT {_EVENT}, {MESSAGE_SELECT}, {notes_store.SELECT_COLUMNS},"
+    " (SELECT ea.id FROM avatars ea WHERE ea.user_id = e.assignee_id)"
+    " FROM conversation_events e LEFT JOIN messages m ON m.id = e.message_id"
+    " LEFT JOIN conversation_notes n ON n.id = e.note_id"
 )
 
 
 def _event(row: Any) -> ConversationEvent:
-    head, tail = row[:8], row[8:]
-    message = message_from_row(tail) if tail[0] is not None else None
-    return ConversationEvent(*head, message=message)
+    row = tuple(row)
+    head = row[:_HEAD]
+    m_row = row[_HEAD : _HEAD + _MESSAGE_WIDTH]
+    n_row = row[_HEAD + _MESSAGE_WIDTH : -1]
+    message = message_from_row(m_row) if m_row[0] is not None else None
+    note = notes_store.note_from_row(n_row) if n_row[0] is not None else None
+    return ConversationEvent(*head, message=message, note=note, assignee_avatar_id=row[-1])
 
 
 async def _lock_team(tx: Tx, team_id: str) -> None:
@@ -96,10 +115,24 @@ async def insert_status_event(
     )
 
 
-async def for_conversation(tx: Tx, conversation_id: str, after: int) -> list[ConversationEvent]:
-    """The conversation's events after the id `after`, oldest first (at most PAGE)."""
+async def insert_note_event(tx: Tx, team_id: str, agent_id: str, note: Note) -> None:
+    """Log a member's private note (never in the inbox's nor the visitor's events)."""
+    await _lock_team(tx, team_id)
+    await tx.execute(
+        "INSERT INTO conversation_events (conversation_id, team_id, agent_id, kind, note_id,"
+        " inbox, created_at) VALUES (?, ?, ?, 'note', ?, 0, ?)",
+        (note.conversation_id, team_id, agent_id, note.id, note.created_at),
+    )
+
+
+async def for_conversation(
+    tx: Tx, conversation_id: str, after: int, *, members: bool = True
+) -> list[ConversationEvent]:
+    """The conversation's events after the id `after`, oldest first (at most PAGE); without
+    `members`, as the visitor may see them: no private note ever."""
+    visitors_only = "" if members else " AND e.kind <> 'note'"
     rows = await tx.fetchall(
-        f"{_SELECT} WHERE e.conversation_id = ? AND e.id > ? ORDER BY e.id LIMIT ?",
+        f"{_SELECT} WHERE e.conversation_id = ? AND e.id > ?{visitors_only} ORDER BY e.id LIMIT ?",
         (conversation_id, after, PAGE),
     )
     return [_event(r) for r in rows]

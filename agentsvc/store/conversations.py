@@ -34,6 +34,7 @@ class Conversation:
     rated_up: int = 0  # its answers rated up, and down (kept by database triggers)
     rated_down: int = 0
     assignee_name: str | None = None
+    assignee_avatar_id: str | None = None  # the assignee's picture now
     message_count: int = 0
 
 
@@ -55,6 +56,7 @@ class StoredMessage:
     # An AI answer: True when it found nothing to answer with, False when it answered; None
     # for other messages and answers stored before this was recorded.
     unanswered: bool | None = None
+    author_avatar_id: str | None = None  # a member's reply: the member's picture now
 
 
 _CONV = (
@@ -71,13 +73,19 @@ SELECT_COLUMNS = (
         for c in f"{_CONV}, {_HANDOFF}, trigger_id, rated_up, rated_down".split(",")
     )
     + ", CASE WHEN c.assignee_id IS NULL THEN NULL ELSE COALESCE(NULLIF(TRIM(u.name), ''),"
-    " (SELECT t.name FROM teams t WHERE t.id = c.team_id)) END"
+    " (SELECT t.name FROM teams t WHERE t.id = c.team_id)) END,"
+    " (SELECT ca.id FROM avatars ca WHERE ca.user_id = c.assignee_id) AS assignee_avatar_id"
 )
 ASSIGNEE_JOIN = "LEFT JOIN users u ON u.id = c.assignee_id"
 _SELECT = f"SELECT {SELECT_COLUMNS} FROM conversations c {ASSIGNEE_JOIN}"
 MESSAGE_COLUMNS = (
     "id, conversation_id, role, content, tool_calls, usage, sources, status, model, rating,"
     " created_at, author_id, author_name, unanswered"
+)
+# A message's columns as read: MESSAGE_COLUMNS (as `m.`) and its member author's avatar now.
+MESSAGE_SELECT = (
+    ", ".join("m." + c.strip() for c in MESSAGE_COLUMNS.split(","))
+    + ", (SELECT av.id FROM avatars av WHERE av.user_id = m.author_id)"
 )
 STATUSES = ("bot", "waiting", "human", "closed")
 
@@ -194,7 +202,7 @@ async def insert_message(tx: Tx, msg: StoredMessage) -> None:
 async def list_messages(tx: Tx, conversation_id: str) -> list[StoredMessage]:
     """The conversation's messages in the order they were written."""
     rows = await tx.fetchall(
-        f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE conversation_id = ? ORDER BY rowid",
+        f"SELECT {MESSAGE_SELECT} FROM messages m WHERE m.conversation_id = ? ORDER BY m.rowid",
         (conversation_id,),
     )
     return [message_from_row(r) for r in rows]
@@ -236,7 +244,7 @@ async def set_visitor_seen(tx: Tx, conversation_id: str, seen_at: str | None) ->
 async def get_message(tx: Tx, conversation_id: str, message_id: str) -> StoredMessage | None:
     """One message of the conversation, or None."""
     rows = await tx.fetchall(
-        f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE id = ? AND conversation_id = ?",
+        f"SELECT {MESSAGE_SELECT} FROM messages m WHERE m.id = ? AND m.conversation_id = ?",
         (message_id, conversation_id),
     )
     return message_from_row(rows[0]) if rows else None
@@ -263,3 +271,21 @@ async def handoff_figures(tx: Tx, agent_id: str) -> tuple[int, int, float | None
         )
         median = sum(float(r[0]) for r in rows) / len(rows)
     return total, int(handoffs or 0), median
+
+
+async def set_visitor_page(
+    tx: Tx, conversation_id: str, page_url: str | None, referrer: str | None, language: str | None
+) -> None:
+    """The page a conversation started on, where the visitor came from, their language."""
+    await tx.execute(
+        "UPDATE conversations SET page_url = ?, referrer = ?, visitor_language = ? WHERE id = ?",
+        (page_url, referrer, language, conversation_id),
+    )
+
+
+async def set_user_attributes(tx: Tx, conversation_id: str, attributes: dict[str, Any]) -> None:
+    """The attributes the site gave `identify`, the latest ones."""
+    await tx.execute(
+        "UPDATE conversations SET user_attributes = ? WHERE id = ?",
+        (dump_json(attributes), conversation_id),
+    )

@@ -70,6 +70,13 @@ async def delete_for_member(tx: Tx, team_id: str, user_id: str) -> int:
     return changed
 
 
+async def delete_others_of_user(tx: Tx, user_id: str, keep_session_id: str) -> int:
+    """End every session of a user but one (their password changed)."""
+    return await tx.execute(
+        "DELETE FROM sessions WHERE user_id = ? AND id <> ?", (user_id, keep_session_id)
+    )
+
+
 async def delete_expired(tx: Tx, now: str) -> int:
     changed = await tx.execute("DELETE FROM sessions WHERE expires_at <= ?", (now,))
     return changed

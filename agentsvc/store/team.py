@@ -16,10 +16,15 @@ class Member:
     name: str
     created_at: str
     notify_handoffs: bool = False
+    notify_browser: bool = False  # the desk's browser notifications, and its sound
+    notify_sound: bool = False
+    avatar_id: str | None = None  # the member's picture (None without one)
 
 
 _MEMBER = (
-    "SELECT u.id, m.id, m.role, u.email, u.name, m.created_at, m.notify_handoffs = 1"
+    "SELECT u.id, m.id, m.role, u.email, u.name, m.created_at, m.notify_handoffs = 1,"
+    " m.notify_browser = 1, m.notify_sound = 1,"
+    " (SELECT av.id FROM avatars av WHERE av.user_id = u.id)"
     " FROM memberships m JOIN users u ON u.id = m.user_id"
 )
 
@@ -54,6 +59,18 @@ async def set_notify_handoffs(tx: Tx, team_id: str, user_id: str, notify: bool) 
         (1 if notify else 0, team_id, user_id),
     )
     return changed > 0
+
+
+async def set_desk_notifications(
+    tx: Tx, team_id: str, user_id: str, browser: bool | None, sound: bool | None
+) -> None:
+    """Whether the member's desk notifies in the browser, and with a sound (None: as is)."""
+    for column, value in (("notify_browser", browser), ("notify_sound", sound)):
+        if value is not None:
+            await tx.execute(
+                f"UPDATE memberships SET {column} = ? WHERE team_id = ? AND user_id = ?",  # noqa: S608
+                (1 if value else 0, team_id, user_id),
+            )
 
 
 async def handoff_recipients(tx: Tx, team_id: str) -> list[str]:

@@ -20,6 +20,7 @@ from agentsvc.services.answers.matching import CuratedMatch
 from agentsvc.services.chat.conversations import assignee_of, caller_may_use
 from agentsvc.services.chat.messages import ConversationLog, StatusChange
 from agentsvc.services.chat.turn import HeldTurn, Turn, TurnDeps
+from agentsvc.services.desk.visitor_context import VisitorContext
 from agentsvc.services.events import payloads
 from agentsvc.services.events.emitter import Emission
 from agentsvc.services.knowledge.retrieval import Passage, retrieve
@@ -49,6 +50,9 @@ class ChatInput:
     # The widget trigger the visitor's chat started from (kept on a new conversation when
     # it is one of the agent's triggers; ignored otherwise).
     trigger_id: str | None = None
+    # What the widget tells of the visitor: kept on a new conversation (the page), and the
+    # latest attributes on any.
+    visitor: VisitorContext | None = None
 
 
 def make_title(text: str) -> str:
@@ -193,8 +197,25 @@ def _visitor_message(conversation_id: str, text: str, now: str) -> StoredMessage
     )
 
 
+async def _keep_visitor(tx: Tx, conv_id: str, visitor: VisitorContext | None, new: bool) -> None:
+    """The page a new conversation started on, and the visitor's latest attributes."""
+    if visitor is None:
+        return
+    if new and visitor.has_page:
+        await conv_store.set_visitor_page(
+            tx, conv_id, visitor.page_url, visitor.referrer, visitor.language
+        )
+    if visitor.attributes is not None:
+        await conv_store.set_user_attributes(tx, conv_id, visitor.attributes)
+
+
 async def _store(
-    log: ConversationLog, conv: Conversation, message: StoredMessage, *, new: bool
+    log: ConversationLog,
+    conv: Conversation,
+    message: StoredMessage,
+    *,
+    new: bool,
+    visitor: VisitorContext | None = None,
 ) -> None:
     """Store the visitor's message with what it does to the conversation: a new one is
     created, a closed one reopens with the agent, any other is marked updated."""
@@ -213,6 +234,7 @@ async def _store(
             await log.write_status(tx, emission, conv, _reopened(now))
         else:
             await conv_store.touch(tx, conv.id, now)
+        await _keep_visitor(tx, conv.id, visitor, new)
 
     await log.append_message(conv, message, before=before)
 
@@ -240,7 +262,7 @@ async def prepare_turn(deps: TurnDeps, chat: ChatInput) -> Turn | HeldTurn:
     now = now_iso()
     conv = loaded.conversation or _new_conversation(agent, chat, now)
     message = _visitor_message(conv.id, question, now)
-    await _store(deps.log, conv, message, new=loaded.conversation is None)
+    await _store(deps.log, conv, message, new=loaded.conversation is None, visitor=chat.visitor)
     if conv.status in ("waiting", "human"):
         return HeldTurn(conv, message.id, conv.status, assignee_of(conv))
     return Turn(

@@ -65,7 +65,7 @@ class HandoffDeps:
     keepalive_seconds: float
 
 
-async def _shown_name_of(db: Database, team_id: str, member_name: str) -> str:
+async def shown_name_of(db: Database, team_id: str, member_name: str) -> str:
     """The name a visitor sees for a member: their display name, else the team's name;
     never their e-mail address."""
     if member_name.strip():
@@ -161,7 +161,7 @@ async def assign(
     if member is None:
         raise ValidationFailed("memberId: no member of this team has that id")
     agent = await _agent(db, deps.agents, conv)
-    assignee = (member.user_id, await _shown_name_of(db, team_id, member.name))
+    assignee = (member.user_id, await shown_name_of(db, team_id, member.name))
     fields = {"status": "human", "assignee_id": member.user_id}
     await _set_status(deps.log, conv, fields, assignee)
     return _state(conv, agent, "human", assignee)
@@ -222,6 +222,7 @@ def _reply_message(
         created_at=now,
         author_id=member.user_id,
         author_name=name,
+        author_avatar_id=member.avatar_id,
     )
 
 
@@ -237,7 +238,7 @@ async def reply(
         raise NotFound("Conversation not found")
     agent = await _agent(log.db, deps.agents, conv)
     now = now_iso()
-    name = await _shown_name_of(log.db, team_id, member.name)
+    name = await shown_name_of(log.db, team_id, member.name)
     message = _reply_message(conv, member, name, content, now)
     fields = _fields_on_reply(conv, member.user_id, now)
     assignee_id = fields.get("assignee_id", conv.assignee_id)

@@ -150,22 +150,29 @@ class LiveEvents:
         if found is None:
             return
         team_id, conversation_id = found
-        for key in ("c:" + conversation_id, "t:" + team_id):
+        for key in ("c:" + conversation_id, "v:" + conversation_id, "t:" + team_id):
             channel = self._channels.get(key)
             if channel is not None:
                 channel.poke()
 
-    async def follow_conversation(self, conversation_id: str, after: int | None) -> Following:
-        """Follow one conversation's events (all of them) after `after` (None: from now)."""
+    async def follow_conversation(
+        self, conversation_id: str, after: int | None, *, members: bool = True
+    ) -> Following:
+        """Follow one conversation's events after `after` (None: from now): all of them for
+        members, and for the visitor (`members` false) all but the private notes, which
+        their channel never reads."""
         db = self._db
 
         async def fetch(last: int) -> list[ConversationEvent]:
-            return await events_store.for_conversation(db.reader, conversation_id, last)
+            return await events_store.for_conversation(
+                db.reader, conversation_id, last, members=members
+            )
 
         async def newest() -> int:
             return await events_store.last_of_conversation(db.reader, conversation_id)
 
-        return await self._follow("c:" + conversation_id, fetch, newest, after)
+        key = ("c:" if members else "v:") + conversation_id
+        return await self._follow(key, fetch, newest, after)
 
     async def follow_inbox(self, team_id: str, after: int | None) -> Following:
         """Follow a team's inbox events (status changes, visitors' messages)."""

@@ -68,9 +68,12 @@ class HandoffService:
         """What the widget needs to offer a person: enabled, in business hours, the message."""
         return await flow.widget_handoff(self._db, self._deps.agents, agent_id)
 
-    async def follow_conversation(self, conversation_id: str, after: int | None) -> Following:
-        """Follow a conversation's events after `after` (None: from now)."""
-        return await self._live.follow_conversation(conversation_id, after)
+    async def follow_conversation(
+        self, conversation_id: str, after: int | None, *, members: bool = True
+    ) -> Following:
+        """Follow a conversation's events after `after` (None: from now); the visitor's
+        (`members` false) never carry a private note."""
+        return await self._live.follow_conversation(conversation_id, after, members=members)
 
     async def follow_inbox(self, team_id: str, after: int | None) -> Following:
         """Follow the team's inbox events after `after` (None: from now)."""

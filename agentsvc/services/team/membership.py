@@ -106,6 +106,8 @@ class MemberChange:
 
     notify_handoffs: bool | None = None
     name: str | None = None
+    notify_browser: bool | None = None  # the desk's browser notifications, and its sound
+    notify_sound: bool | None = None
 
 
 async def team_context(db: Database, team_id: str) -> TeamContext:
@@ -366,6 +368,9 @@ async def update_own_member(
             raise Forbidden("Members choose their own notifications and name")
         if notify_handoffs is not None:
             await team_store.set_notify_handoffs(tx, team_id, caller_id, notify_handoffs)
+        await team_store.set_desk_notifications(
+            tx, team_id, caller_id, change.notify_browser, change.notify_sound
+        )
         if name is not None and name != member.name:
             await accounts.set_name(tx, caller_id, name, now_iso())
             await audit.record_in(
@@ -380,6 +385,30 @@ async def update_own_member(
         found = await team_store.find_member(tx, team_id, caller_id)
     assert found is not None
     return found
+
+
+async def rename_team(db: Database, team_id: str, name: str, actor: Actor | None = None) -> Team:
+    """Rename the team (the owner's call): trimmed, 1 to 80 characters, no control
+    characters; recorded in the audit log."""
+    name = display_name(name)
+    async with db.write() as tx:
+        team = await accounts.get_team(tx, team_id)
+        assert team is not None  # a principal's team exists
+        if name != team.name:
+            await accounts.set_team_name(tx, team_id, name, now_iso())
+            await audit.record_in(
+                tx,
+                actor,
+                "team.renamed",
+                target_type="team",
+                target_id=team_id,
+                label=name,
+                details={"from": team.name, "to": name},
+            )
+        renamed = await accounts.get_team(tx, team_id)
+    assert renamed is not None
+    await db.announce(changes.PRINCIPALS)  # sessions show the team's name
+    return renamed
 
 
 async def remove_member(

@@ -14,7 +14,7 @@ from agentsvc.ids import new_id, now_iso
 from agentsvc.mail import Mailer
 from agentsvc.secretbox import SecretBox
 from agentsvc.services.audit import Actor
-from agentsvc.services.team import api_keys, first_owner, membership, oauth, sessions
+from agentsvc.services.team import api_keys, avatars, first_owner, membership, oauth, sessions
 from agentsvc.services.team.access import Principal
 from agentsvc.services.team.accounts import CreatedKey, optional_display_name
 from agentsvc.services.team.membership import (
@@ -28,7 +28,9 @@ from agentsvc.services.team.membership import (
 from agentsvc.services.team.sessions import SignedIn, after, hash_token
 from agentsvc.services.team.trust import location_for
 from agentsvc.store import invitations as invitation_store
+from agentsvc.store.accounts import Team
 from agentsvc.store.api_keys import ApiKey
+from agentsvc.store.avatars import Avatar
 from agentsvc.store.invitations import Invitation
 from agentsvc.store.team import Member
 
@@ -156,6 +158,22 @@ class TeamService:
         """Change the caller's own handoff e-mails and display name."""
         return await membership.update_own_member(self._db, caller, member_ref, change, actor)
 
+    async def rename_team(self, team_id: str, name: str, actor: Actor | None = None) -> Team:
+        """Rename the team (owners), recorded in the audit log."""
+        return await membership.rename_team(self._db, team_id, name, actor)
+
+    async def set_avatar(self, user_id: str, content_type: str, data: bytes) -> Avatar:
+        """Keep the user's new picture (PNG, JPEG, WebP or GIF of at most 256 KB)."""
+        return await avatars.set_avatar(self._db, user_id, content_type, data)
+
+    async def delete_avatar(self, user_id: str) -> None:
+        """Remove the user's picture."""
+        await avatars.delete_avatar(self._db, user_id)
+
+    async def avatar(self, avatar_id: str) -> Avatar:
+        """A picture by its id, or NotFound."""
+        return await avatars.get_avatar(self._db, avatar_id)
+
     async def remove_member(
         self, team_id: str, member_id: str, actor: Actor | None = None
     ) -> Member:
@@ -188,6 +206,10 @@ class SignInService:
     async def sign_in_with_password(self, email: str, password: str) -> SignedIn:
         """Check e-mail and password; unknown address and wrong password fail alike."""
         return await sessions.sign_in_with_password(self._db, self._settings, email, password)
+
+    async def change_password(self, principal: Principal, current: str | None, new: str) -> None:
+        """Set or change the signed-in user's password; their other sessions end."""
+        await sessions.change_password(self._db, principal, current, new)
 
     async def sign_out(self, token: str) -> None:
         """End the session of this token (nothing happens for an unknown token)."""

@@ -10,10 +10,10 @@ from datetime import timedelta
 
 from agentsvc.config import Settings
 from agentsvc.db import Database
-from agentsvc.errors import NotFound, Unauthorized, ValidationFailed
+from agentsvc.errors import Forbidden, NotFound, Unauthorized, ValidationFailed
 from agentsvc.ids import iso, new_id, now_iso, parse_iso
 from agentsvc.mail import Mailer
-from agentsvc.passwords import verify_password_async
+from agentsvc.passwords import MIN_PASSWORD_LENGTH, hash_password_async, verify_password_async
 from agentsvc.services import changes
 from agentsvc.services.team.access import Principal
 from agentsvc.services.team.accounts import team_name_for
@@ -107,6 +107,30 @@ async def sign_out(db: Database, token: str) -> None:
     """End the session of this token (nothing happens for an unknown token)."""
     async with db.write() as tx:
         await sessions.delete_by_hash(tx, hash_token(token))
+    await db.announce(changes.PRINCIPALS)
+
+
+async def change_password(
+    db: Database, principal: Principal, current: str | None, new: str
+) -> None:
+    """Set or change the signed-in user's password (the current one is required when one
+    is set); every other session of the user ends."""
+    assert principal.session_id is not None
+    user = await accounts.get_user(db.reader, principal.user_id)
+    assert user is not None
+    if user.password_hash is not None:
+        if not current:
+            raise ValidationFailed("currentPassword: give your current password")
+        if not await verify_password_async(user.password_hash, current):
+            raise Forbidden("currentPassword: that is not your current password")
+    if len(new) < MIN_PASSWORD_LENGTH:
+        raise ValidationFailed(f"newPassword: at least {MIN_PASSWORD_LENGTH} characters")
+    if new.strip().lower() == user.email.lower():
+        raise ValidationFailed("newPassword: must not be your e-mail address")
+    password_hash = await hash_password_async(new)
+    async with db.write() as tx:
+        await accounts.set_password(tx, user.id, password_hash, now_iso())
+        await sessions.delete_others_of_user(tx, user.id, principal.session_id)
     await db.announce(changes.PRINCIPALS)
 
 

@@ -26,6 +26,9 @@ export async function api(method, path, body, { raw = false, quiet401 = false } 
   const init = { method, credentials: "same-origin", headers: { Accept: "application/json" } };
   if (body instanceof FormData) {
     init.body = body; // multipart: the browser writes the Content-Type with its boundary
+  } else if (body instanceof Blob) {
+    init.headers["Content-Type"] = body.type; // a file sent as it is (an avatar)
+    init.body = body;
   } else if (body !== undefined) {
     init.headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(body);

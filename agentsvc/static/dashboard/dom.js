@@ -126,6 +126,12 @@ export function when(iso, seconds = false) {
   return Number.isNaN(d.getTime()) ? String(iso) : stamps[seconds ? 1 : 0].format(d);
 }
 
+/** A member's picture, else their initial (beside their name: no alt text). */
+export function avatar(person) {
+  if (person && person.avatarUrl) return h("img", { class: "avatar", src: person.avatarUrl, alt: "" });
+  return h("span", { class: "avatar", "aria-hidden": "true" }, String((person && person.name) || "?")[0].toUpperCase());
+}
+
 /** A select element from [value, label] pairs. */
 export function select(options, value, attrs = {}) {
   return h("select", attrs, options.map(([v, label]) => h("option", { value: v, selected: v === value }, label)));

@@ -74,6 +74,15 @@ export const modelName = (id) => (id === "builtin" ? "Builtin" : String(id ?? ""
 /** A language of the agent (Snowball's name) as people write it: "english" → "English". */
 export const languageName = (name) => words(name);
 
+/** A language tag by name: "de-DE" → "German (Germany)". */
+export function localeName(tag) {
+  try {
+    return new Intl.DisplayNames(undefined, { type: "language" }).of(tag);
+  } catch {
+    return String(tag);
+  }
+}
+
 /** Text for people: `code` quoted as “code” (messages from the API may carry backticks). */
 export function plain(text) {
   return String(text ?? "").replace(/`([^`]*)`/g, "“$1”").replace(/`/g, "'");

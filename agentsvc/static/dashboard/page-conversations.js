@@ -5,6 +5,8 @@ import { BASE, del, get, qs } from "./api.js";
 import { confirmDialog, h, mount, pretty, select, table, toast, when } from "./dom.js";
 import { actionButton, pageHeader } from "./forms.js";
 import { CONVERSATION_STATUS, choices, messageStatus } from "./labels.js";
+import { NOTE_LABEL, authorOf, byTime, eventText, isNote } from "./inbox-conversation.js";
+import { live } from "./page-inbox.js";
 
 const FILTERS = [["", "All conversations"], ["up", "With a 👍 rating"], ["down", "With a 👎 rating"], ["any", "With any rating"]];
 const STATUSES = choices(CONVERSATION_STATUS, ["", "Any status"]);
@@ -143,21 +145,40 @@ export async function renderConversations(ctx, page) {
     pager);
 }
 
-/** One conversation with its messages, ratings and tool calls. */
+/** One conversation: its messages (named by who wrote them), private notes, handoff events. */
 export async function renderConversation(ctx, page, id) {
   const conv = await details({ id });
-  const messages = conv.messages.map((m) => h("article", { class: `msg ${m.role}` },
-    h("div", { class: "meta" },
-      h("span", { class: "who" }, m.role === "user" ? "Visitor" : "Agent"),
-      h("span", { class: "muted" }, when(m.createdAt)),
-      m.rating ? h("span", { class: `rating ${m.rating}`, "aria-label": `Rated ${m.rating}` }, m.rating === "up" ? "👍" : "👎") : null,
-      m.status && m.status !== "complete" ? h("span", { class: "tag bad" }, messageStatus(m.status)) : null,
-      m.unanswered ? h("span", { class: "tag warn", title: "The answer found nothing to answer with" }, "Unanswered") : null,
-      (m.sources || []).some((src) => src.answerId) ? h("span", { class: "tag good" }, "Curated answer") : null),
-    (m.toolCalls || []).map((t) => h("details", { class: `tool-note ${t.isError ? "error" : ""}` },
-      h("summary", {}, `Tool ${t.toolName}${t.isError ? " (error)" : ""}`),
-      h("pre", {}, `input: ${pretty(t.input)}\noutput: ${typeof t.output === "string" ? t.output : pretty(t.output)}`))),
-    h("div", { class: "text" }, m.content)));
+  const agent = ctx.agents.find((a) => a.id === conv.agentId);
+  const byId = new Map();
+  const entries = byTime(conv.messages, conv.notes).map((m) => {
+    const note = isNote(m);
+    const el = h("article", { class: note ? "msg note" : `msg ${m.role}` },
+      note ? h("div", { class: "note-label" }, NOTE_LABEL) : null,
+      h("div", { class: "meta" },
+        h("span", { class: "who" }, authorOf(m, agent && agent.name)),
+        h("span", { class: "muted" }, when(m.createdAt)),
+        m.rating ? h("span", { class: `rating ${m.rating}`, "aria-label": `Rated ${m.rating}` }, m.rating === "up" ? "👍" : "👎") : null,
+        m.status && m.status !== "complete" ? h("span", { class: "tag bad" }, messageStatus(m.status)) : null,
+        m.unanswered ? h("span", { class: "tag warn", title: "The answer found nothing to answer with" }, "Unanswered") : null,
+        (m.sources || []).some((src) => src.answerId) ? h("span", { class: "tag good" }, "Curated answer") : null),
+      (m.toolCalls || []).map((t) => h("details", { class: `tool-note ${t.isError ? "error" : ""}` },
+        h("summary", {}, `Tool ${t.toolName}${t.isError ? " (error)" : ""}`),
+        h("pre", {}, `input: ${pretty(t.input)}\noutput: ${typeof t.output === "string" ? t.output : pretty(t.output)}`))),
+      h("div", { class: "text" }, m.content));
+    byId.set(m.id, el);
+    return el;
+  });
+  const timeline = h("div", { class: "transcript read", role: "log", "aria-label": "Messages" }, entries.length ? entries : h("p", { class: "empty" }, "No messages."));
+  // Handoff events: the conversation's event log replayed from its start, among the messages.
+  let after = null;
+  live(ctx, `/conversations/${encodeURIComponent(id)}/events?lastEventId=0`, (name, data, eventId) => {
+    if (name === "message") after = byId.get(data.message.id) || after;
+    if (name !== "status" || !eventId) return; // the first status is the current one, not an event
+    const line = h("p", { class: "event" }, eventText(data.status, data.assignee));
+    if (after) after.after(line);
+    else timeline.prepend(line);
+    after = line;
+  }, ["status", "message"]);
   const remove = actionButton("Delete conversation", async () => {
     if (!(await confirmDialog("Delete this conversation and its messages?", "Delete"))) return;
     await del(`/conversations/${encodeURIComponent(id)}`);
@@ -167,7 +188,7 @@ export async function renderConversation(ctx, page, id) {
   const who = conv.user ? visitor(conv.user) : conv.sessionId ? `anonymous session ${conv.sessionId}` : "API or dashboard";
   mount(page,
     pageHeader(conv.title || "(untitled)", [who, ` · started ${when(conv.createdAt)}`], h("a", { class: "button secondary", href: "#/conversations" }, "All conversations"), remove),
-    h("div", { class: "transcript read", role: "log", "aria-label": "Messages" }, messages.length ? messages : h("p", { class: "empty" }, "No messages.")));
+    timeline);
 }
 
 

@@ -1,116 +1,156 @@
-// Inbox: conversations waiting for a person or with one, live; take, reply, hand back, close.
+// Inbox: the team's open conversations by view, searched, live; a desktop notification and
+// a beep for each new waiting one, as the member chose.
 
-import { BASE, get, patch, post, qs } from "./api.js";
-import { h, mount, table, toast, when } from "./dom.js";
-import { actionButton, onSubmit, pageHeader } from "./forms.js";
+import { BASE, get, qs } from "./api.js";
+import { avatar, h, mount } from "./dom.js";
+import { actionButton, pageHeader } from "./forms.js";
 import { conversationStatus } from "./labels.js";
-import { visitor } from "./page-conversations.js";
+
+const VIEWS = [["all", "All"], ["mine", "Mine"], ["unassigned", "Unassigned"], ["waiting", "Waiting"]];
+/** The list as last shown (j/k in a conversation follow `ids`). */
+export const inbox = { view: "all", q: "", ids: [] };
 
 /** A live event stream that ends when the page is left. */
-function live(ctx, path, onEvent, names) {
+export function live(ctx, path, onEvent, names) {
   const source = new EventSource(BASE + path, { withCredentials: true });
-  for (const name of names) source.addEventListener(name, (e) => onEvent(name, JSON.parse(e.data)));
+  for (const name of names) source.addEventListener(name, (e) => onEvent(name, JSON.parse(e.data), e.lastEventId));
   ctx.onLeave(() => source.close());
   return source;
 }
 
-function statusTag(status) {
-  return h("span", { class: `tag status-${status}` }, conversationStatus(status));
+export const statusTag = (status) => h("span", { class: `tag status-${status}` }, conversationStatus(status));
+
+/** How long since `iso`, in words: "under a minute", "4 min", "2 h 5 min", "3 days". */
+export function waited(iso) {
+  const min = Math.floor((Date.now() - Date.parse(iso)) / 60000);
+  if (!(min >= 1)) return "under a minute";
+  if (min < 60) return `${min} min`;
+  if (min < 1440) return `${Math.floor(min / 60)} h${min % 60 ? ` ${min % 60} min` : ""}`;
+  return min < 2880 ? "1 day" : `${Math.floor(min / 1440)} days`;
 }
 
-async function openConversations(ctx) {
-  const lists = await Promise.all(ctx.agents.flatMap((agent) => ["waiting", "human"].map((status) =>
-    get(`/conversations${qs({ agentId: agent.id, status, limit: 100 })}`).then((r) => r.data.map((c) => ({ ...c, agentName: agent.name }))))));
-  // Waiting first (oldest wait first), then those with a person.
-  return lists.flat().sort((a, b) => (a.status === b.status ? a.updatedAt.localeCompare(b.updatedAt) : a.status === "waiting" ? -1 : 1));
+/** Keys typed in a field are text, not shortcuts. */
+export const typing = (e) => e.ctrlKey || e.metaKey || e.altKey || Boolean(e.target.closest("input, textarea, select, [contenteditable]"));
+
+/** The signed-in member (their notification choices). */
+export const me = (ctx) => ctx.team.members.find((m) => m.id === ctx.session.user.id) || {};
+
+let audio = null;
+
+function beep() {
+  try {
+    audio = audio || new AudioContext();
+    const osc = audio.createOscillator();
+    osc.frequency.value = 880;
+    osc.connect(audio.destination);
+    osc.start();
+    osc.stop(audio.currentTime + 0.18);
+  } catch {
+    /* no sound on this browser */
+  }
 }
 
-/** The team's open handoffs, updated as they happen. */
+/** Follow the team's inbox: `changed` on every event; a notification and a beep (as chosen
+ *  on the Profile page) when a conversation starts waiting. */
+export function watchInbox(ctx, changed) {
+  const who = me(ctx);
+  // Sound plays only after a gesture: make the audio context on one.
+  const prime = () => { if (who.notifySound && !audio) audio = new AudioContext(); };
+  document.addEventListener("pointerdown", prime, { once: true });
+  ctx.onLeave(() => document.removeEventListener("pointerdown", prime));
+  live(ctx, "/inbox/events", (name, e) => {
+    changed(e);
+    if (e.kind !== "status" || e.status !== "waiting") return;
+    if (who.notifySound) beep();
+    if (who.notifyBrowser && window.Notification && Notification.permission === "granted") {
+      const agent = ctx.agents.find((a) => a.id === e.agentId);
+      const note = new Notification("A visitor is waiting for a person", { body: agent ? `Agent: ${agent.name}` : "", tag: e.conversationId });
+      note.onclick = () => {
+        window.focus();
+        ctx.navigate(`#/inbox/${encodeURIComponent(e.conversationId)}`);
+      };
+    }
+  }, ["conversation"]);
+}
+
+/** "Turn on desktop notifications", while the browser has not asked. */
+function permissionButton(ctx) {
+  if (!me(ctx).notifyBrowser || !window.Notification || Notification.permission !== "default") return null;
+  return actionButton("Turn on desktop notifications", async (button) => {
+    await Notification.requestPermission();
+    button.hidden = true;
+  }, { class: "secondary" });
+}
+
+const visitorName = (v) => (v && (v.name || v.email)) || "Anonymous visitor";
+
+function row(c) {
+  const since = c.status === "waiting" && c.waitingSince;
+  return h("tr", {},
+    h("td", {},
+      h("a", { href: `#/inbox/${encodeURIComponent(c.id)}` }, c.title || "(untitled)"),
+      c.lastMessage ? h("div", { class: "muted preview" }, c.lastMessage.preview) : null),
+    h("td", {}, visitorName(c.visitor)),
+    h("td", {}, c.agentName),
+    h("td", {}, statusTag(c.status), since ? h("div", { class: "muted", dataset: { since } }, `for ${waited(since)}`) : null),
+    h("td", {}, c.unread ? h("span", { class: "badge" }, `${c.unread} unread`) : ""),
+    h("td", {}, c.assignee ? h("span", { class: "person" }, avatar(c.assignee), c.assignee.name) : "Nobody"));
+}
+
+/** The team's open conversations, updated as they happen. */
 export async function renderInbox(ctx, page) {
-  await ctx.refreshAgents();
-  const me = ctx.team.members.find((m) => m.id === ctx.session.user.id);
-  const listHolder = h("div", { "aria-live": "polite" });
-  const columns = [
-    { label: "Conversation", cell: (c) => h("a", { href: `#/inbox/${encodeURIComponent(c.id)}` }, c.title || "(untitled)") },
-    { label: "Agent", cell: (c) => c.agentName },
-    { label: "Visitor", cell: (c) => (c.user ? h("span", {}, visitor(c.user, true)) : "anonymous") },
-    { label: "Status", cell: (c) => statusTag(c.status) },
-    { label: "Assignee", cell: (c) => (c.assignee ? c.assignee.name : "—") },
-    { label: "Updated", cell: (c) => when(c.updatedAt) },
-  ];
-  async function refresh() {
-    const rows = await openConversations(ctx);
-    mount(listHolder, table(columns, rows, "Nobody is waiting for a person.", "Open handoffs"));
+  const holder = h("div", { class: "inbox-list" });
+  // The first 100 (the longest waits first): more than a desk answers at once.
+  async function load() {
+    const items = await get(`/inbox${qs({ view: inbox.view, q: inbox.q, limit: 100 })}`);
+    inbox.ids = items.map((c) => c.id);
+    mount(holder, items.length
+      ? h("div", { class: "table-wrap" }, h("table", { "aria-label": "Conversations" },
+          h("thead", {}, h("tr", {}, ["Conversation", "Visitor", "Agent", "Status", "Unread", "Assignee"].map((t) => h("th", { scope: "col" }, t)))),
+          h("tbody", {}, items.map(row))))
+      : h("p", { class: "empty" }, inbox.q || ["mine", "unassigned"].includes(inbox.view) ? "No conversation in this view." : "Nobody is waiting for a person."));
   }
   let pending = null;
-  live(ctx, "/inbox/events", () => {
+  watchInbox(ctx, () => {
     clearTimeout(pending);
-    pending = setTimeout(refresh, 150);
-  }, ["conversation"]);
-  const notify = h("input", { type: "checkbox", id: "notify-handoffs", checked: Boolean(me && me.notifyHandoffs) });
-  notify.addEventListener("change", async () => {
-    await patch("/team/members/me", { notifyHandoffs: notify.checked });
-    toast(notify.checked ? "You will get an e-mail for each handoff" : "No more handoff e-mails");
+    pending = setTimeout(load, 150);
   });
-  await refresh();
-  mount(page,
-    pageHeader("Inbox", "Visitors who asked for a person, live. Turn handoff on in an agent's settings."),
-    h("p", {}, h("label", { for: "notify-handoffs" }, notify, " E-mail me when a visitor asks for a person")),
-    listHolder);
-}
-
-function authorOf(m) {
-  if (m.author && m.author.type === "human") return m.author.name || "Team";
-  return m.role === "user" ? "Visitor" : "Agent";
-}
-
-/** One conversation: its messages live, and the member's controls. */
-export async function renderInboxConversation(ctx, page, id) {
-  const path = `/conversations/${encodeURIComponent(id)}`;
-  const conv = await get(path);
-  const seen = new Set(conv.messages.map((m) => m.id));
-  const log = h("ol", { class: "transcript", "aria-label": "Messages", "aria-live": "polite" });
-  const head = h("p", { class: "muted" });
-  function addMessage(m) {
-    seen.add(m.id);
-    log.append(h("li", { class: `msg ${m.role} author-${m.author ? m.author.type : "ai"}` },
-      h("strong", {}, authorOf(m)), " ", h("span", { class: "muted" }, when(m.createdAt)),
-      h("div", { class: "content" }, m.content)));
-  }
-  function showStatus(status, assignee) {
-    conv.status = status;
-    conv.assignee = assignee;
-    mount(head, statusTag(status), assignee ? ` · ${assignee.name}` : "");
-  }
-  conv.messages.forEach(addMessage);
-  showStatus(conv.status, conv.assignee);
-  live(ctx, `${path}/events`, (name, data) => {
-    if (name === "status") showStatus(data.status, data.assignee);
-    else if (name === "message" && !seen.has(data.message.id)) addMessage(data.message);
-  }, ["status", "message"]);
-  const action = (label, route, done) => actionButton(label, async () => {
-    const state = await post(`${path}/${route}`, {});
-    showStatus(state.status, state.assignee);
-    toast(done);
-  }, { class: "secondary" });
-  const reply = onSubmit(h("form", { class: "stack card", "aria-label": "Reply" },
-    h("label", { for: "reply-text" }, "Reply to the visitor"),
-    h("textarea", { id: "reply-text", name: "content", rows: "3", required: true }),
-    h("button", { type: "submit" }, "Send reply")), async (data) => {
-    const text = String(data.get("content")).trim();
-    if (!text) throw new Error("content: write a reply first");
-    const sent = await post(`${path}/messages`, { content: text });
-    if (!seen.has(sent.id)) addMessage(sent);
-    reply.reset();
+  const ticker = setInterval(() => {
+    for (const el of holder.querySelectorAll("[data-since]")) el.textContent = `for ${waited(el.dataset.since)}`;
+  }, 20000);
+  const views = h("div", { class: "row views", role: "group", "aria-label": "Views" }, VIEWS.map(([view, label]) =>
+    h("button", { type: "button", class: "secondary small", "aria-pressed": String(view === inbox.view), onclick: (e) => {
+      inbox.view = view;
+      for (const b of views.children) b.setAttribute("aria-pressed", String(b === e.currentTarget));
+      load();
+    } }, label)));
+  let typed = null;
+  const search = h("input", { type: "search", "aria-label": "Search the inbox", placeholder: "Search title, visitor name or e-mail", maxlength: 200, value: inbox.q, oninput: () => {
+    clearTimeout(typed);
+    typed = setTimeout(() => {
+      inbox.q = search.value.trim();
+      load();
+    }, 250);
+  } });
+  // j/k or the arrows move through the list's links; Enter opens.
+  const keys = (e) => {
+    const down = e.key === "j" || e.key === "ArrowDown";
+    if ((!down && e.key !== "k" && e.key !== "ArrowUp") || typing(e)) return;
+    if (e.key.startsWith("Arrow") && !holder.contains(document.activeElement)) return;
+    const links = [...holder.querySelectorAll("tbody a")];
+    if (!links.length) return;
+    e.preventDefault();
+    const at = links.indexOf(document.activeElement);
+    links[at < 0 ? 0 : Math.max(0, Math.min(links.length - 1, at + (down ? 1 : -1)))].focus();
+  };
+  document.addEventListener("keydown", keys);
+  ctx.onLeave(() => {
+    clearInterval(ticker);
+    document.removeEventListener("keydown", keys);
   });
+  await load();
   mount(page,
-    pageHeader(conv.title || "(untitled)", conv.user ? null : "Anonymous visitor",
-      action("Take it", "assign", "You have the conversation"),
-      action("Hand back to the agent", "release", "The agent answers again"),
-      action("Close", "close", "Conversation closed"),
-      h("a", { class: "button secondary", href: "#/inbox" }, "Back to the inbox")),
-    conv.user ? h("p", {}, visitor(conv.user)) : null,
-    head,
-    log,
-    reply);
+    pageHeader("Inbox", "Visitors who asked for a person, live. j and k move through the list, Enter opens.", permissionButton(ctx)),
+    h("div", { class: "row inbox-tools" }, views, h("span", { class: "spacer" }), search),
+    holder);
 }

@@ -1,7 +1,7 @@
 // Team: members (remove), invitations (invite, cancel, copy the link when no mail leaves
-// the server) — management is the owner's.
+// the server) and the team's name, which are the owner's; canned responses, everyone's.
 
-import { del, get, post } from "./api.js";
+import { del, get, patch, post } from "./api.js";
 import { confirmDialog, copyText, field, h, mount, select, table, toast, when } from "./dom.js";
 import { actionButton, onSubmit, pageHeader } from "./forms.js";
 import { ROLE, choices, invitationStatus, role } from "./labels.js";
@@ -40,6 +40,13 @@ export async function renderTeam(ctx, page) {
     table(memberColumns, members, "No members.", "Members"),
   ];
   if (owner) {
+    sections.splice(1, 0, onSubmit(h("form", { class: "row card", "aria-label": "Rename the team" },
+      field("Team name", h("input", { name: "name", required: true, maxlength: 80, value: ctx.session.team.name })),
+      h("button", { type: "submit" }, "Rename team")), async (data) => {
+      const team = await patch("/team", { name: String(data.get("name")).trim() });
+      toast(`The team is now called ${team.name}`);
+      ctx.restart();
+    }));
     const form = onSubmit(h("form", { class: "row card invite", "aria-label": "Invite a member" },
       field("E-mail", h("input", { name: "email", type: "email", required: true, placeholder: "colleague@example.com" })),
       field("Role", select(choices(ROLE).reverse(), "member", { name: "role" })),
@@ -73,5 +80,40 @@ export async function renderTeam(ctx, page) {
         : h("p", { class: "muted" }, "The invitation link is e-mailed. It works once and lasts 7 days."),
       h("h2", {}, "Invitations"), table(invColumns, invitations, "No invitations yet.", "Invitations"));
   }
-  mount(page, sections);
+  mount(page, sections, await cannedSection(ctx));
+}
+
+function cannedForm(ctx, c) {
+  const input = (name, attrs) => h("input", { name, required: true, value: c ? c[name] : "", ...attrs });
+  return onSubmit(h("form", { class: "stack", "aria-label": c ? `Edit /${c.shortcut}` : "Add a canned response" },
+    h("div", { class: "row" },
+      field("Shortcut", input("shortcut", { maxlength: 32, pattern: "[a-z0-9_\\-]+" }), "Lower-case letters, digits, - and _"),
+      field("Title", input("title", { maxlength: 80 }))),
+    field("Text", h("textarea", { name: "content", required: true, maxlength: 5000, rows: "3", value: c ? c.content : "" })),
+    h("button", { type: "submit" }, c ? "Save response" : "Add response")), async (data) => {
+    const body = Object.fromEntries(["shortcut", "title", "content"].map((k) => [k, String(data.get(k)).trim()]));
+    if (c) await patch(`/team/canned-responses/${encodeURIComponent(c.id)}`, body);
+    else await post("/team/canned-responses", body);
+    toast(`/${body.shortcut} saved`);
+    ctx.navigate("#/team");
+  });
+}
+
+/** The team's canned responses (any member): the list, each opening to edit, and a new one. */
+async function cannedSection(ctx) {
+  const rows = await get("/team/canned-responses");
+  return [
+    h("h2", {}, "Canned responses"),
+    h("p", { class: "muted" }, "Ready answers: type / and the shortcut in a reply. Every member can use and change them."),
+    rows.length ? h("ul", { class: "plain canned-responses" }, rows.map((c) => h("li", {}, h("details", { class: "card" },
+      h("summary", {}, h("strong", {}, `/${c.shortcut}`), ` ${c.title}`),
+      cannedForm(ctx, c),
+      actionButton("Delete", async () => {
+        if (!(await confirmDialog(`Delete the canned response /${c.shortcut}?`, "Delete"))) return;
+        await del(`/team/canned-responses/${encodeURIComponent(c.id)}`);
+        toast(`/${c.shortcut} deleted`);
+        ctx.navigate("#/team");
+      }, { class: "danger small", "aria-label": `Delete /${c.shortcut}` }))))) : h("p", { class: "empty" }, "No canned responses yet."),
+    h("div", { class: "card" }, h("h3", {}, "Add a canned response"), cannedForm(ctx, null)),
+  ];
 }

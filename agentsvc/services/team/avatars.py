@@ -1,0 +1,77 @@
+"""Members' pictures: what visitors see beside a member's name in the widget.
+
+Only PNG, JPEG, WebP and GIF are kept (never SVG, which can carry script), at most
+`MAX_BYTES`, and only when the bytes are of the type declared. Each upload gets a new
+unguessable id, so a picture's address can be cached for good.
+"""
+
+from __future__ import annotations
+
+from agentsvc.db import Database
+from agentsvc.errors import NotFound, UnsupportedMediaType, ValidationFailed
+from agentsvc.ids import new_id, now_iso
+from agentsvc.store import avatars as store
+from agentsvc.store.avatars import Avatar
+
+MAX_BYTES = 256 * 1024
+TYPES = {
+    "image/png": "PNG",
+    "image/jpeg": "JPEG",
+    "image/webp": "WebP",
+    "image/gif": "GIF",
+}
+
+
+def _is(content_type: str, data: bytes) -> bool:
+    """Whether the bytes start as an image of that type does."""
+    if content_type == "image/png":
+        return data.startswith(b"\x89PNG\r\n\x1a\n")
+    if content_type == "image/jpeg":
+        return data.startswith(b"\xff\xd8\xff")
+    if content_type == "image/gif":
+        return data.startswith((b"GIF87a", b"GIF89a"))
+    if content_type == "image/webp":
+        return len(data) >= 12 and data[:4] == b"RIFF" and data[8:12] == b"WEBP"
+    return False
+
+
+def check_type(content_type: str) -> None:
+    """UnsupportedMediaType for anything but the four picture types."""
+    if content_type not in TYPES:
+        shown = content_type or "no Content-Type"
+        raise UnsupportedMediaType(
+            f"A picture must be PNG, JPEG, WebP or GIF (Content-Type image/png, image/jpeg,"
+            f" image/webp or image/gif), not {shown}; SVG is not accepted"
+        )
+
+
+async def set_avatar(db: Database, user_id: str, content_type: str, data: bytes) -> Avatar:
+    """Keep the user's new picture; the old one's address stops working."""
+    check_type(content_type)
+    if not data:
+        raise ValidationFailed("body: the picture is empty")
+    if len(data) > MAX_BYTES:
+        raise ValidationFailed(f"body: a picture is at most {MAX_BYTES // 1024} KB")
+    if not _is(content_type, data):
+        raise ValidationFailed(
+            f"body: these bytes are not a {TYPES[content_type]} picture (Content-Type"
+            f" {content_type})"
+        )
+    avatar = Avatar(new_id("avatar"), user_id, content_type, bytes(data), now_iso())
+    async with db.write() as tx:
+        await store.replace(tx, avatar)
+    return avatar
+
+
+async def delete_avatar(db: Database, user_id: str) -> None:
+    """Remove the user's picture (nothing happens without one)."""
+    async with db.write() as tx:
+        await store.delete_for_user(tx, user_id)
+
+
+async def get_avatar(db: Database, avatar_id: str) -> Avatar:
+    """A picture by its id, or NotFound."""
+    found = await store.get(db.reader, avatar_id)
+    if found is None:
+        raise NotFound("Picture not found")
+    return found
