@@ -14,6 +14,7 @@ from agentsvc.config import load_settings
 from tests.support import pg
 from tests.support.accounts import bearer, new_api_key
 from tests.support.chat import add_document, chat, new_agent, user
+from tests.support.images import png
 
 pytestmark = pytest.mark.skipif(not pg.SERVER_URL, reason="needs the test PostgreSQL")
 
@@ -190,3 +191,33 @@ async def test_copy_data_keeps_review_answers_searches_and_figures(aiohttp_clien
     assert done.returncode == 0, done.stderr
     moved = await aiohttp_client(create_app(settings_for(data_dir, url)))
     assert await seen(moved) == before
+
+
+async def test_copy_data_keeps_the_desk(aiohttp_client, tmp_path):
+    """Notes, canned responses, read markers and members' pictures move too."""
+    data_dir = tmp_path / "data"
+    client = await aiohttp_client(create_app(settings_for(data_dir)))
+    auth = bearer(await new_api_key(client))
+    agent = await new_agent(client, auth, name="Shop")
+    conv = (await chat(client, {"agentId": agent["id"], "messages": user("hi")})).start[
+        "conversationId"
+    ]
+    note = {"content": "VIP customer"}
+    assert (await client.post(f"/api/v1/conversations/{conv}/notes", json=note, headers=auth)).ok
+    assert (await client.post(f"/api/v1/conversations/{conv}/read", headers=auth)).ok
+    canned = {"shortcut": "hi", "title": "Hello", "content": "Hello there!"}
+    assert (await client.post("/api/v1/team/canned-responses", json=canned, headers=auth)).ok
+    headers = {**auth, "Content-Type": "image/png"}
+    avatar = await (await client.put("/api/v1/me/avatar", data=png(), headers=headers)).json()
+    path = avatar["avatarUrl"][avatar["avatarUrl"].index("/api/v1/") :]
+    await client.close()
+
+    url = pg.fresh_database_url()
+    done = cli(data_dir, "copy-data", "--to", url)
+    assert done.returncode == 0, done.stderr
+    moved = await aiohttp_client(create_app(settings_for(data_dir, url)))
+    got = (await (await moved.get(f"/api/v1/conversations/{conv}", headers=auth)).json())["data"]
+    assert [n["content"] for n in got["notes"]] == ["VIP customer"]
+    listed = await (await moved.get("/api/v1/team/canned-responses", headers=auth)).json()
+    assert [c["shortcut"] for c in listed] == ["hi"]
+    assert await (await moved.get(path)).read() == png()
