@@ -126,10 +126,13 @@
   }
   var conv = loadConv();
   // A transcript belongs to the user it was held for: another user (or a signed-out
-  // visitor on a shared computer) starts afresh.
-  if (conv.userId && conv.userId !== userKey()) {
-    conv = { conversationId: null, userId: null, messages: [] };
-    local.del(K_CONV);
+  // visitor on a shared computer) starts afresh. Checked at start, once the page's queued
+  // identify calls have said who the visitor is.
+  function dropForeignTranscript() {
+    if (conv.userId && conv.userId !== userKey()) {
+      conv = { conversationId: null, userId: null, messages: [] };
+      local.del(K_CONV);
+    }
   }
   function saveConv() {
     conv.messages = conv.messages.slice(-MAX_STORED_MESSAGES);
@@ -1417,6 +1420,13 @@
     var target = W.agentsvc && typeof W.agentsvc === "object" ? W.agentsvc : {};
     var queue = Array.isArray(target.q) ? target.q : [];
     delete target.q;
+    // Who the visitor is, as the page said before this script loaded, comes first.
+    queue = queue.filter(function (call) {
+      if (!call || call[0] !== "identify") return true;
+      identify.apply(null, call[1] || []);
+      return false;
+    });
+    dropForeignTranscript();
     Object.keys(publicApi).forEach(function (k) {
       var fn = publicApi[k];
       target[k] = typeof fn !== "function" || AT_ONCE[k] ? fn : function () { queue.push([k, [].slice.call(arguments)]); };

@@ -447,3 +447,33 @@ def test_deleted_or_foreign_conversations_start_afresh(page, stack):
     launcher(page).click()
     expect(log.locator(".msg")).to_have_count(0)
     assert _stored(page, agent_id, "conversation") is None
+
+
+def test_a_page_that_identifies_the_visitor_on_every_load_keeps_their_transcript(page, stack):
+    """identify() queued by the embed stub before the script loads (as a site that knows its
+    user calls it on every page) says who the visitor is before the stored transcript is
+    checked against them: a reload keeps the conversation; another user does not get it."""
+    agent_id = stack.new_agent("We open at nine in the morning.")
+    who = "<script>agentsvc.identify({userId: %s, userName: 'Vera'});</script>"
+    stack.embed({"agentId": agent_id}, after=who % "'cust-9'")
+    load(page, stack)
+    launcher(page).click()
+    page.get_by_role("textbox", name="Message").fill("When do you open?")
+    page.keyboard.press("Enter")
+    log = page.get_by_role("log")
+    expect(log.locator(".assistant[aria-busy=false]")).to_contain_text("We open at nine")
+    conv_id = _stored(page, agent_id, "conversation")["conversationId"]
+
+    page.reload()
+    page.wait_for_function("() => window.agentsvc && window.agentsvc.ready === true")
+    launcher(page).click()
+    expect(log.locator(".user")).to_have_text("When do you open?")
+    assert _stored(page, agent_id, "conversation")["conversationId"] == conv_id
+
+    # The same browser, another signed-in user: a fresh start.
+    stack.embed({"agentId": agent_id}, after=who % "'cust-10'")
+    page.reload()
+    page.wait_for_function("() => window.agentsvc && window.agentsvc.ready === true")
+    launcher(page).click()
+    expect(log.locator(".user")).to_have_count(0)
+    assert _stored(page, agent_id, "conversation") is None
