@@ -179,6 +179,8 @@ async def test_visitors_and_the_team_see_the_members_picture(client):
     assert (await note.json())["data"]["author"]["avatarUrl"] == url
     inbox = (await (await client.get("/api/v1/inbox", headers=auth)).json())["data"]
     assert inbox[0]["assignee"]["avatarUrl"] == url
+    taken = await client.post(f"/api/v1/conversations/{conv_id}/assign", json={}, headers=auth)
+    assert (await taken.json())["data"]["assignee"]["avatarUrl"] == url
     # The visitor's stream carries it with the member's messages.
     events = await open_events(
         client,

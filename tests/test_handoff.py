@@ -87,7 +87,7 @@ async def test_the_whole_flow_over_http(client):
 
     taken = await data_of(await post(client, f"/conversations/{conv_id}/assign", {}, auth))
     assert taken["status"] == "human"
-    assert taken["assignee"] == {"id": owner.id, "name": "Olivia"}
+    assert taken["assignee"] == {"id": owner.id, "name": "Olivia", "avatarUrl": None}
     reply = await data_of(
         await post(client, f"/conversations/{conv_id}/messages", {"content": "On its way!"}, auth),
         201,
@@ -264,7 +264,7 @@ async def test_isolation_and_roles(client):
     given = await data_of(
         await post(client, f"/conversations/{conv_id}/assign", {"memberId": owner.id}, member_auth)
     )
-    assert given["assignee"] == {"id": owner.id, "name": "Olivia"}
+    assert given["assignee"] == {"id": owner.id, "name": "Olivia", "avatarUrl": None}
     # Only members of the team can be assigned.
     eve = (await (await client.get("/api/v1/team/members", headers=other)).json())[0]
     for ref in (eve["id"], eve["memberId"], "mem_nobody"):

@@ -27,6 +27,7 @@ from agentsvc.api.models import NON_BLANK, QueryModel, RequestModel, ResponseMod
 from agentsvc.api.routing import Call, RouteTable, envelope_response, json_response, parse_json
 from agentsvc.config import Settings
 from agentsvc.errors import ValidationFailed
+from agentsvc.services.handoff.flow import HandoffState
 from agentsvc.services.handoff.service import HandoffService
 from agentsvc.store.conversation_events import ConversationEvent
 from agentsvc.store.conversations import Conversation, StoredMessage
@@ -147,6 +148,15 @@ async def _team_conversation(call: Call) -> Conversation:
     return await _handoff(call).for_team(call.team_id, call.params["id"])
 
 
+async def _team_state(call: Call, state: HandoffState) -> dict:
+    """A member's answer: the state, its assignee with their picture (read back)."""
+    body = state.json()
+    if state.assignee is not None:
+        conv = await _team_conversation(call)
+        body["assignee"] = assignee_json(conv, public_origin(call))
+    return body
+
+
 @routes.post(
     "/conversations/{id}/handoff",
     auth="optional",
@@ -213,7 +223,7 @@ async def post_assign(call: Call):
     assert call.principal is not None
     member = body.member_id or call.principal.user_id
     state = await _handoff(call).assign(call.team_id, conv, member)
-    return envelope_response(state.json())
+    return envelope_response(await _team_state(call, state))
 
 
 @routes.post(
@@ -241,7 +251,7 @@ async def post_release(call: Call):
     """Hand the conversation back to the agent: it is then `bot`."""
     conv = await _team_conversation(call)
     state = await _handoff(call).release(conv)
-    return envelope_response(state.json())
+    return envelope_response(await _team_state(call, state))
 
 
 @routes.post(
@@ -251,7 +261,7 @@ async def post_close(call: Call):
     """Close the conversation (a visitor's next message reopens it with the agent)."""
     conv = await _team_conversation(call)
     state = await _handoff(call).close(conv)
-    return envelope_response(state.json())
+    return envelope_response(await _team_state(call, state))
 
 
 @routes.get("/agents/{id}/handoff-stats", response=HandoffStats, envelope=True, errors=(404,))
