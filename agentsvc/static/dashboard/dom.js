@@ -128,7 +128,9 @@ export function when(iso, seconds = false) {
 
 /** A member's picture, else their initial (beside their name: no alt text). */
 export function avatar(person) {
-  if (person && person.avatarUrl) return h("img", { class: "avatar", src: person.avatarUrl, alt: "" });
+  // The URL is on the public address (for visitors); here the same path on this origin,
+  // which the page's policy allows whatever address the dashboard was opened at.
+  if (person && person.avatarUrl) return h("img", { class: "avatar", src: new URL(person.avatarUrl, location.href).pathname, alt: "" });
   return h("span", { class: "avatar", "aria-hidden": "true" }, String((person && person.name) || "?")[0].toUpperCase());
 }
 

@@ -25,7 +25,7 @@ export function waited(iso) {
   const min = Math.floor((Date.now() - Date.parse(iso)) / 60000);
   if (!(min >= 1)) return "under a minute";
   if (min < 60) return `${min} min`;
-  if (min < 1440) return `${Math.floor(min / 60)} h${min % 60 ? ` ${min % 60} min` : ""}`;
+  if (min < 1440) return `${Math.floor(min / 60)} h` + (min % 60 ? ` ${min % 60} min` : "");
   return min < 2880 ? "1 day" : `${Math.floor(min / 1440)} days`;
 }
 
