@@ -23,10 +23,12 @@ from aiohttp import web
 from playwright.sync_api import Page, expect
 
 from agentsvc.api.widget import embed_snippet
+from tests.support.axe import serious_violations
 from tests.support.dashboard_stack import (
     PASSWORD,
     Tab,
     ensure_owner,
+    in_owners_team,
     nav,
     owner_key,
     public_post,
@@ -35,9 +37,7 @@ from tests.support.dashboard_stack import (
 )
 
 HERE = Path(__file__).resolve().parent
-AXE = HERE.parent / "browser" / "node_modules" / "axe-core" / "axe.min.js"
 ARTEFACTS = HERE.parent / "browser" / "artefacts"
-OWNER_TEAM = "Olivia Owner's team (owner)"
 # Records each desktop notification the page makes (the permission is the context's grant)
 # and counts the beeps (Web Audio oscillators).
 RECORD_NOTIFICATIONS = """
@@ -74,18 +74,6 @@ NEVER_ASKED = """
   };
 })();
 """
-
-
-def _serious_violations(page: Page, selector: str) -> list[dict]:
-    """axe-core's serious and critical findings inside one element of the page."""
-    assert AXE.exists(), f"{AXE} is missing: run `npm install --prefix tests/browser`"
-    page.evaluate(AXE.read_text("utf-8"))  # not a script tag: the dashboard's CSP forbids those
-    found = page.evaluate(
-        """async (selector) => (await axe.run({include: [[selector]]})).violations.map(
-            v => ({id: v.id, impact: v.impact, nodes: v.nodes.map(n => n.target.join(" "))}))""",
-        selector,
-    )
-    return [v for v in found if v["impact"] in ("serious", "critical")]
 
 
 def _picture(page: Page, shots: Path, name: str) -> None:
@@ -166,14 +154,6 @@ def _visitor(name: str) -> dict:
     return {"id": f"user-{first}", "name": name, "email": f"{first}@example.com"}
 
 
-def _in_owners_team(page: Page) -> None:
-    """Earlier files make the owner a member of a second team; act in the owner's own."""
-    switcher = page.get_by_label("Team", exact=True)
-    if switcher.count() and switcher.locator("option:checked").inner_text() != OWNER_TEAM:
-        switcher.select_option(label=OWNER_TEAM)
-    expect(page.locator(".role-badge")).to_have_text("owner")
-
-
 @pytest.fixture(scope="module")
 def desk(stack) -> dict:
     """An agent with handoff on, a second member (Sam), and a few waiting conversations."""
@@ -216,7 +196,7 @@ def desk(stack) -> dict:
 
 def _signed_in(tab: Tab, stack) -> Page:
     sign_in(tab.page, stack)
-    _in_owners_team(tab.page)
+    in_owners_team(tab.page)
     return tab.page
 
 
@@ -236,7 +216,7 @@ def test_the_inbox_lists_views_searches_and_moves_by_keyboard(browser, stack, de
         expect(row).to_contain_text(re.compile(r"for (under a minute|\d+ min)"))
         expect(row).to_contain_text("Nobody")
         _picture(page, shots, "dashboard-inbox")
-        assert _serious_violations(page, "main") == []
+        assert serious_violations(page, "main") == []
 
         # Search by the visitor's name, then clear.
         search = main.get_by_role("searchbox", name="Search the inbox")
@@ -416,7 +396,7 @@ def test_a_private_note_never_reaches_the_visitor_and_a_canned_response_is_inser
         expect(panel).to_contain_text("Gold")
         page.evaluate("document.getElementById('toasts').replaceChildren()")
         _picture(page, shots, "dashboard-inbox-conversation")
-        assert _serious_violations(page, "main") == []
+        assert serious_violations(page, "main") == []
 
         # "?" lists the shortcuts; "e" closes the conversation.
         main.focus()
@@ -448,7 +428,7 @@ def test_the_profile_takes_a_picture_and_the_owner_renames_the_team(browser, sta
         page = _signed_in(tab, stack)
         nav(page, "Profile")
         main = page.locator("main")
-        assert _serious_violations(page, "main") == []
+        assert serious_violations(page, "main") == []
         card = page.get_by_role("form", name="Your picture")
         card.get_by_label("Picture file").set_input_files(
             {"name": "me.png", "mimeType": "image/png", "buffer": _png()}
