@@ -72,6 +72,11 @@ async def test_the_widgets_context_and_attributes_are_shown_as_declared(client):
     shown = await panel(client, auth, conv)
     assert shown["pageUrl"] == CONTEXT["pageUrl"] and shown["language"] == "de-DE"
     assert shown["attributes"] == {"plan": "platinum"}
+    # What is kept about the visitor is in their export too.
+    resp = await client.get("/api/v1/end-users/cust-1/export", headers=auth)
+    assert resp.status == 200, await resp.text()
+    (exported,) = (await resp.json())["data"]["conversations"]
+    assert exported["context"] == CONTEXT and exported["attributes"] == {"plan": "platinum"}
     # Without either, nothing was told.
     bare = await visit(client, agent["id"], "s-2")
     shown = await panel(client, auth, bare)

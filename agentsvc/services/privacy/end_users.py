@@ -40,6 +40,7 @@ from agentsvc.store.agents import Agent
 from agentsvc.store.conversations import Conversation, StoredMessage
 from agentsvc.store.end_users import Trace
 from agentsvc.store.submissions import Submission
+from agentsvc.store.visitor_panel import VisitorRow, visitor_of
 
 MAX_REF_CHARS = 200  # the longest path parameter the OpenAPI document allows
 # File contents in an export, at most (larger files are listed without their data).
@@ -304,7 +305,9 @@ def _message_json(msg: StoredMessage) -> dict[str, Any]:
     }
 
 
-def _conversation_json(conv: Conversation, messages: list[StoredMessage], agent: str) -> dict:
+def _conversation_json(
+    conv: Conversation, messages: list[StoredMessage], agent: str, visitor: VisitorRow
+) -> dict:
     return {
         "id": conv.id,
         "agentId": conv.agent_id,
@@ -313,6 +316,13 @@ def _conversation_json(conv: Conversation, messages: list[StoredMessage], agent:
         "sessionId": conv.session_id,
         "user": {"id": conv.user_ref, "email": conv.user_email, "name": conv.user_name},
         "contactEmail": conv.contact_email,
+        # What the widget told about the visitor (the desk's side panel shows it too).
+        "context": {
+            "pageUrl": visitor.page_url,
+            "referrer": visitor.referrer,
+            "language": visitor.language,
+        },
+        "attributes": visitor.attributes or {},
         "status": conv.status,
         "createdAt": conv.created_at,
         "updatedAt": conv.updated_at,
@@ -376,7 +386,9 @@ async def export(
         if conv is None:
             continue  # deleted meanwhile
         messages = await conv_store.list_messages(db.reader, conv_id)
-        conversations.append(_conversation_json(conv, messages, names.get(conv.agent_id, "")))
+        visitor = await visitor_of(db.reader, conv_id)
+        agent = names.get(conv.agent_id, "")
+        conversations.append(_conversation_json(conv, messages, agent, visitor))
     conversations.sort(key=lambda c: (c["createdAt"], c["id"]))
     submissions = await asyncio.to_thread(_submissions_json, found.submissions, data_dir)
     await audit.record(
