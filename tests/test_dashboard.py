@@ -19,7 +19,8 @@ async def test_page_is_served_without_credentials_with_etag_and_csp(client):
     assert resp.status == 200
     assert resp.content_type == "text/html"
     body = await resp.text()
-    assert '<script type="module" src="/dashboard/app.js">' in body
+    release = re.search(r'<script type="module" src="/dashboard/([0-9a-f]{16})/app\.js">', body)
+    assert release, body
     assert resp.headers["Cache-Control"] == "no-cache"
     assert "script-src 'self'" in resp.headers["Content-Security-Policy"]
     assert resp.headers["X-Content-Type-Options"] == "nosniff"
@@ -76,7 +77,29 @@ async def test_unknown_asset_and_traversal_are_not_found(client):
 async def test_invitation_link_opens_the_dashboard_page(client):
     resp = await client.get("/accept-invitation?token=abc")
     assert resp.status == 200
-    assert "/dashboard/app.js" in await resp.text()
+    assert "/app.js" in await resp.text()
+
+
+async def test_a_releases_files_are_kept_and_the_page_names_every_module(client):
+    """The page loads its release's files, which never change at that address (kept for a
+    year), and preloads every module the dashboard imports; the unversioned address and a
+    past release's are revalidated each time."""
+    page = await (await client.get("/")).text()
+    release = re.search(r"/dashboard/([0-9a-f]{16})/app\.js", page).group(1)
+    preloaded = set(
+        re.findall(rf'rel="modulepreload" href="/dashboard/{release}/([a-z0-9-]+\.js)"', page)
+    )
+    modules = {p.name for p in STATIC_DIR.glob("*.js")}
+    assert preloaded == modules - {"app.js"}
+    kept = await client.get(f"/dashboard/{release}/dom.js")
+    assert kept.status == 200
+    assert kept.headers["Cache-Control"] == "public, max-age=31536000, immutable"
+    assert await kept.read() == load_assets()["dom.js"].body
+    style = await client.get(f"/dashboard/{release}/app.css")
+    assert style.headers["Cache-Control"] == "public, max-age=31536000, immutable"
+    for path in ("/dashboard/dom.js", "/dashboard/0000000000000000/dom.js"):
+        resp = await client.get(path)
+        assert resp.status == 200 and resp.headers["Cache-Control"] == "no-cache", path
 
 
 async def test_first_run_creates_the_owner_once_and_signs_in(client):

@@ -15,7 +15,9 @@ from agentsvc.api.dashboard import STATIC_DIR, load_assets
 
 BUDGET = 80_000  # bytes: issue 31's "80 KB gzipped"
 # A module or sheet named in the page or in a module: "./x.js" in imports, "/dashboard/x.css".
-REFERENCE = re.compile(r"""["'](?:\./|/dashboard/)([a-z0-9][a-z0-9-]*\.(?:js|css))["']""")
+REFERENCE = re.compile(
+    r"""["'](?:\./|/dashboard/(?:[0-9a-f]{16}/)?)([a-z0-9][a-z0-9-]*\.(?:js|css))["']"""
+)
 NODE_MODULES = Path(__file__).resolve().parent / "browser" / "node_modules"
 SAME_PROGRAM = Path(__file__).resolve().parent / "support" / "same_program.mjs"
 

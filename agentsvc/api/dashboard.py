@@ -12,6 +12,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import mimetypes
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +37,9 @@ _TYPES = {
 # Revalidate every time (a cheap 304): the assets are not fingerprinted, so an upgrade must
 # show at once, and a stale app.js beside a new index.html would break the page.
 CACHE_CONTROL = "no-cache"
+# Under /dashboard/<release>/ the same URL always has the same bytes: kept, never asked again.
+CACHE_IMMUTABLE = "public, max-age=31536000, immutable"
+RELEASE_LENGTH = 16
 SECURITY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "same-origin",
@@ -60,24 +64,75 @@ class Asset:
     gzipped: bytes  # compressed once at load, sent to clients that accept gzip
     content_type: str
     etag: str
+    release: str  # the version of the set it belongs to (its URLs under /dashboard/<release>/)
+
+
+# A module's static imports of its siblings (`import ... from "./x.js"`, `import "./x.js"`).
+_IMPORT = re.compile(rb"""\bimport\b[^"';]*?["']\./([a-z0-9][a-z0-9-]*\.js)["']""")
+_ENTRY = b'<script type="module" src="/dashboard/app.js"></script>'
+
+
+def _module_graph(sources: dict[str, bytes], entry: str = "app.js") -> list[str]:
+    """Every module `entry` imports, directly or not, in a stable order."""
+    seen: list[str] = []
+    todo = [entry]
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in sources:
+            continue
+        seen.append(name)
+        todo.extend(sorted(m.decode() for m in _IMPORT.findall(sources[name])))
+    return seen
+
+
+def _release(bodies: dict[str, bytes]) -> str:
+    """The version of this set of scripts and styles: a digest of them all."""
+    digest = hashlib.sha256()
+    for name in sorted(bodies):
+        if name != "index.html":
+            digest.update(name.encode() + b"\0" + hashlib.sha256(bodies[name]).digest())
+    return digest.hexdigest()[:RELEASE_LENGTH]
+
+
+def _page(page: bytes, modules: list[str], release: str) -> bytes:
+    """The page loads the scripts and styles of this release (their relative imports stay
+    inside it, so a browser keeps them until the next release) and asks for every module
+    at once: without that, it learns of each import only once the module above it
+    arrived, a waterfall seven levels deep."""
+    prefix = f"{ASSET_PREFIX}{release}/".encode()
+    links = b"".join(
+        b'<link rel="modulepreload" href="' + prefix + m.encode() + b'">\n'
+        for m in modules
+        if m != "app.js"
+    )
+    page = page.replace(_ENTRY, links + _ENTRY)
+    return page.replace(b'"' + ASSET_PREFIX.encode() + b"app.", b'"' + prefix + b"app.")
 
 
 def load_assets(directory: Path = STATIC_DIR) -> dict[str, Asset]:
-    """Read every file of the dashboard directory once: minified, gzipped, with its ETag."""
-    assets: dict[str, Asset] = {}
+    """Read every file of the dashboard directory once: minified, gzipped, with its ETag;
+    the page names every module the dashboard imports, for the browser to fetch at once."""
+    bodies: dict[str, bytes] = {}
     for path in sorted(directory.iterdir()):
         if not path.is_file() or path.name.startswith("."):
             continue
         body = path.read_bytes()
         if minify := _MINIFY.get(path.suffix):
             body = minify(body.decode("utf-8")).encode("utf-8")
-        content_type = _TYPES.get(path.suffix) or (
-            mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+        bodies[path.name] = body
+    release = _release(bodies)
+    if "index.html" in bodies:
+        bodies["index.html"] = _page(bodies["index.html"], _module_graph(bodies), release)
+    assets: dict[str, Asset] = {}
+    for name, body in bodies.items():
+        suffix = Path(name).suffix
+        content_type = _TYPES.get(suffix) or (
+            mimetypes.guess_type(name)[0] or "application/octet-stream"
         )
         # Weak: the same content is sent gzipped or not, so the bytes differ by encoding.
         etag = 'W/"' + hashlib.sha256(body).hexdigest()[:32] + '"'
         packed = gzip.compress(body, compresslevel=9, mtime=0)
-        assets[path.name] = Asset(body, packed, content_type, etag)
+        assets[name] = Asset(body, packed, content_type, etag, release)
     return assets
 
 
@@ -94,10 +149,13 @@ def _asset(name: str) -> Asset:
     return asset
 
 
-def _serve(request: web.Request, asset: Asset) -> web.Response:
+def _serve(request: web.Request, asset: Asset, release: str | None = None) -> web.Response:
+    """The asset, gzipped when the client takes it; kept for a year when asked for by its
+    release's URL (which a new release changes), else revalidated every time."""
+    immutable = release is not None and release == asset.release
     headers = {
         "ETag": asset.etag,
-        "Cache-Control": CACHE_CONTROL,
+        "Cache-Control": CACHE_IMMUTABLE if immutable else CACHE_CONTROL,
         "Vary": "Accept-Encoding",
         **SECURITY_HEADERS,
     }
@@ -139,6 +197,22 @@ async def get_dashboard_script(call: Call):
 async def get_dashboard_style(call: Call):
     """A style sheet of the dashboard."""
     return _serve(call.request, _asset(call.params["name"] + ".css"))
+
+
+_RELEASE = "{release:[0-9a-f]+}/"  # any: only the current release's is kept long
+
+
+@routes.get(ASSET_PREFIX + _RELEASE + _NAME + ".js", media_type="text/javascript", **_ASSET)
+async def get_release_script(call: Call):
+    """A script module of a release of the dashboard (the page names its release). A page
+    left open across an upgrade gets today's module, revalidated, not cached for a year."""
+    return _serve(call.request, _asset(call.params["name"] + ".js"), call.params["release"])
+
+
+@routes.get(ASSET_PREFIX + _RELEASE + _NAME + ".css", media_type="text/css", **_ASSET)
+async def get_release_style(call: Call):
+    """A style sheet of a release of the dashboard."""
+    return _serve(call.request, _asset(call.params["name"] + ".css"), call.params["release"])
 
 
 @routes.get(

@@ -82,8 +82,8 @@ const ctx = {
     localStorage.setItem(AGENT_KEY, this.agentId);
     renderAgentPicker();
   },
-  async refreshAgents() {
-    this.agents = await get("/agents");
+  async refreshAgents(pending) {
+    this.agents = await (pending || get("/agents"));
     if (!this.agents.some((a) => a.id === this.agentId)) {
       this.setAgent(this.agents.length ? this.agents[0].id : "");
     } else {
@@ -223,13 +223,16 @@ async function boot() {
       await renderAcceptInvitation(root, ctx);
       return;
     }
+    // Asked side by side, not one after the other: a fresh load's time is mostly these.
+    const session = get("/auth/session", { quiet401: true });
+    session.catch(() => {}); // not read on a first run; read (and its refusal handled) below
     const setup = await get("/setup");
     if (setup.needsOwner) {
       renderSetup(root, ctx);
       return;
     }
     try {
-      ctx.session = await get("/auth/session", { quiet401: true });
+      ctx.session = await session;
     } catch (err) {
       if (err instanceof ApiError && err.status === 401) {
         await renderSignIn(root, ctx);
@@ -237,11 +240,13 @@ async function boot() {
       }
       throw err;
     }
+    const agents = get("/agents");
+    agents.catch(() => {}); // read below, once the team is known
     ctx.team = await get("/team/context");
     // Name the start page in the address (without a hashchange), so links to it are no-ops.
     if (!location.hash || location.hash === "#") history.replaceState(null, "", "#/agents");
     buildShell();
-    await ctx.refreshAgents();
+    await ctx.refreshAgents(agents);
     await route();
   } catch (err) {
     root.classList.remove("loading");
