@@ -52,6 +52,8 @@ PUBLIC_BY_DESIGN = {
     ("GET", "/api/v1/triggers/widget/{agentId}"): "the widget reads an agent's triggers",
     ("GET", "/dashboard/{name}.js"): "the dashboard's static scripts",
     ("GET", "/dashboard/{name}.css"): "the dashboard's static styles",
+    ("GET", "/dashboard/{release}/{name}.js"): "the same scripts, by release",
+    ("GET", "/dashboard/{release}/{name}.css"): "the same styles, by release",
     ("GET", "/api/v1/widget/handoff/{agentId}"): "the widget reads whether an agent hands over",
     ("GET", "/api/v1/widget/config/{agentId}"): "the widget reads an agent's look and texts",
     ("GET", "/widget/locales/{lang}.json"): "the widget's texts in one language",
@@ -62,10 +64,7 @@ PUBLIC_BY_DESIGN = {
 OWN_NAMESPACE = {("PUT", "/api/v1/secrets/{name}")}
 # End users are named by their widget userId or e-mail within the caller's own team: another
 # team's export finds nothing and its erasure deletes nothing (checked below).
-END_USER_ROUTES = {
-    ("DELETE", "/api/v1/end-users/{ref}"),
-    ("GET", "/api/v1/end-users/{ref}/export"),
-}
+END_USER_ROUTES = {("DELETE", "/api/v1/end-users/{ref}"), ("GET", "/api/v1/end-users/{ref}/export")}
 OWN_NAMESPACE |= END_USER_ROUTES
 VISITOR = {"id": "visitor-7", "email": "visitor@example.com", "name": "Vera"}
 
