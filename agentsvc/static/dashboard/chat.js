@@ -177,7 +177,10 @@ export function chatPanel(agentId, { title = "Chat preview" } = {}) {
       await turn(text);
     } finally {
       send.disabled = false;
-      box.focus();
+      // Back to the message box, unless the person is already typing elsewhere (in a form
+      // the turn showed): taking the focus then would send their keys to the wrong field.
+      const at = document.activeElement;
+      if (!at || at === document.body || form.contains(at)) box.focus();
     }
   });
   box.addEventListener("keydown", (event) => {
