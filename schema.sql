@@ -877,3 +877,40 @@ CREATE TRIGGER agent_daily_delete AFTER DELETE ON agents BEGIN
     DELETE FROM agent_daily WHERE agent_id = old.id;
     DELETE FROM trigger_daily WHERE agent_id = old.id;
 END;
+
+-- Single sign-on (issue 35). A team's sign-in settings: the protocol ('oidc' now, 'saml'
+-- later), its non-secret settings as JSON, its one secret (OIDC's client secret) sealed with
+-- the secret box, and whether the team's domains must sign in through it.
+CREATE TABLE team_sso (
+    team_id       TEXT PRIMARY KEY REFERENCES teams(id) ON DELETE CASCADE,
+    type          TEXT NOT NULL CHECK (type IN ('oidc', 'saml')),
+    settings      TEXT NOT NULL,
+    secret_sealed TEXT,
+    enforce       INTEGER NOT NULL DEFAULT 0,
+    created_at    TEXT NOT NULL,
+    updated_at    TEXT NOT NULL
+);
+-- The e-mail domains that sign in through a team's SSO (lower-cased; one team each).
+CREATE TABLE team_domains (
+    domain     TEXT PRIMARY KEY,
+    team_id    TEXT NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
+    created_at TEXT NOT NULL
+);
+CREATE INDEX team_domains_team ON team_domains(team_id);
+-- Sign-ins under way: the state (hashed), with the nonce and PKCE verifier bound to it.
+CREATE TABLE sso_states (
+    state_hash    TEXT PRIMARY KEY,
+    team_id       TEXT NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
+    nonce         TEXT NOT NULL,
+    code_verifier TEXT NOT NULL,
+    callback_url  TEXT NOT NULL,
+    created_at    TEXT NOT NULL,
+    expires_at    TEXT NOT NULL
+);
+-- One-use values already accepted ('oidc-nonce:<sha256>', later SAML assertion ids), kept
+-- until the token or assertion carrying them has expired.
+CREATE TABLE sso_seen (
+    key        TEXT PRIMARY KEY,
+    team_id    TEXT NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
+    expires_at TEXT NOT NULL
+);

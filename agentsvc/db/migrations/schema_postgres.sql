@@ -848,3 +848,35 @@ CREATE TABLE audit_log (
 );
 CREATE INDEX audit_log_team ON audit_log(team_id, created_at, id);
 CREATE INDEX audit_log_team_action ON audit_log(team_id, action, created_at, id);
+
+-- Single sign-on (migration 14): a team's settings, its domains, sign-ins under way and
+-- one-use values already seen.
+CREATE TABLE team_sso (
+    team_id       TEXT PRIMARY KEY REFERENCES teams(id) ON DELETE CASCADE,
+    type          TEXT NOT NULL CHECK (type IN ('oidc', 'saml')),
+    settings      TEXT NOT NULL,
+    secret_sealed TEXT,
+    enforce       INTEGER NOT NULL DEFAULT 0,
+    created_at    TEXT NOT NULL,
+    updated_at    TEXT NOT NULL
+);
+CREATE TABLE team_domains (
+    domain     TEXT PRIMARY KEY,
+    team_id    TEXT NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
+    created_at TEXT NOT NULL
+);
+CREATE INDEX team_domains_team ON team_domains(team_id);
+CREATE TABLE sso_states (
+    state_hash    TEXT PRIMARY KEY,
+    team_id       TEXT NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
+    nonce         TEXT NOT NULL,
+    code_verifier TEXT NOT NULL,
+    callback_url  TEXT NOT NULL,
+    created_at    TEXT NOT NULL,
+    expires_at    TEXT NOT NULL
+);
+CREATE TABLE sso_seen (
+    key        TEXT PRIMARY KEY,
+    team_id    TEXT NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
+    expires_at TEXT NOT NULL
+);
