@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from agentsvc.services.knowledge.service import KnowledgeService
     from agentsvc.services.privacy.search_index import MessageIndexScrubber
     from agentsvc.services.privacy.service import PrivacyService
+    from agentsvc.services.sso.service import SsoService
     from agentsvc.services.team.access import KeyResolver
     from agentsvc.services.team.service import ApiKeysService, SignInService, TeamService
     from agentsvc.services.tools.runner import ToolRunner
@@ -124,6 +125,7 @@ secrets_key: web.AppKey[SecretsService] = web.AppKey("secrets")
 team_key: web.AppKey[TeamService] = web.AppKey("team")
 sign_in_key: web.AppKey[SignInService] = web.AppKey("sign_in")
 api_keys_key: web.AppKey[ApiKeysService] = web.AppKey("api_keys")
+sso_key: web.AppKey[SsoService] = web.AppKey("sso")
 health_key: web.AppKey[HealthService] = web.AppKey("health")
 # What every request needs (settings, limiter, key resolver, metrics, body slots): the
 # endpoint wrapper, authentication and the rate limits read it under this one key.

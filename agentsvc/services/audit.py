@@ -29,6 +29,8 @@ ACTIONS = (
     "member.removed",
     "member.renamed",
     "team.renamed",
+    "sso.updated",
+    "sso.removed",
     "agent.created",
     "agent.deleted",
     "agent.retention_changed",

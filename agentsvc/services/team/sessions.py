@@ -18,7 +18,7 @@ from agentsvc.services import changes
 from agentsvc.services.team.access import Principal
 from agentsvc.services.team.accounts import team_name_for
 from agentsvc.services.team.trust import UntrustedUrl, safe_callback
-from agentsvc.store import accounts, sessions, sign_in
+from agentsvc.store import accounts, sessions, sign_in, sso
 from agentsvc.store import team as team_store
 from agentsvc.store.accounts import User
 
@@ -27,6 +27,10 @@ log = logging.getLogger(__name__)
 SESSION_COOKIE = "agentsvc_session"
 MAGIC_LINK_PATH = "/api/v1/auth/magic-link/verify"
 BAD_CREDENTIALS = "Invalid email or password"
+SSO_ENFORCED = (
+    "Addresses at {domain} sign in with their team's single sign-on: choose"
+    ' "Continue with SSO" on the sign-in page'
+)
 
 
 def new_token() -> str:
@@ -90,10 +94,21 @@ async def start_session(tx, settings: Settings, user: User, team_id: str | None 
     return SignedIn(user, token, team_id)
 
 
+async def refuse_if_sso_enforced(db: Database, email: str) -> None:
+    """Forbidden when the address's domain belongs to a team that enforces single sign-on
+    (only the domain decides, which `GET /auth/sso` tells anyone: no account is revealed)."""
+    domain = normalise_email(email).rpartition("@")[2]
+    found = await sso.team_for_domain(db.reader, domain)
+    if found is not None and found[2]:
+        raise Forbidden(SSO_ENFORCED.format(domain=domain))
+
+
 async def sign_in_with_password(
     db: Database, settings: Settings, email: str, password: str
 ) -> SignedIn:
-    """Check e-mail and password; unknown address and wrong password fail alike."""
+    """Check e-mail and password; unknown address and wrong password fail alike. Refused
+    for the domains of a team that enforces single sign-on."""
+    await refuse_if_sso_enforced(db, email)
     user = await accounts.get_user_by_email(db.reader, normalise_email(email))
     # Always one argon2 verification, so an unknown address takes as long as a wrong password.
     ok = await verify_password_async(user.password_hash if user else None, password)
@@ -137,8 +152,11 @@ async def change_password(
 async def request_magic_link(
     db: Database, mailer: Mailer, settings: Settings, email: str, callback_url: str
 ) -> None:
-    """E-mail a single-use sign-in link when the address has an account; answer alike if not."""
+    """E-mail a single-use sign-in link when the address has an account; answer alike if not.
+    Refused for the domains of a team that enforces single sign-on (`agentsvc login-link`
+    on the server still makes a link: the owner's way in)."""
     callback = _checked_callback(settings, callback_url)
+    await refuse_if_sso_enforced(db, email)
     user = await accounts.get_user_by_email(db.reader, normalise_email(email))
     if user is None:
         log.info("magic link asked for an address without an account")
@@ -230,8 +248,9 @@ async def switch_team(db: Database, principal: Principal, team_id: str) -> Princ
 
 
 async def prune(db: Database) -> None:
-    """Delete expired sessions, magic links and OAuth states (a periodic job)."""
+    """Delete expired sessions, magic links, OAuth and SSO states (a periodic job)."""
     now = now_iso()
     async with db.write() as tx:
         await sessions.delete_expired(tx, now)
         await sign_in.delete_expired(tx, now)
+        await sso.delete_expired(tx, now)

@@ -1,0 +1,247 @@
+"""The single sign-on service: a team's settings (owners), where an address signs in, and
+the OpenID Connect sign-in itself. runtime.py builds it once with its collaborators."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from agentsvc.config import Settings
+from agentsvc.db import Database
+from agentsvc.errors import Conflict, NotFound, ValidationFailed
+from agentsvc.ids import now_iso
+from agentsvc.outbound import OutboundClient
+from agentsvc.secretbox import SecretBox, SecretBoxError
+from agentsvc.services import audit, changes
+from agentsvc.services.audit import Actor
+from agentsvc.services.sso import oidc
+from agentsvc.services.sso.config import (
+    OidcRequest,
+    OidcSettings,
+    checked_issuer,
+    domain_of,
+    masked,
+    redirect_uri,
+)
+from agentsvc.services.sso.discovery import ProviderDirectory, ProviderError
+from agentsvc.services.sso.tokens import Identity
+from agentsvc.services.team.access import Principal
+from agentsvc.services.team.sessions import SignedIn, normalise_email, start_session
+from agentsvc.services.team.trust import UntrustedUrl, location_for, safe_callback
+from agentsvc.store import accounts, sso
+from agentsvc.store import team as team_store
+
+
+@dataclass(frozen=True, slots=True)
+class SsoView:
+    """A team's SSO settings as the owner sees them (the secret masked)."""
+
+    type: str
+    settings: OidcSettings
+    secret_masked: str | None
+    domains: tuple[str, ...]
+    enforce: bool
+    redirect_uri: str
+    updated_at: str
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """Where an address signs in: its team's SSO (with the start address) or the usual way."""
+
+    sso: bool
+    start_path: str | None = None
+    enforced: bool = False
+
+
+def _context(team_id: str) -> str:
+    return f"sso-secret:{team_id}"
+
+
+class SsoService:
+    """Single sign-on: settings per team, where an address signs in, OIDC sign-in."""
+
+    def __init__(self, db: Database, settings: Settings, box: SecretBox, outbound: OutboundClient):
+        self._db = db
+        self._settings = settings
+        self._box = box
+        self._outbound = outbound
+        self._directory = ProviderDirectory(outbound)
+
+    @property
+    def _public_url(self) -> str:
+        return self._settings.server.public_url
+
+    async def get_settings(self, team_id: str) -> SsoView:
+        """The team's SSO settings; NotFound when none are set."""
+        row = await sso.get(self._db.reader, team_id)
+        if row is None:
+            raise NotFound("Single sign-on is not set up for this team")
+        secret = self._open(team_id, row.secret_sealed)
+        return SsoView(
+            row.type,
+            OidcSettings.from_json(row.settings),
+            masked(secret),
+            row.domains,
+            row.enforce,
+            redirect_uri(self._public_url),
+            row.updated_at,
+        )
+
+    def _open(self, team_id: str, sealed: str | None) -> str | None:
+        if sealed is None:
+            return None
+        try:
+            return self._box.open(sealed, _context(team_id))
+        except SecretBoxError:
+            return None  # sealed under another key: the owner sets the secret again
+
+    async def save_oidc(
+        self, principal: Principal, request: OidcRequest, actor: Actor | None = None
+    ) -> SsoView:
+        """Check and save the team's OpenID Connect settings: the issuer's discovery must
+        be readable, each domain one of the team's people's and no other team's."""
+        team_id = principal.team_id
+        issuer = checked_issuer(
+            request.settings.issuer, allow_http=self._settings.outbound.allow_private
+        )
+        try:
+            await self._directory.discover(issuer, fresh=True)
+        except ProviderError as exc:
+            raise ValidationFailed(
+                f"issuer: the provider at {issuer} cannot be used: {exc}"
+            ) from exc
+        await self._check_domains_are_the_teams(team_id, request.domains)
+        stored = await sso.get(self._db.reader, team_id)
+        secret = request.client_secret
+        sealed = self._box.seal(secret, _context(team_id)) if secret else None
+        if sealed is None and stored is not None and self._open(team_id, stored.secret_sealed):
+            sealed = stored.secret_sealed
+        if sealed is None:
+            raise ValidationFailed("clientSecret: give the client secret from your provider")
+        now = now_iso()
+        async with self._db.write() as tx:
+            taken = await sso.replace_domains(tx, team_id, list(request.domains), now)
+            if taken is not None:
+                raise Conflict(f"domains: {taken} already signs in through another team")
+            await sso.upsert(
+                tx,
+                team_id=team_id,
+                type="oidc",
+                settings=request.settings.to_json(),
+                secret_sealed=sealed,
+                enforce=request.enforce,
+                now=now,
+            )
+            details = {"issuer": issuer, "domains": list(request.domains)}
+            await audit.record_in(
+                tx,
+                actor,
+                "sso.updated",
+                target_type="team",
+                target_id=team_id,
+                label="oidc",
+                details={**details, "enforce": request.enforce, "secretChanged": bool(secret)},
+            )
+        return await self.get_settings(team_id)
+
+    async def _check_domains_are_the_teams(self, team_id: str, domains: tuple[str, ...]) -> None:
+        # A guard against claiming someone else's domain (and locking its people out with
+        # enforce): each domain must already be that of a member's address.
+        members = await team_store.list_members(self._db.reader, team_id)
+        known = {domain_of(m.email) for m in members}
+        for domain in domains:
+            if domain not in known:
+                raise ValidationFailed(
+                    f"domains: no member of this team has an address at {domain}; invite"
+                    " someone from it first"
+                )
+
+    async def delete(self, team_id: str, actor: Actor | None = None) -> None:
+        """Remove the team's SSO settings and domains; NotFound when none are set."""
+        async with self._db.write() as tx:
+            if not await sso.delete(tx, team_id):
+                raise NotFound("Single sign-on is not set up for this team")
+            await audit.record_in(
+                tx, actor, "sso.removed", target_type="team", target_id=team_id, label="oidc"
+            )
+
+    async def route_for(self, email: str) -> Route:
+        """Where this address signs in (only the domain decides: nothing about any
+        account is revealed)."""
+        found = await sso.team_for_domain(self._db.reader, domain_of(normalise_email(email)))
+        if found is None or found[1] != "oidc":
+            return Route(sso=False)
+        team_id, _, enforce = found
+        return Route(True, f"/api/v1/auth/sso/{team_id}/start", enforce)
+
+    async def _team_oidc(self, team_id: str) -> tuple[OidcSettings, str | None, tuple[str, ...]]:
+        row = await sso.get(self._db.reader, team_id)
+        if row is None or row.type != "oidc":
+            raise NotFound("This team does not sign in with OpenID Connect")
+        return OidcSettings.from_json(row.settings), row.secret_sealed, row.domains
+
+    async def start(self, team_id: str, callback_url: str) -> tuple[str, str]:
+        """Begin signing in to the team: the provider's address to go to, and the state."""
+        try:
+            callback = safe_callback(self._settings, callback_url)
+        except UntrustedUrl as exc:
+            raise ValidationFailed(f"query.callbackUrl: {exc}") from exc
+        settings, _, _ = await self._team_oidc(team_id)
+        try:
+            provider = await self._directory.discover(settings.issuer)
+        except ProviderError as exc:
+            raise oidc.refused(f"the identity provider cannot be read ({exc})") from exc
+        return await oidc.begin(self._db, provider, settings, self._public_url, team_id, callback)
+
+    async def finish(
+        self, *, code: str, state: str, browser_state: str | None
+    ) -> tuple[SignedIn, str]:
+        """Check the state, exchange the code, verify the ID token, sign the person in to
+        the team (created on first sign-in, role from the mapped groups); return the
+        session and where to go."""
+        pending = await oidc.take_state(self._db, state, browser_state)
+        settings, sealed, domains = await self._team_oidc(pending.team_id)
+        secret = self._open(pending.team_id, sealed)
+        if secret is None:
+            raise oidc.refused("the team's client secret must be set again by its owner")
+        try:
+            provider = await self._directory.discover(settings.issuer)
+        except ProviderError as exc:
+            raise oidc.refused(f"the identity provider cannot be read ({exc})") from exc
+        id_token = await oidc.exchange_code(
+            self._outbound, provider, settings, secret, self._public_url, code, pending.verifier
+        )
+        person = await oidc.verified_identity(
+            id_token,
+            provider=provider,
+            directory=self._directory,
+            oidc=settings,
+            nonce=pending.nonce,
+            domains=domains,
+        )
+        return await self._sign_in(pending, settings, person)
+
+    async def _sign_in(
+        self, pending: oidc.Pending, settings: OidcSettings, person: Identity
+    ) -> tuple[SignedIn, str]:
+        try:
+            callback = safe_callback(self._settings, pending.callback)
+        except UntrustedUrl as exc:
+            raise oidc.refused("the address to return to is no longer trusted") from exc
+        async with self._db.write() as tx:
+            await oidc.remember_nonce(tx, pending.team_id, pending.nonce, person.expires_at)
+            team = await accounts.get_team(tx, pending.team_id)
+            if team is None:
+                raise NotFound("Team not found")
+            user, role_changed = await oidc.member_of_team(
+                tx, team.id, person, team.owner_user_id, settings.role_mapping
+            )
+            signed_in = await start_session(tx, self._settings, user, team.id)
+        if role_changed:
+            await self._db.announce(changes.PRINCIPALS)
+        return signed_in, location_for(self._settings, callback)
+
+    async def enforced_for(self, email: str) -> bool:
+        """Whether this address must sign in through its team's SSO."""
+        found = await sso.team_for_domain(self._db.reader, domain_of(normalise_email(email)))
+        return bool(found and found[2])
