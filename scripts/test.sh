@@ -39,6 +39,12 @@ if [ ! -f tests/browser/node_modules/axe-core/axe.min.js ] ||
     command -v npm >/dev/null || { $sudo apt-get update -qq && $sudo apt-get install -y -qq npm >/dev/null; }
     npm install --prefix tests/browser --no-audit --no-fund --no-package-lock --loglevel=error
 fi
+# The certified OpenID provider the single sign-on tests sign in through, likewise from the
+# npm registry (never committed): tests/support/oidc/package.json names it with a lower bound.
+if [ ! -f tests/support/oidc/node_modules/oidc-provider/package.json ]; then
+    command -v npm >/dev/null || { $sudo apt-get update -qq && $sudo apt-get install -y -qq npm >/dev/null; }
+    npm install --prefix tests/support/oidc --no-audit --no-fund --no-package-lock --loglevel=error
+fi
 
 workers=${TEST_WORKERS:-6}
 

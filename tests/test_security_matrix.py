@@ -58,6 +58,7 @@ PUBLIC_BY_DESIGN = {
     ("GET", "/api/v1/widget/config/{agentId}"): "the widget reads an agent's look and texts",
     ("GET", "/widget/locales/{lang}.json"): "the widget's texts in one language",
     ("GET", "/api/v1/avatars/{avatarId}"): "visitors' browsers load members' pictures",
+    ("GET", "/api/v1/auth/sso/{teamId}/start"): "anyone may start signing in by a team's SSO",
 }
 # Secrets are addressed by name within the caller's own team: another team's PUT of the
 # same name creates its own secret (checked below to leave the first team's untouched).

@@ -1,0 +1,85 @@
+"""Single sign-on in tests: the provider and team fixtures' helpers, a sign-in played
+from our start through the provider's forms back to our callback."""
+
+from __future__ import annotations
+
+from tests.support.accounts import SESSION_COOKIE, add_member, create_user, session, sign_in
+from tests.support.oidc_provider import (
+    CLIENT_ID,
+    CLIENT_SECRET,
+    OpenIdProvider,
+    sign_in_at_provider,
+    start_provider,
+    stop_provider,
+)
+
+STATE_COOKIE = "agentsvc_sso_state"
+
+
+def provider_for_module(tmp_path_factory):
+    """Start the provider for a test module (a generator for a module-scoped fixture)."""
+    provider: OpenIdProvider = start_provider(tmp_path_factory.mktemp("oidc"))
+    yield provider
+    stop_provider(provider)
+
+
+async def owner_team(client):
+    """An owner (owner@example.com, signed in) with their team; a member at example.com:
+    (team, owner user, owner's session headers)."""
+    user, team = await create_user(client, "owner@example.com")
+    await add_member(client, team.id, "member@example.com")
+    token = await sign_in(client, "owner@example.com")
+    return team, user, session(token)
+
+
+def oidc_body(issuer: str, **changes) -> dict:
+    return {
+        "type": "oidc",
+        "issuer": issuer,
+        "clientId": CLIENT_ID,
+        "clientSecret": CLIENT_SECRET,
+        "domains": ["example.com"],
+        **changes,
+    }
+
+
+async def set_up(client, headers, issuer, **changes) -> dict:
+    resp = await client.put("/api/v1/team/sso", json=oidc_body(issuer, **changes), headers=headers)
+    assert resp.status == 200, await resp.text()
+    return await resp.json()
+
+
+async def sso_sign_in(client, team_id: str, login: str, callback_url: str = "/dashboard/"):
+    """Start at our server, sign in at the provider, come back: the callback's response."""
+    params, state_cookie = await at_provider(client, team_id, login, callback_url)
+    return await callback(client, params, state_cookie)
+
+
+async def at_provider(client, team_id: str, login: str, callback_url: str = "/dashboard/"):
+    """Start at our server and sign in at the provider: the query it sends back to our
+    callback, and the state cookie our start set."""
+    client.session.cookie_jar.clear()
+    resp = await client.get(
+        f"/api/v1/auth/sso/{team_id}/start",
+        params={"callbackUrl": callback_url},
+        allow_redirects=False,
+    )
+    assert resp.status == 302, await resp.text()
+    state_cookie = resp.cookies[STATE_COOKIE].value
+    return await sign_in_at_provider(resp.headers["Location"], login), state_cookie
+
+
+async def callback(client, params: dict[str, str], state_cookie: str | None):
+    client.session.cookie_jar.clear()
+    headers = {"Cookie": f"{STATE_COOKIE}={state_cookie}"} if state_cookie else {}
+    return await client.get(
+        "/api/v1/auth/sso/callback", params=params, headers=headers, allow_redirects=False
+    )
+
+
+async def whoami(client, resp) -> dict:
+    token = resp.cookies[SESSION_COOKIE].value
+    client.session.cookie_jar.clear()
+    me = await client.get("/api/v1/auth/session", headers=session(token))
+    assert me.status == 200, await me.text()
+    return (await me.json())["data"]
