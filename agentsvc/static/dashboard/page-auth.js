@@ -3,6 +3,7 @@
 import { ApiError, get, post } from "./api.js";
 import { field, h, mount } from "./dom.js";
 import { onSubmit } from "./forms.js";
+import { ssoOffer } from "./sso.js";
 
 function card(title, ...children) {
   return h("div", { class: "auth" },
@@ -38,7 +39,8 @@ export function renderSetup(root, ctx) {
     form));
 }
 
-/** Sign-in: password, magic link, and a button per configured OAuth provider. */
+/** Sign-in: password, magic link, a button per configured OAuth provider, and "Continue
+ * with SSO" once the typed address's domain signs in through its team's provider. */
 export async function renderSignIn(root, ctx) {
   let providers = [];
   let mailDelivery = "smtp";
@@ -49,8 +51,9 @@ export async function renderSignIn(root, ctx) {
   } catch {
     providers = [];
   }
+  const email = input({ name: "email", type: "email", required: true, autocomplete: "username" });
   const password = h("form", { class: "stack", "aria-label": "Sign in with password" },
-    field("E-mail", input({ name: "email", type: "email", required: true, autocomplete: "username" })),
+    field("E-mail", email),
     field("Password", input({ name: "password", type: "password", required: true, autocomplete: "current-password" })),
     h("button", { type: "submit" }, "Sign in"));
   onSubmit(password, async (data) => {
@@ -79,6 +82,7 @@ export async function renderSignIn(root, ctx) {
   root.classList.remove("loading");
   mount(root, card("Sign in",
     password,
+    ssoOffer(email),
     h("div", { class: "divider" }, h("span", {}, "or")),
     magic,
     oauth.length ? h("div", { class: "stack oauth-list" }, oauth) : null));

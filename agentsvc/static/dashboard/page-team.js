@@ -1,10 +1,12 @@
 // Team: members (remove), invitations (invite, cancel, copy the link when no mail leaves
-// the server) and the team's name, which are the owner's; canned responses, everyone's.
+// the server), the team's name and single sign-on, which are the owner's; canned responses,
+// everyone's.
 
 import { del, get, patch, post } from "./api.js";
 import { confirmDialog, copyText, field, h, mount, select, table, toast, when } from "./dom.js";
 import { actionButton, onSubmit, pageHeader } from "./forms.js";
 import { ROLE, choices, invitationStatus, role } from "./labels.js";
+import { ssoSection } from "./sso.js";
 
 /** Members for everyone; invite, cancel and remove for the owner only. */
 export async function renderTeam(ctx, page) {
@@ -78,7 +80,8 @@ export async function renderTeam(ctx, page) {
       noMail
         ? h("p", { class: "notice", role: "status" }, "Mail is not set up on this server, so invitations are not e-mailed. Use “Copy link” and send the link yourself (chat, your own e-mail). It works once, for the address invited, for 7 days.")
         : h("p", { class: "muted" }, "The invitation link is e-mailed. It works once and lasts 7 days."),
-      h("h2", {}, "Invitations"), table(invColumns, invitations, "No invitations yet.", "Invitations"));
+      h("h2", {}, "Invitations"), table(invColumns, invitations, "No invitations yet.", "Invitations"),
+      await ssoSection(ctx));
   }
   mount(page, sections, await cannedSection(ctx));
 }

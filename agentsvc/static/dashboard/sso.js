@@ -1,0 +1,49 @@
+// Single sign-on: the Team page's section (owners) and the sign-in page's "Continue with SSO".
+
+import { del, get, put } from "./api.js";
+import { confirmDialog, copyText, field, h, toast } from "./dom.js";
+import { actionButton, onSubmit } from "./forms.js";
+
+const words = (v) => String(v || "").split(/[\s,]+/).filter(Boolean);
+
+/** The owner's "Single sign-on" section: OpenID Connect settings and what to paste. */
+export async function ssoSection(ctx) {
+  const s = await get("/team/sso").catch(() => null);
+  const uri = s ? s.redirectUri : `${location.origin}/api/v1/auth/sso/callback`;
+  const input = (name, label, attrs, hint) => field(label, h("input", { name, value: s ? s[name] : "", ...attrs }), hint);
+  const form = onSubmit(h("form", { class: "stack card", "aria-label": "Single sign-on" },
+    h("p", {}, "Redirect URI to paste into your provider: ", h("code", {}, uri), " ",
+      actionButton("Copy", async () => toast((await copyText(uri)) ? "Redirect URI copied" : "Select the address to copy it", "ok"), { class: "small secondary", "aria-label": "Copy the redirect URI" })),
+    input("issuer", "Issuer", { type: "url", required: true, placeholder: "https://login.example.com" }),
+    input("clientId", "Client ID", { required: true }),
+    input("clientSecret", "Client secret", { type: "password", autocomplete: "off", value: "", required: !s }, s ? `Saved (${s.clientSecret}); leave empty to keep it.` : null),
+    input("domains", "E-mail domains", { required: true, value: s ? s.domains.join(", ") : "" }, "People at these domains sign in through your provider, e.g. example.com"),
+    field("Role mapping", h("textarea", { name: "roles", rows: "2", placeholder: "support-admins = admin", value: s ? Object.entries(s.roleMapping).map((e) => e.join(" = ")).join("\n") : "" }),
+      "One group a line: “group = admin” (an owner) or “group = member”. Empty: roles are set here, not by groups."),
+    field("Require single sign-on for these domains (no password or e-mailed link)", h("input", { type: "checkbox", name: "enforce", checked: s && s.enforce })),
+    h("button", { type: "submit" }, "Save single sign-on")), async (data) => {
+    const body = { type: "oidc", issuer: data.get("issuer").trim(), clientId: data.get("clientId").trim(), domains: words(data.get("domains")), enforce: data.get("enforce") === "on",
+      roleMapping: Object.fromEntries(String(data.get("roles")).split("\n").filter((l) => l.trim()).map((l) => l.split("=").map((p) => p.trim()))) };
+    if (data.get("clientSecret")) body.clientSecret = data.get("clientSecret");
+    await put("/team/sso", body);
+    toast("Single sign-on saved");
+    ctx.navigate("#/team");
+  });
+  return [h("h2", {}, "Single sign-on"), h("p", { class: "muted" }, "Your people sign in with your company's OpenID Connect provider (Okta, Entra ID, Keycloak...)."), form,
+    s ? actionButton("Turn off single sign-on", async () => {
+      if (!(await confirmDialog("Turn off single sign-on? People then sign in by password or e-mailed link again.", "Turn off"))) return;
+      await del("/team/sso");
+      ctx.navigate("#/team");
+    }, { class: "danger small" }) : null];
+}
+
+/** Under the sign-in form: "Continue with SSO" once the typed address's domain has it. */
+export function ssoOffer(email) {
+  const slot = h("div", { "aria-live": "polite" });
+  email.addEventListener("change", async () => {
+    const r = await get(`/auth/sso?email=${encodeURIComponent(email.value.trim())}`).catch(() => ({}));
+    slot.replaceChildren(...(r.sso ? [h("a", { class: "button oauth", href: `${r.startUrl}?callbackUrl=%2F` }, "Continue with SSO"),
+      r.enforced ? h("p", { class: "muted" }, "Your organisation signs you in: use single sign-on.") : ""] : []));
+  });
+  return slot;
+}
