@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from agentsvc.api import app_keys
 from tests.support.accounts import create_user, session, sign_in
 from tests.support.errors import assert_error
 from tests.support.oidc_provider import hs256_with, start_front, unsigned
@@ -188,3 +189,32 @@ async def test_client_secret_post_when_the_provider_asks_for_it(client, team, fr
     await set_up(client, owner, front.issuer, clientId="agentsvc-tests-post")
     resp = await sso_sign_in(client, team_row.id, "member@example.com")
     assert (await whoami(client, resp))["user"]["email"] == "member@example.com"
+
+
+async def test_an_expired_state_is_refused(client, team, idp):
+    team_row, _, owner = team
+    await set_up(client, owner, idp.issuer)
+    params, state_cookie = await at_provider(client, team_row.id, "member@example.com")
+    async with client.app[app_keys.db_key].write() as tx:
+        await tx.execute("UPDATE sso_states SET expires_at = '2020-01-01T00:00:00.000Z'")
+    await refused(await callback(client, params, state_cookie), "unknown, used or expired")
+
+
+async def test_the_issuer_is_read_through_the_outbound_guard(make_client, idp):
+    guarded = await make_client(outbound={"allow_private": False})
+    _, _, owner = await owner_team(guarded)
+    port = idp.issuer.rpartition(":")[2]
+    body = {
+        "type": "oidc",
+        "issuer": f"https://127.0.0.1:{port}",
+        "clientId": "x",
+        "clientSecret": "y",
+        "domains": ["example.com"],
+    }
+    resp = await guarded.put("/api/v1/team/sso", json=body, headers=owner)
+    await assert_error(
+        resp, 400, "VALIDATION_ERROR", "could not be read: address 127.0.0.1 refused"
+    )
+    body["issuer"] = idp.issuer  # http:// only where private addresses are allowed
+    resp = await guarded.put("/api/v1/team/sso", json=body, headers=owner)
+    await assert_error(resp, 400, "VALIDATION_ERROR", "https://")
