@@ -13,7 +13,13 @@ from tests.support import pg
 from tests.support.accounts import bearer, create_user, key_for, session, sign_in
 from tests.support.cli import run
 from tests.support.errors import assert_error
-from tests.support.oidc_provider import CALLBACK, CLIENT_ID, CLIENT_SECRET
+from tests.support.oidc_provider import (
+    CALLBACK,
+    CLIENT_ID,
+    CLIENT_SECRET,
+    start_provider,
+    stop_provider,
+)
 from tests.support.sso import (
     STATE_COOKIE,
     oidc_body,
@@ -223,3 +229,19 @@ async def test_enforce_refuses_passwords_and_links_but_not_keys_or_login_link(
     resp = await client.get(f"{link.path}?{link.query}", allow_redirects=False)
     assert resp.status == 303, await resp.text()
     assert (await whoami(client, resp))["user"]["email"] == "owner@example.com"
+
+
+async def test_claims_only_in_userinfo_are_read_from_there(client, team, tmp_path):
+    team_row, _, owner = team
+    strict = start_provider(tmp_path, conform=True)  # e-mail and name in userinfo only
+    try:
+        await set_up(client, owner, strict.issuer, roleMapping={"support-admins": "admin"})
+        strict.set_claims("info@example.com", groups=["support-admins"], name="Info Desk")
+        me = await whoami(client, await sso_sign_in(client, team_row.id, "info@example.com"))
+        assert (me["user"]["email"], me["user"]["name"]) == ("info@example.com", "Info Desk")
+        assert me["team"]["role"] == "owner"
+        strict.set_claims("unverified@example.com", email_verified=False)
+        resp = await sso_sign_in(client, team_row.id, "unverified@example.com")
+        await assert_error(resp, 401, "UNAUTHORIZED", "not verified")
+    finally:
+        stop_provider(strict)

@@ -79,9 +79,12 @@ def hs256_with(secret: bytes, claims: dict[str, Any]) -> str:
     return f"{body}.{_b64(mac)}"
 
 
-def start_provider(tmp: Path, redirect_uri: str = CALLBACK) -> OpenIdProvider:
+def start_provider(
+    tmp: Path, redirect_uri: str = CALLBACK, *, conform: bool = False
+) -> OpenIdProvider:
     """Start provider.mjs with a fresh RSA key and the test clients (redirecting to
-    `redirect_uri`); wait until it listens."""
+    `redirect_uri`); wait until it listens. `conform`: the scopes' claims (e-mail, name)
+    only in userinfo, not in the ID token."""
     if not (HERE / "node_modules" / "oidc-provider").is_dir():
         raise RuntimeError(f"oidc-provider is not installed: run `{INSTALL}`")
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
@@ -104,6 +107,7 @@ def start_provider(tmp: Path, redirect_uri: str = CALLBACK) -> OpenIdProvider:
     proc = subprocess.Popen(
         ["node", str(HERE / "provider.mjs")],
         env={
+            "OIDC_CONFORM": "1" if conform else "0",
             "OIDC_SETUP_FILE": str(setup),
             "OIDC_CLAIMS_FILE": str(claims),
             "PATH": "/usr/bin:/bin",

@@ -39,6 +39,7 @@ class Discovery:
     jwks_uri: str
     algorithms: tuple[str, ...]  # asymmetric ones the provider signs ID tokens with
     auth_method: str  # client_secret_basic or client_secret_post
+    userinfo_endpoint: str | None = None
 
 
 def discovery_url(issuer: str) -> str:
@@ -85,6 +86,9 @@ def parse_discovery(issuer: str, doc: Any) -> Discovery:
         jwks_uri=doc["jwks_uri"],
         algorithms=algorithms,
         auth_method=_auth_method(doc),
+        userinfo_endpoint=doc.get("userinfo_endpoint")
+        if isinstance(doc.get("userinfo_endpoint"), str)
+        else None,
     )
 
 

@@ -44,6 +44,14 @@ def challenge(verifier: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class Tokens:
+    """What the token endpoint answered that a sign-in uses."""
+
+    id_token: str
+    access_token: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class Pending:
     """A sign-in under way, read back (once) from its state."""
 
@@ -113,9 +121,9 @@ async def exchange_code(
     public_url: str,
     code: str,
     verifier: str,
-) -> str:
-    """Exchange the code (with the PKCE verifier) for the ID token, authenticating as the
-    provider asks: HTTP Basic, or the secret in the form."""
+) -> Tokens:
+    """Exchange the code (with the PKCE verifier) for the ID token (and access token),
+    authenticating as the provider asks: HTTP Basic, or the secret in the form."""
     form = {
         "grant_type": "authorization_code",
         "code": code,
@@ -150,34 +158,62 @@ async def exchange_code(
     if not isinstance(id_token, str) or not id_token:
         log.warning("SSO token endpoint answered %s without an ID token", response.status)
         raise refused("the identity provider did not accept the sign-in")
-    return id_token
+    access_token = tokens.get("access_token")
+    return Tokens(id_token, access_token if isinstance(access_token, str) else None)
 
 
 async def verified_identity(
-    id_token: str,
+    tokens: Tokens,
     *,
     provider: Discovery,
     directory: ProviderDirectory,
+    outbound: OutboundClient,
     oidc: OidcSettings,
     nonce: str,
     domains: tuple[str, ...],
 ) -> Identity:
     """The person the verified ID token names, whose verified address is in the team's
-    domains."""
+    domains; the address (and name and groups) from the userinfo endpoint when the ID
+    token carries none, as providers that keep scope claims out of it do."""
     try:
         claims = await verify_id_token(
-            id_token,
+            tokens.id_token,
             provider=provider,
             directory=directory,
             client_id=oidc.client_id,
             nonce=nonce,
         )
+        if "email" not in claims and provider.userinfo_endpoint and tokens.access_token:
+            claims = await _with_userinfo(
+                outbound, provider.userinfo_endpoint, tokens.access_token, claims, oidc
+            )
         person = identity_of(claims, oidc.groups_claim)
     except (TokenRefused, ProviderError) as exc:
         raise refused(str(exc)) from exc
     if domain_of(person.email) not in domains:
         raise refused(f"{domain_of(person.email)} addresses do not sign in to this team")
     return person
+
+
+async def _with_userinfo(
+    outbound: OutboundClient, url: str, access_token: str, claims: dict, oidc: OidcSettings
+) -> dict:
+    """The ID token's claims completed from userinfo, which must be about the same subject
+    (OpenID Connect Core 5.3.2); the ID token's own claims win."""
+    try:
+        response = await outbound.request(
+            "GET",
+            url,
+            headers={"Authorization": f"Bearer {access_token}", "Accept": "application/json"},
+            timeout=TOKEN_TIMEOUT_SECONDS,
+        )
+        info = json.loads(response.body) if response.ok else None
+    except (OutboundError, ValueError) as exc:
+        raise TokenRefused("the provider's userinfo could not be read") from exc
+    if not isinstance(info, dict) or info.get("sub") != claims.get("sub"):
+        raise TokenRefused("the provider's userinfo is not about the person signed in")
+    wanted = ("email", "email_verified", "name", oidc.groups_claim)
+    return {**{k: info[k] for k in wanted if k in info}, **claims}
 
 
 async def remember_nonce(tx: Tx, team_id: str, nonce: str, expires_at: int) -> None:

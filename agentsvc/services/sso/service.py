@@ -104,13 +104,13 @@ class SsoService:
         issuer = checked_issuer(
             request.settings.issuer, allow_http=self._settings.outbound.allow_private
         )
+        await self._check_domains_are_the_teams(team_id, request.domains)
         try:
             await self._directory.discover(issuer, fresh=True)
         except ProviderError as exc:
             raise ValidationFailed(
                 f"issuer: the provider at {issuer} cannot be used: {exc}"
             ) from exc
-        await self._check_domains_are_the_teams(team_id, request.domains)
         stored = await sso.get(self._db.reader, team_id)
         secret = request.client_secret
         sealed = self._box.seal(secret, _context(team_id)) if secret else None
@@ -208,13 +208,14 @@ class SsoService:
             provider = await self._directory.discover(settings.issuer)
         except ProviderError as exc:
             raise oidc.refused(f"the identity provider cannot be read ({exc})") from exc
-        id_token = await oidc.exchange_code(
+        tokens = await oidc.exchange_code(
             self._outbound, provider, settings, secret, self._public_url, code, pending.verifier
         )
         person = await oidc.verified_identity(
-            id_token,
+            tokens,
             provider=provider,
             directory=self._directory,
+            outbound=self._outbound,
             oidc=settings,
             nonce=pending.nonce,
             domains=domains,

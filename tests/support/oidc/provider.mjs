@@ -5,7 +5,8 @@
 // OIDC_CLAIMS_FILE names a JSON file read at every sign-in: `{"<login>": {claims}}`
 // overrides the claims of the account signed in as <login> (by default its e-mail is the
 // login itself, verified, with no groups). The login is completed through the provider's
-// own development forms (devInteractions): any login and password.
+// own development forms (devInteractions): any login and password. OIDC_CONFORM=1 keeps
+// the scopes' claims out of the ID token (userinfo only).
 //
 // Prints `listening <port>` once ready.
 import fs from 'node:fs';
@@ -43,8 +44,9 @@ server.listen(0, '127.0.0.1', () => {
       email: ['email', 'email_verified'],
       profile: ['name'],
     },
-    // Scope claims in the ID token too, as Keycloak, Entra and Okta put them there.
-    conformIdTokenClaims: false,
+    // Scope claims in the ID token too, as Keycloak, Entra and Okta put them there; with
+    // OIDC_CONFORM=1 only in userinfo, as the specification's strict reading has it.
+    conformIdTokenClaims: process.env.OIDC_CONFORM === '1',
     features: { devInteractions: { enabled: true } },
     async findAccount(ctx, id) {
       return {
