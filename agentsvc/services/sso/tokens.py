@@ -68,7 +68,8 @@ async def verify_id_token(
     except jwt.InvalidAudienceError as exc:
         raise TokenRefused("the ID token is for another client") from exc
     except jwt.InvalidTokenError as exc:
-        raise TokenRefused(f"the ID token is not valid: {exc}") from exc
+        # PyJWT's own words name its internals: a person gets the plain reason.
+        raise TokenRefused("the ID token's signature or claims are not valid") from exc
     audience = claims["aud"]
     if isinstance(audience, list) and len(audience) > 1 and claims.get("azp") != client_id:
         raise TokenRefused("the ID token is for another client")
