@@ -56,7 +56,9 @@ class SsoIn(RequestModel):
     role_mapping: dict[str, Literal["admin", "member"]] | SkipJsonSchema[None] = Field(
         None, description="group name to role; admin makes the person an owner of the team"
     )
-    domains: Annotated[list[Annotated[str, Field(max_length=253)]], Field(max_length=50)]
+    domains: Annotated[
+        list[Annotated[str, Field(max_length=253)]], Field(min_length=1, max_length=50)
+    ]
     enforce: bool = False
     # SAML 2.0 (not available yet: answered with a 400).
     idp_metadata_xml: SkipJsonSchema[str | None] = None
