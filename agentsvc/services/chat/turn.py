@@ -223,13 +223,13 @@ class TurnRunner:
             status, error = "failed", {"code": exc.code, "message": exc.message}
         except (ClientGone, asyncio.CancelledError):
             # Client gone or server stopping: keep what was produced, then stop.
-            await asyncio.shield(self._store("interrupted"))
+            await self._store_to_the_end("interrupted")
             raise
         except Exception:
             log.exception("chat turn failed for agent %s", turn.agent.id)
             status = "failed"
             error = {"code": "INTERNAL_ERROR", "message": "The reply failed unexpectedly"}
-        await asyncio.shield(self._store(status))
+        await self._store_to_the_end(status)
         if error is not None:
             await self._sink.event("error", {"type": "error", "error": error})
         else:
@@ -420,6 +420,20 @@ class TurnRunner:
             False,
             None,
         )
+
+    async def _store_to_the_end(self, status: str) -> None:
+        """Store the message even when cancelled meanwhile, and only then end: the turn's task
+        outlives its write, so shutdown (which waits for the turns) never closes the database
+        under it. A cancellation that came during the write is raised after it."""
+        store = asyncio.ensure_future(self._store(status))
+        cancelled = False
+        while not store.done():
+            try:
+                await asyncio.shield(store)
+            except asyncio.CancelledError:
+                cancelled = True
+        if cancelled:
+            raise asyncio.CancelledError
 
     async def _store(self, status: str) -> None:
         turn = self._turn
