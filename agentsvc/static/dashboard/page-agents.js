@@ -5,7 +5,7 @@ import { del, get, patch, post } from "./api.js";
 import { beside, confirmDialog, field, h, mount, select, table, toast, when } from "./dom.js";
 import { onSubmit, pageHeader } from "./forms.js";
 import { languageName, modelName } from "./labels.js";
-import { widgetLookSection } from "./widget-look.js";
+import { widgetLookSection } from "./page-widget.js";
 
 // The API's defaults for a new agent (services/agents/registry.py, language.py).
 const DEFAULT_TEMPERATURE = 70;

@@ -1,13 +1,12 @@
 // Analytics: the agent's days (conversations, answers and their quality, the trigger funnel,
 // unanswered questions) over a range of days, each total beside the one of the days before;
 // handoffs; each form's funnel; the triggers' fired/converted counts. Charts are SVG drawn by
-// the page (charts.js) in frames with tooltips and a CSV download (chart-frame.js), each with
+// the page (charts.js) in frames with tooltips and a CSV download (charts.js), each with
 // a table of its figures.
 
 import { get, qs } from "./api.js";
 import { field, h, mount, table, when } from "./dom.js";
-import { dayLabel, funnelChart, groupedBars, timeSeries } from "./charts.js";
-import { chartCard } from "./chart-frame.js";
+import { chartCard, dayLabel, funnelChart, groupedBars, timeSeries } from "./charts.js";
 import { pageHeader } from "./forms.js";
 import { answerQuestion } from "./page-review.js";
 

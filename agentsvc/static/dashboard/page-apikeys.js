@@ -1,6 +1,7 @@
-// API keys: create (the key is shown once), list masked, revoke.
+// The team's credentials, one page each. API keys: create (the key is shown once), list
+// masked, revoke. Secrets: names and dates only (values never come back), set or replace, delete.
 
-import { del, get, post } from "./api.js";
+import { del, get, post, put } from "./api.js";
 import { confirmDialog, copyText, field, h, mount, table, toast, when } from "./dom.js";
 import { actionButton, onSubmit, pageHeader } from "./forms.js";
 
@@ -43,4 +44,33 @@ export async function renderApiKeys(ctx, page) {
   mount(page,
     pageHeader("API keys", "Keys act for you in this team: send them as Authorization: Bearer KEY. Keep them out of web pages."),
     form, reveal, listSlot);
+}
+
+/** The team's secrets, used by HTTP tools as {{NAME}}. */
+export async function renderSecrets(ctx, page) {
+  const secrets = await get("/secrets");
+  const form = onSubmit(h("form", { class: "row card", "aria-label": "Set a secret" },
+    field("Name", h("input", { name: "name", required: true, placeholder: "API_KEY", autocomplete: "off" })),
+    field("Value", h("input", { name: "value", type: "password", required: true, autocomplete: "new-password" })),
+    h("button", { type: "submit" }, "Save secret")), async (data) => {
+    const name = String(data.get("name")).trim();
+    if (!name) throw new Error("name: required");
+    await put(`/secrets/${encodeURIComponent(name)}`, { value: String(data.get("value")) });
+    toast(`Secret ${name} saved`);
+    ctx.navigate("#/secrets");
+  });
+  mount(page,
+    pageHeader("Secrets", "Encrypted at rest and never shown again. HTTP tools use them as {{NAME}} in their URL and headers."),
+    form,
+    table([
+      { label: "Name", cell: (s) => h("code", {}, s.name) },
+      { label: "Created", cell: (s) => when(s.createdAt) },
+      { label: "Updated", cell: (s) => when(s.updatedAt) },
+      { label: "", cell: (s) => actionButton("Delete", async () => {
+        if (!(await confirmDialog(`Delete secret ${s.name}? Tools using it will fail.`, "Delete secret"))) return;
+        await del(`/secrets/${encodeURIComponent(s.name)}`);
+        toast(`Secret ${s.name} deleted`);
+        ctx.navigate("#/secrets");
+      }, { class: "danger small", "aria-label": `Delete ${s.name}` }) },
+    ], secrets, "No secrets yet."));
 }
