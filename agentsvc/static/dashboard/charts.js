@@ -5,7 +5,7 @@
 // label is measured and laid out inside the drawing, never cut at its edge. Each returns the
 // SVG and its marks: the boxes a pointer or the arrow keys pick, with the lines of a tooltip.
 
-import { h } from "./dom.js";
+import { button, download, h } from "./dom.js";
 
 const NS = "http://www.w3.org/2000/svg";
 const LABEL = 13; // px: .chart text in app.css
@@ -210,10 +210,7 @@ export function toCsv(header, rows) {
 
 function downloadCsv(file, text) {
   const url = URL.createObjectURL(new Blob([text], { type: "text/csv;charset=utf-8" }));
-  const a = h("a", { href: url, download: `${file}.csv`, class: "offscreen" });
-  document.body.append(a);
-  a.click();
-  a.remove();
+  download(url, `${file}.csv`);
   setTimeout(() => URL.revokeObjectURL(url), 1000);
 }
 
@@ -273,14 +270,11 @@ export function chartCard({ heading, draw, csv, extra = null }) {
     e.preventDefault();
     show(Math.max(0, Math.min(last, moves[e.key])));
   });
-  const download = h("button", {
-    type: "button", class: "secondary small", "aria-label": `Download CSV: ${heading}`,
-    onclick: () => {
-      const { file, header, rows } = csv();
-      downloadCsv(file, toCsv(header, rows));
-    },
-  }, "Download CSV");
+  const save = button("Download CSV", () => {
+    const { file, header, rows } = csv();
+    downloadCsv(file, toCsv(header, rows));
+  }, { "aria-label": `Download CSV: ${heading}` });
   return h("section", { class: "card chart-card" },
-    h("div", { class: "row chart-head" }, h("h3", {}, heading), h("span", { class: "spacer" }), download),
+    h("div", { class: "row chart-head" }, h("h3", {}, heading), h("span", { class: "spacer" }), save),
     h("div", { class: "chart-frame" }, box, tip), extra);
 }

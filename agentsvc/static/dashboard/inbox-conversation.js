@@ -2,7 +2,7 @@
 // (canned responses after "/"), assignment, shortcuts, and the visitor panel.
 
 import { describe, get, post } from "./api.js";
-import { avatar, h, mount, select, toast, when } from "./dom.js";
+import { avatar, button, h, mount, select, toast, when } from "./dom.js";
 import { onSubmit, pageHeader } from "./forms.js";
 import { inbox, live, statusTag, typing, watchInbox } from "./page-inbox.js";
 import { localeName } from "./labels.js";
@@ -93,7 +93,7 @@ function composer(path, add) {
   const label = h("label", { for: "reply-text" });
   const send = h("button", { type: "submit" });
   const tabs = h("div", { class: "row views", role: "group", "aria-label": "Write" },
-    ["Reply", "Note"].map((name, i) => h("button", { type: "button", class: "secondary small", onclick: () => mode(i > 0) }, name)));
+    ["Reply", "Note"].map((name, i) => button(name, () => mode(i > 0))));
   const form = onSubmit(h("form", { class: "stack card", "aria-label": "Reply" }, tabs, label, box, cannedPicker(box), send), async (data) => {
     const text = String(data.get("content")).trim();
     if (!text) throw new Error("content: write something first");
@@ -139,10 +139,10 @@ export async function renderInboxConversation(ctx, page, id) {
   };
   const assign = select([["", "Choose a member"], ...ctx.team.members.map((m) => [m.id, m.name || m.email])], "", { id: "assign-to",
     onchange: () => assign.value && act("assign", { memberId: assign.value }, "Conversation assigned") });
-  const button = (label, route, done) => h("button", { type: "button", class: "secondary", onclick: () => act(route, {}, done) }, label);
-  const take = button("Take it", "assign", "You have the conversation");
-  const release = button("Hand back to the agent", "release", "The agent answers again");
-  const close = button("Close", "close", "Conversation closed");
+  const acting = (label, route, done) => button(label, () => act(route, {}, done), { class: "secondary" });
+  const take = acting("Take it", "assign", "You have the conversation");
+  const release = acting("Hand back to the agent", "release", "The agent answers again");
+  const close = acting("Close", "close", "Conversation closed");
   function showStatus({ status, assignee }) {
     // An action's answer has no picture: keep the one known.
     if (assignee && conv.assignee && assignee.id === conv.assignee.id) assignee = { ...conv.assignee, ...assignee };

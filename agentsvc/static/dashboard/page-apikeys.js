@@ -1,9 +1,9 @@
 // The team's credentials, one page each. API keys: create (the key is shown once), list
 // masked, revoke. Secrets: names and dates only (values never come back), set or replace, delete.
 
-import { del, get, post, put } from "./api.js";
-import { confirmDialog, copyText, field, h, mount, table, toast, when } from "./dom.js";
-import { actionButton, onSubmit, pageHeader } from "./forms.js";
+import { get, post, put } from "./api.js";
+import { button, copyText, field, h, mount, table, toast, when } from "./dom.js";
+import { deleteButton, onSubmit, pageHeader } from "./forms.js";
 
 /** The caller's keys (the owner sees the team's). */
 export async function renderApiKeys(ctx, page) {
@@ -18,8 +18,8 @@ export async function renderApiKeys(ctx, page) {
       h("p", {}, h("strong", {}, "Copy this key now: it is shown only once.")),
       value,
       h("div", { class: "row" },
-        h("button", { type: "button", class: "small", onclick: async () => toast((await copyText(created.key)) ? "Key copied" : "Copy it by hand", "ok") }, "Copy key"),
-        h("button", { type: "button", class: "secondary small", onclick: () => ctx.navigate("#/api-keys") }, "Done"))));
+        button("Copy key", async () => toast((await copyText(created.key)) ? "Key copied" : "Copy it by hand", "ok"), { class: "small" }),
+        button("Done", () => ctx.navigate("#/api-keys")))));
     form.reset();
     await refreshList();
   });
@@ -32,12 +32,8 @@ export async function renderApiKeys(ctx, page) {
       { label: "Key", cell: (k) => h("code", {}, `${k.prefix}…${k.last4}`) },
       { label: "User", cell: (k) => members.get(k.userId) || k.userId },
       { label: "Created", cell: (k) => when(k.createdAt) },
-      { label: "", cell: (k) => actionButton("Revoke", async () => {
-        if (!(await confirmDialog(`Revoke key ${k.name || k.prefix}? Anything using it stops working at once.`, "Revoke key"))) return;
-        await del(`/api-keys/${encodeURIComponent(k.id)}`);
-        toast("Key revoked");
-        await refreshList();
-      }, { class: "danger small", "aria-label": `Revoke ${k.name || k.prefix}` }) },
+      { label: "", cell: (k) => deleteButton("Revoke", `Revoke key ${k.name || k.prefix}? Anything using it stops working at once.`, "Revoke key",
+        `/api-keys/${encodeURIComponent(k.id)}`, "Key revoked", refreshList, { class: "danger small", "aria-label": `Revoke ${k.name || k.prefix}` }) },
     ], current, "No API keys yet."));
   }
   await refreshList(keys);
@@ -66,11 +62,7 @@ export async function renderSecrets(ctx, page) {
       { label: "Name", cell: (s) => h("code", {}, s.name) },
       { label: "Created", cell: (s) => when(s.createdAt) },
       { label: "Updated", cell: (s) => when(s.updatedAt) },
-      { label: "", cell: (s) => actionButton("Delete", async () => {
-        if (!(await confirmDialog(`Delete secret ${s.name}? Tools using it will fail.`, "Delete secret"))) return;
-        await del(`/secrets/${encodeURIComponent(s.name)}`);
-        toast(`Secret ${s.name} deleted`);
-        ctx.navigate("#/secrets");
-      }, { class: "danger small", "aria-label": `Delete ${s.name}` }) },
+      { label: "", cell: (s) => deleteButton("Delete", `Delete secret ${s.name}? Tools using it will fail.`, "Delete secret",
+        `/secrets/${encodeURIComponent(s.name)}`, `Secret ${s.name} deleted`, () => ctx.navigate("#/secrets"), { class: "danger small", "aria-label": `Delete ${s.name}` }) },
     ], secrets, "No secrets yet."));
 }

@@ -2,7 +2,7 @@
 // a beep for each new waiting one, as the member chose.
 
 import { BASE, get, qs } from "./api.js";
-import { avatar, h, mount } from "./dom.js";
+import { avatar, button, h, mount } from "./dom.js";
 import { actionButton, pageHeader } from "./forms.js";
 import { conversationStatus } from "./labels.js";
 
@@ -119,11 +119,11 @@ export async function renderInbox(ctx, page) {
     for (const el of holder.querySelectorAll("[data-since]")) el.textContent = `for ${waited(el.dataset.since)}`;
   }, 20000);
   const views = h("div", { class: "row views", role: "group", "aria-label": "Views" }, VIEWS.map(([view, label]) =>
-    h("button", { type: "button", class: "secondary small", "aria-pressed": String(view === inbox.view), onclick: (e) => {
+    button(label, (e) => {
       inbox.view = view;
       for (const b of views.children) b.setAttribute("aria-pressed", String(b === e.currentTarget));
       load();
-    } }, label)));
+    }, { "aria-pressed": String(view === inbox.view) })));
   let typed = null;
   const search = h("input", { type: "search", "aria-label": "Search the inbox", placeholder: "Search title, visitor name or e-mail", maxlength: 200, value: inbox.q, oninput: () => {
     clearTimeout(typed);

@@ -1,7 +1,7 @@
 // Form submissions: filter by status and agent, read one with its delivery log, redeliver.
 
 import { BASE, get, post, qs } from "./api.js";
-import { h, mount, pretty, select, table, toast, when } from "./dom.js";
+import { download, h, mount, pager, pretty, select, table, toast, when } from "./dom.js";
 import { actionButton, pageHeader } from "./forms.js";
 import { SUBMISSION_STATUS, choices, deliveryStatus, executionMode, postAction, submissionStatus } from "./labels.js";
 
@@ -38,22 +38,15 @@ export async function renderSubmissions(ctx, page) {
   // Exports are per agent: the one filtered on, else the agent chosen in the menu.
   const exportAgent = ctx.agents.find((a) => a.id === (view.agentId || ctx.agentId));
   const exportButton = (label, format) => exportAgent
-    ? actionButton(label, async () => {
-      const a = h("a", { href: BASE + `/form-submissions/export${qs({ agentId: exportAgent.id, status: view.status, format })}`, download: "", class: "offscreen" });
-      document.body.append(a);
-      a.click();
-      a.remove();
-    }, { class: "secondary", title: `The submissions of ${exportAgent.name}` })
+    ? actionButton(label, async () => download(BASE + `/form-submissions/export${qs({ agentId: exportAgent.id, status: view.status, format })}`),
+      { class: "secondary", title: `The submissions of ${exportAgent.name}` })
     : null;
   mount(page,
     pageHeader("Form submissions", "Everything visitors submitted through form tools, with delivery status. An export covers one agent's submissions with the status filter.",
       exportButton("Export CSV", "csv"), exportButton("Export JSON Lines", "jsonl")),
     h("div", { class: "row filters" }, statusSelect, agentSelect),
     table(columns, rows, "No submissions match."),
-    h("div", { class: "row pager" },
-      h("button", { type: "button", class: "secondary small", disabled: !view.back.length, onclick: () => { view.cursor = view.back.pop(); view.shown = Math.max(0, view.shown - view.limit); ctx.navigate("#/submissions"); } }, "Previous"),
-      h("span", { class: "muted" }, `${rows.length ? view.shown + 1 : 0}–${to} of ${total}`),
-      h("button", { type: "button", class: "secondary small", disabled: !nextCursor, onclick: () => { view.back.push(view.cursor); view.cursor = nextCursor; view.shown += rows.length; ctx.navigate("#/submissions"); } }, "Next")));
+    pager(view, nextCursor, rows.length, () => ctx.navigate("#/submissions"), h("span", { class: "muted" }, `${rows.length ? view.shown + 1 : 0}–${to} of ${total}`)));
 }
 
 function cellText(value) {

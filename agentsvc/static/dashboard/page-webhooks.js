@@ -1,9 +1,9 @@
 // Event webhooks (owner): create with the events to send (the secret is shown once), list,
 // delete; one webhook's delivery log with the body sent, every attempt, and Redeliver.
 
-import { del, get, post, qs } from "./api.js";
-import { confirmDialog, copyText, field, h, mount, pretty, select, table, toast, when } from "./dom.js";
-import { actionButton, onSubmit, pageHeader } from "./forms.js";
+import { get, post, qs } from "./api.js";
+import { button, copyText, field, h, mount, pager, pretty, select, table, toast, when } from "./dom.js";
+import { actionButton, deleteButton, onSubmit, pageHeader } from "./forms.js";
 import { DELIVERY_STATUS, choices, deliveryStatus, webhookEvent } from "./labels.js";
 
 /** Event types and what they mean (the API refuses any other). */
@@ -19,7 +19,7 @@ export const EVENTS = [
   ["conversation.reopened", "A visitor writes to a closed conversation"],
 ];
 // Pages of the delivery log by cursor; `back` holds the cursors of earlier pages.
-const view = { webhookId: "", status: "", cursor: null, back: [], limit: 20 };
+const view = { webhookId: "", status: "", cursor: null, back: [], shown: 0, limit: 20 };
 
 function ownerOnly(page, title) {
   mount(page, pageHeader(title), h("p", { class: "empty" }, "Only the team owner manages event webhooks: they send the team's data to other systems."));
@@ -54,7 +54,7 @@ export async function renderWebhooks(ctx, page) {
       h("code", { class: "secret-value", id: "new-webhook-secret" }, created.secret),
       h("p", { class: "muted" }, "Verify each request's webhook-signature with it (any Standard Webhooks library)."),
       h("div", { class: "row" },
-        h("button", { type: "button", class: "small", onclick: async () => toast((await copyText(created.secret)) ? "Secret copied" : "Copy it by hand", "ok") }, "Copy secret"))));
+        button("Copy secret", async () => toast((await copyText(created.secret)) ? "Secret copied" : "Copy it by hand", "ok"), { class: "small" }))));
     form.reset();
     toast("Webhook created");
     await refreshList();
@@ -67,12 +67,8 @@ export async function renderWebhooks(ctx, page) {
       { label: "Description", cell: (w) => w.description || "—" },
       { label: "Events", cell: (w) => w.events.map(webhookEvent).join(", ") },
       { label: "Created", cell: (w) => when(w.createdAt) },
-      { label: "", cell: (w) => actionButton("Delete", async () => {
-        if (!(await confirmDialog(`Delete the webhook to ${w.url}? Events stop at once and its pending deliveries are dropped.`, "Delete webhook"))) return;
-        await del(`/webhooks/${encodeURIComponent(w.id)}`);
-        toast("Webhook deleted");
-        await refreshList();
-      }, { class: "danger small", "aria-label": `Delete ${w.url}` }) },
+      { label: "", cell: (w) => deleteButton("Delete", `Delete the webhook to ${w.url}? Events stop at once and its pending deliveries are dropped.`, "Delete webhook",
+        `/webhooks/${encodeURIComponent(w.id)}`, "Webhook deleted", refreshList, { class: "danger small", "aria-label": `Delete ${w.url}` }) },
     ], current, "No webhooks yet.", "Webhooks"));
   }
   await refreshList(hooks);
@@ -140,8 +136,6 @@ export async function renderWebhook(ctx, page, id) {
     h("h2", {}, "Delivery log"),
     h("div", { class: "row filters" }, statusSelect),
     table(columns, rows, "No deliveries yet: they appear when the chosen events happen.", "Deliveries"),
-    h("div", { class: "row pager" },
-      h("button", { type: "button", class: "secondary small", disabled: !view.back.length, onclick: () => { view.cursor = view.back.pop(); reload(); } }, "Previous"),
-      h("button", { type: "button", class: "secondary small", disabled: !nextCursor, onclick: () => { view.back.push(view.cursor); view.cursor = nextCursor; reload(); } }, "Next")),
+    pager(view, nextCursor, rows.length, reload),
     detail);
 }

@@ -4,7 +4,7 @@
 // with a copy button, and a live preview of the widget on a demo page.
 
 import { patch } from "./api.js";
-import { beside, copyText, field, h, mount, select, toast } from "./dom.js";
+import { beside, button, copyText, field, h, mount, select, toast } from "./dom.js";
 import { onSubmit, pageHeader } from "./forms.js";
 
 export const LANGUAGES = [
@@ -225,12 +225,12 @@ export async function renderWidget(ctx, page) {
   const agent = ctx.agent;
   const snippet = embedSnippet(location.origin, agent.id);
   const code = h("pre", { class: "snippet", id: "embed-snippet", tabindex: "0" }, snippet);
-  const copy = h("button", { type: "button", onclick: async () => {
+  const copy = button("Copy snippet", async () => {
     const ok = await copyText(snippet);
     copy.textContent = ok ? "Copied" : "Copy failed";
     toast(ok ? "Snippet copied to the clipboard" : "Select the snippet and copy it by hand", ok ? "ok" : "error");
     setTimeout(() => (copy.textContent = "Copy snippet"), 2000);
-  } }, "Copy snippet");
+  }, { class: null });
   const demo = `/widget/demo?agentId=${encodeURIComponent(agent.id)}`;
   const frame = h("iframe", { src: demo, title: "Widget preview", class: "widget-frame", loading: "lazy" });
   mount(page,
