@@ -5,8 +5,7 @@ import { BASE, get, qs } from "./api.js";
 import { button, download, h, mount, pager, pretty, select, table, toast, when } from "./dom.js";
 import { actionButton, deleteButton, pageHeader } from "./forms.js";
 import { CONVERSATION_STATUS, choices, messageStatus } from "./labels.js";
-import { NOTE_LABEL, authorOf, byTime, eventText, isNote } from "./inbox-conversation.js";
-import { live } from "./page-inbox.js";
+import { authorOf, byTime, eventText, isNote, live, NOTE_LABEL } from "./page-inbox.js";
 
 const FILTERS = [["", "All conversations"], ["up", "With a 👍 rating"], ["down", "With a 👎 rating"], ["any", "With any rating"]];
 const STATUSES = choices(CONVERSATION_STATUS, ["", "Any status"]);
