@@ -4,6 +4,7 @@ import { BASE, get, post, qs } from "./api.js";
 import { download, h, mount, pager, pretty, select, table, toast, when } from "./dom.js";
 import { actionButton, pageHeader } from "./forms.js";
 import { SUBMISSION_STATUS, choices, deliveryStatus, executionMode, postAction, submissionStatus } from "./labels.js";
+import { attemptsTable } from "./page-webhooks.js";
 
 const FAILED = new Set(["webhook_failed", "client_failed", "failed"]);
 // Pages by cursor (any depth costs the same); `back` holds the cursors of earlier pages.
@@ -65,14 +66,7 @@ function deliveryLog(deliveries) {
       d.nextAttemptAt ? ` · next ${when(d.nextAttemptAt)}` : "",
       d.completedAt ? ` · done ${when(d.completedAt)}` : ""),
     d.lastError ? h("p", { class: "bad" }, d.lastError) : null,
-    table([
-      { label: "#", cell: (a) => String(a.attempt) },
-      { label: "Started", cell: (a) => when(a.startedAt, true) },
-      { label: "HTTP", cell: (a) => cellText(a.statusCode) },
-      { label: "Latency", cell: (a) => `${a.latencyMs} ms` },
-      { label: "Result", cell: (a) => (a.success ? h("span", { class: "good" }, "Delivered") : h("span", { class: "bad" }, a.error || "failed")) },
-      { label: "Response", cell: (a) => (a.responseBody ? h("code", {}, a.responseBody.slice(0, 200)) : "") },
-    ], d.log || [], "No attempt yet.")));
+    attemptsTable(d.log || [], null, "")));
 }
 
 /** One submission: its data, its status and the log of every delivery attempt. */

@@ -77,15 +77,16 @@ export async function renderWebhooks(ctx, page) {
     form, reveal, listSlot);
 }
 
-function attemptsTable(log) {
+/** Every attempt of one delivery (a form submission's too); `none` stands for no HTTP status. */
+export function attemptsTable(log, label, none = "—") {
   return table([
     { label: "#", cell: (a) => String(a.attempt) },
     { label: "Started", cell: (a) => when(a.startedAt, true) },
-    { label: "HTTP", cell: (a) => (a.statusCode === null ? "—" : String(a.statusCode)) },
+    { label: "HTTP", cell: (a) => (a.statusCode == null ? none : String(a.statusCode)) },
     { label: "Latency", cell: (a) => `${a.latencyMs} ms` },
     { label: "Result", cell: (a) => (a.success ? h("span", { class: "good" }, "Delivered") : h("span", { class: "bad" }, a.error || "failed")) },
     { label: "Response", cell: (a) => (a.responseBody ? h("code", {}, a.responseBody.slice(0, 200)) : "") },
-  ], log, "No attempt yet.", "Attempts");
+  ], log, "No attempt yet.", label);
 }
 
 /** One webhook: its delivery log, newest first, with details and Redeliver. */
@@ -108,7 +109,7 @@ export async function renderWebhook(ctx, page, id) {
       h("h3", {}, "Body sent"),
       h("pre", {}, pretty(full.payload)),
       h("h3", {}, "Attempts"),
-      attemptsTable(full.log)));
+      attemptsTable(full.log, "Attempts")));
   }
   const columns = [
     { label: "Event", cell: (d) => webhookEvent(d.eventType) },
