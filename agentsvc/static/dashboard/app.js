@@ -10,13 +10,12 @@ import { renderTrigger, renderTriggers } from "./page-triggers.js";
 import { renderConversation, renderConversations } from "./page-conversations.js";
 import { renderReview } from "./page-review.js";
 import { renderInbox, renderInboxConversation } from "./page-inbox.js";
-import { renderSubmission, renderSubmissions } from "./page-submissions.js";
 import { renderAnalytics } from "./page-analytics.js";
 import { renderPreview } from "./chat.js";
 import { renderWidget } from "./page-widget.js";
 import { renderTeam } from "./page-team.js";
-import { renderApiKeys, renderSecrets } from "./page-apikeys.js";
-import { renderWebhook, renderWebhooks } from "./page-webhooks.js";
+import { renderApiKeys, renderSecrets } from "./page-credentials.js";
+import { renderSubmission, renderSubmissions, renderWebhook, renderWebhooks } from "./page-deliveries.js";
 import { renderAuditLog } from "./page-audit.js";
 import { renderProfile } from "./page-profile.js";
 

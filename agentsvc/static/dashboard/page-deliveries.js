@@ -1,10 +1,12 @@
-// Event webhooks (owner): create with the events to send (the secret is shown once), list,
-// delete; one webhook's delivery log with the body sent, every attempt, and Redeliver.
+// Deliveries to other systems, one page each. Event webhooks (owner): create with the events
+// to send (the secret is shown once), list, delete; one webhook's delivery log with the body
+// sent, every attempt, and Redeliver. Form submissions: filter by status and agent, read one
+// with its delivery log, redeliver.
 
-import { get, post, qs } from "./api.js";
-import { button, copyText, field, h, mount, pager, pretty, select, table, toast, when } from "./dom.js";
+import { BASE, get, post, qs } from "./api.js";
+import { button, copyText, download, field, h, mount, pager, pretty, select, table, toast, when } from "./dom.js";
 import { actionButton, deleteButton, onSubmit, pageHeader } from "./forms.js";
-import { DELIVERY_STATUS, choices, deliveryStatus, webhookEvent } from "./labels.js";
+import { choices, DELIVERY_STATUS, deliveryStatus, executionMode, postAction, SUBMISSION_STATUS, submissionStatus, webhookEvent } from "./labels.js";
 
 /** Event types and what they mean (the API refuses any other). */
 export const EVENTS = [
@@ -25,9 +27,12 @@ function ownerOnly(page, title) {
   mount(page, pageHeader(title), h("p", { class: "empty" }, "Only the team owner manages event webhooks: they send the team's data to other systems."));
 }
 
-function statusTag(status) {
-  const kind = status === "failed" ? "bad" : status === "pending" ? "warn" : "good";
-  return h("span", { class: `tag ${kind}` }, deliveryStatus(status));
+const FAILED = new Set(["webhook_failed", "client_failed", "failed"]);
+
+/** A delivery's status (or, labelled so, a form submission's) as a coloured tag. */
+function statusTag(status, label = deliveryStatus) {
+  const kind = FAILED.has(status) ? "bad" : status === "pending" ? "warn" : "good";
+  return h("span", { class: `tag ${kind}` }, label(status));
 }
 
 /** The team's webhooks and the form that creates one. */
@@ -139,4 +144,88 @@ export async function renderWebhook(ctx, page, id) {
     table(columns, rows, "No deliveries yet: they appear when the chosen events happen.", "Deliveries"),
     pager(view, nextCursor, rows.length, reload),
     detail);
+}
+
+// Form submissions.
+
+// Pages by cursor (any depth costs the same); `back` holds the cursors of earlier pages.
+const subView = { status: "", agentId: "", cursor: null, back: [], shown: 0, limit: 50 };
+
+/** The team's submissions, newest first. */
+export async function renderSubmissions(ctx, page) {
+  const result = await get(`/form-submissions${qs({ status: subView.status, agentId: subView.agentId, limit: subView.limit, cursor: subView.cursor })}`);
+  const rows = result.submissions || [];
+  const { total, nextCursor } = result.pagination || { total: rows.length, nextCursor: null };
+  const agentName = (id) => (ctx.agents.find((a) => a.id === id) || {}).name || id;
+  const columns = [
+    { label: "Submitted", cell: (s) => h("a", { href: `#/submissions/${encodeURIComponent(s.id)}` }, when(s.createdAt)) },
+    { label: "Form", cell: (s) => s.toolName },
+    { label: "Agent", cell: (s) => agentName(s.agentId) },
+    { label: "Status", cell: (s) => statusTag(s.status, submissionStatus) },
+    { label: "Fields", cell: (s) => (s.fieldsCompleted || []).join(", ") },
+    { label: "Attempts", cell: (s) => String(s.webhookAttempts ?? 0) },
+  ];
+  const refresh = () => {
+    Object.assign(subView, { cursor: null, back: [], shown: 0 });
+    ctx.navigate("#/submissions");
+  };
+  const statusSelect = select(choices(SUBMISSION_STATUS, ["", "Any status"]), subView.status, { "aria-label": "Status filter", onchange: (e) => { subView.status = e.target.value; refresh(); } });
+  const agentSelect = select([["", "All agents"], ...ctx.agents.map((a) => [a.id, a.name])], subView.agentId, { "aria-label": "Agent filter", onchange: (e) => { subView.agentId = e.target.value; refresh(); } });
+  const to = subView.shown + rows.length;
+  // Exports are per agent: the one filtered on, else the agent chosen in the menu.
+  const exportAgent = ctx.agents.find((a) => a.id === (subView.agentId || ctx.agentId));
+  const exportButton = (label, format) => exportAgent
+    ? actionButton(label, async () => download(BASE + `/form-submissions/export${qs({ agentId: exportAgent.id, status: subView.status, format })}`),
+      { class: "secondary", title: `The submissions of ${exportAgent.name}` })
+    : null;
+  mount(page,
+    pageHeader("Form submissions", "Everything visitors submitted through form tools, with delivery status. An export covers one agent's submissions with the status filter.",
+      exportButton("Export CSV", "csv"), exportButton("Export JSON Lines", "jsonl")),
+    h("div", { class: "row filters" }, statusSelect, agentSelect),
+    table(columns, rows, "No submissions match."),
+    pager(subView, nextCursor, rows.length, () => ctx.navigate("#/submissions"), h("span", { class: "muted" }, `${rows.length ? subView.shown + 1 : 0}–${to} of ${total}`)));
+}
+
+function cellText(value) {
+  if (value === null || value === undefined) return "";
+  return typeof value === "object" ? JSON.stringify(value) : String(value);
+}
+
+function deliveryLog(deliveries) {
+  if (!deliveries.length) return h("p", { class: "empty" }, "Nothing to deliver: this form has no webhook or post action.");
+  return deliveries.map((d) => h("section", { class: "card delivery" },
+    h("div", { class: "row" },
+      h("h3", {}, d.type === "webhook" ? "Webhook" : `Post action: ${postAction(d.actionType)}`),
+      h("span", { class: "spacer" }),
+      statusTag(d.status)),
+    h("p", { class: "muted" }, `To ${d.target || "—"} · ${d.attempts} attempt${d.attempts === 1 ? "" : "s"}`,
+      d.nextAttemptAt ? ` · next ${when(d.nextAttemptAt)}` : "",
+      d.completedAt ? ` · done ${when(d.completedAt)}` : ""),
+    d.lastError ? h("p", { class: "bad" }, d.lastError) : null,
+    attemptsTable(d.log || [], null, "")));
+}
+
+/** One submission: its data, its status and the log of every delivery attempt. */
+export async function renderSubmission(ctx, page, id) {
+  draw(ctx, page, await get(`/form-submissions/${encodeURIComponent(id)}`));
+}
+
+function draw(ctx, page, sub) {
+  const deliveries = sub.deliveries || [];
+  const formRows = Object.entries(sub.formData || {});
+  const canRedeliver = deliveries.some((d) => d.status === "failed");
+  const redeliver = canRedeliver ? actionButton("Redeliver", async () => {
+    const updated = await post(`/form-submissions/${encodeURIComponent(sub.id)}/redeliver`);
+    toast("Failed deliveries tried again");
+    draw(ctx, page, updated);
+  }, { class: "secondary" }) : null;
+  mount(page,
+    pageHeader(`Submission of ${sub.toolName}`, `${when(sub.createdAt)} · ${executionMode(sub.executionMode)}`, h("a", { class: "button secondary", href: "#/submissions" }, "All submissions"), redeliver),
+    h("p", { class: "submission-status" }, "Status: ", statusTag(sub.status, submissionStatus), sub.lastError ? h("span", { class: "bad" }, ` — ${sub.lastError}`) : null),
+    h("p", { class: "muted" }, `Id ${sub.id}`, sub.conversationId ? " · conversation " : "", sub.conversationId ? h("a", { href: `#/conversations/${encodeURIComponent(sub.conversationId)}` }, sub.conversationId) : null),
+    h("h2", {}, "Data"),
+    table([{ label: "Field", cell: (r) => r[0] }, { label: "Value", cell: (r) => (typeof r[1] === "string" && r[1].startsWith("data:") ? `(file, ${r[1].length} characters)` : cellText(r[1])) }], formRows, "No data."),
+    sub.clientResult ? [h("h2", {}, "Client handler result"), h("pre", {}, pretty(sub.clientResult))] : null,
+    h("h2", {}, "Delivery log"),
+    deliveryLog(deliveries));
 }
