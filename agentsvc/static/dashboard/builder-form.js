@@ -6,7 +6,7 @@
 import { get } from "./api.js";
 import { bound, setKey, sortableRows } from "./builders.js";
 import { button, field, h, mount, select } from "./dom.js";
-import { checkFormSchema, FIELD_TYPES } from "./schema-check.js";
+import { checkFormSchema, FIELD_TYPES, isObject } from "./schema-check.js";
 
 const KINDS = {
   text: "Short text", email: "E-mail", tel: "Phone", number: "Number", textarea: "Long text", select: "Choice (one)",
@@ -192,7 +192,6 @@ export function formPreview(agentId) {
 
 // ── Post actions ──
 
-const isObject = (v) => Boolean(v) && typeof v === "object" && !Array.isArray(v);
 const ACTIONS = [["webhook", "Call a webhook"], ["team_chat", "Post to a team chat"], ["email", "Send an e-mail to members"]];
 
 /** Whether the builder can show formPostActions (else they open as JSON). */

@@ -5,6 +5,7 @@
 
 import { button, field, h, mount, parseJsonField, pretty, select } from "./dom.js";
 import { DISPLAY_TYPE, choices } from "./labels.js";
+import { isObject } from "./schema-check.js";
 
 /** Build the two views of one value: {el, value()}; value() throws a message in words.
  * `builder(value, changed)` returns {el, read(), problems?()}; `check(value)` lists problems. */
@@ -167,8 +168,6 @@ export function bound(label, obj, key, changed, attrs = {}, hint) {
   });
   return field(label, input, hint);
 }
-
-const isObject = (v) => Boolean(v) && typeof v === "object" && !Array.isArray(v);
 
 // ── Tool input: the parameters of an inputSchema ──
 

@@ -8,7 +8,7 @@ import { builderWithJson, displayBuilder, displayFit, headersEditor, paramsBuild
 import { button, field, h, mount, parseJsonField, pretty, select, table, toast, when } from "./dom.js";
 import { actionButton, deleteButton, onSubmit, pageHeader } from "./forms.js";
 import { EXECUTION_MODE, choices, toolType } from "./labels.js";
-import { checkDisplayConfig, checkFormSchema, checkInputSchema, checkPostActions, exampleInput } from "./schema-check.js";
+import { checkDisplayConfig, checkFormSchema, checkInputSchema, checkPostActions, exampleInput, isObject } from "./schema-check.js";
 
 const EMPTY_SCHEMA = { type: "object", properties: {}, required: [] };
 const EXAMPLE_FORM = {
@@ -156,7 +156,7 @@ function mcpSection(t, headers) {
     list);
 }
 
-const formFits = (v) => Boolean(v) && typeof v === "object" && !Array.isArray(v) && (v.fields === undefined || (Array.isArray(v.fields) && v.fields.every((f) => f && typeof f === "object" && !Array.isArray(f) && (f.options === undefined || Array.isArray(f.options)))));
+const formFits = (v) => isObject(v) && (v.fields === undefined || (Array.isArray(v.fields) && v.fields.every((f) => isObject(f) && (f.options === undefined || Array.isArray(f.options)))));
 
 /** The builders of a tool (each with its JSON view); their values go into the API body. */
 function toolParts(t, agentId, isForm) {
