@@ -1,7 +1,7 @@
 // The dashboard: boot (first run, sign-in, or the app), the shell and a small hash router.
 
 import { ApiError, describe, get, post, setUnauthorizedHandler } from "./api.js";
-import { h, mount } from "./dom.js";
+import { button, h, mount } from "./dom.js";
 import { renderAcceptInvitation, renderSetup, renderSignIn } from "./page-auth.js";
 import { renderAgent, renderAgents } from "./page-agents.js";
 import { renderDocument, renderKnowledge } from "./page-knowledge.js";
@@ -9,16 +9,13 @@ import { renderTool, renderTools } from "./page-tools.js";
 import { renderTrigger, renderTriggers } from "./page-triggers.js";
 import { renderConversation, renderConversations } from "./page-conversations.js";
 import { renderReview } from "./page-review.js";
-import { renderInbox } from "./page-inbox.js";
-import { renderInboxConversation } from "./inbox-conversation.js";
-import { renderSubmission, renderSubmissions } from "./page-submissions.js";
+import { renderInbox, renderInboxConversation } from "./page-inbox.js";
 import { renderAnalytics } from "./page-analytics.js";
-import { renderPreview } from "./page-preview.js";
+import { renderPreview } from "./chat.js";
 import { renderWidget } from "./page-widget.js";
 import { renderTeam } from "./page-team.js";
-import { renderApiKeys } from "./page-apikeys.js";
-import { renderSecrets } from "./page-secrets.js";
-import { renderWebhook, renderWebhooks } from "./page-webhooks.js";
+import { renderApiKeys, renderSecrets } from "./page-credentials.js";
+import { renderSubmission, renderSubmissions, renderWebhook, renderWebhooks } from "./page-deliveries.js";
 import { renderAuditLog } from "./page-audit.js";
 import { renderProfile } from "./page-profile.js";
 
@@ -133,7 +130,7 @@ function buildShell() {
       }, ctx.session.teams.map((t) => h("option", { value: t.id, selected: t.id === ctx.session.team.id }, `${t.name} (${t.role})`)))
     : h("span", { class: "team-name" }, ctx.session.team.name);
   // On a narrow screen the sections fold behind this button (CSS shows it there only).
-  const menu = h("button", { type: "button", class: "secondary small menu-toggle", "aria-expanded": "false", "aria-controls": "side-nav", onclick: () => showMenu(menu.getAttribute("aria-expanded") !== "true") }, "Menu");
+  const menu = button("Menu", () => showMenu(menu.getAttribute("aria-expanded") !== "true"), { class: "secondary small menu-toggle", "aria-expanded": "false", "aria-controls": "side-nav" });
   mount(root,
     h("header", { class: "topbar" },
       menu,
@@ -142,7 +139,7 @@ function buildShell() {
       h("span", { class: "role-badge" }, ctx.isOwner ? "owner" : "member"),
       h("span", { class: "spacer" }),
       h("a", { class: "who", href: "#/profile", title: "Your profile" }, user.name || user.email),
-      h("button", { type: "button", class: "secondary small", onclick: signOut }, "Sign out")),
+      button("Sign out", signOut)),
     h("div", { class: "layout" },
       h("nav", { class: "side", id: "side-nav", "aria-label": "Sections" }, picker, nav),
       main));
@@ -253,7 +250,7 @@ async function boot() {
     mount(root, h("div", { class: "card narrow" },
       h("h1", {}, "The dashboard could not start"),
       h("p", { class: "form-error", role: "alert" }, describe(err)),
-      h("button", { type: "button", onclick: boot }, "Try again")));
+      button("Try again", boot, { class: null })));
   }
 }
 

@@ -5,8 +5,8 @@
 
 import { get } from "./api.js";
 import { bound, setKey, sortableRows } from "./builders.js";
-import { field, h, mount, select } from "./dom.js";
-import { checkFormSchema, FIELD_TYPES } from "./schema-check.js";
+import { button, field, h, mount, select } from "./dom.js";
+import { checkFormSchema, FIELD_TYPES, isObject } from "./schema-check.js";
 
 const KINDS = {
   text: "Short text", email: "E-mail", tel: "Phone", number: "Number", textarea: "Long text", select: "Choice (one)",
@@ -56,10 +56,10 @@ function optionRows(f, changed, redraw) {
       auto.delete(o);
       changed();
     });
-    const remove = h("button", { type: "button", class: "secondary small", "aria-label": `Remove option ${j + 1}`, onclick: () => { f.options.splice(j, 1); redraw(); } }, "✕");
+    const remove = button("✕", () => { f.options.splice(j, 1); redraw(); }, { "aria-label": `Remove option ${j + 1}` });
     return h("div", { class: "row option" }, label, value, remove);
   });
-  const add = h("button", { type: "button", class: "secondary small", onclick: () => { f.options.push({ label: "", value: "" }); redraw(); } }, "Add option");
+  const add = button("Add option", () => { f.options.push({ label: "", value: "" }); redraw(); });
   return h("div", { class: "stack options", role: "group", "aria-label": "Options" }, h("small", { class: "hint" }, "Options: the label the visitor sees, the value that is stored"), rows, add);
 }
 
@@ -87,7 +87,7 @@ function fieldRow(f, i, tools, { changed, redraw, remove }) {
   return [
     h("legend", {}, `Field ${i + 1}: ${f.label || f.name || ""}`),
     h("div", { class: "row" }, tools, h("span", { class: "spacer" }),
-      h("button", { type: "button", class: "secondary small", "aria-label": `Remove field ${i + 1}`, onclick: remove }, "Remove")),
+      button("Remove", remove, { "aria-label": `Remove field ${i + 1}` })),
     h("div", { class: "grid2" },
       bound("Label", f, "label", changed),
       bound("Field name", f, "name", changed, { placeholder: "email" }, "Letters, digits and _; the key of the answer."),
@@ -137,13 +137,13 @@ export function formBuilder(value, changed) {
     }));
     onChange();
   };
-  const add = h("button", { type: "button", class: "secondary", onclick: () => {
+  const add = button("Add field", () => {
     let n = schema.fields.length + 1;
     while (schema.fields.some((f) => f.name === `field_${n}`)) n += 1;
     schema.fields.push({ name: `field_${n}`, label: `Field ${n}`, type: "text" });
     redraw();
     list.lastElementChild.querySelector("[data-part=label]").focus();
-  } }, "Add field");
+  }, { class: "secondary" });
   const el = h("div", { class: "stack" }, list, add, said,
     h("div", { class: "grid2" },
       bound("Form title", schema, "title", onChange),
@@ -192,7 +192,6 @@ export function formPreview(agentId) {
 
 // ── Post actions ──
 
-const isObject = (v) => Boolean(v) && typeof v === "object" && !Array.isArray(v);
 const ACTIONS = [["webhook", "Call a webhook"], ["team_chat", "Post to a team chat"], ["email", "Send an e-mail to members"]];
 
 /** Whether the builder can show formPostActions (else they open as JSON). */
@@ -274,7 +273,7 @@ function actionRow(a, i, { changed, redraw, remove, problems }) {
   };
   return h("fieldset", { class: "stack" },
     h("legend", {}, `Action ${i + 1}`),
-    h("div", { class: "row" }, field("Action", kind), h("button", { type: "button", class: "secondary small", "aria-label": `Remove action ${i + 1}`, onclick: remove }, "Remove")),
+    h("div", { class: "row" }, field("Action", kind), button("Remove", remove, { "aria-label": `Remove action ${i + 1}` })),
     (parts[a.type] || (() => h("p", { class: "muted" }, "Edit this action in the JSON view.")))());
 }
 
@@ -294,11 +293,11 @@ export function actionsBuilder(value, changed) {
     })) : h("p", { class: "muted" }, "No actions: submissions are delivered and kept, nothing more."));
     changed();
   };
-  const add = h("button", { type: "button", class: "secondary", onclick: () => {
+  const add = button("Add action", () => {
     actions.push({ type: "webhook", url: "" });
     problems.push({});
     redraw();
-  } }, "Add action");
+  }, { class: "secondary" });
   redraw();
   return {
     el: h("div", { class: "stack" }, list, add),

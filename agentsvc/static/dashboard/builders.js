@@ -3,8 +3,9 @@
 // (tool input parameters, result display). Every builder edits the API's own JSON in place,
 // so a key it does not show is kept as stored; switching views keeps the data.
 
-import { field, h, mount, parseJsonField, pretty, select } from "./dom.js";
+import { button, field, h, mount, parseJsonField, pretty, select } from "./dom.js";
 import { DISPLAY_TYPE, choices } from "./labels.js";
+import { isObject } from "./schema-check.js";
 
 /** Build the two views of one value: {el, value()}; value() throws a message in words.
  * `builder(value, changed)` returns {el, read(), problems?()}; `check(value)` lists problems. */
@@ -12,8 +13,8 @@ export function builderWithJson({ name, label, jsonLabel, id, value, builder, ch
   const area = h("textarea", { id, rows: 10, class: "code", spellcheck: "false" });
   const status = h("small", { class: "hint", id: `${id}-status`, "aria-live": "polite" });
   const holder = h("div", { class: "builder" });
-  const toBuilder = h("button", { type: "button", class: "secondary small", "aria-pressed": "true" }, "Builder");
-  const toJson = h("button", { type: "button", class: "secondary small", "aria-pressed": "false" }, "JSON");
+  const toBuilder = button("Builder", undefined, { "aria-pressed": "true" });
+  const toJson = button("JSON", undefined, { "aria-pressed": "false" });
   let current = null;
   let json = false;
 
@@ -124,7 +125,7 @@ export function sortableRows(list, { noun, draw, redraw, announce }) {
       const target = row && (row.querySelector(`[data-part="${focusPart}"]`) || row.querySelector("[data-part=handle]"));
       if (target) target.focus();
     };
-    const button = (text, to, part) => h("button", { type: "button", class: "secondary small", "aria-label": `Move ${noun.toLowerCase()} ${i + 1} ${text}`, dataset: { part }, disabled: to < 0 || to >= list.length, onclick: () => moveTo(to, part) }, text === "up" ? "↑" : "↓");
+    const arrow = (text, to, part) => button(text === "up" ? "↑" : "↓", () => moveTo(to, part), { "aria-label": `Move ${noun.toLowerCase()} ${i + 1} ${text}`, dataset: { part }, disabled: to < 0 || to >= list.length });
     const handle = h("span", { class: "handle", draggable: "true", tabindex: "0", role: "button", title: "Drag to move; Alt+↑/↓ moves too", "aria-label": `Drag ${noun.toLowerCase()} ${i + 1} to move it (or press Alt+Up or Alt+Down)`, dataset: { part: "handle" } }, "⠿");
     const row = h("fieldset", { class: "sortable stack" });
     handle.addEventListener("dragstart", (e) => {
@@ -146,7 +147,7 @@ export function sortableRows(list, { noun, draw, redraw, announce }) {
       e.preventDefault();
       moveTo(i + (e.key === "ArrowUp" ? -1 : 1), document.activeElement.dataset.part);
     });
-    const tools = h("div", { class: "row-tools" }, handle, button("up", i - 1, "up"), button("down", i + 1, "down"));
+    const tools = h("div", { class: "row-tools" }, handle, arrow("up", i - 1, "up"), arrow("down", i + 1, "down"));
     mount(row, draw(item, i, tools));
     return row;
   });
@@ -167,8 +168,6 @@ export function bound(label, obj, key, changed, attrs = {}, hint) {
   });
   return field(label, input, hint);
 }
-
-const isObject = (v) => Boolean(v) && typeof v === "object" && !Array.isArray(v);
 
 // ── Tool input: the parameters of an inputSchema ──
 
@@ -239,7 +238,7 @@ function paramRow(row, i, tools, { schema, changed, remove, taken }) {
   return [
     h("legend", {}, `Parameter ${i + 1}: ${row.name}`),
     h("div", { class: "row" }, tools, h("span", { class: "spacer" }),
-      h("button", { type: "button", class: "secondary small", "aria-label": `Remove parameter ${i + 1}`, onclick: remove }, "Remove")),
+      button("Remove", remove, { "aria-label": `Remove parameter ${i + 1}` })),
     h("div", { class: "grid2" },
       field("Parameter name", name),
       field("Kind of value", kind),
@@ -283,13 +282,13 @@ export function paramsBuilder(value, changed) {
     }) : h("p", { class: "muted" }, "No parameters: the tool is called without input."));
     changed();
   };
-  const add = h("button", { type: "button", class: "secondary", onclick: () => {
+  const add = button("Add parameter", () => {
     let n = rows.length + 1;
     while (rows.some((r) => r.name === `param_${n}`)) n += 1;
     rows.push({ name: `param_${n}`, prop: { type: "string" } });
     redraw();
     list.lastElementChild.querySelector("[data-part=name]").select();
-  } }, "Add parameter");
+  }, { class: "secondary" });
   const el = h("div", { class: "stack" }, list, add, said);
   redraw();
   return {
@@ -366,7 +365,7 @@ export function headersEditor(label, value, hint) {
     const row = h("div", { class: "row pair" },
       h("input", { "aria-label": "Header name", value: name, placeholder: "Authorization", autocomplete: "off" }),
       h("input", { "aria-label": "Header value", value: text, placeholder: "Bearer {{API_KEY}}", autocomplete: "off" }),
-      h("button", { type: "button", class: "secondary small", onclick: () => row.remove() }, "Remove"));
+      button("Remove", () => row.remove()));
     rows.append(row);
   };
   for (const [name, text] of Object.entries(value || {})) add(name, text);
@@ -382,7 +381,7 @@ export function headersEditor(label, value, hint) {
     return Object.keys(out).length ? out : undefined;
   };
   const el = h("fieldset", { class: "stack" }, h("legend", {}, label), rows,
-    h("button", { type: "button", class: "secondary small", onclick: () => add() }, "Add header"),
+    button("Add header", () => add()),
     h("small", { class: "hint" }, hint));
   return { el, value: read };
 }

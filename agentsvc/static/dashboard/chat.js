@@ -1,9 +1,10 @@
-// The chat preview panel: streams POST /chat, shows tool calls and renders form tools,
-// whose submissions go to the public submit endpoint exactly as the widget sends them.
+// Chat preview: the page and its panel, which streams POST /chat, shows tool calls and renders
+// form tools, whose submissions go to the public submit endpoint exactly as the widget sends them.
 
 import { chatStream, describe, post } from "./api.js";
-import { append, field, h, mount, pretty } from "./dom.js";
-import { executionMode, plain } from "./labels.js";
+import { append, button, field, h, mount, pretty } from "./dom.js";
+import { pageHeader } from "./forms.js";
+import { executionMode, modelName, plain } from "./labels.js";
 
 function formControl(f) {
   const name = f.name;
@@ -90,12 +91,12 @@ export function chatPanel(agentId, { title = "Chat preview" } = {}) {
   const send = h("button", { type: "submit" }, "Send");
   let messages = [];
   let conversationId = null;
-  const reset = h("button", { type: "button", class: "secondary small", onclick: () => {
+  const reset = button("New conversation", () => {
     messages = [];
     conversationId = null;
     mount(log);
     convLabel.textContent = "";
-  } }, "New conversation");
+  });
   const convLabel = h("span", { class: "muted" });
   const form = h("form", { class: "composer" }, h("label", { for: "chat-message", class: "sr-only" }, "Message"), box, send);
 
@@ -117,8 +118,8 @@ export function chatPanel(agentId, { title = "Chat preview" } = {}) {
         row.append(h("span", { class: "bad" }, describe(err)));
       }
     };
-    const up = h("button", { type: "button", class: "small secondary", "aria-label": "Good answer", "aria-pressed": "false", onclick: () => rate("up", up) }, "👍");
-    const down = h("button", { type: "button", class: "small secondary", "aria-label": "Bad answer", "aria-pressed": "false", onclick: () => rate("down", down) }, "👎");
+    const up = button("👍", () => rate("up", up), { class: "small secondary", "aria-label": "Good answer", "aria-pressed": "false" });
+    const down = button("👎", () => rate("down", down), { class: "small secondary", "aria-label": "Bad answer", "aria-pressed": "false" });
     append(row, [up, down]);
     return row;
   }
@@ -193,4 +194,15 @@ export function chatPanel(agentId, { title = "Chat preview" } = {}) {
     h("div", { class: "row" }, h("h2", {}, title), h("span", { class: "spacer" }), convLabel, reset),
     log, form);
   return { el, send: turn };
+}
+
+// The page: talk to the selected agent exactly as the widget would, through POST /chat.
+
+/** A live chat with the selected agent (conversations show up under Conversations). */
+export async function renderPreview(ctx, page) {
+  const agent = ctx.agent;
+  const panel = chatPanel(agent.id, { title: `Chat with ${agent.name}` });
+  mount(page,
+    pageHeader("Chat preview", `Model: ${modelName(agent.model)}. Type /tool NAME {json} to run a tool with the builtin model.`),
+    panel.el);
 }

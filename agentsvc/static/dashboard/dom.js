@@ -97,13 +97,46 @@ export function confirmDialog(message, confirmLabel = "Confirm") {
     append(dialog, [
       h("p", {}, message),
       h("div", { class: "row end" },
-        h("button", { type: "button", class: "secondary", onclick: () => done(false) }, "Cancel"),
-        h("button", { type: "button", class: "danger", onclick: () => done(true) }, confirmLabel)),
+        button("Cancel", () => done(false), { class: "secondary" }),
+        button(confirmLabel, () => done(true), { class: "danger" })),
     ]);
     dialog.addEventListener("cancel", () => done(false));
     document.body.append(dialog);
     dialog.showModal();
   });
+}
+
+/** A button that does something on the page (a small secondary one unless `attrs` say). */
+export function button(label, onclick, attrs = {}) {
+  return h("button", { type: "button", class: "secondary small", onclick, ...attrs }, label);
+}
+
+/** Previous and Next under a list paged by cursor: each moves `view` ({cursor, back: the
+ *  cursors of earlier pages, shown: the rows before this page, limit}), then calls `go`. */
+export function pager(view, next, count, go, between = null, [back, on] = ["Previous", "Next"]) {
+  const step = (label, off, move) => button(label, () => {
+    move();
+    go();
+  }, { disabled: off });
+  return h("div", { class: "row pager" },
+    step(back, !view.back.length, () => {
+      view.cursor = view.back.pop();
+      view.shown = Math.max(0, view.shown - view.limit);
+    }),
+    between,
+    step(on, !next, () => {
+      view.back.push(view.cursor);
+      view.cursor = next;
+      view.shown += count;
+    }));
+}
+
+/** Save a file the page links to (named `file`, else as the server says). */
+export function download(href, file = "") {
+  const a = h("a", { href, download: file, class: "offscreen" });
+  document.body.append(a);
+  a.click();
+  a.remove();
 }
 
 /** A table from column definitions [{label, cell: row => node|string}] and rows. */

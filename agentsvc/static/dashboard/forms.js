@@ -1,7 +1,7 @@
 // Shared form plumbing for the management pages.
 
-import { describe } from "./api.js";
-import { h, showError, toast } from "./dom.js";
+import { del, describe } from "./api.js";
+import { confirmDialog, h, showError, toast } from "./dom.js";
 
 /** Handle a form's submit: disable its buttons, show any error inline (role=alert). */
 export function onSubmit(form, fn) {
@@ -36,6 +36,17 @@ export function actionButton(label, fn, attrs = {}) {
     }
   });
   return button;
+}
+
+/** A button that deletes `path` once the person confirms `question` (on the `yes` button),
+ *  then says `said` and runs `after`. */
+export function deleteButton(label, question, yes, path, said, after, attrs = { class: "danger" }) {
+  return actionButton(label, async () => {
+    if (!(await confirmDialog(question, yes))) return;
+    await del(path);
+    toast(said);
+    await after();
+  }, attrs);
 }
 
 /** A page header: title, optional subtitle and action elements on the right. */

@@ -2,10 +2,10 @@
 // delete (owner).
 
 import { del, get, patch, post } from "./api.js";
-import { beside, confirmDialog, field, h, mount, select, table, toast, when } from "./dom.js";
+import { beside, button, confirmDialog, field, h, mount, select, table, toast, when } from "./dom.js";
 import { onSubmit, pageHeader } from "./forms.js";
 import { languageName, modelName } from "./labels.js";
-import { widgetLookSection } from "./widget-look.js";
+import { widgetLookSection } from "./page-widget.js";
 
 // The API's defaults for a new agent (services/agents/registry.py, language.py).
 const DEFAULT_TEMPERATURE = 70;
@@ -238,17 +238,13 @@ export async function renderAgent(ctx, page, id) {
     await ctx.refreshAgents();
   });
   const remove = ctx.isOwner
-    ? h("button", {
-        type: "button",
-        class: "danger",
-        onclick: async () => {
-          if (!(await confirmDialog(`Delete agent "${agent.name}" with its conversations, tools and triggers? This cannot be undone.`, "Delete agent"))) return;
-          await del(`/agents/${encodeURIComponent(id)}`);
-          toast(`Deleted ${agent.name}`);
-          await ctx.refreshAgents();
-          ctx.navigate("#/agents");
-        },
-      }, "Delete agent")
+    ? button("Delete agent", async () => {
+        if (!(await confirmDialog(`Delete agent "${agent.name}" with its conversations, tools and triggers? This cannot be undone.`, "Delete agent"))) return;
+        await del(`/agents/${encodeURIComponent(id)}`);
+        toast(`Deleted ${agent.name}`);
+        await ctx.refreshAgents();
+        ctx.navigate("#/agents");
+      }, { class: "danger" })
     : null;
   mount(page,
     pageHeader(agent.name, `Slug ${agent.slug} · created ${when(agent.createdAt)} · updated ${when(agent.updatedAt)}`,

@@ -1,13 +1,12 @@
 // Analytics: the agent's days (conversations, answers and their quality, the trigger funnel,
 // unanswered questions) over a range of days, each total beside the one of the days before;
 // handoffs; each form's funnel; the triggers' fired/converted counts. Charts are SVG drawn by
-// the page (charts.js) in frames with tooltips and a CSV download (chart-frame.js), each with
+// the page (charts.js) in frames with tooltips and a CSV download (charts.js), each with
 // a table of its figures.
 
 import { get, qs } from "./api.js";
-import { field, h, mount, table, when } from "./dom.js";
-import { dayLabel, funnelChart, groupedBars, timeSeries } from "./charts.js";
-import { chartCard } from "./chart-frame.js";
+import { button, field, h, mount, table, when } from "./dom.js";
+import { chartCard, dayLabel, funnelChart, groupedBars, timeSeries } from "./charts.js";
 import { pageHeader } from "./forms.js";
 import { answerQuestion } from "./page-review.js";
 
@@ -108,7 +107,7 @@ function rangeForm(ctx, data) {
     show(String(values.get("from") || ""), String(values.get("to") || ""));
   } },
   h("div", { class: "presets", role: "group", "aria-label": "Presets" }, PRESETS.map((n) =>
-    h("button", { type: "button", class: "secondary", "aria-pressed": String(data.to === today && days === n), onclick: () => show(shift(today, 1 - n), today) }, `Last ${n} days`))),
+    button(`Last ${n} days`, () => show(shift(today, 1 - n), today), { class: "secondary", "aria-pressed": String(data.to === today && days === n) }))),
   field("From", h("input", { name: "from", type: "date", value: range.from || data.from })),
   field("To", h("input", { name: "to", type: "date", value: range.to || data.to })),
   h("button", { type: "submit" }, "Show"));
@@ -167,7 +166,7 @@ function activity(ctx, data, previous) {
     { label: "Question", cell: (q) => q.question },
     { label: "Times", cell: (q) => String(q.count) },
     { label: "Last asked", cell: (q) => when(q.lastAskedAt) },
-    { label: "", cell: (q) => h("button", { type: "button", class: "secondary small", onclick: () => answerQuestion(ctx, q.question) }, "Write an answer") },
+    { label: "", cell: (q) => button("Write an answer", () => answerQuestion(ctx, q.question)) },
   ], data.unansweredQuestions, "No unanswered question in this range.", "Most frequent unanswered questions");
   return [
     rangeForm(ctx, data),

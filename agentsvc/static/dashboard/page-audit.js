@@ -1,12 +1,12 @@
 // Audit log (owner): who did what and when, filtered by action, page by page.
 
 import { get, qs } from "./api.js";
-import { h, mount, select, table, when } from "./dom.js";
+import { h, mount, pager, select, table, when } from "./dom.js";
 import { pageHeader } from "./forms.js";
 import { AUDIT_ACTION, actorVia, auditAction, role, toolType, webhookEvent, words } from "./labels.js";
 
 export const ACTIONS = Object.keys(AUDIT_ACTION);
-const view = { action: "", cursor: null, back: [], limit: 50 };
+const view = { action: "", cursor: null, back: [], shown: 0, limit: 50 };
 
 function who(actor) {
   const name = actor.name || actor.email || actor.userId || "—";
@@ -58,7 +58,5 @@ export async function renderAuditLog(ctx, page) {
     pageHeader("Audit log", "Keys, members, agents, tools, webhooks, exports and erasures: who did what, and when."),
     h("div", { class: "row filters" }, filter),
     log,
-    h("div", { class: "row pager" },
-      h("button", { type: "button", class: "secondary small", disabled: !view.back.length, onclick: () => { view.cursor = view.back.pop(); reload(); } }, "Previous"),
-      h("button", { type: "button", class: "secondary small", disabled: !nextCursor, onclick: () => { view.back.push(view.cursor); view.cursor = nextCursor; reload(); } }, "Next")));
+    pager(view, nextCursor, result.data.length, reload));
 }

@@ -1,12 +1,11 @@
 // Conversations: search and filter (words, feedback, days, visitor, status, agent), browse
 // page by page, read, delete, and download the filtered conversations (CSV or JSON Lines).
 
-import { BASE, del, get, qs } from "./api.js";
-import { confirmDialog, h, mount, pretty, select, table, toast, when } from "./dom.js";
-import { actionButton, pageHeader } from "./forms.js";
+import { BASE, get, qs } from "./api.js";
+import { button, download, h, mount, pager, pretty, select, table, toast, when } from "./dom.js";
+import { actionButton, deleteButton, pageHeader } from "./forms.js";
 import { CONVERSATION_STATUS, choices, messageStatus } from "./labels.js";
-import { NOTE_LABEL, authorOf, byTime, eventText, isNote } from "./inbox-conversation.js";
-import { live } from "./page-inbox.js";
+import { authorOf, byTime, eventText, isNote, live, NOTE_LABEL } from "./page-inbox.js";
 
 const FILTERS = [["", "All conversations"], ["up", "With a 👍 rating"], ["down", "With a 👎 rating"], ["any", "With any rating"]];
 const STATUSES = choices(CONVERSATION_STATUS, ["", "Any status"]);
@@ -48,14 +47,6 @@ export function visitor(user, short = false) {
   return parts.flatMap((p, i) => (i ? [" · ", p] : [p]));
 }
 
-/** Download a file the server streams (the browser saves it under the server's name). */
-function download(path) {
-  const a = h("a", { href: BASE + path, download: "", class: "offscreen" });
-  document.body.append(a);
-  a.click();
-  a.remove();
-}
-
 /** The search and filter form: applied on submit (and at once for the select boxes). */
 function filterForm(ctx) {
   const apply = (e) => {
@@ -87,11 +78,11 @@ function filterForm(ctx) {
       select(STATUSES, view.status, { "aria-label": "Status filter", onchange: changed("status") }),
       agentSelect,
       h("span", { class: "spacer" }),
-      h("button", { type: "button", class: "secondary small", onclick: () => {
+      button("Clear", () => {
         Object.assign(view, { q: "", from: "", to: "", userId: "", status: "", feedback: "" });
         firstPage();
         ctx.navigate("#/conversations");
-      } }, "Clear"),
+      }),
       h("button", { type: "submit" }, "Search")));
   return form;
 }
@@ -115,7 +106,8 @@ export async function renderConversations(ctx, page) {
     firstPage();
     ctx.navigate("#/conversations");
   } });
-  const exportPath = (format) => `/conversations/export${qs({ agentId: agent.id, format, ...filters() })}`;
+  // A file the server streams: the browser saves it under the server's name.
+  const exportPath = (format) => `${BASE}/conversations/export${qs({ agentId: agent.id, format, ...filters() })}`;
   const exportCsv = actionButton("Export CSV", async () => {
     download(exportPath("csv"));
     toast("The download starts: one row per message of the conversations listed");
@@ -124,25 +116,12 @@ export async function renderConversations(ctx, page) {
   const from = count ? view.shown + 1 : 0;
   const to = view.shown + count;
   const filtered = Object.values(filters()).some(Boolean);
-  const pager = h("div", { class: "row pager" },
-    h("button", { type: "button", class: "secondary small", disabled: !view.back.length, onclick: () => {
-      view.cursor = view.back.pop();
-      view.shown = Math.max(0, view.shown - view.limit);
-      ctx.navigate("#/conversations");
-    } }, "Previous"),
-    h("span", { class: "muted" }, `${from}–${to} of ${total}${totalCapped ? "+" : ""}`),
-    size,
-    h("button", { type: "button", class: "secondary small", disabled: !nextCursor, onclick: () => {
-      view.back.push(view.cursor);
-      view.cursor = nextCursor;
-      view.shown += count;
-      ctx.navigate("#/conversations");
-    } }, "Next"));
+  const pages = pager(view, nextCursor, count, () => ctx.navigate("#/conversations"), [h("span", { class: "muted" }, `${from}–${to} of ${total}${totalCapped ? "+" : ""}`), size]);
   mount(page,
     pageHeader(`Conversations of ${agent.name}`, "Newest first. Search words in any form (refunds finds refund); the filters combine, and the export follows them.", exportCsv, exportJsonl),
     filterForm(ctx),
     table(columns, rows, filtered ? "No conversation matches these filters." : "No conversations yet: try the chat preview.", "Conversations"),
-    pager);
+    pages);
 }
 
 /** One conversation: its messages (named by who wrote them), private notes, handoff events. */
@@ -179,12 +158,8 @@ export async function renderConversation(ctx, page, id) {
     else timeline.prepend(line);
     after = line;
   }, ["status", "message"]);
-  const remove = actionButton("Delete conversation", async () => {
-    if (!(await confirmDialog("Delete this conversation and its messages?", "Delete"))) return;
-    await del(`/conversations/${encodeURIComponent(id)}`);
-    toast("Conversation deleted");
-    ctx.navigate("#/conversations");
-  }, { class: "danger" });
+  const remove = deleteButton("Delete conversation", "Delete this conversation and its messages?", "Delete",
+    `/conversations/${encodeURIComponent(id)}`, "Conversation deleted", () => ctx.navigate("#/conversations"));
   const who = conv.user ? visitor(conv.user) : conv.sessionId ? `anonymous session ${conv.sessionId}` : "API or dashboard";
   mount(page,
     pageHeader(conv.title || "(untitled)", [who, ` · started ${when(conv.createdAt)}`], h("a", { class: "button secondary", href: "#/conversations" }, "All conversations"), remove),

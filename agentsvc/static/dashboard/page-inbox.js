@@ -1,10 +1,10 @@
 // Inbox: the team's open conversations by view, searched, live; a desktop notification and
-// a beep for each new waiting one, as the member chose.
+// a beep for each new waiting one, as the member chose; and one conversation of it, below.
 
-import { BASE, get, qs } from "./api.js";
-import { avatar, h, mount } from "./dom.js";
-import { actionButton, pageHeader } from "./forms.js";
-import { conversationStatus } from "./labels.js";
+import { BASE, describe, get, post, qs } from "./api.js";
+import { avatar, button, h, mount, select, toast, when } from "./dom.js";
+import { actionButton, onSubmit, pageHeader } from "./forms.js";
+import { conversationStatus, localeName } from "./labels.js";
 
 const VIEWS = [["all", "All"], ["mine", "Mine"], ["unassigned", "Unassigned"], ["waiting", "Waiting"]];
 /** The list as last shown (j/k in a conversation follow `ids`). */
@@ -119,11 +119,11 @@ export async function renderInbox(ctx, page) {
     for (const el of holder.querySelectorAll("[data-since]")) el.textContent = `for ${waited(el.dataset.since)}`;
   }, 20000);
   const views = h("div", { class: "row views", role: "group", "aria-label": "Views" }, VIEWS.map(([view, label]) =>
-    h("button", { type: "button", class: "secondary small", "aria-pressed": String(view === inbox.view), onclick: (e) => {
+    button(label, (e) => {
       inbox.view = view;
       for (const b of views.children) b.setAttribute("aria-pressed", String(b === e.currentTarget));
       load();
-    } }, label)));
+    }, { "aria-pressed": String(view === inbox.view) })));
   let typed = null;
   const search = h("input", { type: "search", "aria-label": "Search the inbox", placeholder: "Search title, visitor name or e-mail", maxlength: 200, value: inbox.q, oninput: () => {
     clearTimeout(typed);
@@ -153,4 +153,222 @@ export async function renderInbox(ctx, page) {
     pageHeader("Inbox", "Visitors who asked for a person, live. j and k move through the list, Enter opens.", permissionButton(ctx)),
     h("div", { class: "row inbox-tools" }, views, h("span", { class: "spacer" }), search),
     holder);
+}
+
+// One inbox conversation, live: messages, private notes and handoff events; reply or note
+// (canned responses after "/"), assignment, shortcuts, and the visitor panel.
+
+export const NOTE_LABEL = "Private note – only your team sees this";
+const SHORTCUTS = [["j / k", "Next or previous conversation"], ["r", "Reply"], ["n", "Private note"], ["e", "Close the conversation"], ["/", "A canned response (in the reply)"], ["?", "These shortcuts"]];
+
+/** A handoff event in words ("Olivia took the conversation"). */
+export const eventText = (status, assignee) => ({ waiting: "The visitor asked for a person", human: `${(assignee && assignee.name) || "A member"} took the conversation`, closed: "The conversation was closed" })[status] || "Handed back to the agent";
+
+/** Who wrote a message or note: the member's name, "Visitor", or the agent's name. */
+export const authorOf = (m, agentName) => (m.author && m.author.id ? m.author.name || "Team" : m.role === "user" ? "Visitor" : agentName || "Agent");
+export const isNote = (m) => m.author && m.author.type === "note";
+
+/** A message or a private note in the timeline. */
+function entry(m, agentName) {
+  const note = isNote(m);
+  return h("li", { class: note ? "msg note" : `msg ${m.role} author-${m.author ? m.author.type : "ai"}` },
+    note ? h("div", { class: "note-label" }, NOTE_LABEL) : null,
+    m.author && m.author.id ? avatar(m.author) : null, h("strong", {}, authorOf(m, agentName)), " ",
+    h("span", { class: "muted" }, when(m.createdAt)),
+    h("div", { class: "content" }, m.content));
+}
+
+/** Messages and notes in the order they were written. */
+export const byTime = (messages, notes) => [...messages, ...(notes || [])].sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+
+/** The "/" picker of canned responses: a listbox under the box (aria-activedescendant). */
+function cannedPicker(box) {
+  let all = null;
+  let shown = [];
+  let at = 0;
+  let start = -1;
+  const list = h("ul", { id: "canned-list", role: "listbox", class: "canned", "aria-label": "Canned responses", hidden: true });
+  box.setAttribute("aria-autocomplete", "list");
+  box.setAttribute("aria-controls", list.id);
+  const close = () => {
+    list.hidden = true;
+    box.removeAttribute("aria-activedescendant");
+  };
+  const mark = () => {
+    [...list.children].forEach((li, i) => li.setAttribute("aria-selected", String(i === at)));
+    box.setAttribute("aria-activedescendant", `canned-${at}`);
+  };
+  const insert = (c) => {
+    box.setRangeText(c.content, start, box.selectionStart, "end");
+    close();
+    box.focus();
+  };
+  box.addEventListener("input", async () => {
+    if (!all && box.value.includes("/")) all = await get("/team/canned-responses").catch(() => []);
+    const before = box.value.slice(0, box.selectionStart);
+    const typed = /(^|\s)\/([\w-]*)$/.exec(before);
+    if (!typed) return close();
+    start = before.length - typed[2].length - 1;
+    const q = typed[2].toLowerCase();
+    shown = all.filter((c) => c.shortcut.startsWith(q) || c.title.toLowerCase().includes(q)).slice(0, 8);
+    at = 0;
+    mount(list, shown.map((c, i) => h("li", { id: `canned-${i}`, role: "option", onmousedown: (e) => {
+      e.preventDefault();
+      insert(c);
+    } }, h("strong", {}, `/${c.shortcut}`), " ", c.title)));
+    list.hidden = !shown.length;
+    if (shown.length) mark();
+    else close();
+  });
+  box.addEventListener("keydown", (e) => {
+    if (list.hidden) return;
+    if (e.key === "ArrowDown" || e.key === "ArrowUp") {
+      at = (at + (e.key === "ArrowDown" ? 1 : shown.length - 1)) % shown.length;
+      mark();
+    } else if (e.key === "Enter" || e.key === "Tab") {
+      insert(shown[at]);
+    } else if (e.key === "Escape") {
+      e.stopPropagation();
+      close();
+    } else return;
+    e.preventDefault();
+  });
+  box.addEventListener("blur", close);
+  return list;
+}
+
+/** The reply box, or the private note box: `mode(true)` writes a note. */
+function composer(path, add) {
+  let noting = false;
+  const box = h("textarea", { id: "reply-text", name: "content", rows: "3", required: true, placeholder: "Type / for a canned response" });
+  const label = h("label", { for: "reply-text" });
+  const send = h("button", { type: "submit" });
+  const tabs = h("div", { class: "row views", role: "group", "aria-label": "Write" },
+    ["Reply", "Note"].map((name, i) => button(name, () => mode(i > 0))));
+  const form = onSubmit(h("form", { class: "stack card", "aria-label": "Reply" }, tabs, label, box, cannedPicker(box), send), async (data) => {
+    const text = String(data.get("content")).trim();
+    if (!text) throw new Error("content: write something first");
+    add(await post(`${path}/${noting ? "notes" : "messages"}`, { content: text }));
+    form.reset();
+  });
+  function mode(note, focus = true) {
+    noting = note;
+    form.classList.toggle("note-mode", note);
+    tabs.children[0].setAttribute("aria-pressed", String(!note));
+    tabs.children[1].setAttribute("aria-pressed", String(note));
+    label.textContent = note ? "Private note for your team" : "Reply to the visitor";
+    send.textContent = note ? "Add note" : "Send reply";
+    if (focus) box.focus();
+  }
+  mode(false, false);
+  return { form, box, mode };
+}
+
+/** One conversation: its timeline live, the member's controls and the visitor panel. */
+export async function renderInboxConversation(ctx, page, id) {
+  const path = `/conversations/${encodeURIComponent(id)}`;
+  const [conv, panel] = await Promise.all([get(path),
+    visitorPanel(id).catch((err) => h("aside", { class: "card visitor" }, h("p", { class: "form-error" }, describe(err))))]);
+  const agent = ctx.agents.find((a) => a.id === conv.agentId);
+  const seen = new Set();
+  const log = h("ol", { class: "transcript", "aria-label": "Messages" });
+  const head = h("div", { class: "row status-row" });
+  const add = (m) => {
+    if (seen.has(m.id)) return;
+    seen.add(m.id);
+    log.append(entry(m, agent && agent.name));
+    log.scrollTop = log.scrollHeight;
+  };
+  const read = () => post(`${path}/read`).catch(() => {});
+  const act = async (route, body, done) => {
+    try {
+      showStatus(await post(`${path}/${route}`, body));
+      toast(done);
+    } catch (err) {
+      toast(describe(err), "error");
+    }
+  };
+  const assign = select([["", "Choose a member"], ...ctx.team.members.map((m) => [m.id, m.name || m.email])], "", { id: "assign-to",
+    onchange: () => assign.value && act("assign", { memberId: assign.value }, "Conversation assigned") });
+  const acting = (label, route, done) => button(label, () => act(route, {}, done), { class: "secondary" });
+  const take = acting("Take it", "assign", "You have the conversation");
+  const release = acting("Hand back to the agent", "release", "The agent answers again");
+  const close = acting("Close", "close", "Conversation closed");
+  function showStatus({ status, assignee }) {
+    // An action's answer has no picture: keep the one known.
+    if (assignee && conv.assignee && assignee.id === conv.assignee.id) assignee = { ...conv.assignee, ...assignee };
+    if (status !== conv.status || (assignee && assignee.id) !== (conv.assignee && conv.assignee.id)) {
+      log.append(h("li", { class: "event" }, eventText(status, assignee)));
+    }
+    Object.assign(conv, { status, assignee });
+    take.hidden = Boolean(assignee) || status === "closed";
+    release.hidden = status === "bot" || status === "closed";
+    close.hidden = status === "closed";
+    assign.value = assignee ? assignee.id : "";
+    mount(head, statusTag(status), assignee ? h("span", { class: "person" }, avatar(assignee), assignee.name) : null,
+      h("label", { for: "assign-to" }, "Assign to"), assign);
+  }
+  byTime(conv.messages, conv.notes).forEach(add);
+  showStatus(conv);
+  read();
+  live(ctx, `${path}/events`, (name, data) => {
+    if (name === "status") showStatus(data);
+    else if (name === "note") add(data.note);
+    else if (!seen.has(data.message.id)) {
+      add(data.message);
+      read();
+    }
+  }, ["status", "message", "note"]);
+  watchInbox(ctx, () => {});
+  const write = composer(path, add);
+  const help = h("details", { class: "card" }, h("summary", {}, "Keyboard shortcuts"),
+    h("dl", { class: "keys" }, SHORTCUTS.map(([k, what]) => [h("dt", {}, k), h("dd", {}, what)])));
+  async function step(by) {
+    if (!inbox.ids.includes(id)) inbox.ids = (await get("/inbox?view=all&limit=100")).map((c) => c.id);
+    const next = inbox.ids[inbox.ids.indexOf(id) + by];
+    if (next) ctx.navigate(`#/inbox/${encodeURIComponent(next)}`);
+  }
+  const keys = (e) => {
+    if (e.key === "Escape" && e.target === write.box) return write.box.blur();
+    if (typing(e)) return;
+    const key = { j: () => step(1), k: () => step(-1), r: () => write.mode(false), n: () => write.mode(true), e: () => close.hidden || close.click(), "?": () => (help.open = !help.open) }[e.key];
+    if (!key) return;
+    e.preventDefault();
+    key();
+  };
+  document.addEventListener("keydown", keys);
+  ctx.onLeave(() => document.removeEventListener("keydown", keys));
+  mount(page,
+    pageHeader(conv.title || "(untitled)", agent ? `With ${agent.name}` : null, take, release, close,
+      h("a", { class: "button secondary", href: "#/inbox" }, "Back to the inbox")),
+    h("div", { class: "desk" }, h("div", { class: "stack" }, head, log, write.form, help), panel));
+}
+
+// An inbox conversation's side panel: who the visitor is, where they are, what they did
+// before (as the server links it).
+
+/** A term and its value (left out when there is no value). */
+const pair = (term, value) => (value === null || value === undefined || value === "" ? null : [h("dt", {}, term), h("dd", {}, value)]);
+
+/** The visitor panel of conversation `id`. */
+export async function visitorPanel(id) {
+  const v = await get(`/conversations/${encodeURIComponent(id)}/visitor`);
+  const attrs = Object.entries(v.attributes || {});
+  const list = (title, rows, item, empty) => [h("h3", {}, title),
+    rows.length ? h("ul", { class: "plain" }, rows.map((r) => h("li", {}, item(r)))) : h("p", { class: "muted" }, empty)];
+  return h("aside", { class: "card visitor", "aria-label": "Visitor" },
+    h("h2", {}, v.name || v.email || "Anonymous visitor"),
+    h("dl", {},
+      pair("Name", v.name),
+      pair("E-mail", v.email),
+      pair("Identity", v.verified ? "Verified by your site" : h("span", { class: "tag warn" }, "Not verified")),
+      pair("User id", v.userId),
+      pair("Page", v.pageUrl),
+      pair("Came from", v.referrer),
+      pair("Language", v.language ? localeName(v.language) : null)),
+    attrs.length ? [h("h3", {}, "Attributes"), h("dl", {}, attrs.map(([k, val]) => pair(k, String(val))))] : null,
+    list("Previous conversations", v.previousConversations || [], (c) => [
+      h("a", { href: `#/inbox/${encodeURIComponent(c.id)}` }, c.title || "(untitled)"), " ", h("span", { class: "muted" }, when(c.createdAt))], "None."),
+    list("Form submissions", v.submissions || [], (s) => [
+      h("a", { href: `#/submissions/${encodeURIComponent(s.id)}` }, s.formName), " ", h("span", { class: "muted" }, when(s.createdAt))], "None."));
 }

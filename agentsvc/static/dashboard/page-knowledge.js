@@ -1,8 +1,8 @@
 // Knowledge: the agent's documents (text, uploaded files, fetched pages) and their indexing.
 
-import { del, get, post } from "./api.js";
-import { confirmDialog, field, h, mount, table, toast, when } from "./dom.js";
-import { actionButton, onSubmit, pageHeader } from "./forms.js";
+import { get, post } from "./api.js";
+import { field, h, mount, table, toast, when } from "./dom.js";
+import { deleteButton, onSubmit, pageHeader } from "./forms.js";
 import { documentFormat, documentStatus } from "./labels.js";
 
 const agentDocs = (agentId) => `/agents/${encodeURIComponent(agentId)}/documents`;
@@ -76,12 +76,8 @@ export async function renderKnowledge(ctx, page) {
 /** One document: its details and the text that was indexed. */
 export async function renderDocument(ctx, page, id) {
   const doc = await get(`/documents/${encodeURIComponent(id)}`);
-  const remove = actionButton("Delete document", async () => {
-    if (!(await confirmDialog(`Delete "${doc.title}"? The agent stops using it at once.`, "Delete document"))) return;
-    await del(`/documents/${encodeURIComponent(id)}`);
-    toast("Document deleted");
-    ctx.navigate("#/knowledge");
-  }, { class: "danger" });
+  const remove = deleteButton("Delete document", `Delete "${doc.title}"? The agent stops using it at once.`, "Delete document",
+    `/documents/${encodeURIComponent(id)}`, "Document deleted", () => ctx.navigate("#/knowledge"));
   mount(page,
     pageHeader(doc.title, `${documentFormat(doc.format)} · ${size(doc.sizeBytes)} · ${doc.passageCount} passages · added ${when(doc.createdAt)}`,
       h("a", { class: "button secondary", href: "#/knowledge" }, "All documents"), remove),

@@ -1,13 +1,13 @@
 // Review: the agent's thumbs-down answers with the questions before them, each turned into
 // a curated answer with one form; and the agent's curated answers (add, edit, delete).
 
-import { del, get, patch, post, qs } from "./api.js";
-import { confirmDialog, field, h, mount, toast, when } from "./dom.js";
-import { actionButton, onSubmit, pageHeader } from "./forms.js";
+import { get, patch, post, qs } from "./api.js";
+import { button, field, h, mount, pager, toast, when } from "./dom.js";
+import { deleteButton, onSubmit, pageHeader } from "./forms.js";
 
 const answersPath = (agentId) => `/agents/${encodeURIComponent(agentId)}/answers`;
 // Pages of thumbs-down answers by cursor; a question waiting to be answered (from Analytics).
-const view = { cursor: null, back: [], limit: 10 };
+const view = { cursor: null, back: [], shown: 0, limit: 10 };
 let pendingQuestion = "";
 
 /** Open the Review page with the add form holding `question` (Analytics' unanswered list). */
@@ -74,7 +74,7 @@ function curatedItem(ctx, answer) {
       field("Answer", h("textarea", { name: "answer", rows: 3, required: true, maxlength: 10000 }, current.answer)),
       h("div", { class: "row" },
         h("button", { type: "submit" }, "Save changes"),
-        h("button", { type: "button", class: "secondary", onclick: () => { edit.hidden = true; } }, "Cancel"))), async (data) => {
+        button("Cancel", () => { edit.hidden = true; }, { class: "secondary" }))), async (data) => {
       const updated = await patch(`/answers/${encodeURIComponent(current.id)}`, {
         question: String(data.get("question")).trim(),
         answer: String(data.get("answer")).trim(),
@@ -87,13 +87,9 @@ function curatedItem(ctx, answer) {
         h("h3", {}, current.question),
         h("span", { class: "spacer" }),
         h("span", { class: "muted" }, `Updated ${when(current.updatedAt)}`),
-        h("button", { type: "button", class: "secondary small", onclick: () => { edit.hidden = false; } }, "Edit"),
-        actionButton("Delete", async () => {
-          if (!(await confirmDialog(`Delete the curated answer to "${current.question}"?`, "Delete answer"))) return;
-          await del(`/answers/${encodeURIComponent(current.id)}`);
-          toast("Curated answer deleted");
-          row.remove();
-        }, { class: "danger small" })),
+        button("Edit", () => { edit.hidden = false; }),
+        deleteButton("Delete", `Delete the curated answer to "${current.question}"?`, "Delete answer",
+          `/answers/${encodeURIComponent(current.id)}`, "Curated answer deleted", () => row.remove(), { class: "danger small" })),
       h("p", { class: "answer-text" }, current.answer),
       edit);
   };
@@ -131,24 +127,15 @@ export async function renderReview(ctx, page) {
   });
   const focusAdd = Boolean(pendingQuestion);
   pendingQuestion = "";
-  const pager = h("div", { class: "row pager" },
-    h("button", { type: "button", class: "secondary small", disabled: !view.back.length, onclick: () => {
-      view.cursor = view.back.pop();
-      ctx.navigate("#/review");
-    } }, "Newer"),
-    h("span", { class: "muted" }, `${items.length} shown of ${total} thumbs-down answers`),
-    h("button", { type: "button", class: "secondary small", disabled: !nextCursor, onclick: () => {
-      view.back.push(view.cursor);
-      view.cursor = nextCursor;
-      ctx.navigate("#/review");
-    } }, "Older"));
+  const pages = pager(view, nextCursor, items.length, () => ctx.navigate("#/review"),
+    h("span", { class: "muted" }, `${items.length} shown of ${total} thumbs-down answers`), ["Newer", "Older"]);
   mount(page,
     pageHeader(`Review of ${agent.name}`, "Answers visitors rated 👎, newest first. Write the answer they should have had: visitors asking that question again get it, word for word with the builtin model, as the first source with other models."),
     h("h2", {}, "Thumbs-down answers"),
     items.length
       ? h("div", { class: "stack", role: "list", "aria-label": "Thumbs-down answers" }, items.map((i) => h("div", { role: "listitem" }, feedbackItem(ctx, i, listed))))
       : h("p", { class: "empty" }, "No answer has a 👎 rating."),
-    items.length || view.back.length ? pager : null,
+    items.length || view.back.length ? pages : null,
     h("h2", {}, "Curated answers (", count, ")"),
     h("section", { class: "card" }, h("h3", {}, "Add a curated answer"), add),
     noneYet,

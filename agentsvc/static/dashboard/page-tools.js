@@ -2,13 +2,13 @@
 // form fields with a live preview, post actions, result display) and their JSON views, the
 // MCP server's tool checklist, test run.
 
-import { chatStream, del, get, post, put, qs } from "./api.js";
+import { chatStream, get, post, put, qs } from "./api.js";
 import { actionsBuilder, actionsFit, formBuilder, formPreview } from "./builder-form.js";
 import { builderWithJson, displayBuilder, displayFit, headersEditor, paramsBuilder, paramsFit } from "./builders.js";
-import { confirmDialog, field, h, mount, parseJsonField, pretty, select, table, toast, when } from "./dom.js";
-import { actionButton, onSubmit, pageHeader } from "./forms.js";
+import { button, field, h, mount, parseJsonField, pretty, select, table, toast, when } from "./dom.js";
+import { actionButton, deleteButton, onSubmit, pageHeader } from "./forms.js";
 import { EXECUTION_MODE, choices, toolType } from "./labels.js";
-import { checkDisplayConfig, checkFormSchema, checkInputSchema, checkPostActions, exampleInput } from "./schema-check.js";
+import { checkDisplayConfig, checkFormSchema, checkInputSchema, checkPostActions, exampleInput, isObject } from "./schema-check.js";
 
 const EMPTY_SCHEMA = { type: "object", properties: {}, required: [] };
 const EXAMPLE_FORM = {
@@ -125,7 +125,7 @@ function mcpSection(t, headers) {
       if (all.checked && !box.disabled) box.checked = true;
     }
   });
-  const load = h("button", { type: "button", class: "secondary" }, "Load tools");
+  const load = button("Load tools", undefined, { class: "secondary" });
   load.addEventListener("click", async () => {
     status.textContent = "Asking the server…";
     status.className = "hint";
@@ -156,7 +156,7 @@ function mcpSection(t, headers) {
     list);
 }
 
-const formFits = (v) => Boolean(v) && typeof v === "object" && !Array.isArray(v) && (v.fields === undefined || (Array.isArray(v.fields) && v.fields.every((f) => f && typeof f === "object" && !Array.isArray(f) && (f.options === undefined || Array.isArray(f.options)))));
+const formFits = (v) => isObject(v) && (v.fields === undefined || (Array.isArray(v.fields) && v.fields.every((f) => isObject(f) && (f.options === undefined || Array.isArray(f.options)))));
 
 /** The builders of a tool (each with its JSON view); their values go into the API body. */
 function toolParts(t, agentId, isForm) {
@@ -287,12 +287,8 @@ export async function renderTool(ctx, page, id) {
     toast("Tool saved");
     ctx.navigate(`#/tools/${encodeURIComponent(id)}`);
   });
-  const remove = actionButton("Delete tool", async () => {
-    if (!(await confirmDialog(`Delete tool "${tool.name}"?`, "Delete tool"))) return;
-    await del(`/tools/${encodeURIComponent(id)}`);
-    toast("Tool deleted");
-    ctx.navigate("#/tools");
-  }, { class: "danger" });
+  const remove = deleteButton("Delete tool", `Delete tool "${tool.name}"?`, "Delete tool",
+    `/tools/${encodeURIComponent(id)}`, "Tool deleted", () => ctx.navigate("#/tools"));
   const refresh = tool.executionType === "mcp" ? actionButton("Refresh from server", async () => {
     const fresh = await post(`/tools/${encodeURIComponent(id)}/refresh`);
     toast(`${fresh.mcpServerTools.length} tools from the server`);

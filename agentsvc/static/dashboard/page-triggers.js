@@ -1,8 +1,8 @@
 // Triggers: list with stats and toggles, templates, and an editor for every type and action.
 
-import { del, get, post, put, qs } from "./api.js";
-import { confirmDialog, field, h, mount, parseJsonField, pretty, select, table, toast } from "./dom.js";
-import { actionButton, onSubmit, pageHeader } from "./forms.js";
+import { get, post, put, qs } from "./api.js";
+import { button, field, h, mount, parseJsonField, pretty, select, table, toast } from "./dom.js";
+import { actionButton, deleteButton, onSubmit, pageHeader } from "./forms.js";
 import { TRIGGER_ACTION, TRIGGER_TYPE, choices, plain, triggerAction, triggerType } from "./labels.js";
 
 const TYPES = choices(TRIGGER_TYPE);
@@ -51,10 +51,10 @@ export async function renderTriggers(ctx, page) {
     h("h3", {}, tpl.name),
     h("p", { class: "muted" }, plain(tpl.description)),
     h("p", {}, h("span", { class: "tag" }, triggerType(tpl.triggerType)), " → ", h("span", { class: "tag" }, triggerAction(tpl.actionType))),
-    h("button", { type: "button", class: "secondary small", onclick: () => {
+    button("Use template", () => {
       pendingTemplate = tpl;
       ctx.navigate("#/triggers/new");
-    } }, "Use template")));
+    })));
   mount(page,
     pageHeader(`Triggers of ${agent.name}`, "Rules that make the widget act on visitor behaviour.", h("a", { class: "button", href: "#/triggers/new" }, "New trigger")),
     table(columns, triggers, "No triggers yet: start from a template below."),
@@ -180,11 +180,7 @@ export async function renderTrigger(ctx, page, id) {
     }
     ctx.navigate("#/triggers");
   });
-  const remove = isNew ? null : actionButton("Delete trigger", async () => {
-    if (!(await confirmDialog(`Delete trigger "${trigger.name}"?`, "Delete trigger"))) return;
-    await del(`/triggers/${encodeURIComponent(id)}`);
-    toast("Trigger deleted");
-    ctx.navigate("#/triggers");
-  }, { class: "danger" });
+  const remove = isNew ? null : deleteButton("Delete trigger", `Delete trigger "${trigger.name}"?`, "Delete trigger",
+    `/triggers/${encodeURIComponent(id)}`, "Trigger deleted", () => ctx.navigate("#/triggers"));
   mount(page, pageHeader(isNew ? "New trigger" : trigger.name, null, h("a", { class: "button secondary", href: "#/triggers" }, "All triggers"), remove), form);
 }

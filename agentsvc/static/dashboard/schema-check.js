@@ -76,7 +76,8 @@ const FIELD_KEYS = ["name", "label", "type", "validation", "options", "placehold
 const FORM_KEYS = ["fields", "submitLabel", "successMessage", "title", "description"];
 export const VALIDATION_RULES = { required: "boolean", minLength: "integer", maxLength: "integer", min: "number", max: "number", pattern: "string" };
 const FIELD_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
-const isObject = (v) => Boolean(v) && typeof v === "object" && !Array.isArray(v);
+/** Whether a value is a JSON object (not null, not a list). */
+export const isObject = (v) => Boolean(v) && typeof v === "object" && !Array.isArray(v);
 const unknownKey = (value, allowed) => Object.keys(value).sort().find((k) => !allowed.includes(k));
 const text = (v, max, required = true) => (typeof v !== "string" || (required && !v.trim()) ? "must be a non-empty string" : v.length > max ? `must be at most ${max} characters` : null);
 const ofType = (v, kind) => (kind === "boolean" ? typeof v === "boolean" : kind === "string" ? typeof v === "string" : typeof v === "number" && Number.isFinite(v) && (kind === "number" || Number.isInteger(v)));
