@@ -280,9 +280,11 @@ export async function renderInboxConversation(ctx, page, id) {
     log.scrollTop = log.scrollHeight;
   };
   const read = () => post(`${path}/read`).catch(() => {});
+  let acted = false;
   const act = async (route, body, done) => {
     try {
       showStatus(await post(`${path}/${route}`, body));
+      acted = true;
       toast(done);
     } catch (err) {
       toast(describe(err), "error");
@@ -311,8 +313,9 @@ export async function renderInboxConversation(ctx, page, id) {
   byTime(conv.messages, conv.notes).forEach(add);
   showStatus(conv);
   read();
-  live(ctx, `${path}/events`, (name, data) => {
-    if (name === "status") showStatus(data);
+  live(ctx, `${path}/events`, (name, data, id) => {
+    // The stream's first event (no id) is the status when it opened: older than an action's answer.
+    if (name === "status") (id || !acted) && showStatus(data);
     else if (name === "note") add(data.note);
     else if (!seen.has(data.message.id)) {
       add(data.message);
