@@ -86,7 +86,7 @@ async def test_members_cannot_read_or_change_sso(client, team, idp):
 async def test_settings_are_checked_with_clear_messages(client, team, idp):
     _, _, owner = team
     cases = [
-        ({"type": "saml", "domains": ["example.com"]}, "not available yet"),
+        ({"type": "saml", "domains": ["example.com"]}, "idpMetadataXml: required"),
         (oidc_body("ftp://idp.example.com"), "issuer: must be"),
         (oidc_body("http://127.0.0.1:9"), "cannot be used"),
         (oidc_body(idp.issuer + "/"), "names the issuer"),
