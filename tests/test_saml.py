@@ -170,3 +170,13 @@ async def test_enforce_refuses_passwords_and_links_for_the_domain(client, team, 
     idp.person.email = "member@example.com"
     resp = await saml_sign_in(client, team_row.id)
     assert resp.status == 303, await resp.text()
+
+
+async def test_a_server_without_xmlsec1_says_so(client, team, idp, monkeypatch, tmp_path):
+    team_row, _, owner = team
+    await saml_set_up(client, owner, idp)
+    monkeypatch.setenv("PATH", str(tmp_path))  # xmlsec1 nowhere to be found
+    resp = await client.get(f"/api/v1/auth/saml/{team_row.id}/start", allow_redirects=False)
+    await assert_error(resp, 401, "UNAUTHORIZED", "its operator must install xmlsec1")
+    resp = await client.put("/api/v1/team/sso", json=saml_body(idp), headers=owner)
+    await assert_error(resp, 400, "VALIDATION_ERROR", "SAML needs xmlsec1 on the server")
