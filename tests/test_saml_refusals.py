@@ -86,6 +86,12 @@ async def test_an_assertion_signed_with_another_key_is_refused(client, team, idp
     await refused(client, resp, "not signed by the team's identity provider")
 
 
+async def test_an_assertion_signed_with_sha1_is_refused(client, team, idp):
+    idp.forgery = Forgery(sha1=True)
+    resp = await saml_sign_in(client, team[0].id)
+    await refused(client, resp, "signed with SHA-1")
+
+
 async def test_a_signed_response_with_an_unsigned_assertion_is_refused(client, team, idp):
     # Our rule (docs/owners/sso.md): the assertion itself must be signed.
     idp.forgery = Forgery(sign_assertion=False, sign_response=True)

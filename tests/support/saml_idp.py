@@ -33,7 +33,7 @@ with warnings.catch_warnings():
     from saml2.saml import NAMEID_FORMAT_EMAILADDRESS, NameID
     from saml2.server import Server
     from saml2.sigver import pre_signature_part
-    from saml2.xmldsig import DIGEST_SHA256, SIG_RSA_SHA256
+    from saml2.xmldsig import DIGEST_SHA1, DIGEST_SHA256, SIG_RSA_SHA1, SIG_RSA_SHA256
 
 ASSERTION_NODE = "urn:oasis:names:tc:SAML:2.0:assertion:Assertion"
 RESPONSE_NODE = "urn:oasis:names:tc:SAML:2.0:protocol:Response"
@@ -83,6 +83,7 @@ class Forgery:
     sign_assertion: bool = True
     sign_response: bool = False
     other_key: bool = False  # signed with a key the provider's metadata does not hold
+    sha1: bool = False  # RSA-SHA1 and a SHA-1 digest instead of SHA-256
     tamper: Callable[[str], str] | None = None  # after signing
 
 
@@ -92,7 +93,7 @@ class SamlIdentityProvider:
     def __init__(self, folder: Path):
         self.folder = folder
         self.key_file, self.cert_file = make_key_pair(folder, "idp")
-        self.other_key_file, _ = make_key_pair(folder, "other")
+        self.other_key_file, self.other_cert_file = make_key_pair(folder, "other")
         self.base_url = ""
         self.person = Person("member@example.com")
         self.forgery = Forgery()
@@ -202,28 +203,43 @@ class SamlIdentityProvider:
         forgery = self.forgery
         if forgery.before_signing:
             xml = forgery.before_signing(xml)
-        key = str(self.other_key_file if forgery.other_key else self.key_file)
+        # The signing certificate goes in KeyInfo, as providers send it: another key's
+        # certificate there must not make its signature count.
+        key, cert = (
+            (self.other_key_file, self.other_cert_file)
+            if forgery.other_key
+            else (self.key_file, self.cert_file)
+        )
+        algorithms = (
+            (SIG_RSA_SHA1, DIGEST_SHA1) if forgery.sha1 else (SIG_RSA_SHA256, DIGEST_SHA256)
+        )
         if forgery.sign_assertion:
-            xml = self._sign(xml, "Assertion", ASSERTION_NODE, key)
+            xml = self._sign(xml, "Assertion", ASSERTION_NODE, key, cert, algorithms)
         if forgery.sign_response:
-            xml = self._sign(xml, "Response", RESPONSE_NODE, key)
+            xml = self._sign(xml, "Response", RESPONSE_NODE, key, cert, algorithms)
         if forgery.tamper:
             xml = forgery.tamper(xml)
         return xml
 
-    def _sign(self, xml: str, element: str, node: str, key: str) -> str:
+    def _sign(
+        self, xml: str, element: str, node: str, key: Path, cert: Path, algorithms: tuple
+    ) -> str:
         """Sign one element with pysaml2's xmlsec1 backend: its signature template goes
         right after the element's Issuer, as the schema orders it."""
         assert self._server is not None
         prefix = "ns0" if element == "Response" else "ns1"
         match = re.search(rf'<{prefix}:{element} [^>]*ID="([^"]+)"[^>]*>(.*?</ns1:Issuer>)', xml)
         assert match, f"no {element} to sign"
+        pem = cert.read_text()
+        body = "".join(pem.split("-----")[2].split())
         template = str(
-            pre_signature_part(match.group(1), sign_alg=SIG_RSA_SHA256, digest_alg=DIGEST_SHA256)
+            pre_signature_part(
+                match.group(1), public_key=body, sign_alg=algorithms[0], digest_alg=algorithms[1]
+            )
         )
         at = match.end(2)
         xml = xml[:at] + template + xml[at:]
-        return self._server.sec.sign_statement(xml, node, key_file=key, node_id=match.group(1))
+        return self._server.sec.sign_statement(xml, node, key_file=str(key), node_id=match.group(1))
 
 
 def acs_form(page: str) -> tuple[str, dict[str, str]]:

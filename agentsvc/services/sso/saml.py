@@ -38,6 +38,9 @@ MAX_RESPONSE_CHARS = 256 * 1024
 PROTOCOL = "urn:oasis:names:tc:SAML:2.0:protocol"
 ASSERTION = "urn:oasis:names:tc:SAML:2.0:assertion"
 SUCCESS = "urn:oasis:names:tc:SAML:2.0:status:Success"
+DSIG = "http://www.w3.org/2000/09/xmldsig#"
+# SHA-1 signatures and digests can be forged by a well-funded attacker (SHAttered).
+WEAK_ALGORITHMS = (DSIG + "rsa-sha1", DSIG + "dsa-sha1", DSIG + "sha1")
 # Assertions are remembered this long when they say nothing of their lifetime.
 DEFAULT_LIFETIME = timedelta(minutes=10)
 
@@ -161,6 +164,12 @@ def _inspect(root: Element, provider: Provider, request_id: str) -> dict[str, An
     if root.get("InResponseTo") != request_id:
         raise TokenRefused("the answer is not for this sign-in (InResponseTo)")
     assertion = assertions[0]
+    for method in assertion.iter():
+        if method.tag in (f"{{{DSIG}}}SignatureMethod", f"{{{DSIG}}}DigestMethod"):
+            if method.get("Algorithm") in WEAK_ALGORITHMS:
+                raise TokenRefused(
+                    "the assertion is signed with SHA-1: choose SHA-256 at the provider"
+                )
     _check_audience(assertion, provider.sp.entity_id)
     _check_recipient(assertion, provider, request_id)
     expires_at = _check_times(assertion, provider.skew_seconds)
