@@ -165,10 +165,11 @@ class SamlIdentityProvider:
         encoded = base64.b64encode(xml.encode()).decode()
         relay = request.query.get("RelayState", "")
         page = (
+            '<!doctype html><html lang="en"><title>Identity provider</title>'
             f'<form method="post" action="{html.escape(acs)}">'
             f'<input type="hidden" name="SAMLResponse" value="{encoded}"/>'
             f'<input type="hidden" name="RelayState" value="{html.escape(relay)}"/>'
-            "</form>"
+            '<button type="submit">Continue</button></form>'
         )
         return web.Response(text=page, content_type="text/html")
 
