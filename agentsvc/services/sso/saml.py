@@ -32,6 +32,9 @@ from agentsvc.services.sso.saml_config import SamlSettings, SpAddresses, idp_met
 from agentsvc.services.sso.tokens import Identity, TokenRefused
 
 log = logging.getLogger(__name__)
+# pysaml2 logs a refused response whole (people's addresses included) at ERROR; the
+# refusal is logged here, in a line, and answered to the person.
+logging.getLogger("saml2").setLevel(logging.CRITICAL)
 
 # A form field of at most this many characters (base64) is read; pysaml2 never sees more.
 MAX_RESPONSE_CHARS = 256 * 1024
@@ -121,7 +124,7 @@ def read_response(provider: Provider, encoded: str, request_id: str) -> Asserted
             encoded, BINDING_HTTP_POST, outstanding={request_id: "/"}
         )
     except Exception as exc:  # pysaml2 raises many classes (and bare Exception) for refusals
-        log.info("SAML response refused by pysaml2: %r", exc)
+        log.info("SAML response refused by pysaml2 (%s)", type(exc).__name__)
         raise TokenRefused(_plain(exc)) from exc
     assertion = getattr(response, "assertion", None)
     if assertion is None or assertion.id != facts["assertion_id"]:
