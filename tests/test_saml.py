@@ -89,6 +89,14 @@ async def test_bad_metadata_is_a_clear_400(client, team, idp):
         (good.replace("X509Certificate>", "X509Data>"), "no signing certificate"),
         ("x" * 300_000, "idpMetadataXml"),
     ]
+    mixed = saml_body(idp, clientId="abc")
+    resp = await client.put("/api/v1/team/sso", json=mixed, headers=owner)
+    await assert_error(resp, 400, "VALIDATION_ERROR", "clientId: not a setting of SAML")
+    mixed = {"type": "oidc", "issuer": "https://x.test", "clientId": "a", "domains": ["a.test"]}
+    resp = await client.put(
+        "/api/v1/team/sso", json={**mixed, "emailAttribute": "mail"}, headers=owner
+    )
+    await assert_error(resp, 400, "VALIDATION_ERROR", "emailAttribute: not a setting of OpenID")
     for xml, words in cases:
         resp = await client.put(
             "/api/v1/team/sso", json=saml_body(idp, idpMetadataXml=xml), headers=owner

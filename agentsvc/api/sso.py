@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 
 from aiohttp import web
 from pydantic import Field
+from pydantic.alias_generators import to_camel
 from pydantic.json_schema import SkipJsonSchema
 
 from agentsvc.api import app_keys, auth
@@ -161,6 +162,21 @@ def _saml_json(view: SsoView, s: SamlSettings) -> dict:
     }
 
 
+_ONLY = {
+    "oidc": ("issuer", "client_id", "client_secret", "scopes", "groups_claim"),
+    "saml": ("idp_metadata_xml", "email_attribute", "name_attribute", "groups_attribute"),
+}
+
+
+def _refuse_the_other_protocols_fields(body: SsoIn) -> None:
+    """A field of the other protocol would be silently dropped: say so instead."""
+    other = "oidc" if body.type == "saml" else "saml"
+    for name in _ONLY[other]:
+        if getattr(body, name) is not None:
+            protocol = "SAML" if body.type == "saml" else "OpenID Connect"
+            raise ValidationFailed(f"{to_camel(name)}: not a setting of {protocol}")
+
+
 def _saml_request(call: Call) -> SamlRequest:
     body: SsoIn = call.body
     if not body.idp_metadata_xml:
@@ -196,6 +212,7 @@ async def put_team_sso(call: Call):
     reading its discovery document, a SAML provider by reading its metadata; the answer
     holds what to paste into the provider."""
     assert call.principal is not None
+    _refuse_the_other_protocols_fields(call.body)
     if call.body.type == "saml":
         saml = _saml_request(call)
         view = await _sso(call).save_saml(call.principal, saml, actor_of(call))
