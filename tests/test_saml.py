@@ -5,11 +5,15 @@ groups at every sign-in, and `enforce`. The refusals are in tests/test_saml_refu
 
 from __future__ import annotations
 
+import asyncio
+import threading
+import time
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
 from agentsvc.api import app_keys
+from agentsvc.services.sso import saml_flow
 from tests.support.accounts import session
 from tests.support.errors import assert_error
 from tests.support.saml import (
@@ -188,3 +192,31 @@ async def test_a_server_without_xmlsec1_says_so(client, team, idp, monkeypatch, 
     await assert_error(resp, 401, "UNAUTHORIZED", "its operator must install xmlsec1")
     resp = await client.put("/api/v1/team/sso", json=saml_body(idp), headers=owner)
     await assert_error(resp, 400, "VALIDATION_ERROR", "SAML needs xmlsec1 on the server")
+
+
+async def test_the_signature_checks_run_off_the_event_loop_a_few_at_a_time():
+    crypto = saml_flow.Crypto()
+    lock, running, peak, ticks = threading.Lock(), 0, 0, 0
+
+    def check() -> bool:  # stands for xmlsec1: a blocking call of 50 ms
+        nonlocal running, peak
+        with lock:
+            running += 1
+            peak = max(peak, running)
+        time.sleep(0.05)
+        with lock:
+            running -= 1
+        return True
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.005)
+            ticks += 1
+
+    task = asyncio.create_task(ticker())
+    results = await asyncio.gather(*(crypto.run(check) for _ in range(12)))
+    task.cancel()
+    assert results == [True] * 12
+    assert peak == saml_flow.MAX_CONCURRENT
+    assert ticks >= 10  # the loop kept turning through three rounds of 50 ms
