@@ -66,6 +66,7 @@ async def test_owner_sets_up_saml_and_gets_what_to_paste(client, team, idp):
     resp = await client.get("/api/v1/auth/sso", params={"email": "someone@example.com"})
     data = (await resp.json())["data"]
     assert data["sso"] is True and data["startUrl"] == f"/api/v1/auth/saml/{team_row.id}/start"
+    assert data["protocol"] == "saml"
     resp = await client.delete("/api/v1/team/sso", headers=owner)
     assert resp.status == 200
     log = await client.get("/api/v1/audit-log", headers=owner)

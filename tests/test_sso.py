@@ -118,6 +118,7 @@ async def test_where_an_address_signs_in_names_no_team(client, team, idp):
         "sso": True,
         "startUrl": f"/api/v1/auth/sso/{team_row.id}/start",
         "enforced": False,
+        "protocol": "oidc",
         "providers": [],
     }
     assert team_row.name not in str(data)
@@ -126,6 +127,7 @@ async def test_where_an_address_signs_in_names_no_team(client, team, idp):
         "sso": False,
         "startUrl": None,
         "enforced": False,
+        "protocol": None,
         "providers": [],
     }
     resp = await client.get("/api/v1/auth/sso", params={"email": "nope"})

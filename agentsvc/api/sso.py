@@ -120,6 +120,9 @@ class SsoRouteOut(ResponseModel):
     sso: bool = Field(description="the address's domain signs in through a team's SSO")
     start_url: str | None = Field(description="where to send the browser to sign in by SSO")
     enforced: bool = Field(description="password and e-mailed links are refused for it")
+    protocol: Literal["oidc", "saml"] | None = Field(
+        description="the team's single sign-on protocol, when sso is true"
+    )
     providers: list[str] = Field(description="the other sign-in providers of this instance")
 
 
@@ -253,6 +256,7 @@ async def get_auth_sso(call: Call):
             "sso": found.sso,
             "startUrl": found.start_path,
             "enforced": found.enforced,
+            "protocol": found.protocol,
             "providers": providers,
         }
     )

@@ -60,6 +60,7 @@ class Route:
     sso: bool
     start_path: str | None = None
     enforced: bool = False
+    protocol: str | None = None  # "oidc" or "saml"
 
 
 def _context(team_id: str) -> str:
@@ -230,7 +231,7 @@ class SsoService:
             return Route(sso=False)
         team_id, kind, enforce = found
         path = "saml" if kind == "saml" else "sso"
-        return Route(True, f"/api/v1/auth/{path}/{team_id}/start", enforce)
+        return Route(True, f"/api/v1/auth/{path}/{team_id}/start", enforce, kind)
 
     async def _team_oidc(self, team_id: str) -> tuple[OidcSettings, str | None, tuple[str, ...]]:
         row = await sso.get(self._db.reader, team_id)
