@@ -218,6 +218,8 @@ class AuthSettings(_Section):
     session_ttl_seconds: float = Field(604800, gt=0)
     sign_in_per_minute_ip: int = Field(30, gt=0)
     sign_in_per_minute_email: int = Field(10, gt=0)
+    # How far a SAML assertion's NotBefore/NotOnOrAfter may be off the server's clock.
+    saml_clock_skew_seconds: float = Field(60, ge=0, le=600)
 
 
 class OAuthProviderSettings(_Section):

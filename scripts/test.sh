@@ -23,6 +23,7 @@ sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 missing=()
 [ -x /usr/bin/chromium ] || missing+=(chromium)
+command -v xmlsec1 >/dev/null || missing+=(xmlsec1)  # SAML signatures (pysaml2)
 command -v soffice >/dev/null || missing+=(libreoffice-calc-nogui)
 if [[ $backends == *postgresql* ]]; then
     [ -x /usr/bin/redis-server ] || missing+=(redis-server)

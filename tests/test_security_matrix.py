@@ -59,6 +59,9 @@ PUBLIC_BY_DESIGN = {
     ("GET", "/widget/locales/{lang}.json"): "the widget's texts in one language",
     ("GET", "/api/v1/avatars/{avatarId}"): "visitors' browsers load members' pictures",
     ("GET", "/api/v1/auth/sso/{teamId}/start"): "anyone may start signing in by a team's SSO",
+    ("GET", "/api/v1/auth/saml/{teamId}/metadata"): "identity providers read a team's SP metadata",
+    ("GET", "/api/v1/auth/saml/{teamId}/start"): "anyone may start signing in by a team's SAML",
+    ("POST", "/api/v1/auth/saml/{teamId}/acs"): "the identity provider posts its signed answer",
 }
 # Secrets are addressed by name within the caller's own team: another team's PUT of the
 # same name creates its own secret (checked below to leave the first team's untouched).

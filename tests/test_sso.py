@@ -86,7 +86,7 @@ async def test_members_cannot_read_or_change_sso(client, team, idp):
 async def test_settings_are_checked_with_clear_messages(client, team, idp):
     _, _, owner = team
     cases = [
-        ({"type": "saml", "domains": ["example.com"]}, "not available yet"),
+        ({"type": "saml", "domains": ["example.com"]}, "idpMetadataXml: required"),
         (oidc_body("ftp://idp.example.com"), "issuer: must be"),
         (oidc_body("http://127.0.0.1:9"), "cannot be used"),
         (oidc_body(idp.issuer + "/"), "names the issuer"),
@@ -118,6 +118,7 @@ async def test_where_an_address_signs_in_names_no_team(client, team, idp):
         "sso": True,
         "startUrl": f"/api/v1/auth/sso/{team_row.id}/start",
         "enforced": False,
+        "protocol": "oidc",
         "providers": [],
     }
     assert team_row.name not in str(data)
@@ -126,6 +127,7 @@ async def test_where_an_address_signs_in_names_no_team(client, team, idp):
         "sso": False,
         "startUrl": None,
         "enforced": False,
+        "protocol": None,
         "providers": [],
     }
     resp = await client.get("/api/v1/auth/sso", params={"email": "nope"})

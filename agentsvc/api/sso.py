@@ -1,5 +1,5 @@
 """Single sign-on endpoints: a team's settings (owners), where an address signs in, and
-the OpenID Connect sign-in (start, callback)."""
+the OpenID Connect sign-in (start, callback); SAML's own routes are in api/saml.py."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 
 from aiohttp import web
 from pydantic import Field
+from pydantic.alias_generators import to_camel
 from pydantic.json_schema import SkipJsonSchema
 
 from agentsvc.api import app_keys, auth
@@ -17,7 +18,6 @@ from agentsvc.api.session_auth import OAuthCallbackQuery, OAuthStartQuery, Succe
 from agentsvc.errors import Unauthorized, ValidationFailed
 from agentsvc.input_types import Email
 from agentsvc.services.sso.config import (
-    SAML_NOT_YET,
     OidcRequest,
     OidcSettings,
     checked_domains,
@@ -25,6 +25,12 @@ from agentsvc.services.sso.config import (
     checked_scopes,
 )
 from agentsvc.services.sso.oidc import STATE_TTL_SECONDS
+from agentsvc.services.sso.saml_config import (
+    MAX_METADATA_CHARS,
+    SamlRequest,
+    SamlSettings,
+    saml_settings,
+)
 from agentsvc.services.sso.service import SsoService, SsoView
 
 routes = RouteTable("sso")
@@ -33,6 +39,7 @@ SSO_STATE_COOKIE = "agentsvc_sso_state"
 CALLBACK_COOKIE_PATH = "/api/v1/auth/sso/callback"
 
 Text = Annotated[str, Field(min_length=1, max_length=500)]
+Attribute = Annotated[str, Field(min_length=1, max_length=300)]
 
 
 def _sso(call: Call) -> SsoService:
@@ -60,24 +67,48 @@ class SsoIn(RequestModel):
         list[Annotated[str, Field(max_length=253)]], Field(min_length=1, max_length=50)
     ]
     enforce: bool = False
-    # SAML 2.0 (not available yet: answered with a 400).
-    idp_metadata_xml: SkipJsonSchema[str | None] = None
-    email_attribute: SkipJsonSchema[str | None] = None
-    name_attribute: SkipJsonSchema[str | None] = None
-    groups_attribute: SkipJsonSchema[str | None] = None
+    idp_metadata_xml: (
+        Annotated[str, Field(min_length=1, max_length=MAX_METADATA_CHARS)] | SkipJsonSchema[None]
+    ) = Field(None, description="SAML: the identity provider's metadata XML, pasted")
+    email_attribute: Attribute | SkipJsonSchema[None] = Field(
+        None, description='SAML: the attribute holding the e-mail address; default "email"'
+    )
+    name_attribute: Attribute | SkipJsonSchema[None] = Field(
+        None, description='SAML: the attribute holding the name; default "name"'
+    )
+    groups_attribute: Attribute | SkipJsonSchema[None] = Field(
+        None, description='SAML: the attribute listing the groups; default "groups"'
+    )
 
 
 class SsoOut(ResponseModel):
     type: str
-    issuer: str
-    client_id: str
-    client_secret: str | None = Field(description="masked: its last four characters")
-    scopes: list[str]
-    groups_claim: str
+    issuer: str | None = Field(None, description="OIDC")
+    client_id: str | None = Field(None, description="OIDC")
+    client_secret: str | None = Field(None, description="OIDC: masked, its last four characters")
+    scopes: list[str] | None = Field(None, description="OIDC")
+    groups_claim: str | None = Field(None, description="OIDC")
     role_mapping: dict[str, str]
     domains: list[str]
     enforce: bool
-    redirect_uri: str = Field(description="paste into the provider as the redirect URI")
+    redirect_uri: str | None = Field(
+        None, description="OIDC: paste into the provider as the redirect URI"
+    )
+    idp_metadata_xml: str | None = Field(None, description="SAML: the metadata as saved")
+    idp_entity_id: str | None = Field(None, description="SAML: read from the metadata")
+    idp_sso_url: str | None = Field(None, description="SAML: read from the metadata")
+    email_attribute: str | None = Field(None, description="SAML")
+    name_attribute: str | None = Field(None, description="SAML")
+    groups_attribute: str | None = Field(None, description="SAML")
+    entity_id: str | None = Field(
+        None, description="SAML: paste into the provider as the SP entity id (audience)"
+    )
+    acs_url: str | None = Field(
+        None, description="SAML: paste into the provider as the ACS (reply) URL"
+    )
+    metadata_url: str | None = Field(
+        None, description="SAML: our metadata, for providers that read it"
+    )
     updated_at: str
 
 
@@ -89,11 +120,16 @@ class SsoRouteOut(ResponseModel):
     sso: bool = Field(description="the address's domain signs in through a team's SSO")
     start_url: str | None = Field(description="where to send the browser to sign in by SSO")
     enforced: bool = Field(description="password and e-mailed links are refused for it")
+    protocol: Literal["oidc", "saml"] | None = Field(
+        description="the team's single sign-on protocol, when sso is true"
+    )
     providers: list[str] = Field(description="the other sign-in providers of this instance")
 
 
 def sso_json(view: SsoView) -> dict:
     s = view.settings
+    if isinstance(s, SamlSettings):
+        return _saml_json(view, s)
     return {
         "type": view.type,
         "issuer": s.issuer,
@@ -109,9 +145,56 @@ def sso_json(view: SsoView) -> dict:
     }
 
 
+def _saml_json(view: SsoView, s: SamlSettings) -> dict:
+    assert view.saml is not None
+    return {
+        "type": "saml",
+        "idpMetadataXml": s.metadata_xml,
+        "idpEntityId": s.idp_entity_id,
+        "idpSsoUrl": s.sso_url,
+        "emailAttribute": s.email_attribute,
+        "nameAttribute": s.name_attribute,
+        "groupsAttribute": s.groups_attribute,
+        "roleMapping": s.role_mapping,
+        "domains": list(view.domains),
+        "enforce": view.enforce,
+        "entityId": view.saml.entity_id,
+        "acsUrl": view.saml.acs_url,
+        "metadataUrl": view.saml.metadata_url,
+        "updatedAt": view.updated_at,
+    }
+
+
+_ONLY = {
+    "oidc": ("issuer", "client_id", "client_secret", "scopes", "groups_claim"),
+    "saml": ("idp_metadata_xml", "email_attribute", "name_attribute", "groups_attribute"),
+}
+
+
+def _refuse_the_other_protocols_fields(body: SsoIn) -> None:
+    """A field of the other protocol would be silently dropped: say so instead."""
+    other = "oidc" if body.type == "saml" else "saml"
+    for name in _ONLY[other]:
+        if getattr(body, name) is not None:
+            protocol = "SAML" if body.type == "saml" else "OpenID Connect"
+            raise ValidationFailed(f"{to_camel(name)}: not a setting of {protocol}")
+
+
+def _saml_request(call: Call) -> SamlRequest:
+    body: SsoIn = call.body
+    if not body.idp_metadata_xml:
+        raise ValidationFailed("idpMetadataXml: required for SAML (your provider's metadata XML)")
+    allow_http = call.app[app_keys.settings_key].outbound.allow_private
+    settings = saml_settings(
+        body.idp_metadata_xml,
+        (body.email_attribute, body.name_attribute, body.groups_attribute),
+        checked_mapping(body.role_mapping),
+        allow_http=allow_http,
+    )
+    return SamlRequest(settings, checked_domains(body.domains), body.enforce)
+
+
 def _oidc_request(body: SsoIn) -> OidcRequest:
-    if body.type == "saml":
-        raise ValidationFailed(SAML_NOT_YET)
     if not body.issuer:
         raise ValidationFailed("issuer: required for OpenID Connect")
     if not body.client_id:
@@ -128,9 +211,15 @@ def _oidc_request(body: SsoIn) -> OidcRequest:
 
 @routes.put("/team/sso", body=SsoIn, response=SsoOut, owner_only=True, errors=(409,))
 async def put_team_sso(call: Call):
-    """Set up single sign-on for the team (owners): the provider is checked by reading its
-    discovery document; the answer holds the redirect URI to paste into the provider."""
+    """Set up single sign-on for the team (owners): an OpenID provider is checked by
+    reading its discovery document, a SAML provider by reading its metadata; the answer
+    holds what to paste into the provider."""
     assert call.principal is not None
+    _refuse_the_other_protocols_fields(call.body)
+    if call.body.type == "saml":
+        saml = _saml_request(call)
+        view = await _sso(call).save_saml(call.principal, saml, actor_of(call))
+        return json_response(sso_json(view))
     view = await _sso(call).save_oidc(call.principal, _oidc_request(call.body), actor_of(call))
     return json_response(sso_json(view))
 
@@ -167,6 +256,7 @@ async def get_auth_sso(call: Call):
             "sso": found.sso,
             "startUrl": found.start_path,
             "enforced": found.enforced,
+            "protocol": found.protocol,
             "providers": providers,
         }
     )

@@ -2,11 +2,13 @@
 page (the redirect URI shown, with a copy button), then a person of the team's domain types
 their address on the sign-in page, is offered "Continue with SSO", signs in at the certified
 `oidc-provider` on 127.0.0.1 and lands in the dashboard as a member of the team; no serious
-or critical axe-core finding on the section or on the sign-in page."""
+or critical axe-core finding on the section or on the sign-in page. The same with SAML 2.0
+through the pysaml2 identity provider of tests/support/saml_idp.py."""
 
 from __future__ import annotations
 
 import re
+import urllib.request
 from collections.abc import Iterator
 
 import pytest
@@ -21,6 +23,7 @@ from tests.support.oidc_provider import (
     start_provider,
     stop_provider,
 )
+from tests.support.saml_idp import Person, SamlIdentityProvider
 
 
 @pytest.fixture(scope="module")
@@ -83,6 +86,60 @@ def test_owner_sets_up_sso_and_a_person_signs_in_through_it(browser, stack, tab,
         # refused above) are the provider's requests, not the dashboard's.
         theirs = (idp.issuer + "/", "https://fonts.googleapis.com/")
         person.requests[:] = [r for r in person.requests if not r[1].startswith(theirs)]
+    finally:
+        person.close()
+    stack.api("DELETE", "/team/sso", owner_key(stack))
+
+
+@pytest.fixture(scope="module")
+def saml_idp(stack, tmp_path_factory) -> Iterator[SamlIdentityProvider]:
+    provider = SamlIdentityProvider(tmp_path_factory.mktemp("saml"))
+    stack.run(provider.start())
+    yield provider
+    stack.run(provider.close())
+
+
+def test_owner_sets_up_saml_and_a_person_signs_in_through_it(browser, stack, tab, saml_idp):
+    ensure_owner(stack)
+    page = tab.page
+    sign_in(page, stack)
+    in_owners_team(page)
+    nav(page, "Team")
+    form = page.get_by_role("form", name="Single sign-on")
+    form.get_by_label("Protocol").select_option("saml")
+    expect(form.get_by_text("Save to get the entity ID")).to_be_visible()
+    form.get_by_label("Identity provider metadata (XML)").fill(saml_idp.metadata_xml())
+    form.get_by_label("E-mail domains").fill("example.com")
+    form.get_by_role("button", name="Save single sign-on").click()
+    expect(page.get_by_text("Single sign-on saved")).to_be_visible()
+    form = page.get_by_role("form", name="Single sign-on")
+    expect(form.get_by_label("Protocol")).to_have_value("saml")
+    acs = form.locator("code").nth(1)
+    expect(acs).to_have_text(re.compile(re.escape(stack.url) + r"/api/v1/auth/saml/[\w-]+/acs$"))
+    form.get_by_role("button", name="Copy the ACS URL").click()
+    expect(page.get_by_text("ACS URL copied")).to_be_visible()
+    assert serious_violations(page, "main") == []
+    metadata_url = form.locator("code").nth(2).inner_text()
+    with urllib.request.urlopen(metadata_url) as resp:  # noqa: S310 (our own 127.0.0.1)
+        saml_idp.trust(resp.read().decode())
+    saml_idp.person = Person("sally.saml@example.com", name="Sally Saml")
+
+    person = Tab(browser, stack)
+    try:
+        visitor = person.page
+        visitor.context.route(LEAVES_THE_MACHINE, lambda route: route.abort())
+        visitor.goto(stack.url + "/")
+        signing = visitor.get_by_role("form", name="Sign in with password")
+        signing.get_by_label("E-mail").fill("sally.saml@example.com")
+        signing.get_by_label("E-mail").press("Tab")
+        offer = visitor.get_by_role("link", name="Continue with SSO")
+        expect(offer).to_be_visible()
+        offer.click()
+        # The provider's page posts its signed answer to our ACS.
+        visitor.get_by_role("button", name="Continue").click()
+        expect(visitor.get_by_role("heading", name="Agents", exact=True)).to_be_visible()
+        expect(visitor.locator(".role-badge")).to_have_text("member")
+        person.requests[:] = [r for r in person.requests if not r[1].startswith(saml_idp.base_url)]
     finally:
         person.close()
     stack.api("DELETE", "/team/sso", owner_key(stack))

@@ -19,7 +19,6 @@ MAX_DOMAINS = 50
 MAX_MAPPINGS = 100
 _DOMAIN = re.compile(r"^(?=.{4,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$")
 _SCOPE = re.compile(r"^[\x21\x23-\x5b\x5d-\x7e]{1,100}$")  # RFC 6749 scope-token
-SAML_NOT_YET = 'type: SAML 2.0 is not available yet; use "oidc" (OpenID Connect) for now'
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,5 @@
 """The single sign-on service: a team's settings (owners), where an address signs in, and
-the OpenID Connect sign-in itself. runtime.py builds it once with its collaborators."""
+the OpenID Connect and SAML 2.0 sign-ins. runtime.py builds it once with its collaborators."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from agentsvc.outbound import OutboundClient
 from agentsvc.secretbox import SecretBox, SecretBoxError
 from agentsvc.services import audit, changes
 from agentsvc.services.audit import Actor
-from agentsvc.services.sso import oidc
+from agentsvc.services.sso import oidc, saml_flow
 from agentsvc.services.sso.config import (
     OidcRequest,
     OidcSettings,
@@ -23,7 +23,15 @@ from agentsvc.services.sso.config import (
     redirect_uri,
 )
 from agentsvc.services.sso.discovery import ProviderDirectory, ProviderError
-from agentsvc.services.sso.tokens import Identity
+from agentsvc.services.sso.saml import read_response
+from agentsvc.services.sso.saml_config import (
+    SamlRequest,
+    SamlSettings,
+    SpAddresses,
+    sp_addresses,
+    sp_metadata,
+)
+from agentsvc.services.sso.tokens import Identity, TokenRefused
 from agentsvc.services.team.access import Principal
 from agentsvc.services.team.sessions import SignedIn, normalise_email, start_session
 from agentsvc.services.team.trust import UntrustedUrl, location_for, safe_callback
@@ -36,12 +44,13 @@ class SsoView:
     """A team's SSO settings as the owner sees them (the secret masked)."""
 
     type: str
-    settings: OidcSettings
+    settings: OidcSettings | SamlSettings
     secret_masked: str | None
     domains: tuple[str, ...]
     enforce: bool
     redirect_uri: str
     updated_at: str
+    saml: SpAddresses | None = None  # what to paste into a SAML provider
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +60,7 @@ class Route:
     sso: bool
     start_path: str | None = None
     enforced: bool = False
+    protocol: str | None = None  # "oidc" or "saml"
 
 
 def _context(team_id: str) -> str:
@@ -66,6 +76,7 @@ class SsoService:
         self._box = box
         self._outbound = outbound
         self._directory = ProviderDirectory(outbound)
+        self._crypto = saml_flow.Crypto()
 
     @property
     def _public_url(self) -> str:
@@ -76,6 +87,17 @@ class SsoService:
         row = await sso.get(self._db.reader, team_id)
         if row is None:
             raise NotFound("Single sign-on is not set up for this team")
+        if row.type == "saml":
+            return SsoView(
+                "saml",
+                SamlSettings.from_json(row.settings),
+                None,
+                row.domains,
+                row.enforce,
+                redirect_uri(self._public_url),
+                row.updated_at,
+                sp_addresses(self._public_url, team_id),
+            )
         secret = self._open(team_id, row.secret_sealed)
         return SsoView(
             row.type,
@@ -144,6 +166,41 @@ class SsoService:
             )
         return await self.get_settings(team_id)
 
+    async def save_saml(
+        self, principal: Principal, request: SamlRequest, actor: Actor | None = None
+    ) -> SsoView:
+        """Check and save the team's SAML settings (the metadata was read by the caller;
+        here pysaml2 must accept it), each domain one of the team's people's."""
+        team_id = principal.team_id
+        await self._check_domains_are_the_teams(team_id, request.domains)
+        addresses = sp_addresses(self._public_url, team_id)
+        await saml_flow.check_usable(self._crypto, request.settings, addresses)
+        now = now_iso()
+        async with self._db.write() as tx:
+            taken = await sso.replace_domains(tx, team_id, list(request.domains), now)
+            if taken is not None:
+                raise Conflict(f"domains: {taken} already signs in through another team")
+            await sso.upsert(
+                tx,
+                team_id=team_id,
+                type="saml",
+                settings=request.settings.to_json(),
+                secret_sealed=None,
+                enforce=request.enforce,
+                now=now,
+            )
+            details = {"idpEntityId": request.settings.idp_entity_id}
+            await audit.record_in(
+                tx,
+                actor,
+                "sso.updated",
+                target_type="team",
+                target_id=team_id,
+                label="saml",
+                details={**details, "domains": list(request.domains), "enforce": request.enforce},
+            )
+        return await self.get_settings(team_id)
+
     async def _check_domains_are_the_teams(self, team_id: str, domains: tuple[str, ...]) -> None:
         # A guard against claiming someone else's domain (and locking its people out with
         # enforce): each domain must already be that of a member's address.
@@ -159,20 +216,22 @@ class SsoService:
     async def delete(self, team_id: str, actor: Actor | None = None) -> None:
         """Remove the team's SSO settings and domains; NotFound when none are set."""
         async with self._db.write() as tx:
-            if not await sso.delete(tx, team_id):
+            row = await sso.get(tx, team_id)
+            if row is None or not await sso.delete(tx, team_id):
                 raise NotFound("Single sign-on is not set up for this team")
             await audit.record_in(
-                tx, actor, "sso.removed", target_type="team", target_id=team_id, label="oidc"
+                tx, actor, "sso.removed", target_type="team", target_id=team_id, label=row.type
             )
 
     async def route_for(self, email: str) -> Route:
         """Where this address signs in (only the domain decides: nothing about any
         account is revealed)."""
         found = await sso.team_for_domain(self._db.reader, domain_of(normalise_email(email)))
-        if found is None or found[1] != "oidc":
+        if found is None:
             return Route(sso=False)
-        team_id, _, enforce = found
-        return Route(True, f"/api/v1/auth/sso/{team_id}/start", enforce)
+        team_id, kind, enforce = found
+        path = "saml" if kind == "saml" else "sso"
+        return Route(True, f"/api/v1/auth/{path}/{team_id}/start", enforce, kind)
 
     async def _team_oidc(self, team_id: str) -> tuple[OidcSettings, str | None, tuple[str, ...]]:
         row = await sso.get(self._db.reader, team_id)
@@ -220,22 +279,31 @@ class SsoService:
             nonce=pending.nonce,
             domains=domains,
         )
-        return await self._sign_in(pending, settings, person)
+        return await self._sign_in(pending, settings.role_mapping, person)
 
     async def _sign_in(
-        self, pending: oidc.Pending, settings: OidcSettings, person: Identity
+        self,
+        pending: oidc.Pending,
+        mapping: dict[str, str],
+        person: Identity,
+        assertion_id: str | None = None,
     ) -> tuple[SignedIn, str]:
         try:
             callback = safe_callback(self._settings, pending.callback)
         except UntrustedUrl as exc:
             raise oidc.refused("the address to return to is no longer trusted") from exc
         async with self._db.write() as tx:
-            await oidc.remember_nonce(tx, pending.team_id, pending.nonce, person.expires_at)
+            if assertion_id is None:
+                await oidc.remember_nonce(tx, pending.team_id, pending.nonce, person.expires_at)
+            else:
+                await saml_flow.remember_assertion(
+                    tx, pending.team_id, assertion_id, person.expires_at
+                )
             team = await accounts.get_team(tx, pending.team_id)
             if team is None:
                 raise NotFound("Team not found")
             user, role_changed = await oidc.member_of_team(
-                tx, team.id, person, team.owner_user_id, settings.role_mapping
+                tx, team.id, person, team.owner_user_id, mapping
             )
             signed_in = await start_session(tx, self._settings, user, team.id)
         if role_changed:
@@ -246,3 +314,46 @@ class SsoService:
         """Whether this address must sign in through its team's SSO."""
         found = await sso.team_for_domain(self._db.reader, domain_of(normalise_email(email)))
         return bool(found and found[2])
+
+    async def _team_saml(self, team_id: str) -> tuple[SamlSettings, tuple[str, ...]]:
+        row = await sso.get(self._db.reader, team_id)
+        if row is None or row.type != "saml":
+            raise NotFound("This team does not sign in with SAML")
+        return SamlSettings.from_json(row.settings), row.domains
+
+    async def saml_metadata(self, team_id: str) -> str:
+        """Our service provider metadata for the team's SAML provider."""
+        await self._team_saml(team_id)
+        return sp_metadata(sp_addresses(self._public_url, team_id))
+
+    def _exchange(self, team_id: str, settings: SamlSettings):
+        skew = self._settings.auth.saml_clock_skew_seconds
+        return saml_flow.provider(settings, sp_addresses(self._public_url, team_id), skew)
+
+    async def saml_start(self, team_id: str, callback_url: str) -> tuple[str, str]:
+        """Begin signing in to the team by SAML: the provider's address (an AuthnRequest
+        by HTTP-Redirect) and the RelayState."""
+        try:
+            callback = safe_callback(self._settings, callback_url)
+        except UntrustedUrl as exc:
+            raise ValidationFailed(f"query.callbackUrl: {exc}") from exc
+        settings, _ = await self._team_saml(team_id)
+        exchange = self._exchange(team_id, settings)
+        return await saml_flow.begin(self._db, self._crypto, exchange, team_id, callback)
+
+    async def saml_finish(
+        self, team_id: str, encoded: str, relay: str | None, browser_relay: str | None
+    ) -> tuple[SignedIn, str]:
+        """Check the RelayState, verify the response's signed assertion (ours, for this
+        request, in time, not seen before), sign the person in to the team."""
+        settings, domains = await self._team_saml(team_id)
+        exchange = self._exchange(team_id, settings)
+        pending = await saml_flow.take_state(self._db, team_id, relay, browser_relay)
+        try:
+            asserted = await self._crypto.run(read_response, exchange, encoded, pending.nonce)
+        except TokenRefused as exc:
+            raise oidc.refused(str(exc)) from exc
+        person = asserted.person
+        if domain_of(person.email) not in domains:
+            raise oidc.refused(f"{domain_of(person.email)} addresses do not sign in to this team")
+        return await self._sign_in(pending, settings.role_mapping, person, asserted.assertion_id)

@@ -1,35 +1,45 @@
 // Single sign-on: the Team page's section (owners) and the sign-in page's "Continue with SSO".
 
 import { del, get, put } from "./api.js";
-import { confirmDialog, copyText, field, h, toast } from "./dom.js";
+import { confirmDialog, copyText, field, h, select, toast } from "./dom.js";
 import { actionButton, onSubmit } from "./forms.js";
 
 const words = (v) => String(v || "").split(/[\s,]+/).filter(Boolean);
 
-/** The owner's "Single sign-on" section: OpenID Connect settings and what to paste. */
+/** The owner's "Single sign-on" section: OpenID Connect or SAML settings and what to paste. */
 export async function ssoSection(ctx) {
   const s = await get("/team/sso").catch(() => null);
-  const uri = s ? s.redirectUri : `${location.origin}/api/v1/auth/sso/callback`;
-  const input = (name, label, attrs, hint) => field(label, h("input", { name, value: s ? s[name] : "", ...attrs }), hint);
-  const form = onSubmit(h("form", { class: "stack card", "aria-label": "Single sign-on" },
-    h("p", {}, "Redirect URI to paste into your provider: ", h("code", {}, uri), " ",
-      actionButton("Copy", async () => toast((await copyText(uri)) ? "Redirect URI copied" : "Select the address to copy it", "ok"), { class: "small secondary", "aria-label": "Copy the redirect URI" })),
-    input("issuer", "Issuer", { type: "url", required: true, placeholder: "https://login.example.com" }),
-    input("clientId", "Client ID", { required: true }),
-    input("clientSecret", "Client secret", { type: "password", autocomplete: "off", value: "", required: !s }, s ? `Saved (${s.clientSecret}); leave empty to keep it.` : null),
-    input("domains", "E-mail domains", { required: true, value: s ? s.domains.join(", ") : "" }, "People at these domains sign in through your provider, e.g. example.com"),
-    field("Role mapping", h("textarea", { name: "roles", rows: "2", placeholder: "support-admins = admin", value: s ? Object.entries(s.roleMapping).map((e) => e.join(" = ")).join("\n") : "" }),
-      "One group a line: “group = admin” (an owner) or “group = member”. Empty: roles are set here, not by groups."),
-    field("Require single sign-on for these domains (no password or e-mailed link)", h("input", { type: "checkbox", name: "enforce", checked: s && s.enforce })),
-    h("button", { type: "submit" }, "Save single sign-on")), async (data) => {
-    const body = { type: "oidc", issuer: data.get("issuer").trim(), clientId: data.get("clientId").trim(), domains: words(data.get("domains")), enforce: data.get("enforce") === "on",
-      roleMapping: Object.fromEntries(String(data.get("roles")).split("\n").filter((l) => l.trim()).map((l) => l.split("=").map((p) => p.trim()))) };
-    if (data.get("clientSecret")) body.clientSecret = data.get("clientSecret");
-    await put("/team/sso", body);
-    toast("Single sign-on saved");
-    ctx.navigate("#/team");
-  });
-  return [h("h2", {}, "Single sign-on"), h("p", { class: "muted" }, "Your people sign in with your company's OpenID Connect provider (Okta, Entra ID, Keycloak...)."), form,
+  const box = h("div", {});
+  const draw = (kind) => {
+    const saml = kind === "saml", v = s && s.type === kind ? s : null;
+    const input = (name, label, attrs, hint) => field(label, h("input", { name, value: v ? v[name] : "", ...attrs }), hint);
+    const paste = (label, uri) => h("p", {}, `${label} to paste into your provider: `, h("code", {}, uri), " ",
+      actionButton("Copy", async () => toast((await copyText(uri)) ? `${label} copied` : "Select the address to copy it", "ok"), { class: "small secondary", "aria-label": `Copy the ${label}` }));
+    const form = onSubmit(h("form", { class: "stack card", "aria-label": "Single sign-on" },
+      field("Protocol", select([["oidc", "OpenID Connect"], ["saml", "SAML 2.0"]], kind, { onchange: (e) => draw(e.target.value) })),
+      saml ? [v ? [paste("Entity ID", v.entityId), paste("ACS URL", v.acsUrl), paste("Metadata URL", v.metadataUrl)] : h("p", {}, "Save to get the entity ID and ACS URL to paste into your provider."),
+        field("Identity provider metadata (XML)", h("textarea", { name: "idpMetadataXml", rows: "4", required: true, value: v ? v.idpMetadataXml : "" })),
+        ["email", "name", "groups"].map((a) => input(`${a}Attribute`, `${a[0].toUpperCase() + a.slice(1)} attribute`, { placeholder: a }))]
+        : [paste("Redirect URI", v ? v.redirectUri : `${location.origin}/api/v1/auth/sso/callback`),
+          input("issuer", "Issuer", { type: "url", required: true, placeholder: "https://login.example.com" }),
+          input("clientId", "Client ID", { required: true }),
+          input("clientSecret", "Client secret", { type: "password", autocomplete: "off", value: "", required: !v }, v ? `Saved (${v.clientSecret}); leave empty to keep it.` : null)],
+      input("domains", "E-mail domains", { required: true, value: v ? v.domains.join(", ") : "" }, "People at these domains sign in through your provider, e.g. example.com"),
+      field("Role mapping", h("textarea", { name: "roles", rows: "2", placeholder: "support-admins = admin", value: v ? Object.entries(v.roleMapping).map((e) => e.join(" = ")).join("\n") : "" }),
+        "One group a line: “group = admin” (an owner) or “group = member”. Empty: roles are set here, not by groups."),
+      field("Require single sign-on for these domains (no password or e-mailed link)", h("input", { type: "checkbox", name: "enforce", checked: v && v.enforce })),
+      h("button", { type: "submit" }, "Save single sign-on")), async (data) => {
+      const body = { type: kind, domains: words(data.get("domains")), enforce: data.get("enforce") === "on",
+        roleMapping: Object.fromEntries(String(data.get("roles")).split("\n").filter((l) => l.trim()).map((l) => l.split("=").map((p) => p.trim()))) };
+      for (const k of saml ? ["idpMetadataXml", "emailAttribute", "nameAttribute", "groupsAttribute"] : ["issuer", "clientId", "clientSecret"]) if (data.get(k).trim()) body[k] = data.get(k).trim();
+      await put("/team/sso", body);
+      toast("Single sign-on saved");
+      ctx.navigate("#/team");
+    });
+    box.replaceChildren(form);
+  };
+  draw(s ? s.type : "oidc");
+  return [h("h2", {}, "Single sign-on"), h("p", { class: "muted" }, "Your people sign in with your company's identity provider (Okta, Entra ID, Keycloak...) by OpenID Connect or SAML 2.0."), box,
     s ? actionButton("Turn off single sign-on", async () => {
       if (!(await confirmDialog("Turn off single sign-on? People then sign in by password or e-mailed link again.", "Turn off"))) return;
       await del("/team/sso");
