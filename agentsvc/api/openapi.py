@@ -205,9 +205,10 @@ def _success(endpoint: Endpoint, schemas: _Schemas, rate_headers: dict[str, Any]
     success: dict[str, Any] = {"description": "Success"}
     if endpoint.stream:
         success["content"] = {"text/event-stream": {"schema": SSE_EVENT_SCHEMA}}
-    elif endpoint.extra.get("scim") and endpoint.response is not None:
-        schema = schemas.describe(endpoint.response, "serialization")
-        success["content"] = {SCIM_MEDIA: {"schema": schema}}
+    elif endpoint.extra.get("scim"):  # a 204 (response None) has no content
+        if endpoint.response is not None:
+            schema = schemas.describe(endpoint.response, "serialization")
+            success["content"] = {SCIM_MEDIA: {"schema": schema}}
     elif endpoint.media_type != "application/json":
         types = endpoint.media_type
         success["content"] = {
