@@ -154,7 +154,8 @@ def _operation(endpoint: Endpoint, schemas: _Schemas) -> dict[str, Any]:
         op["parameters"] = params
     content: dict[str, Any] = {}
     if endpoint.body is not None:
-        content["application/json"] = {"schema": schemas.describe(endpoint.body, "validation")}
+        media = SCIM_MEDIA if endpoint.extra.get("scim") else "application/json"
+        content[media] = {"schema": schemas.describe(endpoint.body, "validation")}
     if endpoint.form is not None:
         content["multipart/form-data"] = {"schema": schemas.describe(endpoint.form, "validation")}
     for media in endpoint.extra.get("request_media", ()):

@@ -9,7 +9,7 @@ the team's rate limit.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import orjson
 from aiohttp import web
@@ -141,11 +141,12 @@ class ScimGroupIn(_ScimIn):
     ) = None
 
 
-_OP = r"^(?:[Aa][Dd][Dd]|[Rr][Ee][Mm][Oo][Vv][Ee]|[Rr][Ee][Pp][Ll][Aa][Cc][Ee])$"
+# Entra ID writes "Add", "Replace"; Okta "add", "replace" (RFC 7644: any case).
+Op = Literal["add", "remove", "replace", "Add", "Remove", "Replace", "ADD", "REMOVE", "REPLACE"]
 
 
 class ScimOperation(_ScimIn):
-    op: Annotated[str, Field(pattern=_OP)] = Field(description='"add", "remove" or "replace"')
+    op: Op
     path: Annotated[str, Field(min_length=1, max_length=resources.MAX_FILTER)] | None = None
     value: Any = None
 
