@@ -24,7 +24,7 @@ from agentsvc.api.routing import PATH_PARAM, Endpoint
 from agentsvc.app import create_app
 from agentsvc.outbound import literal_address
 from agentsvc.services.tools import secrets as secret_service
-from tests.support import pg
+from tests.support import pg, scim
 from tests.support.accounts import (
     SESSION_COOKIE,
     add_member,
@@ -59,14 +59,7 @@ PUBLIC_BY_DESIGN = {
     ("GET", "/widget/locales/{lang}.json"): "the widget's texts in one language",
     ("GET", "/api/v1/avatars/{avatarId}"): "visitors' browsers load members' pictures",
     ("GET", "/api/v1/auth/sso/{teamId}/start"): "anyone may start signing in by a team's SSO",
-}
-# SCIM is called with the team's SCIM token, not a key or session (another team's token
-# reaches nothing of this team's: tests/test_scim_refusals.py).
-PUBLIC_BY_DESIGN |= {
-    (method, f"/api/v1/scim/v2/{kind}/{{id}}"): "SCIM: the team's own SCIM token"
-    for method in ("GET", "PUT", "PATCH", "DELETE")
-    for kind in ("Users", "Groups")
-}
+} | scim.BY_DESIGN
 # Secrets are addressed by name within the caller's own team: another team's PUT of the
 # same name creates its own secret (checked below to leave the first team's untouched).
 OWN_NAMESPACE = {("PUT", "/api/v1/secrets/{name}")}

@@ -15,6 +15,14 @@ GROUP = "urn:ietf:params:scim:schemas:core:2.0:Group"
 ENTERPRISE = "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User"
 PATCH = "urn:ietf:params:scim:api:messages:2.0:PatchOp"
 
+# For tests/test_security_matrix.py: SCIM's routes with an id take the team's SCIM token,
+# not a key or session (another team's token reaches nothing: tests/test_scim_refusals.py).
+BY_DESIGN = {
+    (method, f"{BASE}/{kind}/{{id}}"): "SCIM: the team's own SCIM token"
+    for method in ("GET", "PUT", "PATCH", "DELETE")
+    for kind in ("Users", "Groups")
+}
+
 
 @dataclass
 class ScimTeam:
