@@ -38,6 +38,7 @@ BAD_TOKEN = "This SCIM token is not valid: it was revoked, replaced or never mad
 _SCIM_TYPES = {409: "uniqueness"}
 
 Value = Annotated[str, Field(min_length=1, max_length=resources.MAX_VALUE)]
+Text = Annotated[str, Field(max_length=resources.MAX_VALUE)]  # may be empty
 Texts = Annotated[list[Annotated[str, Field(max_length=200)]], Field(max_length=10)]
 
 
@@ -100,10 +101,10 @@ class _ScimIn(BaseModel):
 
 
 class ScimName(_ScimIn):
-    formatted: Value | None = None
-    family_name: Value | None = None
-    given_name: Value | None = None
-    middle_name: Value | None = None
+    formatted: Text | None = None
+    family_name: Text | None = None
+    given_name: Text | None = None
+    middle_name: Text | None = None
 
 
 class ScimEmail(_ScimIn):
@@ -117,12 +118,12 @@ class ScimUserIn(_ScimIn):
     user_name: Value = Field(description="the person's e-mail address, at a team's SSO domain")
     external_id: Value | None = None
     active: bool | None = None
-    display_name: Value | None = None
-    nick_name: Value | None = None
-    title: Value | None = None
-    preferred_language: Value | None = None
-    locale: Value | None = None
-    timezone: Value | None = None
+    display_name: Text | None = None
+    nick_name: Text | None = None
+    title: Text | None = None
+    preferred_language: Text | None = None
+    locale: Text | None = None
+    timezone: Text | None = None
     name: ScimName | None = None
     emails: Annotated[list[ScimEmail], Field(max_length=resources.MAX_EMAILS)] | None = None
 

@@ -235,6 +235,17 @@ async def group_members(tx: Tx, group_id: str) -> list[str]:
     return [r[0] for r in rows]
 
 
+async def group_member_addresses(tx: Tx, group: ScimGroup) -> list[tuple[str, str]]:
+    """(user id, address) of the group's members, in one query."""
+    rows = await tx.fetchall(
+        "SELECT m.user_id, u.email FROM scim_group_members m JOIN users u ON u.id = m.user_id"
+        " JOIN scim_users s ON s.user_id = m.user_id AND s.team_id = ?"
+        " WHERE m.group_id = ? ORDER BY m.user_id",
+        (group.team_id, group.id),
+    )
+    return [(r[0], r[1]) for r in rows]
+
+
 async def add_group_member(tx: Tx, group_id: str, user_id: str) -> None:
     await tx.execute(
         "INSERT INTO scim_group_members (group_id, user_id) VALUES (?, ?)"

@@ -211,9 +211,8 @@ class ScimService:
             )
             row = await scim.get_user(tx, team_id, user.id)
             assert row is not None
-            view = await self._user_view(tx, row)
-        await self._db.announce(changes.PRINCIPALS)
-        return view
+            # A new membership changes no principal a cache holds: nothing to announce.
+            return await self._user_view(tx, row)
 
     async def replace_user(self, caller: Caller, user_id: str, fields: UserFields) -> UserView:
         """Replace a person's attributes (PUT): what is left out is removed."""
@@ -292,9 +291,7 @@ class ScimService:
         return await self._group_view(self._db.reader, group)
 
     async def _group_view(self, tx: Tx, group: ScimGroup) -> GroupView:
-        ids = await scim.group_members(tx, group.id)
-        found = [await scim.get_user(tx, group.team_id, user_id) for user_id in ids]
-        return GroupView(group, [(u.user_id, u.email) for u in found if u is not None])
+        return GroupView(group, await scim.group_member_addresses(tx, group))
 
     async def create_group(self, caller: Caller, fields: GroupFields) -> GroupView:
         """Create a group (its members get the role its name maps to)."""
