@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from agentsvc.api import app_keys
-from tests.support.accounts import bearer, key_for, session, sign_in
+from tests.support.accounts import bearer, create_user, key_for, session, sign_in
 from tests.support.errors import assert_error
 from tests.support.scim import (
     BASE,
@@ -26,7 +26,7 @@ from tests.support.scim import (
     scim_json,
     scim_team,
 )
-from tests.support.sso import provider_for_module
+from tests.support.sso import provider_for_module, sso_sign_in, whoami
 
 ADMINS = "support-admins"
 
@@ -288,3 +288,29 @@ async def test_discovery_endpoints(client, team):
     schemas = await scim_json(await client.get(f"{BASE}/Schemas"), 200)
     user = next(s for s in schemas["Resources"] if s["id"] == USER)
     assert "userName" in {a["name"] for a in user["attributes"]}
+
+
+async def test_an_existing_account_at_the_domain_is_linked(client, team):
+    # Signed up on their own (with a team of their own): the team's domain vouches for them.
+    solo, own_team = await create_user(client, "solo@example.com")
+    created = await provision(client, team, okta_user("solo@example.com"))
+    assert created["id"] == solo.id
+    resp = await client.get("/api/v1/team/members", headers=team.owner)
+    assert "solo@example.com" in {m["email"] for m in await resp.json()}
+    me = session(await sign_in(client, "solo@example.com"))
+    teams = (await (await client.get("/api/v1/auth/session", headers=me)).json())["data"]["teams"]
+    assert {t["id"] for t in teams} == {own_team.id, team.team.id}
+
+
+async def test_a_deactivated_person_cannot_come_back_by_single_sign_on(client, team):
+    user = await provision(client, team, entra_user("sam@example.com"))
+    off = patch({"op": "Replace", "path": "active", "value": False})
+    resp = await client.patch(f"{BASE}/Users/{user['id']}", json=off, headers=team.scim)
+    await scim_json(resp, 200)
+    resp = await sso_sign_in(client, team.team.id, "sam@example.com")
+    await assert_error(resp, 401, "UNAUTHORIZED", "not in this team")
+    on = patch({"op": "Replace", "path": "active", "value": True})
+    resp = await client.patch(f"{BASE}/Users/{user['id']}", json=on, headers=team.scim)
+    await scim_json(resp, 200)
+    me = await whoami(client, await sso_sign_in(client, team.team.id, "sam@example.com"))
+    assert (me["team"]["id"], me["team"]["role"]) == (team.team.id, "member")
