@@ -9,19 +9,30 @@ the team's rate limit.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Any
 
 import orjson
 from aiohttp import web
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
 
 from agentsvc.api import app_keys, auth, scim_discovery
 from agentsvc.api.audit import actor_of
 from agentsvc.api.errors import status_of
 from agentsvc.api.limits import take_token
-from agentsvc.api.models import QueryModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, json_response
+from agentsvc.api.scim_models import (
+    ScimDocument,
+    ScimGetQuery,
+    ScimGroupIn,
+    ScimGroupList,
+    ScimGroupOut,
+    ScimListQuery,
+    ScimPatchIn,
+    ScimStatusOut,
+    ScimTokenOut,
+    ScimUserIn,
+    ScimUserList,
+    ScimUserOut,
+)
 from agentsvc.api.session_auth import Success
 from agentsvc.api.state import request_deps
 from agentsvc.errors import DomainError, Unauthorized, ValidationFailed
@@ -36,10 +47,6 @@ MAX_BODY_MB = 0.5  # a group's members come in batches; nothing needs more
 NO_TOKEN = "Send the team's SCIM token as Authorization: Bearer <token>"  # noqa: S105
 BAD_TOKEN = "This SCIM token is not valid: it was revoked, replaced or never made"  # noqa: S105
 _SCIM_TYPES = {409: "uniqueness"}
-
-Value = Annotated[str, Field(min_length=1, max_length=resources.MAX_VALUE)]
-Text = Annotated[str, Field(max_length=resources.MAX_VALUE)]  # may be empty
-Texts = Annotated[list[Annotated[str, Field(max_length=200)]], Field(max_length=10)]
 
 
 def _scim(call: Call) -> ScimService:
@@ -89,158 +96,6 @@ async def _authenticate(request: web.Request, _principal: object) -> None:
         message = f"Rate limit of {per_minute} requests per minute exceeded"
         await take_token(request, f"team:{caller.team_id}", per_minute, message, report=True)
     request[app_keys.scim_caller_key] = caller
-
-
-# -- models ------------------------------------------------------------------------------
-
-
-class _ScimIn(BaseModel):
-    """A SCIM body: the attributes we read are typed; others a provider maps are ignored."""
-
-    model_config = ConfigDict(extra="allow", alias_generator=to_camel, populate_by_name=False)
-
-
-class ScimName(_ScimIn):
-    formatted: Text | None = None
-    family_name: Text | None = None
-    given_name: Text | None = None
-    middle_name: Text | None = None
-
-
-class ScimEmail(_ScimIn):
-    value: Value
-    type: Annotated[str, Field(max_length=20)] | None = None
-    primary: bool | None = None
-
-
-class ScimUserIn(_ScimIn):
-    schemas: Texts | None = None
-    user_name: Value = Field(description="the person's e-mail address, at a team's SSO domain")
-    external_id: Value | None = None
-    active: bool | None = None
-    display_name: Text | None = None
-    nick_name: Text | None = None
-    title: Text | None = None
-    preferred_language: Text | None = None
-    locale: Text | None = None
-    timezone: Text | None = None
-    name: ScimName | None = None
-    emails: Annotated[list[ScimEmail], Field(max_length=resources.MAX_EMAILS)] | None = None
-
-
-class ScimMemberIn(_ScimIn):
-    value: Value = Field(description="a provisioned user's id")
-    display: Value | None = None
-
-
-class ScimGroupIn(_ScimIn):
-    schemas: Texts | None = None
-    display_name: Value
-    external_id: Value | None = None
-    members: (
-        Annotated[list[ScimMemberIn], Field(max_length=resources.MAX_MEMBERS_PER_REQUEST)] | None
-    ) = None
-
-
-# Entra ID writes "Add", "Replace"; Okta "add", "replace" (RFC 7644: any case).
-Op = Literal["add", "remove", "replace", "Add", "Remove", "Replace", "ADD", "REMOVE", "REPLACE"]
-
-
-class ScimOperation(_ScimIn):
-    op: Op
-    path: Annotated[str, Field(min_length=1, max_length=resources.MAX_FILTER)] | None = None
-    value: Any = None
-
-
-class ScimPatchIn(_ScimIn):
-    schemas: Texts | None = None
-    operations: Annotated[
-        list[ScimOperation], Field(min_length=1, max_length=resources.MAX_OPERATIONS)
-    ] = Field(alias="Operations")
-
-
-class ScimListQuery(QueryModel):
-    filter: Annotated[str, Field(max_length=resources.MAX_FILTER)] | None = Field(
-        None, description='userName eq "…" or externalId eq "…" (Groups: displayName eq "…")'
-    )
-    start_index: Annotated[int, Field(ge=-(10**9), le=10**9)] | None = Field(
-        None, description="1-based; below 1 counts as 1"
-    )
-    count: Annotated[int, Field(ge=-(10**9), le=10**9)] | None = Field(
-        None, description=f"at most {MAX_PAGE} are returned"
-    )
-    attributes: Annotated[str, Field(max_length=400)] | None = None
-    excluded_attributes: Annotated[str, Field(max_length=400)] | None = None
-
-
-class ScimGetQuery(QueryModel):
-    attributes: Annotated[str, Field(max_length=400)] | None = None
-    excluded_attributes: Annotated[str, Field(max_length=400)] | None = None
-
-
-class ScimStatusOut(ResponseModel):
-    enabled: bool = Field(description="a token exists")
-    created_at: str | None = Field(description="when the current token was made")
-    base_url: str = Field(description="paste into the provider as the SCIM base URL")
-
-
-class ScimTokenOut(ScimStatusOut):
-    token: str = Field(description="shown once: paste into the provider as its secret token")
-
-
-class _ScimOut(ResponseModel):
-    model_config = ConfigDict(extra="allow", alias_generator=to_camel, populate_by_name=True)
-
-
-class ScimMeta(_ScimOut):
-    resource_type: str
-    location: str
-    created: str | None = None
-    last_modified: str | None = None
-
-
-class ScimRef(_ScimOut):  # and "$ref", its address (an extra: no property may be "$ref")
-    value: str
-    display: str | None = None
-
-
-class ScimUserOut(_ScimOut):
-    schemas: list[str]
-    id: str
-    user_name: str
-    active: bool
-    external_id: str | None = None
-    groups: list[ScimRef]
-    meta: ScimMeta
-
-
-class ScimGroupOut(_ScimOut):
-    schemas: list[str]
-    id: str
-    display_name: str
-    external_id: str | None = None
-    members: list[ScimRef] | None = None
-    meta: ScimMeta
-
-
-class ScimUserList(_ScimOut):
-    schemas: list[str]
-    total_results: int
-    start_index: int
-    items_per_page: int
-    resources: list[ScimUserOut] = Field(alias="Resources")
-
-
-class ScimGroupList(_ScimOut):
-    schemas: list[str]
-    total_results: int
-    start_index: int
-    items_per_page: int
-    resources: list[ScimGroupOut] = Field(alias="Resources")
-
-
-class ScimDocument(_ScimOut):
-    schemas: list[str]
 
 
 # -- shaping -----------------------------------------------------------------------------
