@@ -914,3 +914,40 @@ CREATE TABLE sso_seen (
     team_id    TEXT NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
     expires_at TEXT NOT NULL
 );
+-- SCIM 2.0 provisioning: the team's bearer token (its SHA-256 only; one per team).
+CREATE TABLE team_scim (
+    team_id    TEXT PRIMARY KEY REFERENCES teams(id) ON DELETE CASCADE,
+    token_hash TEXT NOT NULL UNIQUE,
+    created_at TEXT NOT NULL
+);
+-- People the identity provider manages in the team: the SCIM attributes it sent (JSON),
+-- whether they are active (an inactive one is no member), and whether their owner role
+-- came from a group (only such a role is taken away again by SCIM).
+CREATE TABLE scim_users (
+    team_id         TEXT NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
+    user_id         TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    external_id     TEXT,
+    active          INTEGER NOT NULL DEFAULT 1,
+    owner_by_groups INTEGER NOT NULL DEFAULT 0,
+    attributes      TEXT NOT NULL,
+    created_at      TEXT NOT NULL,
+    updated_at      TEXT NOT NULL,
+    PRIMARY KEY (team_id, user_id)
+);
+CREATE INDEX scim_users_external ON scim_users(team_id, external_id);
+-- The provider's groups; their displayName maps to a role through team_sso's roleMapping.
+CREATE TABLE scim_groups (
+    id           TEXT PRIMARY KEY,
+    team_id      TEXT NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
+    display_name TEXT NOT NULL,
+    external_id  TEXT,
+    created_at   TEXT NOT NULL,
+    updated_at   TEXT NOT NULL,
+    UNIQUE (team_id, display_name)
+);
+CREATE TABLE scim_group_members (
+    group_id TEXT NOT NULL REFERENCES scim_groups(id) ON DELETE CASCADE,
+    user_id  TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    PRIMARY KEY (group_id, user_id)
+);
+CREATE INDEX scim_group_members_user ON scim_group_members(user_id);

@@ -29,6 +29,7 @@ PREFIXES = {
     "note": "note",
     "canned": "cnd",
     "avatar": "av",
+    "scim_group": "grp",
 }
 
 

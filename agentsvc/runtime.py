@@ -67,6 +67,7 @@ from agentsvc.services.knowledge.vectors import Semantic, VectorIndex
 from agentsvc.services.privacy.retention import purge_expired
 from agentsvc.services.privacy.search_index import MessageIndexScrubber
 from agentsvc.services.privacy.service import PrivacyService
+from agentsvc.services.scim.service import ScimService
 from agentsvc.services.sso.service import SsoService
 from agentsvc.services.team import membership, oauth, sessions
 from agentsvc.services.team.access import KeyResolver
@@ -441,6 +442,7 @@ def _team_services(app: web.Application) -> None:
     app[app_keys.sso_key] = SsoService(
         db, settings, app[app_keys.secret_box_key], app[app_keys.outbound_key]
     )
+    app[app_keys.scim_key] = ScimService(db, settings)
     app[app_keys.health_key] = HealthService(db)
     app[app_keys.request_deps_key] = RequestDeps(
         settings=settings,

@@ -1,6 +1,7 @@
 """Three `agentsvc serve` processes behind nginx on one PostgreSQL and one Redis act as one
 service: limits are shared, every accepted submission is delivered (one process killed
-with SIGKILL mid-delivery), and a revoked key is refused by every process within 1 s.
+with SIGKILL mid-delivery), a revoked key is refused by every process within 1 s, and so
+are a SCIM deactivation and a role given by a SCIM group (issue 35).
 
 Runs on the PostgreSQL side of the suite (scripts/test.sh starts the servers); nginx is
 Debian's, with scripts/nginx_cluster.conf as docs/operators/growing.md shows it, on free ports.
@@ -22,6 +23,8 @@ import pytest
 
 from tests.support import pg
 from tests.support.fakes.webhook_receiver import WebhookReceiver
+from tests.support.scim import BASE, okta_user, scim_headers
+from tests.support.sso import oidc_body, provider_for_module
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 from benchlib import ServerProcess, api_key, free_port, wait_http  # noqa: E402
@@ -123,7 +126,7 @@ def bearer(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
 
 
-async def test_three_processes_act_as_one(cluster):
+async def test_three_processes_act_as_one(cluster, idp):
     limited = cluster.key("limited@example.com")
     cluster.cli("team", "set-plan", "--email", "limited@example.com", "--plan", "limited")
     revoked, admin = cluster.key("keys@example.com"), cluster.key("keys@example.com")
@@ -131,6 +134,7 @@ async def test_three_processes_act_as_one(cluster):
     async with aiohttp.ClientSession() as http:
         await plan_limit_holds_across_processes(cluster, http, limited)
         await revoked_key_is_refused_everywhere_within_a_second(cluster, http, revoked, admin)
+        await scim_changes_reach_every_process_within_a_second(cluster, idp)
         await deliveries_survive_a_killed_process(cluster, http, forms)
 
 
@@ -246,3 +250,67 @@ async def deliveries_survive_a_killed_process(cluster, http, key: str) -> None:
 
 def _submission_of(hook) -> str:
     return re.search(r'"submissionId":\s*"([^"]+)"', hook.body.decode()).group(1)
+
+
+@pytest.fixture(scope="module")
+def idp(tmp_path_factory):
+    yield from provider_for_module(tmp_path_factory)
+
+
+async def scim_changes_reach_every_process_within_a_second(cluster, idp) -> None:
+    """Issue 35: a SCIM role change (through a group) and a deactivation are seen by every
+    process within a second (each had the member's session in its cache)."""
+    owner = bearer(cluster.key("owner@example.com"))
+    processes = [f"http://127.0.0.1:{port}" for port in cluster.ports]
+    async with aiohttp.ClientSession(cookie_jar=aiohttp.DummyCookieJar()) as http:
+        sso = oidc_body(idp.issuer, roleMapping={"support-admins": "admin"})
+        async with http.put(f"{cluster.base}/api/v1/team/sso", json=sso, headers=owner) as r:
+            assert r.status == 200, await r.text()
+        async with http.post(f"{cluster.base}/api/v1/team/scim-token", headers=owner) as r:
+            scim = scim_headers((await r.json())["token"])
+        base = f"{cluster.base}{BASE}"
+        async with http.post(
+            f"{base}/Users", json=okta_user("lead@example.com"), headers=scim
+        ) as r:
+            user_id = (await r.json(content_type=None))["id"]
+        group = {"displayName": "support-admins", "members": []}
+        async with http.post(f"{base}/Groups", json=group, headers=scim) as r:
+            group_id = (await r.json(content_type=None))["id"]
+        subprocess.run(
+            [sys.executable, "-m", "agentsvc", "user", "set-password"]
+            + ["--email", "lead@example.com", "--password-stdin"],
+            input="correct horse battery\n",
+            text=True,
+            env={**os.environ, "AGENTSVC_CONFIG": str(cluster.config(0))},
+            check=True,
+        )
+        sign_in = {"email": "lead@example.com", "password": "correct horse battery"}
+        async with http.post(f"{cluster.base}/api/v1/auth/sign-in/email", json=sign_in) as r:
+            assert r.status == 200, await r.text()
+            lead = {"Cookie": f"agentsvc_session={r.cookies['agentsvc_session'].value}"}
+
+        async def status(url: str) -> int:
+            async with http.get(url, headers=lead) as resp:
+                return resp.status
+
+        async def everywhere(path: str, expected: int, changed_at: float) -> float:
+            async def seen_by(process: str) -> float:
+                while await status(f"{process}{path}") != expected:
+                    assert time.monotonic() - changed_at < 5, f"{process} did not follow"
+                    await asyncio.sleep(0.02)
+                return time.monotonic() - changed_at
+
+            return max(await asyncio.gather(*(seen_by(p) for p in processes)))
+
+        for process in processes:  # each caches the session as a member's
+            assert await status(f"{process}/api/v1/team/sso") == 403
+        add = {"Operations": [{"op": "add", "path": "members", "value": [{"value": user_id}]}]}
+        promoted_at = time.monotonic()
+        async with http.patch(f"{base}/Groups/{group_id}", json=add, headers=scim) as r:
+            assert r.status == 200, await r.text()
+        assert await everywhere("/api/v1/team/sso", 200, promoted_at) < 1.0
+        off = {"Operations": [{"op": "replace", "value": {"active": False}}]}
+        deactivated_at = time.monotonic()
+        async with http.patch(f"{processes[1]}{BASE}/Users/{user_id}", json=off, headers=scim) as r:
+            assert r.status == 200, await r.text()
+        assert await everywhere("/api/v1/agents", 401, deactivated_at) < 1.0

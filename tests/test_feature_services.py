@@ -20,6 +20,7 @@ from agentsvc.services.handoff.service import HandoffService
 from agentsvc.services.health import HealthService
 from agentsvc.services.knowledge.service import KnowledgeService
 from agentsvc.services.privacy.service import PrivacyService
+from agentsvc.services.scim.service import ScimService
 from agentsvc.services.team.service import ApiKeysService, SignInService, TeamService
 from agentsvc.services.tools.secrets import SecretsService
 from agentsvc.services.tools.service import ToolsService
@@ -47,6 +48,7 @@ SERVICES = {
     app_keys.team_key: TeamService,
     app_keys.sign_in_key: SignInService,
     app_keys.api_keys_key: ApiKeysService,
+    app_keys.scim_key: ScimService,
     app_keys.health_key: HealthService,
 }
 

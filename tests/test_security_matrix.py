@@ -24,7 +24,7 @@ from agentsvc.api.routing import PATH_PARAM, Endpoint
 from agentsvc.app import create_app
 from agentsvc.outbound import literal_address
 from agentsvc.services.tools import secrets as secret_service
-from tests.support import pg
+from tests.support import pg, scim, sso
 from tests.support.accounts import (
     SESSION_COOKIE,
     add_member,
@@ -58,11 +58,7 @@ PUBLIC_BY_DESIGN = {
     ("GET", "/api/v1/widget/config/{agentId}"): "the widget reads an agent's look and texts",
     ("GET", "/widget/locales/{lang}.json"): "the widget's texts in one language",
     ("GET", "/api/v1/avatars/{avatarId}"): "visitors' browsers load members' pictures",
-    ("GET", "/api/v1/auth/sso/{teamId}/start"): "anyone may start signing in by a team's SSO",
-    ("GET", "/api/v1/auth/saml/{teamId}/metadata"): "identity providers read a team's SP metadata",
-    ("GET", "/api/v1/auth/saml/{teamId}/start"): "anyone may start signing in by a team's SAML",
-    ("POST", "/api/v1/auth/saml/{teamId}/acs"): "the identity provider posts its signed answer",
-}
+} | (scim.BY_DESIGN | sso.BY_DESIGN)
 # Secrets are addressed by name within the caller's own team: another team's PUT of the
 # same name creates its own secret (checked below to leave the first team's untouched).
 OWN_NAMESPACE = {("PUT", "/api/v1/secrets/{name}")}

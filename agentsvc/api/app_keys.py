@@ -48,6 +48,8 @@ if TYPE_CHECKING:
     from agentsvc.services.knowledge.service import KnowledgeService
     from agentsvc.services.privacy.search_index import MessageIndexScrubber
     from agentsvc.services.privacy.service import PrivacyService
+    from agentsvc.services.scim.service import Caller as ScimCaller
+    from agentsvc.services.scim.service import ScimService
     from agentsvc.services.sso.service import SsoService
     from agentsvc.services.team.access import KeyResolver
     from agentsvc.services.team.service import ApiKeysService, SignInService, TeamService
@@ -126,6 +128,7 @@ team_key: web.AppKey[TeamService] = web.AppKey("team")
 sign_in_key: web.AppKey[SignInService] = web.AppKey("sign_in")
 api_keys_key: web.AppKey[ApiKeysService] = web.AppKey("api_keys")
 sso_key: web.AppKey[SsoService] = web.AppKey("sso")
+scim_key: web.AppKey[ScimService] = web.AppKey("scim")
 health_key: web.AppKey[HealthService] = web.AppKey("health")
 # What every request needs (settings, limiter, key resolver, metrics, body slots): the
 # endpoint wrapper, authentication and the rate limits read it under this one key.
@@ -133,3 +136,4 @@ request_deps_key: web.AppKey[RequestDeps] = web.AppKey("request_deps")
 
 # Request-scoped values.
 request_state_key: web.RequestKey[RequestState] = web.RequestKey("state")
+scim_caller_key: web.RequestKey[ScimCaller] = web.RequestKey("scim_caller")

@@ -56,6 +56,19 @@ SSE_EVENT_SCHEMA = {
     },
 }
 
+# SCIM's errors (RFC 7644 §3.12): the one exception to the envelope, on /scim/v2 only.
+SCIM_MEDIA = "application/scim+json"
+SCIM_ERROR_SCHEMA = {
+    "type": "object",
+    "required": ["schemas", "status", "detail"],
+    "properties": {
+        "schemas": {"type": "array", "items": {"type": "string"}},
+        "status": {"type": "string"},
+        "scimType": {"type": "string"},
+        "detail": {"type": "string"},
+    },
+}
+
 _STATUS_TEXT = {
     400: "Invalid request",
     401: "Missing or invalid credential",
@@ -141,7 +154,8 @@ def _operation(endpoint: Endpoint, schemas: _Schemas) -> dict[str, Any]:
         op["parameters"] = params
     content: dict[str, Any] = {}
     if endpoint.body is not None:
-        content["application/json"] = {"schema": schemas.describe(endpoint.body, "validation")}
+        media = SCIM_MEDIA if endpoint.extra.get("scim") else "application/json"
+        content[media] = {"schema": schemas.describe(endpoint.body, "validation")}
     if endpoint.form is not None:
         content["multipart/form-data"] = {"schema": schemas.describe(endpoint.form, "validation")}
     for media in endpoint.extra.get("request_media", ()):
@@ -149,7 +163,10 @@ def _operation(endpoint: Endpoint, schemas: _Schemas) -> dict[str, Any]:
         content[media] = {"schema": {"type": "string", "format": "binary"}}
     if content:
         op["requestBody"] = {"required": True, "content": content}
-    if endpoint.auth == "public":
+    scim = bool(endpoint.extra.get("scim"))
+    if scim and endpoint.precheck is not None:
+        op["security"] = [{"scimBearer": []}]  # the team's SCIM token, checked first
+    elif endpoint.auth == "public":
         op["security"] = []
     elif endpoint.auth == "optional":
         op["security"] = [{"bearerAuth": []}, {"cookieAuth": []}, {}]
@@ -160,7 +177,7 @@ def _operation(endpoint: Endpoint, schemas: _Schemas) -> dict[str, Any]:
     for status, description in endpoint.extra.get("other_successes", {}).items():
         responses[str(status)] = {"description": description}
     for status in _statuses(endpoint):
-        responses[str(status)] = _error_response(status, rate_headers)
+        responses[str(status)] = _error_response(status, rate_headers, scim=scim)
     op["responses"] = responses
     return op
 
@@ -189,6 +206,10 @@ def _success(endpoint: Endpoint, schemas: _Schemas, rate_headers: dict[str, Any]
     success: dict[str, Any] = {"description": "Success"}
     if endpoint.stream:
         success["content"] = {"text/event-stream": {"schema": SSE_EVENT_SCHEMA}}
+    elif endpoint.extra.get("scim"):  # a 204 (response None) has no content
+        if endpoint.response is not None:
+            schema = schemas.describe(endpoint.response, "serialization")
+            success["content"] = {SCIM_MEDIA: {"schema": schema}}
     elif endpoint.media_type != "application/json":
         types = endpoint.media_type
         success["content"] = {
@@ -218,12 +239,16 @@ def _success(endpoint: Endpoint, schemas: _Schemas, rate_headers: dict[str, Any]
     return success
 
 
-def _error_response(status: int, rate_headers: dict[str, Any]) -> dict[str, Any]:
-    """An error response: the envelope, its codes, and the headers it carries."""
+def _error_response(
+    status: int, rate_headers: dict[str, Any], *, scim: bool = False
+) -> dict[str, Any]:
+    """An error response: the envelope (SCIM's error on /scim/v2), its codes, and the
+    headers it carries."""
     codes = ", ".join(_error_codes(status))
+    media, model = (SCIM_MEDIA, "ScimError") if scim else ("application/json", "Error")
     response: dict[str, Any] = {
         "description": f"{_STATUS_TEXT.get(status, 'Error')} ({codes})",
-        "content": {"application/json": {"schema": {"$ref": _REF.format(model="Error")}}},
+        "content": {media: {"schema": {"$ref": _REF.format(model=model)}}},
     }
     error_headers = dict(rate_headers)
     if status == 429:
@@ -290,6 +315,7 @@ def build_document(endpoints: list[Endpoint], providers: list[str]) -> dict[str,
         path = endpoint.documented_path
         paths.setdefault(path, {})[endpoint.method.lower()] = _operation(endpoint, schemas)
     schemas.components["Error"] = ERROR_SCHEMA
+    schemas.components["ScimError"] = SCIM_ERROR_SCHEMA
     _narrow_model_ids(schemas.components, model_id_pattern(providers))
     return {
         "openapi": "3.1.0",
@@ -297,7 +323,8 @@ def build_document(endpoints: list[Endpoint], providers: list[str]) -> dict[str,
             "title": "agentsvc",
             "version": __version__,
             "description": "Self-hosted configurable AI chat agents. Errors always use the "
-            "envelope {data: null, error: {code, message}}.",
+            "envelope {data: null, error: {code, message}}, but on /scim/v2, which answers "
+            "as SCIM (RFC 7644) does.",
         },
         "paths": paths,
         "components": {
@@ -306,6 +333,8 @@ def build_document(endpoints: list[Endpoint], providers: list[str]) -> dict[str,
                 "bearerAuth": {"type": "http", "scheme": "bearer"},
                 # Dashboard sessions; state changes also need a trusted Origin.
                 "cookieAuth": {"type": "apiKey", "in": "cookie", "name": "agentsvc_session"},
+                # /scim/v2: the team's SCIM token (POST /team/scim-token), not an API key.
+                "scimBearer": {"type": "http", "scheme": "bearer"},
             },
         },
         "security": [{"bearerAuth": []}, {"cookieAuth": []}],

@@ -110,6 +110,8 @@ class Endpoint:
     # Regular expressions of path parameters the service checks itself (a bad value is a
     # 400 naming the field, not a 404 of the router), for the OpenAPI document.
     path_patterns: dict[str, str] = field(default_factory=dict)
+    # Renders this endpoint's errors instead of the envelope (SCIM speaks RFC 7644's).
+    render_error: Callable[[DomainError], web.Response] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -341,11 +343,11 @@ def make_handler(endpoint: Endpoint) -> Callable[[web.Request], Awaitable[web.St
             body = None  # the handler may drop it (`Call.release_body`)
             response = await endpoint.handler(call)
         except DomainError as exc:
-            response = error_response(exc)
+            response = (endpoint.render_error or error_response)(exc)
         except web.HTTPException as exc:
             if exc.status < 400:
                 raise
-            response = error_response(from_http_exception(exc))
+            response = (endpoint.render_error or error_response)(from_http_exception(exc))
         except (asyncio.CancelledError, ConnectionResetError):
             raise
         except Exception:

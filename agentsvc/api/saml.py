@@ -7,13 +7,13 @@ from urllib.parse import parse_qs
 
 from aiohttp import web
 
-from agentsvc.api import app_keys, auth
+from agentsvc.api import auth
 from agentsvc.api.bodies import read_body
 from agentsvc.api.routing import Call, RouteTable
 from agentsvc.api.session_auth import OAuthStartQuery, limit_sign_in
+from agentsvc.api.sso import sso_service
 from agentsvc.errors import Unauthorized, UnsupportedMediaType
 from agentsvc.services.sso.oidc import STATE_TTL_SECONDS
-from agentsvc.services.sso.service import SsoService
 
 routes = RouteTable("sso")
 
@@ -25,15 +25,11 @@ MAX_ACS_BODY_MB = 1.0
 METADATA_TYPE = "application/samlmetadata+xml"
 
 
-def _sso(call: Call) -> SsoService:
-    return call.app[app_keys.sso_key]
-
-
 @routes.get("/auth/saml/{teamId}/metadata", auth="public", media_type=METADATA_TYPE, errors=(404,))
 async def get_auth_saml_metadata(call: Call):
     """Our service provider metadata for the team (entity id, ACS URL, signed assertions
     wanted), for providers that read it; 404 when the team has no SAML sign-in."""
-    xml = await _sso(call).saml_metadata(call.params["teamId"])
+    xml = await sso_service(call).saml_metadata(call.params["teamId"])
     return web.Response(text=xml, content_type=METADATA_TYPE, charset="utf-8")
 
 
@@ -50,7 +46,9 @@ async def get_auth_saml_start(call: Call):
     AuthnRequest (HTTP-Redirect binding) and a one-use RelayState; 404 when the team has
     no SAML sign-in."""
     await limit_sign_in(call)
-    location, relay = await _sso(call).saml_start(call.params["teamId"], call.query.callback_url)
+    location, relay = await sso_service(call).saml_start(
+        call.params["teamId"], call.query.callback_url
+    )
     response = web.Response(status=302, headers={"Location": location})
     # Binds the sign-in to this browser. The provider posts back from its own site, and
     # only a SameSite=None cookie rides along on a cross-site POST (it needs HTTPS).
@@ -89,7 +87,7 @@ async def post_auth_saml_acs(call: Call):
     encoded = (form.get("SAMLResponse") or [""])[0]
     if not encoded:
         raise Unauthorized("Single sign-on was not completed at the identity provider")
-    signed_in, location = await _sso(call).saml_finish(
+    signed_in, location = await sso_service(call).saml_finish(
         call.params["teamId"],
         encoded,
         (form.get("RelayState") or [None])[0],

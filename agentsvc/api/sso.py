@@ -42,7 +42,8 @@ Text = Annotated[str, Field(min_length=1, max_length=500)]
 Attribute = Annotated[str, Field(min_length=1, max_length=300)]
 
 
-def _sso(call: Call) -> SsoService:
+def sso_service(call: Call) -> SsoService:
+    """The single sign-on service (OpenID Connect and SAML share it)."""
     return call.app[app_keys.sso_key]
 
 
@@ -218,22 +219,24 @@ async def put_team_sso(call: Call):
     _refuse_the_other_protocols_fields(call.body)
     if call.body.type == "saml":
         saml = _saml_request(call)
-        view = await _sso(call).save_saml(call.principal, saml, actor_of(call))
+        view = await sso_service(call).save_saml(call.principal, saml, actor_of(call))
         return json_response(sso_json(view))
-    view = await _sso(call).save_oidc(call.principal, _oidc_request(call.body), actor_of(call))
+    view = await sso_service(call).save_oidc(
+        call.principal, _oidc_request(call.body), actor_of(call)
+    )
     return json_response(sso_json(view))
 
 
 @routes.get("/team/sso", response=SsoOut, owner_only=True, errors=(404,))
 async def get_team_sso(call: Call):
     """The team's single sign-on settings (owners), the client secret masked."""
-    return json_response(sso_json(await _sso(call).get_settings(call.team_id)))
+    return json_response(sso_json(await sso_service(call).get_settings(call.team_id)))
 
 
 @routes.delete("/team/sso", response=Success, owner_only=True, errors=(404,))
 async def delete_team_sso(call: Call):
     """Turn single sign-on off for the team (owners): its domains are released."""
-    await _sso(call).delete(call.team_id, actor_of(call))
+    await sso_service(call).delete(call.team_id, actor_of(call))
     return json_response({"success": True})
 
 
@@ -249,7 +252,7 @@ async def get_auth_sso(call: Call):
     """Where a person with this address signs in: their team's SSO when the address's
     domain is one of a team's, else the usual choices (no team is named)."""
     await limit_sign_in(call)
-    found = await _sso(call).route_for(call.query.email)
+    found = await sso_service(call).route_for(call.query.email)
     providers = call.app[app_keys.sign_in_key].providers()
     return envelope_response(
         {
@@ -274,7 +277,7 @@ async def get_auth_sso_start(call: Call):
     """Start signing in through the team's provider: a redirect with state, nonce and
     PKCE S256; 404 when the team has no OpenID Connect sign-in."""
     await limit_sign_in(call)
-    location, state = await _sso(call).start(call.params["teamId"], call.query.callback_url)
+    location, state = await sso_service(call).start(call.params["teamId"], call.query.callback_url)
     response = web.Response(status=302, headers={"Location": location})
     # Binds the state to this browser: a callback carrying someone else's state fails.
     response.set_cookie(
@@ -304,7 +307,7 @@ async def get_auth_sso_callback(call: Call):
     await limit_sign_in(call)
     if query.error or not query.code or not query.state:
         raise Unauthorized("Single sign-on was not completed at the identity provider")
-    signed_in, location = await _sso(call).finish(
+    signed_in, location = await sso_service(call).finish(
         code=query.code,
         state=query.state,
         browser_state=auth.request_cookie(call.request, SSO_STATE_COOKIE),

@@ -14,6 +14,13 @@ from tests.support.oidc_provider import (
 )
 
 STATE_COOKIE = "agentsvc_sso_state"
+# The security matrix's public-by-design routes of single sign-on (OpenID Connect, SAML).
+BY_DESIGN = {
+    ("GET", "/api/v1/auth/sso/{teamId}/start"): "anyone may start signing in by a team's SSO",
+    ("GET", "/api/v1/auth/saml/{teamId}/metadata"): "identity providers read a team's SP metadata",
+    ("GET", "/api/v1/auth/saml/{teamId}/start"): "anyone may start signing in by a team's SAML",
+    ("POST", "/api/v1/auth/saml/{teamId}/acs"): "the identity provider posts its signed answer",
+}
 
 
 def provider_for_module(tmp_path_factory):

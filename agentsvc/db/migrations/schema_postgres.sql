@@ -880,3 +880,36 @@ CREATE TABLE sso_seen (
     team_id    TEXT NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
     expires_at TEXT NOT NULL
 );
+-- SCIM 2.0 provisioning (migration 14): the token, managed people and groups.
+CREATE TABLE team_scim (
+    team_id    TEXT PRIMARY KEY REFERENCES teams(id) ON DELETE CASCADE,
+    token_hash TEXT NOT NULL UNIQUE,
+    created_at TEXT NOT NULL
+);
+CREATE TABLE scim_users (
+    team_id         TEXT NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
+    user_id         TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    external_id     TEXT,
+    active          INTEGER NOT NULL DEFAULT 1,
+    owner_by_groups INTEGER NOT NULL DEFAULT 0,
+    attributes      TEXT NOT NULL,
+    created_at      TEXT NOT NULL,
+    updated_at      TEXT NOT NULL,
+    PRIMARY KEY (team_id, user_id)
+);
+CREATE INDEX scim_users_external ON scim_users(team_id, external_id);
+CREATE TABLE scim_groups (
+    id           TEXT PRIMARY KEY,
+    team_id      TEXT NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
+    display_name TEXT NOT NULL,
+    external_id  TEXT,
+    created_at   TEXT NOT NULL,
+    updated_at   TEXT NOT NULL,
+    UNIQUE (team_id, display_name)
+);
+CREATE TABLE scim_group_members (
+    group_id TEXT NOT NULL REFERENCES scim_groups(id) ON DELETE CASCADE,
+    user_id  TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    PRIMARY KEY (group_id, user_id)
+);
+CREATE INDEX scim_group_members_user ON scim_group_members(user_id);

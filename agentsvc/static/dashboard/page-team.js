@@ -6,6 +6,7 @@ import { del, get, patch, post } from "./api.js";
 import { confirmDialog, copyText, field, h, mount, select, table, toast, when } from "./dom.js";
 import { actionButton, onSubmit, pageHeader } from "./forms.js";
 import { ROLE, choices, invitationStatus, role } from "./labels.js";
+import { scimSection } from "./scim.js";
 import { ssoSection } from "./sso.js";
 
 /** Members for everyone; invite, cancel and remove for the owner only. */
@@ -81,7 +82,8 @@ export async function renderTeam(ctx, page) {
         ? h("p", { class: "notice", role: "status" }, "Mail is not set up on this server, so invitations are not e-mailed. Use “Copy link” and send the link yourself (chat, your own e-mail). It works once, for the address invited, for 7 days.")
         : h("p", { class: "muted" }, "The invitation link is e-mailed. It works once and lasts 7 days."),
       h("h2", {}, "Invitations"), table(invColumns, invitations, "No invitations yet.", "Invitations"),
-      await ssoSection(ctx));
+      await ssoSection(ctx),
+      await scimSection(ctx));
   }
   mount(page, sections, await cannedSection(ctx));
 }
