@@ -3,6 +3,7 @@ serves the same answers; `backup` and `migrate` on PostgreSQL. PostgreSQL side o
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 
 from agentsvc.app import create_app
 from agentsvc.config import load_settings
+from agentsvc.db.copy import NOT_COPIED, TABLES
 from tests.support import pg
 from tests.support.accounts import bearer, new_api_key
 from tests.support.chat import add_document, chat, new_agent, user
@@ -221,3 +223,33 @@ async def test_copy_data_keeps_the_desk(aiohttp_client, tmp_path):
     listed = await (await moved.get("/api/v1/team/canned-responses", headers=auth)).json()
     assert [c["shortcut"] for c in listed] == ["hi"]
     assert await (await moved.get(path)).read() == png()
+
+
+def test_copy_data_names_every_table_of_the_schema():
+    """A table added later is copied, or listed as not copied with the reason."""
+    schema = (Path(__file__).resolve().parent.parent / "schema.sql").read_text(encoding="utf-8")
+    tables = set(re.findall(r"CREATE (?:VIRTUAL )?TABLE (\w+)", schema))
+    assert tables == set(TABLES) | set(NOT_COPIED), tables ^ (set(TABLES) | set(NOT_COPIED))
+    assert not set(TABLES) & set(NOT_COPIED)
+
+
+async def test_copy_data_keeps_webhooks_the_audit_log_and_provisioning(aiohttp_client, tmp_path):
+    data_dir = tmp_path / "data"
+    client = await aiohttp_client(create_app(settings_for(data_dir)))
+    auth = bearer(await new_api_key(client))
+    hook = {"url": "http://127.0.0.1:9/hook", "events": ["conversation.created"]}
+    assert (await client.post("/api/v1/webhooks", json=hook, headers=auth)).status == 201
+    scim = await (await client.post("/api/v1/team/scim-token", headers=auth)).json()
+    log = (await (await client.get("/api/v1/audit-log", headers=auth)).json())["data"]
+    await client.close()
+
+    done = cli(data_dir, "copy-data", "--to", pg.fresh_database_url())
+    assert done.returncode == 0, done.stderr
+    url = done.args[done.args.index("--to") + 1]
+    moved = await aiohttp_client(create_app(settings_for(data_dir, url)))
+    hooks = (await (await moved.get("/api/v1/webhooks", headers=auth)).json())["data"]
+    assert [h["url"] for h in hooks] == [hook["url"]]
+    assert (await (await moved.get("/api/v1/audit-log", headers=auth)).json())["data"] == log
+    token = scim.get("token") or scim["data"]["token"]
+    users = await moved.get("/api/v1/scim/v2/Users", headers=bearer(token))
+    assert users.status == 200, await users.text()
