@@ -19,6 +19,7 @@ from tests.support.accounts import (
 )
 from tests.support.errors import assert_error
 from tests.support.mail import outbox
+from tests.support.settings import PUBLIC_ORIGIN
 
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 ACCEPT_LINK = re.compile(r"http://127\.0\.0\.1:8080/accept-invitation\?token=([\w-]+)")
@@ -55,7 +56,8 @@ async def test_context_and_members_of_a_new_team(client):
     resp = await client.get("/api/v1/team/context", headers=auth)
     assert resp.status == 200
     context = await resp.json()
-    assert set(context) == {"role", "isOwner", "owner", "members"}
+    assert set(context) == {"role", "isOwner", "owner", "members", "publicUrl"}
+    assert context["publicUrl"] == PUBLIC_ORIGIN  # the SSO redirect URI is shown on it
     assert context["role"] == "owner" and context["isOwner"] is True
     assert context["owner"] == {"id": owner.id, "email": "owner@example.com", "name": "Olivia"}
     (member,) = context["members"]

@@ -99,6 +99,10 @@ class TeamContextOut(ResponseModel):
     is_owner: bool
     owner: UserOut
     members: list[MemberOut]
+    public_url: str = Field(
+        description="the server's public address: links, and the addresses to paste into an"
+        " identity provider, are made on it"
+    )
 
 
 class InvitationOut(ResponseModel):
@@ -159,12 +163,14 @@ async def get_team_context(call: Call):
     """The caller's role, the team's owner and its members."""
     assert call.principal is not None
     context = await _team(call).context(call.team_id)
+    origin = public_origin(call)
     return json_response(
         {
             "role": call.principal.role,
             "isOwner": call.principal.is_owner,
             "owner": user_json(context.owner),
-            "members": [member_json(m, public_origin(call)) for m in context.members],
+            "members": [member_json(m, origin) for m in context.members],
+            "publicUrl": origin,
         }
     )
 

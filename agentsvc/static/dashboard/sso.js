@@ -9,6 +9,8 @@ const words = (v) => String(v || "").split(/[\s,]+/).filter(Boolean);
 /** The owner's "Single sign-on" section: OpenID Connect or SAML settings and what to paste. */
 export async function ssoSection(ctx) {
   const s = await get("/team/sso").catch(() => null);
+  // What the provider needs before it can make its metadata: known before anything is saved.
+  const sp = `${ctx.team.publicUrl}/api/v1/auth/saml/${ctx.session.team.id}/`;
   const box = h("div", {});
   const draw = (kind) => {
     const saml = kind === "saml", v = s && s.type === kind ? s : null;
@@ -17,10 +19,10 @@ export async function ssoSection(ctx) {
       actionButton("Copy", async () => toast((await copyText(uri)) ? `${label} copied` : "Select the address to copy it", "ok"), { class: "small secondary", "aria-label": `Copy the ${label}` }));
     const form = onSubmit(h("form", { class: "stack card", "aria-label": "Single sign-on" },
       field("Protocol", select([["oidc", "OpenID Connect"], ["saml", "SAML 2.0"]], kind, { onchange: (e) => draw(e.target.value) })),
-      saml ? [v ? [paste("Entity ID", v.entityId), paste("ACS URL", v.acsUrl), paste("Metadata URL", v.metadataUrl)] : h("p", {}, "Save to get the entity ID and ACS URL to paste into your provider."),
+      saml ? [paste("Entity ID", sp + "metadata"), paste("ACS URL", sp + "acs"), paste("Metadata URL", sp + "metadata"),
         field("Identity provider metadata (XML)", h("textarea", { name: "idpMetadataXml", rows: "4", required: true, value: v ? v.idpMetadataXml : "" })),
         ["email", "name", "groups"].map((a) => input(`${a}Attribute`, `${a[0].toUpperCase() + a.slice(1)} attribute`, { placeholder: a }))]
-        : [paste("Redirect URI", v ? v.redirectUri : `${location.origin}/api/v1/auth/sso/callback`),
+        : [paste("Redirect URI", v ? v.redirectUri : `${ctx.team.publicUrl}/api/v1/auth/sso/callback`),
           input("issuer", "Issuer", { type: "url", required: true, placeholder: "https://login.example.com" }),
           input("clientId", "Client ID", { required: true }),
           input("clientSecret", "Client secret", { type: "password", autocomplete: "off", value: "", required: !v }, v ? `Saved (${v.clientSecret}); leave empty to keep it.` : null)],
