@@ -19,7 +19,7 @@ from tests.support.accounts import (
     new_api_key,
 )
 from tests.support.fakes.oauth import FakeOAuth
-from tests.support.settings import make_settings
+from tests.support.settings import make_settings, with_new_database
 
 # A write transaction holds only SQL (issue 29): one holding the writer longer, while the
 # process worked at least half that time, fails its test.
@@ -139,8 +139,9 @@ def make_client(aiohttp_client, tmp_path: Path) -> Callable[..., Any]:
 
 
 @pytest.fixture
-async def client(make_client) -> TestClient:
-    return await make_client()
+async def client(make_client, tmp_path: Path) -> TestClient:
+    """The app with the default test settings, on a copy of a new database (SQLite)."""
+    return await make_client(with_new_database(make_settings(tmp_path)))
 
 
 @pytest.fixture
