@@ -130,18 +130,21 @@ def settings(tmp_path: Path) -> Settings:
 
 @pytest.fixture
 def make_client(aiohttp_client, tmp_path: Path) -> Callable[..., Any]:
-    """Start the real app with optional setting overrides and return a test client."""
+    """Start the real app and return a test client: on `settings` as given, or on the
+    test's settings with the overrides and a copy of a new database (`with_new_database`:
+    on SQLite, the app then opens an existing database instead of building one)."""
 
     async def start(settings: Settings | None = None, **sections: dict[str, Any]) -> TestClient:
-        return await aiohttp_client(create_app(settings or make_settings(tmp_path, **sections)))
+        if settings is None:
+            settings = with_new_database(make_settings(tmp_path, **sections))
+        return await aiohttp_client(create_app(settings))
 
     return start
 
 
 @pytest.fixture
-async def client(make_client, tmp_path: Path) -> TestClient:
-    """The app with the default test settings, on a copy of a new database (SQLite)."""
-    return await make_client(with_new_database(make_settings(tmp_path)))
+async def client(make_client) -> TestClient:
+    return await make_client()
 
 
 @pytest.fixture

@@ -64,8 +64,8 @@ def with_new_database(settings: Settings) -> Settings:
     """On SQLite, when the data directory does not exist yet, create it as the app would
     (0700, the database file 0600) holding a copy of a new database, built once per process:
     building one from the schema costs about 20 ms of CPU per app started. The app opens it
-    as an existing database of the newest version; tests of how the app creates the data
-    directory and a new database start on a missing one (`make_client`), never this."""
+    as an existing database of the newest version; a test of how the app creates the data
+    directory and a new database passes its settings to `make_client` as they are."""
     if settings.database.url or settings.db_path.parent.exists():
         return settings
     new = _built_new_database()
