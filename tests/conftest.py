@@ -76,13 +76,14 @@ def _drop_every_postgres_schema():
 # pytest-xdist worker (`--dist loadgroup`, pyproject.toml); every other test goes to
 # whichever worker is free.
 _ONE_WORKER_PACKAGES = ("browser", "browser_dashboard")
-# scripts/test.sh runs the suite in three phases, selected by TEST_PHASE (unset, a plain
+# scripts/test.sh runs the suite in phases, selected by TEST_PHASE (unset, a plain
 # `pytest` runs everything):
-# - parallel: most tests, on many workers;
-# - browser and browser_dashboard: the two browser packages side by side, in three
-#   processes (the widget's; the dashboard's first day, files 1 to 9 in order, which
-#   pytest-xdist does not keep; its later files, each standing alone), as Chromium against
-#   fixed timeouts is starved by many busy workers;
+# - parallel: most tests, on many workers, niced;
+# - browser and browser_dashboard: the two browser packages, at the same time as the
+#   workers, in four processes at the normal priority (the widget's; the dashboard's first
+#   day, files 1 to 9 in order, which pytest-xdist does not keep; its later files, each
+#   standing alone, in two processes), as Chromium against fixed timeouts must not be
+#   starved by the busy workers;
 # - alone: the tests that measure the machine (latency percentiles, write holds, RSS,
 #   recovery after SIGKILL), one at a time on a quiet machine.
 PHASES = ("parallel", *_ONE_WORKER_PACKAGES, "alone")
