@@ -110,7 +110,9 @@ class Server:
             env={**os.environ, **(env or {})},
         )
         self.log: list[str] = []
-        deadline = time.monotonic() + 30
+        # A minute, as for a one-shot command: on a machine busy with other suites, starting
+        # took over 30 s. A server that did not start is killed, never left running.
+        deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             line = self.proc.stderr.readline()
             if not line:
@@ -120,6 +122,8 @@ class Server:
             if match:
                 self.url = match.group(1)
                 return
+        self.proc.kill()
+        self.proc.communicate(timeout=30)
         raise AssertionError("server did not start: " + "".join(self.log))
 
     def get(self, path: str, key: str | None = None) -> tuple[int, dict, dict]:
