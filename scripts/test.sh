@@ -8,9 +8,11 @@
 # image or Debian's package.
 # Extra arguments go to pytest, e.g. `bash scripts/test.sh tests/test_agents.py`.
 # TEST_BACKENDS="sqlite" (or "postgresql") runs one backend only. Tests run in parallel on
-# TEST_WORKERS pytest-xdist workers (default 6: the suite mostly waits on I/O and timers, so
-# more workers than cores pay); TEST_WORKERS=0 runs them in this one process. The browser
-# tests run beside the workers (TEST_OVERLAP=0: after them).
+# TEST_WORKERS pytest-xdist workers (default 4: more workers than cores pay, as tests wait
+# on servers and timers, but each worker costs seconds of CPU to start and the browser
+# tests, which run beside the workers, fill the waits too; 6 used 30 s more CPU for the
+# same tests); TEST_WORKERS=0 runs them in this one process. TEST_OVERLAP=0 runs the
+# browser tests after the workers.
 set -euo pipefail
 # Compiled modules (and pytest's rewritten test modules) are kept between runs and shared by
 # the workers: without them every worker compiles the whole package and suite again.
@@ -47,7 +49,7 @@ if [ ! -f tests/support/oidc/node_modules/oidc-provider/package.json ]; then
     npm install --prefix tests/support/oidc --no-audit --no-fund --no-package-lock --loglevel=error
 fi
 
-workers=${TEST_WORKERS:-6}
+workers=${TEST_WORKERS:-4}
 
 # On workers, the suite runs in phases (tests/conftest.py): most tests on the workers and,
 # at the same time, the browser tests in four processes of their own (run_tests below);
