@@ -8,8 +8,11 @@
 # image or Debian's package.
 # Extra arguments go to pytest, e.g. `bash scripts/test.sh tests/test_agents.py`.
 # TEST_BACKENDS="sqlite" (or "postgresql") runs one backend only. Tests run in parallel on
-# TEST_WORKERS pytest-xdist workers (default 6: the suite mostly waits on I/O and timers, so
-# more workers than cores pay); TEST_WORKERS=0 runs them in this one process.
+# TEST_WORKERS pytest-xdist workers (default 4: more workers than cores pay, as tests wait
+# on servers and timers, but each worker costs seconds of CPU to start and the browser
+# tests, which run beside the workers, fill the waits too; 6 used 30 s more CPU for the
+# same tests); TEST_WORKERS=0 runs them in this one process. TEST_OVERLAP=0 runs the
+# browser tests after the workers.
 set -euo pipefail
 # Compiled modules (and pytest's rewritten test modules) are kept between runs and shared by
 # the workers: without them every worker compiles the whole package and suite again.
@@ -47,12 +50,12 @@ if [ ! -f tests/support/oidc/node_modules/oidc-provider/package.json ]; then
     npm install --prefix tests/support/oidc --no-audit --no-fund --no-package-lock --loglevel=error
 fi
 
-workers=${TEST_WORKERS:-6}
+workers=${TEST_WORKERS:-4}
 
-# On workers, the suite runs in three phases (tests/conftest.py): most tests on the workers;
-# then the browser tests, side by side in three processes (scripts/test.sh below); then
-# the tests that measure the machine, alone. Exit status 5 is pytest's "no test selected":
-# a file list may hold none of a phase's tests.
+# On workers, the suite runs in phases (tests/conftest.py): most tests on the workers and,
+# at the same time, the browser tests in four processes of their own (run_tests below);
+# then the tests that measure the machine, alone. Exit status 5 is pytest's "no test
+# selected": a file list may hold none of a phase's tests.
 run_tests() {
     if [ "$workers" = 0 ]; then
         python3 -m pytest -p no:cacheprovider "$@"
@@ -60,13 +63,6 @@ run_tests() {
     fi
     local status=0 code
     keep() { [ "$1" -eq 0 ] || [ "$1" -eq 5 ] || status=$1; }
-    code=0
-    TEST_PHASE=parallel python3 -m pytest -p no:cacheprovider -n "$workers" "$@" || code=$?
-    keep $code
-    echo "-- the browser tests: the widget's and the dashboard's, side by side"
-    # With no file list, three processes: the widget's package, the dashboard's first day
-    # (files 1 to 9, which build on each other, in order) and its later files (10 on, each
-    # standing alone on a stack of its own). Given files run in one process per package.
     local logs=() pids=() log
     browser_run() {  # phase, files...: in the background, its output kept for later
         log=$(mktemp)
@@ -74,22 +70,54 @@ run_tests() {
         TEST_PHASE=$1 python3 -m pytest -p no:cacheprovider "${@:2}" >"$log" 2>&1 &
         pids+=($!)
     }
-    if [ $# -eq 0 ]; then
-        browser_run browser tests/browser
-        browser_run browser_dashboard tests/browser_dashboard/test_[1-9]_*.py
-        browser_run browser_dashboard tests/browser_dashboard/test_[1-9][0-9]_*.py
-    else
-        browser_run browser "$@"
-        browser_run browser_dashboard "$@"
-    fi
-    local i
-    for i in "${!pids[@]}"; do
+    # With no file list, four processes: the widget's package, the dashboard's first day
+    # (files 1 to 9, which build on each other, in order) and its later files (10 on, each
+    # standing alone) in two processes, by the parity of their numbers, each on a stack of
+    # its own (one process for all of them ended minutes after the others). Given files
+    # run in one process per package.
+    start_browsers() {
+        if [ $# -eq 0 ]; then
+            browser_run browser tests/browser
+            browser_run browser_dashboard tests/browser_dashboard/test_[1-9]_*.py
+            browser_run browser_dashboard tests/browser_dashboard/test_[1-9][02468]_*.py
+            browser_run browser_dashboard tests/browser_dashboard/test_[1-9][13579]_*.py
+        else
+            browser_run browser "$@"
+            browser_run browser_dashboard "$@"
+        fi
+    }
+    wait_browsers() {
+        local i
+        for i in "${!pids[@]}"; do
+            code=0
+            wait "${pids[$i]}" || code=$?
+            keep $code
+            cat "${logs[$i]}"
+            rm -f "${logs[$i]}"
+        done
+    }
+    # The browser tests mostly wait (on Chromium, its timers, their stacks) while the
+    # workers' tests keep the processor busy, so by default they run at the same time: the
+    # browser processes at the normal priority, the workers niced, so that they take only
+    # the processor the browsers leave idle and never starve Chromium against its fixed
+    # timeouts. TEST_OVERLAP=0 runs the workers first, then the browsers.
+    if [ "${TEST_OVERLAP:-1}" = 1 ]; then
+        echo "-- the browser tests in the background, beside the tests on the workers (niced)"
+        start_browsers "$@"
         code=0
-        wait "${pids[$i]}" || code=$?
+        TEST_PHASE=parallel nice -n 10 python3 -m pytest -p no:cacheprovider -n "$workers" "$@" ||
+            code=$?
         keep $code
-        cat "${logs[$i]}"
-        rm -f "${logs[$i]}"
-    done
+        echo "-- the browser tests: the widget's and the dashboard's"
+        wait_browsers
+    else
+        code=0
+        TEST_PHASE=parallel python3 -m pytest -p no:cacheprovider -n "$workers" "$@" || code=$?
+        keep $code
+        echo "-- the browser tests: the widget's and the dashboard's, side by side"
+        start_browsers "$@"
+        wait_browsers
+    fi
     echo "-- the tests that measure the machine, alone"
     # With no file list, only the files that mark a test needs_the_machine are collected.
     local measuring

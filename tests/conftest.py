@@ -19,7 +19,7 @@ from tests.support.accounts import (
     new_api_key,
 )
 from tests.support.fakes.oauth import FakeOAuth
-from tests.support.settings import make_settings
+from tests.support.settings import make_settings, with_new_database
 
 # A write transaction holds only SQL (issue 29): one holding the writer longer, while the
 # process worked at least half that time, fails its test.
@@ -76,13 +76,14 @@ def _drop_every_postgres_schema():
 # pytest-xdist worker (`--dist loadgroup`, pyproject.toml); every other test goes to
 # whichever worker is free.
 _ONE_WORKER_PACKAGES = ("browser", "browser_dashboard")
-# scripts/test.sh runs the suite in three phases, selected by TEST_PHASE (unset, a plain
+# scripts/test.sh runs the suite in phases, selected by TEST_PHASE (unset, a plain
 # `pytest` runs everything):
-# - parallel: most tests, on many workers;
-# - browser and browser_dashboard: the two browser packages side by side, in three
-#   processes (the widget's; the dashboard's first day, files 1 to 9 in order, which
-#   pytest-xdist does not keep; its later files, each standing alone), as Chromium against
-#   fixed timeouts is starved by many busy workers;
+# - parallel: most tests, on many workers, niced;
+# - browser and browser_dashboard: the two browser packages, at the same time as the
+#   workers, in four processes at the normal priority (the widget's; the dashboard's first
+#   day, files 1 to 9 in order, which pytest-xdist does not keep; its later files, each
+#   standing alone, in two processes), as Chromium against fixed timeouts must not be
+#   starved by the busy workers;
 # - alone: the tests that measure the machine (latency percentiles, write holds, RSS,
 #   recovery after SIGKILL), one at a time on a quiet machine.
 PHASES = ("parallel", *_ONE_WORKER_PACKAGES, "alone")
@@ -130,10 +131,14 @@ def settings(tmp_path: Path) -> Settings:
 
 @pytest.fixture
 def make_client(aiohttp_client, tmp_path: Path) -> Callable[..., Any]:
-    """Start the real app with optional setting overrides and return a test client."""
+    """Start the real app and return a test client: on `settings` as given, or on the
+    test's settings with the overrides and a copy of a new database (`with_new_database`:
+    on SQLite, the app then opens an existing database instead of building one)."""
 
     async def start(settings: Settings | None = None, **sections: dict[str, Any]) -> TestClient:
-        return await aiohttp_client(create_app(settings or make_settings(tmp_path, **sections)))
+        if settings is None:
+            settings = with_new_database(make_settings(tmp_path, **sections))
+        return await aiohttp_client(create_app(settings))
 
     return start
 

@@ -19,7 +19,7 @@ import pytest
 
 from agentsvc.cli import build_parser
 from tests.support import pg
-from tests.support.cli import AGENTSVC, Server, call, free_port, run
+from tests.support.cli import AGENTSVC, Server, call, free_port, run, run_process
 from tests.support.fakes.mcp_server import FakeMcpServer
 
 
@@ -515,7 +515,7 @@ def test_lookups_never_create_a_database_and_name_the_absolute_data_directory(tm
 
 
 def test_version_prints_the_installed_version(tmp_path):
-    result = run(["--version"], tmp_path)
+    result = run_process(["--version"], tmp_path)  # the installed command, in a process
     assert result.returncode == 0, result.stderr
     assert result.stdout == f"agentsvc {importlib.metadata.version('agentsvc')}\n"
 

@@ -141,7 +141,8 @@ def _mode(path: Path) -> int:
 async def test_data_dir_is_created_0700_and_database_files_0600(make_client, tmp_path):
     previous = os.umask(0o022)  # the usual umask: without care, files would be 0644
     try:
-        client = await make_client()
+        # Settings given as they are: the app itself creates the directory and the database.
+        client = await make_client(make_settings(tmp_path))
         await create_user(client, "ada@example.com")  # a write: the WAL exists
         await client.app[app_keys.mailer_key].send("ada@example.com", "Hi", "body")
         data_dir = tmp_path / "data"

@@ -3,8 +3,8 @@
 Files 1 to 9 run in the order of their numbers, like a user's first day: the first
 creates the owner, the owner's flows create the agent, tools, trigger and conversations
 that the files after them read. Files 10 on each stand alone (`ensure_owner`, their own
-data): scripts/test.sh runs them in a second process, on a stack of its own, beside the
-first day. A missing Chromium fails these tests; they never skip.
+data): scripts/test.sh runs them in two more processes, each on a stack of its own,
+beside the first day. A missing Chromium fails these tests; they never skip.
 """
 
 from __future__ import annotations

@@ -1,15 +1,20 @@
-"""The `agentsvc` command in a subprocess: one-shot runs, a served instance, plain HTTP calls."""
+"""The `agentsvc` command: one-shot runs (in this process, or in a subprocess where only a
+process shows it), a served instance in a subprocess, plain HTTP calls."""
 
 from __future__ import annotations
 
+import contextlib
 import http.client
+import io
 import json
+import logging
 import os
 import re
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -21,6 +26,21 @@ AGENTSVC = [sys.executable, "-m", "agentsvc"]
 def run(
     args: list[str], cwd: Path, stdin: str | None = None, **env: str
 ) -> subprocess.CompletedProcess:
+    """`agentsvc ARGS` run in `cwd` with `stdin` and `env` added to the environment: its exit
+    status, stdout and stderr. A one-shot command runs in this process (`main(argv)`, as
+    the command line calls it, with its own working directory, environment, streams and
+    logging), since starting an interpreter and importing the package costs about half a
+    second of CPU per run; `serve`, which listens, locks and takes signals, always runs in
+    a process of its own (`run_process`)."""
+    if args[:1] == ["serve"]:
+        return run_process(args, cwd, stdin, **env)
+    return _run_here(args, cwd, stdin, env)
+
+
+def run_process(
+    args: list[str], cwd: Path, stdin: str | None = None, **env: str
+) -> subprocess.CompletedProcess:
+    """`agentsvc ARGS` in a subprocess, as the installed command runs it."""
     return subprocess.run(
         [*AGENTSVC, *args],
         cwd=cwd,
@@ -31,6 +51,49 @@ def run(
         timeout=60,
         env={**os.environ, **env},
     )
+
+
+_HERE = threading.Lock()  # one command at a time: the directory and streams are the process's
+
+
+def _run_here(
+    args: list[str], cwd: Path, stdin: str | None, env: dict[str, str]
+) -> subprocess.CompletedProcess:
+    from agentsvc.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    outcome: list[int] = []
+
+    def command() -> None:  # in a thread: the caller may be inside a running event loop
+        try:
+            outcome.append(main(list(args)))
+        except SystemExit as exc:  # argparse: usage errors (2), --help and --version (0)
+            outcome.append(exc.code if isinstance(exc.code, int) else 1)
+
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    saved_env, saved_dir = dict(os.environ), os.getcwd()
+    with _HERE, contextlib.ExitStack() as stack:
+        stack.enter_context(contextlib.redirect_stdout(out))
+        stack.enter_context(contextlib.redirect_stderr(err))
+        stdin_before, sys.stdin = sys.stdin, io.StringIO(stdin or "")
+        root.handlers = []  # the command configures its own logging to its stderr
+        os.environ.update(env)
+        os.chdir(cwd)
+        try:
+            thread = threading.Thread(target=command, name="agentsvc-command")
+            thread.start()
+            thread.join(timeout=60)
+            assert not thread.is_alive(), f"agentsvc {' '.join(args)} did not end in 60 s"
+        finally:
+            os.chdir(saved_dir)
+            os.environ.clear()
+            os.environ.update(saved_env)
+            sys.stdin = stdin_before
+            for handler in root.handlers:
+                handler.close()
+            root.handlers, root.level = handlers, level
+    return subprocess.CompletedProcess(args, outcome[0], out.getvalue(), err.getvalue())
 
 
 class Server:
@@ -47,7 +110,9 @@ class Server:
             env={**os.environ, **(env or {})},
         )
         self.log: list[str] = []
-        deadline = time.monotonic() + 30
+        # A minute, as for a one-shot command: on a machine busy with other suites, starting
+        # took over 30 s. A server that did not start is killed, never left running.
+        deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             line = self.proc.stderr.readline()
             if not line:
@@ -57,6 +122,8 @@ class Server:
             if match:
                 self.url = match.group(1)
                 return
+        self.proc.kill()
+        self.proc.communicate(timeout=30)
         raise AssertionError("server did not start: " + "".join(self.log))
 
     def get(self, path: str, key: str | None = None) -> tuple[int, dict, dict]:
