@@ -18,6 +18,8 @@ from tests.support.dashboard_stack import (
 )
 from tests.support.fakes.mcp_server import FakeMcpServer
 
+MCP_MS = 20_000  # a step that talks to the MCP server, through our server
+
 
 def test_owner_adds_an_mcp_server_chooses_its_tools_and_refreshes(browser, stack, shots):
     ensure_owner(stack)
@@ -39,7 +41,9 @@ def test_owner_adds_an_mcp_server_chooses_its_tools_and_refreshes(browser, stack
             editor, "Headers sent to the server", {"Authorization": "Bearer {{SHOP_TOKEN}}"}
         )
         editor.get_by_role("button", name="Load tools").click()
-        expect(editor.get_by_text("The server lists 7 tools.")).to_be_visible()
+        # The server asks the MCP server (a session, then its list): on a loaded machine
+        # that takes seconds, and the page says "Asking the server…" meanwhile.
+        expect(editor.get_by_text("The server lists 7 tools.")).to_be_visible(timeout=MCP_MS)
         checklist = editor.get_by_role("group", name="The server's tools")
         expect(checklist).to_contain_text("the model sees shop__search_docs")
         # Choose two tools instead of all of them.
@@ -64,13 +68,15 @@ def test_owner_adds_an_mcp_server_chooses_its_tools_and_refreshes(browser, stack
         run = page.get_by_role("form", name="Test run")
         run.get_by_label("Input (JSON)").fill('{"id": "B-2"}')
         run.get_by_role("button", name="Run tool").click()
-        expect(run.locator(".test-output")).to_contain_text("Order B-2: shipped")
+        expect(run.locator(".test-output")).to_contain_text("Order B-2: shipped", timeout=MCP_MS)
         assert server.calls[-1][2] == "Bearer tok-browser"
 
         # The server drops one of the chosen tools: a refresh shows what is left.
         del server.tools["Search-Docs"]
         page.get_by_role("button", name="Refresh from server").click()
-        expect(page.get_by_text("MCP server · updated")).to_contain_text("1 tools, listed")
+        expect(page.get_by_text("MCP server · updated")).to_contain_text(
+            "1 tools, listed", timeout=MCP_MS
+        )
         nav(page, "Tools")
         expect(page.get_by_text("MCP server · 1 tools")).to_be_visible()
         page.screenshot(path=str(shots / "mcp-tools-list.png"), full_page=True)

@@ -437,6 +437,9 @@ def test_the_profile_takes_a_picture_and_the_owner_renames_the_team(browser, sta
         expect(page.get_by_text("Picture saved")).to_be_visible()
         picture = card.locator("img.avatar")
         expect(picture).to_be_visible()
+        # Visible is not loaded: wait for the picture's bytes, then check its size.
+        loaded = "(img) => img.complete && img.naturalWidth > 0"
+        page.wait_for_function(loaded, arg=picture.element_handle())
         assert page.evaluate("(img) => img.naturalWidth", picture.element_handle()) == 8
 
         # The password changes (and back, for the other files).
