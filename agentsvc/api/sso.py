@@ -16,6 +16,7 @@ from agentsvc.api.limits import take_token
 from agentsvc.api.models import QueryModel, RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, envelope_response, json_response, parse_json
 from agentsvc.api.session_auth import OAuthCallbackQuery, OAuthStartQuery, Success, limit_sign_in
+from agentsvc.api.state import request_deps
 from agentsvc.errors import Unauthorized, ValidationFailed
 from agentsvc.input_types import Email
 from agentsvc.services.sso.config import (
@@ -289,7 +290,7 @@ async def delete_team_sso(call: Call):
 async def post_team_sso_domains_verify(call: Call):
     """Look up the DNS TXT record of the team's unverified domains now (owners): each
     domain with its state, and for one still unproven a sentence saying what was found."""
-    limit = call.app[app_keys.settings_key].sso.domain_checks_per_minute
+    limit = request_deps(call.request).settings.sso.domain_checks_per_minute
     await take_token(call.request, f"domain-check:{call.team_id}", limit, CHECKS_REFUSED)
     body: DomainCheckIn = call.body
     only = body.domain.strip().lower().rstrip(".") if body.domain else None
