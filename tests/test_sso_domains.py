@@ -123,7 +123,12 @@ async def test_the_operator_verifies_a_domain(client, team, idp, tmp_path):
     team_row, _, owner = team
     await set_up(client, owner, idp.issuer, verify=False)
     settings = client.app[app_keys.settings_key]
-    env = {"AGENTSVC_DATABASE_URL": settings.database.url} if settings.database.url else {}
+    env = {}
+    if settings.database.url:  # the same PostgreSQL database as the server's
+        env = {
+            "AGENTSVC_DATABASE_URL": settings.database.url,
+            "AGENTSVC_SERVER_SECRET_KEY": settings.server.secret_key,
+        }
     where = ["--data-dir", str(settings.server.data_dir)]
     args = ["team", "verify-domain", *where, "--team", team_row.id, "Example.COM"]
     done = run(args, tmp_path, **env)
