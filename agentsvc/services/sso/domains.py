@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agentsvc.db import Database
+from agentsvc.db import ConstraintViolation, Database
 from agentsvc.errors import NotFound
 from agentsvc.ids import now_iso
 from agentsvc.services import audit
@@ -53,6 +53,13 @@ def state_of(claim: DomainClaim, problem: str | None = None) -> DomainState:
 
 
 async def _mark(db: Database, team_id: str, domain: str, actor: Actor | None, how: str) -> bool:
+    try:
+        return await _mark_in(db, team_id, domain, actor, how)
+    except ConstraintViolation:
+        return False  # another team proved it at the same moment (one verified team each)
+
+
+async def _mark_in(db: Database, team_id: str, domain: str, actor: Actor | None, how: str) -> bool:
     async with db.write() as tx:
         if not await sso.mark_verified(tx, team_id, domain, now_iso()):
             return False
