@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from agentsvc.config import Settings
-from agentsvc.db import Database
+from agentsvc.db import Database, Tx
 from agentsvc.errors import Conflict, NotFound, ValidationFailed
 from agentsvc.ids import now_iso
 from agentsvc.outbound import OutboundClient
@@ -203,14 +203,14 @@ class SsoService:
             )
         return await self.get_settings(team_id)
 
-    async def _check_domains_are_free(self, tx, team_id: str, domains: tuple[str, ...]) -> None:
+    async def _check_domains_are_free(self, tx: Tx, team_id: str, domains: tuple[str, ...]) -> None:
         # A claim proves nothing (domains.py): only a domain another team has already proven
         # is refused; anyone may claim the rest, which do nothing until proven.
         taken = await sso.verified_by_other(tx, team_id, list(domains))
         if taken is not None:
             raise Conflict(f"domains: {taken} already signs in through another team")
 
-    async def _save_domains(self, tx, team_id: str, domains: tuple[str, ...], now: str) -> None:
+    async def _save_domains(self, tx: Tx, team_id: str, domains: tuple[str, ...], now: str) -> None:
         await self._check_domains_are_free(tx, team_id, domains)
         tokens = [new_token() for _ in domains]
         await sso.replace_domains(tx, team_id, list(domains), tokens, now)
