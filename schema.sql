@@ -890,13 +890,20 @@ CREATE TABLE team_sso (
     created_at    TEXT NOT NULL,
     updated_at    TEXT NOT NULL
 );
--- The e-mail domains that sign in through a team's SSO (lower-cased; one team each).
+-- The e-mail domains a team claims for its SSO (lower-cased), each with the random token of
+-- its DNS TXT proof; a domain does anything only once verified, and is verified for one team
+-- at most (unverified claims do not block the real owner).
 CREATE TABLE team_domains (
-    domain     TEXT PRIMARY KEY,
-    team_id    TEXT NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
-    created_at TEXT NOT NULL
+    domain      TEXT NOT NULL,
+    team_id     TEXT NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
+    token       TEXT NOT NULL,
+    verified_at TEXT,
+    created_at  TEXT NOT NULL,
+    PRIMARY KEY (domain, team_id)
 );
 CREATE INDEX team_domains_team ON team_domains(team_id);
+CREATE UNIQUE INDEX team_domains_verified ON team_domains(domain)
+    WHERE verified_at IS NOT NULL;
 -- Sign-ins under way: the state (hashed), with the nonce and PKCE verifier bound to it.
 CREATE TABLE sso_states (
     state_hash    TEXT PRIMARY KEY,

@@ -380,6 +380,22 @@ def cmd_team_set_plan(args: argparse.Namespace) -> None:
     print(f"{email}: plan {plan}")
 
 
+def cmd_team_verify_domain(args: argparse.Namespace) -> None:
+    from agentsvc.services.sso import domains
+
+    domain = args.domain.strip().lower().rstrip(".")
+    settings = _existing(_settings(args))
+
+    async def verify(db: Database) -> bool:
+        try:
+            return await domains.verify_by_operator(db, args.team, domain)
+        except LookupError as exc:
+            raise CommandError(f"{exc} {_where(settings)}") from exc
+
+    changed = _run(lambda: _with_db(settings, verify))
+    print(f"{domain}: verified for team {args.team}" + ("" if changed else " (already)"))
+
+
 def cmd_backup(args: argparse.Namespace) -> None:
     from pathlib import Path
 
@@ -710,8 +726,8 @@ def _login_link_command(commands: Any) -> None:
 
 
 def _team_commands(commands: Any) -> None:
-    """`team set-plan`."""
-    team = commands.add_parser("team", help="manage teams: set-plan").add_subparsers(
+    """`team set-plan` and `team verify-domain`."""
+    team = commands.add_parser("team", help="manage teams: set-plan, verify-domain").add_subparsers(
         dest="subcommand", required=True, metavar="SUBCOMMAND"
     )
     set_plan = _add(team, "set-plan", cmd_team_set_plan, "set the plan of the team a user owns")
@@ -723,6 +739,15 @@ def _team_commands(commands: Any) -> None:
         help="a plan of the configuration (required): free, starter, growth, pro, or a"
         " [plans.NAME] table",
     )
+    verify = _add(
+        team,
+        "verify-domain",
+        cmd_team_verify_domain,
+        "prove a team's single sign-on domain without DNS (for internal domains; safe while a"
+        " server runs)",
+    )
+    verify.add_argument("--team", required=True, metavar="TEAM_ID", help="the team's id (required)")
+    verify.add_argument("domain", metavar="DOMAIN", help="a domain the team claims")
 
 
 def _database_commands(commands: Any) -> None:

@@ -222,6 +222,45 @@ class AuthSettings(_Section):
     saml_clock_skew_seconds: float = Field(60, ge=0, le=600)
 
 
+def nameserver_address(text: str) -> tuple[str, int]:
+    """(address, port) of a nameserver setting: "ADDRESS", "ADDRESS:PORT" or "[IPv6]:PORT"."""
+    import ipaddress
+
+    host, port = text, "53"
+    if text.startswith("["):
+        host, _, rest = text[1:].partition("]")
+        port = rest[1:] if rest.startswith(":") else "53"
+    elif text.count(":") == 1:
+        host, _, port = text.partition(":")
+    ipaddress.ip_address(host)  # ValueError when it is not an address
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"{port!r} is not a port")
+    return host, int(port)
+
+
+def _nameserver(text: str) -> str:
+    try:
+        nameserver_address(text)
+    except ValueError as exc:
+        raise ValueError(f"{text!r} is not an IP address with an optional :PORT") from exc
+    return text
+
+
+class SsoSettings(_Section):
+    """`[sso]`: single sign-on's domain proof (docs/owners/sso.md)."""
+
+    # The DNS servers asked for a domain's verification TXT record ("ADDRESS" or
+    # "ADDRESS:PORT"); empty: the system's resolvers.
+    dns_nameservers: list[str] = Field(default_factory=list, max_length=10)
+    # "Check DNS now" presses per team and minute (each looks up every unverified domain).
+    domain_checks_per_minute: int = Field(6, gt=0)
+
+    @field_validator("dns_nameservers")
+    @classmethod
+    def _nameservers(cls, value: list[str]) -> list[str]:
+        return [_nameserver(v.strip()) for v in value]
+
+
 class OAuthProviderSettings(_Section):
     """One OAuth provider; sign-in through it is offered only when client_id is set."""
 
@@ -375,6 +414,7 @@ class Settings(_Section):
     webhooks: WebhookSettings = WebhookSettings()
     smtp: SmtpSettings = SmtpSettings()
     auth: AuthSettings = AuthSettings()
+    sso: SsoSettings = SsoSettings()
     oauth: OAuthSettings = OAuthSettings()
     plans: PlanSettings = PlanSettings()
     ratelimit: RateLimitSettings = RateLimitSettings()

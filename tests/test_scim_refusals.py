@@ -119,7 +119,7 @@ async def test_addresses_outside_the_teams_domains_are_refused(client, team, idp
     for email in ("someone@elsewhere.test", "someone@sub.example.com", "not-an-address"):
         resp = await client.post(f"{BASE}/Users", json=okta_user(email), headers=team.scim)
         body = await assert_scim_error(resp, 400, "invalidValue")
-        assert "single sign-on domains (example.com)" in body["detail"]
+        assert "verified single sign-on domains (example.com)" in body["detail"]
     # An account elsewhere (its own team) at another domain is not taken over either.
     await create_user(client, "victim@other.test")
     resp = await client.post(

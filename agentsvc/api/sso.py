@@ -12,9 +12,11 @@ from pydantic.json_schema import SkipJsonSchema
 
 from agentsvc.api import app_keys, auth
 from agentsvc.api.audit import actor_of
+from agentsvc.api.limits import take_token
 from agentsvc.api.models import QueryModel, RequestModel, ResponseModel
-from agentsvc.api.routing import Call, RouteTable, envelope_response, json_response
+from agentsvc.api.routing import Call, RouteTable, envelope_response, json_response, parse_json
 from agentsvc.api.session_auth import OAuthCallbackQuery, OAuthStartQuery, Success, limit_sign_in
+from agentsvc.api.state import request_deps
 from agentsvc.errors import Unauthorized, ValidationFailed
 from agentsvc.input_types import Email
 from agentsvc.services.sso.config import (
@@ -24,6 +26,7 @@ from agentsvc.services.sso.config import (
     checked_mapping,
     checked_scopes,
 )
+from agentsvc.services.sso.domains import DomainState
 from agentsvc.services.sso.oidc import STATE_TTL_SECONDS
 from agentsvc.services.sso.saml_config import (
     MAX_METADATA_CHARS,
@@ -39,6 +42,7 @@ SSO_STATE_COOKIE = "agentsvc_sso_state"
 CALLBACK_COOKIE_PATH = "/api/v1/auth/sso/callback"
 
 Text = Annotated[str, Field(min_length=1, max_length=500)]
+CHECKS_REFUSED = "Too many DNS checks for this team; wait a minute and check again"
 Attribute = Annotated[str, Field(min_length=1, max_length=300)]
 
 
@@ -82,6 +86,17 @@ class SsoIn(RequestModel):
     )
 
 
+class DomainVerificationOut(ResponseModel):
+    domain: str
+    verified: bool = Field(description="proven: only then does the domain sign in by SSO")
+    verified_at: str | None
+    record_name: str = Field(description="the DNS name of the TXT record that proves it")
+    record_value: str = Field(description="the value that TXT record must hold")
+    message: str | None = Field(
+        None, description="after a check: why the domain is still not verified"
+    )
+
+
 class SsoOut(ResponseModel):
     type: str
     issuer: str | None = Field(None, description="OIDC")
@@ -91,6 +106,9 @@ class SsoOut(ResponseModel):
     groups_claim: str | None = Field(None, description="OIDC")
     role_mapping: dict[str, str]
     domains: list[str]
+    domain_verification: list[DomainVerificationOut] = Field(
+        description="each domain's proof: a domain does nothing until it is verified"
+    )
     enforce: bool
     redirect_uri: str | None = Field(
         None, description="OIDC: paste into the provider as the redirect URI"
@@ -113,6 +131,12 @@ class SsoOut(ResponseModel):
     updated_at: str
 
 
+class DomainCheckIn(RequestModel):
+    domain: Annotated[str, Field(min_length=1, max_length=253)] | SkipJsonSchema[None] = Field(
+        None, description="the one domain to check (left out: every unverified one)"
+    )
+
+
 class EmailQuery(QueryModel):
     email: Email
 
@@ -127,10 +151,24 @@ class SsoRouteOut(ResponseModel):
     providers: list[str] = Field(description="the other sign-in providers of this instance")
 
 
+def domain_json(state: DomainState) -> dict:
+    return {
+        "domain": state.domain,
+        "verified": state.verified_at is not None,
+        "verifiedAt": state.verified_at,
+        "recordName": state.record_name,
+        "recordValue": state.record_value,
+        "message": state.problem,
+    }
+
+
 def sso_json(view: SsoView) -> dict:
     s = view.settings
-    if isinstance(s, SamlSettings):
-        return _saml_json(view, s)
+    body = _saml_json(view, s) if isinstance(s, SamlSettings) else _oidc_json(view, s)
+    return {**body, "domainVerification": [domain_json(c) for c in view.claims]}
+
+
+def _oidc_json(view: SsoView, s: OidcSettings) -> dict:
     return {
         "type": view.type,
         "issuer": s.issuer,
@@ -238,6 +276,26 @@ async def delete_team_sso(call: Call):
     """Turn single sign-on off for the team (owners): its domains are released."""
     await sso_service(call).delete(call.team_id, actor_of(call))
     return json_response({"success": True})
+
+
+@routes.post(
+    "/team/sso/domains/verify",
+    body=DomainCheckIn,
+    parse=lambda raw: parse_json(raw) if raw.strip() else {},  # the body is optional
+    response=list[DomainVerificationOut],
+    envelope=True,
+    owner_only=True,
+    errors=(404, 429),
+)
+async def post_team_sso_domains_verify(call: Call):
+    """Look up the DNS TXT record of the team's unverified domains now (owners): each
+    domain with its state, and for one still unproven a sentence saying what was found."""
+    limit = request_deps(call.request).settings.sso.domain_checks_per_minute
+    await take_token(call.request, f"domain-check:{call.team_id}", limit, CHECKS_REFUSED)
+    body: DomainCheckIn = call.body
+    only = body.domain.strip().lower().rstrip(".") if body.domain else None
+    states = await sso_service(call).check_domains(call.team_id, only, actor_of(call))
+    return envelope_response([domain_json(s) for s in states])
 
 
 @routes.get(

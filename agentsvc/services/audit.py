@@ -31,6 +31,7 @@ ACTIONS = (
     "team.renamed",
     "sso.updated",
     "sso.removed",
+    "sso.domain_verified",
     "agent.created",
     "agent.deleted",
     "agent.retention_changed",

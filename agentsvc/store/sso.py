@@ -16,8 +16,14 @@ class SsoRow:
     settings: str  # JSON
     secret_sealed: str | None
     enforce: bool
-    domains: tuple[str, ...]
+    domains: tuple[str, ...]  # claimed, proven or not
     updated_at: str
+    claims: tuple[DomainClaim, ...] = ()
+
+    @property
+    def verified(self) -> tuple[str, ...]:
+        """The proven domains: only these sign in."""
+        return tuple(c.domain for c in self.claims if c.verified_at is not None)
 
 
 async def get(tx: Tx, team_id: str) -> SsoRow | None:
@@ -30,12 +36,13 @@ async def get(tx: Tx, team_id: str) -> SsoRow | None:
     if not rows:
         return None
     row = rows[0]
-    domains = await domains_of(tx, team_id)
-    return SsoRow(row[0], row[1], row[2], row[3], bool(row[4]), domains, row[5])
+    claims = await claims_of(tx, team_id)
+    domains = tuple(c.domain for c in claims)
+    return SsoRow(row[0], row[1], row[2], row[3], bool(row[4]), domains, row[5], claims)
 
 
 async def domains_of(tx: Tx, team_id: str) -> tuple[str, ...]:
-    """The team's SSO domains, sorted."""
+    """The team's claimed SSO domains (proven or not), sorted."""
     rows = await tx.fetchall(
         "SELECT domain FROM team_domains WHERE team_id = ? ORDER BY domain", (team_id,)
     )
@@ -63,19 +70,83 @@ async def upsert(
     )
 
 
-async def replace_domains(tx: Tx, team_id: str, domains: list[str], now: str) -> str | None:
-    """Make these the team's domains; return the first one another team holds (nothing is
-    kept then: the caller rolls back)."""
-    await tx.execute("DELETE FROM team_domains WHERE team_id = ?", (team_id,))
+@dataclass(frozen=True, slots=True)
+class DomainClaim:
+    """A domain a team claims, the token its DNS TXT record must hold, when it was proven."""
+
+    domain: str
+    token: str
+    verified_at: str | None
+
+
+async def claims_of(tx: Tx, team_id: str) -> tuple[DomainClaim, ...]:
+    """The team's claimed domains with their proof, sorted by domain."""
+    rows = await tx.fetchall(
+        "SELECT domain, token, verified_at FROM team_domains WHERE team_id = ? ORDER BY domain",
+        (team_id,),
+    )
+    return tuple(DomainClaim(r[0], r[1], r[2]) for r in rows)
+
+
+async def verified_domains_of(tx: Tx, team_id: str) -> tuple[str, ...]:
+    """The team's proven domains, sorted: only these route, enforce, sign in, provision."""
+    rows = await tx.fetchall(
+        "SELECT domain FROM team_domains WHERE team_id = ? AND verified_at IS NOT NULL"
+        " ORDER BY domain",
+        (team_id,),
+    )
+    return tuple(r[0] for r in rows)
+
+
+async def verified_by_other(tx: Tx, team_id: str, domains: list[str]) -> str | None:
+    """The first of these domains another team has proven, or None."""
     for domain in domains:
-        changed = await tx.execute(
-            "INSERT INTO team_domains (domain, team_id, created_at) VALUES (?, ?, ?)"
-            " ON CONFLICT (domain) DO NOTHING",
-            (domain, team_id, now),
+        rows = await tx.fetchall(
+            "SELECT 1 FROM team_domains WHERE domain = ? AND team_id <> ?"
+            " AND verified_at IS NOT NULL",
+            (domain, team_id),
         )
-        if changed == 0:
+        if rows:
             return domain
     return None
+
+
+async def replace_domains(
+    tx: Tx, team_id: str, domains: list[str], tokens: list[str], now: str
+) -> None:
+    """Make these the team's claimed domains: a domain kept keeps its token and proof, a
+    new one is unproven with its token (from `tokens`, one per domain), a dropped one is
+    forgotten (claimed again, it must be proven again)."""
+    held = await claims_of(tx, team_id)
+    for claim in held:
+        if claim.domain not in domains:
+            await tx.execute(
+                "DELETE FROM team_domains WHERE team_id = ? AND domain = ?",
+                (team_id, claim.domain),
+            )
+    for domain, token in zip(domains, tokens, strict=True):
+        await tx.execute(
+            "INSERT INTO team_domains (domain, team_id, token, verified_at, created_at)"
+            " VALUES (?, ?, ?, NULL, ?) ON CONFLICT (domain, team_id) DO NOTHING",
+            (domain, team_id, token, now),
+        )
+
+
+async def mark_verified(tx: Tx, team_id: str, domain: str, now: str) -> bool:
+    """Record the team's proof of the domain and drop every other team's (unproven) claim
+    of it; False when the team does not claim it or another team has proven it."""
+    if await verified_by_other(tx, team_id, [domain]):
+        return False
+    changed = await tx.execute(
+        "UPDATE team_domains SET verified_at = ? WHERE team_id = ? AND domain = ?"
+        " AND verified_at IS NULL",
+        (now, team_id, domain),
+    )
+    if changed:
+        await tx.execute(
+            "DELETE FROM team_domains WHERE domain = ? AND team_id <> ?", (domain, team_id)
+        )
+    return changed > 0
 
 
 async def delete(tx: Tx, team_id: str) -> bool:
@@ -87,10 +158,12 @@ async def delete(tx: Tx, team_id: str) -> bool:
 
 
 async def team_for_domain(tx: Tx, domain: str) -> tuple[str, str, bool] | None:
-    """(team id, type, enforce) of the team whose SSO holds this domain, or None."""
+    """(team id, type, enforce) of the team whose SSO holds this domain proven, or None
+    (an unproven claim does nothing)."""
     rows = await tx.fetchall(
         "SELECT s.team_id, s.type, s.enforce FROM team_domains d"
-        " JOIN team_sso s ON s.team_id = d.team_id WHERE d.domain = ?",
+        " JOIN team_sso s ON s.team_id = d.team_id"
+        " WHERE d.domain = ? AND d.verified_at IS NOT NULL",
         (domain,),
     )
     return (rows[0][0], rows[0][1], bool(rows[0][2])) if rows else None

@@ -1,6 +1,7 @@
 """Single sign-on in a real browser (issue 35): the owner sets up OpenID Connect on the Team
 page (the redirect URI shown, with a copy button), then a person of the team's domain types
-their address on the sign-in page, is offered "Continue with SSO", signs in at the certified
+their address on the sign-in page (once the owner has proven the domain by its DNS TXT
+record, "Check DNS now"), is offered "Continue with SSO", signs in at the certified
 `oidc-provider` on 127.0.0.1 and lands in the dashboard as a member of the team; no serious
 or critical axe-core finding on the section or on the sign-in page. The same with SAML 2.0
 through the pysaml2 identity provider of tests/support/saml_idp.py."""
@@ -35,6 +36,22 @@ def idp(stack, tmp_path_factory) -> Iterator[OpenIdProvider]:
     stop_provider(provider)
 
 
+def prove_domain(page, stack) -> None:
+    """The saved domain shows its TXT record; published (on the stack's DNS server), "Check
+    DNS now" verifies it."""
+    form = page.get_by_role("form", name="Single sign-on")
+    proof = form.get_by_role("list", name="Domain verification")
+    expect(proof).to_contain_text("example.com: not verified")
+    name, value = (proof.locator("code").nth(i).inner_text() for i in (0, 1))
+    assert name == "_agentsvc-verification.example.com"
+    form.get_by_role("button", name="Check DNS now").click()
+    # Nothing published yet (or another value, on the second run): a sentence says so.
+    expect(proof).to_contain_text(re.compile("There is no DNS name|No TXT record with the value"))
+    stack.dns.set_txt(name, value)
+    form.get_by_role("button", name="Check DNS now").click()
+    expect(proof).to_have_text("example.com: Verified")
+
+
 LEAVES_THE_MACHINE = re.compile(r"^https?://(?!127\.0\.0\.1[:/])")
 
 
@@ -60,6 +77,7 @@ def test_owner_sets_up_sso_and_a_person_signs_in_through_it(browser, stack, tab,
     form = page.get_by_role("form", name="Single sign-on")
     expect(form.get_by_text("Saved (••••" + CLIENT_SECRET[-4:])).to_be_visible()
     assert serious_violations(page, "main") == []
+    prove_domain(page, stack)
 
     person = Tab(browser, stack)
     try:
@@ -121,6 +139,7 @@ def test_owner_sets_up_saml_and_a_person_signs_in_through_it(browser, stack, tab
     form.get_by_role("button", name="Copy the ACS URL").click()
     expect(page.get_by_text("ACS URL copied")).to_be_visible()
     assert serious_violations(page, "main") == []
+    prove_domain(page, stack)
     metadata_url = form.locator("code").nth(2).inner_text()
     with urllib.request.urlopen(metadata_url) as resp:  # noqa: S310 (our own 127.0.0.1)
         saml_idp.trust(resp.read().decode())

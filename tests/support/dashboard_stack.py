@@ -27,6 +27,7 @@ from playwright.sync_api import Browser, Page, expect
 from agentsvc.api import all_endpoints, app_keys
 from agentsvc.app import create_app
 from agentsvc.services.team import accounts
+from tests.support.dns_server import FakeDnsServer
 from tests.support.fakes.oauth import FakeOAuth
 from tests.support.settings import make_settings
 
@@ -89,6 +90,7 @@ class Stack:
         receiver.router.add_post("/{tail:.*}", self._receive)
         self.receiver_url = f"http://127.0.0.1:{self.run(self._serve(receiver, 0))}"
         self.oauth = FakeOAuth()
+        self.dns = FakeDnsServer().start()  # where the team's SSO domains are proven
         self.oauth.base = f"http://127.0.0.1:{self.run(self._serve(self.oauth.app, 0))}"
         port = _free_port()
         self.url = f"http://127.0.0.1:{port}"
@@ -99,6 +101,7 @@ class Stack:
             ratelimit={"public_chat_per_minute": 10000},
             auth={"sign_in_per_minute_ip": 1000, "sign_in_per_minute_email": 1000},
             oauth={"github": self.oauth.settings(self.oauth.base)},
+            sso={"dns_nameservers": [self.dns.address]},
         )
         self.app = create_app(settings)
         self.run(self._serve(self.app, port))
@@ -124,6 +127,7 @@ class Stack:
                 await runner.cleanup()
 
         self.run(cleanup())
+        self.dns.stop()
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(timeout=10)
         self.loop.close()

@@ -7,6 +7,7 @@ from urllib.parse import urlsplit
 
 from tests.support.accounts import SESSION_COOKIE
 from tests.support.saml_idp import SamlIdentityProvider, sign_in_at_provider
+from tests.support.sso import verify_domains
 
 RELAY_COOKIE = "agentsvc_saml_state"
 
@@ -27,11 +28,16 @@ def saml_body(idp: SamlIdentityProvider, **changes) -> dict:
     }
 
 
-async def saml_set_up(client, headers, idp: SamlIdentityProvider, **changes) -> dict:
-    """Save the team's SAML settings and give the provider our metadata (from our URL)."""
+async def saml_set_up(
+    client, headers, idp: SamlIdentityProvider, verify: bool = True, **changes
+) -> dict:
+    """Save the team's SAML settings, prove its domains the operator's way (unless `verify`
+    is False) and give the provider our metadata (from our URL)."""
     resp = await client.put("/api/v1/team/sso", json=saml_body(idp, **changes), headers=headers)
     assert resp.status == 200, await resp.text()
     body = await resp.json()
+    if verify:
+        body = await verify_domains(client, headers, body)
     metadata = await client.get(urlsplit(body["metadataUrl"]).path)
     assert metadata.status == 200, await metadata.text()
     idp.trust(await metadata.text())

@@ -3,6 +3,8 @@ from our start through the provider's forms back to our callback."""
 
 from __future__ import annotations
 
+from agentsvc.api import app_keys
+from agentsvc.services.sso import domains
 from tests.support.accounts import SESSION_COOKIE, add_member, create_user, session, sign_in
 from tests.support.oidc_provider import (
     CLIENT_ID,
@@ -50,8 +52,25 @@ def oidc_body(issuer: str, **changes) -> dict:
     }
 
 
-async def set_up(client, headers, issuer, **changes) -> dict:
+async def set_up(client, headers, issuer, verify: bool = True, **changes) -> dict:
+    """Save the team's OpenID Connect settings and (unless `verify` is False) prove its
+    domains the operator's way (tests/test_sso_domains.py proves them by DNS)."""
     resp = await client.put("/api/v1/team/sso", json=oidc_body(issuer, **changes), headers=headers)
+    assert resp.status == 200, await resp.text()
+    body = await resp.json()
+    return await verify_domains(client, headers, body) if verify else body
+
+
+async def verify_domains(client, headers, body: dict) -> dict:
+    """Prove each of the saved settings' domains as the server's operator does (`agentsvc
+    team verify-domain`); the settings as read afterwards."""
+    me = await client.get("/api/v1/auth/session", headers=headers)
+    assert me.status == 200, await me.text()
+    team_id = (await me.json())["data"]["team"]["id"]
+    db = client.app[app_keys.db_key]
+    for domain in body["domains"]:
+        await domains.verify_by_operator(db, team_id, domain)
+    resp = await client.get("/api/v1/team/sso", headers=headers)
     assert resp.status == 200, await resp.text()
     return await resp.json()
 

@@ -861,11 +861,16 @@ CREATE TABLE team_sso (
     updated_at    TEXT NOT NULL
 );
 CREATE TABLE team_domains (
-    domain     TEXT PRIMARY KEY,
-    team_id    TEXT NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
-    created_at TEXT NOT NULL
+    domain      TEXT NOT NULL,
+    team_id     TEXT NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
+    token       TEXT NOT NULL,
+    verified_at TEXT,
+    created_at  TEXT NOT NULL,
+    PRIMARY KEY (domain, team_id)
 );
 CREATE INDEX team_domains_team ON team_domains(team_id);
+CREATE UNIQUE INDEX team_domains_verified ON team_domains(domain)
+    WHERE verified_at IS NOT NULL;
 CREATE TABLE sso_states (
     state_hash    TEXT PRIMARY KEY,
     team_id       TEXT NOT NULL REFERENCES teams(id) ON DELETE CASCADE,

@@ -1,11 +1,12 @@
-"""Version 14 (issue 35, `sso`): single sign-on. A team's sign-in settings (OpenID Connect
-now, SAML 2.0 later, in the same table: the protocol's non-secret settings as JSON, its one
-secret sealed with the secret box), the e-mail domains that sign in through it (a domain
-belongs to at most one team), the one-use states of sign-ins under way (hashed state, the
-nonce and PKCE verifier bound to it), and the one-use values already seen (an ID token's
-nonce now, a SAML assertion's id later), each kept until it could no longer be replayed;
-and SCIM 2.0 provisioning: the team's bearer token (hashed), the people and groups the
-identity provider manages, and who is in which group.
+"""Version 14 (issue 35, `sso`): single sign-on. A team's sign-in settings (OpenID Connect now,
+SAML 2.0 later, in the same table: the protocol's non-secret settings as JSON, its one
+secret sealed with the secret box), the e-mail domains it claims, each with the random token
+of its DNS TXT proof and when it was proven (a domain does anything only once verified, and
+is verified for one team at most; unverified claims block nobody), the one-use states of
+sign-ins under way (hashed state, the nonce and PKCE verifier bound to it), and the one-use
+values already seen (an ID token's nonce now, a SAML assertion's id later), each kept until
+it could no longer be replayed; and SCIM 2.0 provisioning: the team's bearer token (hashed),
+the people and groups the identity provider manages, and who is in which group.
 """
 
 _SHARED = """
@@ -19,11 +20,16 @@ _SHARED = """
         updated_at    TEXT NOT NULL
     );
     CREATE TABLE team_domains (
-        domain     TEXT PRIMARY KEY,
-        team_id    TEXT NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
-        created_at TEXT NOT NULL
+        domain      TEXT NOT NULL,
+        team_id     TEXT NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
+        token       TEXT NOT NULL,
+        verified_at TEXT,
+        created_at  TEXT NOT NULL,
+        PRIMARY KEY (domain, team_id)
     );
     CREATE INDEX team_domains_team ON team_domains(team_id);
+    CREATE UNIQUE INDEX team_domains_verified ON team_domains(domain)
+        WHERE verified_at IS NOT NULL;
     CREATE TABLE sso_states (
         state_hash    TEXT PRIMARY KEY,
         team_id       TEXT NOT NULL REFERENCES teams(id) ON DELETE CASCADE,

@@ -24,8 +24,9 @@ from agentsvc.store.scim import ScimUser
 
 
 async def team_domains(tx: Tx, team_id: str) -> tuple[str, ...]:
-    """The team's single sign-on domains: only addresses there may be provisioned."""
-    return await sso.domains_of(tx, team_id)
+    """The team's proven single sign-on domains: only addresses there may be provisioned
+    (an unproven claim proves nothing about who owns the addresses)."""
+    return await sso.verified_domains_of(tx, team_id)
 
 
 async def _role_mapping(tx: Tx, team_id: str) -> dict[str, str]:

@@ -167,10 +167,10 @@ class ScimService:
         email = normalise_email(user_name)
         domains = await members.team_domains(tx, team_id)
         if "@" not in email or domain_of(email) not in domains:
-            listed = ", ".join(domains) or "none yet: set up single sign-on first"
+            listed = ", ".join(domains) or "none yet: set up single sign-on and prove a domain"
             raise ScimInvalid(
-                f"userName: {user_name} is not an address at one of the team's single"
-                f" sign-on domains ({listed})"
+                f"userName: {user_name} is not an address at one of the team's verified"
+                f" single sign-on domains ({listed})"
             )
         return email
 

@@ -19,6 +19,7 @@ from agentsvc.ids import iso, new_id, now_iso
 from agentsvc.outbound import OutboundClient, OutboundError
 from agentsvc.services.sso.config import OidcSettings, domain_of, redirect_uri, role_for
 from agentsvc.services.sso.discovery import Discovery, ProviderDirectory, ProviderError
+from agentsvc.services.sso.domains import sign_in_refusal
 from agentsvc.services.sso.tokens import Identity, TokenRefused, identity_of, verify_id_token
 from agentsvc.services.team.sessions import after, hash_token
 from agentsvc.store import accounts, sso
@@ -171,9 +172,10 @@ async def verified_identity(
     oidc: OidcSettings,
     nonce: str,
     domains: tuple[str, ...],
+    verified: tuple[str, ...],
 ) -> Identity:
     """The person the verified ID token names, whose verified address is in the team's
-    domains; the address (and name and groups) from the userinfo endpoint when the ID
+    proven domains; the address (and name and groups) from the userinfo endpoint when the ID
     token carries none, as providers that keep scope claims out of it do."""
     try:
         claims = await verify_id_token(
@@ -190,8 +192,9 @@ async def verified_identity(
         person = identity_of(claims, oidc.groups_claim)
     except (TokenRefused, ProviderError) as exc:
         raise refused(str(exc)) from exc
-    if domain_of(person.email) not in domains:
-        raise refused(f"{domain_of(person.email)} addresses do not sign in to this team")
+    problem = sign_in_refusal(domain_of(person.email), domains, verified)
+    if problem is not None:
+        raise refused(problem)
     return person
 
 

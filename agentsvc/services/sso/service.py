@@ -6,14 +6,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from agentsvc.config import Settings
-from agentsvc.db import Database
+from agentsvc.db import Database, Tx
 from agentsvc.errors import Conflict, NotFound, ValidationFailed
 from agentsvc.ids import now_iso
 from agentsvc.outbound import OutboundClient
 from agentsvc.secretbox import SecretBox, SecretBoxError
 from agentsvc.services import audit, changes
 from agentsvc.services.audit import Actor
-from agentsvc.services.sso import oidc, saml_flow
+from agentsvc.services.sso import domains, oidc, saml_flow
 from agentsvc.services.sso.config import (
     OidcRequest,
     OidcSettings,
@@ -23,6 +23,8 @@ from agentsvc.services.sso.config import (
     redirect_uri,
 )
 from agentsvc.services.sso.discovery import ProviderDirectory, ProviderError
+from agentsvc.services.sso.domain_proof import DnsChecker, new_token
+from agentsvc.services.sso.domains import DomainState, state_of
 from agentsvc.services.sso.saml import read_response
 from agentsvc.services.sso.saml_config import (
     SamlRequest,
@@ -36,7 +38,7 @@ from agentsvc.services.team.access import Principal
 from agentsvc.services.team.sessions import SignedIn, normalise_email, start_session
 from agentsvc.services.team.trust import UntrustedUrl, location_for, safe_callback
 from agentsvc.store import accounts, sso
-from agentsvc.store import team as team_store
+from agentsvc.store.sso import SsoRow
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +53,7 @@ class SsoView:
     redirect_uri: str
     updated_at: str
     saml: SpAddresses | None = None  # what to paste into a SAML provider
+    claims: tuple[DomainState, ...] = ()  # each domain's proof
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +80,7 @@ class SsoService:
         self._outbound = outbound
         self._directory = ProviderDirectory(outbound)
         self._crypto = saml_flow.Crypto()
+        self._dns = DnsChecker(settings.sso.dns_nameservers)
 
     @property
     def _public_url(self) -> str:
@@ -97,6 +101,7 @@ class SsoService:
                 redirect_uri(self._public_url),
                 row.updated_at,
                 sp_addresses(self._public_url, team_id),
+                tuple(state_of(c) for c in row.claims),
             )
         secret = self._open(team_id, row.secret_sealed)
         return SsoView(
@@ -107,6 +112,7 @@ class SsoService:
             row.enforce,
             redirect_uri(self._public_url),
             row.updated_at,
+            claims=tuple(state_of(c) for c in row.claims),
         )
 
     def _open(self, team_id: str, sealed: str | None) -> str | None:
@@ -121,12 +127,12 @@ class SsoService:
         self, principal: Principal, request: OidcRequest, actor: Actor | None = None
     ) -> SsoView:
         """Check and save the team's OpenID Connect settings: the issuer's discovery must
-        be readable, each domain one of the team's people's and no other team's."""
+        be readable, no domain proven by another team (a new one waits for its proof)."""
         team_id = principal.team_id
         issuer = checked_issuer(
             request.settings.issuer, allow_http=self._settings.outbound.allow_private
         )
-        await self._check_domains_are_the_teams(team_id, request.domains)
+        await self._check_domains_are_free(self._db.reader, team_id, request.domains)
         try:
             await self._directory.discover(issuer, fresh=True)
         except ProviderError as exc:
@@ -142,9 +148,7 @@ class SsoService:
             raise ValidationFailed("clientSecret: give the client secret from your provider")
         now = now_iso()
         async with self._db.write() as tx:
-            taken = await sso.replace_domains(tx, team_id, list(request.domains), now)
-            if taken is not None:
-                raise Conflict(f"domains: {taken} already signs in through another team")
+            await self._save_domains(tx, team_id, request.domains, now)
             await sso.upsert(
                 tx,
                 team_id=team_id,
@@ -170,16 +174,14 @@ class SsoService:
         self, principal: Principal, request: SamlRequest, actor: Actor | None = None
     ) -> SsoView:
         """Check and save the team's SAML settings (the metadata was read by the caller;
-        here pysaml2 must accept it), each domain one of the team's people's."""
+        here pysaml2 must accept it), no domain proven by another team."""
         team_id = principal.team_id
-        await self._check_domains_are_the_teams(team_id, request.domains)
+        await self._check_domains_are_free(self._db.reader, team_id, request.domains)
         addresses = sp_addresses(self._public_url, team_id)
         await saml_flow.check_usable(self._crypto, request.settings, addresses)
         now = now_iso()
         async with self._db.write() as tx:
-            taken = await sso.replace_domains(tx, team_id, list(request.domains), now)
-            if taken is not None:
-                raise Conflict(f"domains: {taken} already signs in through another team")
+            await self._save_domains(tx, team_id, request.domains, now)
             await sso.upsert(
                 tx,
                 team_id=team_id,
@@ -201,17 +203,25 @@ class SsoService:
             )
         return await self.get_settings(team_id)
 
-    async def _check_domains_are_the_teams(self, team_id: str, domains: tuple[str, ...]) -> None:
-        # A guard against claiming someone else's domain (and locking its people out with
-        # enforce): each domain must already be that of a member's address.
-        members = await team_store.list_members(self._db.reader, team_id)
-        known = {domain_of(m.email) for m in members}
-        for domain in domains:
-            if domain not in known:
-                raise ValidationFailed(
-                    f"domains: no member of this team has an address at {domain}; invite"
-                    " someone from it first"
-                )
+    async def _check_domains_are_free(self, tx: Tx, team_id: str, domains: tuple[str, ...]) -> None:
+        # A claim proves nothing (domains.py): only a domain another team has already proven
+        # is refused; anyone may claim the rest, which do nothing until proven.
+        taken = await sso.verified_by_other(tx, team_id, list(domains))
+        if taken is not None:
+            raise Conflict(f"domains: {taken} already signs in through another team")
+
+    async def _save_domains(self, tx: Tx, team_id: str, domains: tuple[str, ...], now: str) -> None:
+        await self._check_domains_are_free(tx, team_id, domains)
+        tokens = [new_token() for _ in domains]
+        await sso.replace_domains(tx, team_id, list(domains), tokens, now)
+
+    async def check_domains(
+        self, team_id: str, only: str | None, actor: Actor | None = None
+    ) -> tuple[DomainState, ...]:
+        """Look up the DNS TXT record of the team's unproven domains (or of `only`) now."""
+        if await sso.get(self._db.reader, team_id) is None:
+            raise NotFound("Single sign-on is not set up for this team")
+        return await domains.check(self._db, self._dns, team_id, only, actor)
 
     async def delete(self, team_id: str, actor: Actor | None = None) -> None:
         """Remove the team's SSO settings and domains; NotFound when none are set."""
@@ -233,11 +243,11 @@ class SsoService:
         path = "saml" if kind == "saml" else "sso"
         return Route(True, f"/api/v1/auth/{path}/{team_id}/start", enforce, kind)
 
-    async def _team_oidc(self, team_id: str) -> tuple[OidcSettings, str | None, tuple[str, ...]]:
+    async def _team_oidc(self, team_id: str) -> tuple[OidcSettings, str | None, SsoRow]:
         row = await sso.get(self._db.reader, team_id)
         if row is None or row.type != "oidc":
             raise NotFound("This team does not sign in with OpenID Connect")
-        return OidcSettings.from_json(row.settings), row.secret_sealed, row.domains
+        return OidcSettings.from_json(row.settings), row.secret_sealed, row
 
     async def start(self, team_id: str, callback_url: str) -> tuple[str, str]:
         """Begin signing in to the team: the provider's address to go to, and the state."""
@@ -259,7 +269,7 @@ class SsoService:
         the team (created on first sign-in, role from the mapped groups); return the
         session and where to go."""
         pending = await oidc.take_state(self._db, state, browser_state)
-        settings, sealed, domains = await self._team_oidc(pending.team_id)
+        settings, sealed, row = await self._team_oidc(pending.team_id)
         secret = self._open(pending.team_id, sealed)
         if secret is None:
             raise oidc.refused("the team's client secret must be set again by its owner")
@@ -277,7 +287,8 @@ class SsoService:
             outbound=self._outbound,
             oidc=settings,
             nonce=pending.nonce,
-            domains=domains,
+            domains=row.domains,
+            verified=row.verified,
         )
         return await self._sign_in(pending, settings.role_mapping, person)
 
@@ -315,11 +326,11 @@ class SsoService:
         found = await sso.team_for_domain(self._db.reader, domain_of(normalise_email(email)))
         return bool(found and found[2])
 
-    async def _team_saml(self, team_id: str) -> tuple[SamlSettings, tuple[str, ...]]:
+    async def _team_saml(self, team_id: str) -> tuple[SamlSettings, SsoRow]:
         row = await sso.get(self._db.reader, team_id)
         if row is None or row.type != "saml":
             raise NotFound("This team does not sign in with SAML")
-        return SamlSettings.from_json(row.settings), row.domains
+        return SamlSettings.from_json(row.settings), row
 
     async def saml_metadata(self, team_id: str) -> str:
         """Our service provider metadata for the team's SAML provider."""
@@ -346,7 +357,7 @@ class SsoService:
     ) -> tuple[SignedIn, str]:
         """Check the RelayState, verify the response's signed assertion (ours, for this
         request, in time, not seen before), sign the person in to the team."""
-        settings, domains = await self._team_saml(team_id)
+        settings, row = await self._team_saml(team_id)
         exchange = self._exchange(team_id, settings)
         pending = await saml_flow.take_state(self._db, team_id, relay, browser_relay)
         try:
@@ -354,6 +365,7 @@ class SsoService:
         except TokenRefused as exc:
             raise oidc.refused(str(exc)) from exc
         person = asserted.person
-        if domain_of(person.email) not in domains:
-            raise oidc.refused(f"{domain_of(person.email)} addresses do not sign in to this team")
+        problem = domains.sign_in_refusal(domain_of(person.email), row.domains, row.verified)
+        if problem is not None:
+            raise oidc.refused(problem)
         return await self._sign_in(pending, settings.role_mapping, person, asserted.assertion_id)

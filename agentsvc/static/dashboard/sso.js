@@ -1,6 +1,6 @@
 // Single sign-on: the Team page's section (owners) and the sign-in page's "Continue with SSO".
 
-import { del, get, put } from "./api.js";
+import { del, get, post, put } from "./api.js";
 import { confirmDialog, copyText, field, h, select, toast } from "./dom.js";
 import { actionButton, onSubmit } from "./forms.js";
 
@@ -15,8 +15,13 @@ export async function ssoSection(ctx) {
   const draw = (kind) => {
     const saml = kind === "saml", v = s && s.type === kind ? s : null;
     const input = (name, label, attrs, hint) => field(label, h("input", { name, value: v ? v[name] : "", ...attrs }), hint);
-    const paste = (label, uri) => h("p", {}, `${label} to paste into your provider: `, h("code", {}, uri), " ",
-      actionButton("Copy", async () => toast((await copyText(uri)) ? `${label} copied` : "Select the address to copy it", "ok"), { class: "small secondary", "aria-label": `Copy the ${label}` }));
+    const copy = (label, text) => actionButton("Copy", async () => toast((await copyText(text)) ? `${label} copied` : "Select it to copy it", "ok"), { class: "small secondary", "aria-label": `Copy the ${label}` });
+    const paste = (label, uri) => h("p", {}, `${label} to paste into your provider: `, h("code", {}, uri), " ", copy(label, uri));
+    // Each domain's proof: a domain does nothing until its TXT record is found.
+    const proof = h("ul", { "aria-label": "Domain verification" });
+    const prove = (list) => proof.replaceChildren(...list.map((d) => h("li", {}, d.verified ? `${d.domain}: Verified` : [`${d.domain}: not verified. Add a TXT record at `,
+      h("code", {}, d.recordName), " holding ", h("code", {}, d.recordValue), " ", copy(`TXT value for ${d.domain}`, d.recordValue), d.message ? h("p", { class: "muted" }, d.message) : ""])));
+    if (v) prove(v.domainVerification);
     const form = onSubmit(h("form", { class: "stack card", "aria-label": "Single sign-on" },
       field("Protocol", select([["oidc", "OpenID Connect"], ["saml", "SAML 2.0"]], kind, { onchange: (e) => draw(e.target.value) })),
       saml ? [paste("Entity ID", sp + "metadata"), paste("ACS URL", sp + "acs"), paste("Metadata URL", sp + "metadata"),
@@ -26,7 +31,8 @@ export async function ssoSection(ctx) {
           input("issuer", "Issuer", { type: "url", required: true, placeholder: "https://login.example.com" }),
           input("clientId", "Client ID", { required: true }),
           input("clientSecret", "Client secret", { type: "password", autocomplete: "off", value: "", required: !v }, v ? `Saved (${v.clientSecret}); leave empty to keep it.` : null)],
-      input("domains", "E-mail domains", { required: true, value: v ? v.domains.join(", ") : "" }, "People at these domains sign in through your provider, e.g. example.com"),
+      input("domains", "E-mail domains", { required: true, value: v ? v.domains.join(", ") : "" }, "People at these domains sign in through your provider, e.g. example.com"), proof,
+      v && v.domainVerification.some((d) => !d.verified) ? actionButton("Check DNS now", async () => prove(await post("/team/sso/domains/verify")), { class: "small" }) : null,
       field("Role mapping", h("textarea", { name: "roles", rows: "2", placeholder: "support-admins = admin", value: v ? Object.entries(v.roleMapping).map((e) => e.join(" = ")).join("\n") : "" }),
         "One group a line: “group = admin” (an owner) or “group = member”. Empty: roles are set here, not by groups."),
       field("Require single sign-on for these domains (no password or e-mailed link)", h("input", { type: "checkbox", name: "enforce", checked: v && v.enforce })),
