@@ -266,6 +266,9 @@ async def scim_changes_reach_every_process_within_a_second(cluster, idp) -> None
         sso = oidc_body(idp.issuer, roleMapping={"support-admins": "admin"})
         async with http.put(f"{cluster.base}/api/v1/team/sso", json=sso, headers=owner) as r:
             assert r.status == 200, await r.text()
+        async with http.get(f"{cluster.base}/api/v1/auth/session", headers=owner) as r:
+            team_id = (await r.json())["data"]["team"]["id"]
+        cluster.cli("team", "verify-domain", "--team", team_id, "example.com")  # as operators do
         async with http.post(f"{cluster.base}/api/v1/team/scim-token", headers=owner) as r:
             scim = scim_headers((await r.json())["token"])
         base = f"{cluster.base}{BASE}"
