@@ -52,9 +52,11 @@ def test_owner_adds_an_mcp_server_chooses_its_tools_and_refreshes(browser, stack
             checklist.get_by_label(name, exact=False).first.uncheck()
         expect(checklist.locator("input:checked")).to_have_count(2)
         page.screenshot(path=str(shots / "mcp-checklist.png"), full_page=True)
-        editor.get_by_role("button", name="Create tool").click()
-        expect(page.get_by_role("heading", name="shop")).to_be_visible()
-        expect(page.get_by_text("MCP server · updated")).to_contain_text("2 tools, listed")
+        editor.get_by_role("button", name="Create tool").click()  # lists the server's tools
+        expect(page.get_by_role("heading", name="shop")).to_be_visible(timeout=MCP_MS)
+        expect(page.get_by_text("MCP server · updated")).to_contain_text(
+            "2 tools, listed", timeout=MCP_MS
+        )
 
         stored = stack.api("GET", f"/tools?agentId={agent['id']}", key)
         assert [f["name"] for f in stored[0]["mcpServerTools"]] == [
