@@ -2,7 +2,7 @@
 # Install what the tests need and run them, on both backends: first on SQLite (the
 # default), then on PostgreSQL + Redis, servers this script starts on free 127.0.0.1 ports
 # in a temporary directory and stops at the end. Installs: the project with its test
-# and docs extras (pip); Debian's Chromium, LibreOffice Calc (headless, for the CSV export check),
+# and docs extras (pip); Debian's Chromium headless shell, LibreOffice Calc (headless, for the CSV export check),
 # Redis and nginx when missing (never Playwright's own browser download); axe-core from
 # the npm registry (tests/browser/package.json); PostgreSQL 15 is used from the machine
 # image or Debian's package.
@@ -22,11 +22,11 @@ cd "$(dirname "$0")/.."
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
 backends=${TEST_BACKENDS:-sqlite postgresql}
 
-python3 -m pip install -q -e '.[test,docs]'  # docs: tests/test_docs.py builds the site
+bash scripts/install_dev.sh  # with the docs extras: tests/test_docs.py builds the site
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 missing=()
-[ -x /usr/bin/chromium ] || missing+=(chromium)
+[ -x /usr/lib/chromium/chromium-headless-shell ] || missing+=(chromium-headless-shell)
 command -v xmlsec1 >/dev/null || missing+=(xmlsec1)  # SAML signatures (pysaml2)
 command -v soffice >/dev/null || missing+=(libreoffice-calc-nogui)
 if [[ $backends == *postgresql* ]]; then

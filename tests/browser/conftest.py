@@ -8,14 +8,14 @@ main thread while it is open, which the other tests' asyncio runner refuses.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.support.widget_stack import CHROMIUM, CHROMIUM_ARGS, Stack
+from tests.support.chromium import launch
+from tests.support.widget_stack import Stack
 
 
 @pytest.fixture(scope="package")
@@ -28,15 +28,11 @@ def stack(tmp_path_factory) -> Iterator[Stack]:
 
 @pytest.fixture(scope="package")
 def browser() -> Iterator[Any]:
-    """Debian's Chromium through Playwright; missing, every browser test fails (never skips)."""
-    if not Path(CHROMIUM).exists():
-        hint = "apt-get install -y chromium"
-        where = "in CI" if os.environ.get("CI") == "true" else "locally"
-        pytest.fail(f"{CHROMIUM} is missing {where}: {hint}", pytrace=False)
+    """Debian's Chromium headless shell through Playwright (tests/support/chromium.py)."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        chromium = launch(pw)
         yield chromium
         chromium.close()
 

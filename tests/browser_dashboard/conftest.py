@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, sync_playwright
 
-from tests.support.dashboard_stack import CHROMIUM, CHROMIUM_ARGS, Stack, Tab
+from tests.support.chromium import launch
+from tests.support.dashboard_stack import Stack, Tab
 
 HERE = Path(__file__).resolve().parent
 
@@ -45,9 +46,8 @@ def stack(tmp_path_factory) -> Iterator[Stack]:
 
 @pytest.fixture(scope="package")
 def browser() -> Iterator[Browser]:
-    assert Path(CHROMIUM).exists(), f"Chromium is required at {CHROMIUM} (apt-get install chromium)"
     with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        launched = launch(playwright)
         yield launched
         launched.close()
 

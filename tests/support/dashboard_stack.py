@@ -31,16 +31,6 @@ from tests.support.dns_server import FakeDnsServer
 from tests.support.fakes.oauth import FakeOAuth
 from tests.support.settings import make_settings
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 OWNER_EMAIL = "owner@example.com"
 PASSWORD = "correct horse battery"  # noqa: S105 (a test password)
 PAGES = [

@@ -25,19 +25,6 @@ from agentsvc.services.team import accounts
 from tests.support.fakes.webhook_receiver import free_port
 from tests.support.settings import make_settings
 
-CHROMIUM = "/usr/bin/chromium"
-
-
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-
 
 @dataclass
 class HostSite:

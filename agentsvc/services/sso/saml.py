@@ -14,18 +14,15 @@ import unicodedata
 import warnings
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from xml.etree.ElementTree import Element  # noqa: S405 (the type only; parsing is defusedxml)
 
 import defusedxml.ElementTree as safe_xml
 from cryptography.utils import CryptographyDeprecationWarning
+from saml2 import BINDING_HTTP_POST, BINDING_HTTP_REDIRECT
 
-with warnings.catch_warnings():
-    # pysaml2 names a cipher mode cryptography moved (it warns once, at import).
-    warnings.simplefilter("ignore", CryptographyDeprecationWarning)
-    from saml2 import BINDING_HTTP_POST, BINDING_HTTP_REDIRECT
+if TYPE_CHECKING:
     from saml2.client import Saml2Client
-    from saml2.config import SPConfig
 
 from agentsvc.services.sso.saml_config import SamlSettings, SpAddresses, idp_metadata
 from agentsvc.services.sso.tokens import Identity, TokenRefused
@@ -64,6 +61,14 @@ def xmlsec_program() -> str | None:
 
 
 def _client(provider: Provider) -> Saml2Client:
+    # pysaml2's client loads the SAML XML schemas at import (a second of CPU): imported on
+    # a team's first SAML exchange, not by every server and command that never has one.
+    with warnings.catch_warnings():
+        # pysaml2 names a cipher mode cryptography moved (it warns once, at import).
+        warnings.simplefilter("ignore", CryptographyDeprecationWarning)
+        from saml2.client import Saml2Client
+        from saml2.config import SPConfig
+
     config = SPConfig()
     config.load(
         {

@@ -101,14 +101,21 @@ function row(c) {
 export async function renderInbox(ctx, page) {
   const holder = h("div", { class: "inbox-list" });
   // The first 100 (the longest waits first): more than a desk answers at once.
+  // A live update or a view change redraws the list: the newest request wins, and the
+  // conversation that had the keyboard keeps it.
+  let asked = 0;
   async function load() {
+    const ask = ++asked;
     const items = await get(`/inbox${qs({ view: inbox.view, q: inbox.q, limit: 100 })}`);
+    if (ask !== asked) return;
     inbox.ids = items.map((c) => c.id);
+    const focused = holder.contains(document.activeElement) ? document.activeElement.getAttribute("href") : null;
     mount(holder, items.length
       ? h("div", { class: "table-wrap" }, h("table", { "aria-label": "Conversations" },
           h("thead", {}, h("tr", {}, ["Conversation", "Visitor", "Agent", "Status", "Unread", "Assignee"].map((t) => h("th", { scope: "col" }, t)))),
           h("tbody", {}, items.map(row))))
       : h("p", { class: "empty" }, inbox.q || ["mine", "unassigned"].includes(inbox.view) ? "No conversation in this view." : "Nobody is waiting for a person."));
+    if (focused) [...holder.querySelectorAll("tbody a")].find((a) => a.getAttribute("href") === focused)?.focus();
   }
   let pending = null;
   watchInbox(ctx, () => {
