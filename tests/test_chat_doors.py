@@ -9,8 +9,6 @@ from typing import Any
 
 import httpx2
 import pytest
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 
 from tests.support.accounts import bearer, new_api_key
 from tests.support.chat import chat, get_conversation, user
@@ -33,6 +31,9 @@ async def receiver():
 @asynccontextmanager
 async def mcp_session(client, key: str, agent_id: str):
     """An SDK client connected to the agent's MCP endpoint of the running test server."""
+    from mcp import Client  # loaded here, not when the suite is collected
+    from mcp.client.streamable_http import streamable_http_client
+
     url = str(client.make_url(f"/api/v1/mcp/{agent_id}"))
     async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}) as http:
         async with Client(streamable_http_client(url, http_client=http), cache=None) as session:

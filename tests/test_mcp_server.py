@@ -6,9 +6,6 @@ from contextlib import asynccontextmanager
 
 import httpx2
 import pytest
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.exceptions import MCPError
 
 from tests.support.accounts import bearer, new_api_key
 from tests.support.chat import add_document, get_conversation
@@ -24,6 +21,10 @@ WARRANTY = (
 @asynccontextmanager
 async def mcp_client(client, key: str, agent_id: str, mode: str = "auto"):
     """An SDK client connected to the agent's MCP endpoint of the running test server."""
+    # The SDK loads here, not when the suite is collected (a second in every test process).
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
     url = str(client.make_url(f"/api/v1/mcp/{agent_id}"))
     async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}) as http:
         async with Client(
@@ -93,6 +94,8 @@ async def test_search_knowledge_returns_passages_with_sources(client, key):
 
 
 async def test_bad_arguments_and_unknown_tools_are_tool_errors(client, key):
+    from mcp.shared.exceptions import MCPError
+
     agent_id = await new_agent(client, bearer(key))
     async with mcp_client(client, key, agent_id, "legacy") as session:
         for name, args, message in [
@@ -129,6 +132,8 @@ async def test_ask_with_a_provider_and_its_tools(make_client, openai_fake):
 
 
 async def test_another_teams_agent_and_bad_keys_are_refused(client, key):
+    from mcp.shared.exceptions import MCPError
+
     agent_id = await new_agent(client, bearer(key))
     other = await new_api_key(client, "other@example.com")
     url = f"/api/v1/mcp/{agent_id}"

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import base64
 import datetime
+import functools
 import html
 import re
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urlsplit
 
 import aiohttp
@@ -24,16 +26,23 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.utils import CryptographyDeprecationWarning
 from cryptography.x509.oid import NameOID
+from saml2 import BINDING_HTTP_REDIRECT
+from saml2.saml import NAMEID_FORMAT_EMAILADDRESS, NameID
+from saml2.xmldsig import DIGEST_SHA1, DIGEST_SHA256, SIG_RSA_SHA1, SIG_RSA_SHA256
 
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore", CryptographyDeprecationWarning)
-    from saml2 import BINDING_HTTP_REDIRECT
+if TYPE_CHECKING:
     from saml2.config import IdPConfig
-    from saml2.metadata import create_metadata_string
-    from saml2.saml import NAMEID_FORMAT_EMAILADDRESS, NameID
     from saml2.server import Server
-    from saml2.sigver import pre_signature_part
-    from saml2.xmldsig import DIGEST_SHA1, DIGEST_SHA256, SIG_RSA_SHA1, SIG_RSA_SHA256
+
+
+def _pysaml2_idp():
+    """pysaml2's provider side, loaded when a provider is made: its SAML schemas take a
+    second to load, which every test process would pay when it collects the suite."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CryptographyDeprecationWarning)
+        from saml2 import config, metadata, server, sigver
+    return config, metadata, server, sigver
+
 
 ASSERTION_NODE = "urn:oasis:names:tc:SAML:2.0:assertion:Assertion"
 RESPONSE_NODE = "urn:oasis:names:tc:SAML:2.0:protocol:Response"
@@ -43,6 +52,16 @@ _FIELD = re.compile(r'<input type="hidden" name="(\w+)" value="([^"]*)"')
 
 def make_key_pair(folder: Path, name: str) -> tuple[Path, Path]:
     """An RSA key and a self-signed certificate for it, as PEM files."""
+    key_pem, cert_pem = _key_pair(name)
+    key_file, cert_file = folder / f"{name}.key", folder / f"{name}.crt"
+    key_file.write_bytes(key_pem)
+    cert_file.write_bytes(cert_pem)
+    return key_file, cert_file
+
+
+@functools.cache
+def _key_pair(name: str) -> tuple[bytes, bytes]:
+    """Made once per test process and name (a 2048-bit key costs 60 ms of CPU to make)."""
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{name}.test")])
     now = datetime.datetime.now(datetime.UTC)
@@ -56,16 +75,12 @@ def make_key_pair(folder: Path, name: str) -> tuple[Path, Path]:
         .not_valid_after(now + datetime.timedelta(days=30))
         .sign(key, hashes.SHA256())
     )
-    key_file, cert_file = folder / f"{name}.key", folder / f"{name}.crt"
-    key_file.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
     )
-    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    return key_file, cert_file
+    return key_pem, cert.public_bytes(serialization.Encoding.PEM)
 
 
 @dataclass
@@ -107,7 +122,7 @@ class SamlIdentityProvider:
         return f"{self.base_url}/idp"
 
     def _config(self) -> IdPConfig:
-        config = IdPConfig()
+        config = _pysaml2_idp()[0].IdPConfig()
         config.load(
             {
                 "entityid": self.entity_id,
@@ -133,12 +148,13 @@ class SamlIdentityProvider:
 
     def metadata_xml(self) -> str:
         """The provider's metadata, as an owner downloads it."""
-        return create_metadata_string(None, config=self._config(), sign=False).decode()
+        metadata = _pysaml2_idp()[1]
+        return metadata.create_metadata_string(None, config=self._config(), sign=False).decode()
 
     def trust(self, sp_metadata_xml: str) -> None:
         """Serve this service provider (its metadata, as our metadata URL answers it)."""
         self.sp_metadata.append(sp_metadata_xml)
-        self._server = Server(config=self._config())
+        self._server = _pysaml2_idp()[2].Server(config=self._config())
 
     async def start(self) -> None:
         app = web.Application()
@@ -234,7 +250,7 @@ class SamlIdentityProvider:
         pem = cert.read_text()
         body = "".join(pem.split("-----")[2].split())
         template = str(
-            pre_signature_part(
+            _pysaml2_idp()[3].pre_signature_part(
                 match.group(1), public_key=body, sign_alg=algorithms[0], digest_alg=algorithms[1]
             )
         )

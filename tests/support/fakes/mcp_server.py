@@ -20,15 +20,14 @@ import asyncio
 import base64
 import socket
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import mcp_types as types
-import uvicorn
-from mcp.server import Server
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response, StreamingResponse
-from starlette.routing import Mount, Route
+if TYPE_CHECKING:  # the SDK, starlette and uvicorn load when a server starts (a second of
+    # imports that every test process would otherwise pay when it collects the suite)
+    import mcp_types as types
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
 
 ORDER_SCHEMA = {
     "type": "object",
@@ -68,6 +67,8 @@ class FakeMcpServer:
     echo: tuple[str, ...] = ()
 
     async def _list_tools(self, ctx, params) -> types.ListToolsResult:
+        import mcp_types as types
+
         listed = [
             types.Tool(name=name, description=description, input_schema=schema)
             for name, (description, schema) in self.tools.items()
@@ -78,6 +79,8 @@ class FakeMcpServer:
         return types.ListToolsResult(tools=listed)
 
     async def _call_tool(self, ctx, params) -> types.CallToolResult:
+        import mcp_types as types
+
         name, args = params.name, params.arguments or {}
         auth = ctx.request.headers.get("authorization") if ctx.request is not None else None
         self.calls.append((name, args, auth))
@@ -107,6 +110,11 @@ class FakeMcpServer:
         return _text("ok")
 
     def app(self) -> Starlette:
+        from mcp.server import Server
+        from starlette.applications import Starlette
+        from starlette.responses import RedirectResponse, Response, StreamingResponse
+        from starlette.routing import Mount, Route
+
         server = Server("fake-shop", on_list_tools=self._list_tools, on_call_tool=self._call_tool)
         mcp_app = server.streamable_http_app(
             json_response=self.json_response, stateless_http=True, streamable_http_path="/mcp"
@@ -158,6 +166,8 @@ class FakeMcpServer:
         return f"http://127.0.0.1:{self.port}{path}"
 
     async def start(self) -> FakeMcpServer:
+        import uvicorn
+
         self._released = asyncio.Event()
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.bind(("127.0.0.1", 0))
@@ -180,11 +190,15 @@ class FakeMcpServer:
 
 
 def _text(text: str, error: bool = False) -> types.CallToolResult:
+    import mcp_types as types
+
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=error)
 
 
 def _echoing_tool(auth: str, places: tuple[str, ...]) -> types.Tool:
     """A tool that repeats the Authorization header it was listed with where `places` say."""
+    import mcp_types as types
+
     token = auth.removeprefix("Bearer ")
     name = "echo"
     if "name" in places:
