@@ -149,16 +149,19 @@ def service(extra_toml: str = ""):
 class ServerProcess:
     """`agentsvc serve` on a fixed config, that can be killed and started again on it."""
 
-    def __init__(self, config: Path, port: int, log_level: str = "WARNING"):
+    def __init__(self, config: Path, port: int, log_level: str = "WARNING", spawn=None):
         self.config = config
         self.base = f"http://127.0.0.1:{port}"
         self.env = {**os.environ, "AGENTSVC_CONFIG": str(config), "AGENTSVC_LOG_LEVEL": log_level}
         self.proc: subprocess.Popen | None = None
+        # How the process starts: subprocess.Popen, or the tests' Popen that forks it from
+        # a process with the package loaded (tests/support/warm.py).
+        self.spawn = spawn or subprocess.Popen
 
     def start(self, timeout: float = 30.0) -> float:
         """Start the server and wait for /healthz; return the seconds it took."""
         started = time.monotonic()
-        self.proc = subprocess.Popen([sys.executable, "-m", "agentsvc", "serve"], env=self.env)
+        self.proc = self.spawn([sys.executable, "-m", "agentsvc", "serve"], env=self.env)
         wait_http(f"{self.base}/healthz", timeout)
         return time.monotonic() - started
 
@@ -177,16 +180,19 @@ class ServerProcess:
             self.proc = None
 
 
-def api_key(config: Path, email: str = "bench@example.com") -> str:
+def api_key(config: Path, email: str = "bench@example.com", spawn=None) -> str:
     env = {**os.environ, "AGENTSVC_CONFIG": str(config)}
-    out = subprocess.run(
+    proc = (spawn or subprocess.Popen)(
         [sys.executable, "-m", "agentsvc", "apikey", "create", "--email", email],
         env=env,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        check=True,
     )
-    return out.stdout.strip()
+    out, err = proc.communicate(timeout=60)
+    if proc.returncode != 0:
+        raise RuntimeError(f"agentsvc apikey create failed: {err}")
+    return out.strip()
 
 
 @dataclass

@@ -249,8 +249,10 @@ async def soak(
     receiver_delay: float = 0.03,
     drain_timeout: float = 60.0,
     seed: int | None = None,
+    spawn=None,
 ) -> tuple[dict, list[str]]:
-    """Run the soak; return (figures, violations)."""
+    """Run the soak; return (figures, violations). `spawn` starts the server's processes
+    (subprocess.Popen unless given: benchlib.ServerProcess)."""
     rng = random.Random(seed)
     receiver = Receiver(fail_rate, rng, receiver_delay)
     recv_app = web.Application()
@@ -266,10 +268,10 @@ async def soak(
         port = benchlib.free_port()
         config = Path(tmp) / "soak.toml"
         config.write_text(f'[server]\ndata_dir = "{tmp}/data"\nport = {port}\n{CONFIG}')
-        server = benchlib.ServerProcess(config, port)
+        server = benchlib.ServerProcess(config, port, spawn=spawn)
         try:
             await asyncio.to_thread(server.start)
-            key = await asyncio.to_thread(benchlib.api_key, config, "soak@example.com")
+            key = await asyncio.to_thread(benchlib.api_key, config, "soak@example.com", spawn)
             base = server.base
             agent_id, tool_id, trigger = await _setup(
                 base, key, f"http://127.0.0.1:{recv_port}/hook"

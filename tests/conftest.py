@@ -92,7 +92,8 @@ _ONE_WORKER_PACKAGES = ("browser", "browser_dashboard")
 #   standing alone, in two processes), as Chromium against fixed timeouts must not be
 #   starved by the busy workers;
 # - alone: the tests that measure the machine (latency percentiles, write holds, RSS,
-#   recovery after SIGKILL), one at a time on a quiet machine.
+#   recovery after SIGKILL), after the others, two at a time on 2 cores (each takes about
+#   one: a server and its load in one process).
 PHASES = ("parallel", *_ONE_WORKER_PACKAGES, "alone")
 
 
@@ -103,7 +104,7 @@ ALONE_MARK = "needs_the_machine"
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", f"{ALONE_MARK}: runs after the parallel workers, alone (scripts/test.sh)"
+        "markers", f"{ALONE_MARK}: runs after the other tests, two at a time (scripts/test.sh)"
     )
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from agentsvc.db.copy import NOT_COPIED, TABLES
 from tests.support import pg
 from tests.support.accounts import bearer, new_api_key
 from tests.support.chat import add_document, chat, new_agent, user
+from tests.support.cli import run
 from tests.support.images import png
 
 pytestmark = pytest.mark.skipif(not pg.SERVER_URL, reason="needs the test PostgreSQL")
@@ -31,12 +31,7 @@ def settings_for(data_dir: Path, url: str = "", secret_key: str = ""):
 
 
 def cli(data_dir: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "agentsvc", *args, "--data-dir", str(data_dir)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    return run([*args, "--data-dir", str(data_dir)], data_dir.parent)
 
 
 async def answers(client, auth: dict) -> dict:

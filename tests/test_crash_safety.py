@@ -18,6 +18,8 @@ pytestmark = pytest.mark.needs_the_machine
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 import soak_crash  # noqa: E402
 
+from tests.support.warm import popen  # noqa: E402
+
 
 async def test_sigkills_lose_no_accepted_submission_or_event():
     report, violations = await soak_crash.soak(
@@ -29,6 +31,7 @@ async def test_sigkills_lose_no_accepted_submission_or_event():
         min_kills=2,
         drain_timeout=30.0,
         seed=7,
+        spawn=popen,  # each restart forked with the package loaded (support/warm.py)
     )
     assert violations == [], report
     assert report["kills (SIGKILL)"] == 2

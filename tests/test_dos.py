@@ -27,6 +27,8 @@ pytestmark = pytest.mark.needs_the_machine
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 from benchlib import ServerProcess, api_key, free_port  # noqa: E402
 
+from tests.support.warm import popen  # noqa: E402
+
 HAMMER_SECONDS = 3.0
 CONCURRENCY = 4
 ATTEMPTS = 3
@@ -66,7 +68,7 @@ def serve(tmp_path: Path):
         "form_submits_per_minute = 1000000\n"
         "[chat]\nmax_public_streams_per_ip = 1000\n"
     )
-    server = ServerProcess(config, port)
+    server = ServerProcess(config, port, spawn=popen)
     server.start()
     try:
         yield server.base, config
@@ -354,7 +356,7 @@ async def test_public_endpoints_under_pathological_load_keep_healthz_p99_under_5
     reports = []
     (tmp_path / "control").mkdir()
     with serve(tmp_path) as (base, config), serve(tmp_path / "control") as (control_base, _):
-        auth = {"Authorization": f"Bearer {api_key(config)}"}
+        auth = {"Authorization": f"Bearer {api_key(config, spawn=popen)}"}
         async with aiohttp.ClientSession(base) as http:
             targets = await setup_tenant(http, auth)
         plan = attacks(targets)
@@ -389,7 +391,7 @@ async def test_healthz_stays_fast_while_20_catastrophic_submits_run(tmp_path):
     """Item 2: `^(a+)+$` against 10,000 characters, 20 submits at a time, for 1.5 s."""
     reports = []
     with serve(tmp_path) as (base, config):
-        auth = {"Authorization": f"Bearer {api_key(config)}"}
+        auth = {"Authorization": f"Bearer {api_key(config, spawn=popen)}"}
         async with aiohttp.ClientSession(base) as http:
             targets = await setup_tenant(http, auth)
             body = orjson.dumps(

@@ -7,48 +7,50 @@ import asyncio
 import os
 import re
 import signal
-import sys
+import subprocess
+import threading
 
 import aiohttp
 import pytest
 
 from tests.support.accounts import bearer
+from tests.support.cli import run
 from tests.support.fakes.webhook_receiver import WebhookReceiver, free_port
+from tests.support.warm import WarmProcess
 
 
 class ServeProcess:
-    """`agentsvc serve` in a subprocess on a free port, on a given data directory."""
+    """`agentsvc serve` in a process of its own on a free port, on a given data directory
+    (forked with the package loaded: tests/support/warm.py)."""
 
-    def __init__(self, proc: asyncio.subprocess.Process, url: str):
+    def __init__(self, proc: WarmProcess, url: str):
         self.proc = proc
         self.url = url
 
     @classmethod
     async def start(cls, data_dir, env: dict[str, str]) -> ServeProcess:
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "agentsvc",
-            "serve",
-            "--port",
-            "0",
-            "--data-dir",
-            str(data_dir),
-            stderr=asyncio.subprocess.PIPE,
+        proc = WarmProcess(
+            ["serve", "--port", "0", "--data-dir", str(data_dir)],
+            cwd=data_dir.parent,
+            stderr=subprocess.PIPE,
+            text=True,
             env={**os.environ, **env},
         )
         log = []
         async with asyncio.timeout(30):
             while True:
-                line = (await proc.stderr.readline()).decode()
+                line = await asyncio.to_thread(proc.stderr.readline)
                 assert line, "server did not start: " + "".join(log)
                 log.append(line)
                 match = re.search(r"listening on (http://\S+)", line)
                 if match:
                     break
         # Keep draining the log so the server never blocks on a full pipe.
-        asyncio.get_running_loop().create_task(proc.stderr.read())
+        threading.Thread(target=proc.stderr.read, daemon=True).start()
         return cls(proc, match.group(1))
+
+    async def wait(self, timeout: float = 30) -> int:
+        return await asyncio.to_thread(self.proc.wait, timeout)
 
 
 async def test_restart_after_sigkill_delivers_everything(tmp_path, aiohttp_client):
@@ -61,20 +63,13 @@ async def test_restart_after_sigkill_delivers_everything(tmp_path, aiohttp_clien
     down_port = free_port()
     slow = await WebhookReceiver(slow_seconds=60).start()
     first = await ServeProcess.start(data_dir, env)
-    created = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "agentsvc",
-        "apikey",
-        "create",
-        "--email",
-        "o@example.com",
-        "--data-dir",
-        str(data_dir),
-        stdout=asyncio.subprocess.PIPE,
-        env={**os.environ, **env},
+    created = await asyncio.to_thread(
+        run,
+        ["apikey", "create", "--email", "o@example.com", "--data-dir", str(data_dir)],
+        tmp_path,
+        **env,
     )
-    key = (await created.communicate())[0].decode().strip()
+    key = created.stdout.strip()
     auth = bearer(key)
     down = WebhookReceiver()
     try:
@@ -116,7 +111,7 @@ async def test_restart_after_sigkill_delivers_everything(tmp_path, aiohttp_clien
             )
             await slow.wait_for(1, "/slow")
             first.proc.send_signal(signal.SIGKILL)
-            await first.proc.wait()
+            await first.wait()
             with pytest.raises(aiohttp.ClientError):
                 await hanging
 
@@ -142,10 +137,10 @@ async def test_restart_after_sigkill_delivers_everything(tmp_path, aiohttp_clien
                 assert len(listed) == 6
         finally:
             second.proc.send_signal(signal.SIGTERM)
-            assert await asyncio.wait_for(second.proc.wait(), 30) == 0
+            assert await second.wait(30) == 0
     finally:
         if first.proc.returncode is None:
             first.proc.kill()
-            await first.proc.wait()
+            await first.wait()
         await down.close()
         await slow.close()

@@ -30,6 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 from bench_disconnects import chat_body, drop_mid_stream  # noqa: E402
 from benchlib import api_key, free_port, wait_http  # noqa: E402
 
+from tests.support.warm import popen  # noqa: E402
+
 LONG_PROMPT = "Bikes " + "bikes are great and bikes are fast. " * 40
 
 
@@ -343,7 +345,7 @@ async def test_one_team_trying_1000_streams_under_ulimit_1024_leaves_others_work
     )
     env = {**os.environ, "AGENTSVC_CONFIG": str(config), "AGENTSVC_LOG_LEVEL": "INFO"}
     log_path = tmp_path / "server.log"
-    key_a = api_key(config, "a@example.com")  # creates the database first
+    key_a = api_key(config, "a@example.com", popen)  # creates the database first
     with log_path.open("wb") as log_file:
         server = subprocess.Popen(
             [sys.executable, "-m", "agentsvc", "serve"],
@@ -354,7 +356,7 @@ async def test_one_team_trying_1000_streams_under_ulimit_1024_leaves_others_work
     base = f"http://127.0.0.1:{port}"
     try:
         key_b, _ = await asyncio.gather(
-            asyncio.to_thread(api_key, config, "b@example.com"),
+            asyncio.to_thread(api_key, config, "b@example.com", popen),
             asyncio.to_thread(wait_http, f"{base}/healthz"),
         )
         limits = Path(f"/proc/{server.pid}/limits").read_text()

@@ -8,7 +8,6 @@ import re
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -20,11 +19,13 @@ from agentsvc.db.sqlite import SqliteDatabase
 from agentsvc.services.triggers.events import EventWriter
 from agentsvc.store.trigger_events import TriggerEvent
 from tests.support.accounts import bearer, new_api_key
+from tests.support.cli import run
 from tests.support.errors import assert_error
 from tests.support.pg import sqlite_only
 from tests.support.triggers import body as trigger_body
 from tests.support.triggers import create as create_trigger
 from tests.support.triggers import new_agent
+from tests.support.warm import WarmProcess
 
 EVENT_URL = "/api/v1/triggers/event"
 
@@ -346,17 +347,18 @@ async def test_close_writes_everything_still_queued(tmp_path):
 
 
 class Serve:
-    """`agentsvc serve` in a subprocess on a temporary data directory and a free port."""
+    """`agentsvc serve` in a process of its own on a temporary data directory and a free
+    port (forked with the package loaded: tests/support/warm.py)."""
 
     def __init__(self, data_dir: Path):
-        env = {**os.environ, "AGENTSVC_RATELIMIT_TRIGGER_EVENTS_PER_MINUTE": "1000000"}
-        self.env = env
+        self.env = {"AGENTSVC_RATELIMIT_TRIGGER_EVENTS_PER_MINUTE": "1000000"}
         self.data_dir = data_dir
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "agentsvc", "serve", "--port", "0", "--data-dir", str(data_dir)],
+        self.proc = WarmProcess(
+            ["serve", "--port", "0", "--data-dir", str(data_dir)],
+            cwd=data_dir.parent,
             stderr=subprocess.PIPE,
             text=True,
-            env=env,
+            env={**os.environ, **self.env},
         )
         deadline = time.monotonic() + 30
         self.log = ""
@@ -372,24 +374,9 @@ class Serve:
         raise AssertionError("server did not start: " + self.log)
 
     def api_key(self) -> str:
-        out = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "agentsvc",
-                "apikey",
-                "create",
-                "--email",
-                "sig@example.com",
-                "--data-dir",
-                str(self.data_dir),
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
-            env=self.env,
-            timeout=60,
-        )
+        args = ["apikey", "create", "--email", "sig@example.com", "--data-dir", str(self.data_dir)]
+        out = run(args, self.data_dir.parent, **self.env)
+        assert out.returncode == 0, out.stderr
         return out.stdout.strip()
 
     def wait(self) -> int:

@@ -20,6 +20,8 @@ import urllib.request
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from tests.support.warm import WarmProcess
+
 AGENTSVC = [sys.executable, "-m", "agentsvc"]
 
 
@@ -29,12 +31,31 @@ def run(
     """`agentsvc ARGS` run in `cwd` with `stdin` and `env` added to the environment: its exit
     status, stdout and stderr. A one-shot command runs in this process (`main(argv)`, as
     the command line calls it, with its own working directory, environment, streams and
-    logging), since starting an interpreter and importing the package costs about half a
-    second of CPU per run; `serve`, which listens, locks and takes signals, always runs in
-    a process of its own (`run_process`)."""
+    logging), since starting an interpreter and importing the package costs over a second
+    of CPU per run; `serve`, which listens, locks and takes signals, always runs in a
+    process of its own, forked from one that has loaded the package (warm.py)."""
     if args[:1] == ["serve"]:
-        return run_process(args, cwd, stdin, **env)
+        return _run_forked(args, cwd, stdin, env)
     return _run_here(args, cwd, stdin, env)
+
+
+def _run_forked(args: list[str], cwd: Path, stdin: str | None, env: dict[str, str]):
+    """`agentsvc ARGS` in a process of its own, forked with the package loaded (warm.py)."""
+    proc = WarmProcess(
+        args,
+        cwd=cwd,
+        env={**os.environ, **env},
+        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        out, err = proc.communicate(stdin, timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise
+    return subprocess.CompletedProcess(args, proc.returncode, out, err)
 
 
 def run_process(
@@ -97,13 +118,14 @@ def _run_here(
 
 
 class Server:
-    """`agentsvc serve` in a subprocess on a free port."""
+    """`agentsvc serve` in a process of its own on a free port (forked with the package
+    loaded: tests/support/warm.py)."""
 
     def __init__(
         self, cwd: Path, *args: str, env: dict[str, str] | None = None, port: str | None = "0"
     ):
-        self.proc = subprocess.Popen(
-            [*AGENTSVC, "serve", *(["--port", port] if port is not None else []), *args],
+        self.proc = WarmProcess(
+            ["serve", *(["--port", port] if port is not None else []), *args],
             cwd=cwd,
             stderr=subprocess.PIPE,
             text=True,

@@ -1,0 +1,73 @@
+"""A process that has loaded agentsvc once and forks an `agentsvc` command for each request.
+
+Started by tests/support/warm.py with the path of a Unix socket. Each request is a line
+of JSON (`args`, `cwd`, `env`) with the child's stdin, stdout and stderr passed as file
+descriptors; the answer is the child's pid, then, when it ends, its exit status as
+`subprocess` gives it (negative: the signal that ended it). The child runs `main(args)`,
+as `python -m agentsvc` does, in a process of its own: its signals, listening sockets,
+locks and exit are real; only the interpreter's start and the imports (about 1.5 s of
+CPU a command) are shared.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import threading
+
+import agentsvc.app  # noqa: F401 (loaded once, here, for every command forked from here)
+import agentsvc.cli
+
+
+def _child(request: dict, fds: list[int]) -> None:
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+    for fd in fds:
+        os.close(fd)
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    sys.argv = [agentsvc.cli.__file__, *request["args"]]
+    code = 1
+    try:
+        code = agentsvc.cli.main(request["args"])
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def _report_exit(pid: int, conn: socket.socket) -> None:
+    _, status = os.waitpid(pid, 0)
+    with conn:
+        conn.sendall(f"{os.waitstatus_to_exitcode(status)}\n".encode())
+
+
+def serve(path: str) -> None:
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen()
+    print("ready", flush=True)
+    while True:
+        conn, _ = listener.accept()
+        message, fds, _, _ = socket.recv_fds(conn, 1 << 16, 3)
+        while not message.endswith(b"\n"):  # the descriptors came with the first part
+            message += conn.recv(1 << 16)
+        request = json.loads(message)
+        pid = os.fork()
+        if pid == 0:
+            listener.close()
+            conn.close()
+            _child(request, fds)
+        for fd in fds:
+            os.close(fd)
+        conn.sendall(f"{pid}\n".encode())
+        threading.Thread(target=_report_exit, args=(pid, conn), daemon=True).start()
+
+
+if __name__ == "__main__":
+    serve(sys.argv[1])
