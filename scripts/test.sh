@@ -104,23 +104,23 @@ run_tests() {
     # Playwright's 5 s; the headless shell takes half the processor, and assertions wait
     # up to 10 s: tests/support/chromium.py.)
     if [ "${TEST_OVERLAP:-1}" = 1 ]; then
-        echo "-- the browser tests in the background, beside the tests on the workers (niced)"
+        echo "-- the browser tests in the background, beside the tests on the workers (niced) [${SECONDS}s]"
         start_browsers "$@"
         code=0
         TEST_PHASE=parallel nice -n 10 python3 -m pytest -p no:cacheprovider -n "$workers" "$@" ||
             code=$?
         keep $code
-        echo "-- the browser tests: the widget's and the dashboard's"
+        echo "-- the browser tests: the widget's and the dashboard's [${SECONDS}s]"
         wait_browsers
     else
         code=0
         TEST_PHASE=parallel python3 -m pytest -p no:cacheprovider -n "$workers" "$@" || code=$?
         keep $code
-        echo "-- the browser tests: the widget's and the dashboard's, side by side"
+        echo "-- the browser tests: the widget's and the dashboard's, side by side [${SECONDS}s]"
         start_browsers "$@"
         wait_browsers
     fi
-    echo "-- the tests that measure the machine, two at a time (one per core)"
+    echo "-- the tests that measure the machine, two at a time (one per core) [${SECONDS}s]"
     # With no file list, only the files that mark a test needs_the_machine are collected.
     # Each takes about one core (a server and its load in one process, or a server and a
     # control server that tells the machine's noise from the server's), so two workers on
@@ -136,10 +136,10 @@ run_tests() {
 status=0
 for backend in $backends; do
     if [ "$backend" = sqlite ]; then
-        echo "== tests on SQLite"
+        echo "== tests on SQLite [${SECONDS}s]"
         run_tests "$@" || status=$?
     else
-        echo "== tests on PostgreSQL + Redis"
+        echo "== tests on PostgreSQL + Redis [${SECONDS}s]"
         (
             eval "$(bash scripts/test_servers.sh start)"
             trap 'bash scripts/test_servers.sh stop "$TEST_SERVERS_DIR"' EXIT
@@ -147,4 +147,5 @@ for backend in $backends; do
         ) || status=$?
     fi
 done
+echo "== tests done [${SECONDS}s]"
 exit $status

@@ -71,8 +71,9 @@ async def test_owner_sets_up_saml_and_gets_what_to_paste(client, team, idp):
     assert resp.status == 200
     log = await client.get("/api/v1/audit-log", headers=owner)
     entries = (await log.json())["data"]
-    assert [(e["action"], e["target"]["label"]) for e in entries[:2]] == [
+    assert [(e["action"], e["target"]["label"]) for e in entries[:3]] == [
         ("sso.removed", "saml"),
+        ("sso.domain_verified", "example.com"),  # by the operator, here
         ("sso.updated", "saml"),
     ]
     resp = await client.get(f"/api/v1/auth/saml/{team_row.id}/metadata")

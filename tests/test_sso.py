@@ -66,7 +66,9 @@ async def test_owner_sets_up_reads_and_removes_oidc(client, team, idp):
     assert resp.status == 200
     log = await client.get("/api/v1/audit-log", headers=owner)
     actions = [e["action"] for e in (await log.json())["data"]]
-    assert actions[:3] == ["sso.removed", "sso.updated", "sso.updated"], actions
+    # Saved, its domain proven (by the operator, here), saved again, removed.
+    expected = ["sso.removed", "sso.updated", "sso.domain_verified", "sso.updated"]
+    assert actions[:4] == expected, actions
     await assert_error(await client.get("/api/v1/team/sso", headers=owner), 404, "NOT_FOUND")
     resp = await client.get("/api/v1/auth/sso", params={"email": "a@example.com"})
     assert (await resp.json())["data"]["sso"] is False

@@ -137,6 +137,11 @@ async def test_the_operator_verifies_a_domain(client, team, idp, tmp_path):
     got = await (await client.get("/api/v1/team/sso", headers=owner)).json()
     assert got["domainVerification"][0]["verified"] is True
     assert (await route(client, "a@example.com"))["sso"] is True
+    # The owners see it in their audit log, as the server's doing.
+    resp = await client.get("/api/v1/audit-log?action=sso.domain_verified", headers=owner)
+    [logged] = (await resp.json())["data"]
+    assert logged["details"] == {"domain": "example.com", "by": "operator"}
+    assert logged["actor"]["via"] == "system" and logged["actor"]["userId"] is None
     refused = run(
         ["team", "verify-domain", *where, "--team", team_row.id, "other.test"], tmp_path, **env
     )

@@ -50,9 +50,10 @@ _ACTION = re.compile(ACTION_PATTERN)
 
 @dataclass(frozen=True, slots=True)
 class Actor:
-    """Who acts: a user in a team, through an API key or a session, from an address."""
+    """Who acts: a user in a team, through an API key or a session, from an address; no
+    user for the server itself (its operator's command line, a provisioning client)."""
 
-    user_id: str
+    user_id: str | None
     team_id: str
     key_id: str | None = None
     session_id: str | None = None

@@ -58,7 +58,7 @@ class Caller:
     @property
     def actor(self) -> Actor:
         # No person acts: the log shows the provider's calls as the system's, with the IP.
-        return Actor(None, self.team_id, ip=self.ip)  # type: ignore[arg-type]
+        return Actor(None, self.team_id, ip=self.ip)
 
 
 @dataclass(frozen=True, slots=True)

@@ -146,28 +146,13 @@ class SsoService:
             sealed = stored.secret_sealed
         if sealed is None:
             raise ValidationFailed("clientSecret: give the client secret from your provider")
-        now = now_iso()
-        async with self._db.write() as tx:
-            await self._save_domains(tx, team_id, request.domains, now)
-            await sso.upsert(
-                tx,
-                team_id=team_id,
-                type="oidc",
-                settings=request.settings.to_json(),
-                secret_sealed=sealed,
-                enforce=request.enforce,
-                now=now,
-            )
-            details = {"issuer": issuer, "domains": list(request.domains)}
-            await audit.record_in(
-                tx,
-                actor,
-                "sso.updated",
-                target_type="team",
-                target_id=team_id,
-                label="oidc",
-                details={**details, "enforce": request.enforce, "secretChanged": bool(secret)},
-            )
+        details = {
+            "issuer": issuer,
+            "domains": list(request.domains),
+            "enforce": request.enforce,
+            "secretChanged": bool(secret),
+        }
+        await self._save(team_id, "oidc", request, sealed, actor, details)
         return await self.get_settings(team_id)
 
     async def save_saml(
@@ -179,29 +164,46 @@ class SsoService:
         await self._check_domains_are_free(self._db.reader, team_id, request.domains)
         addresses = sp_addresses(self._public_url, team_id)
         await saml_flow.check_usable(self._crypto, request.settings, addresses)
+        details = {
+            "idpEntityId": request.settings.idp_entity_id,
+            "domains": list(request.domains),
+            "enforce": request.enforce,
+        }
+        await self._save(team_id, "saml", request, None, actor, details)
+        return await self.get_settings(team_id)
+
+    async def _save(
+        self,
+        team_id: str,
+        kind: str,
+        request: OidcRequest | SamlRequest,
+        secret_sealed: str | None,
+        actor: Actor | None,
+        details: dict[str, object],
+    ) -> None:
+        """One write: the claimed domains (each with a new proof token), the settings, and
+        the audit entry."""
         now = now_iso()
         async with self._db.write() as tx:
             await self._save_domains(tx, team_id, request.domains, now)
             await sso.upsert(
                 tx,
                 team_id=team_id,
-                type="saml",
+                type=kind,
                 settings=request.settings.to_json(),
-                secret_sealed=None,
+                secret_sealed=secret_sealed,
                 enforce=request.enforce,
                 now=now,
             )
-            details = {"idpEntityId": request.settings.idp_entity_id}
             await audit.record_in(
                 tx,
                 actor,
                 "sso.updated",
                 target_type="team",
                 target_id=team_id,
-                label="saml",
-                details={**details, "domains": list(request.domains), "enforce": request.enforce},
+                label=kind,
+                details=details,
             )
-        return await self.get_settings(team_id)
 
     async def _check_domains_are_free(self, tx: Tx, team_id: str, domains: tuple[str, ...]) -> None:
         # A claim proves nothing (domains.py): only a domain another team has already proven
