@@ -22,7 +22,7 @@ from tests.support.fakes.oauth import FakeOAuth
 from tests.support.settings import make_settings, with_new_database
 
 # A write transaction holds only SQL (issue 29): one holding the writer longer, while the
-# process worked at least half that time, fails its test.
+# event loop's thread worked at least half that time, fails its test.
 WRITE_HOLD_LIMIT_SECONDS = 0.100
 
 
@@ -31,11 +31,13 @@ def _write_transactions_hold_only_sql():
     """Fail the test if a write transaction held the writer over 100 ms, naming where it
     was opened (agentsvc/db/holds.py times every one, on both backends).
 
-    Only while the process was working: a hold during which it used under 50 ms of CPU
-    was a busy machine not running it (the suite shares its cores with whatever else
-    runs), not work done inside the transaction. Start-up migrations are not write
-    transactions of the interface (they run before the app serves, on the writer
-    connection directly) and are not timed.
+    Only while the event loop's thread was working for at least half the hold (and 50
+    ms): a hold during which it mostly waited was a busy machine not running it, or a
+    database server (PostgreSQL) sharing the cores, not work done inside the
+    transaction; other threads' work (password hashing, XML signatures for other
+    requests) does not hold the writer and is not counted (agentsvc/db/holds.py).
+    Start-up migrations are not write transactions of the interface (they run before the
+    app serves, on the writer connection directly) and are not timed.
 
     Not in the browser processes: there the app, the fake providers (a SAML provider
     signing XML), Playwright and its stack share one process, so its CPU says nothing
@@ -47,7 +49,9 @@ def _write_transactions_hold_only_sql():
     stop = holds.watch(WRITE_HOLD_LIMIT_SECONDS, lambda *found: held.append(found))
     yield
     stop()
-    worked = [(s, cpu, where) for s, cpu, where in held if cpu >= WRITE_HOLD_LIMIT_SECONDS / 2]
+    worked = [
+        (s, cpu, where) for s, cpu, where in held if cpu >= max(WRITE_HOLD_LIMIT_SECONDS, s) / 2
+    ]
     if worked:
         lines = "\n".join(
             f"  {seconds * 1000:.0f} ms ({cpu * 1000:.0f} ms of CPU), opened at {where}"

@@ -10,7 +10,6 @@ Debian's, with scripts/nginx_cluster.conf as docs/operators/growing.md shows it,
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 import shutil
 import subprocess
@@ -28,6 +27,9 @@ from tests.support.sso import oidc_body, provider_for_module
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 from benchlib import ServerProcess, api_key, free_port, wait_http  # noqa: E402
+
+from tests.support.cli import run  # noqa: E402
+from tests.support.warm import popen  # noqa: E402
 
 REDIS_URL = pg.REDIS_URL  # this test process's Redis database
 NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else "")
@@ -83,7 +85,7 @@ requests_per_minute = {PLAN_PER_MINUTE}
 
     def start(self) -> None:
         for index, port in enumerate(self.ports):
-            server = ServerProcess(self.config(index), port)
+            server = ServerProcess(self.config(index), port, spawn=popen)  # forked warm
             server.start()
             self.servers.append(server)
         conf = NGINX_CONF.read_text(encoding="utf-8")
@@ -105,11 +107,11 @@ requests_per_minute = {PLAN_PER_MINUTE}
             server.stop()
 
     def key(self, email: str) -> str:
-        return api_key(self.config(0), email)
+        return api_key(self.config(0), email, popen)
 
-    def cli(self, *args: str) -> None:
-        env = {**os.environ, "AGENTSVC_CONFIG": str(self.config(0))}
-        subprocess.run([sys.executable, "-m", "agentsvc", *args], env=env, check=True)
+    def cli(self, *args: str, stdin: str | None = None) -> None:
+        done = run(list(args), self.tmp, stdin, AGENTSVC_CONFIG=str(self.config(0)))
+        assert done.returncode == 0, done.stderr
 
 
 @pytest.fixture
@@ -279,13 +281,13 @@ async def scim_changes_reach_every_process_within_a_second(cluster, idp) -> None
         group = {"displayName": "support-admins", "members": []}
         async with http.post(f"{base}/Groups", json=group, headers=scim) as r:
             group_id = (await r.json(content_type=None))["id"]
-        subprocess.run(
-            [sys.executable, "-m", "agentsvc", "user", "set-password"]
-            + ["--email", "lead@example.com", "--password-stdin"],
-            input="correct horse battery\n",
-            text=True,
-            env={**os.environ, "AGENTSVC_CONFIG": str(cluster.config(0))},
-            check=True,
+        cluster.cli(
+            "user",
+            "set-password",
+            "--email",
+            "lead@example.com",
+            "--password-stdin",
+            stdin="correct horse battery\n",
         )
         sign_in = {"email": "lead@example.com", "password": "correct horse battery"}
         async with http.post(f"{cluster.base}/api/v1/auth/sign-in/email", json=sign_in) as r:
