@@ -32,10 +32,12 @@ def _socket_path() -> str:
         if "path" not in _started:
             folder = tempfile.mkdtemp(prefix="agentsvc-zygote-")
             path = os.path.join(folder, "s")
+            # Its stdin is a pipe from this process: when this process ends, however it
+            # ends, the zygote reads the end of it and exits too.
             proc = subprocess.Popen(
                 [sys.executable, str(_ZYGOTE), path],
                 stdout=subprocess.PIPE,
-                stdin=subprocess.DEVNULL,
+                stdin=subprocess.PIPE,
                 text=True,
                 cwd=folder,
             )

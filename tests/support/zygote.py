@@ -47,7 +47,13 @@ def _report_exit(pid: int, conn: socket.socket) -> None:
         conn.sendall(f"{os.waitstatus_to_exitcode(status)}\n".encode())
 
 
+def _exit_with_the_test_process() -> None:
+    sys.stdin.read()  # the end of the pipe: the test process has ended
+    os._exit(0)
+
+
 def serve(path: str) -> None:
+    threading.Thread(target=_exit_with_the_test_process, daemon=True).start()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     listener.listen()
