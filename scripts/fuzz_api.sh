@@ -23,16 +23,21 @@ export AGENTSVC_CONFIG="$work/fuzz.toml"
 key=$(python -m agentsvc apikey create --email fuzz@example.com)
 python -m agentsvc serve > "$work/server.log" 2>&1 &
 server=$!
-for _ in $(seq 100); do
+# .ci/run starts this at the lowest priority beside the tests: the server may take a while
+# to come up and to build its schema, so both get minutes, and the schema is fetched once
+# (both halves then read the file) instead of by each half with schemathesis's 10 s limit.
+for _ in $(seq 1200); do
     curl -fs "http://127.0.0.1:$port/healthz" >/dev/null 2>&1 && break
+    kill -0 "$server" 2>/dev/null || { echo "the server did not start:"; cat "$work/server.log"; exit 1; }
     sleep 0.1
 done
+curl -fsS --max-time 300 -o "$work/openapi.json" "http://127.0.0.1:$port/api/v1/openapi.json"
 cd "$here"
 # Two schemathesis processes, each on half of the operations (by the first segment of the
 # path, a-f and the rest), against the one server: generating cases is most of the work,
 # in one thread per process, so the halves take both cores when the machine has them.
 fuzz() {  # include|exclude: one half
-    schemathesis run "http://127.0.0.1:$port/api/v1/openapi.json" \
+    schemathesis run "$work/openapi.json" --url "http://127.0.0.1:$port" \
         --"$1"-path-regex '^/api/v1/[a-f]' \
         --header "Authorization: Bearer $key" \
         --checks all \

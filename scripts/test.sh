@@ -1,11 +1,8 @@
 #!/usr/bin/env bash
 # Install what the tests need and run them, on both backends: first on SQLite (the
 # default), then on PostgreSQL + Redis, servers this script starts on free 127.0.0.1 ports
-# in a temporary directory and stops at the end. Installs: the project with its test
-# and docs extras (pip); Debian's Chromium headless shell, LibreOffice Calc (headless, for the CSV export check),
-# Redis and nginx when missing (never Playwright's own browser download); axe-core from
-# the npm registry (tests/browser/package.json); PostgreSQL 15 is used from the machine
-# image or Debian's package.
+# in a temporary directory and stops at the end. What the tests need is installed first,
+# when missing (scripts/install_test_deps.sh: pip, Debian's packages, npm's).
 # Extra arguments go to pytest, e.g. `bash scripts/test.sh tests/test_agents.py`.
 # TEST_BACKENDS="sqlite" (or "postgresql") runs one backend only. Tests run in parallel on
 # TEST_WORKERS pytest-xdist workers (default 4: more workers than cores pay, as tests wait
@@ -22,34 +19,7 @@ cd "$(dirname "$0")/.."
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
 backends=${TEST_BACKENDS:-sqlite postgresql}
 
-bash scripts/install_dev.sh  # with the docs extras: tests/test_docs.py builds the site
-sudo=""
-[ "$(id -u)" -eq 0 ] || sudo="sudo"
-missing=()
-[ -x /usr/lib/chromium/chromium-headless-shell ] || missing+=(chromium-headless-shell)
-command -v xmlsec1 >/dev/null || missing+=(xmlsec1)  # SAML signatures (pysaml2)
-command -v soffice >/dev/null || missing+=(libreoffice-calc-nogui)
-if [[ $backends == *postgresql* ]]; then
-    [ -x /usr/bin/redis-server ] || missing+=(redis-server)
-    [ -x /usr/sbin/nginx ] || missing+=(nginx)
-    ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || missing+=(postgresql)
-fi
-if [ ${#missing[@]} -gt 0 ]; then
-    $sudo apt-get update -qq && $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
-fi
-# axe-core for the accessibility tests and acorn for the minified dashboard's check, from the
-# npm registry (never committed): tests/browser/package.json names them with lower bounds.
-if [ ! -f tests/browser/node_modules/axe-core/axe.min.js ] ||
-    [ ! -f tests/browser/node_modules/acorn/dist/acorn.mjs ]; then
-    command -v npm >/dev/null || { $sudo apt-get update -qq && $sudo apt-get install -y -qq npm >/dev/null; }
-    npm install --prefix tests/browser --no-audit --no-fund --no-package-lock --loglevel=error
-fi
-# The certified OpenID provider the single sign-on tests sign in through, likewise from the
-# npm registry (never committed): tests/support/oidc/package.json names it with a lower bound.
-if [ ! -f tests/support/oidc/node_modules/oidc-provider/package.json ]; then
-    command -v npm >/dev/null || { $sudo apt-get update -qq && $sudo apt-get install -y -qq npm >/dev/null; }
-    npm install --prefix tests/support/oidc --no-audit --no-fund --no-package-lock --loglevel=error
-fi
+bash scripts/install_test_deps.sh  # pip, Debian's packages and npm's, when missing
 
 workers=${TEST_WORKERS:-4}
 

@@ -123,6 +123,7 @@ def test_an_unnamed_owner_at_localhost_never_shows_their_address_to_a_visitor(
         log = widget.get_by_role("log")
         expect(log.locator(".assistant[aria-busy=false]")).to_have_count(1)
         widget.get_by_role("button", name="Talk to a person").click()
+        expect(log).to_contain_text("A person from the team will answer here shortly.")
 
         # The owner takes it in the Inbox (at localhost) and answers.
         page.goto(localhost + "/#/inbox")

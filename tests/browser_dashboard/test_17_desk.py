@@ -278,6 +278,24 @@ def test_a_new_waiting_conversation_appears_live_with_a_desktop_notification(bro
         tab.close()
 
 
+def test_the_inbox_catches_up_when_its_live_stream_comes_back(browser, stack, desk):
+    """What happened while the live stream was cut (a network blip, a server restart) shows
+    when it reconnects: the list is read again each time the stream opens."""
+    tab = Tab(browser, stack)
+    try:
+        page = _signed_in(tab, stack)
+        events = "**/api/v1/inbox/events*"
+        page.route(events, lambda route: route.abort())
+        nav(page, "Inbox")
+        main = page.locator("main")
+        expect(main.get_by_role("link", name="My order never arrived")).to_be_visible()
+        _waiting(stack, desk["key"], desk["agent"]["id"], "Do you sell gift cards?")
+        page.unroute(events)
+        expect(main.get_by_role("link", name="Do you sell gift cards?")).to_be_visible()
+    finally:
+        tab.close()
+
+
 def test_assign_a_conversation_to_a_member(browser, stack, desk):
     tab = Tab(browser, stack)
     try:

@@ -50,15 +50,16 @@ function beep() {
   }
 }
 
-/** Follow the team's inbox: `changed` on every event; a notification and a beep (as chosen
- *  on the Profile page) when a conversation starts waiting. */
+/** Follow the team's inbox: `changed` on every event and each time the stream (re)opens
+ *  (what happened before it was followed is then read again); a notification and a beep
+ *  (as chosen on the Profile page) when a conversation starts waiting. */
 export function watchInbox(ctx, changed) {
   const who = me(ctx);
   // Sound plays only after a gesture: make the audio context on one.
   const prime = () => { if (who.notifySound && !audio) audio = new AudioContext(); };
   document.addEventListener("pointerdown", prime, { once: true });
   ctx.onLeave(() => document.removeEventListener("pointerdown", prime));
-  live(ctx, "/inbox/events", (name, e) => {
+  const source = live(ctx, "/inbox/events", (name, e) => {
     changed(e);
     if (e.kind !== "status" || e.status !== "waiting") return;
     if (who.notifySound) beep();
@@ -71,6 +72,7 @@ export function watchInbox(ctx, changed) {
       };
     }
   }, ["conversation"]);
+  source.addEventListener("open", () => changed(null));
 }
 
 /** "Turn on desktop notifications", while the browser has not asked. */
