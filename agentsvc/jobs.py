@@ -8,6 +8,8 @@ removal. Services receive a `Jobs`, never the scheduler or the application.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -20,6 +22,8 @@ class Jobs:
 
     def __init__(self) -> None:
         self.scheduler = AsyncIOScheduler(timezone="UTC")
+        self._runs: set[asyncio.Task[Any]] = set()
+        self._stopping = False
 
     @property
     def running(self) -> bool:
@@ -28,8 +32,35 @@ class Jobs:
     def start(self) -> None:
         self.scheduler.start()
 
-    def stop(self) -> None:
-        self.scheduler.shutdown(wait=False)
+    async def stop(self) -> None:
+        """Wake nothing more and end the runs in flight (cancelled, as the service stops:
+        not an error), before the database and clients they use close. Idempotent."""
+        self._stopping = True
+        if self.scheduler.running:
+            self.scheduler.shutdown(wait=False)
+        runs = list(self._runs)
+        for run in runs:
+            run.cancel()
+        await asyncio.gather(*runs, return_exceptions=True)
+
+    def _tracked(self, fn: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+        """`fn` as a run `stop` can end: known while it runs, quiet when stopped."""
+
+        @functools.wraps(fn)
+        async def run(*args: Any) -> Any:
+            task = asyncio.current_task()
+            assert task is not None
+            self._runs.add(task)
+            try:
+                return await fn(*args)
+            except asyncio.CancelledError:
+                if self._stopping:
+                    return None
+                raise
+            finally:
+                self._runs.discard(task)
+
+        return run
 
     def every(
         self,
@@ -42,7 +73,7 @@ class Jobs:
         """Run `fn(*args)` every `seconds` (and at once with run_now); runs never overlap."""
         extra: dict[str, Any] = {"next_run_time": datetime.now(UTC)} if run_now else {}
         self.scheduler.add_job(
-            fn,
+            self._tracked(fn),
             "interval",
             seconds=seconds,
             args=list(args),
@@ -60,7 +91,7 @@ class Jobs:
         if job is not None and job.next_run_time is not None and job.next_run_time <= at:
             return
         self.scheduler.add_job(
-            fn,
+            self._tracked(fn),
             "date",
             run_date=max(at, datetime.now(UTC)),
             id=job_id,

@@ -109,6 +109,7 @@ def attach(app: web.Application) -> None:
         ]
     )
     app.on_shutdown.append(_close_streams)
+    app.on_shutdown.append(_stop_jobs)
 
 
 async def _limits(app: web.Application) -> AsyncIterator[None]:
@@ -157,7 +158,7 @@ async def _jobs(app: web.Application) -> AsyncIterator[None]:
     jobs.start()
     app[app_keys.jobs_key] = jobs
     yield
-    jobs.stop()
+    await jobs.stop()
 
 
 async def _tools(app: web.Application) -> AsyncIterator[None]:
@@ -234,6 +235,14 @@ async def _close_streams(app: web.Application) -> None:
         streams = app.get(key)
         if streams is not None:
             await streams.close_all()
+
+
+async def _stop_jobs(app: web.Application) -> None:
+    """on_shutdown: no job starts or goes on while the resources close (a run in flight is
+    cancelled, which is not an error)."""
+    jobs = app.get(app_keys.jobs_key)
+    if jobs is not None:
+        await jobs.stop()
 
 
 async def _handoff(app: web.Application) -> AsyncIterator[None]:

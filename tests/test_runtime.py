@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 
 from aiohttp.test_utils import TestServer
 
@@ -90,3 +91,29 @@ async def test_stop_ends_every_background_task_and_counts_queued_events(tmp_path
     finally:
         await again.close()
     assert count == 100
+
+
+async def test_stop_ends_a_job_in_flight_quietly_before_the_database_closes(tmp_path, caplog):
+    app = create_app(make_settings(tmp_path))
+    server = TestServer(app)
+    await server.start_server()
+    jobs = app[app_keys.jobs_key]
+    db = app[app_keys.db_key]
+    started = asyncio.Event()
+    seen: list[str] = []
+
+    async def slow_sweep() -> None:
+        started.set()
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            seen.append(str(await db.reader.fetchval("SELECT 1")))  # still open
+            raise
+
+    jobs.every("slow-sweep", 3600, slow_sweep, run_now=True)
+    await asyncio.wait_for(started.wait(), 10)
+    with caplog.at_level(logging.INFO):
+        await server.close()
+    assert seen == ["1"]
+    assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
+    assert not jobs.running
