@@ -13,6 +13,7 @@ import atexit
 import json
 import os
 import select
+import shutil
 import socket
 import subprocess
 import sys
@@ -46,6 +47,7 @@ def _socket_path() -> str:
             def stop() -> None:
                 proc.kill()
                 proc.wait()
+                shutil.rmtree(folder, ignore_errors=True)
 
             atexit.register(stop)
             _started["path"] = path

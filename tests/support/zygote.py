@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import sys
 import threading
@@ -47,13 +48,14 @@ def _report_exit(pid: int, conn: socket.socket) -> None:
         conn.sendall(f"{os.waitstatus_to_exitcode(status)}\n".encode())
 
 
-def _exit_with_the_test_process() -> None:
+def _exit_with_the_test_process(path: str) -> None:
     sys.stdin.read()  # the end of the pipe: the test process has ended
+    shutil.rmtree(os.path.dirname(path), ignore_errors=True)  # its folder of one socket
     os._exit(0)
 
 
 def serve(path: str) -> None:
-    threading.Thread(target=_exit_with_the_test_process, daemon=True).start()
+    threading.Thread(target=_exit_with_the_test_process, args=(path,), daemon=True).start()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     listener.listen()
