@@ -35,13 +35,28 @@ if TYPE_CHECKING:
     from saml2.server import Server
 
 
+@functools.cache
 def _pysaml2_idp():
     """pysaml2's provider side, loaded when a provider is made: its SAML schemas take a
     second to load, which every test process would pay when it collects the suite."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CryptographyDeprecationWarning)
         from saml2 import config, metadata, server, sigver
+    # pysaml2 reads the provider's private key each time it makes a security context (four
+    # times an exchange), and cryptography checks an RSA key's consistency on each load: 50
+    # ms of CPU every time. The fake's keys never change: each is loaded once per process.
+    # (Our service provider signs nothing and loads no private key.)
+    sigver.import_rsa_key_from_file = _private_key_from_file
     return config, metadata, server, sigver
+
+
+def _private_key_from_file(filename: str):
+    return _private_key(Path(filename).read_bytes())
+
+
+@functools.cache
+def _private_key(pem: bytes):
+    return serialization.load_pem_private_key(pem, None)
 
 
 ASSERTION_NODE = "urn:oasis:names:tc:SAML:2.0:assertion:Assertion"
