@@ -64,14 +64,11 @@ def test_every_minified_module_is_the_same_program_as_its_source(tmp_path):
             continue
         minified = tmp_path / (name[:-3] + ".mjs")
         minified.write_bytes(asset.body)
-        checked = subprocess.run(  # noqa: S603 (node on a file this test wrote)
-            [node, "--check", str(minified)], capture_output=True, text=True, check=False
-        )
-        assert checked.returncode == 0, (name, checked.stderr)
         pairs += [str(STATIC_DIR / name), str(minified)]
     assert len(pairs) > 40
-    compared = subprocess.run(  # noqa: S603
-        [node, str(SAME_PROGRAM), *pairs],
+    # One node process compiles each minified module with V8 and compares it with its source.
+    compared = subprocess.run(  # noqa: S603 (node on files this test wrote)
+        [node, "--experimental-vm-modules", str(SAME_PROGRAM), *pairs],
         capture_output=True,
         text=True,
         check=False,
