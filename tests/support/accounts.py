@@ -23,6 +23,18 @@ def bearer(key: str) -> dict[str, str]:
 
 
 SESSION_COOKIE = "agentsvc_session"
+_HASHES: dict[str, str] = {}
+
+
+async def _password_hash(password: str) -> str:
+    """A real argon2id hash of `password` by the service's own function, made once per test
+    process and password: each costs 33 ms of CPU, and the suite creates hundreds of users
+    with the same few passwords. Signing in still verifies it for real."""
+    if password not in _HASHES:
+        from agentsvc.passwords import hash_password_async
+
+        _HASHES[password] = await hash_password_async(password)
+    return _HASHES[password]
 
 
 PASSWORD = "correct horse battery"  # noqa: S105 (a test password)
@@ -30,10 +42,8 @@ PASSWORD = "correct horse battery"  # noqa: S105 (a test password)
 
 async def create_user(client: TestClient, email: str, password: str = PASSWORD, name: str = ""):
     """Create a user with a password and their own team; return (user, team)."""
-    from agentsvc.passwords import hash_password_async
-
     db = client.app[app_keys.db_key]
-    password_hash = await hash_password_async(password)
+    password_hash = await _password_hash(password)
     async with db.write() as conn:
         return await accounts.create_user_with_team(
             conn, email=email, name=name, password_hash=password_hash, plan="pro"
