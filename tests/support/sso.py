@@ -3,6 +3,8 @@ from our start through the provider's forms back to our callback."""
 
 from __future__ import annotations
 
+import atexit
+
 from agentsvc.api import app_keys
 from agentsvc.services.sso import domains
 from tests.support.accounts import SESSION_COOKIE, add_member, create_user, session, sign_in
@@ -25,11 +27,19 @@ BY_DESIGN = {
 }
 
 
+_RUNNING: list[OpenIdProvider] = []
+
+
 def provider_for_module(tmp_path_factory):
-    """Start the provider for a test module (a generator for a module-scoped fixture)."""
-    provider: OpenIdProvider = start_provider(tmp_path_factory.mktemp("oidc"))
+    """The provider for a test module (a generator for a module-scoped fixture): one per
+    test process, started on first use (half a second of node's CPU each) and stopped when
+    the process exits; each module starts with no claims set by another."""
+    if not _RUNNING:
+        _RUNNING.append(start_provider(tmp_path_factory.mktemp("oidc")))
+        atexit.register(stop_provider, _RUNNING[0])
+    provider = _RUNNING[0]
+    provider.claims_file.write_text("{}")
     yield provider
-    stop_provider(provider)
 
 
 async def owner_team(client):
