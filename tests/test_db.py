@@ -230,6 +230,35 @@ async def test_a_slow_read_does_not_hold_up_the_other_reads(db):
     assert await slow == 3000000
 
 
+async def test_readers_open_as_needed_and_close_with_the_database(tmp_path):
+    """One reader at first; a second opens when the first is held by a slow read, never
+    more than configured; closing ends them all (no connection's thread is left)."""
+    threads = threading.active_count()
+    db = SqliteDatabase(tmp_path / "lazy.db", readers=2)
+    await db.open()
+    try:
+        assert len(db._readers) == 1  # the writer, one reader (and no batched-write connection)
+        assert db._loop_writer is None
+        assert await db.reader.fetchval("SELECT 1") == 1
+        assert len(db._readers) == 1  # a fast read needs no second
+        slow = [asyncio.ensure_future(db.reader.fetchval(SLOW_QUERY)) for _ in range(3)]
+        await asyncio.sleep(0.05)
+        assert await db.reader.fetchval("SELECT 2") == 2
+        assert len(db._readers) == 2  # opened for it, and no more than configured
+        await asyncio.gather(*slow)
+        # A read in flight when the database closes still gets its answer.
+        busy = asyncio.ensure_future(db.reader.fetchval(SLOW_QUERY))
+        await asyncio.sleep(0.05)
+    finally:
+        await db.close()
+    assert await busy == 3000000
+    for _ in range(50):
+        if threading.active_count() <= threads:
+            break
+        await asyncio.sleep(0.02)
+    assert threading.active_count() <= threads
+
+
 async def test_with_one_reader_reads_queue_behind_a_slow_one(tmp_path):
     db = SqliteDatabase(tmp_path / "one.db", readers=1)
     await db.open()

@@ -2,8 +2,8 @@
 
 Connections: one writer (aiosqlite, its own thread) behind an asyncio lock, a few readers
 (aiosqlite, query-only; WAL lets them read beside the writer and each other; see
-`ReaderPool`), and one plain connection the
-batched writes use on the event loop's thread. Small writes that come in floods (chat
+`ReaderPool`; opened as needed), and one plain connection the batched writes use on the
+event loop's thread (opened for the first batch). Small writes that come in floods (chat
 messages, trigger events) are committed at once on the loop when the writer is free:
 under load the two thread switches of a hop cost more than the write itself (measured:
 ~90,000 context switches and ~4 µs of CPU per trigger event less). So that no commit on
@@ -105,26 +105,58 @@ class ReaderPool:
     The first reader takes every statement while it keeps up, so statements issued
     together share one wake-up of its thread; when its oldest statement is older than
     SLOW_READ_SECONDS, the statement goes to the reader with the fewest in flight. A slow
-    read thus holds one connection, never the whole service.
+    read thus holds one connection, never the whole service. Readers after the first are
+    opened when first needed, up to `size` (each connection costs about 2 ms of CPU to
+    open, reading the schema, and most processes, commands and tests never need them).
     """
 
     dialect = "sqlite"
 
-    __slots__ = ("_readers",)
+    __slots__ = ("_readers", "_size", "_connect", "_opening")
 
-    def __init__(self, readers: list[_Reader]):
-        self._readers = readers
+    def __init__(
+        self, first: _Reader, size: int, connect: Callable[[], Awaitable[aiosqlite.Connection]]
+    ):
+        self._readers = [first]
+        self._size = size
+        self._connect = connect
+        self._opening: asyncio.Future[_Reader] | None = None
 
-    def _pick(self) -> _Reader:
+    def _pick(self) -> _Reader | None:
+        """The reader to use; None when all are busy and another may be opened."""
         first = self._readers[0]
-        if not first.started or len(self._readers) == 1:
+        if not first.started or self._size == 1:
             return first
         if time.monotonic() - first.started[0] < SLOW_READ_SECONDS:
             return first
-        return min(self._readers, key=lambda r: len(r.started))
+        idle = min(self._readers, key=lambda r: len(r.started))
+        if idle.started and len(self._readers) < self._size:
+            return None
+        return idle
+
+    async def _grow(self) -> _Reader:
+        """Open one more reader (statements that need it meanwhile wait for the same one)."""
+        if self._opening is None:
+            self._opening = asyncio.ensure_future(self._open_one())
+        opening = self._opening
+        try:
+            return await asyncio.shield(opening)
+        finally:
+            if opening.done() and self._opening is opening:
+                self._opening = None
+
+    async def _open_one(self) -> _Reader:
+        reader = _Reader(await self._connect())
+        self._readers.append(reader)
+        return reader
+
+    async def settle(self) -> None:
+        """Wait for a reader being opened (before the connections close)."""
+        if self._opening is not None:
+            await asyncio.gather(self._opening, return_exceptions=True)
 
     async def _run(self, method: str, sql: str, params: Any) -> Any:
-        reader = self._pick()
+        reader = self._pick() or await self._grow()
         # Statements of one connection complete in the order they were sent (one thread).
         reader.started.append(time.monotonic())
         try:
@@ -286,22 +318,34 @@ class SqliteDatabase:
         # write in progress, and SQLite then refuses savepoints on this connection.
         await self._writer.execute_fetchall("PRAGMA wal_autocheckpoint = 0")
         await self._migrate()
-        for _ in range(self.reader_count):
-            reader = await _connect(self.path)
-            await reader.execute("PRAGMA query_only = ON")
-            self._readers.append(reader)
-        self._read_tx = ReaderPool([_Reader(conn) for conn in self._readers])
-        raw = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        raw.row_factory = sqlite3.Row
-        raw.executescript(_PRAGMAS)
-        raw.execute("PRAGMA wal_autocheckpoint = 0").fetchall()
-        # Never wait on the loop: a CLI command writing in another process means "busy".
-        raw.execute("PRAGMA busy_timeout = 0")
-        self._loop_writer = raw
+        self._read_tx = ReaderPool(
+            _Reader(await self._connect_reader()), self.reader_count, self._connect_reader
+        )
+
+    async def _connect_reader(self) -> aiosqlite.Connection:
+        reader = await _connect(self.path)
+        self._readers.append(reader)
+        await reader.execute("PRAGMA query_only = ON")
+        return reader
+
+    def _loop_connection(self) -> sqlite3.Connection:
+        """The batched writes' connection, opened (in a worker thread) for the first batch:
+        most commands and many processes never batch a write."""
+        if self._loop_writer is None:
+            raw = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            raw.row_factory = sqlite3.Row
+            raw.executescript(_PRAGMAS)
+            raw.execute("PRAGMA wal_autocheckpoint = 0").fetchall()
+            # Never wait on the loop: a CLI command writing in another process means "busy".
+            raw.execute("PRAGMA busy_timeout = 0")
+            self._loop_writer = raw
+        return self._loop_writer
 
     async def close(self) -> None:
         """Commit queued batched writes, then close every connection (closing checkpoints)."""
         await self._batcher.close()
+        if self._read_tx is not None:
+            await self._read_tx.settle()
         if self._loop_writer is not None:
             self._loop_writer.close()
         for conn in (self._vector_reader, *self._readers, self._writer):
@@ -381,8 +425,10 @@ class SqliteDatabase:
     async def _write_batch(self, units: list[Callable[[Tx], Awaitable[Any]]]) -> list[Any]:
         """Commit a batch, each unit in its own savepoint; a unit's error is its result.
         Timed as one transaction; a slow one names its slowest unit."""
-        assert self._loop_writer is not None, "database is not open"
+        assert self._writer is not None, "database is not open"
         async with self._write_lock:
+            if self._loop_writer is None:
+                await asyncio.to_thread(self._loop_connection)
             started = self.clock.start()
             slowest = Slowest(units[0])
             try:
