@@ -237,8 +237,8 @@ def validate_model(model: type[BaseModel], data: Any, prefix: str = "") -> BaseM
 
 @dataclass(frozen=True, slots=True)
 class _Bound:
-    """What an endpoint's wrapper reads from its application, once (the wrapper belongs to
-    one app)."""
+    """What an endpoint's wrapper reads from an application, once per application (the
+    wrappers are shared by the applications of a process: see `app.py`)."""
 
     deps: RequestDeps
     stats: RequestStats
@@ -316,13 +316,13 @@ def make_handler(endpoint: Endpoint) -> Callable[[web.Request], Awaitable[web.St
     """Wrap an endpoint's handler with authentication, limits, validation, the error
     envelope and the service's headers (see `pipeline`)."""
     route = endpoint.documented_path  # what aiohttp calls the resource's canonical path
-    bound: _Bound | None = None
 
     async def handle(request: web.Request) -> web.StreamResponse:
         # One coroutine for the whole request: every extra layer costs on every request.
-        nonlocal bound
+        deps = request_deps(request)
+        bound = deps.bound.get(handle)
         if bound is None:
-            bound = _bind(endpoint, request_deps(request))
+            bound = deps.bound[handle] = _bind(endpoint, deps)
         if bound.proxies:
             request = bound.proxies.client_of(request)
         state = RequestState(time.perf_counter(), endpoint.cors, route, bound.stats)

@@ -4,8 +4,8 @@ and what every request needs from the application."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
@@ -28,6 +28,9 @@ class RequestDeps:
     keys: KeyResolver  # API keys and session tokens to principals
     metrics: Metrics
     body_slots: BodySlots  # the few large bodies held at once (see `api.bodies`)
+    # Each endpoint's wrapper's values of this application, computed on its first request
+    # (the wrappers are shared by every application of the process: `routing.make_handler`).
+    bound: dict[Any, Any] = field(default_factory=dict)
 
 
 def request_deps(request: web.Request) -> RequestDeps:

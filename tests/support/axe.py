@@ -15,7 +15,8 @@ def serious_violations(page: Page, selector: str = "body") -> list[dict]:
     if not page.evaluate("() => typeof axe !== 'undefined'"):
         page.evaluate(AXE.read_text("utf-8"))  # not a script tag: the CSP forbids those
     found = page.evaluate(
-        """async (selector) => (await axe.run({include: [[selector]]})).violations.map(
+        """async (selector) => (await axe.run({include: [[selector]]},
+            {resultTypes: ["violations"]})).violations.map(
             v => ({id: v.id, impact: v.impact, nodes: v.nodes.map(n => n.target.join(" "))}))""",
         selector,
     )
