@@ -20,6 +20,11 @@ import threading
 
 import agentsvc.app  # noqa: F401 (loaded once, here, for every command forked from here)
 import agentsvc.cli
+from agentsvc.api import all_endpoints
+
+# The API's modules load when a server first builds its routes (0.8 s of CPU: their models),
+# not with the package: loaded here, no forked `serve` pays for them.
+all_endpoints()
 
 
 def _child(request: dict, fds: list[int]) -> None:
