@@ -22,6 +22,7 @@ from tests.support.accounts import bearer, create_user, new_api_key, session, si
 from tests.support.chat import Stream, chat, get_conversation, new_agent, user
 from tests.support.errors import assert_error
 from tests.support.live import open_events
+from tests.support.pools import open_every_connection
 
 # It measures the machine (timings, memory, recovery): it runs alone (tests/conftest.py).
 pytestmark = pytest.mark.needs_the_machine
@@ -203,16 +204,7 @@ async def test_abrupt_disconnects_leave_nothing_behind(make_client):
     # with Redis the rate limiter's connections, which grow with concurrent checks) are part
     # of the baseline.
     assert await asyncio.gather(*(bounded(i) for i in range(100))) == [200] * 100
-    pool = getattr(client.app[app_keys.db_key], "_pool", None)
-    if pool is not None:  # PostgreSQL: its pool opens connections as load needs, up to its size
-        held = [await pool.acquire() for _ in range(pool.get_max_size())]
-        for connection in held:
-            await pool.release(connection)
-    redis_pool = getattr(client.app[app_keys.limiter_key], "_pool", None)
-    if redis_pool is not None:  # Redis: the limiter's pool too, up to its cap
-        held = [await redis_pool.get_connection() for _ in range(redis_pool.max_connections)]
-        for connection in held:
-            await redis_pool.release(connection)
+    await open_every_connection(client.app)
     await _settle(client, None)
     fds, tasks = _fds(), len(asyncio.all_tasks())
 
