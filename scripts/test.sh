@@ -103,6 +103,15 @@ run_tests() {
     return $status
 }
 
+# One zygote for every test process of the run: `agentsvc serve` and the other commands the
+# tests run as processes fork from it with the package loaded (tests/support/warm.py), and a
+# zygote costs 2 s of CPU to load. It exits when this script does (its stdin ends).
+zygote_dir=$(mktemp -d)
+exec {zygote_stdin}> >(exec python3 tests/support/zygote.py "$zygote_dir/s" >"$zygote_dir/ready")
+for _ in $(seq 600); do [ -s "$zygote_dir/ready" ] && break; sleep 0.05; done
+[ -s "$zygote_dir/ready" ] || { echo "the tests' zygote did not start" >&2; exit 1; }
+export TEST_ZYGOTE_SOCKET="$zygote_dir/s"
+
 status=0
 for backend in $backends; do
     if [ "$backend" = sqlite ]; then

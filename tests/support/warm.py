@@ -28,7 +28,12 @@ _started: dict[str, object] = {}
 
 
 def _socket_path() -> str:
-    """The zygote of this test process, started on first use and stopped at its exit."""
+    """The run's zygote (scripts/test.sh starts one for all its test processes and names its
+    socket in TEST_ZYGOTE_SOCKET), else this test process's own, started on first use and
+    stopped at its exit."""
+    shared = os.environ.get("TEST_ZYGOTE_SOCKET")
+    if shared:
+        return shared
     with _lock:
         if "path" not in _started:
             folder = tempfile.mkdtemp(prefix="agentsvc-zygote-")
@@ -77,7 +82,9 @@ class WarmProcess:
                 ours.append(fd)
             else:
                 theirs.append(number)  # inherited, as Popen's None
-        request = json.dumps({"args": self.args, "cwd": str(cwd), "env": dict(env)}) + "\n"
+        # The child is as niced as this process (scripts/test.sh nices the workers' phase).
+        asked = {"args": self.args, "cwd": str(cwd), "env": dict(env), "nice": os.nice(0)}
+        request = json.dumps(asked) + "\n"
         self._conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._conn.connect(_socket_path())
         socket.send_fds(self._conn, [request.encode()], theirs)

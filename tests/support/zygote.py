@@ -1,6 +1,7 @@
 """A process that has loaded agentsvc once and forks an `agentsvc` command for each request.
 
-Started by tests/support/warm.py with the path of a Unix socket. Each request is a line
+Started by scripts/test.sh for a whole run (or by tests/support/warm.py for one test
+process) with the path of a Unix socket; it exits when its stdin ends. Each request is a line
 of JSON (`args`, `cwd`, `env`) with the child's stdin, stdout and stderr passed as file
 descriptors; the answer is the child's pid, then, when it ends, its exit status as
 `subprocess` gives it (negative: the signal that ended it). The child runs `main(args)`,
@@ -32,6 +33,9 @@ def _child(request: dict, fds: list[int]) -> None:
         os.dup2(fd, target)
     for fd in fds:
         os.close(fd)
+    lower = request.get("nice", 0) - os.nice(0)
+    if lower > 0:  # as niced as the test process that asked (none may raise its priority)
+        os.nice(lower)
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
