@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
 stamp=build/dev-install.stamp
 want="$(command -v python3) $(sha256sum pyproject.toml | cut -d' ' -f1) $PWD"
-here=$(python3 -c 'import agentsvc, pathlib; print(pathlib.Path(agentsvc.__file__).resolve().parent.parent)' 2>/dev/null || true)
+# Asked from / : from here, the checkout's own agentsvc/ would answer, installed or not.
+here=$(cd / && python3 -c 'import agentsvc.cli, pathlib; print(pathlib.Path(agentsvc.cli.__file__).resolve().parent.parent)' 2>/dev/null || true)
 if [ "$here" = "$PWD" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
     exit 0
 fi

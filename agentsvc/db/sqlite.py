@@ -135,18 +135,17 @@ class ReaderPool:
         return idle
 
     async def _grow(self) -> _Reader:
-        """Open one more reader (statements that need it meanwhile wait for the same one)."""
+        """Open one more reader (statements that need it meanwhile wait for the same one;
+        shielded: a cancelled statement does not cancel the opening)."""
         if self._opening is None:
             self._opening = asyncio.ensure_future(self._open_one())
-        opening = self._opening
-        try:
-            return await asyncio.shield(opening)
-        finally:
-            if opening.done() and self._opening is opening:
-                self._opening = None
+        return await asyncio.shield(self._opening)
 
     async def _open_one(self) -> _Reader:
-        reader = _Reader(await self._connect())
+        try:
+            reader = _Reader(await self._connect())
+        finally:
+            self._opening = None
         self._readers.append(reader)
         return reader
 
@@ -328,18 +327,16 @@ class SqliteDatabase:
         await reader.execute("PRAGMA query_only = ON")
         return reader
 
-    def _loop_connection(self) -> sqlite3.Connection:
+    def _open_loop_writer(self) -> None:
         """The batched writes' connection, opened (in a worker thread) for the first batch:
         most commands and many processes never batch a write."""
-        if self._loop_writer is None:
-            raw = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-            raw.row_factory = sqlite3.Row
-            raw.executescript(_PRAGMAS)
-            raw.execute("PRAGMA wal_autocheckpoint = 0").fetchall()
-            # Never wait on the loop: a CLI command writing in another process means "busy".
-            raw.execute("PRAGMA busy_timeout = 0")
-            self._loop_writer = raw
-        return self._loop_writer
+        raw = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        raw.row_factory = sqlite3.Row
+        raw.executescript(_PRAGMAS)
+        raw.execute("PRAGMA wal_autocheckpoint = 0").fetchall()
+        # Never wait on the loop: a CLI command writing in another process means "busy".
+        raw.execute("PRAGMA busy_timeout = 0")
+        self._loop_writer = raw
 
     async def close(self) -> None:
         """Commit queued batched writes, then close every connection (closing checkpoints)."""
@@ -428,7 +425,7 @@ class SqliteDatabase:
         assert self._writer is not None, "database is not open"
         async with self._write_lock:
             if self._loop_writer is None:
-                await asyncio.to_thread(self._loop_connection)
+                await asyncio.to_thread(self._open_loop_writer)
             started = self.clock.start()
             slowest = Slowest(units[0])
             try:
