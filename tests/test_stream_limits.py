@@ -173,6 +173,17 @@ def _fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
+def _fd_targets() -> set[str]:
+    """What the open file descriptors point at (named in a failure)."""
+    targets = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            targets.add(os.readlink(f"/proc/self/fd/{fd}"))
+        except OSError:  # closed meanwhile (listdir's own)
+            pass
+    return targets
+
+
 async def _settle(client, fds: int | None) -> None:
     for _ in range(200):
         if await open_streams_gauge(client) == 0 and (fds is None or _fds() <= fds):
@@ -206,13 +217,13 @@ async def test_abrupt_disconnects_leave_nothing_behind(make_client):
     assert await asyncio.gather(*(bounded(i) for i in range(100))) == [200] * 100
     await open_every_connection(client.app)
     await _settle(client, None)
-    fds, tasks = _fds(), len(asyncio.all_tasks())
+    fds, targets, tasks = _fds(), _fd_targets(), len(asyncio.all_tasks())
 
     statuses = await asyncio.gather(*(bounded(i) for i in range(100)))
     assert statuses == [200] * 100
     await _settle(client, fds)
     assert await open_streams_gauge(client) == 0
-    assert _fds() <= fds
+    assert _fds() <= fds, f"newly open: {sorted(_fd_targets() - targets)}"
     assert len(client.app[app_keys.chat_streams_key]) == 0
     assert len(asyncio.all_tasks()) <= tasks
 

@@ -24,10 +24,14 @@ async def open_every_connection(app) -> None:
             await pool.release(connection)
     else:  # SQLite: a reader opens when the others are held by slow reads, up to the count
         slow = []
-        for _ in range(db.reader_count):
+        for _ in range(50):  # a loaded machine may finish a slow read before the next opens
+            if len(db._readers) >= db.reader_count:
+                break
             slow.append(asyncio.ensure_future(db.reader.fetchval(SLOW_READ)))
             await asyncio.sleep(0.02)  # each read is then the oldest of a busy reader
+            await db.reader.settle()  # the reader it asked for is open
         await asyncio.gather(*slow)
+        assert len(db._readers) == db.reader_count
     redis_pool = getattr(app[app_keys.limiter_key], "_pool", None)
     if redis_pool is not None:  # Redis: the limiter's pool too, up to its cap
         held = [await redis_pool.get_connection() for _ in range(redis_pool.max_connections)]
