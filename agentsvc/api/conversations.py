@@ -8,7 +8,7 @@ from pydantic import Field
 
 from agentsvc.api import app_keys
 from agentsvc.api.cursors import MAX_CURSOR_LENGTH, decode_cursor, next_cursor
-from agentsvc.api.list_filters import AgentId, ConversationFilterQuery
+from agentsvc.api.list_filters import AgentId, ChannelName, ConversationFilterQuery
 from agentsvc.api.models import RequestModel, ResponseModel
 from agentsvc.api.routing import API_PREFIX, Call, RouteTable, envelope_response
 from agentsvc.services.agents import identity as identity_service
@@ -65,6 +65,8 @@ class Assignee(ResponseModel):
 
 
 Status = Literal["bot", "waiting", "human", "closed"]
+CHANNEL_DESCRIPTION = "web (the widget, /chat, MCP) or the type of the channel it came through"
+CHANNEL_ID_DESCRIPTION = "the channel it came through (null for web, or once deleted)"
 STATUS_DESCRIPTION = (
     "bot: the agent answers; waiting: a person was asked for; human: a member has it; closed"
 )
@@ -87,6 +89,8 @@ class ConversationSummary(ResponseModel):
     status: Status = Field(description=STATUS_DESCRIPTION)
     assignee: Assignee | None
     trigger_id: str | None = Field(description="the widget trigger the chat started from")
+    channel: ChannelName = Field(description=CHANNEL_DESCRIPTION)
+    channel_id: str | None = Field(description=CHANNEL_ID_DESCRIPTION)
     ratings: Ratings
     created_at: str
     updated_at: str
@@ -175,6 +179,8 @@ class ConversationOut(ResponseModel):
     status: Status = Field(description=STATUS_DESCRIPTION)
     assignee: Assignee | None
     trigger_id: str | None
+    channel: ChannelName = Field(description=CHANNEL_DESCRIPTION)
+    channel_id: str | None = Field(description=CHANNEL_ID_DESCRIPTION)
     messages: list[MessageOut]
     notes: list[NoteOut] = Field(description="members' private notes, oldest first")
     created_at: str
@@ -231,6 +237,8 @@ def _base_json(conv: Conversation, origin: str = "") -> dict:
         "status": conv.status,
         "assignee": assignee_json(conv, origin),
         "triggerId": conv.trigger_id,
+        "channel": conv.channel,
+        "channelId": conv.channel_id,
     }
 
 
