@@ -13,6 +13,7 @@ def all_endpoints() -> list[Endpoint]:
         answers,
         api_keys,
         audit,
+        channels,
         chat,
         conversations,
         dashboard,
@@ -69,6 +70,7 @@ def all_endpoints() -> list[Endpoint]:
         profile.routes,
         api_keys.routes,
         webhooks.routes,
+        channels.routes,
         privacy.routes,
         audit.routes,
     ]

@@ -11,6 +11,7 @@ from agentsvc.api.cursors import MAX_CURSOR_LENGTH, decode_cursor, next_cursor
 from agentsvc.api.list_filters import AgentId, ChannelName, ConversationFilterQuery
 from agentsvc.api.models import RequestModel, ResponseModel
 from agentsvc.api.routing import API_PREFIX, Call, RouteTable, envelope_response
+from agentsvc.api.state import request_deps
 from agentsvc.services.agents import identity as identity_service
 from agentsvc.services.chat.conversations import Feedback, PageAt, assignee_of
 from agentsvc.services.chat.service import ConversationsService
@@ -216,7 +217,8 @@ def avatar_url(origin: str, avatar_id: str | None) -> str | None:
 
 def public_origin(call: Call) -> str:
     """The server's public origin, which avatar addresses are absolute on."""
-    return call.app[app_keys.settings_key].server.public_url.rstrip("/")
+    # The settings every request's wrapper already holds (no lookup of its own).
+    return request_deps(call.request).settings.server.public_url.rstrip("/")
 
 
 def assignee_json(conv: Conversation, origin: str) -> dict | None:

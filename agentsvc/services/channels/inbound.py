@@ -1,0 +1,197 @@
+"""What a channel receives: each platform message recorded once (its id is a key of the
+database, so a retry of the platform makes no second turn), answered by a chat turn of the
+channel's agent through `ChatTurns` (the one turn every door runs), in the conversation of
+that platform user on that channel, and the reply written to the outbox.
+
+The platform is answered as soon as the message is recorded; the turn runs in a task of
+this process. One platform user's messages are answered one after the other, in order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+
+from agentsvc.db import Database
+from agentsvc.errors import DomainError
+from agentsvc.ids import new_id, now_iso
+from agentsvc.services.chat.start import ChatInput
+from agentsvc.services.chat.turn import HeldTurn
+from agentsvc.services.chat.turns import ChatTurns
+from agentsvc.store import channels as store
+from agentsvc.store.channels import Channel
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Inbound:
+    """A platform message, checked: who sent it (the platform's user id), the text, and
+    the platform's id of the message."""
+
+    user_id: str
+    text: str
+    message_id: str
+
+
+def user_ref(channel: Channel, platform_user_id: str) -> str:
+    """The end user's reference (`/end-users/:ref`): the channel's type and the platform's
+    id of the user, `api:u-42`."""
+    return f"{channel.type}:{platform_user_id}"
+
+
+class _Reply:
+    """A turn's stream, kept instead of sent: the text blocks and the error, if any."""
+
+    def __init__(self) -> None:
+        self.blocks: dict[int, list[str]] = {}
+        self.error: dict[str, str] | None = None
+
+    async def event(self, name: str, data: dict[str, Any]) -> None:
+        if name == "error":
+            self.error = data["error"]
+
+    async def delta(self, index: int, text: str) -> None:
+        self.blocks.setdefault(index, []).append(text)
+
+    async def keepalive(self) -> None:
+        return None
+
+    @property
+    def text(self) -> str:
+        return "\n\n".join("".join(parts) for _, parts in sorted(self.blocks.items()))
+
+
+@dataclass(frozen=True, slots=True)
+class InboxConfig:
+    turn_seconds: float  # the longest a turn may take ([chat] max_stream_seconds)
+    close_grace_seconds: float = 5.0  # at shutdown, how long turns under way may finish
+
+
+class ChannelInbox:
+    """Records received messages and answers them (one instance for the app)."""
+
+    def __init__(
+        self,
+        db: Database,
+        turns: ChatTurns,
+        wake: Callable[[datetime], None],
+        config: InboxConfig,
+    ):
+        self._db = db
+        self._turns = turns
+        self._wake = wake  # the outbox worker's: a reply is due
+        self._config = config
+        self._tasks: set[asyncio.Task] = set()
+        # (channel, platform user) -> their lock and how many of their turns wait on it
+        self._users: dict[tuple[str, str], tuple[asyncio.Lock, int]] = {}
+
+    async def receive(self, channel: Channel, message: Inbound) -> bool:
+        """Record a message and start its turn; False when it was received before."""
+        async with self._db.write() as tx:
+            fresh = await store.receive(tx, channel.id, message.message_id, now_iso())
+        if fresh:
+            task = asyncio.create_task(self._answer(channel, message), name="channel-turn")
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        return fresh
+
+    async def _answer(self, channel: Channel, message: Inbound) -> None:
+        """Run the message's turn, one at a time per platform user, and queue the reply."""
+        key = (channel.id, message.user_id)
+        lock, waiting = self._users.get(key, (asyncio.Lock(), 0))
+        self._users[key] = (lock, waiting + 1)
+        try:
+            async with lock:
+                await self._turn(channel, message)
+        except Exception:
+            log.exception(
+                "channel %s: the turn of message %s failed", channel.id, message.message_id
+            )
+        finally:
+            lock, waiting = self._users[key]
+            if waiting == 1:
+                del self._users[key]
+            else:
+                self._users[key] = (lock, waiting - 1)
+
+    async def _turn(self, channel: Channel, message: Inbound) -> None:
+        ref = user_ref(channel, message.user_id)
+        conversation_id = await store.latest_conversation(self._db.reader, channel.id, ref)
+        chat = ChatInput(
+            agent_id=channel.agent_id,
+            messages=(("user", message.text),),
+            conversation_id=conversation_id,
+            session_id=None,
+            user={"id": ref, "email": None, "name": None, "verified_by": None},
+            team_id=channel.team_id,
+            channel=channel.type,
+            channel_id=channel.id,
+        )
+        sink = _Reply()
+        try:
+            async with asyncio.timeout(self._config.turn_seconds):
+                # People's replies do not go out on channels yet: no handoff is offered.
+                turn = await self._turns.run(chat, sink, people_can_answer=False)
+        except DomainError as exc:
+            log.warning(
+                "channel %s: message %s not answered: %s",
+                channel.id,
+                message.message_id,
+                exc.message,
+            )
+            return
+        if isinstance(turn, HeldTurn):
+            return  # a person has the conversation: the message waits for them
+        if sink.error is not None and not sink.text:
+            log.warning(
+                "channel %s: the agent could not answer: %s", channel.id, sink.error.get("message")
+            )
+            return
+        await self._queue_reply(channel, message, turn.conversation.id, turn.message_id, sink.text)
+
+    async def _queue_reply(
+        self, channel: Channel, message: Inbound, conversation_id: str, reply_id: str, text: str
+    ) -> None:
+        """Write the reply's outbox row and wake the worker."""
+        payload = {
+            "type": "message",
+            "conversationId": conversation_id,
+            "userId": message.user_id,
+            "text": text,
+            "messageId": reply_id,
+            "inReplyTo": message.message_id,
+        }
+        now = now_iso()
+        async with self._db.write() as tx:
+            await store.insert_delivery(
+                tx,
+                new_id("channel_delivery"),
+                channel.id,
+                conversation_id,
+                orjson.dumps(payload).decode(),
+                now,
+            )
+        self._wake(datetime.now(UTC))
+
+    async def idle(self) -> None:
+        """Wait until every turn under way has ended (tests, shutdown)."""
+        while self._tasks:
+            await asyncio.wait(set(self._tasks))
+
+    async def close(self) -> None:
+        """Give turns under way a moment, then cancel them."""
+        tasks = set(self._tasks)
+        if not tasks:
+            return
+        _, pending = await asyncio.wait(tasks, timeout=self._config.close_grace_seconds)
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.wait(pending)
