@@ -60,6 +60,17 @@ async def test_an_owner_creates_lists_changes_and_deletes_a_channel(client):
     assert deleted == {"id": created["id"], "deleted": True}
     await assert_error(await client.get(path, headers=auth), 404, "NOT_FOUND")
 
+    log = await data_of(await client.get("/api/v1/audit-log", headers=auth))
+    entries = [e for e in log if e["action"].startswith("channel.")]
+    assert [e["action"] for e in entries] == [
+        "channel.deleted",
+        "channel.updated",
+        "channel.created",
+    ]
+    assert {e["target"]["id"] for e in entries} == {created["id"]}
+    assert entries[2]["details"] == {"type": "api", "agentId": agent["id"]}
+    assert secret not in str(log)
+
 
 async def test_the_secret_is_sealed_at_rest(client):
     _, auth = await owner(client)
