@@ -440,6 +440,9 @@ async def _features(app: web.Application) -> AsyncIterator[None]:
 
     # -- channels (on the chat turns and the outbox)
     channels = _channels(app)
+    resumed = await channels.resume()
+    if resumed:
+        log.info("answering %d channel message(s) received before the last stop", resumed)
 
     # -- team, sign-in, sessions, API keys, limits
     _team_services(app)

@@ -9,11 +9,14 @@ from __future__ import annotations
 import asyncio
 import csv
 import io
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from standardwebhooks.webhooks import Webhook
 
 from agentsvc.api import app_keys
+from agentsvc.ids import iso
+from agentsvc.store import channels as channels_store
 from tests.support.accounts import bearer, create_user, key_for
 from tests.support.channels import (
     PROMPT,
@@ -26,6 +29,7 @@ from tests.support.channels import (
 )
 from tests.support.chat import new_agent
 from tests.support.fakes.webhook_receiver import WebhookReceiver, free_port
+from tests.support.settings import make_settings
 
 FAST = {"retry_schedule_seconds": [0, 0.2, 0.2, 0.2, 0.2, 0.2], "timeout_seconds": 1}
 
@@ -164,3 +168,29 @@ async def test_exports_carry_the_channel(make_client, receiver):
         headers=auth,
     )
     assert resp.status == 200 and (await resp.read()).strip() == b""
+
+
+async def test_a_message_received_before_a_stop_is_answered_after_the_restart(
+    tmp_path, make_client, receiver
+):
+    settings = make_settings(tmp_path, webhooks=FAST)
+    first = await make_client(settings)
+    auth, agent, channel = await setup(first, receiver.url("/ok"))
+    # Recorded (the platform was answered 202), and the process stopped before the turn.
+    two_minutes_ago = iso(datetime.now(UTC) - timedelta(minutes=2))
+    async with first.app[app_keys.db_key].write() as tx:
+        await channels_store.receive(
+            tx, channel["id"], "m-lost", "u-1", "Are returns free?", two_minutes_ago
+        )
+    await first.close()
+
+    second = await make_client(settings)
+    await receiver.wait_for(1, "/ok")
+    reply = receiver.at("/ok")[0].json
+    assert reply["inReplyTo"] == "m-lost" and "free" in reply["text"].lower()
+    again = await send(second, channel, channel["secret"], message("u-1", "Hi", "m-lost"))
+    assert (await data_of(again, 202))["duplicate"] is True
+    assert await second.app[app_keys.channels_key].resume() == 0  # answered once
+    await turns_done(second)
+    [conv] = await channel_conversations(second, auth, agent["id"])
+    assert conv["messageCount"] == 2

@@ -100,14 +100,48 @@ async def delete(tx: Tx, team_id: str, channel_id: str) -> bool:
     return changed > 0
 
 
-async def receive(tx: Tx, channel_id: str, external_id: str, now: str) -> bool:
-    """Record a platform message as received; False when it already was (a retry)."""
+@dataclass(frozen=True, slots=True)
+class Waiting:
+    """A received message whose turn has not started."""
+
+    channel_id: str
+    external_id: str
+    user_id: str
+    text: str
+
+
+async def receive(
+    tx: Tx, channel_id: str, external_id: str, user_id: str, text: str, now: str
+) -> bool:
+    """Record a platform message as received, waiting for its turn; False when it already
+    was (a retry)."""
     changed = await tx.execute(
-        "INSERT INTO channel_inbound (channel_id, external_id, received_at) VALUES (?, ?, ?)"
-        " ON CONFLICT (channel_id, external_id) DO NOTHING",
-        (channel_id, external_id, now),
+        "INSERT INTO channel_inbound (channel_id, external_id, received_at, user_id, text)"
+        " VALUES (?, ?, ?, ?, ?) ON CONFLICT (channel_id, external_id) DO NOTHING",
+        (channel_id, external_id, now, user_id, text),
     )
     return changed > 0
+
+
+async def start_turn(tx: Tx, channel_id: str, external_id: str, now: str) -> bool:
+    """Take a received message for its turn (its text is emptied: the conversation keeps
+    it); False when another turn took it."""
+    changed = await tx.execute(
+        "UPDATE channel_inbound SET started_at = ?, user_id = NULL, text = NULL"
+        " WHERE channel_id = ? AND external_id = ? AND started_at IS NULL",
+        (now, channel_id, external_id),
+    )
+    return changed > 0
+
+
+async def waiting(tx: Tx, received_before: str, limit: int) -> list[Waiting]:
+    """Received messages whose turn never started, oldest first."""
+    rows = await tx.fetchall(
+        "SELECT channel_id, external_id, user_id, text FROM channel_inbound"
+        " WHERE started_at IS NULL AND received_at <= ? ORDER BY received_at LIMIT ?",
+        (received_before, limit),
+    )
+    return [Waiting(*r) for r in rows]
 
 
 async def latest_conversation(tx: Tx, channel_id: str, user_ref: str) -> str | None:

@@ -940,8 +940,14 @@ CREATE TABLE channel_inbound (
     channel_id  TEXT NOT NULL REFERENCES channels(id) ON DELETE CASCADE,
     external_id TEXT NOT NULL,
     received_at TEXT NOT NULL,
+    -- the message until its turn starts (then emptied: the conversation keeps it), so a
+    -- process that stopped in between leaves it to be answered at the next start
+    user_id     TEXT,
+    text        TEXT,
+    started_at  TEXT,
     PRIMARY KEY (channel_id, external_id)
 );
+CREATE INDEX channel_inbound_waiting ON channel_inbound(received_at) WHERE started_at IS NULL;
 CREATE TABLE channel_deliveries (
     id               TEXT PRIMARY KEY,
     channel_id       TEXT NOT NULL REFERENCES channels(id) ON DELETE CASCADE,

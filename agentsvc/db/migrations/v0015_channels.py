@@ -1,7 +1,8 @@
 """Version 15 (issue 32, `channels`): an agent on other channels than the widget. A team's
 channels (the type, the settings that are not credentials as JSON, the credentials sealed
 with the secret box), the platform messages already received (their id is the key, so a
-message delivered twice makes one turn), the replies' outbox rows and their attempt log
+message delivered twice makes one turn; each kept until its turn starts, so a process
+that stops in between leaves it to the next start), the replies' outbox rows and their attempt log
 (the shared outbox's shape, store/deliveries.py), and each conversation's channel: `web`
 for the widget and everything before, else the channel's type, with the channel's id
 (emptied when the channel is deleted; the type stays).
@@ -26,8 +27,14 @@ _CHANNELS = """
         channel_id  TEXT NOT NULL REFERENCES channels(id) ON DELETE CASCADE,
         external_id TEXT NOT NULL,
         received_at TEXT NOT NULL,
+        -- the message until its turn starts (then emptied: the conversation keeps it), so a
+        -- process that stopped in between leaves it to be answered at the next start
+        user_id     TEXT,
+        text        TEXT,
+        started_at  TEXT,
         PRIMARY KEY (channel_id, external_id)
     );
+    CREATE INDEX channel_inbound_waiting ON channel_inbound(received_at) WHERE started_at IS NULL;
     CREATE TABLE channel_deliveries (
         id               TEXT PRIMARY KEY,
         channel_id       TEXT NOT NULL REFERENCES channels(id) ON DELETE CASCADE,

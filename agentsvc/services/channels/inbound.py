@@ -4,7 +4,10 @@ channel's agent through `ChatTurns` (the one turn every door runs), in the conve
 that platform user on that channel, and the reply written to the outbox.
 
 The platform is answered as soon as the message is recorded; the turn runs in a task of
-this process. One platform user's messages are answered one after the other, in order.
+this process. One platform user's messages are answered one after the other, in order. A
+message is kept until its turn starts: one whose process stopped first is answered at the
+next start (`resume`; with several processes, once it has waited `RESUME_AFTER_SECONDS`,
+so a turn another process is about to start is left to it).
 """
 
 from __future__ import annotations
@@ -13,14 +16,14 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import orjson
 
 from agentsvc.db import Database
 from agentsvc.errors import DomainError
-from agentsvc.ids import new_id, now_iso
+from agentsvc.ids import iso, new_id, now_iso
 from agentsvc.services.chat.start import ChatInput
 from agentsvc.services.chat.turn import HeldTurn
 from agentsvc.services.chat.turns import ChatTurns
@@ -28,6 +31,9 @@ from agentsvc.store import channels as store
 from agentsvc.store.channels import Channel
 
 log = logging.getLogger(__name__)
+
+RESUME_AFTER_SECONDS = 60
+RESUME_BATCH = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,12 +101,33 @@ class ChannelInbox:
     async def receive(self, channel: Channel, message: Inbound) -> bool:
         """Record a message and start its turn; False when it was received before."""
         async with self._db.write() as tx:
-            fresh = await store.receive(tx, channel.id, message.message_id, now_iso())
+            fresh = await store.receive(
+                tx, channel.id, message.message_id, message.user_id, message.text, now_iso()
+            )
         if fresh:
-            task = asyncio.create_task(self._answer(channel, message), name="channel-turn")
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            self._start(channel, message)
         return fresh
+
+    def _start(self, channel: Channel, message: Inbound) -> None:
+        task = asyncio.create_task(self._answer(channel, message), name="channel-turn")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def resume(self) -> int:
+        """At start-up: answer the received messages whose turn never started (their
+        process stopped first); return how many."""
+        cutoff = datetime.now(UTC)
+        if self._db.shared:
+            cutoff -= timedelta(seconds=RESUME_AFTER_SECONDS)
+        found = await store.waiting(self._db.reader, iso(cutoff), RESUME_BATCH)
+        started = 0
+        for item in found:
+            channel = await store.get_any(self._db.reader, item.channel_id)
+            if channel is None or not channel.enabled:
+                continue  # a disabled channel's messages wait for it to be enabled
+            self._start(channel, Inbound(item.user_id, item.text, item.external_id))
+            started += 1
+        return started
 
     async def _answer(self, channel: Channel, message: Inbound) -> None:
         """Run the message's turn, one at a time per platform user, and queue the reply."""
@@ -122,6 +149,9 @@ class ChannelInbox:
                 self._users[key] = (lock, waiting - 1)
 
     async def _turn(self, channel: Channel, message: Inbound) -> None:
+        async with self._db.write() as tx:
+            if not await store.start_turn(tx, channel.id, message.message_id, now_iso()):
+                return  # another process's turn has it
         ref = user_ref(channel, message.user_id)
         conversation_id = await store.latest_conversation(self._db.reader, channel.id, ref)
         chat = ChatInput(

@@ -214,6 +214,10 @@ class ChannelsService:
         turn); else its turn runs in the background and the reply goes out."""
         return await self._inbox.receive(channel, message)
 
+    async def resume(self) -> int:
+        """At start-up: answer what was received but not answered before a stop."""
+        return await self._inbox.resume()
+
     async def idle(self) -> None:
         """Wait until every turn under way has ended."""
         await self._inbox.idle()
