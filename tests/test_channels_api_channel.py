@@ -53,6 +53,8 @@ async def test_a_signed_message_is_answered_on_the_channel(make_client, receiver
     client = await make_client(webhooks=FAST)
     auth, agent, channel = await setup(client, receiver.url("/ok"))
     secret = channel["secret"]
+    events = {"url": receiver.url("/events"), "events": ["conversation.created"]}
+    await data_of(await client.post("/api/v1/webhooks", json=events, headers=auth), 201)
 
     resp = await send(client, channel, secret, message("u-1", "When does the shop open?", "m-1"))
     assert await data_of(resp, 202) == {"received": True, "duplicate": False}
@@ -69,6 +71,9 @@ async def test_a_signed_message_is_answered_on_the_channel(make_client, receiver
     assert conv["channel"] == "api" and conv["channelId"] == channel["id"]
     assert conv["user"]["id"] == "api:u-1"
     assert await channel_conversations(client, auth, agent["id"], "web") == []
+    await receiver.wait_for(1, "/events")  # the team's event webhooks hear of it
+    created = receiver.at("/events")[0].json["data"]["conversation"]
+    assert (created["channel"], created["channelId"]) == ("api", channel["id"])
 
     # The same user goes on in the same conversation; another user has their own.
     await send(client, channel, secret, message("u-1", "How long is shipping?", "m-2"))
