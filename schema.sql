@@ -985,9 +985,11 @@ CREATE TABLE channel_inbound (
     external_id TEXT NOT NULL,
     received_at TEXT NOT NULL,
     -- the message until its turn starts (then emptied: the conversation keeps it), so a
-    -- process that stopped in between leaves it to be answered at the next start
+    -- process that stopped in between leaves it to be answered at the next start; the
+    -- address its reply goes to on the platform (a Telegram chat)
     user_id     TEXT,
     text        TEXT,
+    address     TEXT,
     started_at  TEXT,
     PRIMARY KEY (channel_id, external_id)
 );

@@ -43,7 +43,8 @@ from agentsvc.services.answers.service import AnswersService
 from agentsvc.services.audit import AuditService
 from agentsvc.services.channels.inbound import ChannelInbox, InboxConfig
 from agentsvc.services.channels.outbox import ChannelReplies
-from agentsvc.services.channels.service import ChannelsConfig, ChannelsService
+from agentsvc.services.channels.service import ChannelDeps, ChannelsConfig, ChannelsService
+from agentsvc.services.channels.telegram import TelegramApi
 from agentsvc.services.chat.messages import ConversationLog
 from agentsvc.services.chat.service import ConversationsService
 from agentsvc.services.chat.turn import TurnDeps, TurnSources, TurnTools
@@ -463,10 +464,9 @@ def _channels(app: web.Application) -> ChannelsService:
         InboxConfig(turn_seconds=settings.chat.max_stream_seconds),
     )
     channels = app[app_keys.channels_key] = ChannelsService(
-        db,
-        app[app_keys.secret_box_key],
-        app[app_keys.agent_cache_key],
+        ChannelDeps(db, app[app_keys.secret_box_key], app[app_keys.agent_cache_key]),
         inbox,
+        TelegramApi(app[app_keys.outbound_key], settings.webhooks.timeout_seconds),
         ChannelsConfig(
             public_url=settings.server.public_url,
             allow_private=settings.outbound.allow_private,

@@ -184,9 +184,8 @@ async def test_a_message_received_before_a_stop_is_answered_after_the_restart(
     # Recorded (the platform was answered 202), and the process stopped before the turn.
     two_minutes_ago = iso(datetime.now(UTC) - timedelta(minutes=2))
     async with first.app[app_keys.db_key].write() as tx:
-        await channels_store.receive(
-            tx, channel["id"], "m-lost", "u-1", "Are returns free?", two_minutes_ago
-        )
+        lost = channels_store.Waiting(channel["id"], "m-lost", "u-1", "Are returns free?", None)
+        await channels_store.receive(tx, channel["id"], lost, two_minutes_ago)
     await first.close()
 
     second = await make_client(settings)

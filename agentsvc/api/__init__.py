@@ -13,6 +13,7 @@ def all_endpoints() -> list[Endpoint]:
         answers,
         api_keys,
         audit,
+        channel_inbound,
         channels,
         chat,
         conversations,
@@ -71,6 +72,7 @@ def all_endpoints() -> list[Endpoint]:
         api_keys.routes,
         webhooks.routes,
         channels.routes,
+        channel_inbound.routes,
         privacy.routes,
         audit.routes,
     ]

@@ -1,9 +1,8 @@
-"""Channel endpoints: an agent's channels (owners manage them, members read them) and the
-public address each channel receives its platform's messages at."""
+"""Channel endpoints: an agent's channels (owners manage them, members read them); the
+address each channel receives its platform's messages at is in api/channel_inbound.py."""
 
 from __future__ import annotations
 
-import time
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
@@ -11,25 +10,20 @@ from pydantic.json_schema import SkipJsonSchema
 
 from agentsvc.api import app_keys
 from agentsvc.api.audit import actor_of
-from agentsvc.api.bodies import read_body
-from agentsvc.api.limits import take_token
 from agentsvc.api.models import NON_BLANK, RequestModel, ResponseModel
-from agentsvc.api.routing import Call, RouteTable, envelope_response, parse_json, validate_model
-from agentsvc.errors import Unauthorized
-from agentsvc.services.channels.inbound import Inbound
+from agentsvc.api.routing import Call, RouteTable, envelope_response, validate_model
 from agentsvc.services.channels.kinds import AVAILABLE_TYPES
 from agentsvc.services.channels.service import ChannelChange, ChannelsService, ChannelView
-from agentsvc.services.delivery.signing import verify
 from agentsvc.services.tools.rules import MAX_URL_CHARS
 
 routes = RouteTable("channels")
 
 CHANNEL_PATH = "/channels/{id:ch_[A-Za-z0-9_-]+}"
-INBOUND_MAX_MB = 1.0  # a platform message over 1 MB is refused (413)
 ChannelType = Literal[AVAILABLE_TYPES]  # type: ignore[valid-type]
 
 
-def _channels(call: Call) -> ChannelsService:
+def channels_of(call: Call) -> ChannelsService:
+    """The channels service (this module's and api/channel_inbound.py's one lookup)."""
     return call.app[app_keys.channels_key]
 
 
@@ -50,22 +44,61 @@ class ApiChannelConfig(RequestModel):
     ]
 
 
-CONFIG_MODELS: dict[str, type[RequestModel]] = {"api": ApiChannelConfig}
+BOT_TOKEN = r"^[0-9]{1,20}:[A-Za-z0-9_-]{20,100}$"  # noqa: S105 (a pattern)
 
 
-def _config(kind: str, data: Any) -> dict[str, Any]:
+class TelegramChannelConfig(RequestModel):
+    """The `telegram` channel: a bot's token (from @BotFather) and, for tests and proxies,
+    the Bot API's address."""
+
+    bot_token: Annotated[
+        str, Field(pattern=BOT_TOKEN, description="the bot's token, 123456:ABC-... (write-only)")
+    ]
+    api_base_url: (
+        Annotated[
+            str,
+            Field(
+                min_length=1,
+                max_length=MAX_URL_CHARS,
+                description="the Bot API's address (default https://api.telegram.org)",
+            ),
+        ]
+        | SkipJsonSchema[None]
+    ) = None
+
+
+class TelegramChannelPatch(TelegramChannelConfig):
+    """New settings of a telegram channel: the token left out is kept."""
+
+    bot_token: Annotated[str, Field(pattern=BOT_TOKEN)] | SkipJsonSchema[None] = None  # type: ignore[assignment]
+
+
+# Each type's settings on creation, and on a change (credentials may be left out).
+CONFIG_MODELS: dict[str, tuple[type[RequestModel], type[RequestModel]]] = {
+    "api": (ApiChannelConfig, ApiChannelConfig),
+    "telegram": (TelegramChannelConfig, TelegramChannelPatch),
+}
+
+
+def _config(kind: str, data: Any, *, change: bool = False) -> dict[str, Any]:
     """A type's settings, checked by its model (field errors name `config.<field>`)."""
-    model = validate_model(CONFIG_MODELS[kind], data, "config.")
-    return model.model_dump(by_alias=True)
+    model = validate_model(CONFIG_MODELS[kind][change], data, "config.")
+    return model.model_dump(by_alias=True, exclude_none=True)
 
 
 Name = Annotated[str, Field(min_length=1, max_length=100, pattern=NON_BLANK)]
 
 
+CONFIG_DESCRIPTION = (
+    "the type's settings: api {outboundUrl}; telegram {botToken, apiBaseUrl?}"
+    " (credentials are write-only)"
+)
+
+
 class ChannelCreate(RequestModel):
     type: ChannelType = Field(description="the platform: " + ", ".join(AVAILABLE_TYPES))
     name: Name | SkipJsonSchema[None] = None
-    config: ApiChannelConfig = Field(description="the type's settings (api: {outboundUrl})")
+    config: dict[str, Any] = Field(description=CONFIG_DESCRIPTION)
 
 
 class ChannelPatch(RequestModel):
@@ -90,27 +123,13 @@ class ChannelOut(ResponseModel):
 
 class ChannelCreated(ChannelOut):
     secret: str | None = Field(
-        description="api: the whsec_... signing secret, shown only in this answer"
+        description="api: the whsec_... signing secret, shown only in this answer (else null)"
     )
 
 
 class ChannelDeleted(ResponseModel):
     id: str
     deleted: bool
-
-
-class InboundMessage(RequestModel):
-    """What the api channel receives: who wrote (your id for the user), the text, and your
-    id of the message (the same id twice makes one turn)."""
-
-    user_id: Annotated[str, Field(min_length=1, max_length=200, pattern=NON_BLANK)]
-    text: Annotated[str, Field(min_length=1, max_length=10_000, pattern=NON_BLANK)]
-    message_id: Annotated[str, Field(min_length=1, max_length=200, pattern=NON_BLANK)]
-
-
-class InboundReceived(ResponseModel):
-    received: bool
-    duplicate: bool = Field(description="true when this messageId was received before")
 
 
 def channel_json(view: ChannelView) -> dict[str, Any]:
@@ -140,12 +159,9 @@ def channel_json(view: ChannelView) -> dict[str, Any]:
 async def post_channel(call: Call):
     """Give an agent a channel (owner only); an api channel's secret is shown only here."""
     body: ChannelCreate = call.body
-    view = await _channels(call).create_channel(
-        actor_of(call),
-        call.params["id"],
-        body.type,
-        body.name,
-        body.config.model_dump(by_alias=True),
+    config = _config(body.type, body.config)
+    view = await channels_of(call).create_channel(
+        actor_of(call), call.params["id"], body.type, body.name, config
     )
     return envelope_response({**channel_json(view), "secret": view.secret}, status=201)
 
@@ -153,14 +169,14 @@ async def post_channel(call: Call):
 @routes.get("/agents/{id}/channels", response=list[ChannelOut], envelope=True, errors=(404,))
 async def list_channels(call: Call):
     """The agent's channels, oldest first."""
-    found = await _channels(call).list_channels(call.team_id, call.params["id"])
+    found = await channels_of(call).list_channels(call.team_id, call.params["id"])
     return envelope_response([channel_json(v) for v in found])
 
 
 @routes.get(CHANNEL_PATH, response=ChannelOut, envelope=True, errors=(404,))
 async def get_channel(call: Call):
     """One channel (its credentials masked)."""
-    view = await _channels(call).get_channel(call.team_id, call.params["id"])
+    view = await channels_of(call).get_channel(call.team_id, call.params["id"])
     return envelope_response(channel_json(view))
 
 
@@ -175,11 +191,11 @@ async def get_channel(call: Call):
 async def patch_channel(call: Call):
     """Rename, enable or disable a channel, or replace its settings (owner only)."""
     body: ChannelPatch = call.body
-    service = _channels(call)
+    service = channels_of(call)
     config = None
     if body.config is not None:
         kind = await service.channel_type(call.team_id, call.params["id"])
-        config = _config(kind, body.config)
+        config = _config(kind, body.config, change=True)
     change = ChannelChange(name=body.name, enabled=body.enabled, config=config)
     view = await service.update_channel(actor_of(call), call.params["id"], change)
     return envelope_response(channel_json(view))
@@ -190,36 +206,5 @@ async def patch_channel(call: Call):
 )
 async def delete_channel(call: Call):
     """Delete a channel and its pending replies (owner only); its conversations stay."""
-    await _channels(call).delete_channel(actor_of(call), call.params["id"])
+    await channels_of(call).delete_channel(actor_of(call), call.params["id"])
     return envelope_response({"id": call.params["id"], "deleted": True})
-
-
-@routes.post(
-    CHANNEL_PATH + "/inbound",
-    auth="public",
-    response=InboundReceived,
-    envelope=True,
-    status=202,
-    max_body_mb=INBOUND_MAX_MB,
-    errors=(401, 404, 413, 429),
-    extra={"body_schema": InboundMessage, "description": "See docs/integrators/channels.md."},
-)
-async def post_channel_inbound(call: Call):
-    """Receive a message of the channel's platform (signed); the reply follows on the
-    channel."""
-    service = _channels(call)
-    channel = await service.receiving_channel(call.params["id"])
-    raw = bytes(await read_body(call.request, INBOUND_MAX_MB))
-    secret = service.credentials(channel)["secret"]
-    refused = verify(secret, call.request.headers, raw, time.time())
-    if refused is not None:
-        raise Unauthorized(f"Invalid signature: {refused}")
-    body = validate_model(InboundMessage, parse_json(raw))
-    assert isinstance(body, InboundMessage)
-    per_channel, per_user = service.limits
-    message = "Too many messages on this channel; try again later"
-    await take_token(call.request, f"ch:{channel.id}", per_channel, message)
-    message = "Too many messages from this user on this channel; try again later"
-    await take_token(call.request, f"ch:{channel.id}:u:{body.user_id}", per_user, message)
-    fresh = await service.receive(channel, Inbound(body.user_id, body.text, body.message_id))
-    return envelope_response({"received": True, "duplicate": not fresh}, status=202)

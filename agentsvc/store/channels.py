@@ -108,17 +108,17 @@ class Waiting:
     external_id: str
     user_id: str
     text: str
+    address: str | None
 
 
-async def receive(
-    tx: Tx, channel_id: str, external_id: str, user_id: str, text: str, now: str
-) -> bool:
+async def receive(tx: Tx, channel_id: str, waiting: Waiting, now: str) -> bool:
     """Record a platform message as received, waiting for its turn; False when it already
     was (a retry)."""
     changed = await tx.execute(
-        "INSERT INTO channel_inbound (channel_id, external_id, received_at, user_id, text)"
-        " VALUES (?, ?, ?, ?, ?) ON CONFLICT (channel_id, external_id) DO NOTHING",
-        (channel_id, external_id, now, user_id, text),
+        "INSERT INTO channel_inbound"
+        " (channel_id, external_id, received_at, user_id, text, address)"
+        " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (channel_id, external_id) DO NOTHING",
+        (channel_id, waiting.external_id, now, waiting.user_id, waiting.text, waiting.address),
     )
     return changed > 0
 
@@ -127,7 +127,7 @@ async def start_turn(tx: Tx, channel_id: str, external_id: str, now: str) -> boo
     """Take a received message for its turn (its text is emptied: the conversation keeps
     it); False when another turn took it."""
     changed = await tx.execute(
-        "UPDATE channel_inbound SET started_at = ?, user_id = NULL, text = NULL"
+        "UPDATE channel_inbound SET started_at = ?, user_id = NULL, text = NULL, address = NULL"
         " WHERE channel_id = ? AND external_id = ? AND started_at IS NULL",
         (now, channel_id, external_id),
     )
@@ -137,7 +137,7 @@ async def start_turn(tx: Tx, channel_id: str, external_id: str, now: str) -> boo
 async def waiting(tx: Tx, received_before: str, limit: int) -> list[Waiting]:
     """Received messages whose turn never started, oldest first."""
     rows = await tx.fetchall(
-        "SELECT channel_id, external_id, user_id, text FROM channel_inbound"
+        "SELECT channel_id, external_id, user_id, text, address FROM channel_inbound"
         " WHERE started_at IS NULL AND received_at <= ? ORDER BY received_at LIMIT ?",
         (received_before, limit),
     )

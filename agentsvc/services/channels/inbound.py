@@ -38,18 +38,41 @@ RESUME_BATCH = 500
 
 @dataclass(frozen=True, slots=True)
 class Inbound:
-    """A platform message, checked: who sent it (the platform's user id), the text, and
-    the platform's id of the message."""
+    """A platform message, checked: who sent it (the platform's user id), the text, the
+    platform's id of the message, and where the reply goes when that is not the user (a
+    Telegram chat)."""
 
     user_id: str
     text: str
     message_id: str
+    address: str | None = None
 
 
 def user_ref(channel: Channel, platform_user_id: str) -> str:
     """The end user's reference (`/end-users/:ref`): the channel's type and the platform's
     id of the user, `api:u-42`."""
     return f"{channel.type}:{platform_user_id}"
+
+
+TELEGRAM_TEXT_LIMIT = 4096  # sendMessage's longest text
+
+
+def reply_payload(
+    channel: Channel, message: Inbound, conversation_id: str, reply_id: str, text: str
+) -> dict[str, Any]:
+    """What the reply's delivery sends, by the channel's type."""
+    if channel.type == "telegram":
+        if len(text) > TELEGRAM_TEXT_LIMIT:
+            text = text[: TELEGRAM_TEXT_LIMIT - 1] + "…"
+        return {"chat_id": message.address or message.user_id, "text": text}
+    return {
+        "type": "message",
+        "conversationId": conversation_id,
+        "userId": message.user_id,
+        "text": text,
+        "messageId": reply_id,
+        "inReplyTo": message.message_id,
+    }
 
 
 class _Reply:
@@ -101,9 +124,10 @@ class ChannelInbox:
     async def receive(self, channel: Channel, message: Inbound) -> bool:
         """Record a message and start its turn; False when it was received before."""
         async with self._db.write() as tx:
-            fresh = await store.receive(
-                tx, channel.id, message.message_id, message.user_id, message.text, now_iso()
+            waiting = store.Waiting(
+                channel.id, message.message_id, message.user_id, message.text, message.address
             )
+            fresh = await store.receive(tx, channel.id, waiting, now_iso())
         if fresh:
             self._start(channel, message)
         return fresh
@@ -125,7 +149,8 @@ class ChannelInbox:
             channel = await store.get_any(self._db.reader, item.channel_id)
             if channel is None or not channel.enabled:
                 continue  # a disabled channel's messages wait for it to be enabled
-            self._start(channel, Inbound(item.user_id, item.text, item.external_id))
+            message = Inbound(item.user_id, item.text, item.external_id, item.address)
+            self._start(channel, message)
             started += 1
         return started
 
@@ -190,14 +215,7 @@ class ChannelInbox:
         self, channel: Channel, message: Inbound, conversation_id: str, reply_id: str, text: str
     ) -> None:
         """Write the reply's outbox row and wake the worker."""
-        payload = {
-            "type": "message",
-            "conversationId": conversation_id,
-            "userId": message.user_id,
-            "text": text,
-            "messageId": reply_id,
-            "inReplyTo": message.message_id,
-        }
+        payload = reply_payload(channel, message, conversation_id, reply_id, text)
         now = now_iso()
         async with self._db.write() as tx:
             await store.insert_delivery(

@@ -4,7 +4,8 @@ The outbox worker claims due rows of every kind in one transaction, under the sa
 retry schedule and wake-ups; this module knows what is particular to channels: where a
 reply goes for its channel's type (the api channel: a POST of the stored body to its
 `outboundUrl`, signed with its secret, Standard Webhooks headers with the delivery's id as
-`webhook-id`, the same on every attempt).
+`webhook-id`, the same on every attempt; telegram: the stored `sendMessage` body to the
+Bot API with the bot's token).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 from agentsvc.db import Database, Tx
 from agentsvc.secretbox import SecretBox, SecretBoxError
+from agentsvc.services.channels import telegram
 from agentsvc.services.channels.settings import open_sealed
 from agentsvc.services.delivery.outcome import Outcome
 from agentsvc.services.delivery.post import Poster
@@ -66,15 +68,18 @@ class ChannelReplies:
         target = claimed.target
         if target is None:
             return Outcome(False, error="the channel no longer exists", stop=True)
-        if target.type != "api":
-            return Outcome(False, error=f"replies on {target.type} are not supported", stop=True)
         try:
-            secret = open_sealed(self.box, target.channel_id, target.sealed_secrets)["secret"]
-        except (SecretBoxError, KeyError):
-            return Outcome(False, error="the channel's signing secret cannot be opened")
+            secrets = open_sealed(self.box, target.channel_id, target.sealed_secrets)
+        except SecretBoxError:
+            return Outcome(False, error="the channel's credentials cannot be opened")
         body = claimed.delivery.payload.encode("utf-8")
+        if target.type == "telegram":
+            token = secrets["botToken"]
+            url = telegram.method_url(target.config.get("apiBaseUrl"), token, "sendMessage")
+            headers = {"Content-Type": "application/json"}
+            return telegram.outcome_of(await self.poster.post(url, headers, body), token)
         headers = {
             "Content-Type": "application/json",
-            **signature_headers(secret, claimed.delivery.id, body),
+            **signature_headers(secrets["secret"], claimed.delivery.id, body),
         }
         return await self.poster.post(target.config["outboundUrl"], headers, body)

@@ -8,10 +8,14 @@ from typing import Any
 import orjson
 
 from agentsvc.secretbox import SecretBox, SecretBoxError
+from agentsvc.services.channels import telegram
 from agentsvc.services.tools.definitions import new_webhook_secret
 
 # The settings of each type that are credentials (write-only; `secret` is generated).
-CREDENTIALS: dict[str, tuple[str, ...]] = {"api": ("secret",)}
+CREDENTIALS: dict[str, tuple[str, ...]] = {
+    "api": ("secret",),
+    "telegram": ("botToken", "webhookSecret"),
+}
 MASK = "••••"
 
 
@@ -30,7 +34,11 @@ def split(kind: str, config: dict[str, Any]) -> tuple[dict[str, Any], dict[str, 
 
 def generated(kind: str) -> dict[str, str]:
     """The credentials the service makes for a new channel of this type."""
-    return {"secret": new_webhook_secret()} if kind == "api" else {}
+    if kind == "api":
+        return {"secret": new_webhook_secret()}
+    if kind == "telegram":
+        return {"webhookSecret": telegram.new_webhook_secret()}
+    return {}
 
 
 def seal(box: SecretBox, channel_id: str, secrets: dict[str, str]) -> str:
