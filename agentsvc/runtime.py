@@ -43,6 +43,7 @@ from agentsvc.services.answers.service import AnswersService
 from agentsvc.services.audit import AuditService
 from agentsvc.services.channels.inbound import ChannelInbox, InboxConfig
 from agentsvc.services.channels.outbox import ChannelReplies
+from agentsvc.services.channels.replies import ReplyQueue
 from agentsvc.services.channels.service import ChannelDeps, ChannelsConfig, ChannelsService
 from agentsvc.services.channels.telegram import TelegramApi
 from agentsvc.services.chat.messages import ConversationLog
@@ -372,7 +373,11 @@ def _chat_features(app: web.Application) -> None:
     log = ConversationLog(db, emitter)  # every message and status change goes through it
     handoff = app[app_keys.handoff_key] = HandoffService(
         HandoffDeps(
-            log, agents, app[app_keys.handoff_notifier_key], settings.handoff.keepalive_seconds
+            log,
+            agents,
+            app[app_keys.handoff_notifier_key],
+            settings.handoff.keepalive_seconds,
+            ReplyQueue(app[app_keys.deliverer_key].wake),  # a member's replies on channels
         ),
         app[app_keys.live_events_key],
     )
@@ -460,7 +465,7 @@ def _channels(app: web.Application) -> ChannelsService:
     inbox = ChannelInbox(
         db,
         app[app_keys.chat_turns_key],
-        app[app_keys.deliverer_key].wake,
+        ReplyQueue(app[app_keys.deliverer_key].wake),
         InboxConfig(turn_seconds=settings.chat.max_stream_seconds),
     )
     channels = app[app_keys.channels_key] = ChannelsService(

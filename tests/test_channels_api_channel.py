@@ -198,3 +198,31 @@ async def test_a_message_received_before_a_stop_is_answered_after_the_restart(
     await turns_done(second)
     [conv] = await channel_conversations(second, auth, agent["id"])
     assert conv["messageCount"] == 2
+
+
+async def test_a_members_reply_from_the_inbox_goes_out_on_the_channel(make_client, receiver):
+    client = await make_client(webhooks=FAST)
+    auth, agent, channel = await setup(client, receiver.url("/ok"))
+    secret = channel["secret"]
+    await send(client, channel, secret, message("u-1", "When does the shop open?", "m-1"))
+    await receiver.wait_for(1, "/ok")
+    conv_id = receiver.at("/ok")[0].json["conversationId"]
+    assert receiver.at("/ok")[0].json["author"] == {"type": "ai"}
+
+    reply = {"content": "Olivia here: we open at nine, and I can hold a parcel for you."}
+    resp = await client.post(f"/api/v1/conversations/{conv_id}/messages", json=reply, headers=auth)
+    assert resp.status in (200, 201), await resp.text()
+    await receiver.wait_for(2, "/ok")
+    sent = Webhook(secret).verify(receiver.at("/ok")[1].body, receiver.at("/ok")[1].headers)
+    assert sent["text"] == reply["content"] and sent["userId"] == "u-1"
+    assert sent["author"] == {"type": "human", "name": "Olivia"}
+    assert sent["conversationId"] == conv_id and sent["inReplyTo"] is None
+
+    # The member has the conversation now: the user's answer is theirs, the agent is quiet.
+    await send(client, channel, secret, message("u-1", "Yes please, hold it", "m-2"))
+    await turns_done(client)
+    one = await data_of(await client.get(f"/api/v1/conversations/{conv_id}", headers=auth))
+    assert one["status"] == "human"
+    assert one["messages"][-1]["content"] == "Yes please, hold it"
+    await asyncio.sleep(0.3)
+    assert len(receiver.at("/ok")) == 2

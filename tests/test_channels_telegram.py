@@ -105,6 +105,15 @@ async def test_messages_and_button_presses_are_answered_by_send_message(make_cli
     assert conv["channelId"] == channel["id"] and conv["user"]["id"] == "telegram:42"
     assert conv["messageCount"] == 4
 
+    # A member's reply from the inbox goes to the same chat.
+    reply = {"content": "Olivia here, happy to help."}
+    resp = await client.post(
+        f"/api/v1/conversations/{conv['id']}/messages", json=reply, headers=auth
+    )
+    assert resp.status == 201, await resp.text()
+    await telegram.wait_for("sendMessage", 3)
+    assert telegram.sent(TOKEN)[2] == {"chat_id": "42", "text": reply["content"], "_ok": True}
+
     # Updates with nothing to answer are taken (Telegram would retry a refusal) and ignored.
     photo = telegram.text_update(42, "x")
     del photo["message"]["text"]
@@ -114,7 +123,7 @@ async def test_messages_and_button_presses_are_answered_by_send_message(make_cli
         resp = await post_update(client, telegram, channel, update)
         assert await data_of(resp, 202) == {"received": False, "duplicate": False}
     await turns_done(client)
-    assert len(telegram.sent(TOKEN)) == 2
+    assert len(telegram.sent(TOKEN)) == 3
 
 
 async def test_the_same_update_twice_makes_one_turn(make_client, telegram):

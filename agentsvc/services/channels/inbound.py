@@ -14,21 +14,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import orjson
-
 from agentsvc.db import Database
 from agentsvc.errors import DomainError
-from agentsvc.ids import iso, new_id, now_iso
+from agentsvc.ids import iso, now_iso
+from agentsvc.services.channels.replies import Reply, ReplyQueue
 from agentsvc.services.chat.start import ChatInput
 from agentsvc.services.chat.turn import HeldTurn
 from agentsvc.services.chat.turns import ChatTurns
 from agentsvc.store import channels as store
 from agentsvc.store.channels import Channel
+from agentsvc.store.conversations import Conversation
 
 log = logging.getLogger(__name__)
 
@@ -52,27 +51,6 @@ def user_ref(channel: Channel, platform_user_id: str) -> str:
     """The end user's reference (`/end-users/:ref`): the channel's type and the platform's
     id of the user, `api:u-42`."""
     return f"{channel.type}:{platform_user_id}"
-
-
-TELEGRAM_TEXT_LIMIT = 4096  # sendMessage's longest text
-
-
-def reply_payload(
-    channel: Channel, message: Inbound, conversation_id: str, reply_id: str, text: str
-) -> dict[str, Any]:
-    """What the reply's delivery sends, by the channel's type."""
-    if channel.type == "telegram":
-        if len(text) > TELEGRAM_TEXT_LIMIT:
-            text = text[: TELEGRAM_TEXT_LIMIT - 1] + "…"
-        return {"chat_id": message.address or message.user_id, "text": text}
-    return {
-        "type": "message",
-        "conversationId": conversation_id,
-        "userId": message.user_id,
-        "text": text,
-        "messageId": reply_id,
-        "inReplyTo": message.message_id,
-    }
 
 
 class _Reply:
@@ -110,12 +88,12 @@ class ChannelInbox:
         self,
         db: Database,
         turns: ChatTurns,
-        wake: Callable[[datetime], None],
+        replies: ReplyQueue,
         config: InboxConfig,
     ):
         self._db = db
         self._turns = turns
-        self._wake = wake  # the outbox worker's: a reply is due
+        self._replies = replies
         self._config = config
         self._tasks: set[asyncio.Task] = set()
         # (channel, platform user) -> their lock and how many of their turns wait on it
@@ -209,24 +187,17 @@ class ChannelInbox:
                 "channel %s: the agent could not answer: %s", channel.id, sink.error.get("message")
             )
             return
-        await self._queue_reply(channel, message, turn.conversation.id, turn.message_id, sink.text)
+        await self._queue_reply(turn.conversation, message, turn.message_id, sink.text)
 
     async def _queue_reply(
-        self, channel: Channel, message: Inbound, conversation_id: str, reply_id: str, text: str
+        self, conv: Conversation, message: Inbound, reply_id: str, text: str
     ) -> None:
         """Write the reply's outbox row and wake the worker."""
-        payload = reply_payload(channel, message, conversation_id, reply_id, text)
-        now = now_iso()
+        reply = Reply(reply_id, text, {"type": "ai"}, message.message_id, message.address)
         async with self._db.write() as tx:
-            await store.insert_delivery(
-                tx,
-                new_id("channel_delivery"),
-                channel.id,
-                conversation_id,
-                orjson.dumps(payload).decode(),
-                now,
-            )
-        self._wake(datetime.now(UTC))
+            queued = await self._replies.queue(tx, conv, reply, now_iso())
+        if queued:
+            self._replies.sent()
 
     async def idle(self) -> None:
         """Wait until every turn under way has ended (tests, shutdown)."""
