@@ -17,6 +17,7 @@ from standardwebhooks.webhooks import Webhook
 from agentsvc.api import app_keys
 from agentsvc.ids import iso
 from agentsvc.store import channels as channels_store
+from tests.support import pg
 from tests.support.accounts import bearer, create_user, key_for
 from tests.support.channels import (
     PROMPT,
@@ -226,3 +227,28 @@ async def test_a_members_reply_from_the_inbox_goes_out_on_the_channel(make_clien
     assert one["messages"][-1]["content"] == "Yes please, hold it"
     await asyncio.sleep(0.3)
     assert len(receiver.at("/ok")) == 2
+
+
+@pg.postgres_only
+async def test_two_processes_answer_each_message_once(tmp_path, make_client, receiver):
+    """Messages (and their retries) arrive at either of two processes on one database:
+    each makes one turn and one reply, sent once."""
+    settings = make_settings(tmp_path, webhooks={**FAST, "poll_seconds": 0.2})
+    one = await make_client(settings)
+    two = await make_client(settings)
+    auth, agent, channel = await setup(one, receiver.url("/ok"))
+    secret = channel["secret"]
+    sends = []
+    for n in range(6):
+        body = message(f"u-{n}", "When does the shop open?", f"m-{n}")
+        sends += [send(one, channel, secret, body), send(two, channel, secret, body)]
+    answers = [await data_of(resp, 202) for resp in await asyncio.gather(*sends)]
+    assert sorted(a["duplicate"] for a in answers) == [False] * 6 + [True] * 6
+    await receiver.wait_for(6, "/ok")
+    await turns_done(one)
+    await turns_done(two)
+    await asyncio.sleep(0.5)  # no second copy of any reply follows
+    replies = [h.json["inReplyTo"] for h in receiver.at("/ok")]
+    assert sorted(replies) == [f"m-{n}" for n in range(6)]
+    found = await channel_conversations(one, auth, agent["id"])
+    assert len(found) == 6 and all(c["messageCount"] == 2 for c in found)
