@@ -170,7 +170,8 @@ class ChannelInbox:
         sink = _Reply()
         try:
             async with asyncio.timeout(self._config.turn_seconds):
-                # People's replies do not go out on channels yet: no handoff is offered.
+                # The agent is not offered handing over yet (a channel has no waiting
+                # screen to show): members take channel conversations from the inbox.
                 turn = await self._turns.run(chat, sink, people_can_answer=False)
         except DomainError as exc:
             log.warning(
