@@ -16,6 +16,7 @@ from standardwebhooks.webhooks import Webhook
 
 from agentsvc.api import app_keys
 from agentsvc.ids import iso
+from agentsvc.services.privacy.retention import purge_expired
 from agentsvc.store import channels as channels_store
 from tests.support import pg
 from tests.support.accounts import bearer, create_user, key_for
@@ -252,3 +253,25 @@ async def test_two_processes_answer_each_message_once(tmp_path, make_client, rec
     assert sorted(replies) == [f"m-{n}" for n in range(6)]
     found = await channel_conversations(one, auth, agent["id"])
     assert len(found) == 6 and all(c["messageCount"] == 2 for c in found)
+
+
+async def test_retention_prunes_finished_replies_and_old_message_ids(make_client, receiver):
+    client = await make_client(webhooks=FAST)
+    _, _, channel = await setup(client, receiver.url("/ok"))
+    await send(client, channel, channel["secret"], message("u-1", "Are returns free?", "m-1"))
+    await receiver.wait_for(1, "/ok")
+    await turns_done(client)
+    db = client.app[app_keys.db_key]
+
+    async def rows(table: str) -> int:
+        return int(await db.reader.fetchval(f"SELECT COUNT(*) FROM {table}"))  # noqa: S608
+
+    settings = client.app[app_keys.settings_key]
+    while await rows("channel_deliveries WHERE status = 'pending'"):
+        await asyncio.sleep(0.05)
+    await purge_expired(db, settings.server.data_dir, 30)  # nothing is old yet
+    assert (await rows("channel_deliveries"), await rows("channel_inbound")) == (1, 1)
+    later = datetime.now(UTC) + timedelta(days=31)
+    await purge_expired(db, settings.server.data_dir, 30, now=later)
+    assert (await rows("channel_deliveries"), await rows("channel_inbound")) == (0, 0)
+    assert await rows("channel_delivery_attempts") == 0

@@ -233,3 +233,21 @@ async def deliveries_of(tx: Tx, channel_id: str, limit: int = 100) -> list[Chann
         (channel_id, limit),
     )
     return [_delivery(r) for r in rows]
+
+
+async def prune(tx: Tx, before: str, limit: int) -> int:
+    """Delete up to `limit` replies finished before `before`, and up to `limit` received
+    messages whose turn started before then (a platform's retry never comes that late);
+    return how many rows went."""
+    replies = await tx.execute(
+        "DELETE FROM channel_deliveries WHERE id IN (SELECT id FROM channel_deliveries"
+        " WHERE completed_at IS NOT NULL AND completed_at < ? LIMIT ?)",
+        (before, limit),
+    )
+    received = await tx.execute(
+        "DELETE FROM channel_inbound WHERE (channel_id, external_id) IN"
+        " (SELECT channel_id, external_id FROM channel_inbound"
+        " WHERE started_at IS NOT NULL AND started_at < ? LIMIT ?)",
+        (before, limit),
+    )
+    return replies + received
