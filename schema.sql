@@ -209,7 +209,11 @@ CREATE TABLE conversations (
     page_url    TEXT,
     referrer    TEXT,
     visitor_language TEXT,
-    user_attributes TEXT
+    user_attributes TEXT,
+    -- the channel the conversation came through (migration 15): 'web' for the widget and
+    -- everything before, else the channel's type; its channel (emptied when deleted)
+    channel     TEXT NOT NULL DEFAULT 'web',
+    channel_id  TEXT REFERENCES channels(id) ON DELETE SET NULL
 );
 CREATE INDEX conversations_agent_created ON conversations(agent_id, created_at, id);
 CREATE INDEX conversations_team ON conversations(team_id);
@@ -958,3 +962,74 @@ CREATE TABLE scim_group_members (
     PRIMARY KEY (group_id, user_id)
 );
 CREATE INDEX scim_group_members_user ON scim_group_members(user_id);
+
+-- An agent on another channel than the widget (migration 15): settings that are not
+-- credentials as JSON, the credentials sealed with the secret box; the platform messages
+-- received (one turn each); the replies' outbox rows and their attempts.
+CREATE TABLE channels (
+    id             TEXT PRIMARY KEY,
+    team_id        TEXT NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
+    agent_id       TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+    type           TEXT NOT NULL,
+    name           TEXT NOT NULL,
+    enabled        INTEGER NOT NULL DEFAULT 1,
+    config         TEXT NOT NULL,
+    sealed_secrets TEXT NOT NULL,
+    created_by     TEXT,
+    created_at     TEXT NOT NULL,
+    updated_at     TEXT NOT NULL
+);
+CREATE INDEX channels_agent ON channels(agent_id, created_at, id);
+CREATE TABLE channel_inbound (
+    channel_id  TEXT NOT NULL REFERENCES channels(id) ON DELETE CASCADE,
+    external_id TEXT NOT NULL,
+    received_at TEXT NOT NULL,
+    -- the message until its turn starts (then emptied: the conversation keeps it), so a
+    -- process that stopped in between leaves it to be answered at the next start; the
+    -- address its reply goes to on the platform (a Telegram chat)
+    user_id     TEXT,
+    text        TEXT,
+    address     TEXT,
+    started_at  TEXT,
+    PRIMARY KEY (channel_id, external_id)
+);
+CREATE INDEX channel_inbound_waiting ON channel_inbound(received_at) WHERE started_at IS NULL;
+CREATE TABLE channel_deliveries (
+    id               TEXT PRIMARY KEY,
+    channel_id       TEXT NOT NULL REFERENCES channels(id) ON DELETE CASCADE,
+    conversation_id  TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+    payload          TEXT NOT NULL,
+    status           TEXT NOT NULL CHECK (status IN ('pending', 'success', 'failed')),
+    attempts         INTEGER NOT NULL DEFAULT 0,
+    cycle_start      INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at  TEXT,
+    lease_until      TEXT,
+    last_status_code INTEGER,
+    last_error       TEXT,
+    created_at       TEXT NOT NULL,
+    updated_at       TEXT NOT NULL,
+    completed_at     TEXT
+);
+CREATE INDEX channel_deliveries_due ON channel_deliveries(status, next_attempt_at);
+CREATE INDEX channel_deliveries_channel ON channel_deliveries(channel_id, created_at, id);
+CREATE INDEX channel_deliveries_conversation ON channel_deliveries(conversation_id);
+
+CREATE TABLE channel_delivery_attempts (
+    id            INTEGER PRIMARY KEY,
+    delivery_id   TEXT NOT NULL REFERENCES channel_deliveries(id) ON DELETE CASCADE,
+    attempt       INTEGER NOT NULL,
+    started_at    TEXT NOT NULL,
+    status_code   INTEGER,
+    latency_ms    INTEGER NOT NULL,
+    success       INTEGER NOT NULL,
+    error         TEXT,
+    response_body TEXT
+);
+CREATE INDEX channel_delivery_attempts_delivery
+    ON channel_delivery_attempts(delivery_id, attempt);
+
+-- A channel's end user's conversation (migration 15), and the list's channel filter.
+CREATE INDEX conversations_channel_user ON conversations(channel_id, user_ref, created_at)
+    WHERE channel_id IS NOT NULL;
+CREATE INDEX conversations_agent_channel ON conversations(agent_id, channel, created_at, id)
+    WHERE channel <> 'web';

@@ -325,6 +325,9 @@ class RateLimitSettings(_Section):
     trigger_events_per_minute: int = Field(100, gt=0)
     public_chat_per_minute: int = Field(30, gt=0)
     form_submits_per_minute: int = Field(100, gt=0)
+    # Messages a channel receives (all its platform users), and one platform user sends.
+    channel_messages_per_minute: int = Field(600, gt=0)
+    channel_user_messages_per_minute: int = Field(20, gt=0)
     # Concurrent authenticated streams (chat with a key or session, member event streams).
     max_streams_per_team: int = Field(200, gt=0)
     max_streams_per_key: int = Field(100, gt=0)
@@ -338,6 +341,12 @@ class RateLimitSettings(_Section):
         if value and not value.startswith(("redis://", "rediss://", "unix://")):
             raise ValueError("must be empty or a redis:// (rediss://, unix://) URL")
         return value
+
+
+class ChannelSettings(_Section):
+    """`[channels]`: an agent on other platforms (docs/integrators/channels.md)."""
+
+    max_per_agent: int = Field(20, gt=0)
 
 
 class ChatSettings(_Section):
@@ -419,6 +428,7 @@ class Settings(_Section):
     plans: PlanSettings = PlanSettings()
     ratelimit: RateLimitSettings = RateLimitSettings()
     chat: ChatSettings = ChatSettings()
+    channels: ChannelSettings = ChannelSettings()
     handoff: HandoffSettings = HandoffSettings()
     forms: FormSettings = FormSettings()
     knowledge: KnowledgeSettings = KnowledgeSettings()

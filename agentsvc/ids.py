@@ -30,6 +30,8 @@ PREFIXES = {
     "canned": "cnd",
     "avatar": "av",
     "scim_group": "grp",
+    "channel": "ch",
+    "channel_delivery": "chd",
 }
 
 

@@ -41,6 +41,11 @@ from agentsvc.services.agents.service import AgentsService
 from agentsvc.services.answers.matching import CuratedAnswers
 from agentsvc.services.answers.service import AnswersService
 from agentsvc.services.audit import AuditService
+from agentsvc.services.channels.inbound import ChannelInbox, InboxConfig
+from agentsvc.services.channels.outbox import ChannelReplies
+from agentsvc.services.channels.replies import ReplyQueue
+from agentsvc.services.channels.service import ChannelDeps, ChannelsConfig, ChannelsService
+from agentsvc.services.channels.telegram import TelegramApi
 from agentsvc.services.chat.messages import ConversationLog
 from agentsvc.services.chat.service import ConversationsService
 from agentsvc.services.chat.turn import TurnDeps, TurnSources, TurnTools
@@ -332,6 +337,7 @@ async def _delivery(app: web.Application) -> AsyncIterator[None]:
     forms = FormDeliveries(db, poster, box, data_dir, lambda: app.get(app_keys.mailer_key))
     app[app_keys.form_deliveries_key] = deliverer.serve(forms)
     deliverer.serve(EventDeliveries(db, box, poster))  # claimed after the forms' rows
+    deliverer.serve(ChannelReplies(db, box, poster))  # then the channels' replies
     app[app_keys.deliverer_key] = deliverer
     emitter = app[app_keys.emitter_key] = Emitter(db, deliverer.wake)
     changes.follow(db, changes.Caches(emitter=emitter))
@@ -367,7 +373,11 @@ def _chat_features(app: web.Application) -> None:
     log = ConversationLog(db, emitter)  # every message and status change goes through it
     handoff = app[app_keys.handoff_key] = HandoffService(
         HandoffDeps(
-            log, agents, app[app_keys.handoff_notifier_key], settings.handoff.keepalive_seconds
+            log,
+            agents,
+            app[app_keys.handoff_notifier_key],
+            settings.handoff.keepalive_seconds,
+            ReplyQueue(app[app_keys.deliverer_key].wake),  # a member's replies on channels
         ),
         app[app_keys.live_events_key],
     )
@@ -434,10 +444,43 @@ async def _features(app: web.Application) -> AsyncIterator[None]:
     # -- agents, tools, knowledge, triggers, widget, exports, privacy, analytics, audit, secrets
     _catalog_services(app)
 
+    # -- channels (on the chat turns and the outbox)
+    channels = _channels(app)
+    resumed = await channels.resume()
+    if resumed:
+        log.info("answering %d channel message(s) received before the last stop", resumed)
+
     # -- team, sign-in, sessions, API keys, limits
     _team_services(app)
 
     yield
+    await channels.close()  # turns under way end before the outbox and database close
+
+
+def _channels(app: web.Application) -> ChannelsService:
+    """The channels service: its inbox answers through the chat turns, replies go out
+    through the outbox."""
+    settings = app[app_keys.settings_key]
+    db = app[app_keys.db_key]
+    inbox = ChannelInbox(
+        db,
+        app[app_keys.chat_turns_key],
+        ReplyQueue(app[app_keys.deliverer_key].wake),
+        InboxConfig(turn_seconds=settings.chat.max_stream_seconds),
+    )
+    channels = app[app_keys.channels_key] = ChannelsService(
+        ChannelDeps(db, app[app_keys.secret_box_key], app[app_keys.agent_cache_key]),
+        inbox,
+        TelegramApi(app[app_keys.outbound_key], settings.webhooks.timeout_seconds),
+        ChannelsConfig(
+            public_url=settings.server.public_url,
+            allow_private=settings.outbound.allow_private,
+            max_per_agent=settings.channels.max_per_agent,
+            messages_per_minute=settings.ratelimit.channel_messages_per_minute,
+            user_messages_per_minute=settings.ratelimit.channel_user_messages_per_minute,
+        ),
+    )
+    return channels
 
 
 def _team_services(app: web.Application) -> None:

@@ -24,7 +24,7 @@ from agentsvc.api.routing import PATH_PARAM, Endpoint
 from agentsvc.app import create_app
 from agentsvc.outbound import literal_address
 from agentsvc.services.tools import secrets as secret_service
-from tests.support import pg, scim, sso
+from tests.support import channels, pg, scim, sso
 from tests.support.accounts import (
     SESSION_COOKIE,
     add_member,
@@ -58,7 +58,7 @@ PUBLIC_BY_DESIGN = {
     ("GET", "/api/v1/widget/config/{agentId}"): "the widget reads an agent's look and texts",
     ("GET", "/widget/locales/{lang}.json"): "the widget's texts in one language",
     ("GET", "/api/v1/avatars/{avatarId}"): "visitors' browsers load members' pictures",
-} | (scim.BY_DESIGN | sso.BY_DESIGN)
+} | (scim.BY_DESIGN | sso.BY_DESIGN | channels.BY_DESIGN)
 # Secrets are addressed by name within the caller's own team: another team's PUT of the
 # same name creates its own secret (checked below to leave the first team's untouched).
 OWN_NAMESPACE = {("PUT", "/api/v1/secrets/{name}")}
@@ -130,7 +130,7 @@ ROUTES: dict[tuple[str, str], tuple[str, Any]] = {
         ("webhook", "delivery"),
         None,
     ),
-}
+} | channels.SECURITY_ROUTES
 
 
 def id_routes() -> list[Endpoint]:
@@ -182,6 +182,7 @@ async def furnished_team(client, email: str) -> Team:
         await client.post("/api/v1/agents", json={"name": "Victim"}, headers=auth), 201
     )
     ids["agent"] = agent["data"]["id"]
+    ids["channel"] = await channels.furnish(client, auth, ids["agent"])
     await json_of(
         await client.put(f"/api/v1/agents/{ids['agent']}/identity-secret", json={}, headers=auth),
         200,

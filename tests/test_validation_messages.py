@@ -212,6 +212,11 @@ def _out_of_bounds(branch: dict[str, Any]) -> list[tuple[str, Any]]:
     return cases
 
 
+# Bodies read only once their signature holds (401 before any field is looked at): their
+# fields are checked, signed, in tests/test_channels_refusals.py and test_channels_telegram.py.
+SIGNED_BODIES = {("post", "/api/v1/channels/{id}/inbound")}
+
+
 def _models() -> dict[tuple[str, str], Any]:
     return {(e.method.lower(), e.documented_path): e.body for e in all_endpoints() if e.body}
 
@@ -254,6 +259,10 @@ async def resources(client) -> dict[str, Any]:
     resp = await client.post(f"/api/v1/agents/{agent_id}/answers", json=answer, headers=headers)
     assert resp.status == 201, await resp.text()
     answer_id = (await resp.json())["data"]["id"]
+    channel = {"type": "api", "config": {"outboundUrl": "http://127.0.0.1:9/replies"}}
+    resp = await client.post(f"/api/v1/agents/{agent_id}/channels", json=channel, headers=headers)
+    assert resp.status == 201, await resp.text()
+    channel_id = (await resp.json())["data"]["id"]
     return {
         "headers": headers,
         "paths": {
@@ -262,6 +271,7 @@ async def resources(client) -> dict[str, Any]:
             "triggers": trigger_id,
             "secrets": "CRM_TOKEN",
             "answers": answer_id,
+            "channels": channel_id,
         },
         "fields": {"agentId": agent_id, "toolId": tool_id, "model": "builtin"},
     }
@@ -290,7 +300,7 @@ async def test_every_request_field_answers_bad_values_in_words(client, resources
     for path, operations in doc["paths"].items():
         for method, op in operations.items():
             content = op.get("requestBody", {}).get("content", {})
-            if "application/json" not in content:
+            if "application/json" not in content or (method, path) in SIGNED_BODIES:
                 continue
             root = content["application/json"]["schema"]
             url = _fill(path, resources["paths"])
@@ -333,7 +343,7 @@ async def test_missing_and_unknown_fields_are_named(client, resources):
     for path, operations in doc["paths"].items():
         for method, op in operations.items():
             content = op.get("requestBody", {}).get("content", {})
-            if "application/json" not in content:
+            if "application/json" not in content or (method, path) in SIGNED_BODIES:
                 continue
             root = schema.resolve(content["application/json"]["schema"])
             url = _fill(path, resources["paths"])

@@ -315,6 +315,8 @@ async def test_every_event_type_arrives_signed_with_its_documented_shape(make_cl
                     "verifiedBy": None,
                 },
                 "status": "bot",
+                "channel": "web",
+                "channelId": None,
                 "createdAt": by_type["conversation.created"][0]["conversation"]["createdAt"],
             }
         }

@@ -13,6 +13,8 @@ def all_endpoints() -> list[Endpoint]:
         answers,
         api_keys,
         audit,
+        channel_inbound,
+        channels,
         chat,
         conversations,
         dashboard,
@@ -69,6 +71,8 @@ def all_endpoints() -> list[Endpoint]:
         profile.routes,
         api_keys.routes,
         webhooks.routes,
+        channels.routes,
+        channel_inbound.routes,
         privacy.routes,
         audit.routes,
     ]

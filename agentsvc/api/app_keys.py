@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from agentsvc.services.answers.matching import CuratedAnswers
     from agentsvc.services.answers.service import AnswersService
     from agentsvc.services.audit import AuditService
+    from agentsvc.services.channels.service import ChannelsService
     from agentsvc.services.chat.service import ConversationsService
     from agentsvc.services.chat.turns import ChatTurns
     from agentsvc.services.delivery.outbox import Deliverer, Queue
@@ -110,6 +111,9 @@ forms_key: web.AppKey[FormsService] = web.AppKey("forms")
 webhooks_key: web.AppKey[WebhooksService] = web.AppKey("webhooks")
 # The form deliveries' queue of the outbox worker (runtime's use: the forms service's).
 form_deliveries_key: web.AppKey[Queue[FormDelivery]] = web.AppKey("form_deliveries")
+
+# -- channels: an agent on other platforms
+channels_key: web.AppKey[ChannelsService] = web.AppKey("channels")
 
 # -- agents, tools, knowledge, triggers, widget, exports, privacy, analytics, audit, secrets
 agents_key: web.AppKey[AgentsService] = web.AppKey("agents")

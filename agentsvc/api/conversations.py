@@ -8,9 +8,10 @@ from pydantic import Field
 
 from agentsvc.api import app_keys
 from agentsvc.api.cursors import MAX_CURSOR_LENGTH, decode_cursor, next_cursor
-from agentsvc.api.list_filters import AgentId, ConversationFilterQuery
+from agentsvc.api.list_filters import AgentId, ChannelName, ConversationFilterQuery
 from agentsvc.api.models import RequestModel, ResponseModel
 from agentsvc.api.routing import API_PREFIX, Call, RouteTable, envelope_response
+from agentsvc.api.state import request_deps
 from agentsvc.services.agents import identity as identity_service
 from agentsvc.services.chat.conversations import Feedback, PageAt, assignee_of
 from agentsvc.services.chat.service import ConversationsService
@@ -65,6 +66,8 @@ class Assignee(ResponseModel):
 
 
 Status = Literal["bot", "waiting", "human", "closed"]
+CHANNEL_DESCRIPTION = "web (the widget, /chat, MCP) or the type of the channel it came through"
+CHANNEL_ID_DESCRIPTION = "the channel it came through (null for web, or once deleted)"
 STATUS_DESCRIPTION = (
     "bot: the agent answers; waiting: a person was asked for; human: a member has it; closed"
 )
@@ -87,6 +90,8 @@ class ConversationSummary(ResponseModel):
     status: Status = Field(description=STATUS_DESCRIPTION)
     assignee: Assignee | None
     trigger_id: str | None = Field(description="the widget trigger the chat started from")
+    channel: ChannelName = Field(description=CHANNEL_DESCRIPTION)
+    channel_id: str | None = Field(description=CHANNEL_ID_DESCRIPTION)
     ratings: Ratings
     created_at: str
     updated_at: str
@@ -175,6 +180,8 @@ class ConversationOut(ResponseModel):
     status: Status = Field(description=STATUS_DESCRIPTION)
     assignee: Assignee | None
     trigger_id: str | None
+    channel: ChannelName = Field(description=CHANNEL_DESCRIPTION)
+    channel_id: str | None = Field(description=CHANNEL_ID_DESCRIPTION)
     messages: list[MessageOut]
     notes: list[NoteOut] = Field(description="members' private notes, oldest first")
     created_at: str
@@ -210,7 +217,8 @@ def avatar_url(origin: str, avatar_id: str | None) -> str | None:
 
 def public_origin(call: Call) -> str:
     """The server's public origin, which avatar addresses are absolute on."""
-    return call.app[app_keys.settings_key].server.public_url.rstrip("/")
+    # The settings every request's wrapper already holds (no lookup of its own).
+    return request_deps(call.request).settings.server.public_url.rstrip("/")
 
 
 def assignee_json(conv: Conversation, origin: str) -> dict | None:
@@ -231,6 +239,8 @@ def _base_json(conv: Conversation, origin: str = "") -> dict:
         "status": conv.status,
         "assignee": assignee_json(conv, origin),
         "triggerId": conv.trigger_id,
+        "channel": conv.channel,
+        "channelId": conv.channel_id,
     }
 
 

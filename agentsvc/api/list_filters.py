@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field
 
 from agentsvc.api.models import QueryModel
+from agentsvc.services.channels.kinds import CONVERSATION_CHANNELS
 from agentsvc.services.chat.conversations import ListFilters
 
 DAY_PATTERN = r"^\d{4}-\d{2}-\d{2}$"
@@ -29,6 +30,8 @@ Day = Annotated[
     AfterValidator(_calendar_day),
 ]
 AgentId = Annotated[str, Field(min_length=1, max_length=100)]
+# The channel a conversation came through.
+ChannelName = Literal[CONVERSATION_CHANNELS]  # type: ignore[valid-type]
 
 
 class ConversationFilterQuery(QueryModel):
@@ -54,6 +57,9 @@ class ConversationFilterQuery(QueryModel):
     user_id: Annotated[str, Field(min_length=1, max_length=200, pattern=NO_CONTROL)] | None = Field(
         None, description="the identified end user's id (the widget's userId)"
     )
+    channel: ChannelName | None = Field(
+        None, description="only the conversations of this channel: web (the widget) or a type"
+    )
 
     def filters(self) -> ListFilters:
         """The filters for the service."""
@@ -64,4 +70,5 @@ class ConversationFilterQuery(QueryModel):
             date_from=self.date_from,  # type: ignore[arg-type]  (a date once validated)
             date_to=self.date_to,  # type: ignore[arg-type]
             user_id=self.user_id,
+            channel=self.channel,
         )

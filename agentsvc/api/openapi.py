@@ -156,6 +156,10 @@ def _operation(endpoint: Endpoint, schemas: _Schemas) -> dict[str, Any]:
     if endpoint.body is not None:
         media = SCIM_MEDIA if endpoint.extra.get("scim") else "application/json"
         content[media] = {"schema": schemas.describe(endpoint.body, "validation")}
+    if "body_schema" in endpoint.extra:
+        # A body the handler reads itself (a signature is checked on its bytes first).
+        body_schema = schemas.describe(endpoint.extra["body_schema"], "validation")
+        content["application/json"] = {"schema": body_schema}
     if endpoint.form is not None:
         content["multipart/form-data"] = {"schema": schemas.describe(endpoint.form, "validation")}
     for media in endpoint.extra.get("request_media", ()):

@@ -30,6 +30,7 @@ TABLES = [
     "avatars",
     "api_keys",
     "agents",
+    "channels",  # before conversations, which name their channel
     "tools",
     "sessions",
     "magic_links",
@@ -58,6 +59,9 @@ TABLES = [
     "webhook_events",
     "webhook_deliveries",
     "webhook_delivery_attempts",
+    "channel_inbound",
+    "channel_deliveries",
+    "channel_delivery_attempts",
     "audit_log",
     "team_sso",
     "team_domains",

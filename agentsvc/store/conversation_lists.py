@@ -30,12 +30,18 @@ class ConversationFilter:
     created_from: str | None = None  # created at or after (ISO timestamp)
     created_before: str | None = None  # created before (ISO timestamp)
     user_ref: str | None = None  # the identified end user's id
+    channel: str | None = None  # "web" or a channel's type
 
     @property
     def counted(self) -> bool:
         """Whether the total comes from the counters (no filter, or the status alone)."""
         return not (
-            self.words or self.rating or self.created_from or self.created_before or self.user_ref
+            self.words
+            or self.rating
+            or self.created_from
+            or self.created_before
+            or self.user_ref
+            or self.channel
         )
 
 
@@ -124,6 +130,11 @@ def from_where(tx: Tx, agent_id: str, flt: ConversationFilter) -> Query:
     if flt.user_ref is not None:
         where.append("c.user_ref = ?")
         args.append(flt.user_ref)
+    if flt.channel is not None:
+        where.append("c.channel = ?")
+        args.append(flt.channel)
+        if flt.channel != "web":
+            where.append("c.channel <> 'web'")  # the partial index of the other channels
     return Query(with_clause, source, " AND ".join(where), args)
 
 

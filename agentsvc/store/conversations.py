@@ -33,6 +33,10 @@ class Conversation:
     trigger_id: str | None = None  # the widget trigger the chat started from, if any
     rated_up: int = 0  # its answers rated up, and down (kept by database triggers)
     rated_down: int = 0
+    # The channel it came through: "web" (the widget, the API) or a channel's type, and
+    # that channel's id (None for web, or once the channel is deleted).
+    channel: str = "web"
+    channel_id: str | None = None
     assignee_name: str | None = None
     assignee_avatar_id: str | None = None  # the assignee's picture now
     message_count: int = 0
@@ -64,14 +68,12 @@ _CONV = (
     " user_verified_by, created_at, updated_at"
 )
 _HANDOFF = "status, assignee_id, handoff_at, first_reply_seconds, contact_email, visitor_seen_at"
+_LATER = "trigger_id, rated_up, rated_down, channel, channel_id"
 # A conversation's columns (as `c.`) with its assignee's name as visitors see it now (the
 # member's display name, else the team's name; never an e-mail address), in the order of
 # the Conversation record.
 SELECT_COLUMNS = (
-    ", ".join(
-        "c." + c.strip()
-        for c in f"{_CONV}, {_HANDOFF}, trigger_id, rated_up, rated_down".split(",")
-    )
+    ", ".join("c." + c.strip() for c in f"{_CONV}, {_HANDOFF}, {_LATER}".split(","))
     + ", CASE WHEN c.assignee_id IS NULL THEN NULL ELSE COALESCE(NULLIF(TRIM(u.name), ''),"
     " (SELECT t.name FROM teams t WHERE t.id = c.team_id)) END,"
     " (SELECT ca.id FROM avatars ca WHERE ca.user_id = c.assignee_id) AS assignee_avatar_id"
@@ -102,8 +104,8 @@ def message_from_row(row: Any) -> StoredMessage:
 async def insert_conversation(tx: Tx, conv: Conversation) -> None:
     """Insert a conversation (inside a batched write: see services/chat/start.py)."""
     await tx.execute(
-        f"INSERT INTO conversations ({_CONV}, trigger_id)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        f"INSERT INTO conversations ({_CONV}, trigger_id, channel, channel_id)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             conv.id,
             conv.agent_id,
@@ -117,6 +119,8 @@ async def insert_conversation(tx: Tx, conv: Conversation) -> None:
             conv.created_at,
             conv.updated_at,
             conv.trigger_id,
+            conv.channel,
+            conv.channel_id,
         ),
     )
 

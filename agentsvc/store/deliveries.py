@@ -1,7 +1,7 @@
 """The delivery outbox of every kind: claims, leases, the attempt log and restarts.
 
 Each kind of delivery (a form's webhooks, post actions, team chat and e-mail; event
-webhooks; channel sends to come) keeps its rows in its own table, with its own columns,
+webhooks; channel replies) keeps its rows in its own table, with its own columns,
 beside an attempt log of the same shape. The columns the outbox works with are common to
 all: `status` (pending | success | failed), `attempts`, `cycle_start`, `next_attempt_at`,
 `lease_until`, `completed_at`, `updated_at`. An `OutboxTable` names one kind's two tables

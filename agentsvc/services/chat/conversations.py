@@ -30,6 +30,7 @@ class ListFilters:
     date_from: date | None = None
     date_to: date | None = None
     user_id: str | None = None
+    channel: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +97,7 @@ def conversation_filter(filters: ListFilters) -> ConversationFilter | None:
         created_from=day_start(filters.date_from) if filters.date_from else None,
         created_before=after_day(filters.date_to) if filters.date_to else None,
         user_ref=filters.user_id,
+        channel=filters.channel,
     )
 
 

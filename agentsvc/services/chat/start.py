@@ -53,6 +53,10 @@ class ChatInput:
     # What the widget tells of the visitor: kept on a new conversation (the page), and the
     # latest attributes on any.
     visitor: VisitorContext | None = None
+    # The channel the message came through ("web": the widget, /chat, MCP), kept on a new
+    # conversation with the channel's id.
+    channel: str = "web"
+    channel_id: str | None = None
 
 
 def make_title(text: str) -> str:
@@ -178,6 +182,8 @@ def _new_conversation(agent: Agent, chat: ChatInput, now: str) -> Conversation:
         created_at=now,
         updated_at=now,
         trigger_id=chat.trigger_id,
+        channel=chat.channel,
+        channel_id=chat.channel_id,
     )
 
 

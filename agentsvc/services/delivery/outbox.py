@@ -2,7 +2,8 @@
 retried on a schedule.
 
 The database is the source of truth. Each kind of delivery (a form's targets in
-services/forms/outbox.py, event webhooks in services/events/outbox.py) keeps its rows in
+services/forms/outbox.py, event webhooks in services/events/outbox.py, channel replies in
+services/channels/outbox.py) keeps its rows in
 its own table of the shared outbox (store/deliveries.py) and plugs in as a `DeliveryKind`:
 what a claimed row needs loaded, how it is sent, what else its attempt changes. The worker
 claims due rows of every kind in one transaction. An attempt first holds a lease on its

@@ -19,6 +19,12 @@ class Outcome:
     error: str | None = None
     body: str | None = None
     stop: bool = False  # no further attempts (410 Gone)
+    # Seconds the receiver asked to wait (a 429 or 503 with Retry-After): the next attempt
+    # waits at least this long, at most RETRY_AFTER_CAP_SECONDS.
+    retry_after: float | None = None
+
+
+RETRY_AFTER_CAP_SECONDS = 3600.0
 
 
 def next_state(
@@ -42,6 +48,9 @@ def next_state(
     if res.stop or made >= len(schedule):
         fields |= {"status": "failed", "next_attempt_at": None, "completed_at": now}
         return fields, None
-    next_at = now_dt + timedelta(seconds=schedule[made])
+    delay = schedule[made]
+    if res.retry_after is not None:
+        delay = max(delay, min(res.retry_after, RETRY_AFTER_CAP_SECONDS))
+    next_at = now_dt + timedelta(seconds=delay)
     fields["next_attempt_at"] = iso(next_at)
     return fields, next_at

@@ -36,4 +36,16 @@ class Poster:
             return Outcome(
                 False, 410, "410 Gone: the receiver asked for no more deliveries", text, True
             )
-        return Outcome(False, resp.status, f"HTTP {resp.status}", text)
+        wait = retry_after(resp.headers.get("Retry-After")) if resp.status in (429, 503) else None
+        return Outcome(False, resp.status, f"HTTP {resp.status}", text, retry_after=wait)
+
+
+def retry_after(value: str | None) -> float | None:
+    """The seconds of a Retry-After header given in seconds (a date or junk: None)."""
+    if value is None:
+        return None
+    try:
+        seconds = float(value.strip())
+    except ValueError:
+        return None
+    return seconds if 0 <= seconds < float("inf") else None

@@ -51,6 +51,8 @@ def conversation_created(conv: Conversation) -> dict[str, Any]:
             "sessionId": conv.session_id,
             "user": end_user(conv),
             "status": conv.status,
+            "channel": conv.channel,
+            "channelId": conv.channel_id,
             "createdAt": conv.created_at,
         }
     }

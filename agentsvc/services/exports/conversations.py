@@ -30,6 +30,8 @@ COLUMNS = (
     "userVerified",
     "status",
     "triggerId",
+    "channel",
+    "channelId",
     "conversationCreatedAt",
     "messageId",
     "role",
@@ -50,6 +52,8 @@ PLAIN = frozenset(
         "conversationId",
         "status",
         "triggerId",
+        "channel",
+        "channelId",
         "conversationCreatedAt",
         "messageId",
         "role",
@@ -79,6 +83,8 @@ def conversation_fields(conv: Conversation) -> dict[str, Any]:
         "userVerified": profile_verified(conv.user_verified_by) if has_user else None,
         "status": conv.status,
         "triggerId": conv.trigger_id,
+        "channel": conv.channel,
+        "channelId": conv.channel_id,
         "conversationCreatedAt": conv.created_at,
     }
 

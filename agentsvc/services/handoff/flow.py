@@ -18,6 +18,7 @@ from agentsvc.errors import Forbidden, NotFound, ValidationFailed
 from agentsvc.ids import new_id, now_iso, parse_iso
 from agentsvc.services.agents import registry as agents_service
 from agentsvc.services.agents.registry import AgentCache
+from agentsvc.services.channels.replies import Reply, ReplyQueue
 from agentsvc.services.chat.messages import ConversationLog, StatusChange
 from agentsvc.services.events.emitter import Emission
 from agentsvc.services.handoff.notify import Notifier
@@ -63,6 +64,8 @@ class HandoffDeps:
     notifier: Notifier
     # The visitors' event streams' keep-alive: how recently a present visitor was seen.
     keepalive_seconds: float
+    # Sends a member's reply out on the channel a conversation came through (None: never).
+    replies: ReplyQueue | None = None
 
 
 async def shown_name_of(db: Database, team_id: str, member_name: str) -> str:
@@ -255,9 +258,19 @@ async def reply(
     async def update(tx: Tx) -> None:
         await conv_store.update_handoff(tx, conv.id, fields, now)
 
+    queued = False
+
+    async def on_channel(tx: Tx) -> None:
+        nonlocal queued
+        if deps.replies is not None:
+            reply = Reply(message.id, content, {"type": "human", "name": name})
+            queued = await deps.replies.queue(tx, conv, reply, now)
+
     await log.append_message(
-        conv, message, before=taken if "status" in fields else None, update=update
+        conv, message, before=taken if "status" in fields else None, update=update, after=on_channel
     )
+    if queued and deps.replies is not None:
+        deps.replies.sent()  # the member's reply goes out on the conversation's channel
     if conv.contact_email and not _visitor_present(conv, deps.keepalive_seconds):
         deps.notifier.reply_by_mail(agent, conv, name, content)
     return message

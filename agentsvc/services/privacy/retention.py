@@ -1,5 +1,6 @@
 """Retention: conversations and submissions older than their agent's `retentionDays` are
-purged (with their files), and the event webhooks' old delivery log goes too.
+purged (with their files), and the event webhooks' old delivery log goes too, with the
+channels' finished replies and the ids of the messages they received long ago.
 
 Run by the scheduler every `[privacy] retention_sweep_seconds`, once for all the processes
 of a shared database. Deletes go in batches, each its own transaction, so a long purge
@@ -21,6 +22,7 @@ from agentsvc.services import audit, changes
 from agentsvc.services.audit import Actor
 from agentsvc.services.forms.files import remove_folder
 from agentsvc.store import agents as agents_store
+from agentsvc.store import channels as channels_store
 from agentsvc.store import purge, webhook_deliveries
 from agentsvc.store import submissions as sub_store
 from agentsvc.store.agents import Agent
@@ -79,12 +81,13 @@ async def purge_expired(
         done.conversations += purged.conversations
         done.submissions += purged.submissions
     before = iso(now - timedelta(days=delivery_log_days))
-    while True:
-        async with db.write() as tx:
-            gone = await webhook_deliveries.prune(tx, before, BATCH)
-        done.deliveries += gone
-        if gone < BATCH:
-            break
+    for prune in (webhook_deliveries.prune, channels_store.prune):
+        while True:
+            async with db.write() as tx:
+                gone = await prune(tx, before, BATCH)
+            done.deliveries += gone
+            if gone < BATCH:
+                break
     if done.conversations or done.submissions:
         log.info(
             "retention: purged %d conversation(s) and %d submission(s)",

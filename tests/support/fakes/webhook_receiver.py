@@ -1,7 +1,8 @@
 """A real webhook receiver on 127.0.0.1: succeeds, fails, is slow, or answers 410 by path.
 
 Paths: /ok (200 and a body), /fail (500), /slow (sleeps `slow_seconds`, then 200), /gone
-(410), /flaky (500 for the first `flaky_failures` requests, then 200). Every request is
+(410), /flaky (503 for the first `flaky_failures` requests, with `Retry-After` when set,
+then 200). Every request is
 recorded (headers and raw body) before it is answered.
 """
 
@@ -33,6 +34,7 @@ class WebhookReceiver:
     slow_seconds: float = 2.0
     flaky_failures: int = 2
     ok_body: str = '{"received": true}'
+    retry_after: str | None = None  # the Retry-After header of /flaky's 503s
     hooks: list[Hook] = field(default_factory=list)
     port: int = 0
     _runner: web.AppRunner | None = None
@@ -62,7 +64,8 @@ class WebhookReceiver:
             except TimeoutError:
                 pass
         if name == "flaky" and len(self.at(request.path)) <= self.flaky_failures:
-            return web.Response(status=503, text="try later")
+            wait = {"Retry-After": self.retry_after} if self.retry_after else None
+            return web.Response(status=503, text="try later", headers=wait)
         return web.Response(text=self.ok_body, content_type="application/json")
 
     async def start(self, port: int = 0) -> WebhookReceiver:

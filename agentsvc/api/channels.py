@@ -1,0 +1,210 @@
+"""Channel endpoints: an agent's channels (owners manage them, members read them); the
+address each channel receives its platform's messages at is in api/channel_inbound.py."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+from pydantic.json_schema import SkipJsonSchema
+
+from agentsvc.api import app_keys
+from agentsvc.api.audit import actor_of
+from agentsvc.api.models import NON_BLANK, RequestModel, ResponseModel
+from agentsvc.api.routing import Call, RouteTable, envelope_response, validate_model
+from agentsvc.services.channels.kinds import AVAILABLE_TYPES
+from agentsvc.services.channels.service import ChannelChange, ChannelsService, ChannelView
+from agentsvc.services.tools.rules import MAX_URL_CHARS
+
+routes = RouteTable("channels")
+
+CHANNEL_PATH = "/channels/{id:ch_[A-Za-z0-9_-]+}"
+ChannelType = Literal[AVAILABLE_TYPES]  # type: ignore[valid-type]
+
+
+def channels_of(call: Call) -> ChannelsService:
+    """The channels service (this module's and api/channel_inbound.py's one lookup)."""
+    return call.app[app_keys.channels_key]
+
+
+# ── the settings of each type ────────────────────────────────────────────────────────────
+
+
+class ApiChannelConfig(RequestModel):
+    """The `api` channel: replies are POSTed to `outboundUrl`, signed with its secret."""
+
+    outbound_url: Annotated[
+        str,
+        Field(
+            min_length=1,
+            max_length=MAX_URL_CHARS,
+            description="http(s) address that receives the agent's replies (checked like"
+            " webhook URLs)",
+        ),
+    ]
+
+
+BOT_TOKEN = r"^[0-9]{1,20}:[A-Za-z0-9_-]{20,100}$"  # noqa: S105 (a pattern)
+
+
+class TelegramChannelConfig(RequestModel):
+    """The `telegram` channel: a bot's token (from @BotFather) and, for tests and proxies,
+    the Bot API's address."""
+
+    bot_token: Annotated[
+        str, Field(pattern=BOT_TOKEN, description="the bot's token, 123456:ABC-... (write-only)")
+    ]
+    api_base_url: (
+        Annotated[
+            str,
+            Field(
+                min_length=1,
+                max_length=MAX_URL_CHARS,
+                description="the Bot API's address (default https://api.telegram.org)",
+            ),
+        ]
+        | SkipJsonSchema[None]
+    ) = None
+
+
+class TelegramChannelPatch(TelegramChannelConfig):
+    """New settings of a telegram channel: the token left out is kept."""
+
+    bot_token: Annotated[str, Field(pattern=BOT_TOKEN)] | SkipJsonSchema[None] = None  # type: ignore[assignment]
+
+
+# Each type's settings on creation, and on a change (credentials may be left out).
+CONFIG_MODELS: dict[str, tuple[type[RequestModel], type[RequestModel]]] = {
+    "api": (ApiChannelConfig, ApiChannelConfig),
+    "telegram": (TelegramChannelConfig, TelegramChannelPatch),
+}
+
+
+def _config(kind: str, data: Any, *, change: bool = False) -> dict[str, Any]:
+    """A type's settings, checked by its model (field errors name `config.<field>`)."""
+    model = validate_model(CONFIG_MODELS[kind][change], data, "config.")
+    return model.model_dump(by_alias=True, exclude_none=True)
+
+
+Name = Annotated[str, Field(min_length=1, max_length=100, pattern=NON_BLANK)]
+
+
+CONFIG_DESCRIPTION = (
+    "the type's settings: api {outboundUrl}; telegram {botToken, apiBaseUrl?}"
+    " (credentials are write-only)"
+)
+
+
+class ChannelCreate(RequestModel):
+    type: ChannelType = Field(description="the platform: " + ", ".join(AVAILABLE_TYPES))
+    name: Name | SkipJsonSchema[None] = None
+    config: dict[str, Any] = Field(description=CONFIG_DESCRIPTION)
+
+
+class ChannelPatch(RequestModel):
+    name: Name | SkipJsonSchema[None] = None
+    enabled: bool | SkipJsonSchema[None] = None
+    config: dict[str, Any] | SkipJsonSchema[None] = Field(
+        None, description="the type's whole settings; credentials left out are kept"
+    )
+
+
+class ChannelOut(ResponseModel):
+    id: str
+    agent_id: str
+    type: ChannelType
+    name: str
+    enabled: bool
+    inbound_url: str = Field(description="where the platform sends messages (public)")
+    config: dict[str, Any] = Field(description="the settings; credentials masked, ••••1234")
+    created_at: str
+    updated_at: str
+
+
+class ChannelCreated(ChannelOut):
+    secret: str | None = Field(
+        description="api: the whsec_... signing secret, shown only in this answer (else null)"
+    )
+
+
+class ChannelDeleted(ResponseModel):
+    id: str
+    deleted: bool
+
+
+def channel_json(view: ChannelView) -> dict[str, Any]:
+    c = view.channel
+    return {
+        "id": c.id,
+        "agentId": c.agent_id,
+        "type": c.type,
+        "name": c.name,
+        "enabled": c.enabled,
+        "inboundUrl": view.inbound_url,
+        "config": view.config,
+        "createdAt": c.created_at,
+        "updatedAt": c.updated_at,
+    }
+
+
+@routes.post(
+    "/agents/{id}/channels",
+    body=ChannelCreate,
+    response=ChannelCreated,
+    envelope=True,
+    status=201,
+    owner_only=True,
+    errors=(403, 404, 409),
+)
+async def post_channel(call: Call):
+    """Give an agent a channel (owner only); an api channel's secret is shown only here."""
+    body: ChannelCreate = call.body
+    config = _config(body.type, body.config)
+    view = await channels_of(call).create_channel(
+        actor_of(call), call.params["id"], body.type, body.name, config
+    )
+    return envelope_response({**channel_json(view), "secret": view.secret}, status=201)
+
+
+@routes.get("/agents/{id}/channels", response=list[ChannelOut], envelope=True, errors=(404,))
+async def list_channels(call: Call):
+    """The agent's channels, oldest first."""
+    found = await channels_of(call).list_channels(call.team_id, call.params["id"])
+    return envelope_response([channel_json(v) for v in found])
+
+
+@routes.get(CHANNEL_PATH, response=ChannelOut, envelope=True, errors=(404,))
+async def get_channel(call: Call):
+    """One channel (its credentials masked)."""
+    view = await channels_of(call).get_channel(call.team_id, call.params["id"])
+    return envelope_response(channel_json(view))
+
+
+@routes.patch(
+    CHANNEL_PATH,
+    body=ChannelPatch,
+    response=ChannelOut,
+    envelope=True,
+    owner_only=True,
+    errors=(403, 404),
+)
+async def patch_channel(call: Call):
+    """Rename, enable or disable a channel, or replace its settings (owner only)."""
+    body: ChannelPatch = call.body
+    service = channels_of(call)
+    config = None
+    if body.config is not None:
+        kind = await service.channel_type(call.team_id, call.params["id"])
+        config = _config(kind, body.config, change=True)
+    change = ChannelChange(name=body.name, enabled=body.enabled, config=config)
+    view = await service.update_channel(actor_of(call), call.params["id"], change)
+    return envelope_response(channel_json(view))
+
+
+@routes.delete(
+    CHANNEL_PATH, response=ChannelDeleted, envelope=True, owner_only=True, errors=(403, 404)
+)
+async def delete_channel(call: Call):
+    """Delete a channel and its pending replies (owner only); its conversations stay."""
+    await channels_of(call).delete_channel(actor_of(call), call.params["id"])
+    return envelope_response({"id": call.params["id"], "deleted": True})

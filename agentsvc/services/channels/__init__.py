@@ -1,0 +1,1 @@
+"""Channels: an agent answering on other platforms than the widget."""

@@ -1,0 +1,217 @@
+"""What a channel receives: each platform message recorded once (its id is a key of the
+database, so a retry of the platform makes no second turn), answered by a chat turn of the
+channel's agent through `ChatTurns` (the one turn every door runs), in the conversation of
+that platform user on that channel, and the reply written to the outbox.
+
+The platform is answered as soon as the message is recorded; the turn runs in a task of
+this process. One platform user's messages are answered one after the other, in order. A
+message is kept until its turn starts: one whose process stopped first is answered at the
+next start (`resume`; with several processes, once it has waited `RESUME_AFTER_SECONDS`,
+so a turn another process is about to start is left to it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from agentsvc.db import Database
+from agentsvc.errors import DomainError
+from agentsvc.ids import iso, now_iso
+from agentsvc.services.channels.replies import Reply, ReplyQueue
+from agentsvc.services.chat.start import ChatInput
+from agentsvc.services.chat.turn import HeldTurn
+from agentsvc.services.chat.turns import ChatTurns
+from agentsvc.store import channels as store
+from agentsvc.store.channels import Channel
+from agentsvc.store.conversations import Conversation
+
+log = logging.getLogger(__name__)
+
+RESUME_AFTER_SECONDS = 60
+RESUME_BATCH = 500
+
+
+@dataclass(frozen=True, slots=True)
+class Inbound:
+    """A platform message, checked: who sent it (the platform's user id), the text, the
+    platform's id of the message, and where the reply goes when that is not the user (a
+    Telegram chat)."""
+
+    user_id: str
+    text: str
+    message_id: str
+    address: str | None = None
+
+
+def user_ref(channel: Channel, platform_user_id: str) -> str:
+    """The end user's reference (`/end-users/:ref`): the channel's type and the platform's
+    id of the user, `api:u-42`."""
+    return f"{channel.type}:{platform_user_id}"
+
+
+class _Reply:
+    """A turn's stream, kept instead of sent: the text blocks and the error, if any."""
+
+    def __init__(self) -> None:
+        self.blocks: dict[int, list[str]] = {}
+        self.error: dict[str, str] | None = None
+
+    async def event(self, name: str, data: dict[str, Any]) -> None:
+        if name == "error":
+            self.error = data["error"]
+
+    async def delta(self, index: int, text: str) -> None:
+        self.blocks.setdefault(index, []).append(text)
+
+    async def keepalive(self) -> None:
+        return None
+
+    @property
+    def text(self) -> str:
+        return "\n\n".join("".join(parts) for _, parts in sorted(self.blocks.items()))
+
+
+@dataclass(frozen=True, slots=True)
+class InboxConfig:
+    turn_seconds: float  # the longest a turn may take ([chat] max_stream_seconds)
+    close_grace_seconds: float = 5.0  # at shutdown, how long turns under way may finish
+
+
+class ChannelInbox:
+    """Records received messages and answers them (one instance for the app)."""
+
+    def __init__(
+        self,
+        db: Database,
+        turns: ChatTurns,
+        replies: ReplyQueue,
+        config: InboxConfig,
+    ):
+        self._db = db
+        self._turns = turns
+        self._replies = replies
+        self._config = config
+        self._tasks: set[asyncio.Task] = set()
+        # (channel, platform user) -> their lock and how many of their turns wait on it
+        self._users: dict[tuple[str, str], tuple[asyncio.Lock, int]] = {}
+
+    async def receive(self, channel: Channel, message: Inbound) -> bool:
+        """Record a message and start its turn; False when it was received before."""
+        async with self._db.write() as tx:
+            waiting = store.Waiting(
+                channel.id, message.message_id, message.user_id, message.text, message.address
+            )
+            fresh = await store.receive(tx, channel.id, waiting, now_iso())
+        if fresh:
+            self._start(channel, message)
+        return fresh
+
+    def _start(self, channel: Channel, message: Inbound) -> None:
+        task = asyncio.create_task(self._answer(channel, message), name="channel-turn")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def resume(self) -> int:
+        """At start-up: answer the received messages whose turn never started (their
+        process stopped first); return how many."""
+        cutoff = datetime.now(UTC)
+        if self._db.shared:
+            cutoff -= timedelta(seconds=RESUME_AFTER_SECONDS)
+        found = await store.waiting(self._db.reader, iso(cutoff), RESUME_BATCH)
+        started = 0
+        for item in found:
+            channel = await store.get_any(self._db.reader, item.channel_id)
+            if channel is None or not channel.enabled:
+                continue  # a disabled channel's messages wait for it to be enabled
+            message = Inbound(item.user_id, item.text, item.external_id, item.address)
+            self._start(channel, message)
+            started += 1
+        return started
+
+    async def _answer(self, channel: Channel, message: Inbound) -> None:
+        """Run the message's turn, one at a time per platform user, and queue the reply."""
+        key = (channel.id, message.user_id)
+        lock, waiting = self._users.get(key, (asyncio.Lock(), 0))
+        self._users[key] = (lock, waiting + 1)
+        try:
+            async with lock:
+                await self._turn(channel, message)
+        except Exception:
+            log.exception(
+                "channel %s: the turn of message %s failed", channel.id, message.message_id
+            )
+        finally:
+            lock, waiting = self._users[key]
+            if waiting == 1:
+                del self._users[key]
+            else:
+                self._users[key] = (lock, waiting - 1)
+
+    async def _turn(self, channel: Channel, message: Inbound) -> None:
+        async with self._db.write() as tx:
+            if not await store.start_turn(tx, channel.id, message.message_id, now_iso()):
+                return  # another process's turn has it
+        ref = user_ref(channel, message.user_id)
+        conversation_id = await store.latest_conversation(self._db.reader, channel.id, ref)
+        chat = ChatInput(
+            agent_id=channel.agent_id,
+            messages=(("user", message.text),),
+            conversation_id=conversation_id,
+            session_id=None,
+            user={"id": ref, "email": None, "name": None, "verified_by": None},
+            team_id=channel.team_id,
+            channel=channel.type,
+            channel_id=channel.id,
+        )
+        sink = _Reply()
+        try:
+            async with asyncio.timeout(self._config.turn_seconds):
+                # The agent is not offered handing over yet (a channel has no waiting
+                # screen to show): members take channel conversations from the inbox.
+                turn = await self._turns.run(chat, sink, people_can_answer=False)
+        except DomainError as exc:
+            log.warning(
+                "channel %s: message %s not answered: %s",
+                channel.id,
+                message.message_id,
+                exc.message,
+            )
+            return
+        if isinstance(turn, HeldTurn):
+            return  # a person has the conversation: the message waits for them
+        if sink.error is not None and not sink.text:
+            log.warning(
+                "channel %s: the agent could not answer: %s", channel.id, sink.error.get("message")
+            )
+            return
+        await self._queue_reply(turn.conversation, message, turn.message_id, sink.text)
+
+    async def _queue_reply(
+        self, conv: Conversation, message: Inbound, reply_id: str, text: str
+    ) -> None:
+        """Write the reply's outbox row and wake the worker."""
+        reply = Reply(reply_id, text, {"type": "ai"}, message.message_id, message.address)
+        async with self._db.write() as tx:
+            queued = await self._replies.queue(tx, conv, reply, now_iso())
+        if queued:
+            self._replies.sent()
+
+    async def idle(self) -> None:
+        """Wait until every turn under way has ended (tests, shutdown)."""
+        while self._tasks:
+            await asyncio.wait(set(self._tasks))
+
+    async def close(self) -> None:
+        """Give turns under way a moment, then cancel them."""
+        tasks = set(self._tasks)
+        if not tasks:
+            return
+        _, pending = await asyncio.wait(tasks, timeout=self._config.close_grace_seconds)
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.wait(pending)

@@ -1,0 +1,85 @@
+"""Channel replies as a kind of the outbox (services/delivery/outbox.py).
+
+The outbox worker claims due rows of every kind in one transaction, under the same leases,
+retry schedule and wake-ups; this module knows what is particular to channels: where a
+reply goes for its channel's type (the api channel: a POST of the stored body to its
+`outboundUrl`, signed with its secret, Standard Webhooks headers with the delivery's id as
+`webhook-id`, the same on every attempt; telegram: the stored `sendMessage` body to the
+Bot API with the bot's token).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from agentsvc.db import Database, Tx
+from agentsvc.secretbox import SecretBox, SecretBoxError
+from agentsvc.services.channels import telegram
+from agentsvc.services.channels.settings import open_sealed
+from agentsvc.services.delivery.outcome import Outcome
+from agentsvc.services.delivery.post import Poster
+from agentsvc.services.delivery.signing import signature_headers
+from agentsvc.store import channels as store
+from agentsvc.store.channels import ChannelDelivery, ReplyTarget
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimedReply:
+    """A leased reply and where it goes (None: its channel went meanwhile)."""
+
+    delivery: ChannelDelivery
+    target: ReplyTarget | None
+
+
+class ChannelReplies:
+    """The channel replies' kind of the outbox: load, send, and the row's status code."""
+
+    outbox = store.OUTBOX
+    noun = "channel reply"
+
+    def __init__(self, db: Database, box: SecretBox, poster: Poster):
+        self.db = db
+        self.box = box
+        self.poster = poster
+        self.timeout_seconds = poster.timeout_seconds
+
+    async def load(self, rows: list[ChannelDelivery]) -> list[ClaimedReply]:
+        """The claimed rows with where they go."""
+        found = await store.reply_targets(self.db.reader, [d.channel_id for d in rows])
+        return [ClaimedReply(d, found.get(d.channel_id)) for d in rows]
+
+    def row(self, item: ClaimedReply) -> ChannelDelivery:
+        return item.delivery
+
+    def label(self, item: ClaimedReply) -> str:
+        return "channel"
+
+    def columns(self, outcome: Outcome) -> dict[str, Any]:
+        return {"last_status_code": outcome.status_code}
+
+    async def recorded(
+        self, tx: Tx, item: ClaimedReply, fields: dict[str, Any], outcome: Outcome, now: str
+    ) -> None:
+        return None
+
+    async def send(self, claimed: ClaimedReply) -> Outcome:
+        """One attempt; failures are outcomes."""
+        target = claimed.target
+        if target is None:
+            return Outcome(False, error="the channel no longer exists", stop=True)
+        try:
+            secrets = open_sealed(self.box, target.channel_id, target.sealed_secrets)
+        except SecretBoxError:
+            return Outcome(False, error="the channel's credentials cannot be opened")
+        body = claimed.delivery.payload.encode("utf-8")
+        if target.type == "telegram":
+            token = secrets["botToken"]
+            url = telegram.method_url(target.config.get("apiBaseUrl"), token, "sendMessage")
+            headers = {"Content-Type": "application/json"}
+            return telegram.outcome_of(await self.poster.post(url, headers, body), token)
+        headers = {
+            "Content-Type": "application/json",
+            **signature_headers(secrets["secret"], claimed.delivery.id, body),
+        }
+        return await self.poster.post(target.config["outboundUrl"], headers, body)

@@ -1,0 +1,77 @@
+"""A channel conversation's replies written to the outbox: the agent's answer to a
+message, and a member's reply from the inbox (handoff), each in the body its channel's type
+sends (services/channels/outbox.py sends it)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+
+from agentsvc.db import Tx
+from agentsvc.ids import new_id
+from agentsvc.store import channels as store
+from agentsvc.store.conversations import Conversation
+
+TELEGRAM_TEXT_LIMIT = 4096  # sendMessage's longest text
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """One reply: its message in the conversation, its text, who wrote it, and the
+    platform's message it answers with the address it goes to (None: the user's own)."""
+
+    message_id: str
+    text: str
+    author: dict[str, Any]  # {"type": "ai"} or {"type": "human", "name"}
+    in_reply_to: str | None = None
+    address: str | None = None
+
+
+def platform_user(conv: Conversation) -> str:
+    """The platform's id of the conversation's user (its reference is `type:id`)."""
+    return (conv.user_ref or "").removeprefix(f"{conv.channel}:")
+
+
+def payload(conv: Conversation, reply: Reply) -> dict[str, Any]:
+    """What the reply's delivery sends, by the channel's type."""
+    user = platform_user(conv)
+    if conv.channel == "telegram":
+        text = reply.text
+        if len(text) > TELEGRAM_TEXT_LIMIT:
+            text = text[: TELEGRAM_TEXT_LIMIT - 1] + "…"
+        return {"chat_id": reply.address or user, "text": text}
+    return {
+        "type": "message",
+        "conversationId": conv.id,
+        "userId": user,
+        "text": reply.text,
+        "messageId": reply.message_id,
+        "inReplyTo": reply.in_reply_to,
+        "author": reply.author,
+    }
+
+
+class ReplyQueue:
+    """Writes replies of channel conversations to the outbox and wakes its worker."""
+
+    def __init__(self, wake: Callable[[datetime], None]):
+        self._wake = wake
+
+    async def queue(self, tx: Tx, conv: Conversation, reply: Reply, now: str) -> bool:
+        """In the caller's transaction: the reply's outbox row when the conversation came
+        through a channel (False: a widget conversation, nothing to send)."""
+        if conv.channel_id is None or conv.channel == "web":
+            return False
+        body = orjson.dumps(payload(conv, reply)).decode()
+        await store.insert_delivery(
+            tx, new_id("channel_delivery"), conv.channel_id, conv.id, body, now
+        )
+        return True
+
+    def sent(self) -> None:
+        """After the commit: the worker sends what was queued now."""
+        self._wake(datetime.now(UTC))

@@ -1,0 +1,296 @@
+"""Channels as one object: an agent's channels (created, listed, changed, deleted; their
+credentials sealed and shown masked; a Telegram bot's webhook set when its channel is
+created or enabled) and the messages they receive (`ChannelInbox`)."""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from agentsvc.db import Database, Tx
+from agentsvc.errors import Conflict, DomainError, NotFound, Unauthorized, ValidationFailed
+from agentsvc.ids import new_id, now_iso
+from agentsvc.secretbox import SecretBox, SecretBoxError
+from agentsvc.services import audit
+from agentsvc.services.agents import registry as agents_service
+from agentsvc.services.agents.registry import AgentCache
+from agentsvc.services.audit import Actor
+from agentsvc.services.channels import settings as channel_settings
+from agentsvc.services.channels import telegram
+from agentsvc.services.channels.inbound import ChannelInbox, Inbound
+from agentsvc.services.channels.kinds import AVAILABLE_TYPES
+from agentsvc.services.channels.telegram import TelegramApi
+from agentsvc.services.delivery.signing import verify
+from agentsvc.services.tools.rules import check_target_url
+from agentsvc.store import channels as store
+from agentsvc.store.channels import Channel
+
+log = logging.getLogger(__name__)
+
+# Where a channel receives (under [server] public_url).
+INBOUND_PATH = "/api/v1/channels/{id}/inbound"
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelDeps:
+    """What channels are kept with: the database, the secret box, the agents' cache."""
+
+    db: Database
+    box: SecretBox
+    agents: AgentCache
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelsConfig:
+    """The settings channels are created and answered under."""
+
+    public_url: str  # [server] public_url: inbound URLs are under it
+    allow_private: bool  # [outbound] allow_private: replies may go to private addresses
+    max_per_agent: int  # [channels] max_per_agent
+    # [ratelimit]: messages a channel receives, and one platform user sends, per minute
+    messages_per_minute: int
+    user_messages_per_minute: int
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelView:
+    """A channel as answers show it: its settings with the credentials masked."""
+
+    channel: Channel
+    config: dict[str, Any]
+    inbound_url: str
+    secret: str | None = None  # the signing secret, in the creation's answer only
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelChange:
+    """What a PATCH changes (None: unchanged); `config` is validated for the type."""
+
+    name: str | None = None
+    enabled: bool | None = None
+    config: dict[str, Any] | None = None
+
+
+class ChannelsService:
+    """A team's channels and what they receive; handlers call its methods."""
+
+    def __init__(
+        self,
+        deps: ChannelDeps,
+        inbox: ChannelInbox,
+        telegram: TelegramApi,
+        config: ChannelsConfig,
+    ):
+        self._db = deps.db
+        self._box = deps.box
+        self._agents = deps.agents
+        self._inbox = inbox
+        self._telegram = telegram
+        self._config = config
+
+    @property
+    def limits(self) -> tuple[int, int]:
+        """Messages per minute a channel receives, and one platform user sends to it."""
+        return self._config.messages_per_minute, self._config.user_messages_per_minute
+
+    def inbound_url(self, channel_id: str) -> str:
+        """Where the channel's platform sends its messages."""
+        return self._config.public_url.rstrip("/") + INBOUND_PATH.format(id=channel_id)
+
+    def view(self, channel: Channel, secret: str | None = None) -> ChannelView:
+        """The channel as answers show it (credentials masked)."""
+        shown = channel_settings.masked(
+            self._box, channel.id, channel.config, channel.sealed_secrets
+        )
+        return ChannelView(channel, shown, self.inbound_url(channel.id), secret)
+
+    def _check_config(self, kind: str, config: dict[str, Any]) -> None:
+        allow_private = self._config.allow_private
+        if kind == "api":
+            check_target_url(
+                "config.outboundUrl", config.get("outboundUrl"), allow_private=allow_private
+            )
+        if kind == "telegram" and config.get("apiBaseUrl") is not None:
+            check_target_url("config.apiBaseUrl", config["apiBaseUrl"], allow_private=allow_private)
+
+    async def _connect(self, channel: Channel) -> None:
+        """Point the platform at the channel (Telegram: setWebhook); ValidationFailed
+        saying what the platform answered."""
+        if channel.type != "telegram":
+            return
+        secrets = channel_settings.open_sealed(self._box, channel.id, channel.sealed_secrets)
+        await self._telegram.set_webhook(
+            channel.config.get("apiBaseUrl"),
+            secrets["botToken"],
+            self.inbound_url(channel.id),
+            secrets["webhookSecret"],
+        )
+
+    async def _disconnect(self, channel: Channel) -> None:
+        """Stop the platform sending (Telegram: deleteWebhook); a failure is logged only:
+        a disabled or deleted channel refuses what still arrives."""
+        if channel.type != "telegram":
+            return
+        try:
+            secrets = channel_settings.open_sealed(self._box, channel.id, channel.sealed_secrets)
+            await self._telegram.delete_webhook(
+                channel.config.get("apiBaseUrl"), secrets["botToken"]
+            )
+        except (DomainError, SecretBoxError) as exc:
+            log.warning("channel %s: the webhook could not be removed: %s", channel.id, exc)
+
+    async def create_channel(
+        self, actor: Actor, agent_id: str, kind: str, name: str | None, config: dict[str, Any]
+    ) -> ChannelView:
+        """Give an agent a channel; a generated signing secret is in this answer only."""
+        if kind not in AVAILABLE_TYPES:
+            raise ValidationFailed(f"type: must be one of {', '.join(AVAILABLE_TYPES)}")
+        agent = await agents_service.get_agent(self._db, self._agents, actor.team_id, agent_id)
+        self._check_config(kind, config)
+        shown, secrets = channel_settings.split(kind, config)
+        made = channel_settings.generated(kind)
+        now = now_iso()
+        channel_id = new_id("channel")
+        channel = Channel(
+            id=channel_id,
+            team_id=actor.team_id,
+            agent_id=agent.id,
+            type=kind,
+            name=name or kind,
+            enabled=True,
+            config=shown,
+            sealed_secrets=channel_settings.seal(self._box, channel_id, {**secrets, **made}),
+            created_by=actor.user_id,
+            created_at=now,
+            updated_at=now,
+        )
+        await self._check_room(self._db.reader, agent.id)
+        await self._connect(channel)  # a token the platform refuses stores nothing
+        async with self._db.write() as tx:
+            await self._check_room(tx, agent.id)
+            await store.insert(tx, channel)
+            await self._audit(tx, actor, "channel.created", channel)
+        return self.view(channel, made.get("secret"))
+
+    async def _check_room(self, tx: Any, agent_id: str) -> None:
+        if await store.count_for_agent(tx, agent_id) >= self._config.max_per_agent:
+            raise Conflict(
+                f"The agent has {self._config.max_per_agent} channels, the most allowed"
+                " ([channels] max_per_agent): delete one first"
+            )
+
+    async def _audit(self, tx: Tx, actor: Actor, action: str, channel: Channel) -> None:
+        await audit.record_in(
+            tx,
+            actor,
+            action,
+            target_type="channel",
+            target_id=channel.id,
+            label=channel.name,
+            details={"type": channel.type, "agentId": channel.agent_id},
+        )
+
+    async def list_channels(self, team_id: str, agent_id: str) -> list[ChannelView]:
+        """The agent's channels, oldest first (NotFound for another team's agent)."""
+        await agents_service.get_agent(self._db, self._agents, team_id, agent_id)
+        found = await store.list_for_agent(self._db.reader, agent_id)
+        return [self.view(c) for c in found]
+
+    async def _get(self, tx: Any, team_id: str, channel_id: str) -> Channel:
+        channel = await store.get(tx, team_id, channel_id)
+        if channel is None:
+            raise NotFound("Channel not found")
+        return channel
+
+    async def get_channel(self, team_id: str, channel_id: str) -> ChannelView:
+        """The team's channel, or NotFound (another team's too)."""
+        return self.view(await self._get(self._db.reader, team_id, channel_id))
+
+    async def channel_type(self, team_id: str, channel_id: str) -> str:
+        """The type of the team's channel (its settings are checked against it)."""
+        return (await self._get(self._db.reader, team_id, channel_id)).type
+
+    async def update_channel(
+        self, actor: Actor, channel_id: str, change: ChannelChange
+    ) -> ChannelView:
+        """Rename, enable or disable a channel, or replace its settings (credentials left
+        out of new settings are kept); enabling it, or new settings while it is enabled,
+        point the platform at it again, disabling it stops the platform sending."""
+        channel = await self._get(self._db.reader, actor.team_id, channel_id)
+        updated = replace(channel, updated_at=now_iso())
+        if change.name is not None:
+            updated = replace(updated, name=change.name)
+        if change.enabled is not None:
+            updated = replace(updated, enabled=change.enabled)
+        if change.config is not None:
+            updated = self._with_config(updated, change.config)
+        reconnect = updated.enabled and (not channel.enabled or change.config is not None)
+        if reconnect:
+            await self._connect(updated)  # outside the write: it waits for the platform
+        async with self._db.write() as tx:
+            await self._get(tx, actor.team_id, channel_id)  # not deleted meanwhile
+            await store.update(tx, updated)
+            await self._audit(tx, actor, "channel.updated", updated)
+        if channel.enabled and not updated.enabled:
+            await self._disconnect(updated)
+        return self.view(updated)
+
+    def _with_config(self, channel: Channel, config: dict[str, Any]) -> Channel:
+        self._check_config(channel.type, config)
+        shown, secrets = channel_settings.split(channel.type, config)
+        if not secrets:
+            return replace(channel, config=shown)
+        kept = channel_settings.open_sealed(self._box, channel.id, channel.sealed_secrets)
+        sealed = channel_settings.seal(self._box, channel.id, {**kept, **secrets})
+        return replace(channel, config=shown, sealed_secrets=sealed)
+
+    async def delete_channel(self, actor: Actor, channel_id: str) -> None:
+        """Delete a channel and its pending replies; its conversations stay."""
+        async with self._db.write() as tx:
+            channel = await self._get(tx, actor.team_id, channel_id)
+            await store.delete(tx, actor.team_id, channel_id)
+            await self._audit(tx, actor, "channel.deleted", channel)
+        if channel.enabled:
+            await self._disconnect(channel)
+
+    # ── receiving ─────────────────────────────────────────────────────────────────────
+    async def receiving_channel(self, channel_id: str) -> Channel:
+        """The enabled channel a platform sends to, or NotFound (unknown or disabled)."""
+        channel = await store.get_any(self._db.reader, channel_id)
+        if channel is None or not channel.enabled:
+            raise NotFound("Channel not found")
+        return channel
+
+    def check_signed(self, channel: Channel, headers: Mapping[str, str], body: bytes) -> None:
+        """Unauthorized unless the request carries the channel's proof: the api channel's
+        Standard Webhooks signature, Telegram's secret token header."""
+        secrets = channel_settings.open_sealed(self._box, channel.id, channel.sealed_secrets)
+        if channel.type == "telegram":
+            sent = headers.get(telegram.SECRET_HEADER) or ""
+            if not hmac.compare_digest(sent.encode(), secrets["webhookSecret"].encode()):
+                raise Unauthorized(f"Invalid secret token: {telegram.SECRET_HEADER} does not match")
+            return
+        refused = verify(secrets["secret"], headers, body, time.time())
+        if refused is not None:
+            raise Unauthorized(f"Invalid signature: {refused}")
+
+    async def receive(self, channel: Channel, message: Inbound) -> bool:
+        """Take a checked message: False when it was already received (a retry: no second
+        turn); else its turn runs in the background and the reply goes out."""
+        return await self._inbox.receive(channel, message)
+
+    async def resume(self) -> int:
+        """At start-up: answer what was received but not answered before a stop."""
+        return await self._inbox.resume()
+
+    async def idle(self) -> None:
+        """Wait until every turn under way has ended."""
+        await self._inbox.idle()
+
+    async def close(self) -> None:
+        """Let the turns under way finish (briefly), then stop them."""
+        await self._inbox.close()
