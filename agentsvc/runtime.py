@@ -94,6 +94,7 @@ PRUNE_SESSIONS_SECONDS = 3600
 SWEEP_FILES_JOB = "form-files-sweep"  # each process: files live in its data_dir
 DELIVERY_POLL_JOB = "delivery-poll"  # several processes only
 RETENTION_JOB = "data-retention"
+CHANNEL_RESUME_JOB = "channel-messages-resume"  # several processes only
 
 
 def attach(app: web.Application) -> None:
@@ -449,11 +450,16 @@ async def _features(app: web.Application) -> AsyncIterator[None]:
     resumed = await channels.resume()
     if resumed:
         log.info("answering %d channel message(s) received before the last stop", resumed)
+    jobs = app[app_keys.jobs_key]
+    if app[app_keys.db_key].shared:  # what another process received, then stopped before
+        poll = app[app_keys.settings_key].webhooks.poll_seconds
+        jobs.every(CHANNEL_RESUME_JOB, poll, channels.resume)
 
     # -- team, sign-in, sessions, API keys, limits
     _team_services(app)
 
     yield
+    jobs.cancel(CHANNEL_RESUME_JOB)
     await channels.close()  # turns under way end before the outbox and database close
 
 

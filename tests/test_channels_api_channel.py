@@ -255,6 +255,28 @@ async def test_two_processes_answer_each_message_once(tmp_path, make_client, rec
     assert len(found) == 6 and all(c["messageCount"] == 2 for c in found)
 
 
+@pg.postgres_only
+async def test_a_running_process_answers_what_a_stopped_one_received(
+    tmp_path, make_client, receiver
+):
+    """Several processes: a message another process recorded (answered 202) and then
+    stopped before its turn is taken over by one still running, once, without a restart."""
+    settings = make_settings(tmp_path, webhooks={**FAST, "poll_seconds": 0.2})
+    running = await make_client(settings)
+    auth, agent, channel = await setup(running, receiver.url("/ok"))
+    two_minutes_ago = iso(datetime.now(UTC) - timedelta(minutes=2))
+    async with running.app[app_keys.db_key].write() as tx:
+        lost = channels_store.Waiting(channel["id"], "m-lost", "u-1", "Are returns free?", None)
+        await channels_store.receive(tx, channel["id"], lost, two_minutes_ago)
+    await receiver.wait_for(1, "/ok")
+    assert receiver.at("/ok")[0].json["inReplyTo"] == "m-lost"
+    await asyncio.sleep(0.6)  # three more polls: no second turn, no second reply
+    await turns_done(running)
+    assert len(receiver.at("/ok")) == 1
+    [conv] = await channel_conversations(running, auth, agent["id"])
+    assert conv["messageCount"] == 2
+
+
 async def test_retention_prunes_finished_replies_and_old_message_ids(make_client, receiver):
     client = await make_client(webhooks=FAST)
     _, _, channel = await setup(client, receiver.url("/ok"))

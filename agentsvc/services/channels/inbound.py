@@ -6,8 +6,10 @@ that platform user on that channel, and the reply written to the outbox.
 The platform is answered as soon as the message is recorded; the turn runs in a task of
 this process. One platform user's messages are answered one after the other, in order. A
 message is kept until its turn starts: one whose process stopped first is answered at the
-next start (`resume`; with several processes, once it has waited `RESUME_AFTER_SECONDS`,
-so a turn another process is about to start is left to it).
+next start (`resume`); with several processes, by any process still running (runtime.py
+calls `resume` every `[webhooks] poll_seconds`), once it has waited `RESUME_AFTER_SECONDS`,
+so a turn another process is about to start is left to it (and if both start it, the
+database lets one take it).
 """
 
 from __future__ import annotations
@@ -128,8 +130,8 @@ class ChannelInbox:
         task.add_done_callback(self._tasks.discard)
 
     async def resume(self) -> int:
-        """At start-up: answer the received messages whose turn never started (their
-        process stopped first); return how many."""
+        """Answer the received messages whose turn never started (their process stopped
+        first); return how many. At start-up, and with several processes periodically."""
         cutoff = datetime.now(UTC)
         if self._db.shared:
             cutoff -= timedelta(seconds=RESUME_AFTER_SECONDS)
