@@ -109,8 +109,10 @@ class ChannelProbe:
             bot = "@" + str(me["result"].get("username") or me["result"].get("first_name"))
             _, info = await self._bot_api(target, "getWebhookInfo")
         except _Unreachable as exc:
-            return ProbeResult(False, f"Telegram could not be reached: {exc.why}.")
-        return _webhook_sentence(target, bot, info.get("result") or {})
+            why = telegram.scrubbed(exc.why, target.secrets["botToken"])
+            return ProbeResult(False, f"Telegram could not be reached: {why}.")
+        found = info.get("result")
+        return _webhook_sentence(target, bot, found if isinstance(found, dict) else {})
 
     async def _api(self, target: ProbeTarget) -> ProbeResult:
         body = orjson.dumps({"type": "test", "channelId": target.channel_id})
