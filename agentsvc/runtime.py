@@ -43,6 +43,7 @@ from agentsvc.services.answers.service import AnswersService
 from agentsvc.services.audit import AuditService
 from agentsvc.services.channels.inbound import ChannelInbox, InboxConfig
 from agentsvc.services.channels.outbox import ChannelReplies
+from agentsvc.services.channels.probe import ChannelProbe
 from agentsvc.services.channels.replies import ReplyQueue
 from agentsvc.services.channels.service import ChannelDeps, ChannelsConfig, ChannelsService
 from agentsvc.services.channels.telegram import TelegramApi
@@ -485,6 +486,7 @@ def _channels(app: web.Application) -> ChannelsService:
             messages_per_minute=settings.ratelimit.channel_messages_per_minute,
             user_messages_per_minute=settings.ratelimit.channel_user_messages_per_minute,
         ),
+        ChannelProbe(app[app_keys.outbound_key], settings.webhooks.timeout_seconds),
     )
     return channels
 

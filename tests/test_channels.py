@@ -33,7 +33,7 @@ async def test_an_owner_creates_lists_changes_and_deletes_a_channel(client):
     assert created["config"] == {"outboundUrl": HOOK, "secret": "••••" + secret[-4:]}
     assert set(created) == {
         "id", "agentId", "type", "name", "enabled", "inboundUrl", "config", "secret",
-        "createdAt", "updatedAt",
+        "createdAt", "updatedAt", "status",
     }  # fmt: skip
 
     listed = await data_of(await client.get(f"/api/v1/agents/{agent['id']}/channels", headers=auth))

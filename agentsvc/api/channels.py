@@ -15,6 +15,7 @@ from agentsvc.api.routing import Call, RouteTable, envelope_response, validate_m
 from agentsvc.services.channels.kinds import AVAILABLE_TYPES
 from agentsvc.services.channels.service import ChannelChange, ChannelsService, ChannelView
 from agentsvc.services.tools.rules import MAX_URL_CHARS
+from agentsvc.store.channels import ChannelStatus
 from agentsvc.text_patterns import TELEGRAM_BOT_TOKEN_PATTERN
 
 routes = RouteTable("channels")
@@ -110,6 +111,17 @@ class ChannelPatch(RequestModel):
     )
 
 
+class ChannelError(ResponseModel):
+    at: str = Field(description="when the send failed")
+    message: str = Field(description="what went wrong, in words")
+
+
+class ChannelStatusOut(ResponseModel):
+    last_inbound_at: str | None = Field(description="when the channel last received a message")
+    last_outbound_at: str | None = Field(description="when a reply last reached the platform")
+    last_error: ChannelError | None = Field(description="the last failed send, or null")
+
+
 class ChannelOut(ResponseModel):
     id: str
     agent_id: str
@@ -120,6 +132,7 @@ class ChannelOut(ResponseModel):
     config: dict[str, Any] = Field(description="the settings; credentials masked, ••••1234")
     created_at: str
     updated_at: str
+    status: ChannelStatusOut
 
 
 class ChannelCreated(ChannelOut):
@@ -128,9 +141,25 @@ class ChannelCreated(ChannelOut):
     )
 
 
+class ChannelTest(ResponseModel):
+    ok: bool = Field(description="whether the platform answered as it should")
+    message: str = Field(description="what the test found, in a sentence for a person")
+
+
 class ChannelDeleted(ResponseModel):
     id: str
     deleted: bool
+
+
+def status_json(status: ChannelStatus) -> dict[str, Any]:
+    error = None
+    if status.last_error_at is not None:
+        error = {"at": status.last_error_at, "message": status.last_error}
+    return {
+        "lastInboundAt": status.last_inbound_at,
+        "lastOutboundAt": status.last_outbound_at,
+        "lastError": error,
+    }
 
 
 def channel_json(view: ChannelView) -> dict[str, Any]:
@@ -145,6 +174,7 @@ def channel_json(view: ChannelView) -> dict[str, Any]:
         "config": view.config,
         "createdAt": c.created_at,
         "updatedAt": c.updated_at,
+        "status": status_json(view.status),
     }
 
 
@@ -209,3 +239,17 @@ async def delete_channel(call: Call):
     """Delete a channel and its pending replies (owner only); its conversations stay."""
     await channels_of(call).delete_channel(actor_of(call), call.params["id"])
     return envelope_response({"id": call.params["id"], "deleted": True})
+
+
+@routes.post(
+    CHANNEL_PATH + "/test",
+    response=ChannelTest,
+    envelope=True,
+    owner_only=True,
+    errors=(403, 404),
+)
+async def post_channel_test(call: Call):
+    """Test the channel's connection to its platform (owner only): always answered, with
+    `ok` and a sentence saying what works or what to do."""
+    found = await channels_of(call).test_channel(call.team_id, call.params["id"])
+    return envelope_response({"ok": found.ok, "message": found.message})

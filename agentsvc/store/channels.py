@@ -153,6 +153,45 @@ async def latest_conversation(tx: Tx, channel_id: str, user_ref: str) -> str | N
     )
 
 
+@dataclass(frozen=True, slots=True)
+class ChannelStatus:
+    """When a channel last received a message and last delivered a reply, and its last
+    failed send (when, and what went wrong)."""
+
+    last_inbound_at: str | None = None
+    last_outbound_at: str | None = None
+    last_error_at: str | None = None
+    last_error: str | None = None
+
+
+_LAST_FAILED = (
+    "SELECT {column} FROM channel_delivery_attempts a"
+    " JOIN channel_deliveries d ON d.id = a.delivery_id"
+    " WHERE d.channel_id = c.id AND a.success = 0"
+    " ORDER BY a.started_at DESC, a.id DESC LIMIT 1"
+)
+_FAILED_AT = _LAST_FAILED.format(column="a.started_at")
+_FAILED_WHY = _LAST_FAILED.format(column="COALESCE(a.error, 'the send failed')")
+_STATUS = (
+    "SELECT c.id,"
+    " (SELECT MAX(i.received_at) FROM channel_inbound i WHERE i.channel_id = c.id),"
+    " (SELECT MAX(d.completed_at) FROM channel_deliveries d"
+    "  WHERE d.channel_id = c.id AND d.status = 'success'),"
+    f" ({_FAILED_AT}), ({_FAILED_WHY})"
+    " FROM channels c WHERE c.id IN ({marks})"
+)
+
+
+async def statuses(tx: Tx, channel_ids: list[str]) -> dict[str, ChannelStatus]:
+    """Channel id -> its status, in one query (channels gone meanwhile are absent)."""
+    if not channel_ids:
+        return {}
+    unique = list(dict.fromkeys(channel_ids))
+    marks = ", ".join("?" for _ in unique)
+    rows = await tx.fetchall(_STATUS.replace("{marks}", marks), unique)
+    return {r[0]: ChannelStatus(*r[1:5]) for r in rows}
+
+
 # ── the replies' outbox ──────────────────────────────────────────────────────────────────
 
 

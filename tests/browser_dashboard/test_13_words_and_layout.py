@@ -36,6 +36,7 @@ MAIN_PAGES = [
     "Form submissions",
     "Analytics",
     "Widget",
+    "Channels",
     "Team",
     "API keys",
     "Secrets",

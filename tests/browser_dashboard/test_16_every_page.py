@@ -31,6 +31,7 @@ SECTIONS = [
     "submissions",
     "analytics",
     "widget",
+    "channels",
     "team",
     "api-keys",
     "secrets",

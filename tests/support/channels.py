@@ -74,6 +74,7 @@ SECURITY_ROUTES: dict[tuple[str, str], tuple[str, Any]] = {
     ("GET", "/api/v1/channels/{id}"): ("channel", None),
     ("PATCH", "/api/v1/channels/{id}"): ("channel", {"name": "stolen"}),
     ("DELETE", "/api/v1/channels/{id}"): ("channel", None),
+    ("POST", "/api/v1/channels/{id}/test"): ("channel", None),
 }
 BY_DESIGN = {
     ("POST", "/api/v1/channels/{id}/inbound"): "a platform's messages: signed, not a credential",

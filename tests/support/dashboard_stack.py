@@ -45,6 +45,7 @@ PAGES = [
     "Form submissions",
     "Analytics",
     "Widget",
+    "Channels",
     "Team",
     "API keys",
     "Secrets",

@@ -23,11 +23,12 @@ from agentsvc.services.channels import settings as channel_settings
 from agentsvc.services.channels import telegram
 from agentsvc.services.channels.inbound import ChannelInbox, Inbound
 from agentsvc.services.channels.kinds import AVAILABLE_TYPES
+from agentsvc.services.channels.probe import ChannelProbe, ProbeResult, ProbeTarget
 from agentsvc.services.channels.telegram import TelegramApi
 from agentsvc.services.delivery.signing import verify
 from agentsvc.services.tools.rules import check_target_url
 from agentsvc.store import channels as store
-from agentsvc.store.channels import Channel
+from agentsvc.store.channels import Channel, ChannelStatus
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +65,7 @@ class ChannelView:
     config: dict[str, Any]
     inbound_url: str
     secret: str | None = None  # the signing secret, in the creation's answer only
+    status: ChannelStatus = ChannelStatus()  # last message in and out, last failed send
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +86,7 @@ class ChannelsService:
         inbox: ChannelInbox,
         telegram: TelegramApi,
         config: ChannelsConfig,
+        probe: ChannelProbe,
     ):
         self._db = deps.db
         self._box = deps.box
@@ -91,6 +94,7 @@ class ChannelsService:
         self._inbox = inbox
         self._telegram = telegram
         self._config = config
+        self._probe = probe
 
     @property
     def limits(self) -> tuple[int, int]:
@@ -101,12 +105,20 @@ class ChannelsService:
         """Where the channel's platform sends its messages."""
         return self._config.public_url.rstrip("/") + INBOUND_PATH.format(id=channel_id)
 
-    def view(self, channel: Channel, secret: str | None = None) -> ChannelView:
+    def view(
+        self, channel: Channel, secret: str | None = None, status: ChannelStatus | None = None
+    ) -> ChannelView:
         """The channel as answers show it (credentials masked)."""
         shown = channel_settings.masked(
             self._box, channel.id, channel.config, channel.sealed_secrets
         )
-        return ChannelView(channel, shown, self.inbound_url(channel.id), secret)
+        url = self.inbound_url(channel.id)
+        return ChannelView(channel, shown, url, secret, status or ChannelStatus())
+
+    async def _views(self, channels: list[Channel]) -> list[ChannelView]:
+        """The channels as answers show them, with their status (one query)."""
+        found = await store.statuses(self._db.reader, [c.id for c in channels])
+        return [self.view(c, status=found.get(c.id)) for c in channels]
 
     def _check_config(self, kind: str, config: dict[str, Any]) -> None:
         allow_private = self._config.allow_private
@@ -197,8 +209,7 @@ class ChannelsService:
     async def list_channels(self, team_id: str, agent_id: str) -> list[ChannelView]:
         """The agent's channels, oldest first (NotFound for another team's agent)."""
         await agents_service.get_agent(self._db, self._agents, team_id, agent_id)
-        found = await store.list_for_agent(self._db.reader, agent_id)
-        return [self.view(c) for c in found]
+        return await self._views(await store.list_for_agent(self._db.reader, agent_id))
 
     async def _get(self, tx: Any, team_id: str, channel_id: str) -> Channel:
         channel = await store.get(tx, team_id, channel_id)
@@ -208,7 +219,28 @@ class ChannelsService:
 
     async def get_channel(self, team_id: str, channel_id: str) -> ChannelView:
         """The team's channel, or NotFound (another team's too)."""
-        return self.view(await self._get(self._db.reader, team_id, channel_id))
+        return (await self._views([await self._get(self._db.reader, team_id, channel_id)]))[0]
+
+    async def test_channel(self, team_id: str, channel_id: str) -> ProbeResult:
+        """Test the connection to the channel's platform, answered as a sentence."""
+        channel = await self._get(self._db.reader, team_id, channel_id)
+        try:
+            secrets = channel_settings.open_sealed(self._box, channel.id, channel.sealed_secrets)
+        except SecretBoxError:
+            return ProbeResult(
+                False,
+                "The channel's credentials cannot be read (the secret key changed): enter them"
+                " again under Edit.",
+            )
+        target = ProbeTarget(
+            channel.id,
+            channel.type,
+            channel.config,
+            secrets,
+            channel.enabled,
+            self.inbound_url(channel.id),
+        )
+        return await self._probe.test(target)
 
     async def channel_type(self, team_id: str, channel_id: str) -> str:
         """The type of the team's channel (its settings are checked against it)."""
@@ -237,7 +269,7 @@ class ChannelsService:
             await self._audit(tx, actor, "channel.updated", updated)
         if channel.enabled and not updated.enabled:
             await self._disconnect(updated)
-        return self.view(updated)
+        return (await self._views([updated]))[0]
 
     def _with_config(self, channel: Channel, config: dict[str, Any]) -> Channel:
         self._check_config(channel.type, config)

@@ -13,6 +13,7 @@ import { renderInbox, renderInboxConversation } from "./page-inbox.js";
 import { renderAnalytics } from "./page-analytics.js";
 import { renderPreview } from "./chat.js";
 import { renderWidget } from "./page-widget.js";
+import { renderChannels } from "./page-channels.js";
 import { renderTeam } from "./page-team.js";
 import { renderApiKeys, renderSecrets } from "./page-credentials.js";
 import { renderSubmission, renderSubmissions, renderWebhook, renderWebhooks } from "./page-deliveries.js";
@@ -36,6 +37,7 @@ const NAV = [
   ["submissions", "Form submissions", renderSubmissions, false],
   ["analytics", "Analytics", renderAnalytics, true],
   ["widget", "Widget", renderWidget, true],
+  ["channels", "Channels", renderChannels, true],
   ["team", "Team", renderTeam, false],
   ["api-keys", "API keys", renderApiKeys, false],
   ["secrets", "Secrets", renderSecrets, false],

@@ -45,7 +45,7 @@ export function field(label, control, hint) {
   const id = control.id || `f${++fieldSeq}`;
   control.id = id;
   const wrap = h("div", { class: "field" });
-  if (control.type === "checkbox") {
+  if (control.type === "checkbox" || control.type === "radio") {
     wrap.classList.add("check");
     append(wrap, [control, h("label", { for: id }, label)]);
   } else {

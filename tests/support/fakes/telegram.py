@@ -2,10 +2,10 @@
 (https://core.telegram.org/bots/api): `POST /bot<token>/<method>` with JSON parameters,
 answered `{"ok": true, "result": ...}` or `{"ok": false, "error_code", "description",
 "parameters"?}` with the error code as the HTTP status. It knows `setWebhook` (checking the
-`secret_token`'s characters), `deleteWebhook` and `sendMessage`; an unknown token is `401
-Unauthorized`. It records every call, can answer the next sends `429` with
-`parameters.retry_after`, and builds the Update objects Telegram would POST to a webhook,
-with the `X-Telegram-Bot-Api-Secret-Token` header it was given.
+`secret_token`'s characters), `deleteWebhook`, `getWebhookInfo`, `getMe` and
+`sendMessage`; an unknown token is `401 Unauthorized`. It records every call, can answer
+the next sends `429` with `parameters.retry_after`, and builds the Update objects Telegram
+would POST to a webhook, with the `X-Telegram-Bot-Api-Secret-Token` header it was given.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ class FakeTelegram:
     webhooks: dict[str, tuple[str, str]] = field(default_factory=dict)  # token -> url, secret
     too_many: int = 0  # the next sends answered 429
     retry_after: int = 1
+    username: str = "shop_helper_bot"  # what getMe answers
     base_url: str = ""
     _runner: web.AppRunner | None = None
     _arrived: asyncio.Condition = field(default_factory=asyncio.Condition)
@@ -86,7 +87,18 @@ class FakeTelegram:
             )
         if method == "sendMessage":
             return self._send(call)
+        if method == "getMe":
+            bot = {"id": 1, "is_bot": True, "first_name": "Shop", "username": self.username}
+            return web.json_response({"ok": True, "result": bot})
+        if method == "getWebhookInfo":
+            return self._webhook_info(token)
         return self._error(404, "Not Found")
+
+    def _webhook_info(self, token: str) -> web.Response:
+        url, _ = self.webhooks.get(token, ("", ""))
+        info: dict[str, Any] = {"url": url, "has_custom_certificate": False}
+        info["pending_update_count"] = 0
+        return web.json_response({"ok": True, "result": info})
 
     def _send(self, call: Call) -> web.Response:
         params = call.params
