@@ -153,6 +153,24 @@ async def latest_conversation(tx: Tx, channel_id: str, user_ref: str) -> str | N
     )
 
 
+async def thread_conversation(tx: Tx, channel_id: str, thread: str) -> str | None:
+    """The id of a channel's conversation of a thread (Slack: `channel:thread_ts`, kept as
+    the conversation's session id), or None."""
+    return await tx.fetchval(
+        "SELECT id FROM conversations WHERE channel_id = ? AND session_id = ?"
+        " ORDER BY created_at DESC, id DESC LIMIT 1",
+        (channel_id, thread),
+    )
+
+
+async def user_wrote_at(tx: Tx, conversation_id: str) -> str | None:
+    """When the conversation's user last wrote (WhatsApp's window opens then), or None."""
+    return await tx.fetchval(
+        "SELECT MAX(created_at) FROM messages WHERE conversation_id = ? AND role = 'user'",
+        (conversation_id,),
+    )
+
+
 # ── the replies' outbox ──────────────────────────────────────────────────────────────────
 
 
