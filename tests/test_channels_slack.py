@@ -202,3 +202,28 @@ async def test_a_429_is_waited_out_and_a_refusal_is_not_retried(make_client, sla
     found = await channel_store.deliveries_of(client.app[app_keys.db_key].reader, channel["id"])
     [refused] = [d for d in found if d.status == "failed"]
     assert "channel_not_found" in refused.last_error
+
+
+async def test_enabling_and_new_settings_check_the_token_again(make_client, slack):
+    client, auth, agent, channel = await setup(make_client, slack)
+    path = f"/api/v1/channels/{channel['id']}"
+    await data_of(await client.patch(path, json={"enabled": False}, headers=auth))
+    assert [c.method for c in slack.calls] == ["auth.test"]  # nothing to tell Slack
+    # Disabled: what Slack sends is 404.
+    resp = await deliver(client, channel, slack.mention("U0ADA0001", "hi"))
+    await assert_error(resp, 404, "NOT_FOUND")
+    await data_of(await client.patch(path, json={"enabled": True}, headers=auth))
+    assert [c.method for c in slack.calls] == ["auth.test", "auth.test"]
+    # New settings without the credentials keep them (and check the token again).
+    changed = await data_of(
+        await client.patch(path, json={"config": {"apiBaseUrl": slack.base_url}}, headers=auth)
+    )
+    assert changed["config"]["botToken"] == "••••" + TOKEN[-4:]
+    assert changed["config"]["botUserId"] == BOT_USER and len(slack.calls) == 3
+    bad = {"config": {"apiBaseUrl": "ftp://slack.example"}}
+    await assert_error(
+        await client.patch(path, json=bad, headers=auth),
+        400,
+        "VALIDATION_ERROR",
+        "config.apiBaseUrl",
+    )

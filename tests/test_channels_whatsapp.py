@@ -228,3 +228,35 @@ async def test_a_429_is_waited_out_and_a_refusal_is_not_retried(make_client, gra
     [refused] = [d for d in found if d.status == "failed"]
     assert refused.last_status_code == 400 and "not in allowed list" in refused.last_error
     assert TOKEN not in refused.last_error
+
+
+async def test_settings_are_checked_and_credentials_kept(make_client, graph):
+    client, auth, agent, channel = await setup(make_client, graph)
+    path = f"/api/v1/channels/{channel['id']}"
+    url = f"/api/v1/agents/{agent['id']}/channels"
+    for config, field in (
+        ({"phoneNumberId": "+1 650"}, "config.phoneNumberId"),
+        ({"graphBaseUrl": "ftp://graph.example"}, "config.graphBaseUrl"),
+        ({"apiVersion": "21"}, "config.apiVersion"),
+        ({"verifyToken": "has spaces"}, "config.verifyToken"),
+    ):
+        body = {
+            "type": "whatsapp",
+            "config": {
+                "phoneNumberId": PHONE,
+                "accessToken": TOKEN,
+                "appSecret": APP_SECRET,
+                "verifyToken": VERIFY,
+                **config,
+            },
+        }
+        resp = await client.post(url, json=body, headers=auth)
+        await assert_error(resp, 400, "VALIDATION_ERROR", field)
+    # New settings without the credentials keep them.
+    config = {"phoneNumberId": PHONE, "graphBaseUrl": graph.base_url, "templateName": "hi"}
+    changed = await data_of(await client.patch(path, json={"config": config}, headers=auth))
+    assert changed["config"]["appSecret"] == "••••" + APP_SECRET[-4:]
+    assert changed["config"]["templateName"] == "hi"
+    resp = await notify(client, graph, channel, graph.text(USER, "When do you open?"))
+    assert (await data_of(resp, 202))["received"] is True
+    await graph.wait_for(1)
