@@ -167,7 +167,7 @@ async def test_mentions_are_answered_in_their_thread_once(make_client, slack):
     assert threaded["user"]["id"] == "slack:U0ADA0001"
 
     # A member's reply from the inbox goes to the thread.
-    reply = {"content": "Olivia here, happy to help."}
+    reply = {"content": "Olivia here: free for <30 days> & more."}
     resp = await client.post(
         f"/api/v1/conversations/{threaded['id']}/messages", json=reply, headers=auth
     )
@@ -176,7 +176,7 @@ async def test_mentions_are_answered_in_their_thread_once(make_client, slack):
     assert slack.posted()[3] == {
         "channel": "C0GENERAL",
         "thread_ts": started,
-        "text": reply["content"],
+        "text": "Olivia here: free for &lt;30 days&gt; &amp; more.",
     }
     await turns_done(client)
     await asyncio.sleep(0.3)

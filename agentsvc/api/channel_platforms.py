@@ -131,8 +131,16 @@ class SlackCallback(_Platform):
 
 
 MENTION = re.compile(r"<@[A-Z0-9]+>\s*")
+# Subtypes of a person's message (a file with a comment, a thread reply also sent to the
+# channel); every other subtype is an edit, a deletion, a join, a bot's message...
+PERSONS = (None, "file_share", "thread_broadcast")
 TS = re.compile(r"^[0-9]{1,20}\.[0-9]{1,10}$")
 CHANNEL = re.compile(r"^[A-Z0-9]{1,30}$")
+
+
+def _unescaped(text: str) -> str:
+    """A message's text as the person typed it: Slack escapes &, < and >."""
+    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
 
 
 def from_slack(data: Any, bot_user_id: str | None) -> list[Inbound]:
@@ -145,14 +153,14 @@ def from_slack(data: Any, bot_user_id: str | None) -> list[Inbound]:
     if callback.type != "event_callback" or event is None or not callback.event_id:
         return []
     wanted = event.type == "app_mention" or (event.type == "message" and event.channel_type == "im")
-    if not wanted or event.subtype is not None or event.bot_id is not None:
+    if not wanted or event.subtype not in PERSONS or event.bot_id is not None:
         return []
     if not event.user or event.user == bot_user_id or not event.text:
         return []
     thread = event.thread_ts or event.ts or ""
     if not TS.match(thread) or not CHANNEL.match(event.channel or ""):
         return []
-    text = MENTION.sub("", event.text).strip()
+    text = _unescaped(MENTION.sub("", event.text)).strip()
     if not text:
         return []
     address = f"{event.channel}:{thread}"

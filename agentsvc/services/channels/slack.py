@@ -59,6 +59,8 @@ def post_message(address: str, text: str) -> dict[str, Any]:
     channel, _, thread = address.partition(":")
     if len(text) > TEXT_LIMIT:
         text = text[: TEXT_LIMIT - 1] + "…"
+    # Slack reads &, < and > as its markup's: the reply's own are escaped, as Slack asks.
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     body: dict[str, Any] = {"channel": channel, "text": text}
     if thread:
         body["thread_ts"] = thread
