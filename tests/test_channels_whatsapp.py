@@ -257,6 +257,8 @@ async def test_settings_are_checked_and_credentials_kept(make_client, graph):
     changed = await data_of(await client.patch(path, json={"config": config}, headers=auth))
     assert changed["config"]["appSecret"] == "••••" + APP_SECRET[-4:]
     assert changed["config"]["templateName"] == "hi"
-    resp = await notify(client, graph, channel, graph.text(USER, "When do you open?"))
+    # A template's quick reply button is read as the user's message.
+    resp = await notify(client, graph, channel, graph.template_button(USER, "When do you open?"))
     assert (await data_of(resp, 202))["received"] is True
     await graph.wait_for(1)
+    assert "nine" in graph.sent()[0]["text"]["body"]

@@ -155,6 +155,10 @@ class FakeGraph:
         reply = {"type": "button_reply", "button_reply": {"id": "b1", "title": title}}
         return self._message(wa_id, "interactive", interactive=reply)
 
+    def template_button(self, wa_id: str, text: str) -> dict:
+        """The user pressed a quick reply button of a template message."""
+        return self._message(wa_id, "button", button={"payload": "p-1", "text": text})
+
     @staticmethod
     def status(wa_id: str) -> dict:
         return {
