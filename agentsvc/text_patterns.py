@@ -38,9 +38,12 @@ IMAGE_PATTERN = r"^(https://[^\s\"'<>\\()]+|data:image/(png|jpeg|gif|webp|svg\+x
 # " of 1 to 200 characters" or empty). A pattern not listed gets a vague fallback.
 # A canned response's shortcut (typed after `/` in a reply).
 SHORTCUT_PATTERN = r"^[a-z0-9_-]+$"
+# A Telegram bot's token as @BotFather gives it: the bot's id, a colon, the secret part.
+TELEGRAM_BOT_TOKEN_PATTERN = r"^[0-9]{1,20}:[A-Za-z0-9_-]{20,100}$"  # noqa: S105 (a pattern)
 
 PATTERN_PHRASES: dict[str, str] = {
     SHORTCUT_PATTERN: "a shortcut{length} of lowercase letters, digits, _ and -",
+    TELEGRAM_BOT_TOKEN_PATTERN: "a bot token as @BotFather gives it (123456789:AA...)",
     NON_BLANK: "a non-blank string{length}",
     r"^[^\x00-\x1f\x7f]*$": "a string{length} without control characters",
     TOOL_NAME_PATTERN: "1 to 64 lowercase letters, digits and _, starting with a letter",

@@ -77,7 +77,9 @@ async def test_a_token_telegram_refuses_stores_nothing(make_client, telegram):
     resp = await bot(client, auth, telegram, agent["id"], token=unknown, status=400)
     await assert_error(resp, 400, "VALIDATION_ERROR", "config.botToken: Telegram refused")
     resp = await bot(client, auth, telegram, agent["id"], token="not-a-token", status=400)
-    await assert_error(resp, 400, "VALIDATION_ERROR", "config.botToken")
+    await assert_error(
+        resp, 400, "VALIDATION_ERROR", "config.botToken: must be a bot token as @BotFather"
+    )
     listed = await client.get(f"/api/v1/agents/{agent['id']}/channels", headers=auth)
     assert await data_of(listed) == []
 

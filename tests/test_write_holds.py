@@ -82,15 +82,17 @@ async def test_write_transaction_holds_only_sql_60kb_anyof_schema_via_put_is_ref
     team,
 ):
     client, auth, _, tool_id = team
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     with LoopWatch() as loop:
         resp = await client.put(
             f"/api/v1/tools/{tool_id}", json={"inputSchema": HOSTILE_SCHEMA}, headers=auth
         )
     await assert_error(resp, 400, "VALIDATION_ERROR", TOO_COMPLEX)
-    # Within the budget of one tool input (about 0.3 s of work; the machine may be busy),
-    # in a worker thread: the event loop kept running meanwhile.
-    assert time.perf_counter() - started < 5
+    # Within the budget of one tool input (about 0.3 s of work), in a worker thread: the
+    # event loop kept running meanwhile. The work is counted in CPU time (every thread of
+    # the process; a busy machine stretches the wall clock, 5-7 s seen, not the work).
+    assert time.process_time() - cpu_started < 3
+    assert time.perf_counter() - started < 30
     assert loop.longest < 0.25, f"the event loop stalled {loop.longest * 1000:.0f} ms"
     resp = await client.get(f"/api/v1/tools/{tool_id}", headers=auth)
     assert (await resp.json())["inputSchema"] == {"type": "object", "properties": {}}
@@ -134,9 +136,9 @@ def test_write_transaction_holds_only_sql_subschemas_naming_a_draft_keep_the_bud
         },
     }
     tenant_schemas.check_schema(schema)
-    started = time.perf_counter()
+    started = time.process_time()
     problems = tenant_schemas.validation_errors(schema, {"a": "a" * 40 + "!"})
-    assert time.perf_counter() - started < 1
+    assert time.process_time() - started < 1
     assert problems == [f"a: {'a' * 40 + '!'!r} does not match '^(a+)+$'"]
 
 

@@ -15,6 +15,7 @@ from agentsvc.api.routing import Call, RouteTable, envelope_response, validate_m
 from agentsvc.services.channels.kinds import AVAILABLE_TYPES
 from agentsvc.services.channels.service import ChannelChange, ChannelsService, ChannelView
 from agentsvc.services.tools.rules import MAX_URL_CHARS
+from agentsvc.text_patterns import TELEGRAM_BOT_TOKEN_PATTERN
 
 routes = RouteTable("channels")
 
@@ -44,7 +45,7 @@ class ApiChannelConfig(RequestModel):
     ]
 
 
-BOT_TOKEN = r"^[0-9]{1,20}:[A-Za-z0-9_-]{20,100}$"  # noqa: S105 (a pattern)
+BOT_TOKEN = TELEGRAM_BOT_TOKEN_PATTERN
 
 
 class TelegramChannelConfig(RequestModel):
