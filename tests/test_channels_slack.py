@@ -74,7 +74,12 @@ async def test_creating_checks_the_token_and_masks_the_credentials(make_client, 
     resp = await app_channel(client, auth, slack, agent["id"], token="xoxb-unknown-123456789")
     await assert_error(resp, 400, "VALIDATION_ERROR", "config.botToken: Slack refused auth.test")
     resp = await app_channel(client, auth, slack, agent["id"], token="not-a-token")
-    await assert_error(resp, 400, "VALIDATION_ERROR", "config.botToken")
+    await assert_error(
+        resp,
+        400,
+        "VALIDATION_ERROR",
+        "config.botToken: must be a bot token as Slack gives it (xoxb-...)",
+    )
     listed = await client.get(f"/api/v1/agents/{agent['id']}/channels", headers=auth)
     assert len(await data_of(listed)) == 1
     other = await owner(client, "other@example.com")

@@ -15,7 +15,17 @@ from agentsvc.api.routing import Call, RouteTable, envelope_response, validate_m
 from agentsvc.services.channels.kinds import AVAILABLE_TYPES
 from agentsvc.services.channels.service import ChannelChange, ChannelsService, ChannelView
 from agentsvc.services.tools.rules import MAX_URL_CHARS
-from agentsvc.text_patterns import TELEGRAM_BOT_TOKEN_PATTERN
+from agentsvc.text_patterns import (
+    ACCESS_TOKEN_PATTERN,
+    APP_SECRET_PATTERN,
+    GRAPH_VERSION_PATTERN,
+    PHONE_NUMBER_ID_PATTERN,
+    SLACK_BOT_TOKEN_PATTERN,
+    TELEGRAM_BOT_TOKEN_PATTERN,
+    TEMPLATE_LANGUAGE_PATTERN,
+    TEMPLATE_NAME_PATTERN,
+    VERIFY_TOKEN_PATTERN,
+)
 
 routes = RouteTable("channels")
 
@@ -91,10 +101,10 @@ def _kept(pattern: str) -> Any:
     return Annotated[str, Field(pattern=pattern)] | SkipJsonSchema[None]
 
 
-TOKEN = r"^[A-Za-z0-9_.|:=+/-]{8,1000}$"  # noqa: S105 (a pattern): no spaces
-APP_SECRET = r"^[A-Za-z0-9]{8,200}$"  # noqa: S105 (a pattern)
-VERIFY_TOKEN = r"^[\x21-\x7e]{1,200}$"  # noqa: S105 (a pattern): printable, no spaces
-SLACK_TOKEN = r"^xox[a-z]-[A-Za-z0-9-]{8,250}$"  # noqa: S105 (a pattern)
+TOKEN = ACCESS_TOKEN_PATTERN
+APP_SECRET = APP_SECRET_PATTERN
+VERIFY_TOKEN = VERIFY_TOKEN_PATTERN
+SLACK_TOKEN = SLACK_BOT_TOKEN_PATTERN
 
 
 class WhatsAppChannelConfig(RequestModel):
@@ -103,21 +113,21 @@ class WhatsAppChannelConfig(RequestModel):
     Meta's console; outside the 24-hour window only `templateName` may be sent."""
 
     phone_number_id: Annotated[
-        str, Field(pattern=r"^[0-9]{1,30}$", description="the phone number's id (digits)")
+        str, Field(pattern=PHONE_NUMBER_ID_PATTERN, description="the phone number's id (digits)")
     ]
     access_token: _secret(TOKEN, "a token with whatsapp_business_messaging")  # type: ignore[valid-type]
     app_secret: _secret(APP_SECRET, "the Meta app's secret")  # type: ignore[valid-type]
     verify_token: _secret(VERIFY_TOKEN, "the token Meta's webhook check sends")  # type: ignore[valid-type]
     graph_base_url: _url("the Graph API's address (default https://graph.facebook.com)") = None  # type: ignore[valid-type]
     api_version: (
-        Annotated[str, Field(pattern=r"^v[0-9]{1,3}\.[0-9]{1,2}$", description="e.g. v21.0")]
+        Annotated[str, Field(pattern=GRAPH_VERSION_PATTERN, description="e.g. v21.0")]
         | SkipJsonSchema[None]
     ) = None
     template_name: (
         Annotated[
             str,
             Field(
-                pattern=r"^[a-z0-9_]{1,512}$",
+                pattern=TEMPLATE_NAME_PATTERN,
                 description="an approved template sent outside the 24-hour window",
             ),
         ]
@@ -126,7 +136,7 @@ class WhatsAppChannelConfig(RequestModel):
     template_language: (
         Annotated[
             str,
-            Field(pattern=r"^[a-z]{2,3}(_[A-Z]{2})?$", description="the template's language"),
+            Field(pattern=TEMPLATE_LANGUAGE_PATTERN, description="the template's language"),
         ]
         | SkipJsonSchema[None]
     ) = None
