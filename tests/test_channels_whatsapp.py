@@ -206,6 +206,11 @@ async def test_outside_the_window_without_a_template_the_reply_is_marked_not_sen
     [failed] = await replies_of(client, channel, "failed")
     assert "24 hours" in failed.last_error and "templateName" in failed.last_error
     assert failed.attempts == 1 and graph.calls == []
+    # The inbox shows it: a private note in the conversation.
+    [conv] = await channel_conversations(client, auth, agent["id"], "whatsapp")
+    found = await data_of(await client.get(f"/api/v1/conversations/{conv['id']}", headers=auth))
+    [note] = found["notes"]
+    assert note["content"].startswith("A reply was not sent on WhatsApp: the user last wrote")
 
 
 async def test_a_429_is_waited_out_and_a_refusal_is_not_retried(make_client, graph):

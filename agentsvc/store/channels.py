@@ -163,6 +163,14 @@ async def thread_conversation(tx: Tx, channel_id: str, thread: str) -> str | Non
     )
 
 
+async def conversation_owner(tx: Tx, conversation_id: str) -> tuple[str, str] | None:
+    """The team and agent of a conversation, or None when it went."""
+    row = await tx.fetchone(
+        "SELECT team_id, agent_id FROM conversations WHERE id = ?", (conversation_id,)
+    )
+    return (row[0], row[1]) if row else None
+
+
 async def user_wrote_at(tx: Tx, conversation_id: str) -> str | None:
     """When the conversation's user last wrote (WhatsApp's window opens then), or None."""
     return await tx.fetchval(

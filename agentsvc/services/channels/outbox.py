@@ -8,7 +8,8 @@ reply goes for its channel's type (the api channel: a POST of the stored body to
 Bot API with the bot's token; whatsapp: the stored message to the Graph API with the
 access token, or, once the user's 24-hour window closed, the channel's template, or
 nothing (the reply fails, saying why); slack: the stored `chat.postMessage` body with the
-bot's token).
+bot's token). A reply that will not go out leaves a private note in its conversation, so
+the inbox shows members that the person did not get it.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 import orjson
 
 from agentsvc.db import Database, Tx
-from agentsvc.ids import iso
+from agentsvc.ids import iso, new_id
 from agentsvc.secretbox import SecretBox, SecretBoxError
 from agentsvc.services.channels import slack, telegram, whatsapp
 from agentsvc.services.channels.settings import open_sealed
@@ -28,7 +29,18 @@ from agentsvc.services.delivery.outcome import Outcome
 from agentsvc.services.delivery.post import Poster
 from agentsvc.services.delivery.signing import signature_headers
 from agentsvc.store import channels as store
+from agentsvc.store import conversation_events as events_store
+from agentsvc.store import notes as notes_store
 from agentsvc.store.channels import ChannelDelivery, ReplyTarget
+from agentsvc.store.notes import Note
+
+# Who a note about a reply that was not sent is from, by the channel's type.
+PLATFORM_NAMES = {
+    "api": "API channel",
+    "telegram": "Telegram",
+    "whatsapp": "WhatsApp",
+    "slack": "Slack",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +87,20 @@ class ChannelReplies:
     async def recorded(
         self, tx: Tx, item: ClaimedReply, fields: dict[str, Any], outcome: Outcome, now: str
     ) -> None:
-        return None
+        """A reply that failed for good: a private note in its conversation (members see
+        it in the inbox; the person on the platform never sees notes)."""
+        if fields.get("status") != "failed" or item.target is None:
+            return
+        conversation_id = item.delivery.conversation_id
+        owner = await store.conversation_owner(tx, conversation_id)
+        if owner is None:
+            return
+        team_id, agent_id = owner
+        platform = PLATFORM_NAMES.get(item.target.type, item.target.type)
+        content = f"A reply was not sent on {platform}: {outcome.error or 'it was refused'}"
+        note = Note(new_id("note"), conversation_id, team_id, None, platform, content, now)
+        await notes_store.insert(tx, note)
+        await events_store.insert_note_event(tx, team_id, agent_id, note)
 
     async def send(self, claimed: ClaimedReply) -> Outcome:
         """One attempt; failures are outcomes."""
@@ -122,7 +147,7 @@ class ChannelReplies:
             if template is None:
                 return Outcome(
                     False,
-                    error="not sent: the user last wrote more than 24 hours ago (WhatsApp's"
+                    error="the user last wrote more than 24 hours ago (outside WhatsApp's"
                     " customer service window) and the channel has no templateName",
                     stop=True,
                 )
