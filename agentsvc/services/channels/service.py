@@ -287,24 +287,21 @@ class ChannelsService:
         return channel
 
     def check_signed(self, channel: Channel, headers: Mapping[str, str], body: bytes) -> None:
-        """Unauthorized unless the request carries the channel's proof: the api channel's
-        Standard Webhooks signature, Telegram's secret token header."""
+        """Unauthorized unless the request carries the channel's proof: Telegram's secret
+        token header, WhatsApp's and Slack's signatures, the api channel's Standard
+        Webhooks signature."""
         secrets = channel_settings.open_sealed(self._box, channel.id, channel.sealed_secrets)
-        refused = None
-        if channel.type == "whatsapp":
-            refused = whatsapp.signature_refused(secrets["appSecret"], headers, body)
-        elif channel.type == "slack":
-            refused = slack.signature_refused(secrets["signingSecret"], headers, body, time.time())
-        if refused is not None:
-            raise Unauthorized(f"Invalid signature: {refused}")
-        if channel.type in ("whatsapp", "slack"):
-            return
         if channel.type == "telegram":
             sent = headers.get(telegram.SECRET_HEADER) or ""
             if not hmac.compare_digest(sent.encode(), secrets["webhookSecret"].encode()):
                 raise Unauthorized(f"Invalid secret token: {telegram.SECRET_HEADER} does not match")
             return
-        refused = verify(secrets["secret"], headers, body, time.time())
+        if channel.type == "whatsapp":
+            refused = whatsapp.signature_refused(secrets["appSecret"], headers, body)
+        elif channel.type == "slack":
+            refused = slack.signature_refused(secrets["signingSecret"], headers, body, time.time())
+        else:
+            refused = verify(secrets["secret"], headers, body, time.time())
         if refused is not None:
             raise Unauthorized(f"Invalid signature: {refused}")
 
