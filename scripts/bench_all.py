@@ -52,6 +52,7 @@ BENCHMARKS = [
         ["--seconds", "4", "--cycles", "5"],
         ["--seconds", "2", "--cycles", "2", "--turns", "20000"],
     ),
+    ("bench_channels.py", [], ["--samples", "100", "--burst", "1000"]),
 ]
 
 

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
-from agentsvc.db import Database
+from agentsvc.db import Database, Tx
 from agentsvc.errors import DomainError
 from agentsvc.ids import iso, now_iso
 from agentsvc.services.channels.replies import Reply, ReplyQueue
@@ -35,6 +36,8 @@ RESUME_AFTER_SECONDS = 60
 RESUME_BATCH = 500
 # The types whose conversations are threads (the message's address names the thread).
 THREADED = ("slack",)
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,14 +106,23 @@ class ChannelInbox:
 
     async def receive(self, channel: Channel, message: Inbound) -> bool:
         """Record a message and start its turn; False when it was received before."""
-        async with self._db.write() as tx:
-            waiting = store.Waiting(
-                channel.id, message.message_id, message.user_id, message.text, message.address
-            )
-            fresh = await store.receive(tx, channel.id, waiting, now_iso())
+        waiting = store.Waiting(
+            channel.id, message.message_id, message.user_id, message.text, message.address
+        )
+        fresh = await self._write(lambda tx: store.receive(tx, channel.id, waiting, now_iso()))
         if fresh:
             self._start(channel, message)
         return fresh
+
+    async def _write(self, unit: Callable[[Tx], Awaitable[T]]) -> T:
+        """One small write: in one process's database, batched with the other writes of the
+        moment (messages arrive in floods; one commit for many of them about doubled the
+        messages a process takes per second); in a shared one, alone, since two processes
+        taking the same retried message in batches of different orders would deadlock."""
+        if not self._db.shared:
+            return await self._db.write_batched(unit)
+        async with self._db.write() as tx:
+            return await unit(tx)
 
     def _start(self, channel: Channel, message: Inbound) -> None:
         task = asyncio.create_task(self._answer(channel, message), name="channel-turn")
@@ -154,9 +166,11 @@ class ChannelInbox:
                 self._users[key] = (lock, waiting - 1)
 
     async def _turn(self, channel: Channel, message: Inbound) -> None:
-        async with self._db.write() as tx:
-            if not await store.start_turn(tx, channel.id, message.message_id, now_iso()):
-                return  # another process's turn has it
+        started = await self._write(
+            lambda tx: store.start_turn(tx, channel.id, message.message_id, now_iso())
+        )
+        if not started:
+            return  # another process's turn has it
         ref = user_ref(channel, message.user_id)
         thread = message.address if channel.type in THREADED else None
         if thread is not None:  # a conversation per thread, whoever writes in it
@@ -201,8 +215,7 @@ class ChannelInbox:
     ) -> None:
         """Write the reply's outbox row and wake the worker."""
         reply = Reply(reply_id, text, {"type": "ai"}, message.message_id, message.address)
-        async with self._db.write() as tx:
-            queued = await self._replies.queue(tx, conv, reply, now_iso())
+        queued = await self._write(lambda tx: self._replies.queue(tx, conv, reply, now_iso()))
         if queued:
             self._replies.sent()
 
