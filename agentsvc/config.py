@@ -347,6 +347,9 @@ class ChannelSettings(_Section):
     """`[channels]`: an agent on other platforms (docs/integrators/channels.md)."""
 
     max_per_agent: int = Field(20, gt=0)
+    # WhatsApp's customer service window: how long after a user's last message a reply
+    # may be a free text (after it, only the channel's template). Tests shorten it.
+    whatsapp_window_seconds: float = Field(86400, gt=0, le=86400)
 
 
 class ChatSettings(_Section):

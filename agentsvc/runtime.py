@@ -45,7 +45,13 @@ from agentsvc.services.channels.inbound import ChannelInbox, InboxConfig
 from agentsvc.services.channels.outbox import ChannelReplies
 from agentsvc.services.channels.probe import ChannelProbe
 from agentsvc.services.channels.replies import ReplyQueue
-from agentsvc.services.channels.service import ChannelDeps, ChannelsConfig, ChannelsService
+from agentsvc.services.channels.service import (
+    ChannelDeps,
+    ChannelsConfig,
+    ChannelsService,
+    PlatformApis,
+)
+from agentsvc.services.channels.slack import SlackApi
 from agentsvc.services.channels.telegram import TelegramApi
 from agentsvc.services.chat.messages import ConversationLog
 from agentsvc.services.chat.service import ConversationsService
@@ -339,7 +345,8 @@ async def _delivery(app: web.Application) -> AsyncIterator[None]:
     forms = FormDeliveries(db, poster, box, data_dir, lambda: app.get(app_keys.mailer_key))
     app[app_keys.form_deliveries_key] = deliverer.serve(forms)
     deliverer.serve(EventDeliveries(db, box, poster))  # claimed after the forms' rows
-    deliverer.serve(ChannelReplies(db, box, poster))  # then the channels' replies
+    window = settings.channels.whatsapp_window_seconds
+    deliverer.serve(ChannelReplies(db, box, poster, window))  # then the channels' replies
     app[app_keys.deliverer_key] = deliverer
     emitter = app[app_keys.emitter_key] = Emitter(db, deliverer.wake)
     changes.follow(db, changes.Caches(emitter=emitter))
@@ -478,7 +485,10 @@ def _channels(app: web.Application) -> ChannelsService:
     channels = app[app_keys.channels_key] = ChannelsService(
         ChannelDeps(db, app[app_keys.secret_box_key], app[app_keys.agent_cache_key]),
         inbox,
-        TelegramApi(app[app_keys.outbound_key], settings.webhooks.timeout_seconds),
+        PlatformApis(
+            TelegramApi(app[app_keys.outbound_key], settings.webhooks.timeout_seconds),
+            SlackApi(app[app_keys.outbound_key], settings.webhooks.timeout_seconds),
+        ),
         ChannelsConfig(
             public_url=settings.server.public_url,
             allow_private=settings.outbound.allow_private,

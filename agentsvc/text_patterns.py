@@ -40,10 +40,30 @@ IMAGE_PATTERN = r"^(https://[^\s\"'<>\\()]+|data:image/(png|jpeg|gif|webp|svg\+x
 SHORTCUT_PATTERN = r"^[a-z0-9_-]+$"
 # A Telegram bot's token as @BotFather gives it: the bot's id, a colon, the secret part.
 TELEGRAM_BOT_TOKEN_PATTERN = r"^[0-9]{1,20}:[A-Za-z0-9_-]{20,100}$"  # noqa: S105 (a pattern)
+# WhatsApp (Cloud API): the business phone number's id, a Graph API version, a message
+# template's name and language, a token of Meta's, an app secret and the verify token
+# typed in Meta's console (printable, no spaces).
+PHONE_NUMBER_ID_PATTERN = r"^[0-9]{1,30}$"
+GRAPH_VERSION_PATTERN = r"^v[0-9]{1,3}\.[0-9]{1,2}$"
+TEMPLATE_NAME_PATTERN = r"^[a-z0-9_]{1,512}$"
+TEMPLATE_LANGUAGE_PATTERN = r"^[a-z]{2,3}(_[A-Z]{2})?$"
+ACCESS_TOKEN_PATTERN = r"^[A-Za-z0-9_.|:=+/-]{8,1000}$"  # noqa: S105 (a pattern)
+APP_SECRET_PATTERN = r"^[A-Za-z0-9]{8,200}$"  # noqa: S105 (a pattern)
+VERIFY_TOKEN_PATTERN = r"^[\x21-\x7e]{1,200}$"  # noqa: S105 (a pattern)
+# A Slack bot user's OAuth token.
+SLACK_BOT_TOKEN_PATTERN = r"^xox[a-z]-[A-Za-z0-9-]{8,250}$"  # noqa: S105 (a pattern)
 
 PATTERN_PHRASES: dict[str, str] = {
     SHORTCUT_PATTERN: "a shortcut{length} of lowercase letters, digits, _ and -",
     TELEGRAM_BOT_TOKEN_PATTERN: "a bot token as @BotFather gives it (123456789:AA...)",
+    PHONE_NUMBER_ID_PATTERN: "the phone number's id as Meta shows it (digits, not the number)",
+    GRAPH_VERSION_PATTERN: "a Graph API version such as v21.0",
+    TEMPLATE_NAME_PATTERN: "a template's name: lowercase letters, digits and _",
+    TEMPLATE_LANGUAGE_PATTERN: "a language code such as en or en_US",
+    ACCESS_TOKEN_PATTERN: "an access token as Meta gives it (8 to 1000 characters, no spaces)",
+    APP_SECRET_PATTERN: "a secret as the console shows it (8 to 200 letters and digits)",
+    VERIFY_TOKEN_PATTERN: "1 to 200 printable characters without spaces",
+    SLACK_BOT_TOKEN_PATTERN: "a bot token as Slack gives it (xoxb-...)",
     NON_BLANK: "a non-blank string{length}",
     r"^[^\x00-\x1f\x7f]*$": "a string{length} without control characters",
     TOOL_NAME_PATTERN: "1 to 64 lowercase letters, digits and _, starting with a letter",

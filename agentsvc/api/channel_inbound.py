@@ -1,20 +1,24 @@
 """Where each channel receives its platform's messages (public: the platform's signature
 or secret token is the credential), checked in this order: an unknown or disabled channel
 404, a body over 1 MB 413, a wrong or missing signature 401 (before the JSON is read), a
-malformed message 400, a flood per channel and per platform user 429."""
+malformed message 400, a flood per channel and per platform user 429. WhatsApp's webhook
+check (a GET with the verify token) and Slack's `url_verification` are answered here too."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
+from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentsvc.api.bodies import read_body
+from agentsvc.api.channel_platforms import from_slack, from_whatsapp, slack_challenge
 from agentsvc.api.channels import CHANNEL_PATH, channels_of
 from agentsvc.api.limits import take_token
 from agentsvc.api.models import NON_BLANK, RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, envelope_response, parse_json, validate_model
 from agentsvc.services.channels.inbound import Inbound
+from agentsvc.store.channels import Channel
 
 routes = RouteTable("channels")
 
@@ -72,7 +76,10 @@ class InboundReceived(ResponseModel):
         description="false: nothing to answer (a Telegram update that is"
         " neither a text message nor a button press, or a bot's)"
     )
-    duplicate: bool = Field(description="true when this message was received before")
+    duplicate: bool = Field(
+        description="true when this message (every one of a WhatsApp notification's) was"
+        " received before"
+    )
 
 
 def _from_telegram(data: Any) -> Inbound | None:
@@ -91,14 +98,18 @@ def _from_telegram(data: Any) -> Inbound | None:
     return None
 
 
-def _read(kind: str, raw: bytes) -> Inbound | None:
-    """The checked message of a body, by the channel's type."""
-    data = parse_json(raw)
-    if kind == "telegram":
-        return _from_telegram(data)
+def _read(channel: Channel, data: Any) -> list[Inbound]:
+    """The checked messages of a body, by the channel's type."""
+    if channel.type == "telegram":
+        found = _from_telegram(data)
+        return [] if found is None else [found]
+    if channel.type == "whatsapp":
+        return from_whatsapp(data, str(channel.config.get("phoneNumberId")))
+    if channel.type == "slack":
+        return from_slack(data, channel.config.get("botUserId"))
     body = validate_model(InboundMessage, data)
     assert isinstance(body, InboundMessage)
-    return Inbound(body.user_id, body.text, body.message_id)
+    return [Inbound(body.user_id, body.text, body.message_id)]
 
 
 @routes.post(
@@ -112,7 +123,9 @@ def _read(kind: str, raw: bytes) -> Inbound | None:
     extra={
         "body_schema": InboundMessage,
         "description": "The api channel's body; a telegram channel receives the Bot API's"
-        " Update objects. See docs/integrators/channels.md.",
+        " Update objects, a whatsapp channel the Cloud API's notifications, a slack channel"
+        " the Events API's requests (a url_verification is answered with its challenge, as"
+        " text/plain). See docs/integrators/channels.md.",
     },
 )
 async def post_channel_inbound(call: Call):
@@ -122,13 +135,46 @@ async def post_channel_inbound(call: Call):
     channel = await service.receiving_channel(call.params["id"])
     raw = bytes(await read_body(call.request, INBOUND_MAX_MB))
     service.check_signed(channel, call.request.headers, raw)
-    message = _read(channel.type, raw)
-    if message is None:
+    data = parse_json(raw)
+    challenge = slack_challenge(data) if channel.type == "slack" else None
+    if challenge is not None:
+        return web.Response(text=challenge, content_type="text/plain")
+    messages = _read(channel, data)
+    if not messages:
         return envelope_response({"received": False, "duplicate": False}, status=202)
     per_channel, per_user = service.limits
-    refusal = "Too many messages on this channel; try again later"
-    await take_token(call.request, f"ch:{channel.id}", per_channel, refusal)
-    refusal = "Too many messages from this user on this channel; try again later"
-    await take_token(call.request, f"ch:{channel.id}:u:{message.user_id}", per_user, refusal)
-    fresh = await service.receive(channel, message)
-    return envelope_response({"received": True, "duplicate": not fresh}, status=202)
+    fresh = 0
+    for message in messages:
+        refusal = "Too many messages on this channel; try again later"
+        await take_token(call.request, f"ch:{channel.id}", per_channel, refusal)
+        refusal = "Too many messages from this user on this channel; try again later"
+        await take_token(call.request, f"ch:{channel.id}:u:{message.user_id}", per_user, refusal)
+        fresh += await service.receive(channel, message)
+    return envelope_response({"received": True, "duplicate": fresh == 0}, status=202)
+
+
+class WebhookCheck(BaseModel):
+    """Meta's check of a webhook's address (hub.mode, hub.verify_token, hub.challenge)."""
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+    mode: str = Field(alias="hub.mode", min_length=1, max_length=50)
+    verify_token: str = Field(alias="hub.verify_token", max_length=500)
+    challenge: str = Field(alias="hub.challenge", min_length=1, max_length=500)
+
+
+@routes.get(
+    CHANNEL_PATH + "/inbound",
+    auth="public",
+    query=WebhookCheck,
+    media_type="text/plain",
+    errors=(400, 401, 404),
+)
+async def get_channel_inbound(call: Call):
+    """Answer Meta's check of a whatsapp channel's webhook: its challenge, when the verify
+    token is the channel's."""
+    service = channels_of(call)
+    channel = await service.receiving_channel(call.params["id"])
+    check: WebhookCheck = call.query
+    service.verify_challenge(channel, check.mode, check.verify_token)
+    return web.Response(text=check.challenge, content_type="text/plain")

@@ -16,7 +16,17 @@ from agentsvc.services.channels.kinds import AVAILABLE_TYPES
 from agentsvc.services.channels.service import ChannelChange, ChannelsService, ChannelView
 from agentsvc.services.tools.rules import MAX_URL_CHARS
 from agentsvc.store.channels import ChannelStatus
-from agentsvc.text_patterns import TELEGRAM_BOT_TOKEN_PATTERN
+from agentsvc.text_patterns import (
+    ACCESS_TOKEN_PATTERN,
+    APP_SECRET_PATTERN,
+    GRAPH_VERSION_PATTERN,
+    PHONE_NUMBER_ID_PATTERN,
+    SLACK_BOT_TOKEN_PATTERN,
+    TELEGRAM_BOT_TOKEN_PATTERN,
+    TEMPLATE_LANGUAGE_PATTERN,
+    TEMPLATE_NAME_PATTERN,
+    VERIFY_TOKEN_PATTERN,
+)
 
 routes = RouteTable("channels")
 
@@ -75,10 +85,94 @@ class TelegramChannelPatch(TelegramChannelConfig):
     bot_token: Annotated[str, Field(pattern=BOT_TOKEN)] | SkipJsonSchema[None] = None  # type: ignore[assignment]
 
 
+def _url(description: str) -> Any:
+    """An optional platform address (checked like webhook URLs)."""
+    return (
+        Annotated[str, Field(min_length=1, max_length=MAX_URL_CHARS, description=description)]
+        | SkipJsonSchema[None]
+    )
+
+
+def _secret(pattern: str, description: str) -> Any:
+    return Annotated[str, Field(pattern=pattern, description=description + " (write-only)")]
+
+
+def _kept(pattern: str) -> Any:
+    """A credential a change may leave out (it is kept)."""
+    return Annotated[str, Field(pattern=pattern)] | SkipJsonSchema[None]
+
+
+TOKEN = ACCESS_TOKEN_PATTERN
+APP_SECRET = APP_SECRET_PATTERN
+VERIFY_TOKEN = VERIFY_TOKEN_PATTERN
+SLACK_TOKEN = SLACK_BOT_TOKEN_PATTERN
+
+
+class WhatsAppChannelConfig(RequestModel):
+    """The `whatsapp` channel (Cloud API): the business phone number's id, a system user's
+    access token, the Meta app's secret (signatures) and the verify token you type in
+    Meta's console; outside the 24-hour window only `templateName` may be sent."""
+
+    phone_number_id: Annotated[
+        str, Field(pattern=PHONE_NUMBER_ID_PATTERN, description="the phone number's id (digits)")
+    ]
+    access_token: _secret(TOKEN, "a token with whatsapp_business_messaging")  # type: ignore[valid-type]
+    app_secret: _secret(APP_SECRET, "the Meta app's secret")  # type: ignore[valid-type]
+    verify_token: _secret(VERIFY_TOKEN, "the token Meta's webhook check sends")  # type: ignore[valid-type]
+    graph_base_url: _url("the Graph API's address (default https://graph.facebook.com)") = None  # type: ignore[valid-type]
+    api_version: (
+        Annotated[str, Field(pattern=GRAPH_VERSION_PATTERN, description="e.g. v21.0")]
+        | SkipJsonSchema[None]
+    ) = None
+    template_name: (
+        Annotated[
+            str,
+            Field(
+                pattern=TEMPLATE_NAME_PATTERN,
+                description="an approved template sent outside the 24-hour window",
+            ),
+        ]
+        | SkipJsonSchema[None]
+    ) = None
+    template_language: (
+        Annotated[
+            str,
+            Field(pattern=TEMPLATE_LANGUAGE_PATTERN, description="the template's language"),
+        ]
+        | SkipJsonSchema[None]
+    ) = None
+
+
+class WhatsAppChannelPatch(WhatsAppChannelConfig):
+    """New settings of a whatsapp channel: credentials left out are kept."""
+
+    access_token: _kept(TOKEN) = None  # type: ignore[valid-type]
+    app_secret: _kept(APP_SECRET) = None  # type: ignore[valid-type]
+    verify_token: _kept(VERIFY_TOKEN) = None  # type: ignore[valid-type]
+
+
+class SlackChannelConfig(RequestModel):
+    """The `slack` channel (Events API): the bot's token (xoxb-...) and the app's signing
+    secret."""
+
+    bot_token: _secret(SLACK_TOKEN, "the bot user's OAuth token, xoxb-...")  # type: ignore[valid-type]
+    signing_secret: _secret(APP_SECRET, "the app's signing secret")  # type: ignore[valid-type]
+    api_base_url: _url("the Web API's address (default https://slack.com/api)") = None  # type: ignore[valid-type]
+
+
+class SlackChannelPatch(SlackChannelConfig):
+    """New settings of a slack channel: credentials left out are kept."""
+
+    bot_token: _kept(SLACK_TOKEN) = None  # type: ignore[valid-type]
+    signing_secret: _kept(APP_SECRET) = None  # type: ignore[valid-type]
+
+
 # Each type's settings on creation, and on a change (credentials may be left out).
 CONFIG_MODELS: dict[str, tuple[type[RequestModel], type[RequestModel]]] = {
     "api": (ApiChannelConfig, ApiChannelConfig),
     "telegram": (TelegramChannelConfig, TelegramChannelPatch),
+    "whatsapp": (WhatsAppChannelConfig, WhatsAppChannelPatch),
+    "slack": (SlackChannelConfig, SlackChannelPatch),
 }
 
 
@@ -92,7 +186,9 @@ Name = Annotated[str, Field(min_length=1, max_length=100, pattern=NON_BLANK)]
 
 
 CONFIG_DESCRIPTION = (
-    "the type's settings: api {outboundUrl}; telegram {botToken, apiBaseUrl?}"
+    "the type's settings: api {outboundUrl}; telegram {botToken, apiBaseUrl?}; whatsapp"
+    " {phoneNumberId, accessToken, appSecret, verifyToken, graphBaseUrl?, apiVersion?,"
+    " templateName?, templateLanguage?}; slack {botToken, signingSecret, apiBaseUrl?}"
     " (credentials are write-only)"
 )
 

@@ -192,6 +192,32 @@ async def statuses(tx: Tx, channel_ids: list[str]) -> dict[str, ChannelStatus]:
     return {r[0]: ChannelStatus(*r[1:5]) for r in rows}
 
 
+async def thread_conversation(tx: Tx, channel_id: str, thread: str) -> str | None:
+    """The id of a channel's conversation of a thread (Slack: `channel:thread_ts`, kept as
+    the conversation's session id), or None."""
+    return await tx.fetchval(
+        "SELECT id FROM conversations WHERE channel_id = ? AND session_id = ?"
+        " ORDER BY created_at DESC, id DESC LIMIT 1",
+        (channel_id, thread),
+    )
+
+
+async def conversation_owner(tx: Tx, conversation_id: str) -> tuple[str, str] | None:
+    """The team and agent of a conversation, or None when it went."""
+    row = await tx.fetchone(
+        "SELECT team_id, agent_id FROM conversations WHERE id = ?", (conversation_id,)
+    )
+    return (row[0], row[1]) if row else None
+
+
+async def user_wrote_at(tx: Tx, conversation_id: str) -> str | None:
+    """When the conversation's user last wrote (WhatsApp's window opens then), or None."""
+    return await tx.fetchval(
+        "SELECT MAX(created_at) FROM messages WHERE conversation_id = ? AND role = 'user'",
+        (conversation_id,),
+    )
+
+
 # ── the replies' outbox ──────────────────────────────────────────────────────────────────
 
 

@@ -78,6 +78,7 @@ SECURITY_ROUTES: dict[tuple[str, str], tuple[str, Any]] = {
 }
 BY_DESIGN = {
     ("POST", "/api/v1/channels/{id}/inbound"): "a platform's messages: signed, not a credential",
+    ("GET", "/api/v1/channels/{id}/inbound"): "Meta's webhook check: the verify token is checked",
 }
 
 

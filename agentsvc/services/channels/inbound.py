@@ -36,6 +36,8 @@ log = logging.getLogger(__name__)
 
 RESUME_AFTER_SECONDS = 60
 RESUME_BATCH = 500
+# The types whose conversations are threads (the message's address names the thread).
+THREADED = ("slack",)
 
 T = TypeVar("T")
 
@@ -172,12 +174,16 @@ class ChannelInbox:
         if not started:
             return  # another process's turn has it
         ref = user_ref(channel, message.user_id)
-        conversation_id = await store.latest_conversation(self._db.reader, channel.id, ref)
+        thread = message.address if channel.type in THREADED else None
+        if thread is not None:  # a conversation per thread, whoever writes in it
+            conversation_id = await store.thread_conversation(self._db.reader, channel.id, thread)
+        else:
+            conversation_id = await store.latest_conversation(self._db.reader, channel.id, ref)
         chat = ChatInput(
             agent_id=channel.agent_id,
             messages=(("user", message.text),),
             conversation_id=conversation_id,
-            session_id=None,
+            session_id=thread,
             user={"id": ref, "email": None, "name": None, "verified_by": None},
             team_id=channel.team_id,
             channel=channel.type,

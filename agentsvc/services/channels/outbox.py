@@ -5,23 +5,42 @@ retry schedule and wake-ups; this module knows what is particular to channels: w
 reply goes for its channel's type (the api channel: a POST of the stored body to its
 `outboundUrl`, signed with its secret, Standard Webhooks headers with the delivery's id as
 `webhook-id`, the same on every attempt; telegram: the stored `sendMessage` body to the
-Bot API with the bot's token).
+Bot API with the bot's token; whatsapp: the stored message to the Graph API with the
+access token, or, once the user's 24-hour window closed, the channel's template, or
+nothing (the reply fails, saying why); slack: the stored `chat.postMessage` body with the
+bot's token). A reply that will not go out leaves a private note in its conversation, so
+the inbox shows members that the person did not get it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import orjson
+
 from agentsvc.db import Database, Tx
+from agentsvc.ids import iso, new_id
 from agentsvc.secretbox import SecretBox, SecretBoxError
-from agentsvc.services.channels import telegram
+from agentsvc.services.channels import slack, telegram, whatsapp
 from agentsvc.services.channels.settings import open_sealed
 from agentsvc.services.delivery.outcome import Outcome
 from agentsvc.services.delivery.post import Poster
 from agentsvc.services.delivery.signing import signature_headers
 from agentsvc.store import channels as store
+from agentsvc.store import conversation_events as events_store
+from agentsvc.store import notes as notes_store
 from agentsvc.store.channels import ChannelDelivery, ReplyTarget
+from agentsvc.store.notes import Note
+
+# Who a note about a reply that was not sent is from, by the channel's type.
+PLATFORM_NAMES = {
+    "api": "API channel",
+    "telegram": "Telegram",
+    "whatsapp": "WhatsApp",
+    "slack": "Slack",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,11 +57,18 @@ class ChannelReplies:
     outbox = store.OUTBOX
     noun = "channel reply"
 
-    def __init__(self, db: Database, box: SecretBox, poster: Poster):
+    def __init__(
+        self,
+        db: Database,
+        box: SecretBox,
+        poster: Poster,
+        window_seconds: float = whatsapp.WINDOW_SECONDS,
+    ):
         self.db = db
         self.box = box
         self.poster = poster
         self.timeout_seconds = poster.timeout_seconds
+        self.window_seconds = window_seconds  # WhatsApp's customer service window
 
     async def load(self, rows: list[ChannelDelivery]) -> list[ClaimedReply]:
         """The claimed rows with where they go."""
@@ -61,7 +87,20 @@ class ChannelReplies:
     async def recorded(
         self, tx: Tx, item: ClaimedReply, fields: dict[str, Any], outcome: Outcome, now: str
     ) -> None:
-        return None
+        """A reply that failed for good: a private note in its conversation (members see
+        it in the inbox; the person on the platform never sees notes)."""
+        if fields.get("status") != "failed" or item.target is None:
+            return
+        conversation_id = item.delivery.conversation_id
+        owner = await store.conversation_owner(tx, conversation_id)
+        if owner is None:
+            return
+        team_id, agent_id = owner
+        platform = PLATFORM_NAMES.get(item.target.type, item.target.type)
+        content = f"A reply was not sent on {platform}: {outcome.error or 'it was refused'}"
+        note = Note(new_id("note"), conversation_id, team_id, None, platform, content, now)
+        await notes_store.insert(tx, note)
+        await events_store.insert_note_event(tx, team_id, agent_id, note)
 
     async def send(self, claimed: ClaimedReply) -> Outcome:
         """One attempt; failures are outcomes."""
@@ -73,6 +112,16 @@ class ChannelReplies:
         except SecretBoxError:
             return Outcome(False, error="the channel's credentials cannot be opened")
         body = claimed.delivery.payload.encode("utf-8")
+        if target.type == "whatsapp":
+            return await self._whatsapp(claimed.delivery, target, secrets["accessToken"])
+        if target.type == "slack":
+            token = secrets["botToken"]
+            url = slack.method_url(target.config.get("apiBaseUrl"), "chat.postMessage")
+            headers = {
+                "Content-Type": "application/json; charset=utf-8",
+                "Authorization": f"Bearer {token}",
+            }
+            return slack.outcome_of(await self.poster.post(url, headers, body), token)
         if target.type == "telegram":
             token = secrets["botToken"]
             url = telegram.method_url(target.config.get("apiBaseUrl"), token, "sendMessage")
@@ -83,3 +132,26 @@ class ChannelReplies:
             **signature_headers(secrets["secret"], claimed.delivery.id, body),
         }
         return await self.poster.post(target.config["outboundUrl"], headers, body)
+
+    async def _whatsapp(
+        self, delivery: ChannelDelivery, target: ReplyTarget, token: str
+    ) -> Outcome:
+        """A reply to WhatsApp: as stored within the user's window, else the template, else
+        nothing (a failure that says why, not retried)."""
+        body = delivery.payload.encode("utf-8")
+        wrote = await store.user_wrote_at(self.db.reader, delivery.conversation_id)
+        opened = iso(datetime.now(UTC) - timedelta(seconds=self.window_seconds))
+        if wrote is None or wrote < opened:
+            to = orjson.loads(body)["to"]
+            template = whatsapp.outside_window(to, target.config)
+            if template is None:
+                return Outcome(
+                    False,
+                    error="the user last wrote more than 24 hours ago (outside WhatsApp's"
+                    " customer service window) and the channel has no templateName",
+                    stop=True,
+                )
+            body = orjson.dumps(template)
+        url = whatsapp.messages_url(target.config)
+        headers = {"Content-Type": "application/json", "Authorization": f"Bearer {token}"}
+        return whatsapp.outcome_of(await self.poster.post(url, headers, body), token)

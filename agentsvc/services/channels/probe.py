@@ -1,8 +1,10 @@
 """A channel's "test connection": one harmless call to its platform, answered as a sentence
 for a person (telegram: `getMe` and `getWebhookInfo`, saying whether the webhook points at
-the channel; api: a signed `{"type": "test"}` POST to the outbound URL, saying how it
-answered). Every call goes through the guarded outbound client under a bounded timeout;
-a refusal or an unreachable platform is an answer (`ok: false`), never an exception."""
+the channel; whatsapp: the Graph API's node of the phone number, read with the access
+token; slack: `auth.test` with the bot token; api: a signed `{"type": "test"}` POST to the
+outbound URL, saying how it answered). Every call goes through the guarded outbound
+client under a bounded timeout; a refusal or an unreachable platform is an answer
+(`ok: false`), never an exception."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from typing import Any
 import orjson
 
 from agentsvc.outbound import OutboundClient, OutboundError
-from agentsvc.services.channels import telegram
+from agentsvc.services.channels import slack, telegram, whatsapp
 from agentsvc.services.delivery.signing import signature_headers
 
 MAX_SECONDS = 10.0  # a person waits for the answer
@@ -76,17 +78,65 @@ class ChannelProbe:
         """Test one channel; the answer says what works and what to do when it does not."""
         if target.type == "telegram":
             return await self._telegram(target)
+        if target.type == "whatsapp":
+            return await self._whatsapp(target)
+        if target.type == "slack":
+            return await self._slack(target)
         if target.type == "api":
             return await self._api(target)
         return ProbeResult(False, "This type of channel cannot be tested yet.")
 
-    async def _post(self, url: str, **kwargs: Any):
+    async def _post(self, url: str, method: str = "POST", **kwargs: Any):
         try:
             return await self._outbound.request(
-                "POST", url, timeout=self._seconds, max_response_bytes=65536, **kwargs
+                method, url, timeout=self._seconds, max_response_bytes=65536, **kwargs
             )
         except OutboundError as exc:
             raise _Unreachable(_why(exc, self._seconds)) from None
+
+    async def _whatsapp(self, target: ProbeTarget) -> ProbeResult:
+        token = target.secrets["accessToken"]
+        bearer = {"Authorization": f"Bearer {token}"}
+        try:
+            resp = await self._post(whatsapp.phone_number_url(target.config), "GET", headers=bearer)
+        except _Unreachable as exc:
+            return ProbeResult(False, f"WhatsApp could not be reached: {exc.why}.")
+        found = _json(resp.body)
+        error = found.get("error") if isinstance(found.get("error"), dict) else {}
+        if resp.status == 401 or error.get("code") == 190:
+            return ProbeResult(
+                False,
+                "Meta does not accept this access token. Make a new one (a system user's"
+                " permanent token) and paste it under Edit.",
+            )
+        if not resp.ok:
+            said = str(error.get("message") or f"HTTP {resp.status}").replace(token, "")
+            return ProbeResult(
+                False, f"WhatsApp refused the test ({said}). Check the phone number ID under Edit."
+            )
+        number = found.get("display_phone_number") or target.config.get("phoneNumberId")
+        works = f"WhatsApp accepts the access token for {number}: replies can go out."
+        return ProbeResult(True, works + _off(target))
+
+    async def _slack(self, target: ProbeTarget) -> ProbeResult:
+        token = target.secrets["botToken"]
+        url = slack.method_url(target.config.get("apiBaseUrl"), "auth.test")
+        try:
+            resp = await self._post(url, headers={"Authorization": f"Bearer {token}"})
+        except _Unreachable as exc:
+            return ProbeResult(False, f"Slack could not be reached: {exc.why}.")
+        found = _json(resp.body)
+        if not resp.ok or found.get("ok") is not True:
+            said = str(found.get("error") or f"HTTP {resp.status}")
+            return ProbeResult(
+                False,
+                f"Slack refused the bot token ({said}). Copy the Bot User OAuth Token again from"
+                " your Slack app's OAuth & Permissions page and paste it under Edit.",
+            )
+        where = f" in {found['team']}" if isinstance(found.get("team"), str) else ""
+        return ProbeResult(
+            True, f"Slack accepts the bot token{where}: replies can go out." + _off(target)
+        )
 
     async def _bot_api(self, target: ProbeTarget, method: str) -> tuple[int, dict[str, Any]]:
         token = target.secrets["botToken"]
@@ -133,6 +183,11 @@ class ChannelProbe:
             f"Your outbound URL answered {resp.status}. It must answer with a status from 200"
             " to 299, or the agent's replies will not arrive.",
         )
+
+
+def _off(target: ProbeTarget) -> str:
+    """What to add when the channel itself is switched off."""
+    return "" if target.enabled else " The channel is off: switch it on to answer."
 
 
 def _webhook_sentence(target: ProbeTarget, bot: str, info: dict[str, Any]) -> ProbeResult:

@@ -13,6 +13,7 @@ import orjson
 
 from agentsvc.db import Tx
 from agentsvc.ids import new_id
+from agentsvc.services.channels import slack, whatsapp
 from agentsvc.store import channels as store
 from agentsvc.store.conversations import Conversation
 
@@ -44,6 +45,10 @@ def payload(conv: Conversation, reply: Reply) -> dict[str, Any]:
         if len(text) > TELEGRAM_TEXT_LIMIT:
             text = text[: TELEGRAM_TEXT_LIMIT - 1] + "…"
         return {"chat_id": reply.address or user, "text": text}
+    if conv.channel == "whatsapp":
+        return whatsapp.text_message(user, reply.text)
+    if conv.channel == "slack":  # in the thread: the conversation's session id
+        return slack.post_message(reply.address or conv.session_id or "", reply.text)
     return {
         "type": "message",
         "conversationId": conv.id,

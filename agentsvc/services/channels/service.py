@@ -1,6 +1,6 @@
 """Channels as one object: an agent's channels (created, listed, changed, deleted; their
-credentials sealed and shown masked; a Telegram bot's webhook set when its channel is
-created or enabled) and the messages they receive (`ChannelInbox`)."""
+credentials sealed and shown masked; a Telegram bot's webhook set, a Slack bot's token
+checked, when its channel is created or enabled) and the messages they receive (`ChannelInbox`)."""
 
 from __future__ import annotations
 
@@ -20,10 +20,11 @@ from agentsvc.services.agents import registry as agents_service
 from agentsvc.services.agents.registry import AgentCache
 from agentsvc.services.audit import Actor
 from agentsvc.services.channels import settings as channel_settings
-from agentsvc.services.channels import telegram
+from agentsvc.services.channels import slack, telegram, whatsapp
 from agentsvc.services.channels.inbound import ChannelInbox, Inbound
 from agentsvc.services.channels.kinds import AVAILABLE_TYPES
 from agentsvc.services.channels.probe import ChannelProbe, ProbeResult, ProbeTarget
+from agentsvc.services.channels.slack import SlackApi
 from agentsvc.services.channels.telegram import TelegramApi
 from agentsvc.services.delivery.signing import verify
 from agentsvc.services.tools.rules import check_target_url
@@ -43,6 +44,18 @@ class ChannelDeps:
     db: Database
     box: SecretBox
     agents: AgentCache
+
+
+@dataclass(frozen=True, slots=True)
+class PlatformApis:
+    """The platforms' APIs a channel calls while it is set up."""
+
+    telegram: TelegramApi
+    slack: SlackApi
+
+
+# The setting of each type that is its platform's address (checked like webhook URLs).
+BASE_URL_FIELDS = {"telegram": "apiBaseUrl", "whatsapp": "graphBaseUrl", "slack": "apiBaseUrl"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +97,7 @@ class ChannelsService:
         self,
         deps: ChannelDeps,
         inbox: ChannelInbox,
-        telegram: TelegramApi,
+        apis: PlatformApis,
         config: ChannelsConfig,
         probe: ChannelProbe,
     ):
@@ -92,7 +105,8 @@ class ChannelsService:
         self._box = deps.box
         self._agents = deps.agents
         self._inbox = inbox
-        self._telegram = telegram
+        self._telegram = apis.telegram
+        self._slack = apis.slack
         self._config = config
         self._probe = probe
 
@@ -126,21 +140,28 @@ class ChannelsService:
             check_target_url(
                 "config.outboundUrl", config.get("outboundUrl"), allow_private=allow_private
             )
-        if kind == "telegram" and config.get("apiBaseUrl") is not None:
-            check_target_url("config.apiBaseUrl", config["apiBaseUrl"], allow_private=allow_private)
+        field = BASE_URL_FIELDS.get(kind)
+        if field is not None and config.get(field) is not None:
+            check_target_url(f"config.{field}", config[field], allow_private=allow_private)
 
-    async def _connect(self, channel: Channel) -> None:
-        """Point the platform at the channel (Telegram: setWebhook); ValidationFailed
-        saying what the platform answered."""
-        if channel.type != "telegram":
-            return
+    async def _connect(self, channel: Channel) -> Channel:
+        """Point the platform at the channel (Telegram: setWebhook; Slack: auth.test, whose
+        bot user id is kept as `botUserId`); ValidationFailed saying what the platform
+        answered. WhatsApp's webhook is set in Meta's console (it checks it with a GET)."""
+        if channel.type not in ("telegram", "slack"):
+            return channel
         secrets = channel_settings.open_sealed(self._box, channel.id, channel.sealed_secrets)
+        if channel.type == "slack":
+            base = channel.config.get("apiBaseUrl")
+            bot = await self._slack.bot_user(base, secrets["botToken"])
+            return replace(channel, config={**channel.config, "botUserId": bot})
         await self._telegram.set_webhook(
             channel.config.get("apiBaseUrl"),
             secrets["botToken"],
             self.inbound_url(channel.id),
             secrets["webhookSecret"],
         )
+        return channel
 
     async def _disconnect(self, channel: Channel) -> None:
         """Stop the platform sending (Telegram: deleteWebhook); a failure is logged only:
@@ -181,7 +202,7 @@ class ChannelsService:
             updated_at=now,
         )
         await self._check_room(self._db.reader, agent.id)
-        await self._connect(channel)  # a token the platform refuses stores nothing
+        channel = await self._connect(channel)  # a token the platform refuses stores nothing
         async with self._db.write() as tx:
             await self._check_room(tx, agent.id)
             await store.insert(tx, channel)
@@ -262,7 +283,7 @@ class ChannelsService:
             updated = self._with_config(updated, change.config)
         reconnect = updated.enabled and (not channel.enabled or change.config is not None)
         if reconnect:
-            await self._connect(updated)  # outside the write: it waits for the platform
+            updated = await self._connect(updated)  # outside the write: it waits for the platform
         async with self._db.write() as tx:
             await self._get(tx, actor.team_id, channel_id)  # not deleted meanwhile
             await store.update(tx, updated)
@@ -298,17 +319,34 @@ class ChannelsService:
         return channel
 
     def check_signed(self, channel: Channel, headers: Mapping[str, str], body: bytes) -> None:
-        """Unauthorized unless the request carries the channel's proof: the api channel's
-        Standard Webhooks signature, Telegram's secret token header."""
+        """Unauthorized unless the request carries the channel's proof: Telegram's secret
+        token header, WhatsApp's and Slack's signatures, the api channel's Standard
+        Webhooks signature."""
         secrets = channel_settings.open_sealed(self._box, channel.id, channel.sealed_secrets)
         if channel.type == "telegram":
             sent = headers.get(telegram.SECRET_HEADER) or ""
             if not hmac.compare_digest(sent.encode(), secrets["webhookSecret"].encode()):
                 raise Unauthorized(f"Invalid secret token: {telegram.SECRET_HEADER} does not match")
             return
-        refused = verify(secrets["secret"], headers, body, time.time())
+        if channel.type == "whatsapp":
+            refused = whatsapp.signature_refused(secrets["appSecret"], headers, body)
+        elif channel.type == "slack":
+            refused = slack.signature_refused(secrets["signingSecret"], headers, body, time.time())
+        else:
+            refused = verify(secrets["secret"], headers, body, time.time())
         if refused is not None:
             raise Unauthorized(f"Invalid signature: {refused}")
+
+    def verify_challenge(self, channel: Channel, mode: str, token: str) -> None:
+        """Meta's check of a WhatsApp webhook: Unauthorized unless the verify token is the
+        channel's (NotFound: not a whatsapp channel)."""
+        if channel.type != "whatsapp":
+            raise NotFound("Channel not found: only whatsapp channels answer this check")
+        if mode != "subscribe":
+            raise ValidationFailed("hub.mode: must be subscribe")
+        secrets = channel_settings.open_sealed(self._box, channel.id, channel.sealed_secrets)
+        if not hmac.compare_digest(token.encode(), secrets["verifyToken"].encode()):
+            raise Unauthorized("Invalid verify token: hub.verify_token is not the channel's")
 
     async def receive(self, channel: Channel, message: Inbound) -> bool:
         """Take a checked message: False when it was already received (a retry: no second

@@ -15,6 +15,8 @@ from agentsvc.services.tools.definitions import new_webhook_secret
 CREDENTIALS: dict[str, tuple[str, ...]] = {
     "api": ("secret",),
     "telegram": ("botToken", "webhookSecret"),
+    "whatsapp": ("accessToken", "appSecret", "verifyToken"),
+    "slack": ("botToken", "signingSecret"),
 }
 MASK = "••••"
 

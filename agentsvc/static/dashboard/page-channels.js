@@ -34,7 +34,9 @@ const PLATFORMS = {
   },
 };
 
-const platform = (type) => PLATFORMS[type] || { label: type, steps: [], fields: [] };
+// Types set up with the API (their steps are in the docs) are listed under their names.
+const platform = (type) =>
+  PLATFORMS[type] || { label: { whatsapp: "WhatsApp", slack: "Slack" }[type] || type, steps: [], fields: [] };
 const relative = new Intl.RelativeTimeFormat(undefined, { numeric: "auto" });
 const UNITS = [["day", 86400], ["hour", 3600], ["minute", 60], ["second", 1]];
 
@@ -149,7 +151,7 @@ export async function renderChannels(ctx, page) {
   };
   await refresh();
   mount(page,
-    pageHeader(`Channels of ${agent.name}`, "The agent can answer on other platforms too; their conversations arrive in the inbox."),
+    pageHeader(`Channels of ${agent.name}`, "The agent answers on other platforms too; their conversations arrive in the inbox."),
     list,
     ctx.isOwner ? addSection(agent, refresh) : h("p", { class: "muted" }, "Only the team owner changes channels."));
 }
