@@ -95,6 +95,10 @@ async def test_malformed_messages_are_refused_with_the_field(client):
     await refused(orjson.dumps({"userId": 5, "text": "Hi", "messageId": "m-1"}), "userId")
     await refused(orjson.dumps({"text": "Hi", "messageId": "m-1"}), "userId")
     await refused(orjson.dumps({"userId": "u", "text": "Hi", "messageId": "m", "x": 1}), "x")
+    deep = b"[" * 100_000 + b"]" * 100_000  # signed, under 1 MB, nested past any parser
+    await refused(deep, "malformed JSON")
+    huge_id = {"userId": "u-1", "text": "Hi", "messageId": "m" * 100_000}
+    await refused(orjson.dumps(huge_id), "messageId")
     assert await stored_messages(client) == 0
 
 
