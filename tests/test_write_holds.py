@@ -18,6 +18,7 @@ import pytest
 
 from agentsvc.api import app_keys
 from agentsvc.db import holds
+from agentsvc.db.batcher import BATCH_HOLD_SECONDS
 from agentsvc.services.tenant_input import schemas as tenant_schemas
 from tests.support.accounts import bearer, new_api_key
 from tests.support.chat import chat, new_agent, new_tool, user
@@ -267,6 +268,31 @@ async def test_write_transaction_holds_only_sql_a_slow_batch_names_its_slowest_u
     assert len(warnings) == 1, warnings
     assert "tests/test_write_holds.py:" in warnings[0]
     assert "dawdling)" in warnings[0]
+
+
+async def test_write_transaction_holds_only_sql_a_burst_of_batched_writes_is_cut_in_turns(
+    client,
+):
+    # A hundred streams ending at once queue a hundred small writes: one transaction stops
+    # taking them after BATCH_HOLD_SECONDS, the rest go first in the next; none is lost and
+    # each caller gets its own result.
+    db = client.app[app_keys.db_key]
+    batcher = db._batcher  # noqa: SLF001
+    batches_before = batcher.batches
+
+    def unit(n: int):
+        async def write(tx):
+            busy_until = time.perf_counter() + 0.002  # a few statements' worth of work
+            while time.perf_counter() < busy_until:
+                pass
+            return await tx.fetchval("SELECT ?", (n,))
+
+        return write
+
+    results = await asyncio.gather(*(db.write_batched(unit(n)) for n in range(60)))
+    assert results == list(range(60))
+    # 120 ms of work in all, at most 20 ms (and one unit) per transaction.
+    assert batcher.batches - batches_before >= 120 // (BATCH_HOLD_SECONDS * 1000 + 2)
 
 
 async def test_write_transaction_holds_only_sql_the_suite_guard_sees_every_write(client):

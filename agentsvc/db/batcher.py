@@ -6,7 +6,9 @@ hundreds of streams starting and ending per second the hops queue up behind the 
 lock, and under CPU contention each wake-up of the writer thread is slow. The batcher
 drains whatever is queued into one transaction (no fixed wait: what queued up since the
 last batch); the database writes it, each unit in its own savepoint so one failing unit
-fails alone, and every caller is answered after the commit.
+fails alone, and every caller is answered after the commit. A transaction stops taking
+units once it has held the writer `BATCH_HOLD_SECONDS`: the rest go first into the next one,
+so a burst (a hundred streams ending at once) never holds the writer for long in one go.
 """
 
 from __future__ import annotations
@@ -20,6 +22,11 @@ log = logging.getLogger(__name__)
 
 Unit = Callable[[Any], Awaitable[Any]]
 
+# How long one batched transaction keeps starting units (a unit is a few statements, well
+# under a millisecond each): long enough to share a commit among many, short enough that a
+# request waiting for the writer hardly notices.
+BATCH_HOLD_SECONDS = 0.020
+
 
 class Failed:
     """A unit's exception, as its result in a batch (so a unit may return anything)."""
@@ -30,6 +37,7 @@ class Failed:
         self.error = error
 
 
+# Answers a prefix of the units (at least one), in order; the others were not run.
 WriteBatch = Callable[[list[Unit]], Awaitable[list[Any]]]
 
 
@@ -65,6 +73,9 @@ class WriteBatcher:
             except Exception as exc:  # the transaction itself failed: every unit did
                 log.exception("writing a batch of %d writes failed", len(batch))
                 results = [Failed(exc)] * len(batch)
+            if len(results) < len(batch):  # out of time: the rest go first in the next one
+                self._queue[:0] = batch[len(results) :]
+                batch = batch[: len(results)]
             self.batches += 1
             self.writes += len(batch)
             for (_, future), result in zip(batch, results, strict=True):

@@ -35,7 +35,7 @@ from agentsvc.db import (
     VectorSearchUnavailable,
     raises_constraint_violation,
 )
-from agentsvc.db.batcher import Failed, WriteBatcher
+from agentsvc.db.batcher import BATCH_HOLD_SECONDS, Failed, WriteBatcher
 from agentsvc.db.holds import Slowest, WriteClock
 from agentsvc.db.migrations import (
     FIRST_POSTGRES_VERSION,
@@ -200,8 +200,11 @@ class PostgresDatabase:
         slowest = Slowest(units[0])
         async with self._transaction(slowest) as conn:
             tx = PgTx(conn)
+            stop_at = time.perf_counter() + BATCH_HOLD_SECONDS
             for unit in units:
                 began = time.perf_counter()
+                if results and began > stop_at:
+                    break  # the rest wait for the next transaction (batcher.py)
                 savepoint = conn.transaction()
                 await savepoint.start()
                 try:

@@ -29,7 +29,7 @@ import aiosqlite
 
 from agentsvc.datadir import ensure_private_db_files
 from agentsvc.db import Params, Row, Tx, VectorSearchUnavailable, raises_constraint_violation
-from agentsvc.db.batcher import Failed, Unit, WriteBatcher
+from agentsvc.db.batcher import BATCH_HOLD_SECONDS, Failed, Unit, WriteBatcher
 from agentsvc.db.holds import Slowest, WriteClock
 from agentsvc.db.migrations import schema_version, sqlite_migrations, sqlite_schema
 
@@ -527,8 +527,11 @@ async def _run_units(
     tx: Tx, units: list[Unit], savepoint: Savepoint, slowest: Slowest
 ) -> list[Any]:
     results: list[Any] = []
+    stop_at = time.perf_counter() + BATCH_HOLD_SECONDS
     for unit in units:
         began = time.perf_counter()
+        if results and began > stop_at:
+            break  # the rest wait for the next transaction (batcher.py)
         await savepoint("SAVEPOINT unit")
         try:
             results.append(await unit(tx))
