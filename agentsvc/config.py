@@ -350,6 +350,10 @@ class ChannelSettings(_Section):
     # WhatsApp's customer service window: how long after a user's last message a reply
     # may be a free text (after it, only the channel's template). Tests shorten it.
     whatsapp_window_seconds: float = Field(86400, gt=0, le=86400)
+    # E-mail channels: how often the job looks for mailboxes due a visit, and the shortest
+    # `pollSeconds` a channel may ask for (tests shorten both).
+    email_check_seconds: float = Field(10, gt=0)
+    email_min_poll_seconds: float = Field(30, gt=0)
 
 
 class ChatSettings(_Section):

@@ -78,6 +78,11 @@ class Mailer:
         message.set_content(text)
         return message
 
+    @property
+    def can_send(self) -> bool:
+        """Whether an SMTP server is set ([smtp] host)."""
+        return bool(self._smtp.host)
+
     async def send(self, to: str, subject: str, text: str) -> None:
         """Send one message now; raises UnsafeHeader, or the SMTP error when delivery fails."""
         message = self._message(to, subject, text)
@@ -86,6 +91,11 @@ class Mailer:
             log.warning("mail (%s) to %s: %s\n%s", NO_SMTP, to, subject, text)
             await self._keep(to, subject, text, NO_SMTP)
             return
+        await self.send_message(message)
+
+    async def send_message(self, message: EmailMessage) -> None:
+        """Send a message as built (a channel's reply, from its own address) through the
+        SMTP server now; the SMTP error when delivery fails."""
         smtp = self._smtp
         await aiosmtplib.send(
             message,

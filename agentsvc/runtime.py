@@ -41,6 +41,7 @@ from agentsvc.services.agents.service import AgentsService
 from agentsvc.services.answers.matching import CuratedAnswers
 from agentsvc.services.answers.service import AnswersService
 from agentsvc.services.audit import AuditService
+from agentsvc.services.channels.email_poll import EmailPoller, PollConfig
 from agentsvc.services.channels.inbound import ChannelInbox, InboxConfig
 from agentsvc.services.channels.outbox import ChannelReplies
 from agentsvc.services.channels.probe import ChannelProbe
@@ -102,6 +103,7 @@ SWEEP_FILES_JOB = "form-files-sweep"  # each process: files live in its data_dir
 DELIVERY_POLL_JOB = "delivery-poll"  # several processes only
 RETENTION_JOB = "data-retention"
 CHANNEL_RESUME_JOB = "channel-messages-resume"  # several processes only
+EMAIL_POLL_JOB = "email-channels-poll"  # e-mail channels' mailboxes read
 
 
 def attach(app: web.Application) -> None:
@@ -346,7 +348,9 @@ async def _delivery(app: web.Application) -> AsyncIterator[None]:
     app[app_keys.form_deliveries_key] = deliverer.serve(forms)
     deliverer.serve(EventDeliveries(db, box, poster))  # claimed after the forms' rows
     window = settings.channels.whatsapp_window_seconds
-    deliverer.serve(ChannelReplies(db, box, poster, window))  # then the channels' replies
+    # then the channels' replies (e-mail ones through the instance's SMTP)
+    mailer = lambda: app.get(app_keys.mailer_key)  # noqa: E731
+    deliverer.serve(ChannelReplies(db, box, poster, window, mailer))
     app[app_keys.deliverer_key] = deliverer
     emitter = app[app_keys.emitter_key] = Emitter(db, deliverer.wake)
     changes.follow(db, changes.Caches(emitter=emitter))
@@ -455,6 +459,7 @@ async def _features(app: web.Application) -> AsyncIterator[None]:
 
     # -- channels (on the chat turns and the outbox)
     channels = _channels(app)
+    poller = app[app_keys.email_poller_key]
     resumed = await channels.resume()
     if resumed:
         log.info("answering %d channel message(s) received before the last stop", resumed)
@@ -462,12 +467,16 @@ async def _features(app: web.Application) -> AsyncIterator[None]:
     if app[app_keys.db_key].shared:  # what another process received, then stopped before
         poll = app[app_keys.settings_key].webhooks.poll_seconds
         jobs.every(CHANNEL_RESUME_JOB, poll, channels.resume)
+    check = app[app_keys.settings_key].channels.email_check_seconds
+    read_mail = once_for_all(app[app_keys.db_key], EMAIL_POLL_JOB, check, poller.poll)
+    jobs.every(EMAIL_POLL_JOB, check, read_mail)
 
     # -- team, sign-in, sessions, API keys, limits
     _team_services(app)
 
     yield
     jobs.cancel(CHANNEL_RESUME_JOB)
+    jobs.cancel(EMAIL_POLL_JOB)
     await channels.close()  # turns under way end before the outbox and database close
 
 
@@ -496,7 +505,22 @@ def _channels(app: web.Application) -> ChannelsService:
             messages_per_minute=settings.ratelimit.channel_messages_per_minute,
             user_messages_per_minute=settings.ratelimit.channel_user_messages_per_minute,
         ),
-        ChannelProbe(app[app_keys.outbound_key], settings.webhooks.timeout_seconds),
+        ChannelProbe(
+            app[app_keys.outbound_key],
+            settings.webhooks.timeout_seconds,
+            allow_private=settings.outbound.allow_private,
+            smtp_ready=bool(settings.smtp.host),
+        ),
+    )
+    app[app_keys.email_poller_key] = EmailPoller(
+        db,
+        app[app_keys.secret_box_key],
+        inbox,
+        PollConfig(
+            min_poll_seconds=settings.channels.email_min_poll_seconds,
+            timeout_seconds=settings.webhooks.timeout_seconds,
+            allow_private=settings.outbound.allow_private,
+        ),
     )
     return channels
 

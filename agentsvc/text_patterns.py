@@ -81,3 +81,9 @@ PATTERN_PHRASES: dict[str, str] = {
     ),
     NO_NUL_PATTERN: "a string{length} without the NUL character (U+0000)",
 }
+
+# E-mail channels: an address, an IMAP server's host name (or IP literal), and the text of
+# its user name, password and mailbox (no control characters: they are sent in IMAP lines).
+EMAIL_ADDRESS_PATTERN = r"^[^@\s\x00-\x1f<>\"]{1,64}@[A-Za-z0-9.-]{1,253}$"
+HOST_NAME_PATTERN = r"^([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.?)+$|^\[[0-9A-Fa-f:.]+\]$"
+IMAP_TEXT_PATTERN = rf"^{_NAME_CHAR}+$"

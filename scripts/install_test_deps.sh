@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install what the tests need, when missing: the project with its test and docs extras
 # (pip; tests/test_docs.py builds the site); Debian's Chromium headless shell, xmlsec1
-# (SAML signatures), LibreOffice Calc (headless, for the CSV export check) and, for the
+# (SAML signatures), LibreOffice Calc (headless, for the CSV export check), Dovecot (IMAP,
+# for the e-mail channel) and, for the
 # PostgreSQL pass, Redis, nginx and PostgreSQL (never Playwright's own browser download);
 # axe-core, acorn and oidc-provider from the npm registry. scripts/test.sh runs it first;
 # .ci/run runs it before starting the fuzzer, so nothing installs beside the tests.
@@ -18,6 +19,7 @@ missing=()
 [ -x /usr/lib/chromium/chromium-headless-shell ] || missing+=(chromium-headless-shell)
 command -v xmlsec1 >/dev/null || missing+=(xmlsec1)  # SAML signatures (pysaml2)
 command -v soffice >/dev/null || missing+=(libreoffice-calc-nogui)
+[ -x /usr/sbin/dovecot ] || missing+=(dovecot-imapd)  # the e-mail channel's IMAP server
 if [[ $backends == *postgresql* ]]; then
     [ -x /usr/bin/redis-server ] || missing+=(redis-server)
     [ -x /usr/sbin/nginx ] || missing+=(nginx)

@@ -138,7 +138,7 @@ async def test_settings_are_checked_for_the_type(client):
         resp = await client.post(url, json=body, headers=auth)
         await assert_error(resp, 400, "VALIDATION_ERROR", words)
 
-    await refused({"type": "email", "config": {}}, "type")
+    await refused({"type": "email", "config": {}}, "config.imapHost: is required")
     await refused({"type": "whatsapp", "config": {}}, "config.phoneNumberId: is required")
     error = await assert_error(
         await client.post(url, json={"type": "fax", "config": {}}, headers=auth),

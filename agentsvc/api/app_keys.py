@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from agentsvc.services.answers.matching import CuratedAnswers
     from agentsvc.services.answers.service import AnswersService
     from agentsvc.services.audit import AuditService
+    from agentsvc.services.channels.email_poll import EmailPoller
     from agentsvc.services.channels.service import ChannelsService
     from agentsvc.services.chat.service import ConversationsService
     from agentsvc.services.chat.turns import ChatTurns
@@ -114,6 +115,7 @@ form_deliveries_key: web.AppKey[Queue[FormDelivery]] = web.AppKey("form_deliveri
 
 # -- channels: an agent on other platforms
 channels_key: web.AppKey[ChannelsService] = web.AppKey("channels")
+email_poller_key: web.AppKey[EmailPoller] = web.AppKey("email_poller")
 
 # -- agents, tools, knowledge, triggers, widget, exports, privacy, analytics, audit, secrets
 agents_key: web.AppKey[AgentsService] = web.AppKey("agents")

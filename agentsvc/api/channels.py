@@ -19,7 +19,10 @@ from agentsvc.store.channels import ChannelStatus
 from agentsvc.text_patterns import (
     ACCESS_TOKEN_PATTERN,
     APP_SECRET_PATTERN,
+    EMAIL_ADDRESS_PATTERN,
     GRAPH_VERSION_PATTERN,
+    HOST_NAME_PATTERN,
+    IMAP_TEXT_PATTERN,
     PHONE_NUMBER_ID_PATTERN,
     SLACK_BOT_TOKEN_PATTERN,
     TELEGRAM_BOT_TOKEN_PATTERN,
@@ -167,12 +170,51 @@ class SlackChannelPatch(SlackChannelConfig):
     signing_secret: _kept(APP_SECRET) = None  # type: ignore[valid-type]
 
 
+def _text(pattern: str, longest: int, description: str) -> Any:
+    return Annotated[
+        str, Field(min_length=1, max_length=longest, pattern=pattern, description=description)
+    ]
+
+
+class EmailChannelConfig(RequestModel):
+    """The `email` channel: the address people write to, the IMAP mailbox its messages are
+    read from, and how often; replies go out through this server's SMTP ([smtp])."""
+
+    address: _text(EMAIL_ADDRESS_PATTERN, 254, "the address people write to; replies come from it")  # type: ignore[valid-type]
+    imap_host: _text(HOST_NAME_PATTERN, 253, "the IMAP server's host name")  # type: ignore[valid-type]
+    imap_port: Annotated[int, Field(ge=1, le=65535, description="993 with TLS, 143 without")]
+    imap_user: _text(IMAP_TEXT_PATTERN, 320, "the mailbox's user name")  # type: ignore[valid-type]
+    imap_password: _text(IMAP_TEXT_PATTERN, 500, "the mailbox's password (write-only)")  # type: ignore[valid-type]
+    imap_tls: bool = Field(
+        True, description="TLS from the start (IMAPS); false sends the password in clear"
+    )
+    mailbox: (
+        _text(IMAP_TEXT_PATTERN, 200, "the folder read (default INBOX)") | SkipJsonSchema[None]
+    ) = None  # type: ignore[valid-type]
+    poll_seconds: (
+        Annotated[
+            int, Field(ge=1, le=86400, description="how often the mailbox is read (default 60)")
+        ]
+        | SkipJsonSchema[None]
+    ) = None
+    from_name: (
+        _text(IMAP_TEXT_PATTERN, 100, "the name replies are sent under") | SkipJsonSchema[None]
+    ) = None  # type: ignore[valid-type]
+
+
+class EmailChannelPatch(EmailChannelConfig):
+    """New settings of an email channel: the password left out is kept."""
+
+    imap_password: _kept(IMAP_TEXT_PATTERN) = None  # type: ignore[valid-type]
+
+
 # Each type's settings on creation, and on a change (credentials may be left out).
 CONFIG_MODELS: dict[str, tuple[type[RequestModel], type[RequestModel]]] = {
     "api": (ApiChannelConfig, ApiChannelConfig),
     "telegram": (TelegramChannelConfig, TelegramChannelPatch),
     "whatsapp": (WhatsAppChannelConfig, WhatsAppChannelPatch),
     "slack": (SlackChannelConfig, SlackChannelPatch),
+    "email": (EmailChannelConfig, EmailChannelPatch),
 }
 
 
@@ -188,7 +230,9 @@ Name = Annotated[str, Field(min_length=1, max_length=100, pattern=NON_BLANK)]
 CONFIG_DESCRIPTION = (
     "the type's settings: api {outboundUrl}; telegram {botToken, apiBaseUrl?}; whatsapp"
     " {phoneNumberId, accessToken, appSecret, verifyToken, graphBaseUrl?, apiVersion?,"
-    " templateName?, templateLanguage?}; slack {botToken, signingSecret, apiBaseUrl?}"
+    " templateName?, templateLanguage?}; slack {botToken, signingSecret, apiBaseUrl?};"
+    " email {address, imapHost, imapPort, imapUser, imapPassword, imapTls?, mailbox?,"
+    " pollSeconds?, fromName?}"
     " (credentials are write-only)"
 )
 

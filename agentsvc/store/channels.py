@@ -70,6 +70,16 @@ async def list_for_agent(tx: Tx, agent_id: str) -> list[Channel]:
     return [_channel(r) for r in rows]
 
 
+async def enabled_of_type(tx: Tx, kind: str) -> list[Channel]:
+    """Every team's enabled channels of a type (the e-mail channels whose mailboxes are
+    read), oldest first."""
+    rows = await tx.fetchall(
+        f"SELECT {_COLUMNS} FROM channels WHERE type = ? AND enabled = 1 ORDER BY created_at, id",
+        (kind,),
+    )
+    return [_channel(r) for r in rows]
+
+
 async def count_for_agent(tx: Tx, agent_id: str) -> int:
     return int(await tx.fetchval("SELECT COUNT(*) FROM channels WHERE agent_id = ?", (agent_id,)))
 
@@ -192,9 +202,18 @@ async def statuses(tx: Tx, channel_ids: list[str]) -> dict[str, ChannelStatus]:
     return {r[0]: ChannelStatus(*r[1:5]) for r in rows}
 
 
-async def thread_conversation(tx: Tx, channel_id: str, thread: str) -> str | None:
-    """The id of a channel's conversation of a thread (Slack: `channel:thread_ts`, kept as
-    the conversation's session id), or None."""
+async def thread_conversation(
+    tx: Tx, channel_id: str, thread: str, user_ref: str | None = None
+) -> str | None:
+    """The id of a channel's conversation of a thread (Slack: `channel:thread_ts`; e-mail:
+    its first message's id; kept as the conversation's session id), of that user when
+    given, or None."""
+    if user_ref is not None:
+        return await tx.fetchval(
+            "SELECT id FROM conversations WHERE channel_id = ? AND session_id = ?"
+            " AND user_ref = ? ORDER BY created_at DESC, id DESC LIMIT 1",
+            (channel_id, thread, user_ref),
+        )
     return await tx.fetchval(
         "SELECT id FROM conversations WHERE channel_id = ? AND session_id = ?"
         " ORDER BY created_at DESC, id DESC LIMIT 1",

@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 from agentsvc.db import Database, Tx
 from agentsvc.errors import DomainError
 from agentsvc.ids import iso, now_iso
+from agentsvc.services.channels import email_send
 from agentsvc.services.channels.replies import Reply, ReplyQueue
 from agentsvc.services.chat.start import ChatInput
 from agentsvc.services.chat.turn import HeldTurn
@@ -36,8 +37,10 @@ log = logging.getLogger(__name__)
 
 RESUME_AFTER_SECONDS = 60
 RESUME_BATCH = 500
-# The types whose conversations are threads (the message's address names the thread).
-THREADED = ("slack",)
+# The types whose conversations are threads (the message's address names the thread):
+# whoever writes in a Slack thread; one sender's e-mail thread (e-mail's From is not
+# verified: a thread's id alone never joins someone else's conversation).
+THREADED = ("slack", "email")
 
 T = TypeVar("T")
 
@@ -58,6 +61,13 @@ def user_ref(channel: Channel, platform_user_id: str) -> str:
     """The end user's reference (`/end-users/:ref`): the channel's type and the platform's
     id of the user, `api:u-42`."""
     return f"{channel.type}:{platform_user_id}"
+
+
+def _thread(kind: str, address: str | None) -> str | None:
+    """The thread a message is in (its conversation's session id), for threaded types."""
+    if kind == "email":
+        return email_send.thread_of(address)
+    return address if kind in THREADED else None
 
 
 class _Reply:
@@ -174,9 +184,12 @@ class ChannelInbox:
         if not started:
             return  # another process's turn has it
         ref = user_ref(channel, message.user_id)
-        thread = message.address if channel.type in THREADED else None
-        if thread is not None:  # a conversation per thread, whoever writes in it
-            conversation_id = await store.thread_conversation(self._db.reader, channel.id, thread)
+        thread = _thread(channel.type, message.address)
+        if thread is not None:  # a conversation per thread
+            writer = ref if channel.type == "email" else None
+            conversation_id = await store.thread_conversation(
+                self._db.reader, channel.id, thread, writer
+            )
         else:
             conversation_id = await store.latest_conversation(self._db.reader, channel.id, ref)
         chat = ChatInput(

@@ -8,22 +8,27 @@ reply goes for its channel's type (the api channel: a POST of the stored body to
 Bot API with the bot's token; whatsapp: the stored message to the Graph API with the
 access token, or, once the user's 24-hour window closed, the channel's template, or
 nothing (the reply fails, saying why); slack: the stored `chat.postMessage` body with the
-bot's token). A reply that will not go out leaves a private note in its conversation, so
-the inbox shows members that the person did not get it.
+bot's token; email: the message built from the stored body, from the channel's address,
+through the instance's SMTP server). A reply that will not go out leaves a private note in
+its conversation, so the inbox shows members that the person did not get it.
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import aiosmtplib
 import orjson
 
 from agentsvc.db import Database, Tx
 from agentsvc.ids import iso, new_id
+from agentsvc.mail import Mailer
 from agentsvc.secretbox import SecretBox, SecretBoxError
-from agentsvc.services.channels import slack, telegram, whatsapp
+from agentsvc.services.channels import email_send, slack, telegram, whatsapp
 from agentsvc.services.channels.settings import open_sealed
 from agentsvc.services.delivery.outcome import Outcome
 from agentsvc.services.delivery.post import Poster
@@ -40,6 +45,7 @@ PLATFORM_NAMES = {
     "telegram": "Telegram",
     "whatsapp": "WhatsApp",
     "slack": "Slack",
+    "email": "e-mail",
 }
 
 
@@ -63,10 +69,12 @@ class ChannelReplies:
         box: SecretBox,
         poster: Poster,
         window_seconds: float = whatsapp.WINDOW_SECONDS,
+        mailer: Callable[[], Mailer | None] = lambda: None,
     ):
         self.db = db
         self.box = box
         self.poster = poster
+        self.mailer = mailer  # the instance's SMTP (e-mail channels' replies)
         self.timeout_seconds = poster.timeout_seconds
         self.window_seconds = window_seconds  # WhatsApp's customer service window
 
@@ -112,6 +120,8 @@ class ChannelReplies:
         except SecretBoxError:
             return Outcome(False, error="the channel's credentials cannot be opened")
         body = claimed.delivery.payload.encode("utf-8")
+        if target.type == "email":
+            return await self._email(claimed.delivery, target)
         if target.type == "whatsapp":
             return await self._whatsapp(claimed.delivery, target, secrets["accessToken"])
         if target.type == "slack":
@@ -155,3 +165,35 @@ class ChannelReplies:
         url = whatsapp.messages_url(target.config)
         headers = {"Content-Type": "application/json", "Authorization": f"Bearer {token}"}
         return whatsapp.outcome_of(await self.poster.post(url, headers, body), token)
+
+    async def _email(self, delivery: ChannelDelivery, target: ReplyTarget) -> Outcome:
+        """A reply by e-mail through the instance's SMTP server: a 5xx refusal is final,
+        anything else is tried again."""
+        mailer = self.mailer()
+        if mailer is None or not mailer.can_send:
+            return Outcome(
+                False, error="no SMTP server is set ([smtp] host) to send e-mail", stop=True
+            )
+        try:
+            message = email_send.message(
+                orjson.loads(delivery.payload),
+                target.config["address"],
+                target.config.get("fromName"),
+            )
+        except (ValueError, KeyError) as exc:
+            return Outcome(False, error=f"the reply cannot be sent by e-mail: {exc}", stop=True)
+        try:
+            await asyncio.wait_for(mailer.send_message(message), self.timeout_seconds)
+        except aiosmtplib.SMTPRecipientsRefused as exc:
+            said = "; ".join(f"{r.code} {r.message}" for r in exc.recipients)[:300]
+            return Outcome(False, error=f"the SMTP server refused the address: {said}", stop=True)
+        except aiosmtplib.SMTPResponseException as exc:
+            return Outcome(
+                False,
+                status_code=exc.code,
+                error=f"the SMTP server refused it: {exc.code} {exc.message}"[:500],
+                stop=500 <= exc.code < 600,
+            )
+        except (aiosmtplib.SMTPException, OSError, TimeoutError) as exc:
+            return Outcome(False, error=f"the SMTP server could not be reached: {exc}"[:500])
+        return Outcome(True)

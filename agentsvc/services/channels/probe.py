@@ -2,7 +2,8 @@
 for a person (telegram: `getMe` and `getWebhookInfo`, saying whether the webhook points at
 the channel; whatsapp: the Graph API's node of the phone number, read with the access
 token; slack: `auth.test` with the bot token; api: a signed `{"type": "test"}` POST to the
-outbound URL, saying how it answered). Every call goes through the guarded outbound
+outbound URL, saying how it answered; email: signing in to the IMAP mailbox and opening its
+folder, and whether this server can send the replies). Every call goes through the guarded outbound
 client under a bounded timeout; a refusal or an unreachable platform is an answer
 (`ok: false`), never an exception."""
 
@@ -16,6 +17,7 @@ import orjson
 
 from agentsvc.outbound import OutboundClient, OutboundError
 from agentsvc.services.channels import slack, telegram, whatsapp
+from agentsvc.services.channels.imap import Mailbox, MailboxError, mailbox_settings
 from agentsvc.services.delivery.signing import signature_headers
 
 MAX_SECONDS = 10.0  # a person waits for the answer
@@ -70,9 +72,18 @@ def _json(body: bytes) -> dict[str, Any]:
 class ChannelProbe:
     """Tests channels' connections through the guarded outbound client."""
 
-    def __init__(self, outbound: OutboundClient, timeout_seconds: float):
+    def __init__(
+        self,
+        outbound: OutboundClient,
+        timeout_seconds: float,
+        *,
+        allow_private: bool = False,
+        smtp_ready: bool = False,
+    ):
         self._outbound = outbound
         self._seconds = min(timeout_seconds, MAX_SECONDS)
+        self._allow_private = allow_private  # [outbound] allow_private (IMAP servers)
+        self._smtp_ready = smtp_ready  # [smtp] host is set: e-mail replies can go out
 
     async def test(self, target: ProbeTarget) -> ProbeResult:
         """Test one channel; the answer says what works and what to do when it does not."""
@@ -84,7 +95,31 @@ class ChannelProbe:
             return await self._slack(target)
         if target.type == "api":
             return await self._api(target)
+        if target.type == "email":
+            return await self._email(target)
         return ProbeResult(False, "This type of channel cannot be tested yet.")
+
+    async def _email(self, target: ProbeTarget) -> ProbeResult:
+        """Sign in to the mailbox and open its folder (nothing is read or changed)."""
+        settings = mailbox_settings(target.config, target.secrets)
+        try:
+            async with Mailbox(settings, allow_private=self._allow_private, timeout=self._seconds):
+                pass
+        except MailboxError as exc:
+            return ProbeResult(False, f"The mailbox could not be read: {exc}.")
+        if not self._smtp_ready:
+            return ProbeResult(
+                False,
+                f"The mailbox {settings.mailbox} on {settings.host} can be read, but replies"
+                " cannot go out: this server has no SMTP server set ([smtp] host). Ask"
+                " whoever runs it to set one.",
+            )
+        address = target.config.get("address")
+        works = (
+            f"Signed in to {settings.host} and opened {settings.mailbox}: messages to"
+            f" {address} are read and answered from it."
+        )
+        return ProbeResult(True, works + _off(target))
 
     async def _post(self, url: str, method: str = "POST", **kwargs: Any):
         try:

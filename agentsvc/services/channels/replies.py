@@ -13,7 +13,7 @@ import orjson
 
 from agentsvc.db import Tx
 from agentsvc.ids import new_id
-from agentsvc.services.channels import slack, whatsapp
+from agentsvc.services.channels import email_send, slack, whatsapp
 from agentsvc.store import channels as store
 from agentsvc.store.conversations import Conversation
 
@@ -49,6 +49,11 @@ def payload(conv: Conversation, reply: Reply) -> dict[str, Any]:
         return whatsapp.text_message(user, reply.text)
     if conv.channel == "slack":  # in the thread: the conversation's session id
         return slack.post_message(reply.address or conv.session_id or "", reply.text)
+    if conv.channel == "email":  # in the thread: the conversation's first message
+        body = email_send.reply_payload(
+            user, reply.text, reply.in_reply_to, reply.address, (conv.session_id, conv.title)
+        )
+        return {**body, "automatic": reply.author.get("type") == "ai"}
     return {
         "type": "message",
         "conversationId": conv.id,

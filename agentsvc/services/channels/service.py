@@ -14,6 +14,7 @@ from typing import Any
 from agentsvc.db import Database, Tx
 from agentsvc.errors import Conflict, DomainError, NotFound, Unauthorized, ValidationFailed
 from agentsvc.ids import new_id, now_iso
+from agentsvc.outbound import private_host
 from agentsvc.secretbox import SecretBox, SecretBoxError
 from agentsvc.services import audit
 from agentsvc.services.agents import registry as agents_service
@@ -140,17 +141,31 @@ class ChannelsService:
             check_target_url(
                 "config.outboundUrl", config.get("outboundUrl"), allow_private=allow_private
             )
+        if kind == "email":
+            where = private_host(str(config.get("imapHost") or ""))
+            if where is not None and not allow_private:
+                raise ValidationFailed(
+                    f"config.imapHost: {where} is not a public address (this server only"
+                    " reads mailboxes on the internet unless [outbound] allow_private is set)"
+                )
         field = BASE_URL_FIELDS.get(kind)
         if field is not None and config.get(field) is not None:
             check_target_url(f"config.{field}", config[field], allow_private=allow_private)
 
     async def _connect(self, channel: Channel) -> Channel:
         """Point the platform at the channel (Telegram: setWebhook; Slack: auth.test, whose
-        bot user id is kept as `botUserId`); ValidationFailed saying what the platform
-        answered. WhatsApp's webhook is set in Meta's console (it checks it with a GET)."""
-        if channel.type not in ("telegram", "slack"):
+        bot user id is kept as `botUserId`; e-mail: the mailbox is signed in to and SMTP is
+        set); ValidationFailed saying what the platform answered. WhatsApp's webhook is set
+        in Meta's console (it checks it with a GET)."""
+        if channel.type not in ("telegram", "slack", "email"):
             return channel
         secrets = channel_settings.open_sealed(self._box, channel.id, channel.sealed_secrets)
+        if channel.type == "email":  # the mailbox can be read and replies can go out
+            target = ProbeTarget(channel.id, "email", channel.config, secrets, True, "")
+            found = await self._probe.test(target)
+            if not found.ok:
+                raise ValidationFailed(f"config: {found.message}")
+            return channel
         if channel.type == "slack":
             base = channel.config.get("apiBaseUrl")
             bot = await self._slack.bot_user(base, secrets["botToken"])

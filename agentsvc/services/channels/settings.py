@@ -17,8 +17,11 @@ CREDENTIALS: dict[str, tuple[str, ...]] = {
     "telegram": ("botToken", "webhookSecret"),
     "whatsapp": ("accessToken", "appSecret", "verifyToken"),
     "slack": ("botToken", "signingSecret"),
+    "email": ("imapPassword",),
 }
 MASK = "••••"
+# Shown as the mask alone: a password's last characters are part of what is guessed.
+PASSWORDS = ("imapPassword",)
 
 
 def sealed_context(channel_id: str) -> str:
@@ -65,4 +68,4 @@ def masked(box: SecretBox, channel_id: str, config: dict[str, Any], sealed: str)
         secrets = open_sealed(box, channel_id, sealed)
     except SecretBoxError:
         secrets = {}
-    return {**config, **{k: mask(v) for k, v in secrets.items()}}
+    return {**config, **{k: MASK if k in PASSWORDS else mask(v) for k, v in secrets.items()}}
