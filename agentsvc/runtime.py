@@ -66,6 +66,7 @@ from agentsvc.services.events.emitter import Emitter
 from agentsvc.services.events.outbox import EventDeliveries
 from agentsvc.services.events.service import WebhooksConfig, WebhooksService
 from agentsvc.services.exports.service import ExportsService
+from agentsvc.services.forms.conversation import ConversationForms
 from agentsvc.services.forms.files import SWEEP_INTERVAL_SECONDS, remove_orphan_files
 from agentsvc.services.forms.outbox import FormDeliveries
 from agentsvc.services.forms.service import FormsConfig, FormsService
@@ -400,7 +401,11 @@ def _chat_features(app: web.Application) -> None:
             agents=agents,
             providers=app[app_keys.providers_key],
             sources=TurnSources(curated=curated, semantic=semantic),
-            tools=TurnTools(app[app_keys.tool_runner_key], settings.chat.keepalive_seconds),
+            tools=TurnTools(
+                app[app_keys.tool_runner_key],
+                settings.chat.keepalive_seconds,
+                ConversationForms(app[app_keys.forms_key]),  # forms on channels
+            ),
         ),
         handoff.request_for_turn,
     )
@@ -448,11 +453,11 @@ def _forms_and_webhooks(app: web.Application) -> None:
 
 async def _features(app: web.Application) -> AsyncIterator[None]:
     """One service object per feature, built with its collaborators; handlers call it."""
+    # -- forms, delivery, event webhooks (before chat: a channel's turn submits forms)
+    _forms_and_webhooks(app)
+
     # -- chat, conversations, handoff, answers, MCP server
     _chat_features(app)
-
-    # -- forms, delivery, event webhooks
-    _forms_and_webhooks(app)
 
     # -- agents, tools, knowledge, triggers, widget, exports, privacy, analytics, audit, secrets
     _catalog_services(app)

@@ -284,6 +284,7 @@ async def prepare_turn(deps: TurnDeps, chat: ChatInput) -> Turn | HeldTurn:
         question=question,
         curated=match,
         knowledge=knowledge,
+        channel=chat.channel,
     )
 
 

@@ -2,8 +2,10 @@
 
 The loop calls the model at most `MAX_MODEL_CALLS` times (the last call offers no tools),
 runs the tools of one model response concurrently and feeds their results back in call
-order, and ends the turn at a form tool. Whatever happens, the assistant message is stored
-with what was produced before the client hears `message_stop` or `error`.
+order, and ends the turn at a form tool the widget shows (off the web, on a channel, the
+model fills the form in the conversation and the turn goes on). Whatever happens, the
+assistant message is stored with what was produced before the client hears `message_stop`
+or `error`.
 """
 
 from __future__ import annotations
@@ -93,6 +95,15 @@ class ToolRunnerLike(Protocol):
     async def run(self, tool: Tool, tool_input: dict) -> Any: ...
 
 
+class FormFiller(Protocol):
+    """Forms filled in the conversation where no widget shows them (services.forms.
+    conversation): the form offered as a function of its fields, and submitted."""
+
+    def spec(self, tool: Tool) -> ToolSpec: ...
+
+    async def fill(self, tool: Tool, conv: Conversation, values: dict) -> tuple[str, bool]: ...
+
+
 @dataclass(frozen=True, slots=True)
 class TurnSources:
     """What a turn answers from besides the model and the agent's prompt: the team's
@@ -109,6 +120,8 @@ class TurnTools:
 
     runner: ToolRunnerLike
     keepalive_seconds: float
+    # Off the web (a channel), a form is filled in the conversation; None: never.
+    forms: FormFiller | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +157,9 @@ class Turn:
     # Whether the agent had anything to answer from (a passage, a curated answer, or any
     # ready document): a provider model's answer without a source then counts as unanswered.
     knowledge: bool = False
+    # The door the message came through (ChatInput.channel): off "web", no widget shows a
+    # form, and the model fills it in the conversation.
+    channel: str = "web"
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,6 +216,7 @@ class TurnRunner:
         self._turn = turn
         self._sink = sink
         self._runner = deps.tools.runner
+        self._forms = deps.tools.forms if turn.channel != "web" else None
         self._keepalive = deps.tools.keepalive_seconds
         self._produced = _Produced()
         self._block = 0
@@ -249,7 +266,7 @@ class TurnRunner:
     async def _loop(self) -> None:
         turn = self._turn
         context = list(turn.history)
-        specs = tuple(ToolSpec(t.name, t.description, t.input_schema) for t in turn.tools.values())
+        specs = tuple(self._spec(t) for t in turn.tools.values())
         if turn.offer_handoff and self._request_human is not None:
             specs += (REQUEST_HUMAN_SPEC,)
         # The builtin model answers from the passages' texts (or gives the curated answer);
@@ -278,6 +295,11 @@ class TurnRunner:
             context.append(Message("assistant", text, tuple(calls)))
             if await self._run_tools(calls, context):
                 return  # a form is shown or a person asked for: the turn waits
+
+    def _spec(self, tool: Tool) -> ToolSpec:
+        if self._forms is not None and tool.execution_type == "form":
+            return self._forms.spec(tool)
+        return ToolSpec(tool.name, tool.description, tool.input_schema)
 
     async def _model_call(self, request: ModelRequest) -> tuple[str, list[ToolCall]]:
         parts: list[str] = []
@@ -388,7 +410,7 @@ class TurnRunner:
                 True,
                 None,
             )
-        if tool.execution_type == "form":
+        if tool.execution_type == "form" and self._forms is None:
             form = {
                 "toolId": tool.id,
                 "toolName": tool.name,
@@ -398,6 +420,9 @@ class TurnRunner:
             }
             return "The form was shown to the user.", False, form
         try:
+            if tool.execution_type == "form" and self._forms is not None:
+                output, is_error = await self._forms.fill(tool, self._turn.conversation, call.input)
+                return output, is_error, None
             result = await self._runner.run(tool, call.input)
         except Exception:
             log.exception("tool %s failed", tool.id)

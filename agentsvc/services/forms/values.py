@@ -88,6 +88,15 @@ class UploadedFile:
                 ) from exc
 
 
+class FormInvalid(ValidationFailed):
+    """Values a form refuses: the problems (at most `MAX_ERRORS`), each naming its field
+    (`formData.email: must be an e-mail address`); the message joins them."""
+
+    def __init__(self, problems: list[str]):
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+
 @dataclass(slots=True)
 class CheckedForm:
     """Form data as stored (files replaced by descriptors) and the files to write."""
@@ -317,7 +326,7 @@ def check_form(schema: dict, form_data: dict[str, Any], fields_completed: list[s
             problems.append(f"formData.{name}: {problem}")
         checked.values[name] = stored
     if problems:
-        raise ValidationFailed("; ".join(problems[:MAX_ERRORS]))
+        raise FormInvalid(problems[:MAX_ERRORS])
     return checked
 
 
