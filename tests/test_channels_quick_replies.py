@@ -11,7 +11,9 @@ import orjson
 import pytest
 
 from agentsvc.services.channels.buttons import Button, from_tool_result
+from agentsvc.services.channels.replies import Reply, payload
 from agentsvc.services.channels.telegram import split_text
+from agentsvc.store.conversations import Conversation
 from tests.support.channel_platforms import (
     SLACK_TOKEN,
     USER,
@@ -255,3 +257,20 @@ def test_long_texts_are_split_at_the_best_boundary():
     # One long word is cut where it must; astral characters count twice, as in UTF-16.
     assert split_text("x" * 250, limit=100) == ["x" * 100, "x" * 100, "x" * 50]
     assert split_text("😀" * 60, limit=100) == ["😀" * 50, "😀" * 10]
+
+
+def test_a_reply_of_buttons_alone_has_them_as_its_text():
+    buttons = (Button("Yes", "Yes"), Button("No", "No"))
+    reply = Reply("msg_1", " ", {"type": "ai"}, None, None, buttons)
+
+    def conversation(kind: str, user: str) -> Conversation:
+        now = "2026-11-26T00:00:00Z"
+        fields = ("conv_1", "agt_1", "team_1", "t", None, user, None, None, None, now, now)
+        return Conversation(*fields, channel=kind, channel_id="ch_1")
+
+    telegram = payload(conversation("telegram", "telegram:42"), reply)
+    assert telegram["text"] == "• Yes  • No" and "reply_markup" in telegram
+    whatsapp = payload(conversation("whatsapp", f"whatsapp:{USER}"), reply)
+    assert whatsapp["interactive"]["body"]["text"] == "• Yes  • No"
+    slack = payload(conversation("slack", "slack:U1"), reply)
+    assert slack["text"] == "• Yes  • No"

@@ -117,6 +117,11 @@ def from_tool_result(data: dict[str, Any]) -> tuple[Button, ...]:
     return tuple(found)
 
 
+def options_line(buttons: tuple[Button, ...]) -> str:
+    """The quick replies as one line of text, `• Yes  • No` (where there are no buttons)."""
+    return "  ".join(f"• {b.label}" for b in buttons)
+
+
 def platform_id(button: Button, index: int, limit: int) -> str:
     """The id a platform carries back when the button is pressed (Telegram's
     callback_data, WhatsApp's reply id): the text itself when it fits in `limit` UTF-8

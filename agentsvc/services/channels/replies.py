@@ -16,7 +16,7 @@ import orjson
 from agentsvc.db import Tx
 from agentsvc.ids import new_id
 from agentsvc.services.channels import slack, telegram, whatsapp
-from agentsvc.services.channels.buttons import Button
+from agentsvc.services.channels.buttons import Button, options_line
 from agentsvc.store import channels as store
 from agentsvc.store.conversations import Conversation
 
@@ -42,12 +42,15 @@ def platform_user(conv: Conversation) -> str:
 def payload(conv: Conversation, reply: Reply) -> dict[str, Any]:
     """What the reply's delivery sends, by the channel's type."""
     user = platform_user(conv)
+    text = reply.text
+    if not text.strip() and reply.buttons:  # a message needs a text: the choices are it
+        text = options_line(reply.buttons)
     if conv.channel == "telegram":
-        return telegram.messages(reply.address or user, reply.text, reply.buttons)
+        return telegram.messages(reply.address or user, text, reply.buttons)
     if conv.channel == "whatsapp":
         if reply.buttons:
-            return whatsapp.interactive_message(user, reply.text, reply.buttons)
-        return whatsapp.text_message(user, reply.text)
+            return whatsapp.interactive_message(user, text, reply.buttons)
+        return whatsapp.text_message(user, text)
     if conv.channel == "slack":  # in the thread: the conversation's session id
         address = reply.address or conv.session_id or ""
         return slack.post_message(address, reply.text, reply.buttons)

@@ -18,7 +18,7 @@ import orjson
 
 from agentsvc.errors import ValidationFailed
 from agentsvc.outbound import OutboundClient, OutboundError
-from agentsvc.services.channels.buttons import Button
+from agentsvc.services.channels.buttons import Button, options_line
 from agentsvc.services.delivery.outcome import Outcome
 
 DEFAULT_API_BASE = "https://slack.com/api"
@@ -61,8 +61,8 @@ def post_message(address: str, text: str, buttons: tuple[Button, ...] = ()) -> d
     the person can type."""
     channel, _, thread = address.partition(":")
     if buttons:
-        options = "  ".join(f"• {b.label}" for b in buttons)
-        text = f"{text[: TEXT_LIMIT - len(options) - 2]}\n\n{options}"
+        options = options_line(buttons)
+        text = f"{text[: TEXT_LIMIT - len(options) - 2]}\n\n{options}".strip()
     if len(text) > TEXT_LIMIT:
         text = text[: TEXT_LIMIT - 1] + "…"
     # Slack reads &, < and > as its markup's: the reply's own are escaped, as Slack asks.
