@@ -217,7 +217,8 @@ async def test_the_mailbox_is_checked_before_the_channel_is_saved(
     ]
     for change, field in bad:
         body = {"type": "email", "config": {**email_config(dovecot), **change}}
-        await assert_error(await client.post(path, json=body, headers=auth), 400, "VALIDATION_ERROR", field)
+        resp = await client.post(path, json=body, headers=auth)
+        await assert_error(resp, 400, "VALIDATION_ERROR", field)
     listed = await data_of(await client.get(path, headers=auth))
     assert listed == []  # nothing was saved
 
@@ -227,9 +228,7 @@ async def test_the_mailbox_is_checked_before_the_channel_is_saved(
         ),
         201,
     )
-    test = await data_of(
-        await client.post(f"/api/v1/channels/{created['id']}/test", headers=auth)
-    )
+    test = await data_of(await client.post(f"/api/v1/channels/{created['id']}/test", headers=auth))
     assert test["ok"] is True and "INBOX" in test["message"]
 
 

@@ -15,14 +15,14 @@ import pytest
 
 from agentsvc.api import app_keys
 from agentsvc.store import channels as channel_store
-from tests.support.accounts import bearer, create_user, key_for
+from tests.support.channel_platforms import SIGNING_SECRET as SECRET
+from tests.support.channel_platforms import SLACK_TOKEN as TOKEN
+from tests.support.channel_platforms import app_channel, deliver, owner
 from tests.support.channels import PROMPT, channel_conversations, data_of, turns_done
 from tests.support.chat import new_agent
 from tests.support.errors import assert_error
 from tests.support.fakes.slack import BOT_USER, FakeSlack
 
-TOKEN = "xoxb-1234567890-0987654321-" + "a" * 24
-SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 FAST = {"retry_schedule_seconds": [0, 0.2, 0.2, 0.2], "timeout_seconds": 1}
 
 
@@ -33,30 +33,12 @@ async def slack():
     await fake.close()
 
 
-async def owner(client, email: str = "owner@example.com"):
-    user_, team = await create_user(client, email, name="Olivia")
-    return bearer(await key_for(client, team.id, user_.id))
-
-
-async def app_channel(client, auth, slack, agent_id: str, token: str = TOKEN):
-    config = {"botToken": token, "signingSecret": SECRET, "apiBaseUrl": slack.base_url}
-    body = {"type": "slack", "config": config}
-    return await client.post(f"/api/v1/agents/{agent_id}/channels", json=body, headers=auth)
-
-
 async def setup(make_client, slack):
     client = await make_client(webhooks=FAST)
     auth = await owner(client)
     agent = await new_agent(client, auth, systemPrompt=PROMPT)
     channel = await data_of(await app_channel(client, auth, slack, agent["id"]), 201)
     return client, auth, agent, channel
-
-
-async def deliver(client, channel: dict, payload: dict, **sign):
-    """What Slack does: POST the request signed with the app's signing secret."""
-    body = orjson.dumps(payload)
-    path = "/api/v1/channels/" + channel["id"] + "/inbound"
-    return await client.post(path, data=body, headers=FakeSlack.signed(SECRET, body, **sign))
 
 
 async def test_creating_checks_the_token_and_masks_the_credentials(make_client, slack):

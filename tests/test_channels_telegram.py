@@ -11,13 +11,13 @@ import asyncio
 import orjson
 import pytest
 
-from tests.support.accounts import bearer, create_user, key_for
+from tests.support.channel_platforms import TELEGRAM_TOKEN as TOKEN
+from tests.support.channel_platforms import bot, owner, post_update
 from tests.support.channels import PROMPT, channel_conversations, data_of, turns_done
 from tests.support.chat import new_agent
 from tests.support.errors import assert_error
 from tests.support.fakes.telegram import SECRET_HEADER, FakeTelegram
 
-TOKEN = "123456789:AAE_" + "x" * 31
 FAST = {"retry_schedule_seconds": [0, 0.2, 0.2, 0.2], "timeout_seconds": 1}
 
 
@@ -26,27 +26,6 @@ async def telegram():
     fake = await FakeTelegram(tokens={TOKEN}).start()
     yield fake
     await fake.close()
-
-
-async def owner(client):
-    user_, team = await create_user(client, "owner@example.com", name="Olivia")
-    return bearer(await key_for(client, team.id, user_.id))
-
-
-async def bot(client, auth, telegram, agent_id: str, token: str = TOKEN, status: int = 201):
-    body = {"type": "telegram", "config": {"botToken": token, "apiBaseUrl": telegram.base_url}}
-    resp = await client.post(f"/api/v1/agents/{agent_id}/channels", json=body, headers=auth)
-    if status != 201:
-        return resp
-    return await data_of(resp, 201)
-
-
-async def post_update(client, telegram, channel: dict, update: dict, token: str = TOKEN):
-    """What Telegram does with an update: POST it to the webhook with the secret token."""
-    url, _ = telegram.webhooks[token]
-    assert url == channel["inboundUrl"]
-    path = "/api/v1/channels/" + channel["id"] + "/inbound"
-    return await client.post(path, data=orjson.dumps(update), headers=telegram.headers_for(token))
 
 
 async def test_creating_a_channel_sets_the_bots_webhook(make_client, telegram):
@@ -98,7 +77,7 @@ async def test_messages_and_button_presses_are_answered_by_send_message(make_cli
     [reply] = telegram.sent(TOKEN)
     assert reply["chat_id"] == "42" and "nine" in reply["text"].lower()
 
-    press = telegram.button_update(42, "Are returns free?")
+    press = telegram.button_update(42, "v:Are returns free?")  # a button carrying its text
     await data_of(await post_update(client, telegram, channel, press), 202)
     await telegram.wait_for("sendMessage", 2)
     assert "free" in telegram.sent(TOKEN)[1]["text"].lower()

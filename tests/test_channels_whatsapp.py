@@ -14,17 +14,13 @@ import pytest
 
 from agentsvc.api import app_keys
 from agentsvc.store import channels as channel_store
-from tests.support.accounts import bearer, create_user, key_for
+from tests.support.channel_platforms import APP_SECRET, PHONE, USER, VERIFY, notify, number, owner
+from tests.support.channel_platforms import WHATSAPP_TOKEN as TOKEN
 from tests.support.channels import PROMPT, channel_conversations, data_of, turns_done
 from tests.support.chat import new_agent
 from tests.support.errors import assert_error
 from tests.support.fakes.whatsapp import SIGNATURE_HEADER, FakeGraph
 
-TOKEN = "EAAGm0PX4ZCpsBA" + "k" * 40
-APP_SECRET = "0123456789abcdef0123456789abcdef"
-VERIFY = "my-verify-token-42"
-PHONE = "106540352242922"
-USER = "16505551234"
 FAST = {"retry_schedule_seconds": [0, 0.2, 0.2, 0.2], "timeout_seconds": 1}
 
 
@@ -33,34 +29,6 @@ async def graph():
     fake = await FakeGraph(tokens={TOKEN}).start()
     yield fake
     await fake.close()
-
-
-async def owner(client, email: str = "owner@example.com"):
-    user_, team = await create_user(client, email, name="Olivia")
-    return bearer(await key_for(client, team.id, user_.id))
-
-
-async def number(client, auth, graph, agent_id: str, **config) -> dict:
-    body = {
-        "type": "whatsapp",
-        "config": {
-            "phoneNumberId": PHONE,
-            "accessToken": TOKEN,
-            "appSecret": APP_SECRET,
-            "verifyToken": VERIFY,
-            "graphBaseUrl": graph.base_url,
-            **config,
-        },
-    }
-    resp = await client.post(f"/api/v1/agents/{agent_id}/channels", json=body, headers=auth)
-    return await data_of(resp, 201)
-
-
-async def notify(client, graph, channel: dict, *messages: dict, secret: str = APP_SECRET):
-    """What Meta does: POST a notification signed with the app's secret."""
-    body = orjson.dumps(graph.notification(PHONE, *messages))
-    path = "/api/v1/channels/" + channel["id"] + "/inbound"
-    return await client.post(path, data=body, headers=graph.signed(secret, body))
 
 
 async def setup(make_client, graph, channels: dict | None = None, **config):

@@ -17,7 +17,9 @@ from agentsvc.api.channels import CHANNEL_PATH, channels_of
 from agentsvc.api.limits import take_token
 from agentsvc.api.models import NON_BLANK, RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, envelope_response, parse_json, validate_model
+from agentsvc.services.channels import telegram
 from agentsvc.services.channels.inbound import Inbound
+from agentsvc.services.channels.service import ChannelsService
 from agentsvc.store.channels import Channel
 
 routes = RouteTable("channels")
@@ -49,18 +51,31 @@ class TelegramChat(_Telegram):
     id: int
 
 
+class TelegramButton(_Telegram):
+    text: str = ""
+    callback_data: str | None = None
+
+
+class TelegramMarkup(_Telegram):
+    inline_keyboard: list[list[TelegramButton]] = Field(default_factory=list, max_length=100)
+
+
 class TelegramMessage(_Telegram):
     message_id: int
     sender: TelegramUser | None = Field(None, alias="from")
     chat: TelegramChat
     text: str | None = None
+    reply_markup: TelegramMarkup | None = None
 
 
 class TelegramCallbackQuery(_Telegram):
-    id: str
+    """A button press: `data` is the button's callback_data (Telegram's are 1-64 bytes);
+    `message` the message it is under, without its keyboard once it is too old."""
+
+    id: str = Field(min_length=1, max_length=200)
     sender: TelegramUser = Field(alias="from")
     message: TelegramMessage | None = None
-    data: str | None = None
+    data: str | None = Field(None, max_length=64)
 
 
 class TelegramUpdate(_Telegram):
@@ -82,26 +97,48 @@ class InboundReceived(ResponseModel):
     )
 
 
-def _from_telegram(data: Any) -> Inbound | None:
-    """The message of an update (None: nothing to answer); its id is the update's."""
+# Shown on the person's screen when a press cannot be read as a message.
+STALE_BUTTON = "This button no longer works: please type your answer."
+
+
+def _from_press(press: TelegramCallbackQuery) -> Inbound | None:
+    """A button press read as the text the button sends (None: a bot's, or a
+    callback_data this service never sent); its id is the query's, the same on a retry."""
+    if press.sender.is_bot or not press.data:
+        return None
+    markup = press.message.reply_markup if press.message is not None else None
+    keyboard = markup.inline_keyboard if markup is not None else []
+    rows = [[(b.text, b.callback_data) for b in row] for row in keyboard]
+    text = telegram.pressed_text(press.data, rows)
+    if text is None:
+        return None
+    chat = press.message.chat.id if press.message is not None else press.sender.id
+    return Inbound(str(press.sender.id), text[:10_000], f"cb:{press.id}", str(chat))
+
+
+def _from_telegram(data: Any) -> tuple[Inbound | None, TelegramCallbackQuery | None]:
+    """The message of an update (None: nothing to answer; a text's id is the update's),
+    and the button press it is, if it is one."""
     update = validate_model(TelegramUpdate, data)
     assert isinstance(update, TelegramUpdate)
-    message_id = str(update.update_id)
     msg, press = update.message, update.callback_query
     if msg is not None and msg.sender is not None and msg.text and msg.text.strip():
         if msg.sender.is_bot:
-            return None
-        return Inbound(str(msg.sender.id), msg.text[:10_000], message_id, str(msg.chat.id))
-    if press is not None and press.data and press.data.strip() and not press.sender.is_bot:
-        chat = press.message.chat.id if press.message is not None else press.sender.id
-        return Inbound(str(press.sender.id), press.data, message_id, str(chat))
-    return None
+            return None, None
+        text, chat = msg.text[:10_000], str(msg.chat.id)
+        return Inbound(str(msg.sender.id), text, str(update.update_id), chat), None
+    if press is not None:
+        return _from_press(press), press
+    return None, None
 
 
-def _read(channel: Channel, data: Any) -> list[Inbound]:
-    """The checked messages of a body, by the channel's type."""
+def _read(channel: Channel, data: Any, service: ChannelsService) -> list[Inbound]:
+    """The checked messages of a body, by the channel's type (a Telegram button press is
+    answered, best effort, so the person's client stops waiting)."""
     if channel.type == "telegram":
-        found = _from_telegram(data)
+        found, press = _from_telegram(data)
+        if press is not None:
+            service.answer_press(channel, press.id, None if found else STALE_BUTTON)
         return [] if found is None else [found]
     if channel.type == "whatsapp":
         return from_whatsapp(data, str(channel.config.get("phoneNumberId")))
@@ -139,7 +176,7 @@ async def post_channel_inbound(call: Call):
     challenge = slack_challenge(data) if channel.type == "slack" else None
     if challenge is not None:
         return web.Response(text=challenge, content_type="text/plain")
-    messages = _read(channel, data)
+    messages = _read(channel, data, service)
     if not messages:
         return envelope_response({"received": False, "duplicate": False}, status=202)
     per_channel, per_user = service.limits

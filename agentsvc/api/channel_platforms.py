@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentsvc.api.routing import validate_model
+from agentsvc.services.channels.buttons import carried_text, one_line
 from agentsvc.services.channels.inbound import Inbound
 
 TEXT_LIMIT = 10_000
@@ -27,13 +28,17 @@ class WaText(_Platform):
 
 
 class WaButtonReply(_Platform):
-    id: str = ""
-    title: str = ""
+    """A pressed reply button or list row: the id and title sent with it (Meta's are at
+    most 256 and 24 characters)."""
+
+    id: str = Field("", max_length=256)
+    title: str = Field("", max_length=200)
 
 
 class WaInteractive(_Platform):
     type: str = ""
     button_reply: WaButtonReply | None = None
+    list_reply: WaButtonReply | None = None
 
 
 class WaButton(_Platform):
@@ -76,13 +81,17 @@ class WaNotification(_Platform):
 
 
 def _wa_text(msg: WaMessage) -> str:
-    """The text of a message a channel answers: a text, a button reply's title, a
-    template's quick reply button's text ("" for anything else: images, reactions...)."""
+    """The text of a message a channel answers: a text, a pressed button's or list row's
+    text (carried in its id when it fit, else its title), a template's quick reply
+    button's text ("" for anything else: images, reactions...)."""
     if msg.type == "text" and msg.text is not None:
         return msg.text.body
-    reply = msg.interactive.button_reply if msg.interactive is not None else None
-    if msg.type == "interactive" and reply is not None:
-        return reply.title or reply.id
+    pressed = msg.interactive
+    reply = None
+    if msg.type == "interactive" and pressed is not None:
+        reply = pressed.button_reply or pressed.list_reply
+    if reply is not None:
+        return carried_text(reply.id) or one_line(reply.title) or reply.id
     if msg.type == "button" and msg.button is not None:
         return msg.button.text or msg.button.payload or ""
     return ""

@@ -297,6 +297,13 @@ async def insert_delivery(
     )
 
 
+async def set_delivery_payload(tx: Tx, delivery_id: str, payload: str) -> None:
+    """Store a reply's body again (a Telegram reply in several messages counts those sent)."""
+    await tx.execute(
+        "UPDATE channel_deliveries SET payload = ? WHERE id = ?", (payload, delivery_id)
+    )
+
+
 async def reply_targets(tx: Tx, channel_ids: list[str]) -> dict[str, ReplyTarget]:
     """Channel id -> where its replies go (channels gone meanwhile are absent)."""
     if not channel_ids:

@@ -25,6 +25,7 @@ from agentsvc.db import Database, Tx
 from agentsvc.errors import DomainError
 from agentsvc.ids import iso, now_iso
 from agentsvc.services.channels import email_send
+from agentsvc.services.channels.buttons import Button, from_tool_result
 from agentsvc.services.channels.replies import Reply, ReplyQueue
 from agentsvc.services.chat.start import ChatInput
 from agentsvc.services.chat.turn import HeldTurn
@@ -71,15 +72,19 @@ def _thread(kind: str, address: str | None) -> str | None:
 
 
 class _Reply:
-    """A turn's stream, kept instead of sent: the text blocks and the error, if any."""
+    """A turn's stream, kept instead of sent: the text blocks, the quick replies of its
+    last tool that shows buttons, and the error, if any."""
 
     def __init__(self) -> None:
         self.blocks: dict[int, list[str]] = {}
         self.error: dict[str, str] | None = None
+        self.buttons: tuple[Button, ...] = ()
 
     async def event(self, name: str, data: dict[str, Any]) -> None:
         if name == "error":
             self.error = data["error"]
+        elif name == "tool_result":
+            self.buttons = from_tool_result(data) or self.buttons
 
     async def delta(self, index: int, text: str) -> None:
         self.blocks.setdefault(index, []).append(text)
@@ -223,13 +228,18 @@ class ChannelInbox:
                 "channel %s: the agent could not answer: %s", channel.id, sink.error.get("message")
             )
             return
-        await self._queue_reply(turn.conversation, message, turn.message_id, sink.text)
+        reply = Reply(
+            turn.message_id,
+            sink.text,
+            {"type": "ai"},
+            message.message_id,
+            message.address,
+            sink.buttons,
+        )
+        await self._queue_reply(turn.conversation, reply)
 
-    async def _queue_reply(
-        self, conv: Conversation, message: Inbound, reply_id: str, text: str
-    ) -> None:
+    async def _queue_reply(self, conv: Conversation, reply: Reply) -> None:
         """Write the reply's outbox row and wake the worker."""
-        reply = Reply(reply_id, text, {"type": "ai"}, message.message_id, message.address)
         queued = await self._write(lambda tx: self._replies.queue(tx, conv, reply, now_iso()))
         if queued:
             self._replies.sent()

@@ -5,12 +5,14 @@ retry schedule and wake-ups; this module knows what is particular to channels: w
 reply goes for its channel's type (the api channel: a POST of the stored body to its
 `outboundUrl`, signed with its secret, Standard Webhooks headers with the delivery's id as
 `webhook-id`, the same on every attempt; telegram: the stored `sendMessage` body to the
-Bot API with the bot's token; whatsapp: the stored message to the Graph API with the
-access token, or, once the user's 24-hour window closed, the channel's template, or
-nothing (the reply fails, saying why); slack: the stored `chat.postMessage` body with the
-bot's token; email: the message built from the stored body, from the channel's address,
-through the instance's SMTP server). A reply that will not go out leaves a private note in
-its conversation, so the inbox shows members that the person did not get it.
+Bot API with the bot's token, or its several messages in order, the row keeping how many
+went so a retry goes on from the first that did not; whatsapp: the stored message to the
+Graph API with the access token, or, once the user's 24-hour window closed, the channel's
+template, or nothing (the reply fails, saying why); slack: the stored `chat.postMessage`
+body with the bot's token; email: the message built from the stored body, from the
+channel's address, through the instance's SMTP server). A reply that will not go out
+leaves a private note in its conversation, so the inbox shows members that the person did
+not get it.
 """
 
 from __future__ import annotations
@@ -133,15 +135,37 @@ class ChannelReplies:
             }
             return slack.outcome_of(await self.poster.post(url, headers, body), token)
         if target.type == "telegram":
-            token = secrets["botToken"]
-            url = telegram.method_url(target.config.get("apiBaseUrl"), token, "sendMessage")
-            headers = {"Content-Type": "application/json"}
-            return telegram.outcome_of(await self.poster.post(url, headers, body), token)
+            return await self._telegram(claimed.delivery, target, secrets["botToken"])
         headers = {
             "Content-Type": "application/json",
             **signature_headers(secrets["secret"], claimed.delivery.id, body),
         }
         return await self.poster.post(target.config["outboundUrl"], headers, body)
+
+    async def _telegram(
+        self, delivery: ChannelDelivery, target: ReplyTarget, token: str
+    ) -> Outcome:
+        """A reply to Telegram: its message, or its messages in order from the first not
+        yet sent (each one taken is counted on the row before the next goes, so a retry
+        sends none twice)."""
+        url = telegram.method_url(target.config.get("apiBaseUrl"), token, "sendMessage")
+        headers = {"Content-Type": "application/json"}
+        stored = orjson.loads(delivery.payload)
+        if "parts" not in stored:
+            body = delivery.payload.encode("utf-8")
+            return telegram.outcome_of(await self.poster.post(url, headers, body), token)
+        parts, sent = stored["parts"], int(stored.get("sent", 0))
+        outcome = Outcome(True)
+        for index in range(sent, len(parts)):
+            body = orjson.dumps(parts[index])
+            outcome = telegram.outcome_of(await self.poster.post(url, headers, body), token)
+            if not outcome.success:
+                return outcome
+            if index + 1 < len(parts):
+                progress = orjson.dumps({"parts": parts, "sent": index + 1}).decode()
+                async with self.db.write() as tx:
+                    await store.set_delivery_payload(tx, delivery.id, progress)
+        return outcome
 
     async def _whatsapp(
         self, delivery: ChannelDelivery, target: ReplyTarget, token: str

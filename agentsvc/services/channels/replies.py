@@ -1,6 +1,8 @@
 """A channel conversation's replies written to the outbox: the agent's answer to a
 message, and a member's reply from the inbox (handoff), each in the body its channel's type
-sends (services/channels/outbox.py sends it)."""
+sends (services/channels/outbox.py sends it), with the answer's quick replies where the
+platform has buttons (Telegram, WhatsApp), as a line of options on Slack, and as
+`quickReplies` on the api channel."""
 
 from __future__ import annotations
 
@@ -13,11 +15,10 @@ import orjson
 
 from agentsvc.db import Tx
 from agentsvc.ids import new_id
-from agentsvc.services.channels import email_send, slack, whatsapp
+from agentsvc.services.channels import email_send, slack, telegram, whatsapp
+from agentsvc.services.channels.buttons import Button, options_line
 from agentsvc.store import channels as store
 from agentsvc.store.conversations import Conversation
-
-TELEGRAM_TEXT_LIMIT = 4096  # sendMessage's longest text
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +31,7 @@ class Reply:
     author: dict[str, Any]  # {"type": "ai"} or {"type": "human", "name"}
     in_reply_to: str | None = None
     address: str | None = None
+    buttons: tuple[Button, ...] = ()  # the answer's quick replies
 
 
 def platform_user(conv: Conversation) -> str:
@@ -40,21 +42,26 @@ def platform_user(conv: Conversation) -> str:
 def payload(conv: Conversation, reply: Reply) -> dict[str, Any]:
     """What the reply's delivery sends, by the channel's type."""
     user = platform_user(conv)
+    text = reply.text
+    if not text.strip() and reply.buttons:  # a message needs a text: the choices are it
+        text = options_line(reply.buttons)
     if conv.channel == "telegram":
-        text = reply.text
-        if len(text) > TELEGRAM_TEXT_LIMIT:
-            text = text[: TELEGRAM_TEXT_LIMIT - 1] + "…"
-        return {"chat_id": reply.address or user, "text": text}
+        return telegram.messages(reply.address or user, text, reply.buttons)
     if conv.channel == "whatsapp":
-        return whatsapp.text_message(user, reply.text)
+        if reply.buttons:
+            return whatsapp.interactive_message(user, text, reply.buttons)
+        return whatsapp.text_message(user, text)
     if conv.channel == "slack":  # in the thread: the conversation's session id
-        return slack.post_message(reply.address or conv.session_id or "", reply.text)
+        address = reply.address or conv.session_id or ""
+        return slack.post_message(address, reply.text, reply.buttons)
     if conv.channel == "email":  # in the thread: the conversation's first message
-        body = email_send.reply_payload(
-            user, reply.text, reply.in_reply_to, reply.address, (conv.session_id, conv.title)
+        if reply.buttons and reply.text.strip():  # no buttons in mail: the choices, listed
+            text = f"{reply.text}\n\n{options_line(reply.buttons)}"
+        mail = email_send.reply_payload(
+            user, text, reply.in_reply_to, reply.address, (conv.session_id, conv.title)
         )
-        return {**body, "automatic": reply.author.get("type") == "ai"}
-    return {
+        return {**mail, "automatic": reply.author.get("type") == "ai"}
+    body: dict[str, Any] = {
         "type": "message",
         "conversationId": conv.id,
         "userId": user,
@@ -63,6 +70,9 @@ def payload(conv: Conversation, reply: Reply) -> dict[str, Any]:
         "inReplyTo": reply.in_reply_to,
         "author": reply.author,
     }
+    if reply.buttons:
+        body["quickReplies"] = [{"label": b.label, "text": b.text} for b in reply.buttons]
+    return body
 
 
 class ReplyQueue:

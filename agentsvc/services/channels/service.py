@@ -4,6 +4,7 @@ checked, when its channel is created or enabled) and the messages they receive (
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import logging
 import time
@@ -110,6 +111,7 @@ class ChannelsService:
         self._slack = apis.slack
         self._config = config
         self._probe = probe
+        self._answers: set[asyncio.Task] = set()  # answerCallbackQuery calls under way
 
     @property
     def limits(self) -> tuple[int, int]:
@@ -363,6 +365,21 @@ class ChannelsService:
         if not hmac.compare_digest(token.encode(), secrets["verifyToken"].encode()):
             raise Unauthorized("Invalid verify token: hub.verify_token is not the channel's")
 
+    def answer_press(self, channel: Channel, query_id: str, notice: str | None) -> None:
+        """Answer a Telegram button press in the background (its client shows a spinner
+        until then; a failure is only logged: the press itself was taken)."""
+        task = asyncio.create_task(self._answer_press(channel, query_id, notice))
+        self._answers.add(task)
+        task.add_done_callback(self._answers.discard)
+
+    async def _answer_press(self, channel: Channel, query_id: str, notice: str | None) -> None:
+        try:
+            secrets = channel_settings.open_sealed(self._box, channel.id, channel.sealed_secrets)
+            base = channel.config.get("apiBaseUrl")
+            await self._telegram.answer_callback_query(base, secrets["botToken"], query_id, notice)
+        except (DomainError, SecretBoxError) as exc:
+            log.info("channel %s: a button press was not answered: %s", channel.id, exc)
+
     async def receive(self, channel: Channel, message: Inbound) -> bool:
         """Take a checked message: False when it was already received (a retry: no second
         turn); else its turn runs in the background and the reply goes out."""
@@ -373,9 +390,13 @@ class ChannelsService:
         return await self._inbox.resume()
 
     async def idle(self) -> None:
-        """Wait until every turn under way has ended."""
+        """Wait until every turn under way (and every press being answered) has ended."""
         await self._inbox.idle()
+        while self._answers:
+            await asyncio.wait(set(self._answers))
 
     async def close(self) -> None:
         """Let the turns under way finish (briefly), then stop them."""
+        for task in set(self._answers):
+            task.cancel()
         await self._inbox.close()

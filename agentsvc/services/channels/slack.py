@@ -18,6 +18,7 @@ import orjson
 
 from agentsvc.errors import ValidationFailed
 from agentsvc.outbound import OutboundClient, OutboundError
+from agentsvc.services.channels.buttons import Button, options_line
 from agentsvc.services.delivery.outcome import Outcome
 
 DEFAULT_API_BASE = "https://slack.com/api"
@@ -54,9 +55,14 @@ def signature_refused(
     return None
 
 
-def post_message(address: str, text: str) -> dict[str, Any]:
-    """A reply's chat.postMessage body: `address` is `channel:thread_ts`."""
+def post_message(address: str, text: str, buttons: tuple[Button, ...] = ()) -> dict[str, Any]:
+    """A reply's chat.postMessage body: `address` is `channel:thread_ts`. Buttons would
+    need the app's interactivity (another request URL): quick replies are a line of options
+    the person can type."""
     channel, _, thread = address.partition(":")
+    if buttons:
+        options = options_line(buttons)
+        text = f"{text[: TEXT_LIMIT - len(options) - 2]}\n\n{options}".strip()
     if len(text) > TEXT_LIMIT:
         text = text[: TEXT_LIMIT - 1] + "…"
     # Slack reads &, < and > as its markup's: the reply's own are escaped, as Slack asks.

@@ -4,7 +4,13 @@ GET carrying `hub.verify_token` and `hub.challenge`, signs every POST with
 `X-Hub-Signature-256` (HMAC-SHA256 of the raw body with the app's secret), and takes
 replies at `POST {graphBaseUrl}/{apiVersion}/{phoneNumberId}/messages` with the access
 token as a bearer. A business may write freely only within 24 hours of the user's last
-message (the customer service window); after that only an approved template may go."""
+message (the customer service window); after that only an approved template may go.
+
+Quick replies go as an interactive message: up to 3 reply buttons (titles of 20
+characters, a body of 1,024), else a list (up to 10 rows of 24 characters, a body of
+4,096) opened by a button named `LIST_BUTTON`. A press comes back as an `interactive`
+message (`button_reply` or `list_reply`) with the id sent: the text the button sends, or,
+when that is longer than an id may be, the button's place, read as the title pressed."""
 
 from __future__ import annotations
 
@@ -16,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from agentsvc.services.channels.buttons import Button, cut, platform_id
 from agentsvc.services.delivery.outcome import Outcome
 
 DEFAULT_GRAPH_BASE = "https://graph.facebook.com"
@@ -24,6 +31,14 @@ DEFAULT_TEMPLATE_LANGUAGE = "en_US"
 SIGNATURE_HEADER = "X-Hub-Signature-256"
 TEXT_LIMIT = 4096  # a text message's longest body
 WINDOW_SECONDS = 24 * 3600.0  # the customer service window
+MAX_REPLY_BUTTONS = 3
+BUTTON_BODY_LIMIT = 1024  # a reply buttons message's body
+BUTTON_TITLE_LIMIT = 20
+BUTTON_ID_LIMIT = 256
+ROW_TITLE_LIMIT = 24
+ROW_DESCRIPTION_LIMIT = 72
+ROW_ID_LIMIT = 200
+LIST_BUTTON = "Options"  # what opens a list (at most 20 characters)
 
 
 def phone_number_url(config: Mapping[str, Any]) -> str:
@@ -60,6 +75,50 @@ def text_message(to: str, text: str) -> dict[str, Any]:
         "type": "text",
         "text": {"preview_url": False, "body": text},
     }
+
+
+def _unique(titles: list[str]) -> list[bool]:
+    """Which titles to keep: the first of each (WhatsApp refuses repeated titles, which
+    cutting long labels can make)."""
+    seen: set[str] = set()
+    kept = []
+    for title in titles:
+        kept.append(title not in seen)
+        seen.add(title)
+    return kept
+
+
+def interactive_message(to: str, text: str, buttons: tuple[Button, ...]) -> dict[str, Any]:
+    """A reply with quick replies: reply buttons when they fit, else a list."""
+    message: dict[str, Any] = {
+        "messaging_product": "whatsapp",
+        "recipient_type": "individual",
+        "to": to,
+        "type": "interactive",
+    }
+    titles = [cut(b.label, BUTTON_TITLE_LIMIT) for b in buttons]
+    if len(buttons) <= MAX_REPLY_BUTTONS and len(text) <= BUTTON_BODY_LIMIT:
+        replies = [
+            {"type": "reply", "reply": {"id": platform_id(b, i, BUTTON_ID_LIMIT), "title": t}}
+            for (i, b), t, keep in zip(enumerate(buttons), titles, _unique(titles), strict=True)
+            if keep
+        ]
+        body = {"text": text}
+        message["interactive"] = {"type": "button", "body": body, "action": {"buttons": replies}}
+        return message
+    rows = []
+    titles = [cut(b.label, ROW_TITLE_LIMIT) for b in buttons]
+    for (i, b), title, keep in zip(enumerate(buttons), titles, _unique(titles), strict=True):
+        if not keep:
+            continue
+        row = {"id": platform_id(b, i, ROW_ID_LIMIT), "title": title}
+        if title != b.label:  # the whole label under the cut title
+            row["description"] = cut(b.label, ROW_DESCRIPTION_LIMIT)
+        rows.append(row)
+    action = {"button": LIST_BUTTON, "sections": [{"rows": rows}]}
+    body = {"text": cut(text, TEXT_LIMIT)}
+    message["interactive"] = {"type": "list", "body": body, "action": action}
+    return message
 
 
 def template_message(to: str, config: Mapping[str, Any]) -> dict[str, Any]:

@@ -6,7 +6,12 @@ Graph error `{"error": {"message", "type", "code", "fbtrace_id"}}` (a token it d
 401, code 190), and `GET /{version}/{phone-number-id}` (the number's fields). It records
 every call, can answer the next sends 429 with `Retry-After` or 400 (a permanent refusal),
 and builds the webhook notifications Meta POSTs, signed with `X-Hub-Signature-256` as Meta
-signs them.
+signs them. Messages are checked as the Cloud API checks them: a text's body of 1-4096
+characters; an interactive message's reply buttons (1-3, ids of 1-256 characters and
+titles of 1-20, both unique, a body of 1-1024) or list (a button of 1-20 characters, 1-10
+sections, 1-10 rows in all with unique ids of 1-200 characters, titles of 1-24,
+descriptions of up to 72, a body of 1-4096). A press of a button or row of an interactive
+message sent comes back as Meta sends it (`interactive.button_reply` / `list_reply`).
 """
 
 from __future__ import annotations
@@ -85,6 +90,9 @@ class FakeGraph:
             return self._error(400, "(#131030) Recipient phone number not in allowed list", 131030)
         if body.get("messaging_product") != "whatsapp" or not body.get("to"):
             return self._error(400, "(#100) Invalid parameter", 100)
+        refused = refusal(body)
+        if refused is not None:
+            return self._error(400, f"(#131009) Parameter value is not valid: {refused}", 131009)
         async with self._arrived:
             call.ok = True
             self._arrived.notify_all()
@@ -169,6 +177,17 @@ class FakeGraph:
         reply = {"type": "button_reply", "button_reply": {"id": "b1", "title": title}}
         return self._message(wa_id, "interactive", interactive=reply)
 
+    def press(self, wa_id: str, sent: dict, index: int) -> dict:
+        """The user pressed button (or list row) `index` of an interactive message sent."""
+        interactive = sent["interactive"]
+        if interactive["type"] == "button":
+            reply = interactive["action"]["buttons"][index]["reply"]
+            pressed = {"type": "button_reply", "button_reply": dict(reply)}
+        else:
+            rows = [r for s in interactive["action"]["sections"] for r in s["rows"]]
+            pressed = {"type": "list_reply", "list_reply": dict(rows[index])}
+        return self._message(wa_id, "interactive", interactive=pressed)
+
     def template_button(self, wa_id: str, text: str) -> dict:
         """The user pressed a quick reply button of a template message."""
         return self._message(wa_id, "button", button={"payload": "p-1", "text": text})
@@ -187,3 +206,69 @@ class FakeGraph:
         """The headers Meta sends with a notification."""
         digest = hmac.new(app_secret.encode(), body, hashlib.sha256).hexdigest()
         return {"Content-Type": "application/json", SIGNATURE_HEADER: f"sha256={digest}"}
+
+
+def _text(value: Any, low: int, high: int) -> bool:
+    return isinstance(value, str) and low <= len(value) <= high
+
+
+def _buttons_refusal(action: dict) -> str | None:
+    buttons = action.get("buttons")
+    if not isinstance(buttons, list) or not 1 <= len(buttons) <= 3:
+        return "action.buttons must hold 1 to 3 buttons"
+    replies = [b.get("reply") if isinstance(b, dict) else None for b in buttons]
+    for button, reply in zip(buttons, replies, strict=True):
+        if button.get("type") != "reply" or not isinstance(reply, dict):
+            return "a button must be of type reply"
+        if not _text(reply.get("id"), 1, 256) or not _text(reply.get("title"), 1, 20):
+            return "a button's id must be 1-256 characters and its title 1-20"
+    if len({r["id"] for r in replies}) < len(replies):
+        return "buttons' ids must be unique"
+    if len({r["title"] for r in replies}) < len(replies):
+        return "buttons' titles must be unique"
+    return None
+
+
+def _list_refusal(action: dict) -> str | None:
+    sections = action.get("sections")
+    if not _text(action.get("button"), 1, 20):
+        return "action.button must be 1-20 characters"
+    if not isinstance(sections, list) or not 1 <= len(sections) <= 10:
+        return "action.sections must hold 1 to 10 sections"
+    if len(sections) > 1 and not all(_text(s.get("title"), 1, 24) for s in sections):
+        return "sections must have titles when there are several"
+    rows = [r for s in sections for r in (s.get("rows") or [])]
+    if not 1 <= len(rows) <= 10:
+        return "a list must hold 1 to 10 rows"
+    for row in rows:
+        if not _text(row.get("id"), 1, 200) or not _text(row.get("title"), 1, 24):
+            return "a row's id must be 1-200 characters and its title 1-24"
+        if "description" in row and not _text(row["description"], 0, 72):
+            return "a row's description must be at most 72 characters"
+    if len({r["id"] for r in rows}) < len(rows):
+        return "rows' ids must be unique"
+    return None
+
+
+def refusal(body: dict[str, Any]) -> str | None:
+    """Why the Cloud API refuses a message's content, or None."""
+    kind = body.get("type")
+    if kind == "text":
+        text = body.get("text")
+        ok = isinstance(text, dict) and _text(text.get("body"), 1, 4096)
+        return None if ok else "text.body must be 1-4096 characters"
+    if kind != "interactive":
+        return None
+    interactive = body.get("interactive")
+    if not isinstance(interactive, dict) or not isinstance(interactive.get("action"), dict):
+        return "interactive.action is required"
+    body_text = (interactive.get("body") or {}).get("text")
+    if interactive.get("type") == "button":
+        if not _text(body_text, 1, 1024):
+            return "interactive.body.text must be 1-1024 characters"
+        return _buttons_refusal(interactive["action"])
+    if interactive.get("type") == "list":
+        if not _text(body_text, 1, 4096):
+            return "interactive.body.text must be 1-4096 characters"
+        return _list_refusal(interactive["action"])
+    return "interactive.type must be button or list"
