@@ -207,6 +207,10 @@ async def test_the_mailbox_is_checked_before_the_channel_is_saved(
     closed = {"type": "email", "config": {**email_config(dovecot), "imapPort": 9}}
     resp = await client.post(path, json=closed, headers=auth)
     await assert_error(resp, 400, "VALIDATION_ERROR", "could not be reached")
+    # TLS asked of a server that speaks plain IMAP: no password goes out in clear.
+    tls = {"type": "email", "config": {**email_config(dovecot), "imapTls": True}}
+    resp = await client.post(path, json=tls, headers=auth)
+    await assert_error(resp, 400, "VALIDATION_ERROR", "TLS")
     bad = [
         ({"address": "not an address"}, "config.address"),
         ({"imapHost": "https://imap.example.com"}, "config.imapHost"),

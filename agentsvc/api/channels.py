@@ -182,7 +182,10 @@ class EmailChannelConfig(RequestModel):
 
     address: _text(EMAIL_ADDRESS_PATTERN, 254, "the address people write to; replies come from it")  # type: ignore[valid-type]
     imap_host: _text(HOST_NAME_PATTERN, 253, "the IMAP server's host name")  # type: ignore[valid-type]
-    imap_port: Annotated[int, Field(ge=1, le=65535, description="993 with TLS, 143 without")]
+    imap_port: (
+        Annotated[int, Field(ge=1, le=65535, description="default 993 with TLS, 143 without")]
+        | SkipJsonSchema[None]
+    ) = None
     imap_user: _text(IMAP_TEXT_PATTERN, 320, "the mailbox's user name")  # type: ignore[valid-type]
     imap_password: _text(IMAP_TEXT_PATTERN, 500, "the mailbox's password (write-only)")  # type: ignore[valid-type]
     imap_tls: bool = Field(
@@ -231,7 +234,7 @@ CONFIG_DESCRIPTION = (
     "the type's settings: api {outboundUrl}; telegram {botToken, apiBaseUrl?}; whatsapp"
     " {phoneNumberId, accessToken, appSecret, verifyToken, graphBaseUrl?, apiVersion?,"
     " templateName?, templateLanguage?}; slack {botToken, signingSecret, apiBaseUrl?};"
-    " email {address, imapHost, imapPort, imapUser, imapPassword, imapTls?, mailbox?,"
+    " email {address, imapHost, imapPort?, imapUser, imapPassword, imapTls?, mailbox?,"
     " pollSeconds?, fromName?}"
     " (credentials are write-only)"
 )

@@ -53,12 +53,13 @@ class Fetched:
 
 def mailbox_settings(channel_config: dict, secrets: dict[str, str]) -> MailboxSettings:
     """Where an e-mail channel's messages are read, from its settings."""
+    tls = bool(channel_config.get("imapTls", True))
     return MailboxSettings(
         host=channel_config["imapHost"],
-        port=int(channel_config["imapPort"]),
+        port=int(channel_config.get("imapPort") or (993 if tls else 143)),
         user=channel_config["imapUser"],
         password=secrets["imapPassword"],
-        tls=bool(channel_config.get("imapTls", True)),
+        tls=tls,
         mailbox=channel_config.get("mailbox") or "INBOX",
     )
 
