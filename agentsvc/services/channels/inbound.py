@@ -71,20 +71,32 @@ def _thread(kind: str, address: str | None) -> str | None:
     return address if kind in THREADED else None
 
 
+# What a channel's person reads when the agent handed them to a person without a word of
+# its own (the widget shows its waiting screen instead): the team is there, or away.
+HANDED_OVER = {
+    True: "A person from the team will answer you here shortly.",
+    False: "Our team is away right now; a person will answer you here when they are back.",
+}
+
+
 class _Reply:
     """A turn's stream, kept instead of sent: the text blocks, the quick replies of its
-    last tool that shows buttons, and the error, if any."""
+    last tool that shows buttons, whether it handed over to a person (the team online or
+    not), and the error, if any."""
 
     def __init__(self) -> None:
         self.blocks: dict[int, list[str]] = {}
         self.error: dict[str, str] | None = None
         self.buttons: tuple[Button, ...] = ()
+        self.handed_over: bool | None = None
 
     async def event(self, name: str, data: dict[str, Any]) -> None:
         if name == "error":
             self.error = data["error"]
         elif name == "tool_result":
             self.buttons = from_tool_result(data) or self.buttons
+        elif name == "handoff":
+            self.handed_over = bool(data.get("online", True))
 
     async def delta(self, index: int, text: str) -> None:
         self.blocks.setdefault(index, []).append(text)
@@ -94,7 +106,10 @@ class _Reply:
 
     @property
     def text(self) -> str:
-        return "\n\n".join("".join(parts) for _, parts in sorted(self.blocks.items()))
+        said = "\n\n".join("".join(parts) for _, parts in sorted(self.blocks.items()))
+        if not said.strip() and self.handed_over is not None:
+            return HANDED_OVER[self.handed_over]
+        return said
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,9 +225,9 @@ class ChannelInbox:
         sink = _Reply()
         try:
             async with asyncio.timeout(self._config.turn_seconds):
-                # The agent is not offered handing over yet (a channel has no waiting
-                # screen to show): members take channel conversations from the inbox.
-                turn = await self._turns.run(chat, sink, people_can_answer=False)
+                # The agent may hand over to a person (when the agent's handoff is on):
+                # the person then answers from the inbox, on the channel.
+                turn = await self._turns.run(chat, sink, people_can_answer=True)
         except DomainError as exc:
             log.warning(
                 "channel %s: message %s not answered: %s",

@@ -439,6 +439,13 @@ class TurnRunner:
                 False,
                 None,
             )
+        if self._turn.channel != "web":  # the channel reaches the person later
+            return (
+                "The team is away right now; a person will answer the user here when they"
+                " are back.",
+                False,
+                None,
+            )
         return (
             "The team is away right now; the user was asked for an e-mail address to be"
             " answered later.",
