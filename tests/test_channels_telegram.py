@@ -40,6 +40,7 @@ async def test_creating_a_channel_sets_the_bots_webhook(make_client, telegram):
     assert len(secret) >= 32
     assert channel["config"] == {
         "apiBaseUrl": telegram.base_url,
+        "botId": TOKEN.partition(":")[0],  # the bot's public id, its token's first part
         "botToken": "••••" + TOKEN[-4:],
         "webhookSecret": "••••" + secret[-4:],
     }
@@ -183,3 +184,25 @@ async def test_disabling_enabling_and_deleting_move_the_webhook(make_client, tel
     assert methods()[-1] == "setWebhook"
     await data_of(await client.delete(path, headers=auth))
     assert methods()[-1] == "deleteWebhook" and TOKEN not in telegram.webhooks
+
+
+async def test_one_bot_answers_on_one_channel_only(make_client, telegram):
+    # A bot sends its messages to one webhook: a second channel with the same bot (in any
+    # team) would silently take them from the first, so it is refused while that is on.
+    client = await make_client(webhooks=FAST)
+    auth = await owner(client)
+    first = await bot(client, auth, telegram, (await new_agent(client, auth))["id"])
+    assert first["config"]["botId"] == TOKEN.partition(":")[0]
+    other = await owner(client, "rival@example.com")
+    rival_agent = (await new_agent(client, other))["id"]
+    resp = await bot(client, other, telegram, rival_agent, status=409)
+    await assert_error(resp, 409, "CONFLICT", "already connected to another channel")
+    assert telegram.webhooks[TOKEN][0] == first["inboundUrl"]  # the first keeps its bot
+
+    path = f"/api/v1/channels/{first['id']}"
+    await data_of(await client.patch(path, json={"enabled": False}, headers=auth))
+    second = await bot(client, other, telegram, rival_agent)
+    assert telegram.webhooks[TOKEN][0] == second["inboundUrl"]
+    resp = await client.patch(path, json={"enabled": True}, headers=auth)
+    await assert_error(resp, 409, "CONFLICT", "@BotFather")
+    assert telegram.webhooks[TOKEN][0] == second["inboundUrl"]  # not moved back

@@ -92,6 +92,22 @@ class ChannelChange:
     config: dict[str, Any] | None = None
 
 
+async def _check_bot_free(tx: Any, channel: Channel) -> None:
+    """Conflict when the channel's Telegram bot is already another enabled channel's: a
+    bot sends its messages to one address only, so a second channel would silently take
+    them from the first (of any team: whoever has the token controls the bot)."""
+    bot = channel.config.get("botId")
+    if channel.type != "telegram" or not channel.enabled or not bot:
+        return
+    for other in await store.enabled_of_type(tx, "telegram"):
+        if other.id != channel.id and other.config.get("botId") == bot:
+            raise Conflict(
+                "This Telegram bot is already connected to another channel, and a bot sends"
+                " its messages to one place only: switch that channel off or delete it"
+                " first, or make a new bot with @BotFather"
+            )
+
+
 class ChannelsService:
     """A team's channels and what they receive; handlers call its methods."""
 
@@ -172,6 +188,11 @@ class ChannelsService:
             base = channel.config.get("apiBaseUrl")
             bot = await self._slack.bot_user(base, secrets["botToken"])
             return replace(channel, config={**channel.config, "botUserId": bot})
+        # The bot's id (its token's first part, public: Telegram shows it) names the bot.
+        channel = replace(
+            channel, config={**channel.config, "botId": secrets["botToken"].partition(":")[0]}
+        )
+        await _check_bot_free(self._db.reader, channel)  # before its webhook is moved
         await self._telegram.set_webhook(
             channel.config.get("apiBaseUrl"),
             secrets["botToken"],
@@ -222,6 +243,7 @@ class ChannelsService:
         channel = await self._connect(channel)  # a token the platform refuses stores nothing
         async with self._db.write() as tx:
             await self._check_room(tx, agent.id)
+            await _check_bot_free(tx, channel)
             await store.insert(tx, channel)
             await self._audit(tx, actor, "channel.created", channel)
         return self.view(channel, made.get("secret"))
@@ -303,6 +325,7 @@ class ChannelsService:
             updated = await self._connect(updated)  # outside the write: it waits for the platform
         async with self._db.write() as tx:
             await self._get(tx, actor.team_id, channel_id)  # not deleted meanwhile
+            await _check_bot_free(tx, updated)
             await store.update(tx, updated)
             await self._audit(tx, actor, "channel.updated", updated)
         if channel.enabled and not updated.enabled:
