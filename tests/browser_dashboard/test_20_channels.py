@@ -194,3 +194,56 @@ def test_a_member_sees_channels_read_only(browser, stack, shop, telegram):
         assert _axe_at_both_widths(page) == []
     finally:
         tab.close()
+
+
+def test_an_owner_follows_the_whatsapp_and_e_mail_steps(tab, stack, shop):
+    page = tab.page
+    agent = shop["agent"]
+    _open_channels(page, stack, agent)
+
+    # WhatsApp: the steps and their fields; added, then a new token saved without losing
+    # the settings the page does not show.
+    form = _add(
+        page,
+        "WhatsApp",
+        {
+            "Phone number ID": "1234567890",
+            "Access token": "EAAG" + "x" * 40,
+            "App secret": "a" * 32,
+            "Verify token": "my-verify-token",
+        },
+    )
+    expect(form.get_by_text("set the callback URL to the channel's address")).to_be_visible()
+    expect(page.get_by_text("WhatsApp is ready.")).to_be_visible()
+    path = "/agents/" + agent["id"] + "/channels"
+    [made] = [c for c in stack.api("GET", path, shop["key"])["data"] if c["type"] == "whatsapp"]
+    stack.api(
+        "PATCH",
+        f"/channels/{made['id']}",
+        shop["key"],
+        {"config": {"phoneNumberId": "1234567890", "templateName": "hello_world"}},
+    )
+    page.reload()
+    card = page.get_by_role("region", name="WhatsApp", exact=True)
+    card.get_by_role("button", name="Edit").click()
+    card.get_by_label("Access token", exact=True).fill("EAAG" + "y" * 40)
+    card.get_by_role("button", name="Save channel").click()
+    expect(page.get_by_text("Channel saved")).to_be_visible()
+    config = stack.api("GET", f"/channels/{made['id']}", shop["key"])["data"]["config"]
+    assert config["templateName"] == "hello_world" and config["accessToken"].endswith("yyyy")
+
+    # E-mail: the mailbox is tried before anything is saved; what went wrong is a sentence.
+    form = _add(
+        page,
+        "E-mail",
+        {
+            "E-mail address": "help@shop.example",
+            "IMAP server": "127.0.0.1",
+            "IMAP user name": "help@shop.example",
+            "IMAP password": "not-a-real-one",
+        },
+    )
+    expect(form.get_by_text("read new messages every minute")).to_be_visible()
+    expect(form.get_by_role("alert")).to_contain_text("The mailbox could not be read")
+    expect(page.get_by_role("region", name="E-mail", exact=True)).to_have_count(0)
+    assert _axe_at_both_widths(page) == []

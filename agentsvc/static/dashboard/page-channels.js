@@ -23,6 +23,46 @@ const PLATFORMS = {
       { name: "apiBaseUrl", label: "Bot API address (only for a proxy)", optional: true, at: 1 },
     ],
   },
+  whatsapp: {
+    label: "WhatsApp",
+    steps: [
+      "In Meta's App Dashboard, add WhatsApp to your app; copy the phone number ID and a system user's permanent access token.",
+      "Copy the app secret (App settings, Basic) and make up a verify token.",
+      "Press Add channel. Then in WhatsApp's Configuration, set the callback URL to the channel's address with the same verify token, and subscribe to messages.",
+    ],
+    fields: [
+      { name: "phoneNumberId", label: "Phone number ID", at: 0 },
+      { name: "accessToken", label: "Access token", secret: true, at: 0 },
+      { name: "appSecret", label: "App secret", secret: true, at: 1 },
+      { name: "verifyToken", label: "Verify token", secret: true, at: 1 },
+    ],
+  },
+  slack: {
+    label: "Slack",
+    steps: [
+      "At api.slack.com/apps, create an app; give its bot the scopes app_mentions:read, chat:write and im:history; install it and copy the bot token (xoxb-…).",
+      "Copy the signing secret (Basic Information).",
+      "Press Add channel. Then under Event Subscriptions, set the request URL to the channel's address and subscribe to app_mention and message.im.",
+    ],
+    fields: [
+      { name: "botToken", label: "Bot token", secret: true, at: 0 },
+      { name: "signingSecret", label: "Signing secret", secret: true, at: 1 },
+    ],
+  },
+  email: {
+    label: "E-mail",
+    steps: [
+      "Give the address people write to (a mailbox of its own).",
+      "Give its IMAP server and sign-in, from your e-mail provider (often an app password).",
+      "Press Add channel: we sign in first, then read new messages every minute and answer them by e-mail.",
+    ],
+    fields: [
+      { name: "address", label: "E-mail address", type: "email", at: 0 },
+      { name: "imapHost", label: "IMAP server", at: 1 },
+      { name: "imapUser", label: "IMAP user name", at: 1 },
+      { name: "imapPassword", label: "IMAP password", secret: true, at: 1 },
+    ],
+  },
   api: {
     label: "Your own app (API)",
     steps: [
@@ -34,9 +74,8 @@ const PLATFORMS = {
   },
 };
 
-// Types set up with the API (their steps are in the docs) are listed under their names.
-const platform = (type) =>
-  PLATFORMS[type] || { label: { whatsapp: "WhatsApp", slack: "Slack" }[type] || type, steps: [], fields: [] };
+// A type this page does not know (a newer server's) is listed under its name.
+const platform = (type) => PLATFORMS[type] || { label: type, steps: [], fields: [] };
 const relative = new Intl.RelativeTimeFormat(undefined, { numeric: "auto" });
 const UNITS = [["day", 86400], ["hour", 3600], ["minute", 60], ["second", 1]];
 
@@ -58,12 +97,17 @@ function setting(spec, channel) {
   }), channel && spec.secret ? `Now ${kept}: leave empty to keep it.` : null);
 }
 
-/** The settings a form holds (on edit: null when unchanged; credentials left empty are kept). */
+/** The settings a form holds (on edit: null when unchanged; credentials left empty are kept,
+ * and so are the settings the form does not show, but not those the server keeps itself). */
 function settingsOf(data, type, channel) {
   const config = {};
+  for (const [name, value] of Object.entries(channel ? channel.config : {})) {
+    if (!/^bot(User)?Id$/.test(name) && !String(value).startsWith("••••")) config[name] = value;
+  }
   let changed = !channel;
   for (const spec of platform(type).fields) {
     const value = String(data.get(spec.name) || "").trim();
+    delete config[spec.name];
     if (value) config[spec.name] = value;
     if (channel && value !== (spec.secret ? "" : channel.config[spec.name] || "")) changed = true;
   }
