@@ -521,10 +521,13 @@ def _channels(app: web.Application) -> ChannelsService:
         db,
         app[app_keys.secret_box_key],
         inbox,
+        app[app_keys.limiter_key],
         PollConfig(
             min_poll_seconds=settings.channels.email_min_poll_seconds,
             timeout_seconds=settings.webhooks.timeout_seconds,
             allow_private=settings.outbound.allow_private,
+            per_channel=settings.ratelimit.channel_messages_per_minute,
+            per_user=settings.ratelimit.channel_user_messages_per_minute,
         ),
     )
     return channels

@@ -170,6 +170,28 @@ async def test_automatic_mail_is_never_answered(make_client, dovecot, smtp_serve
     assert smtp_server.messages == []
 
 
+async def test_a_flood_from_one_sender_is_cut_at_the_limit(make_client, dovecot, smtp_server):
+    client = await make_client(
+        smtp=smtp_server.settings(),
+        channels=FAST,
+        ratelimit={"channel_user_messages_per_minute": 2},
+    )
+    user = "flood@example.com"
+    await setup(client, dovecot, user)
+    for n in range(4):
+        dovecot.deliver(user, mail(f"Question {n}: when do you open?", to=user)[0])
+    dovecot.deliver(user, mail("Are returns free?", sender="bob@example.org", to=user)[0])
+    assert await read_now(client) == 3  # two of the flood, and Bob's
+    assert dovecot.unread(user) == 0  # the rest read and left unanswered (logged)
+    await smtp_server.wait_for(3)
+    await asyncio.sleep(0.2)
+    assert sorted(m.rcpt_tos[0] for m in smtp_server.messages) == [
+        "ann@example.org",
+        "ann@example.org",
+        "bob@example.org",
+    ]
+
+
 async def test_a_sender_cannot_join_someone_elses_thread(make_client, dovecot, smtp_server):
     # E-mail's From is not verified: knowing a thread's Message-ID is not enough to
     # continue another person's conversation.

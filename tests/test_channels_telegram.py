@@ -38,12 +38,15 @@ async def test_creating_a_channel_sets_the_bots_webhook(make_client, telegram):
     assert call.token == TOKEN and call.params["url"] == channel["inboundUrl"]
     secret = call.params["secret_token"]
     assert len(secret) >= 32
-    assert channel["config"] == {
-        "apiBaseUrl": telegram.base_url,
-        "botId": TOKEN.partition(":")[0],  # the bot's public id, its token's first part
-        "botToken": "••••" + TOKEN[-4:],
-        "webhookSecret": "••••" + secret[-4:],
-    }
+    assert (
+        channel["config"]
+        == {
+            "apiBaseUrl": telegram.base_url,
+            "botId": TOKEN.partition(":")[0],  # the bot's public id, its token's first part
+            "botToken": "••••" + TOKEN[-4:],
+            "webhookSecret": "••••" + secret[-4:],
+        }
+    )
     assert TOKEN not in str(
         await data_of(await client.get(f"/api/v1/channels/{channel['id']}", headers=auth))
     )

@@ -5,7 +5,9 @@ a time. Each visit takes the oldest unread messages (imap.py), reads each in a w
 thread (email_read.py), hands it to the channel's inbox as any platform's message (its
 Message-ID is the key: a message read twice, by two processes or after a crash, makes one
 turn), and marks it read once the inbox has it. A message no one should answer (an
-automatic reply, a bounce, list mail) or too large is marked read and logged.
+automatic reply, a bounce, list mail), too large, or past its sender's flood limit
+(`[ratelimit] channel_user_messages_per_minute`) is marked read and logged; past the
+channel's (`channel_messages_per_minute`), the rest wait in the mailbox for a later visit.
 """
 
 from __future__ import annotations
@@ -13,9 +15,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from agentsvc.db import Database
+from agentsvc.ratelimit import Limiter
 from agentsvc.secretbox import SecretBox, SecretBoxError
 from agentsvc.services.channels import email_send
 from agentsvc.services.channels.email_read import read_mail
@@ -36,13 +39,24 @@ class PollConfig:
     min_poll_seconds: float  # [channels] email_min_poll_seconds
     timeout_seconds: float  # each IMAP step ([webhooks] timeout_seconds)
     allow_private: bool  # [outbound] allow_private
+    # [ratelimit] channel_messages_per_minute, channel_user_messages_per_minute
+    per_channel: int = 120
+    per_user: int = 20
 
 
 class EmailPoller:
     """Reads the e-mail channels' mailboxes (one instance for the app)."""
 
-    def __init__(self, db: Database, box: SecretBox, inbox: ChannelInbox, config: PollConfig):
+    def __init__(
+        self,
+        db: Database,
+        box: SecretBox,
+        inbox: ChannelInbox,
+        limiter: Limiter,
+        config: PollConfig,
+    ):
         self._db = db
+        self._limiter = limiter
         self._box = box
         self._inbox = inbox
         self._config = config
@@ -96,7 +110,14 @@ class EmailPoller:
                 )
                 await mailbox.mark_read(fetched.uid)
                 continue
+            if await self._limiter.retry_after(f"ch:{channel.id}", self._config.per_channel):
+                break  # the channel's flood limit: the rest wait in the mailbox
             mail = await asyncio.to_thread(read_mail, fetched.raw, own)
+            per_user = f"ch:{channel.id}:u:{mail.sender}"
+            if mail.skipped is None and await self._limiter.retry_after(
+                per_user, self._config.per_user
+            ):
+                mail = replace(mail, skipped=f"too many messages from {mail.sender}")
             if mail.skipped is not None:
                 log.info("e-mail channel %s: not answered: %s", channel.id, mail.skipped)
                 await mailbox.mark_read(fetched.uid)
