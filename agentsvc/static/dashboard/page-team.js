@@ -1,12 +1,11 @@
 // Team: members (remove), invitations (invite, cancel, copy the link when no mail leaves
-// the server), the team's name and single sign-on, which are the owner's; canned responses,
-// everyone's.
+// the server), the team's name, single sign-on and provisioning (SCIM), which are the
+// owner's; canned responses, everyone's.
 
 import { del, get, patch, post } from "./api.js";
 import { confirmDialog, copyText, field, h, mount, select, table, toast, when } from "./dom.js";
 import { actionButton, onSubmit, pageHeader } from "./forms.js";
 import { ROLE, choices, invitationStatus, role } from "./labels.js";
-import { scimSection } from "./scim.js";
 import { ssoSection } from "./sso.js";
 
 /** Members for everyone; invite, cancel and remove for the owner only. */
@@ -121,4 +120,21 @@ async function cannedSection(ctx) {
       }, { class: "danger small", "aria-label": `Delete /${c.shortcut}` }))))) : h("p", { class: "empty" }, "No canned responses yet."),
     h("div", { class: "card" }, h("h3", {}, "Add a canned response"), cannedForm(ctx, null)),
   ];
+}
+
+/** "Provisioning (SCIM)" (owners): the base URL to paste, a new token (shown once), revoke. */
+async function scimSection(ctx) {
+  const s = await get("/team/scim");
+  const slot = h("p", { "aria-live": "polite" }, s.enabled && `Token made ${when(s.createdAt)}`);
+  return [h("h2", {}, "Provisioning (SCIM)"), h("p", {}, "Base URL: ", h("code", {}, s.baseUrl)), slot,
+    actionButton("Create token", async () => {
+      const { token } = await post("/team/scim-token");
+      slot.replaceChildren("Shown once: ", h("code", {}, token), " ",
+        actionButton("Copy token", async () => toast((await copyText(token)) ? "Copied" : "Copy it by hand", "ok"), { class: "small" }));
+    }),
+    s.enabled && actionButton("Revoke token", async () => {
+      if (!(await confirmDialog("Stop provisioning now?", "Revoke"))) return;
+      await del("/team/scim-token");
+      ctx.navigate("#/team");
+    }, { class: "danger small" })];
 }
