@@ -3,8 +3,7 @@
 // MCP server's tool checklist, test run.
 
 import { chatStream, get, post, put, qs } from "./api.js";
-import { actionsBuilder, actionsFit, formBuilder, formPreview } from "./builder-form.js";
-import { builderWithJson, displayBuilder, displayFit, headersEditor, paramsBuilder, paramsFit } from "./builders.js";
+import { actionsBuilder, actionsFit, builderWithJson, displayBuilder, displayFit, formBuilder, formPreview, headersEditor, paramsBuilder, paramsFit } from "./builders.js";
 import { button, field, h, mount, parseJsonField, pretty, select, table, toast, when } from "./dom.js";
 import { actionButton, deleteButton, onSubmit, pageHeader } from "./forms.js";
 import { EXECUTION_MODE, choices, toolType } from "./labels.js";
