@@ -1,8 +1,9 @@
 // The tool editor's builders: a value shown as a builder with a JSON view for advanced
 // users, rows reordered by drag and by keyboard, the builders any tool has (tool input
 // parameters, result display) and a form tool's (below). One module, not two: each module is
-// gzipped alone, and the two shared most of their code's words. Every builder edits the API's own JSON in place,
-// so a key it does not show is kept as stored; switching views keeps the data.
+// gzipped alone, and the two shared most of their code's words. Every builder edits the
+// API's own JSON in place, so a key it does not show is kept as stored; switching views
+// keeps the data.
 
 import { get } from "./api.js";
 import { button, field, h, mount, parseJsonField, pretty, select } from "./dom.js";
@@ -388,7 +389,7 @@ export function headersEditor(label, value, hint) {
   return { el, value: read };
 }
 
-// ── A form tool: its fields (add, reorder, remove; kind, label, validation,
+// ── A form tool's builders: its fields (add, reorder, remove; kind, label, validation,
 // options) and texts, a live preview drawn by the widget's own renderer (the real widget in
 // a frame of /widget/demo, given the unsaved form by previewForm()), and the post actions
 // run after each submission (webhook, team chat, e-mail).
