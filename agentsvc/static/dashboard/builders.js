@@ -14,8 +14,8 @@ import { checkFormSchema, FIELD_TYPES, isObject } from "./schema-check.js";
  * `builder(value, changed)` returns {el, read(), problems?()}; `check(value)` lists problems. */
 export function builderWithJson({ name, label, jsonLabel, id, value, builder, check, fits, onChange = () => {}, allowEmpty = false }) {
   const area = h("textarea", { id, rows: 10, class: "code", spellcheck: "false" });
-  const status = h("small", { class: "hint", id: `${id}-status`, "aria-live": "polite" });
-  const holder = h("div", { class: "builder" });
+  const status = h("small.hint", { id: `${id}-status`, "aria-live": "polite" });
+  const holder = h("div.builder");
   const toBuilder = button("Builder", undefined, { "aria-pressed": "true" });
   const toJson = button("JSON", undefined, { "aria-pressed": "false" });
   let current = null;
@@ -80,7 +80,7 @@ export function builderWithJson({ name, label, jsonLabel, id, value, builder, ch
   toBuilder.addEventListener("click", () => setView(false));
   toJson.addEventListener("click", () => setView(true));
   area.addEventListener("input", report);
-  const jsonField = h("div", { class: "field", hidden: true }, h("label", { for: id }, jsonLabel), area);
+  const jsonField = h("div.field", { hidden: true }, h("label", { for: id }, jsonLabel), area);
   if (fits(value)) show(value);
   else {
     // JSON the builder cannot show opens in the JSON view, untouched.
@@ -90,8 +90,8 @@ export function builderWithJson({ name, label, jsonLabel, id, value, builder, ch
     area.value = pretty(value);
     json = true;
   }
-  const el = h("div", { class: "stack built", role: "group", "aria-label": label },
-    h("div", { class: "row views" }, h("strong", {}, label), h("span", { class: "spacer" }), toBuilder, toJson),
+  const el = h("div.stack.built", { role: "group", "aria-label": label },
+    h("div.row.views", h("strong", label), h("span.spacer"), toBuilder, toJson),
     holder, jsonField, status);
   paint();
   report();
@@ -129,8 +129,8 @@ export function sortableRows(list, { noun, draw, redraw, announce }) {
       if (target) target.focus();
     };
     const arrow = (text, to, part) => button(text === "up" ? "↑" : "↓", () => moveTo(to, part), { "aria-label": `Move ${noun.toLowerCase()} ${i + 1} ${text}`, dataset: { part }, disabled: to < 0 || to >= list.length });
-    const handle = h("span", { class: "handle", draggable: "true", tabindex: "0", role: "button", title: "Drag to move; Alt+↑/↓ moves too", "aria-label": `Drag ${noun.toLowerCase()} ${i + 1} to move it (or press Alt+Up or Alt+Down)`, dataset: { part: "handle" } }, "⠿");
-    const row = h("fieldset", { class: "sortable stack" });
+    const handle = h("span.handle", { draggable: "true", tabindex: "0", role: "button", title: "Drag to move; Alt+↑/↓ moves too", "aria-label": `Drag ${noun.toLowerCase()} ${i + 1} to move it (or press Alt+Up or Alt+Down)`, dataset: { part: "handle" } }, "⠿");
+    const row = h("fieldset.sortable.stack");
     handle.addEventListener("dragstart", (e) => {
       dragged = i;
       e.dataTransfer.effectAllowed = "move";
@@ -150,7 +150,7 @@ export function sortableRows(list, { noun, draw, redraw, announce }) {
       e.preventDefault();
       moveTo(i + (e.key === "ArrowUp" ? -1 : 1), document.activeElement.dataset.part);
     });
-    const tools = h("div", { class: "row-tools" }, handle, arrow("up", i - 1, "up"), arrow("down", i + 1, "down"));
+    const tools = h("div.row-tools", handle, arrow("up", i - 1, "up"), arrow("down", i + 1, "down"));
     mount(row, draw(item, i, tools));
     return row;
   });
@@ -239,10 +239,10 @@ function paramRow(row, i, tools, { schema, changed, remove, taken }) {
     changed();
   });
   return [
-    h("legend", {}, `Parameter ${i + 1}: ${row.name}`),
-    h("div", { class: "row" }, tools, h("span", { class: "spacer" }),
+    h("legend", `Parameter ${i + 1}: ${row.name}`),
+    h("div.row", tools, h("span.spacer"),
       button("Remove", remove, { "aria-label": `Remove parameter ${i + 1}` })),
-    h("div", { class: "grid2" },
+    h("div.grid2",
       field("Parameter name", name),
       field("Kind of value", kind),
       field("What it is for", about, "The model reads this to fill the parameter."),
@@ -256,8 +256,8 @@ function paramRow(row, i, tools, { schema, changed, remove, taken }) {
 export function paramsBuilder(value, changed) {
   const schema = isObject(value) ? value : { type: "object", properties: {} };
   const rows = Object.entries(schema.properties || {}).map(([name, prop]) => ({ name, prop }));
-  const list = h("div", { class: "stack", dataset: { rows: "Parameter" } });
-  const said = h("span", { class: "sr-only", "aria-live": "polite" });
+  const list = h("div.stack", { dataset: { rows: "Parameter" } });
+  const said = h("span.sr-only", { "aria-live": "polite" });
   // Properties are written back in the rows' order when a name or the order changes.
   const sync = () => {
     if (rows.length || schema.properties) schema.properties = Object.fromEntries(rows.map((r) => [r.name, r.prop]));
@@ -282,7 +282,7 @@ export function paramsBuilder(value, changed) {
           redraw();
         },
       }),
-    }) : h("p", { class: "muted" }, "No parameters: the tool is called without input."));
+    }) : h("p.muted", "No parameters: the tool is called without input."));
     changed();
   };
   const add = button("Add parameter", () => {
@@ -292,7 +292,7 @@ export function paramsBuilder(value, changed) {
     redraw();
     list.lastElementChild.querySelector("[data-part=name]").select();
   }, { class: "secondary" });
-  const el = h("div", { class: "stack" }, list, add, said);
+  const el = h("div.stack", list, add, said);
   redraw();
   return {
     el,
@@ -325,7 +325,7 @@ export const displayFit = (v) => v === null || v === undefined || (isObject(v) &
 export function displayBuilder(value, changed) {
   const config = isObject(value) ? value : {};
   const shownAs = select(DISPLAYS, config.type ?? "", { dataset: { part: "display" } });
-  const slots = h("div", { class: "grid2" });
+  const slots = h("div.grid2");
   const draw = () => {
     const kind = config.type || "text";
     const maps = config.fieldMappings || {};
@@ -355,7 +355,7 @@ export function displayBuilder(value, changed) {
   });
   draw();
   return {
-    el: h("div", { class: "stack" }, field("Shown as", shownAs, "How the widget shows the tool's result. A result field is a key of the result, or a dotted path (item.name)."), slots),
+    el: h("div.stack", field("Shown as", shownAs, "How the widget shows the tool's result. A result field is a key of the result, or a dotted path (item.name)."), slots),
     read: () => (Object.keys(config).length ? config : null),
   };
 }
@@ -363,9 +363,9 @@ export function displayBuilder(value, changed) {
 /** Header rows (name, value) editing an object of header names to text: {el, value()};
  *  value() is undefined when no row is filled, and throws on a name HTTP does not allow. */
 export function headersEditor(label, value, hint) {
-  const rows = h("div", { class: "stack" });
+  const rows = h("div.stack");
   const add = (name = "", text = "") => {
-    const row = h("div", { class: "row pair" },
+    const row = h("div.row.pair",
       h("input", { "aria-label": "Header name", value: name, placeholder: "Authorization", autocomplete: "off" }),
       h("input", { "aria-label": "Header value", value: text, placeholder: "Bearer {{API_KEY}}", autocomplete: "off" }),
       button("Remove", () => row.remove()));
@@ -383,9 +383,9 @@ export function headersEditor(label, value, hint) {
     }
     return Object.keys(out).length ? out : undefined;
   };
-  const el = h("fieldset", { class: "stack" }, h("legend", {}, label), rows,
+  const el = h("fieldset.stack", h("legend", label), rows,
     button("Add header", () => add()),
-    h("small", { class: "hint" }, hint));
+    h("small.hint", hint));
   return { el, value: read };
 }
 
@@ -443,10 +443,10 @@ function optionRows(f, changed, redraw) {
       changed();
     });
     const remove = button("✕", () => { f.options.splice(j, 1); redraw(); }, { "aria-label": `Remove option ${j + 1}` });
-    return h("div", { class: "row option" }, label, value, remove);
+    return h("div.row.option", label, value, remove);
   });
   const add = button("Add option", () => { f.options.push({ label: "", value: "" }); redraw(); });
-  return h("div", { class: "stack options", role: "group", "aria-label": "Options" }, h("small", { class: "hint" }, "Options: the label the visitor sees, the value that is stored"), rows, add);
+  return h("div.stack.options", { role: "group", "aria-label": "Options" }, h("small.hint", "Options: the label the visitor sees, the value that is stored"), rows, add);
 }
 
 function fieldRow(f, i, tools, { changed, redraw, remove }) {
@@ -471,22 +471,22 @@ function fieldRow(f, i, tools, { changed, redraw, remove }) {
     changed();
   });
   return [
-    h("legend", {}, `Field ${i + 1}: ${f.label || f.name || ""}`),
-    h("div", { class: "row" }, tools, h("span", { class: "spacer" }),
+    h("legend", `Field ${i + 1}: ${f.label || f.name || ""}`),
+    h("div.row", tools, h("span.spacer"),
       button("Remove", remove, { "aria-label": `Remove field ${i + 1}` })),
-    h("div", { class: "grid2" },
+    h("div.grid2",
       bound("Label", f, "label", changed),
       bound("Field name", f, "name", changed, { placeholder: "email" }, "Letters, digits and _; the key of the answer."),
       field("Kind", kind),
       CHOICE.includes(f.type) ? null : bound("Placeholder", f, "placeholder", changed),
       bound("Help text", f, "description", changed),
       field("Required", required)),
-    number || textual ? h("div", { class: "grid2 rules" },
+    number || textual ? h("div.grid2.rules",
       number ? [ruleInput("Smallest number", f, "min", changed, { step: "any" }), ruleInput("Largest number", f, "max", changed, { step: "any" })]
         : [ruleInput("Fewest characters", f, "minLength", changed, { min: 0, step: 1 }), ruleInput("Most characters", f, "maxLength", changed, { min: 0, step: 1 }),
           field("Pattern (the whole answer must match)", pattern)]) : null,
     CHOICE.includes(f.type) ? optionRows(f, changed, redraw) : null,
-    h("p", { class: "bad row-problems", dataset: { index: i } }),
+    h("p.bad.row-problems", { dataset: { index: i } }),
   ];
 }
 
@@ -494,8 +494,8 @@ function fieldRow(f, i, tools, { changed, redraw, remove }) {
 export function formBuilder(value, changed) {
   const schema = value && typeof value === "object" && !Array.isArray(value) ? value : {};
   if (!Array.isArray(schema.fields)) schema.fields = [];
-  const list = h("div", { class: "stack", dataset: { rows: "Field" } });
-  const said = h("span", { class: "sr-only", "aria-live": "polite" });
+  const list = h("div.stack", { dataset: { rows: "Field" } });
+  const said = h("span.sr-only", { "aria-live": "polite" });
   const problems = () => {
     const found = checkFormSchema(schema);
     for (const p of list.querySelectorAll(".row-problems")) {
@@ -530,8 +530,8 @@ export function formBuilder(value, changed) {
     redraw();
     list.lastElementChild.querySelector("[data-part=label]").focus();
   }, { class: "secondary" });
-  const el = h("div", { class: "stack" }, list, add, said,
-    h("div", { class: "grid2" },
+  const el = h("div.stack", list, add, said,
+    h("div.grid2",
       bound("Form title", schema, "title", onChange),
       bound("Intro text", schema, "description", onChange),
       bound("Submit button text", schema, "submitLabel", onChange, { placeholder: "Send" }),
@@ -545,7 +545,7 @@ export function formPreview(agentId) {
   let frame = null;
   let wanted = null;
   let timer = null;
-  const holder = h("div", { class: "form-preview" }, h("h3", {}, "Live preview"));
+  const holder = h("div.form-preview", h("h3", "Live preview"));
   const draw = () => {
     const widget = frame && frame.contentWindow && frame.contentWindow.agentsvc;
     if (!widget || !widget.ready || !wanted) return;
@@ -620,7 +620,7 @@ function payloadJson(a, changed, problems) {
 }
 
 function recipients(a, changed) {
-  const box = h("div", { class: "stack", role: "group", "aria-label": "Recipients" }, h("small", { class: "hint" }, "Loading the team…"));
+  const box = h("div.stack", { role: "group", "aria-label": "Recipients" }, h("small.hint", "Loading the team…"));
   teamMembers().then((list) => {
     const ids = new Set(a.recipientIds || []);
     const known = new Set(list.map((m) => m.id));
@@ -635,7 +635,7 @@ function recipients(a, changed) {
       return field(m.name ? `${m.name} (${m.email})` : m.email, tick);
     });
     const others = [...ids].filter((id) => !known.has(id));
-    mount(box, box2, others.length ? h("small", { class: "hint" }, `Also kept: ${others.length} former member(s).`) : null);
+    mount(box, box2, others.length ? h("small.hint", `Also kept: ${others.length} former member(s).`) : null);
   });
   return box;
 }
@@ -657,17 +657,17 @@ function actionRow(a, i, { changed, redraw, remove, problems }) {
       bound("Message", a, "message" in a ? "message" : "messageTemplate", changed, {}, "{{field}}: that answer; {{_toolName}}: the tool's name.")],
     email: () => [recipients(a, changed), bound("Subject", a, "subject", changed)],
   };
-  return h("fieldset", { class: "stack" },
-    h("legend", {}, `Action ${i + 1}`),
-    h("div", { class: "row" }, field("Action", kind), button("Remove", remove, { "aria-label": `Remove action ${i + 1}` })),
-    (parts[a.type] || (() => h("p", { class: "muted" }, "Edit this action in the JSON view.")))());
+  return h("fieldset.stack",
+    h("legend", `Action ${i + 1}`),
+    h("div.row", field("Action", kind), button("Remove", remove, { "aria-label": `Remove action ${i + 1}` })),
+    (parts[a.type] || (() => h("p.muted", "Edit this action in the JSON view.")))());
 }
 
 /** The builder of formPostActions: {el, read(), problems()}; no action reads as null. */
 export function actionsBuilder(value, changed) {
   const actions = Array.isArray(value) ? value : [];
   const problems = actions.map(() => ({}));
-  const list = h("div", { class: "stack" });
+  const list = h("div.stack");
   const redraw = () => {
     mount(list, actions.length ? actions.map((a, i) => actionRow(a, i, {
       changed, redraw, problems: problems[i],
@@ -676,7 +676,7 @@ export function actionsBuilder(value, changed) {
         problems.splice(i, 1);
         redraw();
       },
-    })) : h("p", { class: "muted" }, "No actions: submissions are delivered and kept, nothing more."));
+    })) : h("p.muted", "No actions: submissions are delivered and kept, nothing more."));
     changed();
   };
   const add = button("Add action", () => {
@@ -686,7 +686,7 @@ export function actionsBuilder(value, changed) {
   }, { class: "secondary" });
   redraw();
   return {
-    el: h("div", { class: "stack" }, list, add),
+    el: h("div.stack", list, add),
     read: () => (actions.length ? actions : null),
     problems: () => problems.flatMap((p, i) => Object.values(p).filter(Boolean).map((text) => `Action ${i + 1}: ${text}`)),
   };

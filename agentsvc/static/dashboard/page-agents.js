@@ -88,7 +88,7 @@ function modelFields(agent, names, inUse) {
 
 function agentFields(agent, names, inUse) {
   const temperature = h("input", { name: "temperature", type: "range", min: 0, max: 100, step: 1, value: agent.temperature ?? DEFAULT_TEMPERATURE });
-  const shown = h("output", { class: "range-value", "aria-hidden": "true" }, String(temperature.value));
+  const shown = h("output.range-value", { "aria-hidden": "true" }, String(temperature.value));
   temperature.addEventListener("input", () => (shown.textContent = temperature.value));
   const temperatureField = field("Temperature (0-100)", temperature, "0 is focused, 100 is creative.");
   beside(temperature, shown);
@@ -145,18 +145,18 @@ function handoffForm(agent) {
   const hand = agent.handoff;
   const hours = hand.businessHours;
   const zone = hours ? hours.timezone : Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
-  const form = onSubmit(h("form", { class: "stack card", "aria-label": "Handoff to a person" },
-    h("h2", {}, "Handoff to a person"),
-    h("label", {}, h("input", { type: "checkbox", name: "enabled", checked: hand.enabled }),
+  const form = onSubmit(h("form.stack.card", { "aria-label": "Handoff to a person" },
+    h("h2", "Handoff to a person"),
+    h("label", h("input", { type: "checkbox", name: "enabled", checked: hand.enabled }),
       " Visitors may ask for a person (the widget shows \"Talk to a person\"; the agent may also hand over by itself)"),
     field("Business hours", h("textarea", { name: "hours", rows: 4, placeholder: "mon 09:00-17:00\ntue 09:00-17:00" }, hoursText(hours)),
       "One line per interval; empty: always. Outside them the widget shows the offline message and asks for an e-mail address."),
     field("Time zone", zoneSelect(zone)),
     field("Offline message", h("textarea", { name: "offlineMessage", rows: 2 }, hand.offlineMessage)),
-    h("label", {}, h("input", { type: "checkbox", name: "email", checked: hand.notify.email }),
+    h("label", h("input", { type: "checkbox", name: "email", checked: hand.notify.email }),
       " E-mail the members who asked for it (Inbox page) at each handoff"),
     field("Team chat webhook", h("input", { name: "teamChat", type: "url", value: hand.notify.teamChat || "", placeholder: "https://hooks.example.com/..." }),
-      hand.notify.teamChatSecret ? ["Signed with ", h("code", {}, hand.notify.teamChatSecret), " (Standard Webhooks)."] : "Each handoff is posted here, signed."),
+      hand.notify.teamChatSecret ? ["Signed with ", h("code", hand.notify.teamChatSecret), " (Standard Webhooks)."] : "Each handoff is posted here, signed."),
     h("button", { type: "submit" }, "Save handoff settings")), async (data) => {
     const intervals = parseHours(String(data.get("hours")));
     const teamChat = String(data.get("teamChat")).trim();
@@ -178,13 +178,13 @@ function retentionForm(ctx, agent) {
   const days = agent.retentionDays;
   const hint = "Conversations idle this long and submissions this old are deleted (with their files) by an hourly job. Empty: keep everything.";
   if (!ctx.isOwner) {
-    return h("section", { class: "stack card", "aria-label": "Data retention" },
-      h("h2", {}, "Data retention"),
-      h("p", {}, days ? `Conversations and submissions are kept ${days} days.` : "Conversations and submissions are kept until deleted."),
-      h("p", { class: "muted" }, "Only the team owner changes this."));
+    return h("section.stack.card", { "aria-label": "Data retention" },
+      h("h2", "Data retention"),
+      h("p", days ? `Conversations and submissions are kept ${days} days.` : "Conversations and submissions are kept until deleted."),
+      h("p.muted", "Only the team owner changes this."));
   }
-  return onSubmit(h("form", { class: "stack card", "aria-label": "Data retention" },
-    h("h2", {}, "Data retention"),
+  return onSubmit(h("form.stack.card", { "aria-label": "Data retention" },
+    h("h2", "Data retention"),
     field("Keep conversations and submissions for (days)", h("input", { name: "retentionDays", type: "number", min: 1, max: 36500, step: 1, value: days ?? "", placeholder: "forever" }), hint),
     h("button", { type: "submit" }, "Save retention")), async (data) => {
     const text = String(data.get("retentionDays")).trim();
@@ -202,13 +202,13 @@ export async function renderAgents(ctx, page) {
   await ctx.refreshAgents();
   const columns = [
     { label: "Name", cell: (a) => h("a", { href: `#/agents/${encodeURIComponent(a.id)}` }, a.name) },
-    { label: "Slug", cell: (a) => h("code", {}, a.slug) },
+    { label: "Slug", cell: (a) => h("code", a.slug) },
     { label: "Model", cell: (a) => modelName(a.model) },
     { label: "Created", cell: (a) => when(a.createdAt) },
   ];
   mount(page,
     pageHeader("Agents", "Each agent has a model, a system prompt and a temperature.",
-      ctx.isOwner ? h("a", { class: "button", href: "#/agents/new" }, "New agent") : null),
+      ctx.isOwner ? h("a.button", { href: "#/agents/new" }, "New agent") : null),
     table(columns, ctx.agents, ctx.isOwner ? "No agents yet: create the first one." : "No agents yet: the team owner creates them."));
 }
 
@@ -216,11 +216,11 @@ export async function renderAgents(ctx, page) {
 export async function renderAgent(ctx, page, id) {
   if (id === "new") {
     if (!ctx.isOwner) {
-      mount(page, pageHeader("New agent"), h("p", { class: "empty" }, "Only the team owner creates agents."));
+      mount(page, pageHeader("New agent"), h("p.empty", "Only the team owner creates agents."));
       return;
     }
     const names = await modelProviders();
-    const form = onSubmit(h("form", { class: "stack card", "aria-label": "New agent" }, agentFields({}, names, ctx.agents.map((a) => a.model)), h("button", { type: "submit" }, "Create agent")), async (data) => {
+    const form = onSubmit(h("form.stack.card", { "aria-label": "New agent" }, agentFields({}, names, ctx.agents.map((a) => a.model)), h("button", { type: "submit" }, "Create agent")), async (data) => {
       const agent = await post("/agents", agentBody(data));
       toast(`Agent ${agent.name} created`);
       ctx.setAgent(agent.id);
@@ -232,7 +232,7 @@ export async function renderAgent(ctx, page, id) {
   }
   const [agent, names] = await Promise.all([get(`/agents/${encodeURIComponent(id)}`), modelProviders()]);
   if (ctx.agentId !== agent.id) ctx.setAgent(agent.id);
-  const form = onSubmit(h("form", { class: "stack card", "aria-label": "Agent settings" }, agentFields(agent, names, ctx.agents.map((a) => a.model)), h("button", { type: "submit" }, "Save changes")), async (data) => {
+  const form = onSubmit(h("form.stack.card", { "aria-label": "Agent settings" }, agentFields(agent, names, ctx.agents.map((a) => a.model)), h("button", { type: "submit" }, "Save changes")), async (data) => {
     const saved = await patch(`/agents/${encodeURIComponent(id)}`, agentBody(data));
     toast(`Saved ${saved.name}`);
     await ctx.refreshAgents();
@@ -248,10 +248,10 @@ export async function renderAgent(ctx, page, id) {
     : null;
   mount(page,
     pageHeader(agent.name, `Slug ${agent.slug} · created ${when(agent.createdAt)} · updated ${when(agent.updatedAt)}`,
-      h("a", { class: "button secondary", href: "#/preview" }, "Chat preview"),
-      h("a", { class: "button secondary", href: "#/tools" }, "Tools"),
+      h("a.button.secondary", { href: "#/preview" }, "Chat preview"),
+      h("a.button.secondary", { href: "#/tools" }, "Tools"),
       remove),
-    h("p", { class: "muted" }, "Agent id: ", h("code", {}, agent.id)),
+    h("p.muted", "Agent id: ", h("code", agent.id)),
     form,
     handoffForm(agent),
     widgetLookSection(agent),

@@ -34,7 +34,7 @@ function details(entry) {
 /** The team's audit log, newest first. */
 export async function renderAuditLog(ctx, page) {
   if (!ctx.isOwner) {
-    mount(page, pageHeader("Audit log"), h("p", { class: "empty" }, "Only the team owner reads the audit log."));
+    mount(page, pageHeader("Audit log"), h("p.empty", "Only the team owner reads the audit log."));
     return;
   }
   const result = await get(`/audit-log${qs({ action: view.action, limit: view.limit, cursor: view.cursor })}`);
@@ -46,7 +46,7 @@ export async function renderAuditLog(ctx, page) {
   const nextCursor = result.pagination.nextCursor;
   // The key column (what and when) stays in view while a narrow screen scrolls the rest.
   const log = table([
-    { label: "Action", cell: (e) => [h("strong", {}, auditAction(e.action)), h("br"), h("span", { class: "muted" }, when(e.createdAt, true))] },
+    { label: "Action", cell: (e) => [h("strong", auditAction(e.action)), h("br"), h("span.muted", when(e.createdAt, true))] },
     { label: "Who", cell: (e) => who(e.actor) },
     { label: "Target", cell: (e) => e.target.label || e.target.id || "—" },
     { label: "Details", cell: (e) => details(e) },
@@ -56,7 +56,7 @@ export async function renderAuditLog(ctx, page) {
   log.classList.add("key-first", "audit");
   mount(page,
     pageHeader("Audit log", "Keys, members, agents, tools, webhooks, exports and erasures: who did what, and when."),
-    h("div", { class: "row filters" }, filter),
+    h("div.row.filters", filter),
     log,
     pager(view, nextCursor, result.data.length, reload));
 }

@@ -8,13 +8,13 @@ import { me } from "./page-inbox.js";
 
 /** The picture: a preview, upload (PUT /me/avatar) and remove. */
 function avatarCard(ctx, member) {
-  const preview = h("div", { class: "avatar-big" }, avatar({ ...member, name: member.name || ctx.session.user.email }));
+  const preview = h("div.avatar-big", avatar({ ...member, name: member.name || ctx.session.user.email }));
   const file = h("input", { type: "file", required: true, accept: "image/png,image/jpeg,image/webp,image/gif" });
-  return onSubmit(h("form", { class: "stack card profile", "aria-label": "Your picture" },
-    h("h2", {}, "Picture"),
+  return onSubmit(h("form.stack.card.profile", { "aria-label": "Your picture" },
+    h("h2", "Picture"),
     preview,
     field("Picture file", file, "PNG, JPEG, WebP or GIF, at most 256 KB: shown to visitors beside your replies."),
-    h("div", { class: "row" },
+    h("div.row",
       h("button", { type: "submit" }, "Upload picture"),
       member.avatarUrl ? actionButton("Remove picture", async () => {
         await del("/me/avatar");
@@ -31,9 +31,9 @@ function avatarCard(ctx, member) {
 /** An e-mail, a desktop notification, a sound: for each visitor who asks for a person. */
 function notifyCard(ctx, member) {
   const box = (name, label) => field(label, h("input", { type: "checkbox", name, checked: Boolean(member[name]) }));
-  return onSubmit(h("form", { class: "stack card profile", "aria-label": "Notifications" },
-    h("h2", {}, "Notifications"),
-    h("p", { class: "muted" }, "When a visitor asks for a person:"),
+  return onSubmit(h("form.stack.card.profile", { "aria-label": "Notifications" },
+    h("h2", "Notifications"),
+    h("p.muted", "When a visitor asks for a person:"),
     box("notifyHandoffs", "E-mail me"),
     box("notifyBrowser", "Show a desktop notification"),
     box("notifySound", "Play a sound"),
@@ -48,8 +48,8 @@ function notifyCard(ctx, member) {
 
 function passwordCard() {
   const input = (name, autocomplete) => h("input", { type: "password", name, autocomplete, maxlength: 1000 });
-  const form = onSubmit(h("form", { class: "stack card profile", "aria-label": "Password" },
-    h("h2", {}, "Password"),
+  const form = onSubmit(h("form.stack.card.profile", { "aria-label": "Password" },
+    h("h2", "Password"),
     field("Current password", input("currentPassword", "current-password"), "Empty if you have none yet."),
     field("New password", input("newPassword", "new-password")),
     h("button", { type: "submit" }, "Change password")), async (data) => {
@@ -66,7 +66,7 @@ export async function renderProfile(ctx, page) {
   const user = ctx.session.user;
   const team = ctx.session.team;
   const member = me(ctx);
-  const form = onSubmit(h("form", { class: "stack card profile", "aria-label": "Change your name" },
+  const form = onSubmit(h("form.stack.card.profile", { "aria-label": "Change your name" },
     field("Display name", h("input", { name: "name", required: true, maxlength: 80, autocomplete: "name", value: user.name || "" }),
       `What visitors see when you take or answer a conversation. Without one they see the team's name, “${team.name}”; never your e-mail address.`),
     h("button", { type: "submit" }, "Save")), async (data) => {
@@ -78,6 +78,6 @@ export async function renderProfile(ctx, page) {
   });
   mount(page,
     pageHeader("Profile", `Signed in as ${user.email}. Your name and picture are yours in every team you belong to.`),
-    user.name ? null : h("p", { class: "notice", role: "status" }, `You have no display name yet: visitors see “${team.name}” when you answer them.`),
-    h("div", { class: "grid2" }, form, avatarCard(ctx, member), notifyCard(ctx, member), passwordCard()));
+    user.name ? null : h("p.notice", { role: "status" }, `You have no display name yet: visitors see “${team.name}” when you answer them.`),
+    h("div.grid2", form, avatarCard(ctx, member), notifyCard(ctx, member), passwordCard()));
 }

@@ -38,18 +38,18 @@ export async function renderTeam(ctx, page) {
   }
   const sections = [
     pageHeader("Team", owner ? "You own this team: invite and remove members here." : `Owner: ${context.owner.name || context.owner.email}. Only the owner manages membership.`),
-    h("h2", {}, "Members"),
+    h("h2", "Members"),
     table(memberColumns, members, "No members.", "Members"),
   ];
   if (owner) {
-    sections.splice(1, 0, onSubmit(h("form", { class: "row card", "aria-label": "Rename the team" },
+    sections.splice(1, 0, onSubmit(h("form.row.card", { "aria-label": "Rename the team" },
       field("Team name", h("input", { name: "name", required: true, maxlength: 80, value: ctx.session.team.name })),
       h("button", { type: "submit" }, "Rename team")), async (data) => {
       const team = await patch("/team", { name: String(data.get("name")).trim() });
       toast(`The team is now called ${team.name}`);
       ctx.restart();
     }));
-    const form = onSubmit(h("form", { class: "row card invite", "aria-label": "Invite a member" },
+    const form = onSubmit(h("form.row.card.invite", { "aria-label": "Invite a member" },
       field("E-mail", h("input", { name: "email", type: "email", required: true, placeholder: "colleague@example.com" })),
       field("Role", select(choices(ROLE).reverse(), "member", { name: "role" })),
       h("button", { type: "submit" }, "Send invitation")), async (data) => {
@@ -64,7 +64,7 @@ export async function renderTeam(ctx, page) {
       { label: "Expires", cell: (i) => when(i.expiresAt) },
       {
         label: "",
-        cell: (i) => (i.status !== "pending" ? "" : h("div", { class: "actions" },
+        cell: (i) => (i.status !== "pending" ? "" : h("div.actions",
           noMail && i.link ? actionButton("Copy link", async () => {
             if (!(await copyText(i.link))) throw new Error("The link could not be copied: select it in the server's log instead");
             toast(`Link copied: send it to ${i.email} yourself`);
@@ -76,11 +76,11 @@ export async function renderTeam(ctx, page) {
           }, { class: "secondary small", "aria-label": `Cancel invitation to ${i.email}` }))),
       },
     ];
-    sections.push(h("h2", {}, "Invite"), form,
+    sections.push(h("h2", "Invite"), form,
       noMail
-        ? h("p", { class: "notice", role: "status" }, "Mail is not set up on this server, so invitations are not e-mailed. Use “Copy link” and send the link yourself (chat, your own e-mail). It works once, for the address invited, for 7 days.")
-        : h("p", { class: "muted" }, "The invitation link is e-mailed. It works once and lasts 7 days."),
-      h("h2", {}, "Invitations"), table(invColumns, invitations, "No invitations yet.", "Invitations"),
+        ? h("p.notice", { role: "status" }, "Mail is not set up on this server, so invitations are not e-mailed. Use “Copy link” and send the link yourself (chat, your own e-mail). It works once, for the address invited, for 7 days.")
+        : h("p.muted", "The invitation link is e-mailed. It works once and lasts 7 days."),
+      h("h2", "Invitations"), table(invColumns, invitations, "No invitations yet.", "Invitations"),
       await ssoSection(ctx),
       await scimSection(ctx));
   }
@@ -89,8 +89,8 @@ export async function renderTeam(ctx, page) {
 
 function cannedForm(ctx, c) {
   const input = (name, attrs) => h("input", { name, required: true, value: c ? c[name] : "", ...attrs });
-  return onSubmit(h("form", { class: "stack", "aria-label": c ? `Edit /${c.shortcut}` : "Add a canned response" },
-    h("div", { class: "row" },
+  return onSubmit(h("form.stack", { "aria-label": c ? `Edit /${c.shortcut}` : "Add a canned response" },
+    h("div.row",
       field("Shortcut", input("shortcut", { maxlength: 32, pattern: "[a-z0-9_\\-]+" }), "Lower-case letters, digits, - and _"),
       field("Title", input("title", { maxlength: 80 }))),
     field("Text", h("textarea", { name: "content", required: true, maxlength: 5000, rows: "3", value: c ? c.content : "" })),
@@ -107,18 +107,18 @@ function cannedForm(ctx, c) {
 async function cannedSection(ctx) {
   const rows = await get("/team/canned-responses");
   return [
-    h("h2", {}, "Canned responses"),
-    h("p", { class: "muted" }, "Ready answers: type / and the shortcut in a reply. Every member can use and change them."),
-    rows.length ? h("ul", { class: "plain canned-responses" }, rows.map((c) => h("li", {}, h("details", { class: "card" },
-      h("summary", {}, h("strong", {}, `/${c.shortcut}`), ` ${c.title}`),
+    h("h2", "Canned responses"),
+    h("p.muted", "Ready answers: type / and the shortcut in a reply. Every member can use and change them."),
+    rows.length ? h("ul.plain.canned-responses", rows.map((c) => h("li", h("details.card",
+      h("summary", h("strong", `/${c.shortcut}`), ` ${c.title}`),
       cannedForm(ctx, c),
       actionButton("Delete", async () => {
         if (!(await confirmDialog(`Delete the canned response /${c.shortcut}?`, "Delete"))) return;
         await del(`/team/canned-responses/${encodeURIComponent(c.id)}`);
         toast(`/${c.shortcut} deleted`);
         ctx.navigate("#/team");
-      }, { class: "danger small", "aria-label": `Delete /${c.shortcut}` }))))) : h("p", { class: "empty" }, "No canned responses yet."),
-    h("div", { class: "card" }, h("h3", {}, "Add a canned response"), cannedForm(ctx, null)),
+      }, { class: "danger small", "aria-label": `Delete /${c.shortcut}` }))))) : h("p.empty", "No canned responses yet."),
+    h("div.card", h("h3", "Add a canned response"), cannedForm(ctx, null)),
   ];
 }
 
@@ -126,10 +126,10 @@ async function cannedSection(ctx) {
 async function scimSection(ctx) {
   const s = await get("/team/scim");
   const slot = h("p", { "aria-live": "polite" }, s.enabled && `Token made ${when(s.createdAt)}`);
-  return [h("h2", {}, "Provisioning (SCIM)"), h("p", {}, "Base URL: ", h("code", {}, s.baseUrl)), slot,
+  return [h("h2", "Provisioning (SCIM)"), h("p", "Base URL: ", h("code", s.baseUrl)), slot,
     actionButton("Create token", async () => {
       const { token } = await post("/team/scim-token");
-      slot.replaceChildren("Shown once: ", h("code", {}, token), " ",
+      slot.replaceChildren("Shown once: ", h("code", token), " ",
         actionButton("Copy token", async () => toast((await copyText(token)) ? "Copied" : "Copy it by hand", "ok"), { class: "small" }));
     }),
     s.enabled && actionButton("Revoke token", async () => {

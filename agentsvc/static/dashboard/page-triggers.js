@@ -47,19 +47,19 @@ export async function renderTriggers(ctx, page) {
       }, { class: t.isEnabled ? "small toggle on" : "small toggle", "aria-pressed": String(t.isEnabled), "aria-label": `Enabled: ${t.name}` }),
     },
   ];
-  const templateCards = templates.map((tpl) => h("div", { class: "template card" },
-    h("h3", {}, tpl.name),
-    h("p", { class: "muted" }, plain(tpl.description)),
-    h("p", {}, h("span", { class: "tag" }, triggerType(tpl.triggerType)), " → ", h("span", { class: "tag" }, triggerAction(tpl.actionType))),
+  const templateCards = templates.map((tpl) => h("div.template.card",
+    h("h3", tpl.name),
+    h("p.muted", plain(tpl.description)),
+    h("p", h("span.tag", triggerType(tpl.triggerType)), " → ", h("span.tag", triggerAction(tpl.actionType))),
     button("Use template", () => {
       pendingTemplate = tpl;
       ctx.navigate("#/triggers/new");
     })));
   mount(page,
-    pageHeader(`Triggers of ${agent.name}`, "Rules that make the widget act on visitor behaviour.", h("a", { class: "button", href: "#/triggers/new" }, "New trigger")),
+    pageHeader(`Triggers of ${agent.name}`, "Rules that make the widget act on visitor behaviour.", h("a.button", { href: "#/triggers/new" }, "New trigger")),
     table(columns, triggers, "No triggers yet: start from a template below."),
-    h("h2", {}, "Templates"),
-    h("div", { class: "templates" }, templateCards));
+    h("h2", "Templates"),
+    h("div.templates", templateCards));
 }
 
 function conditionFields(type, c) {
@@ -76,7 +76,7 @@ function conditionFields(type, c) {
         field("Event data match (JSON, optional)", h("textarea", { name: "eventData", rows: 3, class: "code" }, c.eventData ? pretty(c.eventData) : ""), 'e.g. {"cartValue": {"$gt": 100}}; operators $eq $ne $gt $gte $lt $lte $in $nin $exists.'),
       ];
     default:
-      return [h("p", { class: "muted" }, "Fires when the pointer leaves the top of the window (no conditions).")];
+      return [h("p.muted", "Fires when the pointer leaves the top of the window (no conditions).")];
   }
 }
 
@@ -136,7 +136,7 @@ export async function renderTrigger(ctx, page, id) {
   let trigger;
   if (isNew) {
     if (!agent) {
-      mount(page, pageHeader("New trigger"), h("p", { class: "empty" }, "Create an agent first."));
+      mount(page, pageHeader("New trigger"), h("p.empty", "Create an agent first."));
       return;
     }
     const tpl = pendingTemplate || {};
@@ -149,22 +149,22 @@ export async function renderTrigger(ctx, page, id) {
   const formTools = (await get(`/tools${qs({ agentId })}`)).filter((t) => t.executionType === "form" && t.isEnabled);
   const typeSelect = select(TYPES, trigger.triggerType, { name: "triggerType" });
   const actionSelect = select(ACTIONS, trigger.actionType, { name: "actionType" });
-  const condBox = h("div", { class: "stack" });
-  const actionBox = h("div", { class: "stack" });
+  const condBox = h("div.stack");
+  const actionBox = h("div.stack");
   const redrawConditions = () => mount(condBox, conditionFields(typeSelect.value, typeSelect.value === trigger.triggerType ? trigger.conditions : {}));
   const redrawAction = () => mount(actionBox, actionFields(actionSelect.value, actionSelect.value === trigger.actionType ? trigger.actionConfig : {}, formTools));
   typeSelect.addEventListener("change", redrawConditions);
   actionSelect.addEventListener("change", redrawAction);
   redrawConditions();
   redrawAction();
-  const form = h("form", { class: "stack card", "aria-label": isNew ? "New trigger" : "Edit trigger" },
-    h("div", { class: "grid2" },
+  const form = h("form.stack.card", { "aria-label": isNew ? "New trigger" : "Edit trigger" },
+    h("div.grid2",
       field("Name", h("input", { name: "name", required: true, value: trigger.name })),
       field("Priority", h("input", { name: "priority", type: "number", step: 1, value: trigger.priority ?? 0 }), "Lower runs first.")),
     field("Description", h("input", { name: "description", value: trigger.description || "" })),
-    h("fieldset", { class: "stack" }, h("legend", {}, "When"), field("Trigger type", typeSelect), condBox),
-    h("fieldset", { class: "stack" }, h("legend", {}, "Then"), field("Action", actionSelect), actionBox),
-    h("div", { class: "row" },
+    h("fieldset.stack", h("legend", "When"), field("Trigger type", typeSelect), condBox),
+    h("fieldset.stack", h("legend", "Then"), field("Action", actionSelect), actionBox),
+    h("div.row",
       field("Only once per visit", h("input", { type: "checkbox", name: "triggerOnce", checked: trigger.triggerOnce !== false })),
       field("Enabled", h("input", { type: "checkbox", name: "isEnabled", checked: trigger.isEnabled !== false }))),
     h("button", { type: "submit" }, isNew ? "Create trigger" : "Save trigger"));
@@ -182,5 +182,5 @@ export async function renderTrigger(ctx, page, id) {
   });
   const remove = isNew ? null : deleteButton("Delete trigger", `Delete trigger "${trigger.name}"?`, "Delete trigger",
     `/triggers/${encodeURIComponent(id)}`, "Trigger deleted", () => ctx.navigate("#/triggers"));
-  mount(page, pageHeader(isNew ? "New trigger" : trigger.name, null, h("a", { class: "button secondary", href: "#/triggers" }, "All triggers"), remove), form);
+  mount(page, pageHeader(isNew ? "New trigger" : trigger.name, null, h("a.button.secondary", { href: "#/triggers" }, "All triggers"), remove), form);
 }
