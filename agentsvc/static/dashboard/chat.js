@@ -1,7 +1,7 @@
 // Chat preview: the page and its panel, which streams POST /chat, shows tool calls and renders
 // form tools, whose submissions go to the public submit endpoint exactly as the widget sends them.
 
-import { chatStream, describe, post } from "./api.js";
+import { chatStream, describe, enc, post } from "./api.js";
 import { append, button, field, h, mount, pretty } from "./dom.js";
 import { pageHeader } from "./forms.js";
 import { executionMode, modelName, plain } from "./labels.js";
@@ -112,7 +112,7 @@ export function chatPanel(agentId, { title = "Chat preview" } = {}) {
     const row = h("div.feedback");
     const rate = async (rating, button) => {
       try {
-        await post(`/conversations/${encodeURIComponent(convId)}/feedback`, { messageId: msgId, rating });
+        await post(`/conversations/${enc(convId)}/feedback`, { messageId: msgId, rating });
         for (const b of row.querySelectorAll("button")) b.setAttribute("aria-pressed", String(b === button));
       } catch (err) {
         row.append(h("span.bad", describe(err)));
@@ -139,7 +139,7 @@ export function chatPanel(agentId, { title = "Chat preview" } = {}) {
           conversationId = data.conversationId;
           messageId = data.messageId || null;
           convLabel.textContent = "";
-          convLabel.append("Conversation ", h("a", { href: `#/conversations/${encodeURIComponent(conversationId)}` }, conversationId));
+          convLabel.append("Conversation ", h("a", { href: `#/conversations/${enc(conversationId)}` }, conversationId));
         } else if (name === "content_block_delta" && data.delta && typeof data.delta.text === "string") {
           reply += data.delta.text;
           answer.textContent = reply;

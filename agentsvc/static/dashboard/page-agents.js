@@ -1,7 +1,7 @@
 // Agents: list, create (owner), edit model/prompt/temperature, handoff, the widget's look,
 // delete (owner).
 
-import { del, get, patch, post } from "./api.js";
+import { del, enc, get, patch, post } from "./api.js";
 import { beside, button, confirmDialog, field, h, mount, select, table, toast, when } from "./dom.js";
 import { onSubmit, pageHeader } from "./forms.js";
 import { languageName, modelName } from "./labels.js";
@@ -160,7 +160,7 @@ function handoffForm(agent) {
     h("button", { type: "submit" }, "Save handoff settings")), async (data) => {
     const intervals = parseHours(String(data.get("hours")));
     const teamChat = String(data.get("teamChat")).trim();
-    await patch(`/agents/${encodeURIComponent(agent.id)}`, {
+    await patch(`/agents/${enc(agent.id)}`, {
       handoff: {
         enabled: data.get("enabled") === "on",
         businessHours: intervals.length ? { timezone: String(data.get("timezone")).trim(), intervals } : null,
@@ -192,7 +192,7 @@ function retentionForm(ctx, agent) {
     if (value !== null && !(Number.isInteger(value) && value >= 1 && value <= 36500)) {
       throw new Error("retentionDays: a whole number of days from 1 to 36500, or empty");
     }
-    const saved = await patch(`/agents/${encodeURIComponent(agent.id)}`, { retentionDays: value });
+    const saved = await patch(`/agents/${enc(agent.id)}`, { retentionDays: value });
     toast(saved.retentionDays ? `Kept ${saved.retentionDays} days` : "Kept until deleted");
   });
 }
@@ -201,7 +201,7 @@ function retentionForm(ctx, agent) {
 export async function renderAgents(ctx, page) {
   await ctx.refreshAgents();
   const columns = [
-    { label: "Name", cell: (a) => h("a", { href: `#/agents/${encodeURIComponent(a.id)}` }, a.name) },
+    { label: "Name", cell: (a) => h("a", { href: `#/agents/${enc(a.id)}` }, a.name) },
     { label: "Slug", cell: (a) => h("code", a.slug) },
     { label: "Model", cell: (a) => modelName(a.model) },
     { label: "Created", cell: (a) => when(a.createdAt) },
@@ -225,22 +225,22 @@ export async function renderAgent(ctx, page, id) {
       toast(`Agent ${agent.name} created`);
       ctx.setAgent(agent.id);
       await ctx.refreshAgents();
-      ctx.navigate(`#/agents/${encodeURIComponent(agent.id)}`);
+      ctx.navigate(`#/agents/${enc(agent.id)}`);
     });
     mount(page, pageHeader("New agent"), form);
     return;
   }
-  const [agent, names] = await Promise.all([get(`/agents/${encodeURIComponent(id)}`), modelProviders()]);
+  const [agent, names] = await Promise.all([get(`/agents/${enc(id)}`), modelProviders()]);
   if (ctx.agentId !== agent.id) ctx.setAgent(agent.id);
   const form = onSubmit(h("form.stack.card", { "aria-label": "Agent settings" }, agentFields(agent, names, ctx.agents.map((a) => a.model)), h("button", { type: "submit" }, "Save changes")), async (data) => {
-    const saved = await patch(`/agents/${encodeURIComponent(id)}`, agentBody(data));
+    const saved = await patch(`/agents/${enc(id)}`, agentBody(data));
     toast(`Saved ${saved.name}`);
     await ctx.refreshAgents();
   });
   const remove = ctx.isOwner
     ? button("Delete agent", async () => {
         if (!(await confirmDialog(`Delete agent "${agent.name}" with its conversations, tools and triggers? This cannot be undone.`, "Delete agent"))) return;
-        await del(`/agents/${encodeURIComponent(id)}`);
+        await del(`/agents/${enc(id)}`);
         toast(`Deleted ${agent.name}`);
         await ctx.refreshAgents();
         ctx.navigate("#/agents");

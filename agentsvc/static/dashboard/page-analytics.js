@@ -4,7 +4,7 @@
 // the page (charts.js) in frames with tooltips and a CSV download (charts.js), each with
 // a table of its figures.
 
-import { get, qs } from "./api.js";
+import { enc, get, qs } from "./api.js";
 import { button, field, h, mount, table, when } from "./dom.js";
 import { chartCard, dayLabel, funnelChart, groupedBars, timeSeries } from "./charts.js";
 import { pageHeader } from "./forms.js";
@@ -215,7 +215,7 @@ function triggersCard(groups) {
 async function previousOf(agent, data) {
   try {
     const to = shift(data.from, -1);
-    return await get(`/agents/${encodeURIComponent(agent.id)}/analytics${qs({ from: shift(to, 1 - data.days.length), to })}`);
+    return await get(`/agents/${enc(agent.id)}/analytics${qs({ from: shift(to, 1 - data.days.length), to })}`);
   } catch {
     return null;
   }
@@ -225,11 +225,11 @@ async function previousOf(agent, data) {
 export async function renderAnalytics(ctx, page) {
   const agent = ctx.agent;
   const [data, forms, triggers, stats, handoff, tools] = await Promise.all([
-    get(`/agents/${encodeURIComponent(agent.id)}/analytics${qs({ from: range.from, to: range.to })}`),
+    get(`/agents/${enc(agent.id)}/analytics${qs({ from: range.from, to: range.to })}`),
     get(`/form-submissions/analytics${qs({ agentId: agent.id })}`),
     get(`/triggers${qs({ agentId: agent.id })}`),
     get(`/triggers/stats${qs({ agentId: agent.id })}`),
-    get(`/agents/${encodeURIComponent(agent.id)}/handoff-stats`),
+    get(`/agents/${enc(agent.id)}/handoff-stats`),
     get(`/tools${qs({ agentId: agent.id })}`),
   ]);
   const previous = await previousOf(agent, data);

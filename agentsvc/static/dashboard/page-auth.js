@@ -1,6 +1,6 @@
 // Pages shown before the app: first-run owner creation, sign-in, accepting an invitation.
 
-import { ApiError, get, post } from "./api.js";
+import { ApiError, enc, get, post } from "./api.js";
 import { field, h, mount } from "./dom.js";
 import { onSubmit } from "./forms.js";
 import { ssoOffer } from "./sso.js";
@@ -77,7 +77,7 @@ export async function renderSignIn(root, ctx) {
   });
   const names = { github: "GitHub", google: "Google" };
   const oauth = providers.map((p) =>
-    h("a.button.secondary.oauth", { href: `/api/v1/auth/sign-in/${encodeURIComponent(p)}?callbackUrl=${encodeURIComponent("/")}` },
+    h("a.button.secondary.oauth", { href: `/api/v1/auth/sign-in/${enc(p)}?callbackUrl=${enc("/")}` },
       `Sign in with ${names[p] || p}`));
   root.classList.remove("loading");
   mount(root, card("Sign in",

@@ -1,7 +1,7 @@
 // Conversations: search and filter (words, feedback, days, visitor, status, agent), browse
 // page by page, read, delete, and download the filtered conversations (CSV or JSON Lines).
 
-import { BASE, get, qs } from "./api.js";
+import { BASE, enc, get, qs } from "./api.js";
 import { button, download, h, mount, pager, pretty, select, table, toast, when } from "./dom.js";
 import { actionButton, deleteButton, pageHeader } from "./forms.js";
 import { CONVERSATION_STATUS, choices, messageStatus } from "./labels.js";
@@ -22,7 +22,7 @@ function filters() {
   return { q: view.q, rating: view.feedback, from: view.from, to: view.to, userId: view.userId, status: view.status };
 }
 
-const details = (c) => get(`/conversations/${encodeURIComponent(c.id)}`);
+const details = (c) => get(`/conversations/${enc(c.id)}`);
 
 const UNVERIFIED_HINT = "Declared by the visitor's browser, not signed by your site (see Signed identity)";
 
@@ -95,7 +95,7 @@ export async function renderConversations(ctx, page) {
   const { total, nextCursor, totalCapped } = result.pagination;
   const count = rows.length;
   const columns = [
-    { label: "Title", cell: (c) => h("a", { href: `#/conversations/${encodeURIComponent(c.id)}` }, c.title || "(untitled)") },
+    { label: "Title", cell: (c) => h("a", { href: `#/conversations/${enc(c.id)}` }, c.title || "(untitled)") },
     { label: "Visitor", cell: (c) => (c.user ? h("span", visitor(c.user, true)) : c.sessionId ? "anonymous" : "API / dashboard") },
     { label: "Messages", cell: (c) => String(c.messageCount) },
     { label: "Feedback", cell: (c) => (c.ratings.up || c.ratings.down ? `👍 ${c.ratings.up} · 👎 ${c.ratings.down}` : "") },
@@ -150,7 +150,7 @@ export async function renderConversation(ctx, page, id) {
   const timeline = h("div.transcript.read", { role: "log", "aria-label": "Messages" }, entries.length ? entries : h("p.empty", "No messages."));
   // Handoff events: the conversation's event log replayed from its start, among the messages.
   let after = null;
-  live(ctx, `/conversations/${encodeURIComponent(id)}/events?lastEventId=0`, (name, data, eventId) => {
+  live(ctx, `/conversations/${enc(id)}/events?lastEventId=0`, (name, data, eventId) => {
     if (name === "message") after = byId.get(data.message.id) || after;
     if (name !== "status" || !eventId) return; // the first status is the current one, not an event
     const line = h("p.event", eventText(data.status, data.assignee));
@@ -159,7 +159,7 @@ export async function renderConversation(ctx, page, id) {
     after = line;
   }, ["status", "message"]);
   const remove = deleteButton("Delete conversation", "Delete this conversation and its messages?", "Delete",
-    `/conversations/${encodeURIComponent(id)}`, "Conversation deleted", () => ctx.navigate("#/conversations"));
+    `/conversations/${enc(id)}`, "Conversation deleted", () => ctx.navigate("#/conversations"));
   const who = conv.user ? visitor(conv.user) : conv.sessionId ? `anonymous session ${conv.sessionId}` : "API or dashboard";
   mount(page,
     pageHeader(conv.title || "(untitled)", [who, ` · started ${when(conv.createdAt)}`], h("a.button.secondary", { href: "#/conversations" }, "All conversations"), remove),

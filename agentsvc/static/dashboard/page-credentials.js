@@ -1,7 +1,7 @@
 // The team's credentials, one page each. API keys: create (the key is shown once), list
 // masked, revoke. Secrets: names and dates only (values never come back), set or replace, delete.
 
-import { get, post, put } from "./api.js";
+import { enc, get, post, put } from "./api.js";
 import { button, copyText, field, h, mount, table, toast, when } from "./dom.js";
 import { deleteButton, onSubmit, pageHeader } from "./forms.js";
 
@@ -33,7 +33,7 @@ export async function renderApiKeys(ctx, page) {
       { label: "User", cell: (k) => members.get(k.userId) || k.userId },
       { label: "Created", cell: (k) => when(k.createdAt) },
       { label: "", cell: (k) => deleteButton("Revoke", `Revoke key ${k.name || k.prefix}? Anything using it stops working at once.`, "Revoke key",
-        `/api-keys/${encodeURIComponent(k.id)}`, "Key revoked", refreshList, { class: "danger small", "aria-label": `Revoke ${k.name || k.prefix}` }) },
+        `/api-keys/${enc(k.id)}`, "Key revoked", refreshList, { class: "danger small", "aria-label": `Revoke ${k.name || k.prefix}` }) },
     ], current, "No API keys yet."));
   }
   await refreshList(keys);
@@ -51,7 +51,7 @@ export async function renderSecrets(ctx, page) {
     h("button", { type: "submit" }, "Save secret")), async (data) => {
     const name = String(data.get("name")).trim();
     if (!name) throw new Error("name: required");
-    await put(`/secrets/${encodeURIComponent(name)}`, { value: String(data.get("value")) });
+    await put(`/secrets/${enc(name)}`, { value: String(data.get("value")) });
     toast(`Secret ${name} saved`);
     ctx.navigate("#/secrets");
   });
@@ -63,6 +63,6 @@ export async function renderSecrets(ctx, page) {
       { label: "Created", cell: (s) => when(s.createdAt) },
       { label: "Updated", cell: (s) => when(s.updatedAt) },
       { label: "", cell: (s) => deleteButton("Delete", `Delete secret ${s.name}? Tools using it will fail.`, "Delete secret",
-        `/secrets/${encodeURIComponent(s.name)}`, `Secret ${s.name} deleted`, () => ctx.navigate("#/secrets"), { class: "danger small", "aria-label": `Delete ${s.name}` }) },
+        `/secrets/${enc(s.name)}`, `Secret ${s.name} deleted`, () => ctx.navigate("#/secrets"), { class: "danger small", "aria-label": `Delete ${s.name}` }) },
     ], secrets, "No secrets yet."));
 }

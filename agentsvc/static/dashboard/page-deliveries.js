@@ -3,7 +3,7 @@
 // sent, every attempt, and Redeliver. Form submissions: filter by status and agent, read one
 // with its delivery log, redeliver.
 
-import { BASE, get, post, qs } from "./api.js";
+import { BASE, enc, get, post, qs } from "./api.js";
 import { button, copyText, download, field, h, mount, pager, pretty, select, table, toast, when } from "./dom.js";
 import { actionButton, deleteButton, onSubmit, pageHeader } from "./forms.js";
 import { choices, DELIVERY_STATUS, deliveryStatus, executionMode, postAction, SUBMISSION_STATUS, submissionStatus, webhookEvent } from "./labels.js";
@@ -68,12 +68,12 @@ export async function renderWebhooks(ctx, page) {
   async function refreshList(rows) {
     const current = rows || (await get("/webhooks"));
     mount(listSlot, table([
-      { label: "Endpoint", cell: (w) => h("a", { href: `#/webhooks/${encodeURIComponent(w.id)}` }, w.url) },
+      { label: "Endpoint", cell: (w) => h("a", { href: `#/webhooks/${enc(w.id)}` }, w.url) },
       { label: "Description", cell: (w) => w.description || "—" },
       { label: "Events", cell: (w) => w.events.map(webhookEvent).join(", ") },
       { label: "Created", cell: (w) => when(w.createdAt) },
       { label: "", cell: (w) => deleteButton("Delete", `Delete the webhook to ${w.url}? Events stop at once and its pending deliveries are dropped.`, "Delete webhook",
-        `/webhooks/${encodeURIComponent(w.id)}`, "Webhook deleted", refreshList, { class: "danger small", "aria-label": `Delete ${w.url}` }) },
+        `/webhooks/${enc(w.id)}`, "Webhook deleted", refreshList, { class: "danger small", "aria-label": `Delete ${w.url}` }) },
     ], current, "No webhooks yet.", "Webhooks"));
   }
   await refreshList(hooks);
@@ -98,7 +98,7 @@ export function attemptsTable(log, label, none = "—") {
 export async function renderWebhook(ctx, page, id) {
   if (!ctx.isOwner) return ownerOnly(page, "Webhook");
   if (view.webhookId !== id) Object.assign(view, { webhookId: id, status: "", cursor: null, back: [] });
-  const hookPath = `/webhooks/${encodeURIComponent(id)}`;
+  const hookPath = `/webhooks/${enc(id)}`;
   const [hook, result] = await Promise.all([
     get(hookPath),
     get(`${hookPath}/deliveries${qs({ status: view.status, limit: view.limit, cursor: view.cursor })}`),
@@ -106,9 +106,9 @@ export async function renderWebhook(ctx, page, id) {
   const rows = result.data;
   const nextCursor = result.pagination.nextCursor;
   const detail = h("div.delivery-detail");
-  const reload = () => ctx.navigate(`#/webhooks/${encodeURIComponent(id)}`);
+  const reload = () => ctx.navigate(`#/webhooks/${enc(id)}`);
   async function show(delivery) {
-    const full = await get(`${hookPath}/deliveries/${encodeURIComponent(delivery.id)}`);
+    const full = await get(`${hookPath}/deliveries/${enc(delivery.id)}`);
     mount(detail, h("section.card.delivery", { "aria-label": "Delivery details" },
       h("div.row", h("h2", `${webhookEvent(full.eventType)} · ${full.eventId}`), h("span.spacer"), statusTag(full.status)),
       h("h3", "Body sent"),
@@ -126,7 +126,7 @@ export async function renderWebhook(ctx, page, id) {
     { label: "", cell: (d) => h("div.row",
       actionButton("Details", () => show(d), { class: "secondary small", "aria-label": `Details of ${webhookEvent(d.eventType)} ${d.id}` }),
       actionButton("Redeliver", async () => {
-        await post(`${hookPath}/deliveries/${encodeURIComponent(d.id)}/redeliver`);
+        await post(`${hookPath}/deliveries/${enc(d.id)}/redeliver`);
         toast("Sent again");
         reload();
       }, { class: "small", "aria-label": `Redeliver ${webhookEvent(d.eventType)} ${d.id}` })) },
@@ -158,7 +158,7 @@ export async function renderSubmissions(ctx, page) {
   const { total, nextCursor } = result.pagination || { total: rows.length, nextCursor: null };
   const agentName = (id) => (ctx.agents.find((a) => a.id === id) || {}).name || id;
   const columns = [
-    { label: "Submitted", cell: (s) => h("a", { href: `#/submissions/${encodeURIComponent(s.id)}` }, when(s.createdAt)) },
+    { label: "Submitted", cell: (s) => h("a", { href: `#/submissions/${enc(s.id)}` }, when(s.createdAt)) },
     { label: "Form", cell: (s) => s.toolName },
     { label: "Agent", cell: (s) => agentName(s.agentId) },
     { label: "Status", cell: (s) => statusTag(s.status, submissionStatus) },
@@ -207,7 +207,7 @@ function deliveryLog(deliveries) {
 
 /** One submission: its data, its status and the log of every delivery attempt. */
 export async function renderSubmission(ctx, page, id) {
-  draw(ctx, page, await get(`/form-submissions/${encodeURIComponent(id)}`));
+  draw(ctx, page, await get(`/form-submissions/${enc(id)}`));
 }
 
 function draw(ctx, page, sub) {
@@ -215,14 +215,14 @@ function draw(ctx, page, sub) {
   const formRows = Object.entries(sub.formData || {});
   const canRedeliver = deliveries.some((d) => d.status === "failed");
   const redeliver = canRedeliver ? actionButton("Redeliver", async () => {
-    const updated = await post(`/form-submissions/${encodeURIComponent(sub.id)}/redeliver`);
+    const updated = await post(`/form-submissions/${enc(sub.id)}/redeliver`);
     toast("Failed deliveries tried again");
     draw(ctx, page, updated);
   }, { class: "secondary" }) : null;
   mount(page,
     pageHeader(`Submission of ${sub.toolName}`, `${when(sub.createdAt)} · ${executionMode(sub.executionMode)}`, h("a.button.secondary", { href: "#/submissions" }, "All submissions"), redeliver),
     h("p.submission-status", "Status: ", statusTag(sub.status, submissionStatus), sub.lastError ? h("span.bad", ` — ${sub.lastError}`) : null),
-    h("p.muted", `Id ${sub.id}`, sub.conversationId ? " · conversation " : "", sub.conversationId ? h("a", { href: `#/conversations/${encodeURIComponent(sub.conversationId)}` }, sub.conversationId) : null),
+    h("p.muted", `Id ${sub.id}`, sub.conversationId ? " · conversation " : "", sub.conversationId ? h("a", { href: `#/conversations/${enc(sub.conversationId)}` }, sub.conversationId) : null),
     h("h2", "Data"),
     table([{ label: "Field", cell: (r) => r[0] }, { label: "Value", cell: (r) => (typeof r[1] === "string" && r[1].startsWith("data:") ? `(file, ${r[1].length} characters)` : cellText(r[1])) }], formRows, "No data."),
     sub.clientResult ? [h("h2", "Client handler result"), h("pre", pretty(sub.clientResult))] : null,

@@ -1,7 +1,7 @@
 // Inbox: the team's open conversations by view, searched, live; a desktop notification and
 // a beep for each new waiting one, as the member chose; and one conversation of it, below.
 
-import { BASE, describe, get, post, qs } from "./api.js";
+import { BASE, describe, enc, get, post, qs } from "./api.js";
 import { avatar, button, h, mount, select, toast, when } from "./dom.js";
 import { actionButton, onSubmit, pageHeader } from "./forms.js";
 import { conversationStatus, localeName } from "./labels.js";
@@ -68,7 +68,7 @@ export function watchInbox(ctx, changed) {
       const note = new Notification("A visitor is waiting for a person", { body: agent ? `Agent: ${agent.name}` : "", tag: e.conversationId });
       note.onclick = () => {
         window.focus();
-        ctx.navigate(`#/inbox/${encodeURIComponent(e.conversationId)}`);
+        ctx.navigate(`#/inbox/${enc(e.conversationId)}`);
       };
     }
   }, ["conversation"]);
@@ -90,7 +90,7 @@ function row(c) {
   const since = c.status === "waiting" && c.waitingSince;
   return h("tr",
     h("td",
-      h("a", { href: `#/inbox/${encodeURIComponent(c.id)}` }, c.title || "(untitled)"),
+      h("a", { href: `#/inbox/${enc(c.id)}` }, c.title || "(untitled)"),
       c.lastMessage ? h("div.muted.preview", c.lastMessage.preview) : null),
     h("td", visitorName(c.visitor)),
     h("td", c.agentName),
@@ -275,7 +275,7 @@ function composer(path, add) {
 
 /** One conversation: its timeline live, the member's controls and the visitor panel. */
 export async function renderInboxConversation(ctx, page, id) {
-  const path = `/conversations/${encodeURIComponent(id)}`;
+  const path = `/conversations/${enc(id)}`;
   const [conv, panel] = await Promise.all([get(path),
     visitorPanel(id).catch((err) => h("aside.card.visitor", h("p.form-error", describe(err))))]);
   const agent = ctx.agents.find((a) => a.id === conv.agentId);
@@ -338,7 +338,7 @@ export async function renderInboxConversation(ctx, page, id) {
   async function step(by) {
     if (!inbox.ids.includes(id)) inbox.ids = (await get("/inbox?view=all&limit=100")).map((c) => c.id);
     const next = inbox.ids[inbox.ids.indexOf(id) + by];
-    if (next) ctx.navigate(`#/inbox/${encodeURIComponent(next)}`);
+    if (next) ctx.navigate(`#/inbox/${enc(next)}`);
   }
   const keys = (e) => {
     if (e.key === "Escape" && e.target === write.box) return write.box.blur();
@@ -364,7 +364,7 @@ const pair = (term, value) => (value === null || value === undefined || value ==
 
 /** The visitor panel of conversation `id`. */
 export async function visitorPanel(id) {
-  const v = await get(`/conversations/${encodeURIComponent(id)}/visitor`);
+  const v = await get(`/conversations/${enc(id)}/visitor`);
   const attrs = Object.entries(v.attributes || {});
   const list = (title, rows, item, empty) => [h("h3", title),
     rows.length ? h("ul.plain", rows.map((r) => h("li", item(r)))) : h("p.muted", empty)];
@@ -380,7 +380,7 @@ export async function visitorPanel(id) {
       pair("Language", v.language ? localeName(v.language) : null)),
     attrs.length ? [h("h3", "Attributes"), h("dl", attrs.map(([k, val]) => pair(k, String(val))))] : null,
     list("Previous conversations", v.previousConversations || [], (c) => [
-      h("a", { href: `#/inbox/${encodeURIComponent(c.id)}` }, c.title || "(untitled)"), " ", h("span.muted", when(c.createdAt))], "None."),
+      h("a", { href: `#/inbox/${enc(c.id)}` }, c.title || "(untitled)"), " ", h("span.muted", when(c.createdAt))], "None."),
     list("Form submissions", v.submissions || [], (s) => [
-      h("a", { href: `#/submissions/${encodeURIComponent(s.id)}` }, s.formName), " ", h("span.muted", when(s.createdAt))], "None."));
+      h("a", { href: `#/submissions/${enc(s.id)}` }, s.formName), " ", h("span.muted", when(s.createdAt))], "None."));
 }

@@ -1,11 +1,11 @@
 // Knowledge: the agent's documents (text, uploaded files, fetched pages) and their indexing.
 
-import { get, post } from "./api.js";
+import { enc, get, post } from "./api.js";
 import { field, h, mount, table, toast, when } from "./dom.js";
 import { deleteButton, onSubmit, pageHeader } from "./forms.js";
 import { documentFormat, documentStatus } from "./labels.js";
 
-const agentDocs = (agentId) => `/agents/${encodeURIComponent(agentId)}/documents`;
+const agentDocs = (agentId) => `/agents/${enc(agentId)}/documents`;
 
 function statusTag(doc) {
   const kind = doc.status === "ready" ? "good" : doc.status === "failed" ? "bad" : "warn";
@@ -53,7 +53,7 @@ export async function renderKnowledge(ctx, page) {
     added(await post(agentDocs(agent.id), { url: String(data.get("url")).trim() }));
   });
   const columns = [
-    { label: "Title", cell: (d) => h("a", { href: `#/knowledge/${encodeURIComponent(d.id)}` }, d.title) },
+    { label: "Title", cell: (d) => h("a", { href: `#/knowledge/${enc(d.id)}` }, d.title) },
     { label: "Source", cell: (d) => (d.sourceType === "url" ? d.sourceUrl : d.sourceType === "file" ? d.filename : "Typed in") },
     { label: "Format", cell: (d) => documentFormat(d.format) },
     { label: "Size", cell: (d) => size(d.sizeBytes) },
@@ -75,9 +75,9 @@ export async function renderKnowledge(ctx, page) {
 
 /** One document: its details and the text that was indexed. */
 export async function renderDocument(ctx, page, id) {
-  const doc = await get(`/documents/${encodeURIComponent(id)}`);
+  const doc = await get(`/documents/${enc(id)}`);
   const remove = deleteButton("Delete document", `Delete "${doc.title}"? The agent stops using it at once.`, "Delete document",
-    `/documents/${encodeURIComponent(id)}`, "Document deleted", () => ctx.navigate("#/knowledge"));
+    `/documents/${enc(id)}`, "Document deleted", () => ctx.navigate("#/knowledge"));
   mount(page,
     pageHeader(doc.title, `${documentFormat(doc.format)} · ${size(doc.sizeBytes)} · ${doc.passageCount} passages · added ${when(doc.createdAt)}`,
       h("a.button.secondary", { href: "#/knowledge" }, "All documents"), remove),

@@ -1,11 +1,11 @@
 // Review: the agent's thumbs-down answers with the questions before them, each turned into
 // a curated answer with one form; and the agent's curated answers (add, edit, delete).
 
-import { get, patch, post, qs } from "./api.js";
+import { enc, get, patch, post, qs } from "./api.js";
 import { button, field, h, mount, pager, toast, when } from "./dom.js";
 import { deleteButton, onSubmit, pageHeader } from "./forms.js";
 
-const answersPath = (agentId) => `/agents/${encodeURIComponent(agentId)}/answers`;
+const answersPath = (agentId) => `/agents/${enc(agentId)}/answers`;
 // Pages of thumbs-down answers by cursor; a question waiting to be answered (from Analytics).
 const view = { cursor: null, back: [], shown: 0, limit: 10 };
 let pendingQuestion = "";
@@ -57,7 +57,7 @@ function feedbackItem(ctx, item, added) {
       h("span.tag.bad", { "aria-label": "Rated down" }, "👎"),
       h("span.muted", `Answered ${when(item.createdAt)}`),
       h("span.spacer"),
-      h("a", { href: `#/conversations/${encodeURIComponent(item.conversationId)}` }, "Open the conversation")),
+      h("a", { href: `#/conversations/${enc(item.conversationId)}` }, "Open the conversation")),
     h("h3", item.question || "(no question before it)"),
     h("div.msg.assistant", h("div.text", item.answer || "(no text)")),
     sourceList(item.sources),
@@ -75,7 +75,7 @@ function curatedItem(ctx, answer) {
       h("div.row",
         h("button", { type: "submit" }, "Save changes"),
         button("Cancel", () => { edit.hidden = true; }, { class: "secondary" }))), async (data) => {
-      const updated = await patch(`/answers/${encodeURIComponent(current.id)}`, {
+      const updated = await patch(`/answers/${enc(current.id)}`, {
         question: String(data.get("question")).trim(),
         answer: String(data.get("answer")).trim(),
       });
@@ -89,7 +89,7 @@ function curatedItem(ctx, answer) {
         h("span.muted", `Updated ${when(current.updatedAt)}`),
         button("Edit", () => { edit.hidden = false; }),
         deleteButton("Delete", `Delete the curated answer to "${current.question}"?`, "Delete answer",
-          `/answers/${encodeURIComponent(current.id)}`, "Curated answer deleted", () => row.remove(), { class: "danger small" })),
+          `/answers/${enc(current.id)}`, "Curated answer deleted", () => row.remove(), { class: "danger small" })),
       h("p.answer-text", current.answer),
       edit);
   };

@@ -2,7 +2,7 @@
 // the server), the team's name, single sign-on and provisioning (SCIM), which are the
 // owner's; canned responses, everyone's.
 
-import { del, get, patch, post } from "./api.js";
+import { del, enc, get, patch, post } from "./api.js";
 import { confirmDialog, copyText, field, h, mount, select, table, toast, when } from "./dom.js";
 import { actionButton, onSubmit, pageHeader } from "./forms.js";
 import { ROLE, choices, invitationStatus, role } from "./labels.js";
@@ -30,7 +30,7 @@ export async function renderTeam(ctx, page) {
       label: "",
       cell: (m) => (m.role === "owner" ? "" : actionButton("Remove", async () => {
         if (!(await confirmDialog(`Remove ${m.email} from the team? Their sessions and API keys lose access at once.`, "Remove member"))) return;
-        await del(`/team/members/${encodeURIComponent(m.memberId)}`);
+        await del(`/team/members/${enc(m.memberId)}`);
         toast(`${m.email} removed`);
         ctx.navigate("#/team");
       }, { class: "danger small", "aria-label": `Remove ${m.email}` })),
@@ -70,7 +70,7 @@ export async function renderTeam(ctx, page) {
             toast(`Link copied: send it to ${i.email} yourself`);
           }, { class: "small", "aria-label": `Copy link for ${i.email}` }) : null,
           actionButton("Cancel", async () => {
-            await del(`/team/invitations/${encodeURIComponent(i.id)}`);
+            await del(`/team/invitations/${enc(i.id)}`);
             toast(`Invitation to ${i.email} cancelled`);
             ctx.navigate("#/team");
           }, { class: "secondary small", "aria-label": `Cancel invitation to ${i.email}` }))),
@@ -96,7 +96,7 @@ function cannedForm(ctx, c) {
     field("Text", h("textarea", { name: "content", required: true, maxlength: 5000, rows: "3", value: c ? c.content : "" })),
     h("button", { type: "submit" }, c ? "Save response" : "Add response")), async (data) => {
     const body = Object.fromEntries(["shortcut", "title", "content"].map((k) => [k, String(data.get(k)).trim()]));
-    if (c) await patch(`/team/canned-responses/${encodeURIComponent(c.id)}`, body);
+    if (c) await patch(`/team/canned-responses/${enc(c.id)}`, body);
     else await post("/team/canned-responses", body);
     toast(`/${body.shortcut} saved`);
     ctx.navigate("#/team");
@@ -114,7 +114,7 @@ async function cannedSection(ctx) {
       cannedForm(ctx, c),
       actionButton("Delete", async () => {
         if (!(await confirmDialog(`Delete the canned response /${c.shortcut}?`, "Delete"))) return;
-        await del(`/team/canned-responses/${encodeURIComponent(c.id)}`);
+        await del(`/team/canned-responses/${enc(c.id)}`);
         toast(`/${c.shortcut} deleted`);
         ctx.navigate("#/team");
       }, { class: "danger small", "aria-label": `Delete /${c.shortcut}` }))))) : h("p.empty", "No canned responses yet."),

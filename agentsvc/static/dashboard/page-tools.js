@@ -2,7 +2,7 @@
 // form fields with a live preview, post actions, result display) and their JSON views, the
 // MCP server's tool checklist, test run.
 
-import { chatStream, get, post, put, qs } from "./api.js";
+import { chatStream, enc, get, post, put, qs } from "./api.js";
 import { actionsBuilder, actionsFit, builderWithJson, displayBuilder, displayFit, formBuilder, formPreview, headersEditor, paramsBuilder, paramsFit } from "./builders.js";
 import { button, field, h, mount, parseJsonField, pretty, select, table, toast, when } from "./dom.js";
 import { actionButton, deleteButton, onSubmit, pageHeader } from "./forms.js";
@@ -28,7 +28,7 @@ export async function renderTools(ctx, page) {
   ]);
   const limitText = `${limits.current} of ${limits.limit === null ? "unlimited" : limits.limit} tools on the ${limits.planId} plan`;
   const columns = [
-    { label: "Name", cell: (t) => h("a", { href: `#/tools/${encodeURIComponent(t.id)}` }, t.name) },
+    { label: "Name", cell: (t) => h("a", { href: `#/tools/${enc(t.id)}` }, t.name) },
     { label: "Type", cell: (t) => h("span", { class: `tag ${t.executionType}` }, toolType(t.executionType) + (t.executionType === "mcp" ? ` · ${(t.mcpServerTools || []).length} tools` : "")) },
     { label: "Enabled", cell: (t) => (t.isEnabled ? "Yes" : "No") },
     { label: "Description", cell: (t) => t.description },
@@ -274,22 +274,22 @@ export async function renderTool(ctx, page, id) {
     const form = onSubmit(h("form.stack.card", { "aria-label": "New tool" }, editor.nodes, h("button", { type: "submit" }, "Create tool")), async (data) => {
       const tool = await post("/tools", { agentId: ctx.agent.id, ...toolBody(data, false, editor.parts) });
       toast(`Tool ${tool.name} created`);
-      ctx.navigate(`#/tools/${encodeURIComponent(tool.id)}`);
+      ctx.navigate(`#/tools/${enc(tool.id)}`);
     });
     mount(page, pageHeader(`New tool for ${ctx.agent.name}`), form);
     return;
   }
-  const tool = await get(`/tools/${encodeURIComponent(id)}`);
+  const tool = await get(`/tools/${enc(id)}`);
   const editor = toolEditor(tool, tool.agentId);
   const form = onSubmit(h("form.stack.card", { "aria-label": "Edit tool" }, editor.nodes, h("button", { type: "submit" }, "Save tool")), async (data) => {
-    await put(`/tools/${encodeURIComponent(id)}`, toolBody(data, true, editor.parts));
+    await put(`/tools/${enc(id)}`, toolBody(data, true, editor.parts));
     toast("Tool saved");
-    ctx.navigate(`#/tools/${encodeURIComponent(id)}`);
+    ctx.navigate(`#/tools/${enc(id)}`);
   });
   const remove = deleteButton("Delete tool", `Delete tool "${tool.name}"?`, "Delete tool",
-    `/tools/${encodeURIComponent(id)}`, "Tool deleted", () => ctx.navigate("#/tools"));
+    `/tools/${enc(id)}`, "Tool deleted", () => ctx.navigate("#/tools"));
   const refresh = tool.executionType === "mcp" ? actionButton("Refresh from server", async () => {
-    const fresh = await post(`/tools/${encodeURIComponent(id)}/refresh`);
+    const fresh = await post(`/tools/${enc(id)}/refresh`);
     toast(`${fresh.mcpServerTools.length} tools from the server`);
     await renderTool(ctx, page, id);
   }, { class: "secondary" }) : null;

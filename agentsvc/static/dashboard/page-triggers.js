@@ -1,6 +1,6 @@
 // Triggers: list with stats and toggles, templates, and an editor for every type and action.
 
-import { get, post, put, qs } from "./api.js";
+import { enc, get, post, put, qs } from "./api.js";
 import { button, field, h, mount, parseJsonField, pretty, select, table, toast } from "./dom.js";
 import { actionButton, deleteButton, onSubmit, pageHeader } from "./forms.js";
 import { TRIGGER_ACTION, TRIGGER_TYPE, choices, plain, triggerAction, triggerType } from "./labels.js";
@@ -30,7 +30,7 @@ export async function renderTriggers(ctx, page) {
   ]);
   const counts = (t) => stats[t.id] || { firedCount: 0, convertedCount: 0 };
   const columns = [
-    { label: "Name", cell: (t) => h("a", { href: `#/triggers/${encodeURIComponent(t.id)}` }, t.name) },
+    { label: "Name", cell: (t) => h("a", { href: `#/triggers/${enc(t.id)}` }, t.name) },
     { label: "When", cell: (t) => `${triggerType(t.triggerType)} ${describeConditions(t)}` },
     { label: "Action", cell: (t) => triggerAction(t.actionType) },
     { label: "Priority", cell: (t) => String(t.priority) },
@@ -39,7 +39,7 @@ export async function renderTriggers(ctx, page) {
     {
       label: "Enabled",
       cell: (t) => actionButton(t.isEnabled ? "On" : "Off", async (button) => {
-        const updated = await post(`/triggers/${encodeURIComponent(t.id)}/toggle`);
+        const updated = await post(`/triggers/${enc(t.id)}/toggle`);
         t.isEnabled = updated.isEnabled;
         button.textContent = updated.isEnabled ? "On" : "Off";
         button.setAttribute("aria-pressed", String(updated.isEnabled));
@@ -143,7 +143,7 @@ export async function renderTrigger(ctx, page, id) {
     pendingTemplate = null;
     trigger = { name: tpl.name || "", description: plain(tpl.description || ""), triggerType: tpl.triggerType || "time_on_page", conditions: tpl.conditions || {}, actionType: tpl.actionType || "open_chat", actionConfig: tpl.actionConfig || {}, triggerOnce: true, isEnabled: true, priority: 0 };
   } else {
-    trigger = await get(`/triggers/${encodeURIComponent(id)}`);
+    trigger = await get(`/triggers/${enc(id)}`);
   }
   const agentId = isNew ? agent.id : trigger.agentId;
   const formTools = (await get(`/tools${qs({ agentId })}`)).filter((t) => t.executionType === "form" && t.isEnabled);
@@ -175,12 +175,12 @@ export async function renderTrigger(ctx, page, id) {
       const created = await post(`/triggers${qs({ agentId })}`, body);
       toast(`Trigger ${created.name} created`);
     } else {
-      await put(`/triggers/${encodeURIComponent(id)}`, body);
+      await put(`/triggers/${enc(id)}`, body);
       toast("Trigger saved");
     }
     ctx.navigate("#/triggers");
   });
   const remove = isNew ? null : deleteButton("Delete trigger", `Delete trigger "${trigger.name}"?`, "Delete trigger",
-    `/triggers/${encodeURIComponent(id)}`, "Trigger deleted", () => ctx.navigate("#/triggers"));
+    `/triggers/${enc(id)}`, "Trigger deleted", () => ctx.navigate("#/triggers"));
   mount(page, pageHeader(isNew ? "New trigger" : trigger.name, null, h("a.button.secondary", { href: "#/triggers" }, "All triggers"), remove), form);
 }

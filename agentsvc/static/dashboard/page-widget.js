@@ -3,7 +3,7 @@
 // /widget/demo, given the unsaved settings by configure(). The Widget page: the embed snippet
 // with a copy button, and a live preview of the widget on a demo page.
 
-import { patch } from "./api.js";
+import { enc, patch } from "./api.js";
 import { beside, button, copyText, field, h, mount, select, toast } from "./dom.js";
 import { onSubmit, pageHeader } from "./forms.js";
 
@@ -155,7 +155,7 @@ export function widgetLookSection(agent) {
     return { appearance, language: value("language") || "auto", strings, starters };
   }
 
-  const frame = h("iframe", { src: `/widget/demo?agentId=${encodeURIComponent(agent.id)}`, title: "Widget preview", class: "widget-frame look-frame" });
+  const frame = h("iframe", { src: `/widget/demo?agentId=${enc(agent.id)}`, title: "Widget preview", class: "widget-frame look-frame" });
   /** Show the unsaved settings in the preview's widget. */
   async function preview() {
     const widget = frame.contentWindow && frame.contentWindow.agentsvc;
@@ -187,7 +187,7 @@ export function widgetLookSection(agent) {
   onSubmit(form, async () => {
     const body = settings();
     for (const code of Object.keys(body.strings)) body.strings[code] = { ...body.strings[code] };
-    const updated = await patch(`/agents/${encodeURIComponent(agent.id)}`, { widget: body });
+    const updated = await patch(`/agents/${enc(agent.id)}`, { widget: body });
     Object.assign(saved, updated.widget);
     toast("Appearance saved");
   });
@@ -231,13 +231,13 @@ export async function renderWidget(ctx, page) {
     toast(ok ? "Snippet copied to the clipboard" : "Select the snippet and copy it by hand", ok ? "ok" : "error");
     setTimeout(() => (copy.textContent = "Copy snippet"), 2000);
   }, { class: null });
-  const demo = `/widget/demo?agentId=${encodeURIComponent(agent.id)}`;
+  const demo = `/widget/demo?agentId=${enc(agent.id)}`;
   const frame = h("iframe", { src: demo, title: "Widget preview", class: "widget-frame", loading: "lazy" });
   mount(page,
     pageHeader(`Widget of ${agent.name}`, "Paste this before </body> on every page where the chat should appear."),
     h("section.card", h("div.row", h("h2", "Embed snippet"), h("span.spacer"), copy), code,
       h("p.muted", "Identify signed-in visitors with userId, userEmail, userName (and userHash when the agent has an identity secret)."),
-      h("p.muted", "The widget's look, language, texts and starter questions are set on ", h("a", { href: `#/agents/${encodeURIComponent(agent.id)}` }, "the agent's page"),
+      h("p.muted", "The widget's look, language, texts and starter questions are set on ", h("a", { href: `#/agents/${enc(agent.id)}` }, "the agent's page"),
         " (Appearance); a page can override them with appearance, language, strings and starters in its configuration.")),
     h("section.card", h("div.row", h("h2", "Live preview"), h("span.spacer"), h("a", { href: demo, target: "_blank", rel: "noopener" }, "Open the demo page")), frame));
 }
