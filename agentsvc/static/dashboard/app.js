@@ -14,11 +14,10 @@ import { renderAnalytics } from "./page-analytics.js";
 import { renderPreview } from "./chat.js";
 import { renderWidget } from "./page-widget.js";
 import { renderChannels } from "./page-channels.js";
-import { renderTeam } from "./page-team.js";
+import { renderProfile, renderTeam } from "./page-team.js";
 import { renderApiKeys, renderSecrets } from "./page-credentials.js";
 import { renderSubmission, renderSubmissions, renderWebhook, renderWebhooks } from "./page-deliveries.js";
 import { renderAuditLog } from "./page-audit.js";
-import { renderProfile } from "./page-profile.js";
 
 const root = document.getElementById("app");
 const leaving = [];
