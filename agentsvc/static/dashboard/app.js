@@ -16,8 +16,7 @@ import { renderWidget } from "./page-widget.js";
 import { renderChannels } from "./page-channels.js";
 import { renderProfile, renderTeam } from "./page-team.js";
 import { renderApiKeys, renderSecrets } from "./page-credentials.js";
-import { renderSubmission, renderSubmissions, renderWebhook, renderWebhooks } from "./page-deliveries.js";
-import { renderAuditLog } from "./page-audit.js";
+import { renderAuditLog, renderSubmission, renderSubmissions, renderWebhook, renderWebhooks } from "./page-deliveries.js";
 
 const root = document.getElementById("app");
 const leaving = [];

@@ -1,12 +1,12 @@
 // Deliveries to other systems, one page each. Event webhooks (owner): create with the events
 // to send (the secret is shown once), list, delete; one webhook's delivery log with the body
 // sent, every attempt, and Redeliver. Form submissions: filter by status and agent, read one
-// with its delivery log, redeliver.
+// with its delivery log, redeliver. And the team's other log, the audit log (below).
 
 import { BASE, enc, get, post, qs } from "./api.js";
 import { button, copyText, download, field, h, mount, pager, pretty, select, table, toast, when } from "./dom.js";
 import { actionButton, deleteButton, onSubmit, pageHeader } from "./forms.js";
-import { choices, DELIVERY_STATUS, deliveryStatus, executionMode, postAction, SUBMISSION_STATUS, submissionStatus, webhookEvent } from "./labels.js";
+import { AUDIT_ACTION, actorVia, auditAction, choices, DELIVERY_STATUS, deliveryStatus, executionMode, postAction, role, SUBMISSION_STATUS, submissionStatus, toolType, webhookEvent, words } from "./labels.js";
 
 /** Event types and what they mean (the API refuses any other). */
 export const EVENTS = [
@@ -228,4 +228,62 @@ function draw(ctx, page, sub) {
     sub.clientResult ? [h("h2", "Client handler result"), h("pre", pretty(sub.clientResult))] : null,
     h("h2", "Delivery log"),
     deliveryLog(deliveries));
+}
+
+// ── Audit log (owner): who did what and when, filtered by action, page by page.
+
+const AUDIT_ACTIONS = Object.keys(AUDIT_ACTION);
+const auditView = { action: "", cursor: null, back: [], shown: 0, limit: 50 };
+
+function who(actor) {
+  const name = actor.name || actor.email || actor.userId || "—";
+  return actor.email && actor.name ? `${actor.name} <${actor.email}>` : name;
+}
+
+function via(actor) {
+  if (actor.via === "apiKey") return `API key ${actor.keyName || actor.keyId}`;
+  return actorVia(actor.via);
+}
+
+// Details whose values are codes themselves, shown by their labels.
+const VALUES = { events: webhookEvent, role, executionType: toolType };
+
+function detailText(key, value) {
+  const label = VALUES[key] || String;
+  if (Array.isArray(value)) return value.map(label).join(", ");
+  return value !== null && typeof value === "object" ? JSON.stringify(value) : label(value);
+}
+
+function details(entry) {
+  return Object.entries(entry.details || {}).map(([k, v]) => `${words(k)}: ${detailText(k, v)}`).join("; ");
+}
+
+/** The team's audit log, newest first. */
+export async function renderAuditLog(ctx, page) {
+  if (!ctx.isOwner) {
+    mount(page, pageHeader("Audit log"), h("p.empty", "Only the team owner reads the audit log."));
+    return;
+  }
+  const result = await get(`/audit-log${qs({ action: auditView.action, limit: auditView.limit, cursor: auditView.cursor })}`);
+  const reload = () => ctx.navigate("#/audit-log");
+  const filter = select([["", "Every action"], ...AUDIT_ACTIONS.map((a) => [a, auditAction(a)])], auditView.action, {
+    "aria-label": "Action filter",
+    onchange: (e) => { Object.assign(auditView, { action: e.target.value, cursor: null, back: [] }); reload(); },
+  });
+  const nextCursor = result.pagination.nextCursor;
+  // The key column (what and when) stays in auditView while a narrow screen scrolls the rest.
+  const log = table([
+    { label: "Action", cell: (e) => [h("strong", auditAction(e.action)), h("br"), h("span.muted", when(e.createdAt, true))] },
+    { label: "Who", cell: (e) => who(e.actor) },
+    { label: "Target", cell: (e) => e.target.label || e.target.id || "—" },
+    { label: "Details", cell: (e) => details(e) },
+    { label: "Via", cell: (e) => via(e.actor) },
+    { label: "Address", cell: (e) => e.actor.ip || "—" },
+  ], result.data, "Nothing recorded yet.", "Audit log");
+  log.classList.add("key-first", "audit");
+  mount(page,
+    pageHeader("Audit log", "Keys, members, agents, tools, webhooks, exports and erasures: who did what, and when."),
+    h("div.row.filters", filter),
+    log,
+    pager(auditView, nextCursor, result.data.length, reload));
 }
