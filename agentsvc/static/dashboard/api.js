@@ -5,6 +5,9 @@ import { plain, words } from "./labels.js";
 
 export const BASE = "/api/v1";
 
+/** A piece of a path or a link escaped (an id, a name): short, as every page writes it often. */
+export const enc = encodeURIComponent;
+
 /** An error answered by the API: status, code and the API's own message. */
 export class ApiError extends Error {
   constructor(status, code, message) {

@@ -14,11 +14,9 @@ import { renderAnalytics } from "./page-analytics.js";
 import { renderPreview } from "./chat.js";
 import { renderWidget } from "./page-widget.js";
 import { renderChannels } from "./page-channels.js";
-import { renderTeam } from "./page-team.js";
+import { renderProfile, renderTeam } from "./page-team.js";
 import { renderApiKeys, renderSecrets } from "./page-credentials.js";
-import { renderSubmission, renderSubmissions, renderWebhook, renderWebhooks } from "./page-deliveries.js";
-import { renderAuditLog } from "./page-audit.js";
-import { renderProfile } from "./page-profile.js";
+import { renderAuditLog, renderSubmission, renderSubmissions, renderWebhook, renderWebhooks } from "./page-deliveries.js";
 
 const root = document.getElementById("app");
 const leaving = [];
@@ -112,8 +110,8 @@ function renderAgentPicker() {
 
 function buildShell() {
   const main = h("main", { id: "main", tabindex: "-1" });
-  const nav = h("ul", { class: "nav" });
-  const picker = h("div", { class: "picker" });
+  const nav = h("ul.nav");
+  const picker = h("div.picker");
   const user = ctx.session.user;
   const signOut = async () => {
     try {
@@ -130,20 +128,20 @@ function buildShell() {
           boot();
         },
       }, ctx.session.teams.map((t) => h("option", { value: t.id, selected: t.id === ctx.session.team.id }, `${t.name} (${t.role})`)))
-    : h("span", { class: "team-name" }, ctx.session.team.name);
+    : h("span.team-name", ctx.session.team.name);
   // On a narrow screen the sections fold behind this button (CSS shows it there only).
   const menu = button("Menu", () => showMenu(menu.getAttribute("aria-expanded") !== "true"), { class: "secondary small menu-toggle", "aria-expanded": "false", "aria-controls": "side-nav" });
   mount(root,
-    h("header", { class: "topbar" },
+    h("header.topbar",
       menu,
-      h("a", { class: "brand", href: "#/agents" }, "agentsvc"),
+      h("a.brand", { href: "#/agents" }, "agentsvc"),
       teamSwitch,
-      h("span", { class: "role-badge" }, ctx.isOwner ? "owner" : "member"),
-      h("span", { class: "spacer" }),
-      h("a", { class: "who", href: "#/profile", title: "Your profile" }, user.name || user.email),
+      h("span.role-badge", ctx.isOwner ? "owner" : "member"),
+      h("span.spacer"),
+      h("a.who", { href: "#/profile", title: "Your profile" }, user.name || user.email),
       button("Sign out", signOut)),
-    h("div", { class: "layout" },
-      h("nav", { class: "side", id: "side-nav", "aria-label": "Sections" }, picker, nav),
+    h("div.layout",
+      h("nav.side", { id: "side-nav", "aria-label": "Sections" }, picker, nav),
       main));
   root.classList.remove("loading", "menu-open");
   // A chosen section folds the narrow screen's menu (also when it is the page shown).
@@ -151,7 +149,7 @@ function buildShell() {
     if (event.target.closest("a")) showMenu(false);
   });
   for (const [hash, label] of NAV) {
-    nav.append(h("li", {}, h("a", { href: `#/${hash}`, dataset: { page: hash } }, label)));
+    nav.append(h("li", h("a", { href: `#/${hash}`, dataset: { page: hash } }, label)));
   }
   shell = { main, nav, picker, menu };
   renderAgentPicker();
@@ -186,22 +184,22 @@ async function route() {
   }
   const main = shell.main;
   main.setAttribute("aria-busy", "true");
-  mount(main, h("p", { class: "muted" }, "Loading…"));
-  const page = h("div", { class: "page", dataset: { page: entry[0] } });
+  mount(main, h("p.muted", "Loading…"));
+  const page = h("div.page", { dataset: { page: entry[0] } });
   try {
     if (id && DETAIL[entry[0]]) {
       await DETAIL[entry[0]](ctx, page, id);
     } else if (entry[3] && !ctx.agent) {
       mount(page,
-        h("h1", {}, entry[1]),
-        h("p", { class: "empty" }, "Create an agent first: this page shows one agent's data."),
-        ctx.isOwner ? h("a", { class: "button", href: "#/agents/new" }, "Create an agent") : null);
+        h("h1", entry[1]),
+        h("p.empty", "Create an agent first: this page shows one agent's data."),
+        ctx.isOwner ? h("a.button", { href: "#/agents/new" }, "Create an agent") : null);
     } else {
       await entry[2](ctx, page);
     }
   } catch (err) {
     if (seq !== routeSeq) return;
-    mount(page, h("h1", {}, entry[1]), h("p", { class: "form-error", role: "alert" }, describe(err)));
+    mount(page, h("h1", entry[1]), h("p.form-error", { role: "alert" }, describe(err)));
   }
   if (seq !== routeSeq) return;
   mount(main, page);
@@ -249,9 +247,9 @@ async function boot() {
     await route();
   } catch (err) {
     root.classList.remove("loading");
-    mount(root, h("div", { class: "card narrow" },
-      h("h1", {}, "The dashboard could not start"),
-      h("p", { class: "form-error", role: "alert" }, describe(err)),
+    mount(root, h("div.card.narrow",
+      h("h1", "The dashboard could not start"),
+      h("p.form-error", { role: "alert" }, describe(err)),
       button("Try again", boot, { class: null })));
   }
 }

@@ -219,8 +219,8 @@ function downloadCsv(file, text) {
  * {file, header, rows}; `extra` goes under the chart (a table of its figures).
  */
 export function chartCard({ heading, draw, csv, extra = null }) {
-  const tip = h("div", { class: "chart-tip", hidden: true, "aria-live": "polite" });
-  const box = h("div", { class: "chart-box", tabindex: "0", role: "group" });
+  const tip = h("div.chart-tip", { hidden: true, "aria-live": "polite" });
+  const box = h("div.chart-box", { tabindex: "0", role: "group" });
   let drawn = draw(560);
   let index = -1;
   let width = 0;
@@ -232,7 +232,7 @@ export function chartCard({ heading, draw, csv, extra = null }) {
       return;
     }
     const mark = drawn.marks[i];
-    tip.replaceChildren(...mark.lines.map((line, j) => h(j ? "span" : "strong", {}, line)));
+    tip.replaceChildren(...mark.lines.map((line, j) => h(j ? "span" : "strong", line)));
     tip.hidden = false;
     // Beside the mark, inside the frame.
     const room = box.clientWidth - tip.offsetWidth - 4;
@@ -274,7 +274,7 @@ export function chartCard({ heading, draw, csv, extra = null }) {
     const { file, header, rows } = csv();
     downloadCsv(file, toCsv(header, rows));
   }, { "aria-label": `Download CSV: ${heading}` });
-  return h("section", { class: "card chart-card" },
-    h("div", { class: "row chart-head" }, h("h3", {}, heading), h("span", { class: "spacer" }), save),
-    h("div", { class: "chart-frame" }, box, tip), extra);
+  return h("section.card.chart-card",
+    h("div.row.chart-head", h("h3", heading), h("span.spacer"), save),
+    h("div.chart-frame", box, tip), extra);
 }

@@ -1,7 +1,7 @@
 // Chat preview: the page and its panel, which streams POST /chat, shows tool calls and renders
 // form tools, whose submissions go to the public submit endpoint exactly as the widget sends them.
 
-import { chatStream, describe, post } from "./api.js";
+import { chatStream, describe, enc, post } from "./api.js";
 import { append, button, field, h, mount, pretty } from "./dom.js";
 import { pageHeader } from "./forms.js";
 import { executionMode, modelName, plain } from "./labels.js";
@@ -39,13 +39,13 @@ function readFile(file) {
 /** A form of a form tool's result: fill it in and submit it as an end user would. */
 function renderForm(form, conversationId, onDone) {
   const schema = form.formSchema || { fields: [] };
-  const el = h("form", { class: "stack chat-form", "aria-label": `Form ${form.toolName}` });
+  const el = h("form.stack.chat-form", { "aria-label": `Form ${form.toolName}` });
   const controls = {};
   for (const f of schema.fields || []) {
     controls[f.name] = formControl(f);
     el.append(field(f.label || f.name, controls[f.name]));
   }
-  const status = h("p", { class: "muted", role: "status" });
+  const status = h("p.muted", { role: "status" });
   el.append(h("button", { type: "submit" }, schema.submitLabel || "Submit"), status);
   el.addEventListener("submit", async (event) => {
     event.preventDefault();
@@ -69,8 +69,8 @@ function renderForm(form, conversationId, onDone) {
     status.textContent = "Sending…";
     try {
       const result = await post("/form-submissions/submit", body);
-      mount(el, h("p", { class: "notice" }, schema.successMessage || "Thanks, submitted."),
-        h("p", { class: "muted" }, `Submission ${result.submissionId} · ${executionMode(result.executionMode)}` +
+      mount(el, h("p.notice", schema.successMessage || "Thanks, submitted."),
+        h("p.muted", `Submission ${result.submissionId} · ${executionMode(result.executionMode)}` +
           (result.webhookResult ? ` · webhook ${result.webhookResult.success ? "delivered" : "failed: " + (result.webhookResult.error || "")}` : "")));
       onDone(result);
     } catch (err) {
@@ -86,7 +86,7 @@ function renderForm(form, conversationId, onDone) {
  * assistant's turn has ended.
  */
 export function chatPanel(agentId, { title = "Chat preview" } = {}) {
-  const log = h("div", { class: "transcript", role: "log", "aria-label": "Transcript", "aria-live": "polite" });
+  const log = h("div.transcript", { role: "log", "aria-label": "Transcript", "aria-live": "polite" });
   const box = h("textarea", { id: "chat-message", rows: 2, placeholder: "Ask something, or /tool NAME {json}" });
   const send = h("button", { type: "submit" }, "Send");
   let messages = [];
@@ -97,11 +97,11 @@ export function chatPanel(agentId, { title = "Chat preview" } = {}) {
     mount(log);
     convLabel.textContent = "";
   });
-  const convLabel = h("span", { class: "muted" });
-  const form = h("form", { class: "composer" }, h("label", { for: "chat-message", class: "sr-only" }, "Message"), box, send);
+  const convLabel = h("span.muted");
+  const form = h("form.composer", h("label", { for: "chat-message", class: "sr-only" }, "Message"), box, send);
 
   function bubble(role, text) {
-    const el = h("div", { class: `msg ${role}` }, h("span", { class: "who" }, role === "user" ? "You" : "Agent"), h("div", { class: "text" }, text));
+    const el = h("div", { class: `msg ${role}` }, h("span.who", role === "user" ? "You" : "Agent"), h("div.text", text));
     log.append(el);
     log.scrollTop = log.scrollHeight;
     return el.querySelector(".text");
@@ -109,13 +109,13 @@ export function chatPanel(agentId, { title = "Chat preview" } = {}) {
 
   /** Good/Bad answer buttons: the same feedback endpoint the widget uses. */
   function feedback(convId, msgId) {
-    const row = h("div", { class: "feedback" });
+    const row = h("div.feedback");
     const rate = async (rating, button) => {
       try {
-        await post(`/conversations/${encodeURIComponent(convId)}/feedback`, { messageId: msgId, rating });
+        await post(`/conversations/${enc(convId)}/feedback`, { messageId: msgId, rating });
         for (const b of row.querySelectorAll("button")) b.setAttribute("aria-pressed", String(b === button));
       } catch (err) {
-        row.append(h("span", { class: "bad" }, describe(err)));
+        row.append(h("span.bad", describe(err)));
       }
     };
     const up = button("👍", () => rate("up", up), { class: "small secondary", "aria-label": "Good answer", "aria-pressed": "false" });
@@ -139,16 +139,16 @@ export function chatPanel(agentId, { title = "Chat preview" } = {}) {
           conversationId = data.conversationId;
           messageId = data.messageId || null;
           convLabel.textContent = "";
-          convLabel.append("Conversation ", h("a", { href: `#/conversations/${encodeURIComponent(conversationId)}` }, conversationId));
+          convLabel.append("Conversation ", h("a", { href: `#/conversations/${enc(conversationId)}` }, conversationId));
         } else if (name === "content_block_delta" && data.delta && typeof data.delta.text === "string") {
           reply += data.delta.text;
           answer.textContent = reply;
         } else if (name === "tool_use_start") {
-          log.insertBefore(h("div", { class: "tool-note" }, `Calling tool ${data.toolName} with `, h("code", {}, JSON.stringify(data.input))), answer.parentElement);
+          log.insertBefore(h("div.tool-note", `Calling tool ${data.toolName} with `, h("code", JSON.stringify(data.input))), answer.parentElement);
         } else if (name === "tool_result") {
           const note = h("details", { class: `tool-note ${data.isError ? "error" : ""}` },
-            h("summary", {}, `Result of ${data.toolName}${data.isError ? " (error)" : ""}`),
-            h("pre", {}, typeof data.output === "string" ? data.output : pretty(data.output)));
+            h("summary", `Result of ${data.toolName}${data.isError ? " (error)" : ""}`),
+            h("pre", typeof data.output === "string" ? data.output : pretty(data.output)));
           log.insertBefore(note, answer.parentElement);
           if (data.form) log.insertBefore(renderForm(data.form, conversationId, () => {}), answer.parentElement);
         } else if (name === "error") {
@@ -190,8 +190,8 @@ export function chatPanel(agentId, { title = "Chat preview" } = {}) {
       form.requestSubmit();
     }
   });
-  const el = h("section", { class: "chat card", "aria-label": title },
-    h("div", { class: "row" }, h("h2", {}, title), h("span", { class: "spacer" }), convLabel, reset),
+  const el = h("section.chat.card", { "aria-label": title },
+    h("div.row", h("h2", title), h("span.spacer"), convLabel, reset),
     log, form);
   return { el, send: turn };
 }

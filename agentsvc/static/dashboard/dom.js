@@ -1,9 +1,16 @@
 // Tiny DOM helpers: every piece of data goes in as text (textContent / text nodes), never HTML.
 
-/** Create an element: h("button", {class: "x", onclick: fn}, "text", child, ...). */
-export function h(tag, attrs = {}, ...children) {
-  const el = document.createElement(tag);
-  for (const [key, value] of Object.entries(attrs || {})) {
+/** Create an element: h("button.x", {onclick: fn}, "text", child, ...); the classes may
+ *  follow the tag ("p.muted") or be attrs.class, and attrs may be left out: h("td", text). */
+export function h(tag, attrs, ...children) {
+  const [name, ...classes] = tag.split(".");
+  const el = document.createElement(name);
+  if (classes.length) el.className = classes.join(" ");
+  if (attrs?.constructor !== Object) {
+    children.unshift(attrs);
+    attrs = {};
+  }
+  for (const [key, value] of Object.entries(attrs)) {
     if (value === undefined || value === null || value === false) continue;
     if (key.startsWith("on") && typeof value === "function") {
       el.addEventListener(key.slice(2), value);
@@ -44,7 +51,7 @@ let fieldSeq = 0;
 export function field(label, control, hint) {
   const id = control.id || `f${++fieldSeq}`;
   control.id = id;
-  const wrap = h("div", { class: "field" });
+  const wrap = h("div.field");
   if (control.type === "checkbox" || control.type === "radio") {
     wrap.classList.add("check");
     append(wrap, [control, h("label", { for: id }, label)]);
@@ -52,7 +59,7 @@ export function field(label, control, hint) {
     append(wrap, [h("label", { for: id }, label), control]);
   }
   if (hint) {
-    const hintEl = h("small", { class: "hint", id: `${id}-hint` }, hint);
+    const hintEl = h("small.hint", { id: `${id}-hint` }, hint);
     control.setAttribute("aria-describedby", hintEl.id);
     wrap.append(hintEl);
   }
@@ -61,7 +68,7 @@ export function field(label, control, hint) {
 
 /** Put elements beside a field's control (a slider's number, a colour's hex), in one row. */
 export function beside(control, ...extra) {
-  const row = h("div", { class: "beside" });
+  const row = h("div.beside");
   control.replaceWith(row);
   return append(row, [control, ...extra]);
 }
@@ -70,7 +77,7 @@ export function beside(control, ...extra) {
 export function showError(form, message) {
   let box = form.querySelector(":scope > .form-error");
   if (!box) {
-    box = h("p", { class: "form-error", role: "alert" });
+    box = h("p.form-error", { role: "alert" });
     form.prepend(box);
   }
   box.textContent = message || "";
@@ -88,15 +95,15 @@ export function toast(message, kind = "ok") {
 /** Ask for confirmation with a modal <dialog>; resolves true or false. */
 export function confirmDialog(message, confirmLabel = "Confirm") {
   return new Promise((resolve) => {
-    const dialog = h("dialog", { class: "confirm", "aria-label": "Confirm" });
+    const dialog = h("dialog.confirm", { "aria-label": "Confirm" });
     const done = (answer) => {
       dialog.close();
       dialog.remove();
       resolve(answer);
     };
     append(dialog, [
-      h("p", {}, message),
-      h("div", { class: "row end" },
+      h("p", message),
+      h("div.row.end",
         button("Cancel", () => done(false), { class: "secondary" }),
         button(confirmLabel, () => done(true), { class: "danger" })),
     ]);
@@ -118,7 +125,7 @@ export function pager(view, next, count, go, between = null, [back, on] = ["Prev
     move();
     go();
   }, { disabled: off });
-  return h("div", { class: "row pager" },
+  return h("div.row.pager",
     step(back, !view.back.length, () => {
       view.cursor = view.back.pop();
       view.shown = Math.max(0, view.shown - view.limit);
@@ -141,12 +148,12 @@ export function download(href, file = "") {
 
 /** A table from column definitions [{label, cell: row => node|string}] and rows. */
 export function table(columns, rows, empty = "Nothing here yet.", label = undefined) {
-  if (!rows.length) return h("p", { class: "empty" }, empty);
+  if (!rows.length) return h("p.empty", empty);
   // Focusable, so a table that scrolls sideways on a narrow screen scrolls by keyboard too.
-  return h("div", { class: "table-wrap", tabindex: "0", role: "region", "aria-label": label || "Table" },
+  return h("div.table-wrap", { tabindex: "0", role: "region", "aria-label": label || "Table" },
     h("table", { "aria-label": label },
-      h("thead", {}, h("tr", {}, columns.map((c) => h("th", { scope: "col" }, c.label)))),
-      h("tbody", {}, rows.map((row) => h("tr", {}, columns.map((c) => h("td", {}, c.cell(row))))))));
+      h("thead", h("tr", columns.map((c) => h("th", { scope: "col" }, c.label)))),
+      h("tbody", rows.map((row) => h("tr", columns.map((c) => h("td", c.cell(row))))))));
 }
 
 const stamps = [new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" }), new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "medium" })];
@@ -163,8 +170,8 @@ export function when(iso, seconds = false) {
 export function avatar(person) {
   // The URL is on the public address (for visitors); here the same path on this origin,
   // which the page's policy allows whatever address the dashboard was opened at.
-  if (person && person.avatarUrl) return h("img", { class: "avatar", src: new URL(person.avatarUrl, location.href).pathname, alt: "" });
-  return h("span", { class: "avatar", "aria-hidden": "true" }, String((person && person.name) || "?")[0].toUpperCase());
+  if (person && person.avatarUrl) return h("img.avatar", { src: new URL(person.avatarUrl, location.href).pathname, alt: "" });
+  return h("span.avatar", { "aria-hidden": "true" }, String((person && person.name) || "?")[0].toUpperCase());
 }
 
 /** A select element from [value, label] pairs. */
@@ -197,7 +204,7 @@ export async function copyText(text) {
     await navigator.clipboard.writeText(text);
     return true;
   } catch {
-    const area = h("textarea", { class: "offscreen" });
+    const area = h("textarea.offscreen");
     area.value = text;
     document.body.append(area);
     area.select();

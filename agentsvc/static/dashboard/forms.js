@@ -51,7 +51,7 @@ export function deleteButton(label, question, yes, path, said, after, attrs = { 
 
 /** A page header: title, optional subtitle and action elements on the right. */
 export function pageHeader(title, subtitle, ...actions) {
-  return h("div", { class: "page-head" },
-    h("div", {}, h("h1", {}, title), subtitle ? h("p", { class: "muted" }, subtitle) : null),
-    h("div", { class: "actions" }, actions));
+  return h("div.page-head",
+    h("div", h("h1", title), subtitle ? h("p.muted", subtitle) : null),
+    h("div.actions", actions));
 }

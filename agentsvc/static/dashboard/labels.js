@@ -72,7 +72,7 @@ export const auditAction = labeller(AUDIT_ACTION);
 export const modelName = (id) => (id === "builtin" ? "Builtin" : String(id ?? ""));
 
 /** A language of the agent (Snowball's name) as people write it: "english" → "English". */
-export const languageName = (name) => words(name);
+export const languageName = words;
 
 /** A language tag by name: "de-DE" → "German (Germany)". */
 export function localeName(tag) {

@@ -1,7 +1,7 @@
 // Agents: list, create (owner), edit model/prompt/temperature, handoff, the widget's look,
 // delete (owner).
 
-import { del, get, patch, post } from "./api.js";
+import { del, enc, get, patch, post } from "./api.js";
 import { beside, button, confirmDialog, field, h, mount, select, table, toast, when } from "./dom.js";
 import { onSubmit, pageHeader } from "./forms.js";
 import { languageName, modelName } from "./labels.js";
@@ -88,7 +88,7 @@ function modelFields(agent, names, inUse) {
 
 function agentFields(agent, names, inUse) {
   const temperature = h("input", { name: "temperature", type: "range", min: 0, max: 100, step: 1, value: agent.temperature ?? DEFAULT_TEMPERATURE });
-  const shown = h("output", { class: "range-value", "aria-hidden": "true" }, String(temperature.value));
+  const shown = h("output.range-value", { "aria-hidden": "true" }, String(temperature.value));
   temperature.addEventListener("input", () => (shown.textContent = temperature.value));
   const temperatureField = field("Temperature (0-100)", temperature, "0 is focused, 100 is creative.");
   beside(temperature, shown);
@@ -145,22 +145,22 @@ function handoffForm(agent) {
   const hand = agent.handoff;
   const hours = hand.businessHours;
   const zone = hours ? hours.timezone : Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
-  const form = onSubmit(h("form", { class: "stack card", "aria-label": "Handoff to a person" },
-    h("h2", {}, "Handoff to a person"),
-    h("label", {}, h("input", { type: "checkbox", name: "enabled", checked: hand.enabled }),
+  const form = onSubmit(h("form.stack.card", { "aria-label": "Handoff to a person" },
+    h("h2", "Handoff to a person"),
+    h("label", h("input", { type: "checkbox", name: "enabled", checked: hand.enabled }),
       " Visitors may ask for a person (the widget shows \"Talk to a person\"; the agent may also hand over by itself)"),
     field("Business hours", h("textarea", { name: "hours", rows: 4, placeholder: "mon 09:00-17:00\ntue 09:00-17:00" }, hoursText(hours)),
       "One line per interval; empty: always. Outside them the widget shows the offline message and asks for an e-mail address."),
     field("Time zone", zoneSelect(zone)),
     field("Offline message", h("textarea", { name: "offlineMessage", rows: 2 }, hand.offlineMessage)),
-    h("label", {}, h("input", { type: "checkbox", name: "email", checked: hand.notify.email }),
+    h("label", h("input", { type: "checkbox", name: "email", checked: hand.notify.email }),
       " E-mail the members who asked for it (Inbox page) at each handoff"),
     field("Team chat webhook", h("input", { name: "teamChat", type: "url", value: hand.notify.teamChat || "", placeholder: "https://hooks.example.com/..." }),
-      hand.notify.teamChatSecret ? ["Signed with ", h("code", {}, hand.notify.teamChatSecret), " (Standard Webhooks)."] : "Each handoff is posted here, signed."),
+      hand.notify.teamChatSecret ? ["Signed with ", h("code", hand.notify.teamChatSecret), " (Standard Webhooks)."] : "Each handoff is posted here, signed."),
     h("button", { type: "submit" }, "Save handoff settings")), async (data) => {
     const intervals = parseHours(String(data.get("hours")));
     const teamChat = String(data.get("teamChat")).trim();
-    await patch(`/agents/${encodeURIComponent(agent.id)}`, {
+    await patch(`/agents/${enc(agent.id)}`, {
       handoff: {
         enabled: data.get("enabled") === "on",
         businessHours: intervals.length ? { timezone: String(data.get("timezone")).trim(), intervals } : null,
@@ -178,13 +178,13 @@ function retentionForm(ctx, agent) {
   const days = agent.retentionDays;
   const hint = "Conversations idle this long and submissions this old are deleted (with their files) by an hourly job. Empty: keep everything.";
   if (!ctx.isOwner) {
-    return h("section", { class: "stack card", "aria-label": "Data retention" },
-      h("h2", {}, "Data retention"),
-      h("p", {}, days ? `Conversations and submissions are kept ${days} days.` : "Conversations and submissions are kept until deleted."),
-      h("p", { class: "muted" }, "Only the team owner changes this."));
+    return h("section.stack.card", { "aria-label": "Data retention" },
+      h("h2", "Data retention"),
+      h("p", days ? `Conversations and submissions are kept ${days} days.` : "Conversations and submissions are kept until deleted."),
+      h("p.muted", "Only the team owner changes this."));
   }
-  return onSubmit(h("form", { class: "stack card", "aria-label": "Data retention" },
-    h("h2", {}, "Data retention"),
+  return onSubmit(h("form.stack.card", { "aria-label": "Data retention" },
+    h("h2", "Data retention"),
     field("Keep conversations and submissions for (days)", h("input", { name: "retentionDays", type: "number", min: 1, max: 36500, step: 1, value: days ?? "", placeholder: "forever" }), hint),
     h("button", { type: "submit" }, "Save retention")), async (data) => {
     const text = String(data.get("retentionDays")).trim();
@@ -192,7 +192,7 @@ function retentionForm(ctx, agent) {
     if (value !== null && !(Number.isInteger(value) && value >= 1 && value <= 36500)) {
       throw new Error("retentionDays: a whole number of days from 1 to 36500, or empty");
     }
-    const saved = await patch(`/agents/${encodeURIComponent(agent.id)}`, { retentionDays: value });
+    const saved = await patch(`/agents/${enc(agent.id)}`, { retentionDays: value });
     toast(saved.retentionDays ? `Kept ${saved.retentionDays} days` : "Kept until deleted");
   });
 }
@@ -201,14 +201,14 @@ function retentionForm(ctx, agent) {
 export async function renderAgents(ctx, page) {
   await ctx.refreshAgents();
   const columns = [
-    { label: "Name", cell: (a) => h("a", { href: `#/agents/${encodeURIComponent(a.id)}` }, a.name) },
-    { label: "Slug", cell: (a) => h("code", {}, a.slug) },
+    { label: "Name", cell: (a) => h("a", { href: `#/agents/${enc(a.id)}` }, a.name) },
+    { label: "Slug", cell: (a) => h("code", a.slug) },
     { label: "Model", cell: (a) => modelName(a.model) },
     { label: "Created", cell: (a) => when(a.createdAt) },
   ];
   mount(page,
     pageHeader("Agents", "Each agent has a model, a system prompt and a temperature.",
-      ctx.isOwner ? h("a", { class: "button", href: "#/agents/new" }, "New agent") : null),
+      ctx.isOwner ? h("a.button", { href: "#/agents/new" }, "New agent") : null),
     table(columns, ctx.agents, ctx.isOwner ? "No agents yet: create the first one." : "No agents yet: the team owner creates them."));
 }
 
@@ -216,31 +216,31 @@ export async function renderAgents(ctx, page) {
 export async function renderAgent(ctx, page, id) {
   if (id === "new") {
     if (!ctx.isOwner) {
-      mount(page, pageHeader("New agent"), h("p", { class: "empty" }, "Only the team owner creates agents."));
+      mount(page, pageHeader("New agent"), h("p.empty", "Only the team owner creates agents."));
       return;
     }
     const names = await modelProviders();
-    const form = onSubmit(h("form", { class: "stack card", "aria-label": "New agent" }, agentFields({}, names, ctx.agents.map((a) => a.model)), h("button", { type: "submit" }, "Create agent")), async (data) => {
+    const form = onSubmit(h("form.stack.card", { "aria-label": "New agent" }, agentFields({}, names, ctx.agents.map((a) => a.model)), h("button", { type: "submit" }, "Create agent")), async (data) => {
       const agent = await post("/agents", agentBody(data));
       toast(`Agent ${agent.name} created`);
       ctx.setAgent(agent.id);
       await ctx.refreshAgents();
-      ctx.navigate(`#/agents/${encodeURIComponent(agent.id)}`);
+      ctx.navigate(`#/agents/${enc(agent.id)}`);
     });
     mount(page, pageHeader("New agent"), form);
     return;
   }
-  const [agent, names] = await Promise.all([get(`/agents/${encodeURIComponent(id)}`), modelProviders()]);
+  const [agent, names] = await Promise.all([get(`/agents/${enc(id)}`), modelProviders()]);
   if (ctx.agentId !== agent.id) ctx.setAgent(agent.id);
-  const form = onSubmit(h("form", { class: "stack card", "aria-label": "Agent settings" }, agentFields(agent, names, ctx.agents.map((a) => a.model)), h("button", { type: "submit" }, "Save changes")), async (data) => {
-    const saved = await patch(`/agents/${encodeURIComponent(id)}`, agentBody(data));
+  const form = onSubmit(h("form.stack.card", { "aria-label": "Agent settings" }, agentFields(agent, names, ctx.agents.map((a) => a.model)), h("button", { type: "submit" }, "Save changes")), async (data) => {
+    const saved = await patch(`/agents/${enc(id)}`, agentBody(data));
     toast(`Saved ${saved.name}`);
     await ctx.refreshAgents();
   });
   const remove = ctx.isOwner
     ? button("Delete agent", async () => {
         if (!(await confirmDialog(`Delete agent "${agent.name}" with its conversations, tools and triggers? This cannot be undone.`, "Delete agent"))) return;
-        await del(`/agents/${encodeURIComponent(id)}`);
+        await del(`/agents/${enc(id)}`);
         toast(`Deleted ${agent.name}`);
         await ctx.refreshAgents();
         ctx.navigate("#/agents");
@@ -248,10 +248,10 @@ export async function renderAgent(ctx, page, id) {
     : null;
   mount(page,
     pageHeader(agent.name, `Slug ${agent.slug} · created ${when(agent.createdAt)} · updated ${when(agent.updatedAt)}`,
-      h("a", { class: "button secondary", href: "#/preview" }, "Chat preview"),
-      h("a", { class: "button secondary", href: "#/tools" }, "Tools"),
+      h("a.button.secondary", { href: "#/preview" }, "Chat preview"),
+      h("a.button.secondary", { href: "#/tools" }, "Tools"),
       remove),
-    h("p", { class: "muted" }, "Agent id: ", h("code", {}, agent.id)),
+    h("p.muted", "Agent id: ", h("code", agent.id)),
     form,
     handoffForm(agent),
     widgetLookSection(agent),

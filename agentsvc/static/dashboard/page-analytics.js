@@ -4,7 +4,7 @@
 // the page (charts.js) in frames with tooltips and a CSV download (charts.js), each with
 // a table of its figures.
 
-import { get, qs } from "./api.js";
+import { enc, get, qs } from "./api.js";
 import { button, field, h, mount, table, when } from "./dom.js";
 import { chartCard, dayLabel, funnelChart, groupedBars, timeSeries } from "./charts.js";
 import { pageHeader } from "./forms.js";
@@ -56,8 +56,8 @@ function duration(seconds) {
 
 /** The figures of a chart as a table, behind a disclosure (for screen readers and copying). */
 function figuresTable(caption, columns, rows) {
-  return h("details", { class: "figures-table" },
-    h("summary", {}, `${caption}: the figures as a table`),
+  return h("details.figures-table",
+    h("summary", `${caption}: the figures as a table`),
     table(columns, rows, "No figures.", caption));
 }
 
@@ -80,14 +80,14 @@ function cards(data, previous) {
   const compared = previous
     ? `${dayLabel(data.from, true)} – ${dayLabel(data.to, true)}, compared with the ${days} ${days === 1 ? "day" : "days"} before (${dayLabel(previous.from, true)} – ${dayLabel(previous.to, true)}).`
     : `${dayLabel(data.from, true)} – ${dayLabel(data.to, true)}.`;
-  return h("section", { class: "stats", "aria-label": "Totals" },
-    h("p", { class: "muted" }, compared),
-    h("ul", { class: "stat-cards" }, CARDS.map(([key, lower]) => {
+  return h("section.stats", { "aria-label": "Totals" },
+    h("p.muted", compared),
+    h("ul.stat-cards", CARDS.map(([key, lower]) => {
       const moved = change(t[key], before ? before[key] : null, lower);
-      return h("li", { class: "card stat" },
-        h("span", { class: "stat-label" }, FIGURES[key]),
-        h("strong", { class: "stat-value" }, String(t[key])),
-        key === "unanswered" ? h("span", { class: "muted" }, `${pct(t.unansweredRate)} of answers`) : null,
+      return h("li.card.stat",
+        h("span.stat-label", FIGURES[key]),
+        h("strong.stat-value", String(t[key])),
+        key === "unanswered" ? h("span.muted", `${pct(t.unansweredRate)} of answers`) : null,
         h("span", { class: `stat-change ${moved.cls}` }, moved.arrow ? h("span", { "aria-hidden": "true" }, `${moved.arrow} `) : null, moved.text));
     })));
 }
@@ -101,12 +101,12 @@ function rangeForm(ctx, data) {
     range.to = to;
     ctx.navigate("#/analytics");
   };
-  const form = h("form", { class: "row range-form", "aria-label": "Range of days", onsubmit: (e) => {
+  const form = h("form.row.range-form", { "aria-label": "Range of days", onsubmit: (e) => {
     e.preventDefault();
     const values = new FormData(form);
     show(String(values.get("from") || ""), String(values.get("to") || ""));
   } },
-  h("div", { class: "presets", role: "group", "aria-label": "Presets" }, PRESETS.map((n) =>
+  h("div.presets", { role: "group", "aria-label": "Presets" }, PRESETS.map((n) =>
     button(`Last ${n} days`, () => show(shift(today, 1 - n), today), { class: "secondary", "aria-pressed": String(data.to === today && days === n) }))),
   field("From", h("input", { name: "from", type: "date", value: range.from || data.from })),
   field("To", h("input", { name: "to", type: "date", value: range.to || data.to })),
@@ -171,12 +171,12 @@ function activity(ctx, data, previous) {
   return [
     rangeForm(ctx, data),
     cards(data, previous),
-    h("div", { class: "charts wide" }, volume, quality),
+    h("div.charts.wide", volume, quality),
     dayTable,
-    h("h2", {}, "Trigger funnel"),
+    h("h2", "Trigger funnel"),
     funnel,
-    h("h2", {}, "Most frequent unanswered questions"),
-    h("p", { class: "muted" }, "Questions the agent found nothing for, grouped by their words. Write an answer and visitors asking them get it."),
+    h("h2", "Most frequent unanswered questions"),
+    h("p.muted", "Questions the agent found nothing for, grouped by their words. Write an answer and visitors asking them get it."),
     questions,
   ];
 }
@@ -194,7 +194,7 @@ function formCard(f, tools) {
     { label: "Delivered", value: f.successful },
     { label: "Failed", value: f.failed },
   ], [
-    h("p", { class: "muted" }, `Conversion ${pct(f.conversionRate)} (submitted / shown) · completion ${pct(f.completionRate)} (submitted / started)`),
+    h("p.muted", `Conversion ${pct(f.conversionRate)} (submitted / shown) · completion ${pct(f.completionRate)} (submitted / started)`),
     rates.length ? table([{ label: "Field", cell: (r) => labelOf(r[0]) }, { label: "Completed", cell: (r) => pct(r[1]) }], rates) : null,
   ]);
 }
@@ -215,7 +215,7 @@ function triggersCard(groups) {
 async function previousOf(agent, data) {
   try {
     const to = shift(data.from, -1);
-    return await get(`/agents/${encodeURIComponent(agent.id)}/analytics${qs({ from: shift(to, 1 - data.days.length), to })}`);
+    return await get(`/agents/${enc(agent.id)}/analytics${qs({ from: shift(to, 1 - data.days.length), to })}`);
   } catch {
     return null;
   }
@@ -225,11 +225,11 @@ async function previousOf(agent, data) {
 export async function renderAnalytics(ctx, page) {
   const agent = ctx.agent;
   const [data, forms, triggers, stats, handoff, tools] = await Promise.all([
-    get(`/agents/${encodeURIComponent(agent.id)}/analytics${qs({ from: range.from, to: range.to })}`),
+    get(`/agents/${enc(agent.id)}/analytics${qs({ from: range.from, to: range.to })}`),
     get(`/form-submissions/analytics${qs({ agentId: agent.id })}`),
     get(`/triggers${qs({ agentId: agent.id })}`),
     get(`/triggers/stats${qs({ agentId: agent.id })}`),
-    get(`/agents/${encodeURIComponent(agent.id)}/handoff-stats`),
+    get(`/agents/${enc(agent.id)}/handoff-stats`),
     get(`/tools${qs({ agentId: agent.id })}`),
   ]);
   const previous = await previousOf(agent, data);
@@ -237,15 +237,15 @@ export async function renderAnalytics(ctx, page) {
   const groups = triggers.map((t) => ({ label: t.name, values: [(stats[t.id] || {}).firedCount || 0, (stats[t.id] || {}).convertedCount || 0] }));
   mount(page,
     pageHeader(`Analytics of ${agent.name}`, "Conversations and answers per day against the days before, unanswered questions, the trigger funnel, handoffs and form funnels."),
-    h("h2", {}, "Conversations and answers"),
+    h("h2", "Conversations and answers"),
     activity(ctx, data, previous),
-    h("h2", {}, "Handoffs"),
-    h("section", { class: "card", "aria-label": "Handoff figures" },
-      h("dl", { class: "figures" },
-        h("dt", {}, "Handoff rate"), h("dd", {}, `${pct(handoff.handoffRate * 100)} (${handoff.handoffs} of ${handoff.conversations} conversations)`),
-        h("dt", {}, "Median first human reply"), h("dd", {}, handoff.medianFirstReplySeconds === null ? "—" : duration(handoff.medianFirstReplySeconds)))),
-    h("h2", {}, "Forms"),
-    entries.length ? h("div", { class: "charts" }, entries.map((f) => formCard(f, tools))) : h("p", { class: "empty" }, "No form tools yet."),
-    h("h2", {}, "Triggers"),
-    groups.length ? triggersCard(groups) : h("p", { class: "empty" }, "No triggers yet."));
+    h("h2", "Handoffs"),
+    h("section.card", { "aria-label": "Handoff figures" },
+      h("dl.figures",
+        h("dt", "Handoff rate"), h("dd", `${pct(handoff.handoffRate * 100)} (${handoff.handoffs} of ${handoff.conversations} conversations)`),
+        h("dt", "Median first human reply"), h("dd", handoff.medianFirstReplySeconds === null ? "—" : duration(handoff.medianFirstReplySeconds)))),
+    h("h2", "Forms"),
+    entries.length ? h("div.charts", entries.map((f) => formCard(f, tools))) : h("p.empty", "No form tools yet."),
+    h("h2", "Triggers"),
+    groups.length ? triggersCard(groups) : h("p.empty", "No triggers yet."));
 }

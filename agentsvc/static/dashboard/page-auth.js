@@ -1,15 +1,15 @@
 // Pages shown before the app: first-run owner creation, sign-in, accepting an invitation.
 
-import { ApiError, get, post } from "./api.js";
+import { ApiError, enc, get, post } from "./api.js";
 import { field, h, mount } from "./dom.js";
 import { onSubmit } from "./forms.js";
 import { ssoOffer } from "./sso.js";
 
 function card(title, ...children) {
-  return h("div", { class: "auth" },
-    h("div", { class: "card narrow" },
-      h("p", { class: "brand big" }, "agentsvc"),
-      h("h1", {}, title),
+  return h("div.auth",
+    h("div.card.narrow",
+      h("p.brand.big", "agentsvc"),
+      h("h1", title),
       children));
 }
 
@@ -22,7 +22,7 @@ function input(attrs) {
 
 /** First run: no user exists yet, so the page offers to create the owner account. */
 export function renderSetup(root, ctx) {
-  const form = h("form", { class: "stack", novalidate: true },
+  const form = h("form.stack", { novalidate: true },
     field("Your name", input({ name: "name", autocomplete: "name", maxlength: 80 }), NAME_HINT),
     field("E-mail", input({ name: "email", type: "email", required: true, autocomplete: "email" })),
     field("Password", input({ name: "password", type: "password", required: true, minlength: 8, autocomplete: "new-password" }), "At least 8 characters."),
@@ -35,7 +35,7 @@ export function renderSetup(root, ctx) {
   });
   root.classList.remove("loading");
   mount(root, card("Welcome — create the owner account",
-    h("p", { class: "muted" }, "This instance has no account yet. The first account owns the team: it creates agents, invites members and manages API keys."),
+    h("p.muted", "This instance has no account yet. The first account owns the team: it creates agents, invites members and manages API keys."),
     form));
 }
 
@@ -52,7 +52,7 @@ export async function renderSignIn(root, ctx) {
     providers = [];
   }
   const email = input({ name: "email", type: "email", required: true, autocomplete: "username" });
-  const password = h("form", { class: "stack", "aria-label": "Sign in with password" },
+  const password = h("form.stack", { "aria-label": "Sign in with password" },
     field("E-mail", email),
     field("Password", input({ name: "password", type: "password", required: true, autocomplete: "current-password" })),
     h("button", { type: "submit" }, "Sign in"));
@@ -60,7 +60,7 @@ export async function renderSignIn(root, ctx) {
     await post("/auth/sign-in/email", { email: data.get("email"), password: data.get("password") });
     ctx.restart();
   });
-  const magic = h("form", { class: "stack", "aria-label": "Sign in with a link" },
+  const magic = h("form.stack", { "aria-label": "Sign in with a link" },
     field("E-mail", input({ name: "email", type: "email", required: true })),
     h("button", { type: "submit", class: "secondary" }, "E-mail me a sign-in link"));
   onSubmit(magic, async (data) => {
@@ -68,24 +68,24 @@ export async function renderSignIn(root, ctx) {
     await post("/auth/magic-link", { email, callbackUrl: location.origin + "/" });
     if (mailDelivery === "log") {
       // No SMTP: the link went to the server's log, not to the inbox.
-      mount(magic, h("div", { class: "notice", role: "status" },
-        h("p", {}, "Mail is not set up on this server, so if this address has an account, the link was written to the server's log (it works once, for 15 minutes)."),
-        h("p", {}, "Or make one on the server: ", h("code", {}, `agentsvc login-link --email ${email}`))));
+      mount(magic, h("div.notice", { role: "status" },
+        h("p", "Mail is not set up on this server, so if this address has an account, the link was written to the server's log (it works once, for 15 minutes)."),
+        h("p", "Or make one on the server: ", h("code", `agentsvc login-link --email ${email}`))));
     } else {
-      mount(magic, h("p", { class: "notice", role: "status" }, "If this address has an account, a sign-in link is on its way. It works once, for 15 minutes."));
+      mount(magic, h("p.notice", { role: "status" }, "If this address has an account, a sign-in link is on its way. It works once, for 15 minutes."));
     }
   });
   const names = { github: "GitHub", google: "Google" };
   const oauth = providers.map((p) =>
-    h("a", { class: "button secondary oauth", href: `/api/v1/auth/sign-in/${encodeURIComponent(p)}?callbackUrl=${encodeURIComponent("/")}` },
+    h("a.button.secondary.oauth", { href: `/api/v1/auth/sign-in/${enc(p)}?callbackUrl=${enc("/")}` },
       `Sign in with ${names[p] || p}`));
   root.classList.remove("loading");
   mount(root, card("Sign in",
     password,
     ssoOffer(email),
-    h("div", { class: "divider" }, h("span", {}, "or")),
+    h("div.divider", h("span", "or")),
     magic,
-    oauth.length ? h("div", { class: "stack oauth-list" }, oauth) : null));
+    oauth.length ? h("div.stack.oauth-list", oauth) : null));
 }
 
 /** The link of an invitation e-mail: /accept-invitation?token=... */
@@ -102,14 +102,14 @@ export async function renderAcceptInvitation(root, ctx) {
   };
   root.classList.remove("loading");
   if (!token) {
-    mount(root, card("Invitation", h("p", { class: "form-error", role: "alert" }, "This invitation link has no token. Open the link from the e-mail again.")));
+    mount(root, card("Invitation", h("p.form-error", { role: "alert" }, "This invitation link has no token. Open the link from the e-mail again.")));
     return;
   }
   let form;
   if (session) {
     const askName = !session.user.name;
-    form = h("form", { class: "stack" },
-      h("p", {}, `You are signed in as ${session.user.email}. Accept the invitation with this account?`),
+    form = h("form.stack",
+      h("p", `You are signed in as ${session.user.email}. Accept the invitation with this account?`),
       askName ? field("Your name", input({ name: "name", autocomplete: "name", maxlength: 80 }), NAME_HINT) : null,
       h("button", { type: "submit" }, "Accept invitation"));
     onSubmit(form, async (data) => {
@@ -119,8 +119,8 @@ export async function renderAcceptInvitation(root, ctx) {
       done();
     });
   } else {
-    form = h("form", { class: "stack" },
-      h("p", { class: "muted" }, "Choose a password to create your account. Already have one? Sign in first, then open the link again."),
+    form = h("form.stack",
+      h("p.muted", "Choose a password to create your account. Already have one? Sign in first, then open the link again."),
       field("Your name", input({ name: "name", autocomplete: "name", maxlength: 80 }), NAME_HINT),
       field("Password", input({ name: "password", type: "password", required: true, minlength: 8, autocomplete: "new-password" })),
       h("button", { type: "submit" }, "Accept invitation"));
@@ -131,5 +131,5 @@ export async function renderAcceptInvitation(root, ctx) {
       done();
     });
   }
-  mount(root, card("Join the team", form, h("p", {}, h("a", { href: "/" }, "Go to sign-in"))));
+  mount(root, card("Join the team", form, h("p", h("a", { href: "/" }, "Go to sign-in"))));
 }

@@ -1,7 +1,7 @@
 // Conversations: search and filter (words, feedback, days, visitor, status, agent), browse
 // page by page, read, delete, and download the filtered conversations (CSV or JSON Lines).
 
-import { BASE, get, qs } from "./api.js";
+import { BASE, enc, get, qs } from "./api.js";
 import { button, download, h, mount, pager, pretty, select, table, toast, when } from "./dom.js";
 import { actionButton, deleteButton, pageHeader } from "./forms.js";
 import { CONVERSATION_STATUS, choices, messageStatus } from "./labels.js";
@@ -22,13 +22,13 @@ function filters() {
   return { q: view.q, rating: view.feedback, from: view.from, to: view.to, userId: view.userId, status: view.status };
 }
 
-const details = (c) => get(`/conversations/${encodeURIComponent(c.id)}`);
+const details = (c) => get(`/conversations/${enc(c.id)}`);
 
 const UNVERIFIED_HINT = "Declared by the visitor's browser, not signed by your site (see Signed identity)";
 
 /** A field of the visitor, marked "unverified" when the site did not sign it. */
 function field(value, verified) {
-  return [value, verified ? null : [" ", h("span", { class: "tag warn", title: UNVERIFIED_HINT }, "unverified")]];
+  return [value, verified ? null : [" ", h("span.tag.warn", { title: UNVERIFIED_HINT }, "unverified")]];
 }
 
 /** Who the visitor was: e-mail, name and id, each marked when unverified. */
@@ -66,18 +66,18 @@ function filterForm(ctx) {
     firstPage();
     ctx.navigate("#/conversations");
   } });
-  const labelled = (label, control) => h("div", { class: "field" }, h("label", { for: control.id }, label), control);
-  const form = h("form", { class: "card filters-form", role: "search", "aria-label": "Search conversations", onsubmit: apply },
-    h("div", { class: "row" },
+  const labelled = (label, control) => h("div.field", h("label", { for: control.id }, label), control);
+  const form = h("form.card.filters-form", { role: "search", "aria-label": "Search conversations", onsubmit: apply },
+    h("div.row",
       labelled("Search messages", h("input", { id: "conv-q", name: "q", type: "search", value: view.q, maxlength: 500, placeholder: "Words in any message" })),
       labelled("From", h("input", { id: "conv-from", name: "from", type: "date", value: view.from })),
       labelled("To", h("input", { id: "conv-to", name: "to", type: "date", value: view.to })),
       labelled("Visitor id", h("input", { id: "conv-user", name: "userId", value: view.userId, maxlength: 200, placeholder: "userId" }))),
-    h("div", { class: "row" },
+    h("div.row",
       select(FILTERS, view.feedback, { "aria-label": "Feedback filter", onchange: changed("feedback") }),
       select(STATUSES, view.status, { "aria-label": "Status filter", onchange: changed("status") }),
       agentSelect,
-      h("span", { class: "spacer" }),
+      h("span.spacer"),
       button("Clear", () => {
         Object.assign(view, { q: "", from: "", to: "", userId: "", status: "", feedback: "" });
         firstPage();
@@ -95,8 +95,8 @@ export async function renderConversations(ctx, page) {
   const { total, nextCursor, totalCapped } = result.pagination;
   const count = rows.length;
   const columns = [
-    { label: "Title", cell: (c) => h("a", { href: `#/conversations/${encodeURIComponent(c.id)}` }, c.title || "(untitled)") },
-    { label: "Visitor", cell: (c) => (c.user ? h("span", {}, visitor(c.user, true)) : c.sessionId ? "anonymous" : "API / dashboard") },
+    { label: "Title", cell: (c) => h("a", { href: `#/conversations/${enc(c.id)}` }, c.title || "(untitled)") },
+    { label: "Visitor", cell: (c) => (c.user ? h("span", visitor(c.user, true)) : c.sessionId ? "anonymous" : "API / dashboard") },
     { label: "Messages", cell: (c) => String(c.messageCount) },
     { label: "Feedback", cell: (c) => (c.ratings.up || c.ratings.down ? `👍 ${c.ratings.up} · 👎 ${c.ratings.down}` : "") },
     { label: "Updated", cell: (c) => when(c.updatedAt) },
@@ -116,7 +116,7 @@ export async function renderConversations(ctx, page) {
   const from = count ? view.shown + 1 : 0;
   const to = view.shown + count;
   const filtered = Object.values(filters()).some(Boolean);
-  const pages = pager(view, nextCursor, count, () => ctx.navigate("#/conversations"), [h("span", { class: "muted" }, `${from}–${to} of ${total}${totalCapped ? "+" : ""}`), size]);
+  const pages = pager(view, nextCursor, count, () => ctx.navigate("#/conversations"), [h("span.muted", `${from}–${to} of ${total}${totalCapped ? "+" : ""}`), size]);
   mount(page,
     pageHeader(`Conversations of ${agent.name}`, "Newest first. Search words in any form (refunds finds refund); the filters combine, and the export follows them.", exportCsv, exportJsonl),
     filterForm(ctx),
@@ -132,37 +132,37 @@ export async function renderConversation(ctx, page, id) {
   const entries = byTime(conv.messages, conv.notes).map((m) => {
     const note = isNote(m);
     const el = h("article", { class: note ? "msg note" : `msg ${m.role}` },
-      note ? h("div", { class: "note-label" }, NOTE_LABEL) : null,
-      h("div", { class: "meta" },
-        h("span", { class: "who" }, authorOf(m, agent && agent.name)),
-        h("span", { class: "muted" }, when(m.createdAt)),
+      note ? h("div.note-label", NOTE_LABEL) : null,
+      h("div.meta",
+        h("span.who", authorOf(m, agent && agent.name)),
+        h("span.muted", when(m.createdAt)),
         m.rating ? h("span", { class: `rating ${m.rating}`, "aria-label": `Rated ${m.rating}` }, m.rating === "up" ? "👍" : "👎") : null,
-        m.status && m.status !== "complete" ? h("span", { class: "tag bad" }, messageStatus(m.status)) : null,
-        m.unanswered ? h("span", { class: "tag warn", title: "The answer found nothing to answer with" }, "Unanswered") : null,
-        (m.sources || []).some((src) => src.answerId) ? h("span", { class: "tag good" }, "Curated answer") : null),
+        m.status && m.status !== "complete" ? h("span.tag.bad", messageStatus(m.status)) : null,
+        m.unanswered ? h("span.tag.warn", { title: "The answer found nothing to answer with" }, "Unanswered") : null,
+        (m.sources || []).some((src) => src.answerId) ? h("span.tag.good", "Curated answer") : null),
       (m.toolCalls || []).map((t) => h("details", { class: `tool-note ${t.isError ? "error" : ""}` },
-        h("summary", {}, `Tool ${t.toolName}${t.isError ? " (error)" : ""}`),
-        h("pre", {}, `input: ${pretty(t.input)}\noutput: ${typeof t.output === "string" ? t.output : pretty(t.output)}`))),
-      h("div", { class: "text" }, m.content));
+        h("summary", `Tool ${t.toolName}${t.isError ? " (error)" : ""}`),
+        h("pre", `input: ${pretty(t.input)}\noutput: ${typeof t.output === "string" ? t.output : pretty(t.output)}`))),
+      h("div.text", m.content));
     byId.set(m.id, el);
     return el;
   });
-  const timeline = h("div", { class: "transcript read", role: "log", "aria-label": "Messages" }, entries.length ? entries : h("p", { class: "empty" }, "No messages."));
+  const timeline = h("div.transcript.read", { role: "log", "aria-label": "Messages" }, entries.length ? entries : h("p.empty", "No messages."));
   // Handoff events: the conversation's event log replayed from its start, among the messages.
   let after = null;
-  live(ctx, `/conversations/${encodeURIComponent(id)}/events?lastEventId=0`, (name, data, eventId) => {
+  live(ctx, `/conversations/${enc(id)}/events?lastEventId=0`, (name, data, eventId) => {
     if (name === "message") after = byId.get(data.message.id) || after;
     if (name !== "status" || !eventId) return; // the first status is the current one, not an event
-    const line = h("p", { class: "event" }, eventText(data.status, data.assignee));
+    const line = h("p.event", eventText(data.status, data.assignee));
     if (after) after.after(line);
     else timeline.prepend(line);
     after = line;
   }, ["status", "message"]);
   const remove = deleteButton("Delete conversation", "Delete this conversation and its messages?", "Delete",
-    `/conversations/${encodeURIComponent(id)}`, "Conversation deleted", () => ctx.navigate("#/conversations"));
+    `/conversations/${enc(id)}`, "Conversation deleted", () => ctx.navigate("#/conversations"));
   const who = conv.user ? visitor(conv.user) : conv.sessionId ? `anonymous session ${conv.sessionId}` : "API or dashboard";
   mount(page,
-    pageHeader(conv.title || "(untitled)", [who, ` · started ${when(conv.createdAt)}`], h("a", { class: "button secondary", href: "#/conversations" }, "All conversations"), remove),
+    pageHeader(conv.title || "(untitled)", [who, ` · started ${when(conv.createdAt)}`], h("a.button.secondary", { href: "#/conversations" }, "All conversations"), remove),
     timeline);
 }
 

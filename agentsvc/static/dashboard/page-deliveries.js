@@ -1,12 +1,12 @@
 // Deliveries to other systems, one page each. Event webhooks (owner): create with the events
 // to send (the secret is shown once), list, delete; one webhook's delivery log with the body
 // sent, every attempt, and Redeliver. Form submissions: filter by status and agent, read one
-// with its delivery log, redeliver.
+// with its delivery log, redeliver. And the team's other log, the audit log (below).
 
-import { BASE, get, post, qs } from "./api.js";
+import { BASE, enc, get, post, qs } from "./api.js";
 import { button, copyText, download, field, h, mount, pager, pretty, select, table, toast, when } from "./dom.js";
 import { actionButton, deleteButton, onSubmit, pageHeader } from "./forms.js";
-import { choices, DELIVERY_STATUS, deliveryStatus, executionMode, postAction, SUBMISSION_STATUS, submissionStatus, webhookEvent } from "./labels.js";
+import { AUDIT_ACTION, actorVia, auditAction, choices, DELIVERY_STATUS, deliveryStatus, executionMode, postAction, role, SUBMISSION_STATUS, submissionStatus, toolType, webhookEvent, words } from "./labels.js";
 
 /** Event types and what they mean (the API refuses any other). */
 export const EVENTS = [
@@ -24,7 +24,7 @@ export const EVENTS = [
 const view = { webhookId: "", status: "", cursor: null, back: [], shown: 0, limit: 20 };
 
 function ownerOnly(page, title) {
-  mount(page, pageHeader(title), h("p", { class: "empty" }, "Only the team owner manages event webhooks: they send the team's data to other systems."));
+  mount(page, pageHeader(title), h("p.empty", "Only the team owner manages event webhooks: they send the team's data to other systems."));
 }
 
 const FAILED = new Set(["webhook_failed", "client_failed", "failed"]);
@@ -39,14 +39,14 @@ function statusTag(status, label = deliveryStatus) {
 export async function renderWebhooks(ctx, page) {
   if (!ctx.isOwner) return ownerOnly(page, "Webhooks");
   const hooks = await get("/webhooks");
-  const reveal = h("div", { class: "reveal-slot" });
+  const reveal = h("div.reveal-slot");
   const checks = EVENTS.map(([type, label]) =>
-    h("label", { class: "event-choice", title: `Sent with "type": "${type}"` }, h("input", { type: "checkbox", name: "events", value: type }), " ", h("strong", {}, webhookEvent(type)), h("span", { class: "muted" }, ` ${label}`)));
-  const form = onSubmit(h("form", { class: "stack card", "aria-label": "Create a webhook" },
+    h("label.event-choice", { title: `Sent with "type": "${type}"` }, h("input", { type: "checkbox", name: "events", value: type }), " ", h("strong", webhookEvent(type)), h("span.muted", ` ${label}`)));
+  const form = onSubmit(h("form.stack.card", { "aria-label": "Create a webhook" },
     field("Endpoint URL", h("input", { name: "url", type: "url", required: true, maxlength: 2048, placeholder: "https://crm.example.com/agentsvc" }),
       "Receives a signed POST for each event (Standard Webhooks headers)."),
     field("Description", h("input", { name: "description", maxlength: 200, placeholder: "CRM sync" })),
-    h("fieldset", {}, h("legend", {}, "Events to send"), checks),
+    h("fieldset", h("legend", "Events to send"), checks),
     h("button", { type: "submit" }, "Create webhook")), async (data) => {
     const events = data.getAll("events").map(String);
     if (!events.length) throw new Error("events: choose at least one event");
@@ -54,11 +54,11 @@ export async function renderWebhooks(ctx, page) {
     const description = String(data.get("description") || "").trim();
     if (description) body.description = description;
     const created = await post("/webhooks", body);
-    mount(reveal, h("div", { class: "card reveal", role: "status" },
-      h("p", {}, h("strong", {}, "Copy this signing secret now: it is shown only once.")),
-      h("code", { class: "secret-value", id: "new-webhook-secret" }, created.secret),
-      h("p", { class: "muted" }, "Verify each request's webhook-signature with it (any Standard Webhooks library)."),
-      h("div", { class: "row" },
+    mount(reveal, h("div.card.reveal", { role: "status" },
+      h("p", h("strong", "Copy this signing secret now: it is shown only once.")),
+      h("code.secret-value", { id: "new-webhook-secret" }, created.secret),
+      h("p.muted", "Verify each request's webhook-signature with it (any Standard Webhooks library)."),
+      h("div.row",
         button("Copy secret", async () => toast((await copyText(created.secret)) ? "Secret copied" : "Copy it by hand", "ok"), { class: "small" }))));
     form.reset();
     toast("Webhook created");
@@ -68,12 +68,12 @@ export async function renderWebhooks(ctx, page) {
   async function refreshList(rows) {
     const current = rows || (await get("/webhooks"));
     mount(listSlot, table([
-      { label: "Endpoint", cell: (w) => h("a", { href: `#/webhooks/${encodeURIComponent(w.id)}` }, w.url) },
+      { label: "Endpoint", cell: (w) => h("a", { href: `#/webhooks/${enc(w.id)}` }, w.url) },
       { label: "Description", cell: (w) => w.description || "—" },
       { label: "Events", cell: (w) => w.events.map(webhookEvent).join(", ") },
       { label: "Created", cell: (w) => when(w.createdAt) },
       { label: "", cell: (w) => deleteButton("Delete", `Delete the webhook to ${w.url}? Events stop at once and its pending deliveries are dropped.`, "Delete webhook",
-        `/webhooks/${encodeURIComponent(w.id)}`, "Webhook deleted", refreshList, { class: "danger small", "aria-label": `Delete ${w.url}` }) },
+        `/webhooks/${enc(w.id)}`, "Webhook deleted", refreshList, { class: "danger small", "aria-label": `Delete ${w.url}` }) },
     ], current, "No webhooks yet.", "Webhooks"));
   }
   await refreshList(hooks);
@@ -89,8 +89,8 @@ export function attemptsTable(log, label, none = "—") {
     { label: "Started", cell: (a) => when(a.startedAt, true) },
     { label: "HTTP", cell: (a) => (a.statusCode == null ? none : String(a.statusCode)) },
     { label: "Latency", cell: (a) => `${a.latencyMs} ms` },
-    { label: "Result", cell: (a) => (a.success ? h("span", { class: "good" }, "Delivered") : h("span", { class: "bad" }, a.error || "failed")) },
-    { label: "Response", cell: (a) => (a.responseBody ? h("code", {}, a.responseBody.slice(0, 200)) : "") },
+    { label: "Result", cell: (a) => (a.success ? h("span.good", "Delivered") : h("span.bad", a.error || "failed")) },
+    { label: "Response", cell: (a) => (a.responseBody ? h("code", a.responseBody.slice(0, 200)) : "") },
   ], log, "No attempt yet.", label);
 }
 
@@ -98,22 +98,22 @@ export function attemptsTable(log, label, none = "—") {
 export async function renderWebhook(ctx, page, id) {
   if (!ctx.isOwner) return ownerOnly(page, "Webhook");
   if (view.webhookId !== id) Object.assign(view, { webhookId: id, status: "", cursor: null, back: [] });
-  const hookPath = `/webhooks/${encodeURIComponent(id)}`;
+  const hookPath = `/webhooks/${enc(id)}`;
   const [hook, result] = await Promise.all([
     get(hookPath),
     get(`${hookPath}/deliveries${qs({ status: view.status, limit: view.limit, cursor: view.cursor })}`),
   ]);
   const rows = result.data;
   const nextCursor = result.pagination.nextCursor;
-  const detail = h("div", { class: "delivery-detail" });
-  const reload = () => ctx.navigate(`#/webhooks/${encodeURIComponent(id)}`);
+  const detail = h("div.delivery-detail");
+  const reload = () => ctx.navigate(`#/webhooks/${enc(id)}`);
   async function show(delivery) {
-    const full = await get(`${hookPath}/deliveries/${encodeURIComponent(delivery.id)}`);
-    mount(detail, h("section", { class: "card delivery", "aria-label": "Delivery details" },
-      h("div", { class: "row" }, h("h2", {}, `${webhookEvent(full.eventType)} · ${full.eventId}`), h("span", { class: "spacer" }), statusTag(full.status)),
-      h("h3", {}, "Body sent"),
-      h("pre", {}, pretty(full.payload)),
-      h("h3", {}, "Attempts"),
+    const full = await get(`${hookPath}/deliveries/${enc(delivery.id)}`);
+    mount(detail, h("section.card.delivery", { "aria-label": "Delivery details" },
+      h("div.row", h("h2", `${webhookEvent(full.eventType)} · ${full.eventId}`), h("span.spacer"), statusTag(full.status)),
+      h("h3", "Body sent"),
+      h("pre", pretty(full.payload)),
+      h("h3", "Attempts"),
       attemptsTable(full.log, "Attempts")));
   }
   const columns = [
@@ -123,10 +123,10 @@ export async function renderWebhook(ctx, page, id) {
     { label: "Last answer", cell: (d) => (d.lastError ? h("span", { class: d.status === "success" ? "" : "bad" }, d.lastError) : d.lastStatusCode ? `HTTP ${d.lastStatusCode}` : "—") },
     { label: "Created", cell: (d) => when(d.createdAt, true) },
     { label: "Next attempt", cell: (d) => when(d.nextAttemptAt) || "—" },
-    { label: "", cell: (d) => h("div", { class: "row" },
+    { label: "", cell: (d) => h("div.row",
       actionButton("Details", () => show(d), { class: "secondary small", "aria-label": `Details of ${webhookEvent(d.eventType)} ${d.id}` }),
       actionButton("Redeliver", async () => {
-        await post(`${hookPath}/deliveries/${encodeURIComponent(d.id)}/redeliver`);
+        await post(`${hookPath}/deliveries/${enc(d.id)}/redeliver`);
         toast("Sent again");
         reload();
       }, { class: "small", "aria-label": `Redeliver ${webhookEvent(d.eventType)} ${d.id}` })) },
@@ -137,10 +137,10 @@ export async function renderWebhook(ctx, page, id) {
   });
   mount(page,
     pageHeader(hook.url, `${hook.description ? hook.description + " · " : ""}${hook.events.map(webhookEvent).join(", ")}`,
-      h("a", { class: "button secondary", href: "#/webhooks" }, "All webhooks"),
+      h("a.button.secondary", { href: "#/webhooks" }, "All webhooks"),
       actionButton("Refresh", reload, { class: "secondary" })),
-    h("h2", {}, "Delivery log"),
-    h("div", { class: "row filters" }, statusSelect),
+    h("h2", "Delivery log"),
+    h("div.row.filters", statusSelect),
     table(columns, rows, "No deliveries yet: they appear when the chosen events happen.", "Deliveries"),
     pager(view, nextCursor, rows.length, reload),
     detail);
@@ -158,7 +158,7 @@ export async function renderSubmissions(ctx, page) {
   const { total, nextCursor } = result.pagination || { total: rows.length, nextCursor: null };
   const agentName = (id) => (ctx.agents.find((a) => a.id === id) || {}).name || id;
   const columns = [
-    { label: "Submitted", cell: (s) => h("a", { href: `#/submissions/${encodeURIComponent(s.id)}` }, when(s.createdAt)) },
+    { label: "Submitted", cell: (s) => h("a", { href: `#/submissions/${enc(s.id)}` }, when(s.createdAt)) },
     { label: "Form", cell: (s) => s.toolName },
     { label: "Agent", cell: (s) => agentName(s.agentId) },
     { label: "Status", cell: (s) => statusTag(s.status, submissionStatus) },
@@ -181,9 +181,9 @@ export async function renderSubmissions(ctx, page) {
   mount(page,
     pageHeader("Form submissions", "Everything visitors submitted through form tools, with delivery status. An export covers one agent's submissions with the status filter.",
       exportButton("Export CSV", "csv"), exportButton("Export JSON Lines", "jsonl")),
-    h("div", { class: "row filters" }, statusSelect, agentSelect),
+    h("div.row.filters", statusSelect, agentSelect),
     table(columns, rows, "No submissions match."),
-    pager(subView, nextCursor, rows.length, () => ctx.navigate("#/submissions"), h("span", { class: "muted" }, `${rows.length ? subView.shown + 1 : 0}–${to} of ${total}`)));
+    pager(subView, nextCursor, rows.length, () => ctx.navigate("#/submissions"), h("span.muted", `${rows.length ? subView.shown + 1 : 0}–${to} of ${total}`)));
 }
 
 function cellText(value) {
@@ -192,22 +192,22 @@ function cellText(value) {
 }
 
 function deliveryLog(deliveries) {
-  if (!deliveries.length) return h("p", { class: "empty" }, "Nothing to deliver: this form has no webhook or post action.");
-  return deliveries.map((d) => h("section", { class: "card delivery" },
-    h("div", { class: "row" },
-      h("h3", {}, d.type === "webhook" ? "Webhook" : `Post action: ${postAction(d.actionType)}`),
-      h("span", { class: "spacer" }),
+  if (!deliveries.length) return h("p.empty", "Nothing to deliver: this form has no webhook or post action.");
+  return deliveries.map((d) => h("section.card.delivery",
+    h("div.row",
+      h("h3", d.type === "webhook" ? "Webhook" : `Post action: ${postAction(d.actionType)}`),
+      h("span.spacer"),
       statusTag(d.status)),
-    h("p", { class: "muted" }, `To ${d.target || "—"} · ${d.attempts} attempt${d.attempts === 1 ? "" : "s"}`,
+    h("p.muted", `To ${d.target || "—"} · ${d.attempts} attempt${d.attempts === 1 ? "" : "s"}`,
       d.nextAttemptAt ? ` · next ${when(d.nextAttemptAt)}` : "",
       d.completedAt ? ` · done ${when(d.completedAt)}` : ""),
-    d.lastError ? h("p", { class: "bad" }, d.lastError) : null,
+    d.lastError ? h("p.bad", d.lastError) : null,
     attemptsTable(d.log || [], null, "")));
 }
 
 /** One submission: its data, its status and the log of every delivery attempt. */
 export async function renderSubmission(ctx, page, id) {
-  draw(ctx, page, await get(`/form-submissions/${encodeURIComponent(id)}`));
+  draw(ctx, page, await get(`/form-submissions/${enc(id)}`));
 }
 
 function draw(ctx, page, sub) {
@@ -215,17 +215,75 @@ function draw(ctx, page, sub) {
   const formRows = Object.entries(sub.formData || {});
   const canRedeliver = deliveries.some((d) => d.status === "failed");
   const redeliver = canRedeliver ? actionButton("Redeliver", async () => {
-    const updated = await post(`/form-submissions/${encodeURIComponent(sub.id)}/redeliver`);
+    const updated = await post(`/form-submissions/${enc(sub.id)}/redeliver`);
     toast("Failed deliveries tried again");
     draw(ctx, page, updated);
   }, { class: "secondary" }) : null;
   mount(page,
-    pageHeader(`Submission of ${sub.toolName}`, `${when(sub.createdAt)} · ${executionMode(sub.executionMode)}`, h("a", { class: "button secondary", href: "#/submissions" }, "All submissions"), redeliver),
-    h("p", { class: "submission-status" }, "Status: ", statusTag(sub.status, submissionStatus), sub.lastError ? h("span", { class: "bad" }, ` — ${sub.lastError}`) : null),
-    h("p", { class: "muted" }, `Id ${sub.id}`, sub.conversationId ? " · conversation " : "", sub.conversationId ? h("a", { href: `#/conversations/${encodeURIComponent(sub.conversationId)}` }, sub.conversationId) : null),
-    h("h2", {}, "Data"),
+    pageHeader(`Submission of ${sub.toolName}`, `${when(sub.createdAt)} · ${executionMode(sub.executionMode)}`, h("a.button.secondary", { href: "#/submissions" }, "All submissions"), redeliver),
+    h("p.submission-status", "Status: ", statusTag(sub.status, submissionStatus), sub.lastError ? h("span.bad", ` — ${sub.lastError}`) : null),
+    h("p.muted", `Id ${sub.id}`, sub.conversationId ? " · conversation " : "", sub.conversationId ? h("a", { href: `#/conversations/${enc(sub.conversationId)}` }, sub.conversationId) : null),
+    h("h2", "Data"),
     table([{ label: "Field", cell: (r) => r[0] }, { label: "Value", cell: (r) => (typeof r[1] === "string" && r[1].startsWith("data:") ? `(file, ${r[1].length} characters)` : cellText(r[1])) }], formRows, "No data."),
-    sub.clientResult ? [h("h2", {}, "Client handler result"), h("pre", {}, pretty(sub.clientResult))] : null,
-    h("h2", {}, "Delivery log"),
+    sub.clientResult ? [h("h2", "Client handler result"), h("pre", pretty(sub.clientResult))] : null,
+    h("h2", "Delivery log"),
     deliveryLog(deliveries));
+}
+
+// ── Audit log (owner): who did what and when, filtered by action, page by page.
+
+const AUDIT_ACTIONS = Object.keys(AUDIT_ACTION);
+const auditView = { action: "", cursor: null, back: [], shown: 0, limit: 50 };
+
+function who(actor) {
+  const name = actor.name || actor.email || actor.userId || "—";
+  return actor.email && actor.name ? `${actor.name} <${actor.email}>` : name;
+}
+
+function via(actor) {
+  if (actor.via === "apiKey") return `API key ${actor.keyName || actor.keyId}`;
+  return actorVia(actor.via);
+}
+
+// Details whose values are codes themselves, shown by their labels.
+const VALUES = { events: webhookEvent, role, executionType: toolType };
+
+function detailText(key, value) {
+  const label = VALUES[key] || String;
+  if (Array.isArray(value)) return value.map(label).join(", ");
+  return value !== null && typeof value === "object" ? JSON.stringify(value) : label(value);
+}
+
+function details(entry) {
+  return Object.entries(entry.details || {}).map(([k, v]) => `${words(k)}: ${detailText(k, v)}`).join("; ");
+}
+
+/** The team's audit log, newest first. */
+export async function renderAuditLog(ctx, page) {
+  if (!ctx.isOwner) {
+    mount(page, pageHeader("Audit log"), h("p.empty", "Only the team owner reads the audit log."));
+    return;
+  }
+  const result = await get(`/audit-log${qs({ action: auditView.action, limit: auditView.limit, cursor: auditView.cursor })}`);
+  const reload = () => ctx.navigate("#/audit-log");
+  const filter = select([["", "Every action"], ...AUDIT_ACTIONS.map((a) => [a, auditAction(a)])], auditView.action, {
+    "aria-label": "Action filter",
+    onchange: (e) => { Object.assign(auditView, { action: e.target.value, cursor: null, back: [] }); reload(); },
+  });
+  const nextCursor = result.pagination.nextCursor;
+  // The key column (what and when) stays in auditView while a narrow screen scrolls the rest.
+  const log = table([
+    { label: "Action", cell: (e) => [h("strong", auditAction(e.action)), h("br"), h("span.muted", when(e.createdAt, true))] },
+    { label: "Who", cell: (e) => who(e.actor) },
+    { label: "Target", cell: (e) => e.target.label || e.target.id || "—" },
+    { label: "Details", cell: (e) => details(e) },
+    { label: "Via", cell: (e) => via(e.actor) },
+    { label: "Address", cell: (e) => e.actor.ip || "—" },
+  ], result.data, "Nothing recorded yet.", "Audit log");
+  log.classList.add("key-first", "audit");
+  mount(page,
+    pageHeader("Audit log", "Keys, members, agents, tools, webhooks, exports and erasures: who did what, and when."),
+    h("div.row.filters", filter),
+    log,
+    pager(auditView, nextCursor, result.data.length, reload));
 }

@@ -1,7 +1,7 @@
 // Inbox: the team's open conversations by view, searched, live; a desktop notification and
 // a beep for each new waiting one, as the member chose; and one conversation of it, below.
 
-import { BASE, describe, get, post, qs } from "./api.js";
+import { BASE, describe, enc, get, post, qs } from "./api.js";
 import { avatar, button, h, mount, select, toast, when } from "./dom.js";
 import { actionButton, onSubmit, pageHeader } from "./forms.js";
 import { conversationStatus, localeName } from "./labels.js";
@@ -68,7 +68,7 @@ export function watchInbox(ctx, changed) {
       const note = new Notification("A visitor is waiting for a person", { body: agent ? `Agent: ${agent.name}` : "", tag: e.conversationId });
       note.onclick = () => {
         window.focus();
-        ctx.navigate(`#/inbox/${encodeURIComponent(e.conversationId)}`);
+        ctx.navigate(`#/inbox/${enc(e.conversationId)}`);
       };
     }
   }, ["conversation"]);
@@ -88,20 +88,20 @@ const visitorName = (v) => (v && (v.name || v.email)) || "Anonymous visitor";
 
 function row(c) {
   const since = c.status === "waiting" && c.waitingSince;
-  return h("tr", {},
-    h("td", {},
-      h("a", { href: `#/inbox/${encodeURIComponent(c.id)}` }, c.title || "(untitled)"),
-      c.lastMessage ? h("div", { class: "muted preview" }, c.lastMessage.preview) : null),
-    h("td", {}, visitorName(c.visitor)),
-    h("td", {}, c.agentName),
-    h("td", {}, statusTag(c.status), since ? h("div", { class: "muted", dataset: { since } }, `for ${waited(since)}`) : null),
-    h("td", {}, c.unread ? h("span", { class: "badge" }, `${c.unread} unread`) : ""),
-    h("td", {}, c.assignee ? h("span", { class: "person" }, avatar(c.assignee), c.assignee.name) : "Nobody"));
+  return h("tr",
+    h("td",
+      h("a", { href: `#/inbox/${enc(c.id)}` }, c.title || "(untitled)"),
+      c.lastMessage ? h("div.muted.preview", c.lastMessage.preview) : null),
+    h("td", visitorName(c.visitor)),
+    h("td", c.agentName),
+    h("td", statusTag(c.status), since ? h("div.muted", { dataset: { since } }, `for ${waited(since)}`) : null),
+    h("td", c.unread ? h("span.badge", `${c.unread} unread`) : ""),
+    h("td", c.assignee ? h("span.person", avatar(c.assignee), c.assignee.name) : "Nobody"));
 }
 
 /** The team's open conversations, updated as they happen. */
 export async function renderInbox(ctx, page) {
-  const holder = h("div", { class: "inbox-list" });
+  const holder = h("div.inbox-list");
   // The first 100 (the longest waits first): more than a desk answers at once.
   // A live update or a view change redraws the list: the newest request wins, and the
   // conversation that had the keyboard keeps it.
@@ -113,10 +113,10 @@ export async function renderInbox(ctx, page) {
     inbox.ids = items.map((c) => c.id);
     const focused = holder.contains(document.activeElement) ? document.activeElement.getAttribute("href") : null;
     mount(holder, items.length
-      ? h("div", { class: "table-wrap" }, h("table", { "aria-label": "Conversations" },
-          h("thead", {}, h("tr", {}, ["Conversation", "Visitor", "Agent", "Status", "Unread", "Assignee"].map((t) => h("th", { scope: "col" }, t)))),
-          h("tbody", {}, items.map(row))))
-      : h("p", { class: "empty" }, inbox.q || ["mine", "unassigned"].includes(inbox.view) ? "No conversation in this view." : "Nobody is waiting for a person."));
+      ? h("div.table-wrap", h("table", { "aria-label": "Conversations" },
+          h("thead", h("tr", ["Conversation", "Visitor", "Agent", "Status", "Unread", "Assignee"].map((t) => h("th", { scope: "col" }, t)))),
+          h("tbody", items.map(row))))
+      : h("p.empty", inbox.q || ["mine", "unassigned"].includes(inbox.view) ? "No conversation in this view." : "Nobody is waiting for a person."));
     if (focused) [...holder.querySelectorAll("tbody a")].find((a) => a.getAttribute("href") === focused)?.focus();
   }
   let pending = null;
@@ -127,7 +127,7 @@ export async function renderInbox(ctx, page) {
   const ticker = setInterval(() => {
     for (const el of holder.querySelectorAll("[data-since]")) el.textContent = `for ${waited(el.dataset.since)}`;
   }, 20000);
-  const views = h("div", { class: "row views", role: "group", "aria-label": "Views" }, VIEWS.map(([view, label]) =>
+  const views = h("div.row.views", { role: "group", "aria-label": "Views" }, VIEWS.map(([view, label]) =>
     button(label, (e) => {
       inbox.view = view;
       for (const b of views.children) b.setAttribute("aria-pressed", String(b === e.currentTarget));
@@ -160,7 +160,7 @@ export async function renderInbox(ctx, page) {
   await load();
   mount(page,
     pageHeader("Inbox", "Visitors who asked for a person, live. j and k move through the list, Enter opens.", permissionButton(ctx)),
-    h("div", { class: "row inbox-tools" }, views, h("span", { class: "spacer" }), search),
+    h("div.row.inbox-tools", views, h("span.spacer"), search),
     holder);
 }
 
@@ -181,10 +181,10 @@ export const isNote = (m) => m.author && m.author.type === "note";
 function entry(m, agentName) {
   const note = isNote(m);
   return h("li", { class: note ? "msg note" : `msg ${m.role} author-${m.author ? m.author.type : "ai"}` },
-    note ? h("div", { class: "note-label" }, NOTE_LABEL) : null,
-    m.author && m.author.id ? avatar(m.author) : null, h("strong", {}, authorOf(m, agentName)), " ",
-    h("span", { class: "muted" }, when(m.createdAt)),
-    h("div", { class: "content" }, m.content));
+    note ? h("div.note-label", NOTE_LABEL) : null,
+    m.author && m.author.id ? avatar(m.author) : null, h("strong", authorOf(m, agentName)), " ",
+    h("span.muted", when(m.createdAt)),
+    h("div.content", m.content));
 }
 
 /** Messages and notes in the order they were written. */
@@ -224,7 +224,7 @@ function cannedPicker(box) {
     mount(list, shown.map((c, i) => h("li", { id: `canned-${i}`, role: "option", onmousedown: (e) => {
       e.preventDefault();
       insert(c);
-    } }, h("strong", {}, `/${c.shortcut}`), " ", c.title)));
+    } }, h("strong", `/${c.shortcut}`), " ", c.title)));
     list.hidden = !shown.length;
     if (shown.length) mark();
     else close();
@@ -252,9 +252,9 @@ function composer(path, add) {
   const box = h("textarea", { id: "reply-text", name: "content", rows: "3", required: true, placeholder: "Type / for a canned response" });
   const label = h("label", { for: "reply-text" });
   const send = h("button", { type: "submit" });
-  const tabs = h("div", { class: "row views", role: "group", "aria-label": "Write" },
+  const tabs = h("div.row.views", { role: "group", "aria-label": "Write" },
     ["Reply", "Note"].map((name, i) => button(name, () => mode(i > 0))));
-  const form = onSubmit(h("form", { class: "stack card", "aria-label": "Reply" }, tabs, label, box, cannedPicker(box), send), async (data) => {
+  const form = onSubmit(h("form.stack.card", { "aria-label": "Reply" }, tabs, label, box, cannedPicker(box), send), async (data) => {
     const text = String(data.get("content")).trim();
     if (!text) throw new Error("content: write something first");
     add(await post(`${path}/${noting ? "notes" : "messages"}`, { content: text }));
@@ -275,13 +275,13 @@ function composer(path, add) {
 
 /** One conversation: its timeline live, the member's controls and the visitor panel. */
 export async function renderInboxConversation(ctx, page, id) {
-  const path = `/conversations/${encodeURIComponent(id)}`;
+  const path = `/conversations/${enc(id)}`;
   const [conv, panel] = await Promise.all([get(path),
-    visitorPanel(id).catch((err) => h("aside", { class: "card visitor" }, h("p", { class: "form-error" }, describe(err))))]);
+    visitorPanel(id).catch((err) => h("aside.card.visitor", h("p.form-error", describe(err))))]);
   const agent = ctx.agents.find((a) => a.id === conv.agentId);
   const seen = new Set();
-  const log = h("ol", { class: "transcript", "aria-label": "Messages" });
-  const head = h("div", { class: "row status-row" });
+  const log = h("ol.transcript", { "aria-label": "Messages" });
+  const head = h("div.row.status-row");
   const add = (m) => {
     if (seen.has(m.id)) return;
     seen.add(m.id);
@@ -309,14 +309,14 @@ export async function renderInboxConversation(ctx, page, id) {
     // An action's answer has no picture: keep the one known.
     if (assignee && conv.assignee && assignee.id === conv.assignee.id) assignee = { ...conv.assignee, ...assignee };
     if (status !== conv.status || (assignee && assignee.id) !== (conv.assignee && conv.assignee.id)) {
-      log.append(h("li", { class: "event" }, eventText(status, assignee)));
+      log.append(h("li.event", eventText(status, assignee)));
     }
     Object.assign(conv, { status, assignee });
     take.hidden = Boolean(assignee) || status === "closed";
     release.hidden = status === "bot" || status === "closed";
     close.hidden = status === "closed";
     assign.value = assignee ? assignee.id : "";
-    mount(head, statusTag(status), assignee ? h("span", { class: "person" }, avatar(assignee), assignee.name) : null,
+    mount(head, statusTag(status), assignee ? h("span.person", avatar(assignee), assignee.name) : null,
       h("label", { for: "assign-to" }, "Assign to"), assign);
   }
   byTime(conv.messages, conv.notes).forEach(add);
@@ -333,12 +333,12 @@ export async function renderInboxConversation(ctx, page, id) {
   }, ["status", "message", "note"]);
   watchInbox(ctx, () => {});
   const write = composer(path, add);
-  const help = h("details", { class: "card" }, h("summary", {}, "Keyboard shortcuts"),
-    h("dl", { class: "keys" }, SHORTCUTS.map(([k, what]) => [h("dt", {}, k), h("dd", {}, what)])));
+  const help = h("details.card", h("summary", "Keyboard shortcuts"),
+    h("dl.keys", SHORTCUTS.map(([k, what]) => [h("dt", k), h("dd", what)])));
   async function step(by) {
     if (!inbox.ids.includes(id)) inbox.ids = (await get("/inbox?view=all&limit=100")).map((c) => c.id);
     const next = inbox.ids[inbox.ids.indexOf(id) + by];
-    if (next) ctx.navigate(`#/inbox/${encodeURIComponent(next)}`);
+    if (next) ctx.navigate(`#/inbox/${enc(next)}`);
   }
   const keys = (e) => {
     if (e.key === "Escape" && e.target === write.box) return write.box.blur();
@@ -352,35 +352,35 @@ export async function renderInboxConversation(ctx, page, id) {
   ctx.onLeave(() => document.removeEventListener("keydown", keys));
   mount(page,
     pageHeader(conv.title || "(untitled)", agent ? `With ${agent.name}` : null, take, release, close,
-      h("a", { class: "button secondary", href: "#/inbox" }, "Back to the inbox")),
-    h("div", { class: "desk" }, h("div", { class: "stack" }, head, log, write.form, help), panel));
+      h("a.button.secondary", { href: "#/inbox" }, "Back to the inbox")),
+    h("div.desk", h("div.stack", head, log, write.form, help), panel));
 }
 
 // An inbox conversation's side panel: who the visitor is, where they are, what they did
 // before (as the server links it).
 
 /** A term and its value (left out when there is no value). */
-const pair = (term, value) => (value === null || value === undefined || value === "" ? null : [h("dt", {}, term), h("dd", {}, value)]);
+const pair = (term, value) => (value === null || value === undefined || value === "" ? null : [h("dt", term), h("dd", value)]);
 
 /** The visitor panel of conversation `id`. */
 export async function visitorPanel(id) {
-  const v = await get(`/conversations/${encodeURIComponent(id)}/visitor`);
+  const v = await get(`/conversations/${enc(id)}/visitor`);
   const attrs = Object.entries(v.attributes || {});
-  const list = (title, rows, item, empty) => [h("h3", {}, title),
-    rows.length ? h("ul", { class: "plain" }, rows.map((r) => h("li", {}, item(r)))) : h("p", { class: "muted" }, empty)];
-  return h("aside", { class: "card visitor", "aria-label": "Visitor" },
-    h("h2", {}, v.name || v.email || "Anonymous visitor"),
-    h("dl", {},
+  const list = (title, rows, item, empty) => [h("h3", title),
+    rows.length ? h("ul.plain", rows.map((r) => h("li", item(r)))) : h("p.muted", empty)];
+  return h("aside.card.visitor", { "aria-label": "Visitor" },
+    h("h2", v.name || v.email || "Anonymous visitor"),
+    h("dl",
       pair("Name", v.name),
       pair("E-mail", v.email),
-      pair("Identity", v.verified ? "Verified by your site" : h("span", { class: "tag warn" }, "Not verified")),
+      pair("Identity", v.verified ? "Verified by your site" : h("span.tag.warn", "Not verified")),
       pair("User id", v.userId),
       pair("Page", v.pageUrl),
       pair("Came from", v.referrer),
       pair("Language", v.language ? localeName(v.language) : null)),
-    attrs.length ? [h("h3", {}, "Attributes"), h("dl", {}, attrs.map(([k, val]) => pair(k, String(val))))] : null,
+    attrs.length ? [h("h3", "Attributes"), h("dl", attrs.map(([k, val]) => pair(k, String(val))))] : null,
     list("Previous conversations", v.previousConversations || [], (c) => [
-      h("a", { href: `#/inbox/${encodeURIComponent(c.id)}` }, c.title || "(untitled)"), " ", h("span", { class: "muted" }, when(c.createdAt))], "None."),
+      h("a", { href: `#/inbox/${enc(c.id)}` }, c.title || "(untitled)"), " ", h("span.muted", when(c.createdAt))], "None."),
     list("Form submissions", v.submissions || [], (s) => [
-      h("a", { href: `#/submissions/${encodeURIComponent(s.id)}` }, s.formName), " ", h("span", { class: "muted" }, when(s.createdAt))], "None."));
+      h("a", { href: `#/submissions/${enc(s.id)}` }, s.formName), " ", h("span.muted", when(s.createdAt))], "None."));
 }

@@ -1,11 +1,11 @@
 // Review: the agent's thumbs-down answers with the questions before them, each turned into
 // a curated answer with one form; and the agent's curated answers (add, edit, delete).
 
-import { get, patch, post, qs } from "./api.js";
+import { enc, get, patch, post, qs } from "./api.js";
 import { button, field, h, mount, pager, toast, when } from "./dom.js";
 import { deleteButton, onSubmit, pageHeader } from "./forms.js";
 
-const answersPath = (agentId) => `/agents/${encodeURIComponent(agentId)}/answers`;
+const answersPath = (agentId) => `/agents/${enc(agentId)}/answers`;
 // Pages of thumbs-down answers by cursor; a question waiting to be answered (from Analytics).
 const view = { cursor: null, back: [], shown: 0, limit: 10 };
 let pendingQuestion = "";
@@ -18,7 +18,7 @@ export function answerQuestion(ctx, question) {
 
 /** The form that saves a curated answer for `question` (editable), then calls `saved`. */
 function curatedForm(ctx, { question = "", answer = "", label, submit, saved }) {
-  return onSubmit(h("form", { class: "stack curated-form", "aria-label": label },
+  return onSubmit(h("form.stack.curated-form", { "aria-label": label },
     field("Question", h("input", { name: "question", value: question, required: true, maxlength: 1000 }), "Visitors asking this, in their own words, get the answer below."),
     field("Answer", h("textarea", { name: "answer", rows: 3, required: true, maxlength: 10000 }, answer)),
     h("button", { type: "submit" }, submit)), async (data) => {
@@ -29,15 +29,15 @@ function curatedForm(ctx, { question = "", answer = "", label, submit, saved }) 
 
 function sourceList(sources) {
   if (!sources || !sources.length) return null;
-  return h("p", { class: "muted" }, "Sources: ", sources.map((src) => src.title).join(", "));
+  return h("p.muted", "Sources: ", sources.map((src) => src.title).join(", "));
 }
 
 /** One thumbs-down answer: the question, the answer, and the form to fix it; `added` is
  *  told of the curated answer it creates. */
 function feedbackItem(ctx, item, added) {
-  const status = h("p", { class: "resolved" });
+  const status = h("p.resolved");
   const showCurated = (curated) => {
-    mount(status, h("span", { class: "tag good" }, "Answered by a curated answer"), " ", curated.question);
+    mount(status, h("span.tag.good", "Answered by a curated answer"), " ", curated.question);
   };
   if (item.curatedAnswer) showCurated(item.curatedAnswer);
   const form = curatedForm(ctx, {
@@ -52,14 +52,14 @@ function feedbackItem(ctx, item, added) {
     },
   });
   form.hidden = Boolean(item.curatedAnswer);
-  return h("article", { class: "card review-item", "aria-label": `Thumbs-down answer to ${item.question || "a message"}` },
-    h("div", { class: "row" },
-      h("span", { class: "tag bad", "aria-label": "Rated down" }, "👎"),
-      h("span", { class: "muted" }, `Answered ${when(item.createdAt)}`),
-      h("span", { class: "spacer" }),
-      h("a", { href: `#/conversations/${encodeURIComponent(item.conversationId)}` }, "Open the conversation")),
-    h("h3", {}, item.question || "(no question before it)"),
-    h("div", { class: "msg assistant" }, h("div", { class: "text" }, item.answer || "(no text)")),
+  return h("article.card.review-item", { "aria-label": `Thumbs-down answer to ${item.question || "a message"}` },
+    h("div.row",
+      h("span.tag.bad", { "aria-label": "Rated down" }, "👎"),
+      h("span.muted", `Answered ${when(item.createdAt)}`),
+      h("span.spacer"),
+      h("a", { href: `#/conversations/${enc(item.conversationId)}` }, "Open the conversation")),
+    h("h3", item.question || "(no question before it)"),
+    h("div.msg.assistant", h("div.text", item.answer || "(no text)")),
     sourceList(item.sources),
     status,
     form);
@@ -67,15 +67,15 @@ function feedbackItem(ctx, item, added) {
 
 /** A curated answer's row: its question and answer, edited in place or deleted. */
 function curatedItem(ctx, answer) {
-  const row = h("article", { class: "card curated-item", "aria-label": `Curated answer: ${answer.question}` });
+  const row = h("article.card.curated-item", { "aria-label": `Curated answer: ${answer.question}` });
   const show = (current) => {
-    const edit = onSubmit(h("form", { class: "stack", "aria-label": `Edit: ${current.question}`, hidden: true },
+    const edit = onSubmit(h("form.stack", { "aria-label": `Edit: ${current.question}`, hidden: true },
       field("Question", h("input", { name: "question", value: current.question, required: true, maxlength: 1000 })),
       field("Answer", h("textarea", { name: "answer", rows: 3, required: true, maxlength: 10000 }, current.answer)),
-      h("div", { class: "row" },
+      h("div.row",
         h("button", { type: "submit" }, "Save changes"),
         button("Cancel", () => { edit.hidden = true; }, { class: "secondary" }))), async (data) => {
-      const updated = await patch(`/answers/${encodeURIComponent(current.id)}`, {
+      const updated = await patch(`/answers/${enc(current.id)}`, {
         question: String(data.get("question")).trim(),
         answer: String(data.get("answer")).trim(),
       });
@@ -83,14 +83,14 @@ function curatedItem(ctx, answer) {
       show(updated);
     });
     mount(row,
-      h("div", { class: "row" },
-        h("h3", {}, current.question),
-        h("span", { class: "spacer" }),
-        h("span", { class: "muted" }, `Updated ${when(current.updatedAt)}`),
+      h("div.row",
+        h("h3", current.question),
+        h("span.spacer"),
+        h("span.muted", `Updated ${when(current.updatedAt)}`),
         button("Edit", () => { edit.hidden = false; }),
         deleteButton("Delete", `Delete the curated answer to "${current.question}"?`, "Delete answer",
-          `/answers/${encodeURIComponent(current.id)}`, "Curated answer deleted", () => row.remove(), { class: "danger small" })),
-      h("p", { class: "answer-text" }, current.answer),
+          `/answers/${enc(current.id)}`, "Curated answer deleted", () => row.remove(), { class: "danger small" })),
+      h("p.answer-text", current.answer),
       edit);
   };
   show(answer);
@@ -106,10 +106,10 @@ export async function renderReview(ctx, page) {
   ]);
   const items = feedback.data;
   const { total, nextCursor } = feedback.pagination;
-  const curatedList = h("div", { class: "stack", role: "list", "aria-label": "Curated answers" },
+  const curatedList = h("div.stack", { role: "list", "aria-label": "Curated answers" },
     answers.map((a) => h("div", { role: "listitem" }, curatedItem(ctx, a))));
-  const noneYet = h("p", { class: "empty", hidden: answers.length > 0 }, "No curated answers yet.");
-  const count = h("span", {}, String(answers.length));
+  const noneYet = h("p.empty", { hidden: answers.length > 0 }, "No curated answers yet.");
+  const count = h("span", String(answers.length));
   const listed = (created) => {
     curatedList.prepend(h("div", { role: "listitem" }, curatedItem(ctx, created)));
     noneYet.hidden = true;
@@ -128,16 +128,16 @@ export async function renderReview(ctx, page) {
   const focusAdd = Boolean(pendingQuestion);
   pendingQuestion = "";
   const pages = pager(view, nextCursor, items.length, () => ctx.navigate("#/review"),
-    h("span", { class: "muted" }, `${items.length} shown of ${total} thumbs-down answers`), ["Newer", "Older"]);
+    h("span.muted", `${items.length} shown of ${total} thumbs-down answers`), ["Newer", "Older"]);
   mount(page,
     pageHeader(`Review of ${agent.name}`, "Answers visitors rated 👎, newest first. Write the answer they should have had: visitors asking that question again get it, word for word with the builtin model, as the first source with other models."),
-    h("h2", {}, "Thumbs-down answers"),
+    h("h2", "Thumbs-down answers"),
     items.length
-      ? h("div", { class: "stack", role: "list", "aria-label": "Thumbs-down answers" }, items.map((i) => h("div", { role: "listitem" }, feedbackItem(ctx, i, listed))))
-      : h("p", { class: "empty" }, "No answer has a 👎 rating."),
+      ? h("div.stack", { role: "list", "aria-label": "Thumbs-down answers" }, items.map((i) => h("div", { role: "listitem" }, feedbackItem(ctx, i, listed))))
+      : h("p.empty", "No answer has a 👎 rating."),
     items.length || view.back.length ? pages : null,
-    h("h2", {}, "Curated answers (", count, ")"),
-    h("section", { class: "card" }, h("h3", {}, "Add a curated answer"), add),
+    h("h2", "Curated answers (", count, ")"),
+    h("section.card", h("h3", "Add a curated answer"), add),
     noneYet,
     curatedList);
   // After the page is in the document (the router mounts it once this returns).

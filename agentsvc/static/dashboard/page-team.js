@@ -1,12 +1,12 @@
 // Team: members (remove), invitations (invite, cancel, copy the link when no mail leaves
-// the server), the team's name and single sign-on, which are the owner's; canned responses,
-// everyone's.
+// the server), the team's name, single sign-on and provisioning (SCIM), which are the
+// owner's; canned responses, everyone's. And your profile in the team (below).
 
-import { del, get, patch, post } from "./api.js";
-import { confirmDialog, copyText, field, h, mount, select, table, toast, when } from "./dom.js";
+import { del, enc, get, patch, post, put } from "./api.js";
+import { avatar, confirmDialog, copyText, field, h, mount, select, table, toast, when } from "./dom.js";
 import { actionButton, onSubmit, pageHeader } from "./forms.js";
 import { ROLE, choices, invitationStatus, role } from "./labels.js";
-import { scimSection } from "./scim.js";
+import { me } from "./page-inbox.js";
 import { ssoSection } from "./sso.js";
 
 /** Members for everyone; invite, cancel and remove for the owner only. */
@@ -31,7 +31,7 @@ export async function renderTeam(ctx, page) {
       label: "",
       cell: (m) => (m.role === "owner" ? "" : actionButton("Remove", async () => {
         if (!(await confirmDialog(`Remove ${m.email} from the team? Their sessions and API keys lose access at once.`, "Remove member"))) return;
-        await del(`/team/members/${encodeURIComponent(m.memberId)}`);
+        await del(`/team/members/${enc(m.memberId)}`);
         toast(`${m.email} removed`);
         ctx.navigate("#/team");
       }, { class: "danger small", "aria-label": `Remove ${m.email}` })),
@@ -39,18 +39,18 @@ export async function renderTeam(ctx, page) {
   }
   const sections = [
     pageHeader("Team", owner ? "You own this team: invite and remove members here." : `Owner: ${context.owner.name || context.owner.email}. Only the owner manages membership.`),
-    h("h2", {}, "Members"),
+    h("h2", "Members"),
     table(memberColumns, members, "No members.", "Members"),
   ];
   if (owner) {
-    sections.splice(1, 0, onSubmit(h("form", { class: "row card", "aria-label": "Rename the team" },
+    sections.splice(1, 0, onSubmit(h("form.row.card", { "aria-label": "Rename the team" },
       field("Team name", h("input", { name: "name", required: true, maxlength: 80, value: ctx.session.team.name })),
       h("button", { type: "submit" }, "Rename team")), async (data) => {
       const team = await patch("/team", { name: String(data.get("name")).trim() });
       toast(`The team is now called ${team.name}`);
       ctx.restart();
     }));
-    const form = onSubmit(h("form", { class: "row card invite", "aria-label": "Invite a member" },
+    const form = onSubmit(h("form.row.card.invite", { "aria-label": "Invite a member" },
       field("E-mail", h("input", { name: "email", type: "email", required: true, placeholder: "colleague@example.com" })),
       field("Role", select(choices(ROLE).reverse(), "member", { name: "role" })),
       h("button", { type: "submit" }, "Send invitation")), async (data) => {
@@ -65,23 +65,23 @@ export async function renderTeam(ctx, page) {
       { label: "Expires", cell: (i) => when(i.expiresAt) },
       {
         label: "",
-        cell: (i) => (i.status !== "pending" ? "" : h("div", { class: "actions" },
+        cell: (i) => (i.status !== "pending" ? "" : h("div.actions",
           noMail && i.link ? actionButton("Copy link", async () => {
             if (!(await copyText(i.link))) throw new Error("The link could not be copied: select it in the server's log instead");
             toast(`Link copied: send it to ${i.email} yourself`);
           }, { class: "small", "aria-label": `Copy link for ${i.email}` }) : null,
           actionButton("Cancel", async () => {
-            await del(`/team/invitations/${encodeURIComponent(i.id)}`);
+            await del(`/team/invitations/${enc(i.id)}`);
             toast(`Invitation to ${i.email} cancelled`);
             ctx.navigate("#/team");
           }, { class: "secondary small", "aria-label": `Cancel invitation to ${i.email}` }))),
       },
     ];
-    sections.push(h("h2", {}, "Invite"), form,
+    sections.push(h("h2", "Invite"), form,
       noMail
-        ? h("p", { class: "notice", role: "status" }, "Mail is not set up on this server, so invitations are not e-mailed. Use “Copy link” and send the link yourself (chat, your own e-mail). It works once, for the address invited, for 7 days.")
-        : h("p", { class: "muted" }, "The invitation link is e-mailed. It works once and lasts 7 days."),
-      h("h2", {}, "Invitations"), table(invColumns, invitations, "No invitations yet.", "Invitations"),
+        ? h("p.notice", { role: "status" }, "Mail is not set up on this server, so invitations are not e-mailed. Use “Copy link” and send the link yourself (chat, your own e-mail). It works once, for the address invited, for 7 days.")
+        : h("p.muted", "The invitation link is e-mailed. It works once and lasts 7 days."),
+      h("h2", "Invitations"), table(invColumns, invitations, "No invitations yet.", "Invitations"),
       await ssoSection(ctx),
       await scimSection(ctx));
   }
@@ -90,14 +90,14 @@ export async function renderTeam(ctx, page) {
 
 function cannedForm(ctx, c) {
   const input = (name, attrs) => h("input", { name, required: true, value: c ? c[name] : "", ...attrs });
-  return onSubmit(h("form", { class: "stack", "aria-label": c ? `Edit /${c.shortcut}` : "Add a canned response" },
-    h("div", { class: "row" },
+  return onSubmit(h("form.stack", { "aria-label": c ? `Edit /${c.shortcut}` : "Add a canned response" },
+    h("div.row",
       field("Shortcut", input("shortcut", { maxlength: 32, pattern: "[a-z0-9_\\-]+" }), "Lower-case letters, digits, - and _"),
       field("Title", input("title", { maxlength: 80 }))),
     field("Text", h("textarea", { name: "content", required: true, maxlength: 5000, rows: "3", value: c ? c.content : "" })),
     h("button", { type: "submit" }, c ? "Save response" : "Add response")), async (data) => {
     const body = Object.fromEntries(["shortcut", "title", "content"].map((k) => [k, String(data.get(k)).trim()]));
-    if (c) await patch(`/team/canned-responses/${encodeURIComponent(c.id)}`, body);
+    if (c) await patch(`/team/canned-responses/${enc(c.id)}`, body);
     else await post("/team/canned-responses", body);
     toast(`/${body.shortcut} saved`);
     ctx.navigate("#/team");
@@ -108,17 +108,113 @@ function cannedForm(ctx, c) {
 async function cannedSection(ctx) {
   const rows = await get("/team/canned-responses");
   return [
-    h("h2", {}, "Canned responses"),
-    h("p", { class: "muted" }, "Ready answers: type / and the shortcut in a reply. Every member can use and change them."),
-    rows.length ? h("ul", { class: "plain canned-responses" }, rows.map((c) => h("li", {}, h("details", { class: "card" },
-      h("summary", {}, h("strong", {}, `/${c.shortcut}`), ` ${c.title}`),
+    h("h2", "Canned responses"),
+    h("p.muted", "Ready answers: type / and the shortcut in a reply. Every member can use and change them."),
+    rows.length ? h("ul.plain.canned-responses", rows.map((c) => h("li", h("details.card",
+      h("summary", h("strong", `/${c.shortcut}`), ` ${c.title}`),
       cannedForm(ctx, c),
       actionButton("Delete", async () => {
         if (!(await confirmDialog(`Delete the canned response /${c.shortcut}?`, "Delete"))) return;
-        await del(`/team/canned-responses/${encodeURIComponent(c.id)}`);
+        await del(`/team/canned-responses/${enc(c.id)}`);
         toast(`/${c.shortcut} deleted`);
         ctx.navigate("#/team");
-      }, { class: "danger small", "aria-label": `Delete /${c.shortcut}` }))))) : h("p", { class: "empty" }, "No canned responses yet."),
-    h("div", { class: "card" }, h("h3", {}, "Add a canned response"), cannedForm(ctx, null)),
+      }, { class: "danger small", "aria-label": `Delete /${c.shortcut}` }))))) : h("p.empty", "No canned responses yet."),
+    h("div.card", h("h3", "Add a canned response"), cannedForm(ctx, null)),
   ];
+}
+
+/** "Provisioning (SCIM)" (owners): the base URL to paste, a new token (shown once), revoke. */
+async function scimSection(ctx) {
+  const s = await get("/team/scim");
+  const slot = h("p", { "aria-live": "polite" }, s.enabled && `Token made ${when(s.createdAt)}`);
+  return [h("h2", "Provisioning (SCIM)"), h("p", "Base URL: ", h("code", s.baseUrl)), slot,
+    actionButton("Create token", async () => {
+      const { token } = await post("/team/scim-token");
+      slot.replaceChildren("Shown once: ", h("code", token), " ",
+        actionButton("Copy token", async () => toast((await copyText(token)) ? "Copied" : "Copy it by hand", "ok"), { class: "small" }));
+    }),
+    s.enabled && actionButton("Revoke token", async () => {
+      if (!(await confirmDialog("Stop provisioning now?", "Revoke"))) return;
+      await del("/team/scim-token");
+      ctx.navigate("#/team");
+    }, { class: "danger small" })];
+}
+
+// ── Profile: your display name and picture (what visitors see of you), how you hear of new
+// handoffs, and your password.
+
+/** The picture: a preview, upload (PUT /me/avatar) and remove. */
+function avatarCard(ctx, member) {
+  const preview = h("div.avatar-big", avatar({ ...member, name: member.name || ctx.session.user.email }));
+  const file = h("input", { type: "file", required: true, accept: "image/png,image/jpeg,image/webp,image/gif" });
+  return onSubmit(h("form.stack.card.profile", { "aria-label": "Your picture" },
+    h("h2", "Picture"),
+    preview,
+    field("Picture file", file, "PNG, JPEG, WebP or GIF, at most 256 KB: shown to visitors beside your replies."),
+    h("div.row",
+      h("button", { type: "submit" }, "Upload picture"),
+      member.avatarUrl ? actionButton("Remove picture", async () => {
+        await del("/me/avatar");
+        toast("Picture removed");
+        ctx.restart();
+      }, { class: "secondary" }) : null)), async () => {
+    const { avatarUrl } = await put("/me/avatar", file.files[0]);
+    mount(preview, avatar({ avatarUrl }));
+    toast("Picture saved");
+    ctx.team = await get("/team/context");
+  });
+}
+
+/** An e-mail, a desktop notification, a sound: for each visitor who asks for a person. */
+function notifyCard(ctx, member) {
+  const box = (name, label) => field(label, h("input", { type: "checkbox", name, checked: Boolean(member[name]) }));
+  return onSubmit(h("form.stack.card.profile", { "aria-label": "Notifications" },
+    h("h2", "Notifications"),
+    h("p.muted", "When a visitor asks for a person:"),
+    box("notifyHandoffs", "E-mail me"),
+    box("notifyBrowser", "Show a desktop notification"),
+    box("notifySound", "Play a sound"),
+    h("button", { type: "submit" }, "Update notifications")), async (data) => {
+    const body = Object.fromEntries(["notifyHandoffs", "notifyBrowser", "notifySound"].map((k) => [k, data.has(k)]));
+    await patch("/team/members/me", body);
+    ctx.team = await get("/team/context");
+    toast("Notifications saved");
+    if (body.notifyBrowser && window.Notification && Notification.permission === "default") await Notification.requestPermission();
+  });
+}
+
+function passwordCard() {
+  const input = (name, autocomplete) => h("input", { type: "password", name, autocomplete, maxlength: 1000 });
+  const form = onSubmit(h("form.stack.card.profile", { "aria-label": "Password" },
+    h("h2", "Password"),
+    field("Current password", input("currentPassword", "current-password"), "Empty if you have none yet."),
+    field("New password", input("newPassword", "new-password")),
+    h("button", { type: "submit" }, "Change password")), async (data) => {
+    const body = { currentPassword: String(data.get("currentPassword")) || undefined, newPassword: String(data.get("newPassword")) };
+    await post("/auth/password", body);
+    form.reset();
+    toast("Password changed: your other sessions are signed out");
+  });
+  return form;
+}
+
+/** The signed-in user's display name, picture, notifications and password. */
+export async function renderProfile(ctx, page) {
+  const user = ctx.session.user;
+  const team = ctx.session.team;
+  const member = me(ctx);
+  const form = onSubmit(h("form.stack.card.profile", { "aria-label": "Change your name" },
+    field("Display name", h("input", { name: "name", required: true, maxlength: 80, autocomplete: "name", value: user.name || "" }),
+      `What visitors see when you take or answer a conversation. Without one they see the team's name, “${team.name}”; never your e-mail address.`),
+    h("button", { type: "submit" }, "Save")), async (data) => {
+    const name = String(data.get("name")).trim();
+    if (!name) throw new Error("name: must not be empty");
+    const saved = await patch("/team/members/me", { name });
+    toast(`Display name saved: ${saved.name}`);
+    ctx.restart();
+  });
+  mount(page,
+    pageHeader("Profile", `Signed in as ${user.email}. Your name and picture are yours in every team you belong to.`),
+    user.name ? null : h("p.notice", { role: "status" }, `You have no display name yet: visitors see “${team.name}” when you answer them.`),
+    h("div.grid2", form, avatarCard(ctx, member), notifyCard(ctx, member), passwordCard()));
 }

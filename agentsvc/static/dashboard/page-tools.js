@@ -2,9 +2,8 @@
 // form fields with a live preview, post actions, result display) and their JSON views, the
 // MCP server's tool checklist, test run.
 
-import { chatStream, get, post, put, qs } from "./api.js";
-import { actionsBuilder, actionsFit, formBuilder, formPreview } from "./builder-form.js";
-import { builderWithJson, displayBuilder, displayFit, headersEditor, paramsBuilder, paramsFit } from "./builders.js";
+import { chatStream, enc, get, post, put, qs } from "./api.js";
+import { actionsBuilder, actionsFit, builderWithJson, displayBuilder, displayFit, formBuilder, formPreview, headersEditor, paramsBuilder, paramsFit } from "./builders.js";
 import { button, field, h, mount, parseJsonField, pretty, select, table, toast, when } from "./dom.js";
 import { actionButton, deleteButton, onSubmit, pageHeader } from "./forms.js";
 import { EXECUTION_MODE, choices, toolType } from "./labels.js";
@@ -29,7 +28,7 @@ export async function renderTools(ctx, page) {
   ]);
   const limitText = `${limits.current} of ${limits.limit === null ? "unlimited" : limits.limit} tools on the ${limits.planId} plan`;
   const columns = [
-    { label: "Name", cell: (t) => h("a", { href: `#/tools/${encodeURIComponent(t.id)}` }, t.name) },
+    { label: "Name", cell: (t) => h("a", { href: `#/tools/${enc(t.id)}` }, t.name) },
     { label: "Type", cell: (t) => h("span", { class: `tag ${t.executionType}` }, toolType(t.executionType) + (t.executionType === "mcp" ? ` · ${(t.mcpServerTools || []).length} tools` : "")) },
     { label: "Enabled", cell: (t) => (t.isEnabled ? "Yes" : "No") },
     { label: "Description", cell: (t) => t.description },
@@ -37,7 +36,7 @@ export async function renderTools(ctx, page) {
   ];
   mount(page,
     pageHeader(`Tools of ${agent.name}`, limitText,
-      limits.canCreate ? h("a", { class: "button", href: "#/tools/new" }, "New tool") : h("span", { class: "muted" }, "Tool limit reached")),
+      limits.canCreate ? h("a.button", { href: "#/tools/new" }, "New tool") : h("span.muted", "Tool limit reached")),
     table(columns, tools, "No tools yet. Tools let the agent call an HTTP API or an MCP server, answer with a fixed response, or collect a form."));
 }
 
@@ -108,15 +107,15 @@ function mcpSection(t, headers) {
   const url = h("input", { name: "mcpUrl", value: t.mcpUrl || "", placeholder: "https://mcp.example.com/mcp" });
   const chosen = new Set(t.mcpTools || (t.mcpServerTools || []).map((f) => f.serverName));
   const all = h("input", { type: "checkbox", name: "mcpAll", checked: t.executionType === "mcp" ? t.mcpTools === null : true });
-  const list = h("div", { class: "stack mcp-tools", role: "group", "aria-label": "The server's tools" });
-  const status = h("small", { class: "hint", "aria-live": "polite" });
+  const list = h("div.stack.mcp-tools", { role: "group", "aria-label": "The server's tools" });
+  const status = h("small.hint", { "aria-live": "polite" });
   const showChecklist = (tools) => {
     mount(list, tools.map((tool) => {
       const box = h("input", { type: "checkbox", name: "mcpTool", value: tool.name, checked: !tool.problem && (all.checked || chosen.has(tool.name)), disabled: Boolean(tool.problem) || all.checked, dataset: { problem: tool.problem ? "1" : "" } });
-      return h("label", { class: "check" }, box, " ", h("strong", {}, tool.name),
-        tool.exposedName ? h("span", { class: "muted" }, ` (the model sees ${tool.exposedName})`) : null,
-        tool.description ? h("span", {}, ` — ${tool.description}`) : null,
-        tool.problem ? h("span", { class: "bad" }, ` Cannot be offered: ${tool.problem}`) : null);
+      return h("label.check", box, " ", h("strong", tool.name),
+        tool.exposedName ? h("span.muted", ` (the model sees ${tool.exposedName})`) : null,
+        tool.description ? h("span", ` — ${tool.description}`) : null,
+        tool.problem ? h("span.bad", ` Cannot be offered: ${tool.problem}`) : null);
     }));
   };
   all.addEventListener("change", () => {
@@ -148,10 +147,10 @@ function mcpSection(t, headers) {
   if (t.mcpServerTools) {
     showChecklist(t.mcpServerTools.map((f) => ({ name: f.serverName, description: f.description, exposedName: f.name, problem: null })));
   }
-  return h("fieldset", { class: "stack", dataset: { for: "mcp" } }, h("legend", {}, "MCP server"),
+  return h("fieldset.stack", { dataset: { for: "mcp" } }, h("legend", "MCP server"),
     field("Server URL", url, "A Streamable HTTP MCP endpoint. Its tools are listed when the tool is saved; use Refresh when the server changes."),
     headers.el,
-    h("div", { class: "row" }, load, status),
+    h("div.row", load, status),
     field("Expose every tool", all, "Ticked: all the server's tools, including ones it adds later (at the next refresh). Each counts against the plan's tool limit."),
     list);
 }
@@ -180,19 +179,19 @@ function toolEditor(tool, agentId) {
   parts.httpHeaders = headersEditor("Headers", t.httpHeaders, secrets);
   parts.mcpHeaders = headersEditor("Headers sent to the server", t.mcpHeaders, secrets);
   const sections = {
-    mock: h("fieldset", { class: "stack", dataset: { for: "mock" } }, h("legend", {}, "Fixed response"),
+    mock: h("fieldset.stack", { dataset: { for: "mock" } }, h("legend", "Fixed response"),
       field("Response", h("textarea", { name: "mockResponse", rows: 4 }, t.mockResponse || ""), "Returned as the tool's output, as is.")),
-    http: h("fieldset", { class: "stack", dataset: { for: "http" } }, h("legend", {}, "HTTP call"),
+    http: h("fieldset.stack", { dataset: { for: "http" } }, h("legend", "HTTP call"),
       field("URL", h("input", { name: "httpUrl", value: t.httpUrl || "", placeholder: "https://api.example.com/orders/{orderId}" }), "{param} placeholders are filled from the input (URL-encoded); {{SECRET}} from the team's secrets."),
       field("Method", select(["GET", "POST", "PUT", "DELETE"].map((m) => [m, m]), t.httpMethod || "GET", { name: "httpMethod" }), "GET/DELETE send the rest of the input in the query string, POST/PUT as a JSON body."),
       parts.httpHeaders.el),
-    form: h("fieldset", { class: "stack", dataset: { for: "form" } }, h("legend", {}, "Form"),
-      h("div", { class: "form-build" }, parts.form.el, parts.preview.el),
+    form: h("fieldset.stack", { dataset: { for: "form" } }, h("legend", "Form"),
+      h("div.form-build", parts.form.el, parts.preview.el),
       field("Delivery", select(choices(EXECUTION_MODE), t.formExecutionMode || "webhook", { name: "formExecutionMode" }), "Every submission is kept and listed under Form submissions, whatever the delivery."),
       field("Webhook URL", h("input", { name: "formWebhookUrl", value: t.formWebhookUrl || "", placeholder: "https://example.com/hooks/forms" })),
       field("Client handler name", h("input", { name: "formClientHandler", value: t.formClientHandler || "" }), "Registered in the page with agentsvc.registerFormHandler(name, fn). Left empty with client delivery, submissions are only stored."),
       parts.actions.el,
-      t.formWebhookSecret ? h("p", { class: "muted" }, "Webhook signing secret: ", h("code", {}, t.formWebhookSecret)) : null),
+      t.formWebhookSecret ? h("p.muted", "Webhook signing secret: ", h("code", t.formWebhookSecret)) : null),
     mcp: mcpSection(t, parts.mcpHeaders),
   };
   const schemaField = parts.input.el;
@@ -207,7 +206,7 @@ function toolEditor(tool, agentId) {
   typeSelect.addEventListener("change", showSection);
   showSection();
   const nodes = [
-    h("div", { class: "grid2" },
+    h("div.grid2",
       field("Name", h("input", { name: "name", required: true, value: t.name || "", pattern: "[a-z][a-z0-9_]{0,63}", placeholder: "lookup_order" }), "Lowercase with underscores; unique for this agent."),
       field("Type", typeSelect)),
     field("Description", h("textarea", { name: "description", rows: 2, required: true }, t.description || ""), "What the tool does; the model reads it to decide when to call it."),
@@ -224,8 +223,8 @@ function toolEditor(tool, agentId) {
 function testRun(ctx, tool) {
   if (tool.executionType === "mcp") {
     const functions = tool.mcpServerTools || [];
-    if (!functions.length) return h("p", { class: "muted card" }, "The server exposes no tool yet: refresh it, or choose its tools above.");
-    const holder = h("div", {});
+    if (!functions.length) return h("p.muted.card", "The server exposes no tool yet: refresh it, or choose its tools above.");
+    const holder = h("div");
     const choice = select(functions.map((f) => [f.name, f.name]), functions[0].name);
     const show = () => {
       const f = functions.find((x) => x.name === choice.value);
@@ -233,32 +232,32 @@ function testRun(ctx, tool) {
     };
     choice.addEventListener("change", show);
     show();
-    return h("div", { class: "stack" }, field("Function to test", choice), holder);
+    return h("div.stack", field("Function to test", choice), holder);
   }
   const input = jsonArea("testInput", pretty(exampleInput(tool.inputSchema)), 4);
-  const output = h("div", { class: "test-output", role: "status", "aria-live": "polite" });
-  const form = onSubmit(h("form", { class: "stack card", "aria-label": "Test run" },
-    h("h2", {}, "Test run"),
-    h("p", { class: "muted" }, "Sends ", h("code", {}, `/tool ${tool.name} {input}`), " to the agent in a new preview conversation. The builtin model runs the tool directly; other models receive it as a message."),
+  const output = h("div.test-output", { role: "status", "aria-live": "polite" });
+  const form = onSubmit(h("form.stack.card", { "aria-label": "Test run" },
+    h("h2", "Test run"),
+    h("p.muted", "Sends ", h("code", `/tool ${tool.name} {input}`), " to the agent in a new preview conversation. The builtin model runs the tool directly; other models receive it as a message."),
     field("Input (JSON)", input),
     h("button", { type: "submit" }, "Run tool"),
     output), async (data) => {
     const value = parseJsonField(data.get("testInput"), "input", { allowEmpty: true }) || {};
-    mount(output, h("p", { class: "muted" }, "Running…"));
+    mount(output, h("p.muted", "Running…"));
     const parts = [];
     let text = "";
     await chatStream({ agentId: tool.agentId, messages: [{ role: "user", content: `/tool ${tool.name} ${JSON.stringify(value)}` }] }, (name, ev) => {
       if (name === "tool_result") {
-        parts.push(h("p", {}, ev.isError ? "Tool error:" : "Tool output:"), h("pre", { class: ev.isError ? "bad" : "" }, typeof ev.output === "string" ? ev.output : pretty(ev.output)));
-        if (ev.form) parts.push(h("p", { class: "muted" }, "A form tool shows its form to the visitor: try it in the Chat preview."));
+        parts.push(h("p", ev.isError ? "Tool error:" : "Tool output:"), h("pre", { class: ev.isError ? "bad" : "" }, typeof ev.output === "string" ? ev.output : pretty(ev.output)));
+        if (ev.form) parts.push(h("p.muted", "A form tool shows its form to the visitor: try it in the Chat preview."));
       } else if (name === "content_block_delta" && ev.delta) {
         text += ev.delta.text || "";
       } else if (name === "error") {
-        parts.push(h("p", { class: "bad" }, `Error: ${ev.error ? ev.error.message : "failed"}`));
+        parts.push(h("p.bad", `Error: ${ev.error ? ev.error.message : "failed"}`));
       }
     });
-    if (!parts.length) parts.push(h("p", { class: "muted" }, "The model did not call the tool."));
-    if (text) parts.push(h("p", {}, "Agent: ", text));
+    if (!parts.length) parts.push(h("p.muted", "The model did not call the tool."));
+    if (text) parts.push(h("p", "Agent: ", text));
     mount(output, parts);
   });
   return form;
@@ -268,35 +267,35 @@ function testRun(ctx, tool) {
 export async function renderTool(ctx, page, id) {
   if (id === "new") {
     if (!ctx.agent) {
-      mount(page, pageHeader("New tool"), h("p", { class: "empty" }, "Create an agent first."));
+      mount(page, pageHeader("New tool"), h("p.empty", "Create an agent first."));
       return;
     }
     const editor = toolEditor(null, ctx.agent.id);
-    const form = onSubmit(h("form", { class: "stack card", "aria-label": "New tool" }, editor.nodes, h("button", { type: "submit" }, "Create tool")), async (data) => {
+    const form = onSubmit(h("form.stack.card", { "aria-label": "New tool" }, editor.nodes, h("button", { type: "submit" }, "Create tool")), async (data) => {
       const tool = await post("/tools", { agentId: ctx.agent.id, ...toolBody(data, false, editor.parts) });
       toast(`Tool ${tool.name} created`);
-      ctx.navigate(`#/tools/${encodeURIComponent(tool.id)}`);
+      ctx.navigate(`#/tools/${enc(tool.id)}`);
     });
     mount(page, pageHeader(`New tool for ${ctx.agent.name}`), form);
     return;
   }
-  const tool = await get(`/tools/${encodeURIComponent(id)}`);
+  const tool = await get(`/tools/${enc(id)}`);
   const editor = toolEditor(tool, tool.agentId);
-  const form = onSubmit(h("form", { class: "stack card", "aria-label": "Edit tool" }, editor.nodes, h("button", { type: "submit" }, "Save tool")), async (data) => {
-    await put(`/tools/${encodeURIComponent(id)}`, toolBody(data, true, editor.parts));
+  const form = onSubmit(h("form.stack.card", { "aria-label": "Edit tool" }, editor.nodes, h("button", { type: "submit" }, "Save tool")), async (data) => {
+    await put(`/tools/${enc(id)}`, toolBody(data, true, editor.parts));
     toast("Tool saved");
-    ctx.navigate(`#/tools/${encodeURIComponent(id)}`);
+    ctx.navigate(`#/tools/${enc(id)}`);
   });
   const remove = deleteButton("Delete tool", `Delete tool "${tool.name}"?`, "Delete tool",
-    `/tools/${encodeURIComponent(id)}`, "Tool deleted", () => ctx.navigate("#/tools"));
+    `/tools/${enc(id)}`, "Tool deleted", () => ctx.navigate("#/tools"));
   const refresh = tool.executionType === "mcp" ? actionButton("Refresh from server", async () => {
-    const fresh = await post(`/tools/${encodeURIComponent(id)}/refresh`);
+    const fresh = await post(`/tools/${enc(id)}/refresh`);
     toast(`${fresh.mcpServerTools.length} tools from the server`);
     await renderTool(ctx, page, id);
   }, { class: "secondary" }) : null;
   const listed = tool.executionType === "mcp" ? ` · ${(tool.mcpServerTools || []).length} tools, listed ${when(tool.mcpListedAt)}` : "";
   mount(page,
-    pageHeader(tool.name, `${toolType(tool.executionType)} · updated ${when(tool.updatedAt)}${listed}`, h("a", { class: "button secondary", href: "#/tools" }, "All tools"), refresh, remove),
+    pageHeader(tool.name, `${toolType(tool.executionType)} · updated ${when(tool.updatedAt)}${listed}`, h("a.button.secondary", { href: "#/tools" }, "All tools"), refresh, remove),
     form,
     testRun(ctx, tool));
 }

@@ -1,6 +1,6 @@
 // Triggers: list with stats and toggles, templates, and an editor for every type and action.
 
-import { get, post, put, qs } from "./api.js";
+import { enc, get, post, put, qs } from "./api.js";
 import { button, field, h, mount, parseJsonField, pretty, select, table, toast } from "./dom.js";
 import { actionButton, deleteButton, onSubmit, pageHeader } from "./forms.js";
 import { TRIGGER_ACTION, TRIGGER_TYPE, choices, plain, triggerAction, triggerType } from "./labels.js";
@@ -30,7 +30,7 @@ export async function renderTriggers(ctx, page) {
   ]);
   const counts = (t) => stats[t.id] || { firedCount: 0, convertedCount: 0 };
   const columns = [
-    { label: "Name", cell: (t) => h("a", { href: `#/triggers/${encodeURIComponent(t.id)}` }, t.name) },
+    { label: "Name", cell: (t) => h("a", { href: `#/triggers/${enc(t.id)}` }, t.name) },
     { label: "When", cell: (t) => `${triggerType(t.triggerType)} ${describeConditions(t)}` },
     { label: "Action", cell: (t) => triggerAction(t.actionType) },
     { label: "Priority", cell: (t) => String(t.priority) },
@@ -39,7 +39,7 @@ export async function renderTriggers(ctx, page) {
     {
       label: "Enabled",
       cell: (t) => actionButton(t.isEnabled ? "On" : "Off", async (button) => {
-        const updated = await post(`/triggers/${encodeURIComponent(t.id)}/toggle`);
+        const updated = await post(`/triggers/${enc(t.id)}/toggle`);
         t.isEnabled = updated.isEnabled;
         button.textContent = updated.isEnabled ? "On" : "Off";
         button.setAttribute("aria-pressed", String(updated.isEnabled));
@@ -47,19 +47,19 @@ export async function renderTriggers(ctx, page) {
       }, { class: t.isEnabled ? "small toggle on" : "small toggle", "aria-pressed": String(t.isEnabled), "aria-label": `Enabled: ${t.name}` }),
     },
   ];
-  const templateCards = templates.map((tpl) => h("div", { class: "template card" },
-    h("h3", {}, tpl.name),
-    h("p", { class: "muted" }, plain(tpl.description)),
-    h("p", {}, h("span", { class: "tag" }, triggerType(tpl.triggerType)), " → ", h("span", { class: "tag" }, triggerAction(tpl.actionType))),
+  const templateCards = templates.map((tpl) => h("div.template.card",
+    h("h3", tpl.name),
+    h("p.muted", plain(tpl.description)),
+    h("p", h("span.tag", triggerType(tpl.triggerType)), " → ", h("span.tag", triggerAction(tpl.actionType))),
     button("Use template", () => {
       pendingTemplate = tpl;
       ctx.navigate("#/triggers/new");
     })));
   mount(page,
-    pageHeader(`Triggers of ${agent.name}`, "Rules that make the widget act on visitor behaviour.", h("a", { class: "button", href: "#/triggers/new" }, "New trigger")),
+    pageHeader(`Triggers of ${agent.name}`, "Rules that make the widget act on visitor behaviour.", h("a.button", { href: "#/triggers/new" }, "New trigger")),
     table(columns, triggers, "No triggers yet: start from a template below."),
-    h("h2", {}, "Templates"),
-    h("div", { class: "templates" }, templateCards));
+    h("h2", "Templates"),
+    h("div.templates", templateCards));
 }
 
 function conditionFields(type, c) {
@@ -76,7 +76,7 @@ function conditionFields(type, c) {
         field("Event data match (JSON, optional)", h("textarea", { name: "eventData", rows: 3, class: "code" }, c.eventData ? pretty(c.eventData) : ""), 'e.g. {"cartValue": {"$gt": 100}}; operators $eq $ne $gt $gte $lt $lte $in $nin $exists.'),
       ];
     default:
-      return [h("p", { class: "muted" }, "Fires when the pointer leaves the top of the window (no conditions).")];
+      return [h("p.muted", "Fires when the pointer leaves the top of the window (no conditions).")];
   }
 }
 
@@ -136,35 +136,35 @@ export async function renderTrigger(ctx, page, id) {
   let trigger;
   if (isNew) {
     if (!agent) {
-      mount(page, pageHeader("New trigger"), h("p", { class: "empty" }, "Create an agent first."));
+      mount(page, pageHeader("New trigger"), h("p.empty", "Create an agent first."));
       return;
     }
     const tpl = pendingTemplate || {};
     pendingTemplate = null;
     trigger = { name: tpl.name || "", description: plain(tpl.description || ""), triggerType: tpl.triggerType || "time_on_page", conditions: tpl.conditions || {}, actionType: tpl.actionType || "open_chat", actionConfig: tpl.actionConfig || {}, triggerOnce: true, isEnabled: true, priority: 0 };
   } else {
-    trigger = await get(`/triggers/${encodeURIComponent(id)}`);
+    trigger = await get(`/triggers/${enc(id)}`);
   }
   const agentId = isNew ? agent.id : trigger.agentId;
   const formTools = (await get(`/tools${qs({ agentId })}`)).filter((t) => t.executionType === "form" && t.isEnabled);
   const typeSelect = select(TYPES, trigger.triggerType, { name: "triggerType" });
   const actionSelect = select(ACTIONS, trigger.actionType, { name: "actionType" });
-  const condBox = h("div", { class: "stack" });
-  const actionBox = h("div", { class: "stack" });
+  const condBox = h("div.stack");
+  const actionBox = h("div.stack");
   const redrawConditions = () => mount(condBox, conditionFields(typeSelect.value, typeSelect.value === trigger.triggerType ? trigger.conditions : {}));
   const redrawAction = () => mount(actionBox, actionFields(actionSelect.value, actionSelect.value === trigger.actionType ? trigger.actionConfig : {}, formTools));
   typeSelect.addEventListener("change", redrawConditions);
   actionSelect.addEventListener("change", redrawAction);
   redrawConditions();
   redrawAction();
-  const form = h("form", { class: "stack card", "aria-label": isNew ? "New trigger" : "Edit trigger" },
-    h("div", { class: "grid2" },
+  const form = h("form.stack.card", { "aria-label": isNew ? "New trigger" : "Edit trigger" },
+    h("div.grid2",
       field("Name", h("input", { name: "name", required: true, value: trigger.name })),
       field("Priority", h("input", { name: "priority", type: "number", step: 1, value: trigger.priority ?? 0 }), "Lower runs first.")),
     field("Description", h("input", { name: "description", value: trigger.description || "" })),
-    h("fieldset", { class: "stack" }, h("legend", {}, "When"), field("Trigger type", typeSelect), condBox),
-    h("fieldset", { class: "stack" }, h("legend", {}, "Then"), field("Action", actionSelect), actionBox),
-    h("div", { class: "row" },
+    h("fieldset.stack", h("legend", "When"), field("Trigger type", typeSelect), condBox),
+    h("fieldset.stack", h("legend", "Then"), field("Action", actionSelect), actionBox),
+    h("div.row",
       field("Only once per visit", h("input", { type: "checkbox", name: "triggerOnce", checked: trigger.triggerOnce !== false })),
       field("Enabled", h("input", { type: "checkbox", name: "isEnabled", checked: trigger.isEnabled !== false }))),
     h("button", { type: "submit" }, isNew ? "Create trigger" : "Save trigger"));
@@ -175,12 +175,12 @@ export async function renderTrigger(ctx, page, id) {
       const created = await post(`/triggers${qs({ agentId })}`, body);
       toast(`Trigger ${created.name} created`);
     } else {
-      await put(`/triggers/${encodeURIComponent(id)}`, body);
+      await put(`/triggers/${enc(id)}`, body);
       toast("Trigger saved");
     }
     ctx.navigate("#/triggers");
   });
   const remove = isNew ? null : deleteButton("Delete trigger", `Delete trigger "${trigger.name}"?`, "Delete trigger",
-    `/triggers/${encodeURIComponent(id)}`, "Trigger deleted", () => ctx.navigate("#/triggers"));
-  mount(page, pageHeader(isNew ? "New trigger" : trigger.name, null, h("a", { class: "button secondary", href: "#/triggers" }, "All triggers"), remove), form);
+    `/triggers/${enc(id)}`, "Trigger deleted", () => ctx.navigate("#/triggers"));
+  mount(page, pageHeader(isNew ? "New trigger" : trigger.name, null, h("a.button.secondary", { href: "#/triggers" }, "All triggers"), remove), form);
 }

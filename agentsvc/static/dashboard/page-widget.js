@@ -3,7 +3,7 @@
 // /widget/demo, given the unsaved settings by configure(). The Widget page: the embed snippet
 // with a copy button, and a live preview of the widget on a demo page.
 
-import { patch } from "./api.js";
+import { enc, patch } from "./api.js";
 import { beside, button, copyText, field, h, mount, select, toast } from "./dom.js";
 import { onSubmit, pageHeader } from "./forms.js";
 
@@ -36,7 +36,7 @@ export function hexColour(text) {
 /** A colour: the picker, and its hex code in a text field beside it, kept in step. */
 function colourField(name, label, value) {
   const picker = h("input", { name, type: "color", value });
-  const hex = h("input", { class: "hex", value, maxlength: 7, size: 8, spellcheck: "false", autocomplete: "off", "aria-label": `${label} (hex)`, title: "A colour as #RRGGBB" });
+  const hex = h("input.hex", { value, maxlength: 7, size: 8, spellcheck: "false", autocomplete: "off", "aria-label": `${label} (hex)`, title: "A colour as #RRGGBB" });
   picker.addEventListener("input", () => {
     hex.value = picker.value;
     hex.setCustomValidity("");
@@ -88,7 +88,7 @@ export function widgetLookSection(agent) {
     field(label, h("input", { name, type: "number", min: 0, max, step: 1, value }));
 
   const textsLanguage = select(LANGUAGES, saved.language === "auto" ? "en" : saved.language, { name: "textsLanguage" });
-  const textsList = h("div", { class: "grid2 texts" });
+  const textsList = h("div.grid2.texts");
   async function showTexts() {
     const code = textsLanguage.value;
     const [own, english] = await Promise.all([table(code), table("en")]);
@@ -110,31 +110,31 @@ export function widgetLookSection(agent) {
   }
   textsLanguage.addEventListener("change", () => showTexts().then(preview));
 
-  const form = h("form", { class: "stack look-form", "aria-label": "Widget appearance" },
-    h("fieldset", {}, h("legend", {}, "Colours and shape"),
-      h("div", { class: "grid2" },
+  const form = h("form.stack.look-form", { "aria-label": "Widget appearance" },
+    h("fieldset", h("legend", "Colours and shape"),
+      h("div.grid2",
         COLOURS.map(([name, label]) => colourField(name, label, look[name])),
         number("radius", "Corner radius (px, 0-24)", look.radius, 24),
         text("fontFamily", "Font family", look.fontFamily, "Fonts the site loads, e.g. Inter, sans-serif (letters, digits, spaces, commas, hyphens).", { maxlength: 200 }),
         field("Dark mode", select([["off", "Off"], ["on", "On"], ["auto", "Auto (follows the visitor's system)"]], look.darkMode, { name: "darkMode" })))),
-    h("fieldset", {}, h("legend", {}, "Launcher"),
-      h("div", { class: "grid2" },
+    h("fieldset", h("legend", "Launcher"),
+      h("div.grid2",
         field("Position", select([["right", "Bottom right"], ["left", "Bottom left"]], look.position, { name: "position" })),
         number("offsetX", "Distance from the side (px)", look.offsetX, 200),
         number("offsetY", "Distance from the bottom (px)", look.offsetY, 200)),
       imageInput("launcherIcon", "Launcher icon", look.launcherIcon)),
-    h("fieldset", {}, h("legend", {}, "Header and greeting"),
+    h("fieldset", h("legend", "Header and greeting"),
       text("title", "Title", look.title, "Empty: \"Chat\" in the visitor's language.", { maxlength: 80 }),
       imageInput("avatar", "Avatar", look.avatar),
       field("Welcome message", h("textarea", { name: "welcomeMessage", rows: 2, maxlength: 1000 }, look.welcomeMessage || ""),
         "Shown at the top of every conversation; empty: none."),
-      h("label", {}, h("input", { type: "checkbox", name: "poweredBy", checked: look.poweredBy }), " Show \"Powered by agentsvc\"")),
-    h("fieldset", {}, h("legend", {}, "Locale and starters"),
+      h("label", h("input", { type: "checkbox", name: "poweredBy", checked: look.poweredBy }), " Show \"Powered by agentsvc\"")),
+    h("fieldset", h("legend", "Locale and starters"),
       field("Locale", select([["auto", "Automatic: the page's language, else the visitor's browser"], ...LANGUAGES], saved.language, { name: "language" }),
         "The language of the widget's texts. Arabic and Hebrew are laid out right to left."),
-      h("div", { class: "grid2" }, [0, 1, 2, 3].map((i) =>
+      h("div.grid2", [0, 1, 2, 3].map((i) =>
         text(`starter${i}`, `Starter question ${i + 1}`, saved.starters[i], null, { maxlength: 200 })))),
-    h("details", {}, h("summary", {}, "Texts: override any text the visitor sees"),
+    h("details", h("summary", "Texts: override any text the visitor sees"),
       field("Texts of", textsLanguage, "An empty field keeps the built-in text shown in it."),
       textsList),
     h("button", { type: "submit" }, "Save appearance"));
@@ -155,7 +155,7 @@ export function widgetLookSection(agent) {
     return { appearance, language: value("language") || "auto", strings, starters };
   }
 
-  const frame = h("iframe", { src: `/widget/demo?agentId=${encodeURIComponent(agent.id)}`, title: "Widget preview", class: "widget-frame look-frame" });
+  const frame = h("iframe", { src: `/widget/demo?agentId=${enc(agent.id)}`, title: "Widget preview", class: "widget-frame look-frame" });
   /** Show the unsaved settings in the preview's widget. */
   async function preview() {
     const widget = frame.contentWindow && frame.contentWindow.agentsvc;
@@ -187,15 +187,15 @@ export function widgetLookSection(agent) {
   onSubmit(form, async () => {
     const body = settings();
     for (const code of Object.keys(body.strings)) body.strings[code] = { ...body.strings[code] };
-    const updated = await patch(`/agents/${encodeURIComponent(agent.id)}`, { widget: body });
+    const updated = await patch(`/agents/${enc(agent.id)}`, { widget: body });
     Object.assign(saved, updated.widget);
     toast("Appearance saved");
   });
   showTexts();
-  return h("section", { class: "card look", "aria-label": "Appearance" },
-    h("h2", {}, "Appearance"),
-    h("p", { class: "muted" }, "How the chat widget looks and speaks on your site. The preview shows your changes before you save them; the snippet on a page can still override any of it (see the Widget page)."),
-    h("div", { class: "look-grid" }, form, h("div", { class: "look-preview", tabindex: "0", role: "region", "aria-label": "Live preview" }, h("h3", {}, "Live preview"), frame)));
+  return h("section.card.look", { "aria-label": "Appearance" },
+    h("h2", "Appearance"),
+    h("p.muted", "How the chat widget looks and speaks on your site. The preview shows your changes before you save them; the snippet on a page can still override any of it (see the Widget page)."),
+    h("div.look-grid", form, h("div.look-preview", { tabindex: "0", role: "region", "aria-label": "Live preview" }, h("h3", "Live preview"), frame)));
 }
 
 // The Widget page.
@@ -224,20 +224,20 @@ export function embedSnippet(origin, agentId) {
 export async function renderWidget(ctx, page) {
   const agent = ctx.agent;
   const snippet = embedSnippet(location.origin, agent.id);
-  const code = h("pre", { class: "snippet", id: "embed-snippet", tabindex: "0" }, snippet);
+  const code = h("pre.snippet", { id: "embed-snippet", tabindex: "0" }, snippet);
   const copy = button("Copy snippet", async () => {
     const ok = await copyText(snippet);
     copy.textContent = ok ? "Copied" : "Copy failed";
     toast(ok ? "Snippet copied to the clipboard" : "Select the snippet and copy it by hand", ok ? "ok" : "error");
     setTimeout(() => (copy.textContent = "Copy snippet"), 2000);
   }, { class: null });
-  const demo = `/widget/demo?agentId=${encodeURIComponent(agent.id)}`;
+  const demo = `/widget/demo?agentId=${enc(agent.id)}`;
   const frame = h("iframe", { src: demo, title: "Widget preview", class: "widget-frame", loading: "lazy" });
   mount(page,
     pageHeader(`Widget of ${agent.name}`, "Paste this before </body> on every page where the chat should appear."),
-    h("section", { class: "card" }, h("div", { class: "row" }, h("h2", {}, "Embed snippet"), h("span", { class: "spacer" }), copy), code,
-      h("p", { class: "muted" }, "Identify signed-in visitors with userId, userEmail, userName (and userHash when the agent has an identity secret)."),
-      h("p", { class: "muted" }, "The widget's look, language, texts and starter questions are set on ", h("a", { href: `#/agents/${encodeURIComponent(agent.id)}` }, "the agent's page"),
+    h("section.card", h("div.row", h("h2", "Embed snippet"), h("span.spacer"), copy), code,
+      h("p.muted", "Identify signed-in visitors with userId, userEmail, userName (and userHash when the agent has an identity secret)."),
+      h("p.muted", "The widget's look, language, texts and starter questions are set on ", h("a", { href: `#/agents/${enc(agent.id)}` }, "the agent's page"),
         " (Appearance); a page can override them with appearance, language, strings and starters in its configuration.")),
-    h("section", { class: "card" }, h("div", { class: "row" }, h("h2", {}, "Live preview"), h("span", { class: "spacer" }), h("a", { href: demo, target: "_blank", rel: "noopener" }, "Open the demo page")), frame));
+    h("section.card", h("div.row", h("h2", "Live preview"), h("span.spacer"), h("a", { href: demo, target: "_blank", rel: "noopener" }, "Open the demo page")), frame));
 }

@@ -11,18 +11,18 @@ export async function ssoSection(ctx) {
   const s = await get("/team/sso").catch(() => null);
   // What the provider needs before it can make its metadata: known before anything is saved.
   const sp = `${ctx.team.publicUrl}/api/v1/auth/saml/${ctx.session.team.id}/`;
-  const box = h("div", {});
+  const box = h("div");
   const draw = (kind) => {
     const saml = kind === "saml", v = s && s.type === kind ? s : null;
     const input = (name, label, attrs, hint) => field(label, h("input", { name, value: v ? v[name] : "", ...attrs }), hint);
     const copy = (label, text) => actionButton("Copy", async () => toast((await copyText(text)) ? `${label} copied` : "Select it to copy it", "ok"), { class: "small secondary", "aria-label": `Copy the ${label}` });
-    const paste = (label, uri) => h("p", {}, `${label} to paste into your provider: `, h("code", {}, uri), " ", copy(label, uri));
+    const paste = (label, uri) => h("p", `${label} to paste into your provider: `, h("code", uri), " ", copy(label, uri));
     // Each domain's proof: a domain does nothing until its TXT record is found.
     const proof = h("ul", { "aria-label": "Domain verification" });
-    const prove = (list) => proof.replaceChildren(...list.map((d) => h("li", {}, d.verified ? `${d.domain}: Verified` : [`${d.domain}: not verified. Add a TXT record at `,
-      h("code", {}, d.recordName), " holding ", h("code", {}, d.recordValue), " ", copy(`TXT value for ${d.domain}`, d.recordValue), d.message ? h("p", { class: "muted" }, d.message) : ""])));
+    const prove = (list) => proof.replaceChildren(...list.map((d) => h("li", d.verified ? `${d.domain}: Verified` : [`${d.domain}: not verified. Add a TXT record at `,
+      h("code", d.recordName), " holding ", h("code", d.recordValue), " ", copy(`TXT value for ${d.domain}`, d.recordValue), d.message ? h("p.muted", d.message) : ""])));
     if (v) prove(v.domainVerification);
-    const form = onSubmit(h("form", { class: "stack card", "aria-label": "Single sign-on" },
+    const form = onSubmit(h("form.stack.card", { "aria-label": "Single sign-on" },
       field("Protocol", select([["oidc", "OpenID Connect"], ["saml", "SAML 2.0"]], kind, { onchange: (e) => draw(e.target.value) })),
       saml ? [paste("Entity ID", sp + "metadata"), paste("ACS URL", sp + "acs"), paste("Metadata URL", sp + "metadata"),
         field("Identity provider metadata (XML)", h("textarea", { name: "idpMetadataXml", rows: "4", required: true, value: v ? v.idpMetadataXml : "" })),
@@ -47,7 +47,7 @@ export async function ssoSection(ctx) {
     box.replaceChildren(form);
   };
   draw(s ? s.type : "oidc");
-  return [h("h2", {}, "Single sign-on"), h("p", { class: "muted" }, "Your people sign in with your company's identity provider (Okta, Entra ID, Keycloak...) by OpenID Connect or SAML 2.0."), box,
+  return [h("h2", "Single sign-on"), h("p.muted", "Your people sign in with your company's identity provider (Okta, Entra ID, Keycloak...) by OpenID Connect or SAML 2.0."), box,
     s ? actionButton("Turn off single sign-on", async () => {
       if (!(await confirmDialog("Turn off single sign-on? People then sign in by password or e-mailed link again.", "Turn off"))) return;
       await del("/team/sso");
@@ -60,8 +60,8 @@ export function ssoOffer(email) {
   const slot = h("div", { "aria-live": "polite" });
   email.addEventListener("change", async () => {
     const r = await get(`/auth/sso?email=${encodeURIComponent(email.value.trim())}`).catch(() => ({}));
-    slot.replaceChildren(...(r.sso ? [h("a", { class: "button oauth", href: `${r.startUrl}?callbackUrl=%2F` }, "Continue with SSO"),
-      r.enforced ? h("p", { class: "muted" }, "Your organisation signs you in: use single sign-on.") : ""] : []));
+    slot.replaceChildren(...(r.sso ? [h("a.button.oauth", { href: `${r.startUrl}?callbackUrl=%2F` }, "Continue with SSO"),
+      r.enforced ? h("p.muted", "Your organisation signs you in: use single sign-on.") : ""] : []));
   });
   return slot;
 }
