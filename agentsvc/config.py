@@ -354,6 +354,10 @@ class ChannelSettings(_Section):
     # `pollSeconds` a channel may ask for (tests shorten both).
     email_check_seconds: float = Field(10, gt=0)
     email_min_poll_seconds: float = Field(30, gt=0)
+    # With several processes, how long a received message waits for the turn its own
+    # process is about to start before another process may answer it (one that stopped
+    # first); longer than a process takes to start a turn. Tests shorten it.
+    resume_after_seconds: float = Field(60, gt=0)
 
 
 class ChatSettings(_Section):

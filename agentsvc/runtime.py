@@ -494,7 +494,10 @@ def _channels(app: web.Application) -> ChannelsService:
         db,
         app[app_keys.chat_turns_key],
         ReplyQueue(app[app_keys.deliverer_key].wake),
-        InboxConfig(turn_seconds=settings.chat.max_stream_seconds),
+        InboxConfig(
+            turn_seconds=settings.chat.max_stream_seconds,
+            resume_after_seconds=settings.channels.resume_after_seconds,
+        ),
     )
     channels = app[app_keys.channels_key] = ChannelsService(
         ChannelDeps(db, app[app_keys.secret_box_key], app[app_keys.agent_cache_key]),

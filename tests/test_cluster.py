@@ -1,7 +1,9 @@
 """Three `agentsvc serve` processes behind nginx on one PostgreSQL and one Redis act as one
 service: limits are shared, every accepted submission is delivered (one process killed
 with SIGKILL mid-delivery), a revoked key is refused by every process within 1 s, and so
-are a SCIM deactivation and a role given by a SCIM group (issue 35).
+are a SCIM deactivation and a role given by a SCIM group (issue 35); a channel's message
+arriving at several processes makes one turn and one reply, and a killed process's replies
+and waiting messages are taken over (issue 32).
 
 Runs on the PostgreSQL side of the suite (scripts/test.sh starts the servers); nginx is
 Debian's, with scripts/nginx_cluster.conf as docs/operators/growing.md shows it, on free ports.
@@ -15,12 +17,18 @@ import shutil
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import aiohttp
+import orjson
 import pytest
 
 from tests.support import pg
+from tests.support.channel_platforms import TELEGRAM_TOKEN
+from tests.support.channels import message, signed
+from tests.support.fakes import openai_server as oai
+from tests.support.fakes.telegram import FakeTelegram
 from tests.support.fakes.webhook_receiver import WebhookReceiver
 from tests.support.scim import BASE, okta_user, scim_headers
 from tests.support.sso import oidc_body, provider_for_module
@@ -45,8 +53,9 @@ pytestmark = pytest.mark.skipif(
 
 
 class Cluster:
-    def __init__(self, tmp_path: Path):
+    def __init__(self, tmp_path: Path, extra: str = ""):
         self.tmp = tmp_path
+        self.extra = extra  # more TOML for every process (sections the config lacks)
         self.url = pg.fresh_database_url()
         self.ports = [free_port() for _ in range(3)]
         self.lb_port = free_port()
@@ -78,7 +87,7 @@ lease_seconds = {LEASE_SECONDS}
 poll_seconds = {POLL_SECONDS}
 [plans.limited]
 requests_per_minute = {PLAN_PER_MINUTE}
-""",
+{self.extra}""",
             encoding="utf-8",
         )
         return path
@@ -114,14 +123,17 @@ requests_per_minute = {PLAN_PER_MINUTE}
         assert done.returncode == 0, done.stderr
 
 
+def _running(cluster: Cluster):
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()
+
+
 @pytest.fixture
 def cluster(tmp_path):
-    running = Cluster(tmp_path)
-    try:
-        running.start()
-        yield running
-    finally:
-        running.stop()
+    yield from _running(Cluster(tmp_path))
 
 
 def bearer(key: str) -> dict[str, str]:
@@ -319,3 +331,200 @@ async def scim_changes_reach_every_process_within_a_second(cluster, idp) -> None
         async with http.patch(f"{processes[1]}{BASE}/Users/{user_id}", json=off, headers=scim) as r:
             assert r.status == 200, await r.text()
         assert await everywhere("/api/v1/agents", 401, deactivated_at) < 1.0
+
+
+# ── channels on several processes (issue 32) ─────────────────────────────────────────────
+
+FRUITS = (
+    "apple banana cherry damson elder fig grape hazel iris juniper kiwi lemon mango nectar"
+    " olive peach quince rowan sage thyme"
+).split()
+# The builtin model answers with the sentence that shares the question's words: each
+# message has a reply of its own ("Where is the fig?" "Locker 5 holds the fig.").
+LOCKERS = " ".join(f"Locker {n} holds the {fruit}." for n, fruit in enumerate(FRUITS))
+RESUME_AFTER_SECONDS = 2
+SLOW_REPLY_SECONDS = 2.0  # the receiver holds each reply to the `pending` channel this long
+MODEL_HOLD_SECONDS = 6.0  # the first turn of the slow agent waits this long on its model
+
+
+@pytest.fixture
+def channel_cluster(tmp_path, openai_fake):
+    extra = f"""
+[channels]
+resume_after_seconds = {RESUME_AFTER_SECONDS}
+[providers.oai]
+kind = "openai"
+base_url = "{openai_fake.base_url}"
+api_key = "k"
+max_retries = 0
+"""
+    yield from _running(Cluster(tmp_path, extra))
+
+
+async def test_channel_messages_are_answered_once_by_the_cluster(channel_cluster, openai_fake):
+    """Issue 32: a platform message may reach any process, and again another (a retry):
+    it makes one turn and one reply; a process killed with replies under way and messages
+    waiting for their turn loses none of them."""
+    cluster = channel_cluster
+    auth = bearer(cluster.key("channels@example.com"))
+    receiver = await WebhookReceiver(slow_seconds=SLOW_REPLY_SECONDS).start()
+    telegram = await FakeTelegram(tokens={TELEGRAM_TOKEN}).start()
+    try:
+        async with aiohttp.ClientSession() as http:
+            doors = Doors(cluster, http, auth)
+            shop = await doors.agent({"name": "Lockers", "systemPrompt": LOCKERS})
+            await every_message_answered_once(doors, shop, receiver, telegram)
+            await a_killed_process_loses_no_reply(doors, shop, receiver, openai_fake)
+    finally:
+        await telegram.close()
+        await receiver.close()
+
+
+class Doors:
+    """The cluster's ways in: the API (through the first process) and each channel's
+    inbound address, through nginx or one process."""
+
+    def __init__(self, cluster: Cluster, http: aiohttp.ClientSession, auth: dict[str, str]):
+        self.cluster = cluster
+        self.http = http
+        self.auth = auth
+        self.processes = [f"http://127.0.0.1:{port}" for port in cluster.ports]
+
+    async def _created(self, path: str, body: dict) -> dict:
+        url = f"{self.processes[0]}/api/v1{path}"
+        async with self.http.post(url, json=body, headers=self.auth) as resp:
+            assert resp.status == 201, await resp.text()
+            return (await resp.json())["data"]
+
+    async def agent(self, body: dict) -> str:
+        return (await self._created("/agents", body))["id"]
+
+    async def channel(self, agent_id: str, kind: str, config: dict) -> dict:
+        return await self._created(f"/agents/{agent_id}/channels", {"type": kind, "config": config})
+
+    async def deliver(self, door: str, channel: dict, body: bytes, headers: dict) -> bool:
+        """POST a platform's message to the channel through a door; whether it was a
+        duplicate."""
+        url = f"{door}/api/v1/channels/{channel['id']}/inbound"
+        async with self.http.post(url, data=body, headers=headers) as resp:
+            assert resp.status == 202, await resp.text()
+            return (await resp.json())["data"]["duplicate"]
+
+    async def api_message(self, door: str, channel: dict, user: str, text: str, id_: str):
+        body = message(user, text, id_)
+        return await self.deliver(door, channel, body, signed(channel["secret"], body, id_))
+
+    async def channel_view(self, channel: dict) -> dict:
+        url = f"{self.processes[0]}/api/v1/channels/{channel['id']}"
+        async with self.http.get(url, headers=self.auth) as resp:
+            assert resp.status == 200, await resp.text()
+            return (await resp.json())["data"]
+
+
+async def until(done, what: str, seconds: float) -> None:
+    """Wait (bounded) until `done()` holds."""
+    deadline = time.monotonic() + seconds
+    while not done():
+        assert time.monotonic() < deadline, f"still waiting: {what}"
+        await asyncio.sleep(0.05)
+
+
+def _locker(n: int) -> str:
+    return f"Locker {n} holds the {FRUITS[n]}."
+
+
+async def every_message_answered_once(doors: Doors, shop: str, receiver, telegram) -> None:
+    """40 messages from 8 people on an api and a telegram channel, each arriving three
+    times at once: through nginx and straight at two processes (a platform's retry that
+    lands elsewhere). One of the three is taken, one reply goes out for each."""
+    api = await doors.channel(shop, "api", {"outboundUrl": receiver.url("/ok")})
+    bot = await doors.channel(
+        shop, "telegram", {"botToken": TELEGRAM_TOKEN, "apiBaseUrl": telegram.base_url}
+    )
+    assert telegram.webhooks[TELEGRAM_TOKEN][0] == bot["inboundUrl"]
+
+    def entrances(n: int) -> list[str]:
+        return [doors.cluster.base, doors.processes[n % 3], doors.processes[(n + 1) % 3]]
+
+    async def api_message(n: int) -> list[bool]:
+        text, user = f"Where is the {FRUITS[n]}?", f"u-{n % 4}"
+        return await asyncio.gather(
+            *(doors.api_message(door, api, user, text, f"m-{n}") for door in entrances(n))
+        )
+
+    async def telegram_update(n: int) -> list[bool]:
+        update = orjson.dumps(telegram.text_update(1001 + n % 4, f"Where is the {FRUITS[n]}?"))
+        headers = telegram.headers_for(TELEGRAM_TOKEN)
+        return await asyncio.gather(
+            *(doors.deliver(door, bot, update, headers) for door in entrances(n))
+        )
+
+    count = len(FRUITS)
+    arrivals = await asyncio.gather(
+        *(api_message(n) for n in range(count)), *(telegram_update(n) for n in range(count))
+    )
+    assert all(sorted(duplicates) == [False, True, True] for duplicates in arrivals), arrivals
+
+    def answered() -> bool:
+        return len(receiver.at("/ok")) >= count and len(telegram.sent(TELEGRAM_TOKEN)) >= count
+
+    await until(answered, "a reply to every message", 20)
+    await asyncio.sleep(POLL_SECONDS * 3)  # a second reply of any would have gone by now
+    replies = {}
+    for hook in receiver.at("/ok"):
+        assert hook.json["inReplyTo"] not in replies, f"two replies to {hook.json['inReplyTo']}"
+        replies[hook.json["inReplyTo"]] = hook.json["text"]
+    assert replies == {f"m-{n}": _locker(n) for n in range(count)}
+    sent = Counter((int(p["chat_id"]), p["text"]) for p in telegram.sent(TELEGRAM_TOKEN))
+    assert sent == Counter({(1001 + n % 4, _locker(n)) for n in range(count)})
+
+
+async def a_killed_process_loses_no_reply(doors: Doors, shop: str, receiver, model) -> None:
+    """One process received six messages whose replies are being sent (the receiver holds
+    each for 2 s) and three of one person that wait behind that person's first, whose turn
+    waits on its model; it is killed (SIGKILL). The others take over the replies it was
+    sending once their lease ends (sent again with the same webhook-id: one reply each) and
+    answer the three messages once they have waited `resume_after_seconds`. The turn under
+    way in the killed process is not run again."""
+    pending = await doors.channel(shop, "api", {"outboundUrl": receiver.url("/slow")})
+    slow_agent = await doors.agent({"name": "Slow", "model": "oai/gpt-4o-mini"})
+    waiting = await doors.channel(slow_agent, "api", {"outboundUrl": receiver.url("/ok")})
+    model.script(
+        oai.stream(oai.text_events(["Held up."]), delay=MODEL_HOLD_SECONDS),
+        *(oai.stream(oai.text_events([f"Answer {n}."])) for n in range(3)),
+    )
+    victim = doors.processes[2]
+    assert not await doors.api_message(victim, waiting, "ann", "First", "w-1")
+    await until(lambda: len(model.requests) == 1, "the first turn asks its model", 5)
+    for n in (2, 3, 4):  # recorded; their turns wait for the first one of ann's
+        assert not await doors.api_message(victim, waiting, "ann", f"Message {n}", f"w-{n}")
+    for n in range(6):
+        text = f"Where is the {FRUITS[n]}?"
+        assert not await doors.api_message(victim, pending, f"r-{n}", text, f"r-{n}")
+    await until(lambda: len(receiver.at("/slow")) >= 6, "the six replies under way", 10)
+    doors.cluster.servers[2].kill()
+
+    def answered() -> set[str]:
+        return {h.json["inReplyTo"] for h in receiver.at("/ok")} & {"w-2", "w-3", "w-4"}
+
+    await until(lambda: len(answered()) == 3, "the waiting messages answered", 15)
+    await until(lambda: len(receiver.at("/slow")) > 6, "a reply taken over", LEASE_SECONDS + 10)
+    # Settled: no attempt for a while (a failed one would be tried again within a second).
+    seen, deadline = -1, time.monotonic() + 20
+    while seen != len(receiver.at("/slow")):
+        assert time.monotonic() < deadline, "the replies are still being sent"
+        seen = len(receiver.at("/slow"))
+        await asyncio.sleep(SLOW_REPLY_SECONDS + 1.5)
+    ids: dict[str, set[str]] = {}
+    for hook in receiver.at("/slow"):
+        ids.setdefault(hook.json["inReplyTo"], set()).add(hook.headers["webhook-id"])
+    assert sorted(ids) == [f"r-{n}" for n in range(6)]
+    assert all(len(attempts) == 1 for attempts in ids.values()), ids  # one reply each
+    assert len(receiver.at("/slow")) <= 12  # the cut attempt and the one that took it over
+    status = (await doors.channel_view(pending))["status"]
+    assert status["lastError"] is None and status["lastOutboundAt"] is not None
+    waited = Counter(
+        h.json["inReplyTo"] for h in receiver.at("/ok") if h.json["inReplyTo"][:2] == "w-"
+    )
+    assert waited == Counter({"w-2": 1, "w-3": 1, "w-4": 1})  # w-1's turn died with its process
+    assert len(model.requests) == 4  # the first turn, then one for each waiting message

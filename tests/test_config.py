@@ -127,6 +127,8 @@ def test_toml_file_and_environment(tmp_path):
         ("[providers.x]\nkind = 'anthropic'\nbase_url = 'http://a/?v=1'\n", {}, "x.base_url"),
         ("[models]\ndefault = 'nope/model'\n", {}, "models.default"),
         ("[webhooks]\nretry_schedule_seconds = []\n", {}, "webhooks.retry_schedule_seconds"),
+        ("[channels]\nresume_after_seconds = 0\n", {}, "channels.resume_after_seconds"),
+        ("[channels]\nresume_after_seconds = 'soon'\n", {}, "channels.resume_after_seconds"),
         ("not toml [", {}, "invalid TOML"),
     ],
 )

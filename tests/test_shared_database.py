@@ -157,6 +157,49 @@ async def test_a_periodic_job_is_claimed_by_one_process_per_period(tmp_path):
         await two.close()
 
 
+@postgres_only
+async def test_batches_of_two_processes_taking_rows_in_opposite_orders_both_commit():
+    """Two processes' batched writes take two rows in opposite orders (two conversations,
+    a daily counter): PostgreSQL ends the deadlock by failing a unit of one batch, which is
+    run again alone once its batch committed; nothing fails (the cluster test met it)."""
+    from agentsvc.db.postgres import PostgresDatabase
+
+    url = pg.fresh_database_url()
+    one, two = PostgresDatabase(url), PostgresDatabase(url)
+    await one.open()
+    await two.open()
+    try:
+        async with one.write() as tx:
+            await tx.execute("CREATE TABLE probe (id INTEGER PRIMARY KEY, n INTEGER NOT NULL)")
+            await tx.execute("INSERT INTO probe VALUES (1, 0), (2, 0)")
+        taken = {1: asyncio.Event(), 2: asyncio.Event()}
+
+        def add(row: int, then_wait_for: int | None = None):
+            async def unit(tx) -> None:
+                await tx.execute("UPDATE probe SET n = n + 1 WHERE id = ?", (row,))
+                if then_wait_for is not None:  # each batch holds its first row
+                    taken[row].set()
+                    await taken[then_wait_for].wait()
+
+            return unit
+
+        # Queued in one go, each pair is one batch: row 1 then 2, and row 2 then 1.
+        await asyncio.wait_for(
+            asyncio.gather(
+                one.write_batched(add(1, then_wait_for=2)),
+                one.write_batched(add(2)),
+                two.write_batched(add(2, then_wait_for=1)),
+                two.write_batched(add(1)),
+            ),
+            20,
+        )
+        rows = await one.reader.fetchall("SELECT id, n FROM probe ORDER BY id")
+        assert [tuple(r) for r in rows] == [(1, 2), (2, 2)]
+    finally:
+        await one.close()
+        await two.close()
+
+
 async def _catalog(url: str) -> tuple[set, set]:
     import asyncpg
 

@@ -54,6 +54,11 @@ LISTEN_RETRY_SECONDS = 1.0
 _STRING_OR_MARK = re.compile(r"'(?:[^']|'')*'|\?")
 
 
+# A unit that ended a deadlock is run again alone, at most this many times in all.
+DEADLOCK = asyncpg.DeadlockDetectedError
+DEADLOCK_TRIES = 3
+
+
 def is_postgres_url(url: str) -> bool:
     return url.startswith(("postgresql://", "postgres://"))
 
@@ -191,11 +196,32 @@ class PostgresDatabase:
 
     async def _write_batch(self, units: list[Callable[[Tx], Awaitable[Any]]]) -> list[Any]:
         if len(units) == 1:  # alone in its transaction: no savepoint (a round trip) needed
+            return [await self._alone(units[0])]
+        results = await self._together(units)
+        # A unit PostgreSQL chose to end a deadlock (another process's batch took the same
+        # rows, a conversation or a daily counter, in the other order) goes again, alone,
+        # now that this batch's locks are released.
+        for index, result in enumerate(results):
+            if isinstance(result, Failed) and isinstance(result.error, DEADLOCK):
+                results[index] = await self._alone(units[index])
+        return results
+
+    async def _alone(self, unit: Callable[[Tx], Awaitable[Any]]) -> Any:
+        """A unit in a transaction of its own, run again when it ended a deadlock."""
+        failed = Failed(AssertionError("not run"))
+        for _ in range(DEADLOCK_TRIES):
             try:
-                async with self._transaction(units[0]) as conn:
-                    return [await units[0](PgTx(conn))]
+                async with self._transaction(unit) as conn:
+                    return await unit(PgTx(conn))
+            except DEADLOCK as exc:
+                failed = Failed(exc)
+                log.info("a write ended a deadlock with another transaction")
             except Exception as exc:
-                return [Failed(exc)]
+                return Failed(exc)
+        return failed
+
+    async def _together(self, units: list[Callable[[Tx], Awaitable[Any]]]) -> list[Any]:
+        """Units in one transaction, each in its savepoint (a failing one fails alone)."""
         results: list[Any] = []
         slowest = Slowest(units[0])
         async with self._transaction(slowest) as conn:

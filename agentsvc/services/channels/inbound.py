@@ -7,9 +7,9 @@ The platform is answered as soon as the message is recorded; the turn runs in a 
 this process. One platform user's messages are answered one after the other, in order. A
 message is kept until its turn starts: one whose process stopped first is answered at the
 next start (`resume`); with several processes, by any process still running (runtime.py
-calls `resume` every `[webhooks] poll_seconds`), once it has waited `RESUME_AFTER_SECONDS`,
-so a turn another process is about to start is left to it (and if both start it, the
-database lets one take it).
+calls `resume` every `[webhooks] poll_seconds`), once it has waited `[channels]
+resume_after_seconds` (a minute), so a turn another process is about to start is left to
+it (and if both start it, the database lets one take it).
 """
 
 from __future__ import annotations
@@ -36,7 +36,6 @@ from agentsvc.store.conversations import Conversation
 
 log = logging.getLogger(__name__)
 
-RESUME_AFTER_SECONDS = 60
 RESUME_BATCH = 500
 # The types whose conversations are threads (the message's address names the thread):
 # whoever writes in a Slack thread; one sender's e-mail thread (e-mail's From is not
@@ -116,6 +115,8 @@ class _Reply:
 class InboxConfig:
     turn_seconds: float  # the longest a turn may take ([chat] max_stream_seconds)
     close_grace_seconds: float = 5.0  # at shutdown, how long turns under way may finish
+    # With several processes: how long a message waits before another process answers it.
+    resume_after_seconds: float = 60.0  # [channels] resume_after_seconds
 
 
 class ChannelInbox:
@@ -166,7 +167,7 @@ class ChannelInbox:
         first); return how many. At start-up, and with several processes periodically."""
         cutoff = datetime.now(UTC)
         if self._db.shared:
-            cutoff -= timedelta(seconds=RESUME_AFTER_SECONDS)
+            cutoff -= timedelta(seconds=self._config.resume_after_seconds)
         found = await store.waiting(self._db.reader, iso(cutoff), RESUME_BATCH)
         started = 0
         for item in found:
