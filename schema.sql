@@ -1033,3 +1033,21 @@ CREATE INDEX conversations_channel_user ON conversations(channel_id, user_ref, c
     WHERE channel_id IS NOT NULL;
 CREATE INDEX conversations_agent_channel ON conversations(agent_id, channel, created_at, id)
     WHERE channel <> 'web';
+
+-- The files an e-mail came with (migration 16): kept under <data_dir>/files/mail/<folder>/,
+-- listed on the user message that brought them.
+CREATE TABLE message_attachments (
+    id              TEXT PRIMARY KEY,
+    conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+    message_id      TEXT NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+    folder          TEXT NOT NULL,
+    file            TEXT NOT NULL,
+    name            TEXT NOT NULL,
+    content_type    TEXT NOT NULL,
+    size            INTEGER NOT NULL,
+    position        INTEGER NOT NULL,
+    created_at      TEXT NOT NULL
+);
+CREATE INDEX message_attachments_conversation ON message_attachments(conversation_id);
+CREATE INDEX message_attachments_message ON message_attachments(message_id);
+CREATE INDEX message_attachments_folder ON message_attachments(folder);

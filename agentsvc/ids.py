@@ -32,6 +32,7 @@ PREFIXES = {
     "scim_group": "grp",
     "channel": "ch",
     "channel_delivery": "chd",
+    "attachment": "att",
 }
 
 

@@ -154,6 +154,17 @@ async def waiting(tx: Tx, received_before: str, limit: int) -> list[Waiting]:
     return [Waiting(*r) for r in rows]
 
 
+async def waiting_ids(tx: Tx, kind: str) -> list[tuple[str, str]]:
+    """(channel id, message id) of the received messages of a type's channels whose turn
+    has not started (a disabled channel's wait for it to be enabled)."""
+    rows = await tx.fetchall(
+        "SELECT i.channel_id, i.external_id FROM channel_inbound i"
+        " JOIN channels c ON c.id = i.channel_id WHERE i.started_at IS NULL AND c.type = ?",
+        (kind,),
+    )
+    return [(r[0], r[1]) for r in rows]
+
+
 async def latest_conversation(tx: Tx, channel_id: str, user_ref: str) -> str | None:
     """The id of the newest conversation of a channel's end user, or None."""
     return await tx.fetchval(
