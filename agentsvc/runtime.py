@@ -41,6 +41,7 @@ from agentsvc.services.agents.service import AgentsService
 from agentsvc.services.answers.matching import CuratedAnswers
 from agentsvc.services.answers.service import AnswersService
 from agentsvc.services.audit import AuditService
+from agentsvc.services.channels.email_files import remove_orphan_folders
 from agentsvc.services.channels.email_poll import EmailPoller, PollConfig
 from agentsvc.services.channels.inbound import ChannelInbox, InboxConfig
 from agentsvc.services.channels.outbox import ChannelReplies
@@ -105,6 +106,7 @@ DELIVERY_POLL_JOB = "delivery-poll"  # several processes only
 RETENTION_JOB = "data-retention"
 CHANNEL_RESUME_JOB = "channel-messages-resume"  # several processes only
 EMAIL_POLL_JOB = "email-channels-poll"  # e-mail channels' mailboxes read
+MAIL_FILES_JOB = "mail-files-sweep"  # each process: e-mails' attachments in its data_dir
 
 
 def attach(app: web.Application) -> None:
@@ -409,7 +411,7 @@ def _chat_features(app: web.Application) -> None:
         ),
         handoff.request_for_turn,
     )
-    app[app_keys.conversations_key] = ConversationsService(db, emitter)
+    app[app_keys.conversations_key] = ConversationsService(db, emitter, settings.server.data_dir)
     app[app_keys.desk_key] = DeskService(db)
     app[app_keys.answers_key] = AnswersService(db, curated, settings.answers.max_per_agent)
     app[app_keys.mcp_server_key] = McpServerService(
@@ -475,6 +477,9 @@ async def _features(app: web.Application) -> AsyncIterator[None]:
     check = app[app_keys.settings_key].channels.email_check_seconds
     read_mail = once_for_all(app[app_keys.db_key], EMAIL_POLL_JOB, check, poller.poll)
     jobs.every(EMAIL_POLL_JOB, check, read_mail)
+    data_dir = app[app_keys.settings_key].server.data_dir
+    sweep = (SWEEP_INTERVAL_SECONDS, remove_orphan_folders, app[app_keys.db_key], data_dir)
+    jobs.every(MAIL_FILES_JOB, *sweep, run_now=True)
 
     # -- team, sign-in, sessions, API keys, limits
     _team_services(app)
@@ -482,6 +487,7 @@ async def _features(app: web.Application) -> AsyncIterator[None]:
     yield
     jobs.cancel(CHANNEL_RESUME_JOB)
     jobs.cancel(EMAIL_POLL_JOB)
+    jobs.cancel(MAIL_FILES_JOB)
     await channels.close()  # turns under way end before the outbox and database close
 
 
@@ -497,6 +503,7 @@ def _channels(app: web.Application) -> ChannelsService:
         InboxConfig(
             turn_seconds=settings.chat.max_stream_seconds,
             resume_after_seconds=settings.channels.resume_after_seconds,
+            data_dir=settings.server.data_dir,
         ),
     )
     channels = app[app_keys.channels_key] = ChannelsService(
@@ -531,6 +538,7 @@ def _channels(app: web.Application) -> ChannelsService:
             allow_private=settings.outbound.allow_private,
             per_channel=settings.ratelimit.channel_messages_per_minute,
             per_user=settings.ratelimit.channel_user_messages_per_minute,
+            data_dir=settings.server.data_dir,
         ),
     )
     return channels

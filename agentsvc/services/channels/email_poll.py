@@ -8,6 +8,9 @@ turn), and marks it read once the inbox has it. A message no one should answer (
 automatic reply, a bounce, list mail), too large, or past its sender's flood limit
 (`[ratelimit] channel_user_messages_per_minute`) is marked read and logged; past the
 channel's (`channel_messages_per_minute`), the rest wait in the mailbox for a later visit.
+A message's attachments are written to disk as it is read (email_files.py), before the inbox
+records it; they are removed again when it is not recorded. When they cannot be written (a
+full disk), the message and the rest wait in the mailbox for a later visit.
 """
 
 from __future__ import annotations
@@ -16,12 +19,14 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from agentsvc.db import Database
 from agentsvc.ratelimit import Limiter
 from agentsvc.secretbox import SecretBox, SecretBoxError
-from agentsvc.services.channels import email_send
-from agentsvc.services.channels.email_read import read_mail
+from agentsvc.services.channels import email_files, email_send
+from agentsvc.services.channels.email_files import Keep
+from agentsvc.services.channels.email_read import ReadMail, read_mail
 from agentsvc.services.channels.imap import Mailbox, MailboxError, mailbox_settings
 from agentsvc.services.channels.inbound import ChannelInbox, Inbound
 from agentsvc.services.channels.settings import open_sealed
@@ -42,6 +47,7 @@ class PollConfig:
     # [ratelimit] channel_messages_per_minute, channel_user_messages_per_minute
     per_channel: int = 120
     per_user: int = 20
+    data_dir: Path | None = None  # where attachments are kept ([server] data_dir)
 
 
 class EmailPoller:
@@ -100,7 +106,6 @@ class EmailPoller:
 
     async def _take(self, channel: Channel, mailbox: Mailbox) -> int:
         taken = 0
-        own = channel.config["address"]
         for fetched in await mailbox.unread():
             if fetched.raw is None:
                 log.warning(
@@ -112,7 +117,9 @@ class EmailPoller:
                 continue
             if await self._limiter.retry_after(f"ch:{channel.id}", self._config.per_channel):
                 break  # the channel's flood limit: the rest wait in the mailbox
-            mail = await asyncio.to_thread(read_mail, fetched.raw, own)
+            mail = await self._read(channel, fetched.raw)
+            if mail is None:
+                break  # its files cannot be written: it waits for a later visit
             per_user = f"ch:{channel.id}:u:{mail.sender}"
             if mail.skipped is None and await self._limiter.retry_after(
                 per_user, self._config.per_user
@@ -120,12 +127,44 @@ class EmailPoller:
                 mail = replace(mail, skipped=f"too many messages from {mail.sender}")
             if mail.skipped is not None:
                 log.info("e-mail channel %s: not answered: %s", channel.id, mail.skipped)
+                await self._drop_files(channel, mail)
                 await mailbox.mark_read(fetched.uid)
                 continue
             address = email_send.address_of(mail.thread, mail.subject, mail.references)
-            await self._inbox.receive(
-                channel, Inbound(mail.sender, mail.text, mail.message_id, address)
-            )
+            try:
+                await self._inbox.receive(
+                    channel, Inbound(mail.sender, mail.text, mail.message_id, address)
+                )
+            except BaseException:
+                # Not recorded: its files go too (at once: this may be a cancellation).
+                self._drop_files_now(channel, mail)
+                raise
             await mailbox.mark_read(fetched.uid)
             taken += 1
         return taken
+
+    async def _read(self, channel: Channel, raw: bytes) -> ReadMail | None:
+        """Read a message in a worker thread, its attachments written; None when they
+        cannot be (a full disk)."""
+        data_dir = self._config.data_dir
+        keep = Keep(data_dir, channel.id) if data_dir is not None else None
+        try:
+            return await asyncio.to_thread(read_mail, raw, channel.config["address"], keep)
+        except OSError as exc:
+            log.warning(
+                "e-mail channel %s: a message's attachments cannot be kept (%s); it waits"
+                " for the next visit",
+                channel.id,
+                exc,
+            )
+            return None
+
+    async def _drop_files(self, channel: Channel, mail: ReadMail) -> None:
+        """Remove the files this read wrote for a message that is not answered."""
+        if mail.wrote_files:
+            await asyncio.to_thread(self._drop_files_now, channel, mail)
+
+    def _drop_files_now(self, channel: Channel, mail: ReadMail) -> None:
+        if mail.wrote_files and self._config.data_dir is not None:
+            folder = email_files.folder_of(channel.id, mail.message_id)
+            email_files.remove(self._config.data_dir, folder)

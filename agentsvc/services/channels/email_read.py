@@ -6,7 +6,8 @@ user is unverified), its Message-ID (the key that makes a message fetched twice 
 its thread (the first of References, else In-Reply-To, else its own id: a reply to our
 reply lands in the same conversation), its subject, and the text the agent reads: the
 plain text part (else the HTML part's text), without the quoted history and the signature
-(mail-parser-reply), at most `MAX_TEXT_CHARS`, followed by the names of its attachments.
+(mail-parser-reply), at most `MAX_TEXT_CHARS`, followed by the names of its attachments
+(their files kept by email_files.py when the caller says where).
 
 Messages no one should answer are skipped with a reason: automatic replies
 (`Auto-Submitted`, `X-Autoreply`...), bulk and list mail (`Precedence`, `List-Id`,
@@ -27,9 +28,11 @@ from html.parser import HTMLParser
 
 from mailparser_reply import EmailReplyParser
 
+from agentsvc.services.channels.email_files import Keep, named_parts, write_files
+from agentsvc.store.attachments import KeptFile
+
 MAX_TEXT_CHARS = 10_000  # what a channel message may hold
 _PARSE_CHARS = 50_000  # the text the reply parser reads (its work grows with it)
-MAX_ATTACHMENTS_NAMED = 10
 _LANGUAGES = ["en", "de", "fr", "es", "it", "nl", "pl", "sv", "da", "cs"]
 _MSGID = re.compile(r"<([^<>\s]{1,250})>")
 _BULK_PRECEDENCE = {"bulk", "junk", "list", "auto_reply", "auto-reply"}
@@ -47,6 +50,8 @@ class ReadMail:
     references: tuple[str, ...]
     text: str
     skipped: str | None = None
+    files: tuple[KeptFile, ...] = ()  # its attachments, kept on disk
+    wrote_files: bool = False  # this read wrote them (a second read finds them there)
 
 
 def _ids(value: str | None) -> list[str]:
@@ -144,18 +149,9 @@ def latest_reply(text: str) -> str:
     return unquoted.strip() or newest
 
 
-def _attachment_names(msg: EmailMessage) -> list[str]:
-    names = []
-    for part in msg.iter_attachments():
-        name = " ".join((part.get_filename() or "").split())[:100]
-        names.append(name or part.get_content_type())
-        if len(names) == MAX_ATTACHMENTS_NAMED:
-            break
-    return names
-
-
-def read_mail(raw: bytes, own_address: str) -> ReadMail:
-    """The message as the channel takes it (never raises on a malformed message)."""
+def read_mail(raw: bytes, own_address: str, keep: Keep | None = None) -> ReadMail:
+    """The message as the channel takes it, its attachments written where `keep` says
+    (never raises on a malformed message; OSError when its files cannot be written)."""
     msg = email.message_from_bytes(raw, policy=email.policy.default)
     assert isinstance(msg, EmailMessage)
     sender = _sender(msg)
@@ -169,11 +165,15 @@ def read_mail(raw: bytes, own_address: str) -> ReadMail:
     if skipped is not None:
         return ReadMail(sender, message_id, thread, subject, references, "", skipped)
     text = latest_reply(_body_text(msg))
-    names = _attachment_names(msg)
-    if names:
-        text = (text + "\n\n" if text else "") + "(attached: " + ", ".join(names) + ")"
+    parts = named_parts(msg)
+    if parts:  # named after the text, which is cut to leave them room
+        names = "(attached: " + ", ".join(name for name, _ in parts) + ")"
+        text = text[: MAX_TEXT_CHARS - len(names) - 2]
+        text = (text + "\n\n" if text else "") + names
     if not text.strip():
         text = subject
     if not text.strip():
         return ReadMail(sender, message_id, thread, subject, references, "", "an empty message")
-    return ReadMail(sender, message_id, thread, subject, references, text[:MAX_TEXT_CHARS])
+    files, wrote = write_files(keep, message_id, parts) if keep is not None else ((), False)
+    text = text[:MAX_TEXT_CHARS]
+    return ReadMail(sender, message_id, thread, subject, references, text, None, files, wrote)

@@ -19,12 +19,13 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any, TypeVar
 
 from agentsvc.db import Database, Tx
 from agentsvc.errors import DomainError
 from agentsvc.ids import iso, now_iso
-from agentsvc.services.channels import email_send
+from agentsvc.services.channels import email_files, email_send
 from agentsvc.services.channels.buttons import Button, from_tool_result
 from agentsvc.services.channels.replies import Reply, ReplyQueue
 from agentsvc.services.chat.start import ChatInput
@@ -117,6 +118,7 @@ class InboxConfig:
     close_grace_seconds: float = 5.0  # at shutdown, how long turns under way may finish
     # With several processes: how long a message waits before another process answers it.
     resume_after_seconds: float = 60.0  # [channels] resume_after_seconds
+    data_dir: Path | None = None  # where e-mails' attachments are kept ([server] data_dir)
 
 
 class ChannelInbox:
@@ -213,6 +215,12 @@ class ChannelInbox:
             )
         else:
             conversation_id = await store.latest_conversation(self._db.reader, channel.id, ref)
+        files = ()
+        if channel.type == "email" and self._config.data_dir is not None:
+            # What the message was read with (a process with another data_dir finds none).
+            files = await asyncio.to_thread(
+                email_files.kept, self._config.data_dir, channel.id, message.message_id
+            )
         chat = ChatInput(
             agent_id=channel.agent_id,
             messages=(("user", message.text),),
@@ -222,6 +230,7 @@ class ChannelInbox:
             team_id=channel.team_id,
             channel=channel.type,
             channel_id=channel.id,
+            attachments=files,
         )
         sink = _Reply()
         try:

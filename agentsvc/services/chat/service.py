@@ -3,19 +3,27 @@ message (the widget's visitor or the team)."""
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
+
 from agentsvc.db import Database
+from agentsvc.errors import NotFound
+from agentsvc.services.channels import email_files
 from agentsvc.services.chat import conversations
 from agentsvc.services.chat.conversations import Feedback, ListFilters, Page, PageAt
 from agentsvc.services.events.emitter import Emitter
+from agentsvc.store import attachments as attachments_store
+from agentsvc.store.attachments import Attachment
 from agentsvc.store.conversations import Conversation, StoredMessage
 
 
 class ConversationsService:
     """Reading and rating conversations (one instance for the app)."""
 
-    def __init__(self, db: Database, emitter: Emitter | None = None):
+    def __init__(self, db: Database, emitter: Emitter | None = None, data_dir: Path | None = None):
         self._db = db
         self._emitter = emitter
+        self._data_dir = data_dir  # where e-mails' attachments are kept
 
     async def page(
         self, team_id: str, agent_id: str, at: PageAt, filters: ListFilters | None = None
@@ -42,3 +50,24 @@ class ConversationsService:
         await conversations.rate_message(
             self._db, self._emitter, feedback, team_id=team_id, session_id=session_id
         )
+
+    async def attachments(self, conversation_id: str) -> dict[str, list[Attachment]]:
+        """The files of a conversation's messages (one the caller may read), by message."""
+        found: dict[str, list[Attachment]] = {}
+        for row in await attachments_store.of_conversation(self._db.reader, conversation_id):
+            found.setdefault(row.message_id, []).append(row)
+        return found
+
+    async def attachment(
+        self, team_id: str, conversation_id: str, attachment_id: str
+    ) -> tuple[Attachment, Path]:
+        """One file of the team's conversation and where it is on disk, or NotFound."""
+        row = await attachments_store.get(self._db.reader, team_id, conversation_id, attachment_id)
+        path = None
+        if row is not None and self._data_dir is not None:
+            path = await asyncio.to_thread(
+                email_files.path_of, self._data_dir, row.folder, row.file
+            )
+        if row is None or path is None:
+            raise NotFound("No such attachment in this conversation")
+        return row, path

@@ -7,7 +7,7 @@ Everything that can fail with a clear HTTP error happens here, before the stream
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, replace
+from dataclasses import astuple, dataclass, replace
 
 from agentsvc.db import Database, Tx
 from agentsvc.errors import NotFound, ValidationFailed
@@ -26,10 +26,12 @@ from agentsvc.services.events.emitter import Emission
 from agentsvc.services.knowledge.retrieval import Passage, retrieve
 from agentsvc.services.tools.mcp import offered
 from agentsvc.store import analytics as analytics_store
+from agentsvc.store import attachments as attachments_store
 from agentsvc.store import conversations as conv_store
 from agentsvc.store import documents as documents_store
 from agentsvc.store import tools as tools_store
 from agentsvc.store.agents import Agent
+from agentsvc.store.attachments import Attachment, KeptFile
 from agentsvc.store.conversations import Conversation, StoredMessage
 from agentsvc.store.tools import Tool
 
@@ -57,6 +59,9 @@ class ChatInput:
     # conversation with the channel's id.
     channel: str = "web"
     channel_id: str | None = None
+    # The files the message came with (an e-mail's attachments, already on disk), listed
+    # on the stored message.
+    attachments: tuple[KeptFile, ...] = ()
 
 
 def make_title(text: str) -> str:
@@ -222,9 +227,11 @@ async def _store(
     *,
     new: bool,
     visitor: VisitorContext | None = None,
+    files: tuple[KeptFile, ...] = (),
 ) -> None:
     """Store the visitor's message with what it does to the conversation: a new one is
-    created, a closed one reopens with the agent, any other is marked updated."""
+    created, a closed one reopens with the agent, any other is marked updated; and the
+    files it came with."""
     now = message.created_at
 
     async def before(tx: Tx, emission: Emission) -> None:
@@ -242,7 +249,14 @@ async def _store(
             await conv_store.touch(tx, conv.id, now)
         await _keep_visitor(tx, conv.id, visitor, new)
 
-    await log.append_message(conv, message, before=before)
+    async def after(tx: Tx) -> None:
+        rows = [
+            Attachment(new_id("attachment"), conv.id, message.id, *astuple(f), n, now)
+            for n, f in enumerate(files)
+        ]
+        await attachments_store.insert_many(tx, rows)
+
+    await log.append_message(conv, message, before=before, after=after if files else None)
 
 
 def _reopened(now: str) -> StatusChange:
@@ -268,7 +282,8 @@ async def prepare_turn(deps: TurnDeps, chat: ChatInput) -> Turn | HeldTurn:
     now = now_iso()
     conv = loaded.conversation or _new_conversation(agent, chat, now)
     message = _visitor_message(conv.id, question, now)
-    await _store(deps.log, conv, message, new=loaded.conversation is None, visitor=chat.visitor)
+    new = loaded.conversation is None
+    await _store(deps.log, conv, message, new=new, visitor=chat.visitor, files=chat.attachments)
     if conv.status in ("waiting", "human"):
         return HeldTurn(conv, message.id, conv.status, assignee_of(conv))
     return Turn(
