@@ -1,9 +1,12 @@
-"""Conversation endpoints: list, get with messages, delete, and message feedback."""
+"""Conversation endpoints: list, get with messages, delete, message feedback, and the
+files a message came with (an e-mail's attachments)."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
+from urllib.parse import quote
 
+from aiohttp import web
 from pydantic import Field
 
 from agentsvc.api import app_keys
@@ -13,8 +16,10 @@ from agentsvc.api.models import RequestModel, ResponseModel
 from agentsvc.api.routing import API_PREFIX, Call, RouteTable, envelope_response
 from agentsvc.api.state import request_deps
 from agentsvc.services.agents import identity as identity_service
+from agentsvc.services.channels.email_files import served_type
 from agentsvc.services.chat.conversations import Feedback, PageAt, assignee_of
 from agentsvc.services.chat.service import ConversationsService
+from agentsvc.store.attachments import Attachment
 from agentsvc.store.conversations import Conversation, StoredMessage
 from agentsvc.store.notes import Note
 
@@ -133,6 +138,15 @@ class Author(ResponseModel):
     )
 
 
+class AttachmentOut(ResponseModel):
+    """A file the message came with (an e-mail's attachment), kept on the server."""
+
+    id: str = Field(description="GET /conversations/{id}/attachments/{attachmentId} downloads it")
+    name: str = Field(description="its file name, made safe (at most 100 characters)")
+    size: int = Field(description="in bytes")
+    content_type: str = Field(description="as the sender's mail program declared it")
+
+
 class MessageOut(ResponseModel):
     id: str
     role: Literal["user", "assistant"]
@@ -151,6 +165,9 @@ class MessageOut(ResponseModel):
     unanswered: bool | None = Field(
         description="an AI answer: true when it found nothing to answer with (no curated"
         " answer, no knowledge passage, no tool); null for other messages"
+    )
+    attachments: list[AttachmentOut] = Field(
+        [], description="the files an e-mail came with (empty for other messages)"
     )
 
 
@@ -285,7 +302,13 @@ def note_json(note: Note, origin: str) -> dict:
     }
 
 
-def message_json(msg: StoredMessage, origin: str = "") -> dict:
+def attachment_json(row: Attachment) -> dict:
+    return {"id": row.id, "name": row.name, "size": row.size, "contentType": row.content_type}
+
+
+def message_json(
+    msg: StoredMessage, origin: str = "", attachments: list[Attachment] | None = None
+) -> dict:
     return {
         "id": msg.id,
         "role": msg.role,
@@ -298,6 +321,7 @@ def message_json(msg: StoredMessage, origin: str = "") -> dict:
         "sources": msg.sources,
         "status": msg.status,
         "unanswered": msg.unanswered,
+        "attachments": [attachment_json(a) for a in attachments or ()],
     }
 
 
@@ -352,11 +376,12 @@ async def get_conversation(call: Call):
     """Get a conversation with its messages in order, and members' private notes."""
     conv, messages = await _conversations(call).get(call.team_id, call.params["id"])
     notes = await call.app[app_keys.desk_key].notes(conv.id)
+    files = await _conversations(call).attachments(conv.id)
     origin = public_origin(call)
     return envelope_response(
         {
             **_base_json(conv, origin),
-            "messages": [message_json(m, origin) for m in messages],
+            "messages": [message_json(m, origin, files.get(m.id)) for m in messages],
             "notes": [note_json(n, origin) for n in notes],
             "createdAt": conv.created_at,
             "updatedAt": conv.updated_at,
@@ -389,3 +414,32 @@ async def post_feedback(call: Call):
         session_id=call.request.headers.get(SESSION_HEADER),
     )
     return envelope_response({"messageId": body.message_id, "rating": body.rating})
+
+
+def _disposition(name: str) -> str:
+    """`attachment` with the name: an ASCII fallback, and the name itself (RFC 6266)."""
+    fallback = "".join(
+        c if c.isascii() and c.isprintable() and c not in '"\\' else "_" for c in name
+    )
+    return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(name, safe='')}"
+
+
+@routes.get(
+    "/conversations/{id}/attachments/{attachmentId}",
+    media_type="application/octet-stream",
+    response_headers=("Content-Disposition",),
+    errors=(404,),
+)
+async def get_attachment(call: Call):
+    """Download a file a message came with (an e-mail's attachment), as an attachment."""
+    row, path = await _conversations(call).attachment(
+        call.team_id, call.params["id"], call.params["attachmentId"]
+    )
+    headers = {
+        "Content-Type": served_type(row.content_type),
+        "Content-Disposition": _disposition(row.name),
+        "X-Content-Type-Options": "nosniff",
+        "Content-Security-Policy": "default-src 'none'; sandbox",
+        "Cache-Control": "private, no-store",
+    }
+    return web.FileResponse(path, headers=headers)
