@@ -9,19 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import time
-from email.utils import make_msgid
 
 import pytest
 
-from agentsvc.api import app_keys
 from agentsvc.services.channels.email_read import read_mail
 from tests.support.accounts import bearer, create_user, key_for
-from tests.support.channels import PROMPT, channel_conversations, data_of, turns_done
+from tests.support.channels import channel_conversations, data_of
 from tests.support.chat import new_agent
-from tests.support.dovecot import PASSWORD, Dovecot
+from tests.support.dovecot import Dovecot
+from tests.support.email_channel import FAST, SHOP, email_config, mail, read_now, setup
 from tests.support.errors import assert_error
-
-SHOP = "shop@example.com"
 
 
 @pytest.fixture(scope="module")
@@ -29,63 +26,6 @@ def dovecot():
     server = Dovecot().start()
     yield server
     server.stop()
-
-
-def mail(
-    text: str,
-    *,
-    sender: str = "ann@example.org",
-    to: str = SHOP,
-    subject: str = "Opening hours",
-    headers: dict[str, str] | None = None,
-    message_id: str | None = None,
-) -> tuple[bytes, str]:
-    """A plain-text message as a mail program sends it, and its Message-ID (no brackets)."""
-    msg_id = message_id or make_msgid(domain="example.org")
-    lines = [
-        f"From: Ann <{sender}>",
-        f"To: {to}",
-        f"Subject: {subject}",
-        f"Message-ID: {msg_id}",
-        "Date: Thu, 26 Nov 2026 10:00:00 +0000",
-        "MIME-Version: 1.0",
-        "Content-Type: text/plain; charset=utf-8",
-        *[f"{k}: {v}" for k, v in (headers or {}).items()],
-        "",
-        text,
-    ]
-    return "\r\n".join(lines).encode(), msg_id.strip("<>")
-
-
-def email_config(dovecot: Dovecot, user: str = SHOP, **more) -> dict:
-    return {
-        "address": user,
-        "imapHost": "127.0.0.1",
-        "imapPort": dovecot.port,
-        "imapUser": user,
-        "imapPassword": PASSWORD,
-        "imapTls": False,
-        **more,
-    }
-
-
-async def setup(client, dovecot: Dovecot, user: str = SHOP):
-    owner, team = await create_user(client, "owner@example.com", name="Olivia")
-    auth = bearer(await key_for(client, team.id, owner.id))
-    agent = await new_agent(client, auth, systemPrompt=PROMPT)
-    body = {"type": "email", "config": email_config(dovecot, user)}
-    resp = await client.post(f"/api/v1/agents/{agent['id']}/channels", json=body, headers=auth)
-    return auth, agent, await data_of(resp, 201)
-
-
-async def read_now(client) -> int:
-    """Visit the mailboxes now (the job does it every [channels] email_check_seconds)."""
-    taken = await client.app[app_keys.email_poller_key].poll(every_one=True)
-    await turns_done(client)
-    return taken
-
-
-FAST = {"email_min_poll_seconds": 0.01}
 
 
 async def test_a_message_is_answered_by_e_mail_in_its_thread(make_client, dovecot, smtp_server):

@@ -182,7 +182,7 @@ async def furnished_team(client, email: str) -> Team:
         await client.post("/api/v1/agents", json={"name": "Victim"}, headers=auth), 201
     )
     ids["agent"] = agent["data"]["id"]
-    ids["channel"] = await channels.furnish(client, auth, ids["agent"])
+    await channels.furnish(client, auth, ids)
     await json_of(
         await client.put(f"/api/v1/agents/{ids['agent']}/identity-secret", json={}, headers=auth),
         200,

@@ -75,6 +75,10 @@ SECURITY_ROUTES: dict[tuple[str, str], tuple[str, Any]] = {
     ("PATCH", "/api/v1/channels/{id}"): ("channel", {"name": "stolen"}),
     ("DELETE", "/api/v1/channels/{id}"): ("channel", None),
     ("POST", "/api/v1/channels/{id}/test"): ("channel", None),
+    ("GET", "/api/v1/conversations/{id}/attachments/{attachmentId}"): (
+        ("mail_conversation", "attachment"),
+        None,
+    ),
 }
 BY_DESIGN = {
     ("POST", "/api/v1/channels/{id}/inbound"): "a platform's messages: signed, not a credential",
@@ -82,6 +86,11 @@ BY_DESIGN = {
 }
 
 
-async def furnish(client, auth: dict, agent_id: str) -> str:
-    """An api channel of the agent (for the security matrix); its id."""
-    return (await new_channel(client, auth, agent_id, "http://127.0.0.1:9/replies"))["id"]
+async def furnish(client, auth: dict, ids: dict[str, str]) -> None:
+    """An api channel of the agent, and a conversation with an e-mail's attachment (for
+    the security matrix): their ids in `ids`."""
+    from tests.support.email_channel import furnish_attachment  # it builds on this module
+
+    agent_id = ids["agent"]
+    ids["channel"] = (await new_channel(client, auth, agent_id, "http://127.0.0.1:9/replies"))["id"]
+    ids["mail_conversation"], ids["attachment"] = await furnish_attachment(client, auth, agent_id)
