@@ -41,6 +41,7 @@ TABLES = [
     "canned_responses",
     "conversations",
     "messages",
+    "message_attachments",  # their files stay in the data directory
     "conversation_events",
     "conversation_notes",
     "conversation_reads",

@@ -5,7 +5,7 @@ import { BASE, enc, get, qs } from "./api.js";
 import { button, download, h, mount, pager, pretty, select, table, toast, when } from "./dom.js";
 import { actionButton, deleteButton, pageHeader } from "./forms.js";
 import { CONVERSATION_STATUS, choices, messageStatus } from "./labels.js";
-import { authorOf, byTime, eventText, isNote, live, NOTE_LABEL } from "./page-inbox.js";
+import { authorOf, byTime, eventText, files, isNote, live, NOTE_LABEL } from "./page-inbox.js";
 
 const FILTERS = [["", "All conversations"], ["up", "With a 👍 rating"], ["down", "With a 👎 rating"], ["any", "With any rating"]];
 const STATUSES = choices(CONVERSATION_STATUS, ["", "Any status"]);
@@ -143,7 +143,7 @@ export async function renderConversation(ctx, page, id) {
       (m.toolCalls || []).map((t) => h("details", { class: `tool-note ${t.isError ? "error" : ""}` },
         h("summary", `Tool ${t.toolName}${t.isError ? " (error)" : ""}`),
         h("pre", `input: ${pretty(t.input)}\noutput: ${typeof t.output === "string" ? t.output : pretty(t.output)}`))),
-      h("div.text", m.content));
+      h("div.text", m.content), files(id, m));
     byId.set(m.id, el);
     return el;
   });

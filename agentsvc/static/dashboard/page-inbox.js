@@ -177,14 +177,17 @@ export const eventText = (status, assignee) => ({ waiting: "The visitor asked fo
 export const authorOf = (m, agentName) => (m.author && m.author.id ? m.author.name || "Team" : m.role === "user" ? "Visitor" : agentName || "Agent");
 export const isNote = (m) => m.author && m.author.type === "note";
 
+/** The files a message came with (an e-mail's attachments), as downloads. */
+export const files = (convId, m) => (m.attachments || []).map((a) => h("a.file", { href: `${BASE}/conversations/${enc(convId)}/attachments/${enc(a.id)}`, download: "" }, `📎 ${a.name}`));
+
 /** A message or a private note in the timeline. */
-function entry(m, agentName) {
+function entry(m, agentName, convId) {
   const note = isNote(m);
   return h("li", { class: note ? "msg note" : `msg ${m.role} author-${m.author ? m.author.type : "ai"}` },
     note ? h("div.note-label", NOTE_LABEL) : null,
     m.author && m.author.id ? avatar(m.author) : null, h("strong", authorOf(m, agentName)), " ",
     h("span.muted", when(m.createdAt)),
-    h("div.content", m.content));
+    h("div.content", m.content), files(convId, m));
 }
 
 /** Messages and notes in the order they were written. */
@@ -285,7 +288,7 @@ export async function renderInboxConversation(ctx, page, id) {
   const add = (m) => {
     if (seen.has(m.id)) return;
     seen.add(m.id);
-    log.append(entry(m, agent && agent.name));
+    log.append(entry(m, agent && agent.name, id));
     log.scrollTop = log.scrollHeight;
   };
   const read = () => post(`${path}/read`).catch(() => {});
