@@ -129,9 +129,8 @@ def _unique(name: str, taken: set[str]) -> str:
     stem, dot, ext = name.rpartition(".")
     stem, ext = (stem, dot + ext) if dot and stem else (name, "")
     n = 2
-    while f"{stem} ({n}){ext}".lower() in taken:
+    while (found := f"{stem[: MAX_NAME_CHARS - len(ext) - 5]} ({n}){ext}").lower() in taken:
         n += 1
-    found = f"{stem} ({n}){ext}"
     taken.add(found.lower())
     return found
 
