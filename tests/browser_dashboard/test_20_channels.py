@@ -203,7 +203,10 @@ def test_an_owner_follows_the_whatsapp_and_e_mail_steps(tab, stack, shop):
 
     # WhatsApp: the steps and their fields; added, then a new token saved without losing
     # the settings the page does not show.
-    form = _add(
+    add = page.get_by_role("form", name="Add a channel")
+    add.get_by_role("radio", name="WhatsApp").check()
+    expect(add.get_by_text("set the callback URL to the channel's address")).to_be_visible()
+    _add(
         page,
         "WhatsApp",
         {
@@ -213,7 +216,6 @@ def test_an_owner_follows_the_whatsapp_and_e_mail_steps(tab, stack, shop):
             "Verify token": "my-verify-token",
         },
     )
-    expect(form.get_by_text("set the callback URL to the channel's address")).to_be_visible()
     expect(page.get_by_text("WhatsApp is ready.")).to_be_visible()
     path = "/agents/" + agent["id"] + "/channels"
     [made] = [c for c in stack.api("GET", path, shop["key"])["data"] if c["type"] == "whatsapp"]
@@ -233,6 +235,8 @@ def test_an_owner_follows_the_whatsapp_and_e_mail_steps(tab, stack, shop):
     assert config["templateName"] == "hello_world" and config["accessToken"].endswith("yyyy")
 
     # E-mail: the mailbox is tried before anything is saved; what went wrong is a sentence.
+    add.get_by_role("radio", name="E-mail").check()
+    expect(add.get_by_text("read new messages every minute")).to_be_visible()
     form = _add(
         page,
         "E-mail",
@@ -243,7 +247,6 @@ def test_an_owner_follows_the_whatsapp_and_e_mail_steps(tab, stack, shop):
             "IMAP password": "not-a-real-one",
         },
     )
-    expect(form.get_by_text("read new messages every minute")).to_be_visible()
     expect(form.get_by_role("alert")).to_contain_text("The mailbox could not be read")
     expect(page.get_by_role("region", name="E-mail", exact=True)).to_have_count(0)
     assert _axe_at_both_widths(page) == []
