@@ -205,13 +205,12 @@ class ChannelInbox:
             return  # another process's turn has it
         ref = user_ref(channel, message.user_id)
         thread = _thread(channel.type, message.address)
+        conversation_id = None  # without a thread: the user's latest, read by the turn
         if thread is not None:  # a conversation per thread
             writer = ref if channel.type == "email" else None
             conversation_id = await store.thread_conversation(
                 self._db.reader, channel.id, thread, writer
             )
-        else:
-            conversation_id = await store.latest_conversation(self._db.reader, channel.id, ref)
         chat = ChatInput(
             agent_id=channel.agent_id,
             messages=(("user", message.text),),
@@ -221,6 +220,7 @@ class ChannelInbox:
             team_id=channel.team_id,
             channel=channel.type,
             channel_id=channel.id,
+            latest_of_user=thread is None,
         )
         sink = _Reply()
         try:

@@ -57,6 +57,9 @@ class ChatInput:
     # conversation with the channel's id.
     channel: str = "web"
     channel_id: str | None = None
+    # A channel's message without a thread: the writer's newest conversation on the
+    # channel, or a new one (found with the turn's other reads, not in a read of its own).
+    latest_of_user: bool = False
 
 
 def make_title(text: str) -> str:
@@ -68,10 +71,16 @@ def make_title(text: str) -> str:
 
 
 async def _load_conversation(db: Database, chat: ChatInput) -> Conversation | None:
-    if chat.conversation_id is None:
+    if chat.latest_of_user and chat.channel_id is not None and chat.user is not None:
+        ref = str(chat.user["id"])
+        conv = await conv_store.latest_of_channel_user(db.reader, chat.channel_id, ref)
+        if conv is None:
+            return None
+    elif chat.conversation_id is None:
         return None
-    conv = await conv_store.get_for_agent(db.reader, chat.agent_id, chat.conversation_id)
-    if conv is None:
+    else:
+        conv = await conv_store.get_for_agent(db.reader, chat.agent_id, chat.conversation_id)
+    if conv is None or conv.agent_id != chat.agent_id:
         raise NotFound("Conversation not found")
     if not caller_may_use(conv, chat.team_id, chat.session_id):
         raise NotFound("Conversation not found")
