@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from agentsvc.db import Database, Tx
+from agentsvc.db import ConstraintViolation, Database, Tx
 from agentsvc.errors import Conflict, DomainError, NotFound, Unauthorized, ValidationFailed
 from agentsvc.ids import new_id, now_iso
 from agentsvc.outbound import private_host
@@ -393,8 +393,14 @@ class ChannelsService:
 
     async def receive(self, channel: Channel, message: Inbound) -> bool:
         """Take a checked message: False when it was already received (a retry: no second
-        turn); else its turn runs in the background and the reply goes out."""
-        return await self._inbox.receive(channel, message)
+        turn); else its turn runs in the background and the reply goes out. NotFound when
+        the channel went meanwhile (deleted in another process an instant before: its
+        announcement had not arrived)."""
+        try:
+            return await self._inbox.receive(channel, message)
+        except ConstraintViolation:
+            self.cache.forget(channel.id)
+            raise NotFound("Channel not found") from None
 
     async def resume(self) -> int:
         """At start-up: answer what was received but not answered before a stop."""
