@@ -222,6 +222,19 @@ async def list_messages(tx: Tx, conversation_id: str) -> list[StoredMessage]:
     return [message_from_row(r) for r in rows]
 
 
+async def latest_messages_of_channel_user(
+    tx: Tx, channel_id: str, user_ref: str
+) -> list[StoredMessage]:
+    """The messages of a channel end user's newest conversation, as `list_messages`."""
+    rows = await tx.fetchall(
+        f"SELECT {MESSAGE_SELECT} FROM messages m WHERE m.conversation_id = ("
+        "SELECT id FROM conversations WHERE channel_id = ? AND user_ref = ?"
+        " ORDER BY created_at DESC, id DESC LIMIT 1) ORDER BY m.rowid",
+        (channel_id, user_ref),
+    )
+    return [message_from_row(r) for r in rows]
+
+
 async def rate_message(
     tx: Tx, conversation_id: str, message_id: str, rating: str, now: str
 ) -> bool:
