@@ -527,6 +527,7 @@ def _channels(app: web.Application) -> ChannelsService:
             smtp_ready=bool(settings.smtp.host),
         ),
     )
+    changes.follow(db, changes.Caches(channels=channels.cache))
     app[app_keys.email_poller_key] = EmailPoller(
         db,
         app[app_keys.secret_box_key],

@@ -192,8 +192,14 @@ async def run(base: str, config: Path, hello: str, args) -> int:
             sender = Sender(session, channel["inboundUrl"], channel["secret"])
             await latency(sender, receiver, 20, "warm")
             took = await latency(sender, receiver, args.samples, "lat")
+            service_pid = benchlib.server_pid(base)
+            cpu0 = benchlib.cpu_seconds(service_pid)
             burst = await sustained(sender, receiver, args)
+            cpu_per_message = (benchlib.cpu_seconds(service_pid) - cpu0) / args.burst
+        hello_pid = benchlib.server_pid(hello)
+        cpu0 = benchlib.cpu_seconds(hello_pid)
         hello_per_s = await hello_rps(hello + "/", args.clients, 3)
+        hello_cpu = (benchlib.cpu_seconds(hello_pid) - cpu0) / (hello_per_s * 3)
     finally:
         await receiver.stop()
 
@@ -206,6 +212,10 @@ async def run(base: str, config: Path, hello: str, args) -> int:
         "inbound accepted per s": f"{burst['inbound_per_s']:.0f}",
         "vs hello-world req/s": f"{burst['inbound_per_s'] / hello_per_s:.0%}"
         f" (hello {hello_per_s:.0f}/s)",
+        # Steadier than req/s on a busy machine: the server's CPU for each message, all of
+        # it (received, answered, the reply sent), against hello-world's per request.
+        "server CPU per message (ms)": f"{cpu_per_message * 1000:.2f}"
+        f" (hello {hello_cpu * 1e6:.0f} µs per request, {hello_cpu / cpu_per_message:.1%})",
         "accepted / refused": f"{burst['accepted']} / {burst['refused']}",
         "replies arrived": f"{burst['replies']} (duplicates {burst['duplicates']})",
         "every reply in (s)": f"{burst['all_replied_after_s']:.1f}",

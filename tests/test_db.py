@@ -124,6 +124,18 @@ async def test_a_failing_unit_leaves_none_of_its_statements(db):
     assert await numbers(db) == [1]
 
 
+async def test_a_batched_write_whose_caller_went_away_is_still_made(db):
+    async with db.write() as tx:  # the writer is busy: the batched writes queue up
+        await tx.execute("INSERT INTO t (n) VALUES (1)")
+        gone = asyncio.create_task(db.write_batched(insert(2)))
+        kept = asyncio.create_task(db.write_batched(insert(3)))
+        await asyncio.sleep(0.01)
+        gone.cancel()
+    assert await kept == 3
+    assert gone.cancelled()
+    assert await numbers(db) == [1, 2, 3]
+
+
 async def test_batched_writes_wait_for_a_transaction_in_progress(db):
     order: list[str] = []
     started = asyncio.Event()

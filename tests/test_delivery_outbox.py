@@ -5,6 +5,7 @@ signature it writes is the Standard Webhooks one."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -150,6 +151,47 @@ async def test_a_kind_attempts_at_once_through_its_queue(db):
     assert attempted.outcome.success and attempted.recorded == "recorded 1"
     assert told == [("channel", "success")]
     assert await worker.deliver_due() == 0  # nothing left to claim
+
+
+class Jobs:
+    """The scheduler's door as the worker sees it: which wake-ups it was asked for."""
+
+    def __init__(self) -> None:
+        self.woken: list[datetime] = []
+
+    def wake(self, job_id: str, at: datetime, fn: Any) -> None:
+        self.woken.append(at)
+
+    def cancel(self, job_id: str) -> None:
+        return None
+
+
+async def test_a_row_written_during_a_run_is_sent_by_that_run_without_a_job(db):
+    await pending_delivery(db)
+    team_id = await db.reader.fetchval("SELECT team_id FROM webhooks WHERE id = 'wh_1'")
+    jobs = Jobs()
+    settings = WebhookSettings(retry_schedule_seconds=[0, 60])
+    worker = Deliverer(db, settings, jobs=jobs)  # type: ignore[arg-type]
+
+    class Waking(ChannelSends):
+        async def send(self, item: EventDelivery) -> Outcome:
+            if item.id == "whd_1":  # another row is written meanwhile, and wakes the worker
+                async with db.write() as tx:
+                    await webhook_deliveries.insert_deliveries(
+                        tx,
+                        event_id="evt_1",
+                        team_id=team_id,
+                        targets=[("whd_2", "wh_1")],
+                        now=NOW,
+                    )
+                worker.wake(datetime.now(UTC))
+            return await super().send(item)
+
+    kind = Waking([Outcome(True, 200, body="ok"), Outcome(True, 200, body="ok")])
+    worker.serve(kind)
+    assert await worker.deliver_due() == 2
+    assert kind.sent == ["whd_1", "whd_2"]
+    assert jobs.woken == []  # nothing left, nothing scheduled
 
 
 def test_the_lease_outlasts_the_slowest_kind():

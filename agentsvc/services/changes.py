@@ -15,6 +15,7 @@ from agentsvc.db import RESYNC, Database
 if TYPE_CHECKING:
     from agentsvc.services.agents.registry import AgentCache
     from agentsvc.services.answers.matching import CuratedAnswers
+    from agentsvc.services.channels.cache import ChannelCache
     from agentsvc.services.events.emitter import Emitter
     from agentsvc.services.knowledge.vectors import VectorIndex
     from agentsvc.services.team.access import KeyResolver
@@ -26,6 +27,7 @@ _VECTORS = "vectors:"
 _CONVERSATION = "conversation:"
 _WEBHOOKS = "webhooks:"
 _ANSWERS = "answers:"
+_CHANNEL = "channel:"
 
 
 def agent(agent_id: str) -> str:
@@ -46,6 +48,11 @@ def webhooks(team_id: str) -> str:
 def answers(agent_id: str) -> str:
     """An agent's curated answers changed."""
     return _ANSWERS + agent_id
+
+
+def channel(channel_id: str) -> str:
+    """A channel's settings changed (or it was deleted)."""
+    return _CHANNEL + channel_id
 
 
 def conversation(team_id: str, conversation_id: str) -> str:
@@ -71,15 +78,19 @@ class Caches:
     widget_configs: WidgetConfigCache | None = None
     emitter: Emitter | None = None
     curated: CuratedAnswers | None = None
+    channels: ChannelCache | None = None
 
 
 def follow(db: Database, caches: Caches) -> None:
     """Keep these caches in step with the announced changes."""
     resolver, agents, vector_index = caches.resolver, caches.agents, caches.vector_index
     widget_configs, emitter, curated = caches.widget_configs, caches.emitter, caches.curated
+    channels = caches.channels
 
     def on_change(topic: str) -> None:
         if topic == RESYNC:
+            if channels is not None:
+                channels.clear()
             if resolver is not None:
                 resolver.invalidate()
             if agents is not None:
@@ -102,6 +113,11 @@ def follow(db: Database, caches: Caches) -> None:
                 widget_configs.forget(topic[len(_AGENT) :])
             if curated is not None:  # the agent's language, or the agent itself, is gone
                 curated.forget(topic[len(_AGENT) :])
+            if channels is not None:  # a deleted agent's channels went with it
+                channels.forget_agent(topic[len(_AGENT) :])
+        elif topic.startswith(_CHANNEL):
+            if channels is not None:
+                channels.forget(topic[len(_CHANNEL) :])
         elif topic.startswith(_ANSWERS):
             if curated is not None:
                 curated.forget(topic[len(_ANSWERS) :])

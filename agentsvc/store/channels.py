@@ -165,15 +165,6 @@ async def waiting_ids(tx: Tx, kind: str) -> list[tuple[str, str]]:
     return [(r[0], r[1]) for r in rows]
 
 
-async def latest_conversation(tx: Tx, channel_id: str, user_ref: str) -> str | None:
-    """The id of the newest conversation of a channel's end user, or None."""
-    return await tx.fetchval(
-        "SELECT id FROM conversations WHERE channel_id = ? AND user_ref = ?"
-        " ORDER BY created_at DESC, id DESC LIMIT 1",
-        (channel_id, user_ref),
-    )
-
-
 @dataclass(frozen=True, slots=True)
 class ChannelStatus:
     """When a channel last received a message and last delivered a reply, and its last

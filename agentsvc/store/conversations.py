@@ -133,6 +133,16 @@ async def get_for_agent(tx: Tx, agent_id: str, conversation_id: str) -> Conversa
     return Conversation(*rows[0]) if rows else None
 
 
+async def latest_of_channel_user(tx: Tx, channel_id: str, user_ref: str) -> Conversation | None:
+    """The newest conversation of a channel's end user, or None."""
+    rows = await tx.fetchall(
+        f"{_SELECT} WHERE c.channel_id = ? AND c.user_ref = ?"
+        " ORDER BY c.created_at DESC, c.id DESC LIMIT 1",
+        (channel_id, user_ref),
+    )
+    return Conversation(*rows[0]) if rows else None
+
+
 async def get(tx: Tx, team_id: str, conversation_id: str) -> Conversation | None:
     """Return the team's conversation, or None when absent or another team's."""
     rows = await tx.fetchall(
@@ -208,6 +218,19 @@ async def list_messages(tx: Tx, conversation_id: str) -> list[StoredMessage]:
     rows = await tx.fetchall(
         f"SELECT {MESSAGE_SELECT} FROM messages m WHERE m.conversation_id = ? ORDER BY m.rowid",
         (conversation_id,),
+    )
+    return [message_from_row(r) for r in rows]
+
+
+async def latest_messages_of_channel_user(
+    tx: Tx, channel_id: str, user_ref: str
+) -> list[StoredMessage]:
+    """The messages of a channel end user's newest conversation, as `list_messages`."""
+    rows = await tx.fetchall(
+        f"SELECT {MESSAGE_SELECT} FROM messages m WHERE m.conversation_id = ("
+        "SELECT id FROM conversations WHERE channel_id = ? AND user_ref = ?"
+        " ORDER BY created_at DESC, id DESC LIMIT 1) ORDER BY m.rowid",
+        (channel_id, user_ref),
     )
     return [message_from_row(r) for r in rows]
 

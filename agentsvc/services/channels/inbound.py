@@ -208,13 +208,12 @@ class ChannelInbox:
             return  # another process's turn has it
         ref = user_ref(channel, message.user_id)
         thread = _thread(channel.type, message.address)
+        conversation_id = None  # without a thread: the user's latest, read by the turn
         if thread is not None:  # a conversation per thread
             writer = ref if channel.type == "email" else None
             conversation_id = await store.thread_conversation(
                 self._db.reader, channel.id, thread, writer
             )
-        else:
-            conversation_id = await store.latest_conversation(self._db.reader, channel.id, ref)
         files = ()
         if channel.type == "email" and self._config.data_dir is not None:
             # What the message was read with (a process with another data_dir finds none).
@@ -231,6 +230,7 @@ class ChannelInbox:
             channel=channel.type,
             channel_id=channel.id,
             attachments=files,
+            latest_of_user=thread is None,
         )
         sink = _Reply()
         try:

@@ -31,7 +31,7 @@ from agentsvc.ids import iso, new_id
 from agentsvc.mail import Mailer
 from agentsvc.secretbox import SecretBox, SecretBoxError
 from agentsvc.services.channels import email_send, slack, telegram, whatsapp
-from agentsvc.services.channels.settings import open_sealed
+from agentsvc.services.channels.settings import OpenedCredentials
 from agentsvc.services.delivery.outcome import Outcome
 from agentsvc.services.delivery.post import Poster
 from agentsvc.services.delivery.signing import signature_headers
@@ -75,6 +75,7 @@ class ChannelReplies:
     ):
         self.db = db
         self.box = box
+        self.credentials = OpenedCredentials(box)  # opened once per channel, not per reply
         self.poster = poster
         self.mailer = mailer  # the instance's SMTP (e-mail channels' replies)
         self.timeout_seconds = poster.timeout_seconds
@@ -118,7 +119,7 @@ class ChannelReplies:
         if target is None:
             return Outcome(False, error="the channel no longer exists", stop=True)
         try:
-            secrets = open_sealed(self.box, target.channel_id, target.sealed_secrets)
+            secrets = self.credentials.open(target.channel_id, target.sealed_secrets)
         except SecretBoxError:
             return Outcome(False, error="the channel's credentials cannot be opened")
         body = claimed.delivery.payload.encode("utf-8")

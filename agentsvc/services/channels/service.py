@@ -12,17 +12,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from agentsvc.db import Database, Tx
+from agentsvc.db import ConstraintViolation, Database, Tx
 from agentsvc.errors import Conflict, DomainError, NotFound, Unauthorized, ValidationFailed
 from agentsvc.ids import new_id, now_iso
 from agentsvc.outbound import private_host
 from agentsvc.secretbox import SecretBox, SecretBoxError
-from agentsvc.services import audit
+from agentsvc.services import audit, changes
 from agentsvc.services.agents import registry as agents_service
 from agentsvc.services.agents.registry import AgentCache
 from agentsvc.services.audit import Actor
 from agentsvc.services.channels import settings as channel_settings
 from agentsvc.services.channels import slack, telegram, whatsapp
+from agentsvc.services.channels.cache import ChannelCache
 from agentsvc.services.channels.inbound import ChannelInbox, Inbound
 from agentsvc.services.channels.kinds import AVAILABLE_TYPES
 from agentsvc.services.channels.probe import ChannelProbe, ProbeResult, ProbeTarget
@@ -128,6 +129,9 @@ class ChannelsService:
         self._config = config
         self._probe = probe
         self._answers: set[asyncio.Task] = set()  # answerCallbackQuery calls under way
+        # What every inbound message reads: its channel and the channel's credentials.
+        self.cache = ChannelCache()  # kept in step by changes.follow (runtime.py)
+        self._opened = channel_settings.OpenedCredentials(deps.box)
 
     @property
     def limits(self) -> tuple[int, int]:
@@ -177,7 +181,7 @@ class ChannelsService:
         in Meta's console (it checks it with a GET)."""
         if channel.type not in ("telegram", "slack", "email"):
             return channel
-        secrets = channel_settings.open_sealed(self._box, channel.id, channel.sealed_secrets)
+        secrets = self._opened.open(channel.id, channel.sealed_secrets)
         if channel.type == "email":  # the mailbox can be read and replies can go out
             target = ProbeTarget(channel.id, "email", channel.config, secrets, True, "")
             found = await self._probe.test(target)
@@ -207,7 +211,7 @@ class ChannelsService:
         if channel.type != "telegram":
             return
         try:
-            secrets = channel_settings.open_sealed(self._box, channel.id, channel.sealed_secrets)
+            secrets = self._opened.open(channel.id, channel.sealed_secrets)
             await self._telegram.delete_webhook(
                 channel.config.get("apiBaseUrl"), secrets["botToken"]
             )
@@ -285,7 +289,7 @@ class ChannelsService:
         """Test the connection to the channel's platform, answered as a sentence."""
         channel = await self._get(self._db.reader, team_id, channel_id)
         try:
-            secrets = channel_settings.open_sealed(self._box, channel.id, channel.sealed_secrets)
+            secrets = self._opened.open(channel.id, channel.sealed_secrets)
         except SecretBoxError:
             return ProbeResult(
                 False,
@@ -328,6 +332,7 @@ class ChannelsService:
             await _check_bot_free(tx, updated)
             await store.update(tx, updated)
             await self._audit(tx, actor, "channel.updated", updated)
+        await self._db.announce(changes.channel(channel_id))  # after the commit: see cache.py
         if channel.enabled and not updated.enabled:
             await self._disconnect(updated)
         return (await self._views([updated]))[0]
@@ -337,7 +342,7 @@ class ChannelsService:
         shown, secrets = channel_settings.split(channel.type, config)
         if not secrets:
             return replace(channel, config=shown)
-        kept = channel_settings.open_sealed(self._box, channel.id, channel.sealed_secrets)
+        kept = self._opened.open(channel.id, channel.sealed_secrets)
         sealed = channel_settings.seal(self._box, channel.id, {**kept, **secrets})
         return replace(channel, config=shown, sealed_secrets=sealed)
 
@@ -347,13 +352,19 @@ class ChannelsService:
             channel = await self._get(tx, actor.team_id, channel_id)
             await store.delete(tx, actor.team_id, channel_id)
             await self._audit(tx, actor, "channel.deleted", channel)
+        await self._db.announce(changes.channel(channel_id))
         if channel.enabled:
             await self._disconnect(channel)
 
     # ── receiving ─────────────────────────────────────────────────────────────────────
     async def receiving_channel(self, channel_id: str) -> Channel:
         """The enabled channel a platform sends to, or NotFound (unknown or disabled)."""
-        channel = await store.get_any(self._db.reader, channel_id)
+        channel = self.cache.get(channel_id)
+        if channel is None:
+            generation = self.cache.generation
+            channel = await store.get_any(self._db.reader, channel_id)
+            if channel is not None:
+                self.cache.put(channel, generation)
         if channel is None or not channel.enabled:
             raise NotFound("Channel not found")
         return channel
@@ -362,7 +373,7 @@ class ChannelsService:
         """Unauthorized unless the request carries the channel's proof: Telegram's secret
         token header, WhatsApp's and Slack's signatures, the api channel's Standard
         Webhooks signature."""
-        secrets = channel_settings.open_sealed(self._box, channel.id, channel.sealed_secrets)
+        secrets = self._opened.open(channel.id, channel.sealed_secrets)
         if channel.type == "telegram":
             sent = headers.get(telegram.SECRET_HEADER) or ""
             if not hmac.compare_digest(sent.encode(), secrets["webhookSecret"].encode()):
@@ -384,7 +395,7 @@ class ChannelsService:
             raise NotFound("Channel not found: only whatsapp channels answer this check")
         if mode != "subscribe":
             raise ValidationFailed("hub.mode: must be subscribe")
-        secrets = channel_settings.open_sealed(self._box, channel.id, channel.sealed_secrets)
+        secrets = self._opened.open(channel.id, channel.sealed_secrets)
         if not hmac.compare_digest(token.encode(), secrets["verifyToken"].encode()):
             raise Unauthorized("Invalid verify token: hub.verify_token is not the channel's")
 
@@ -397,7 +408,7 @@ class ChannelsService:
 
     async def _answer_press(self, channel: Channel, query_id: str, notice: str | None) -> None:
         try:
-            secrets = channel_settings.open_sealed(self._box, channel.id, channel.sealed_secrets)
+            secrets = self._opened.open(channel.id, channel.sealed_secrets)
             base = channel.config.get("apiBaseUrl")
             await self._telegram.answer_callback_query(base, secrets["botToken"], query_id, notice)
         except (DomainError, SecretBoxError) as exc:
@@ -405,8 +416,14 @@ class ChannelsService:
 
     async def receive(self, channel: Channel, message: Inbound) -> bool:
         """Take a checked message: False when it was already received (a retry: no second
-        turn); else its turn runs in the background and the reply goes out."""
-        return await self._inbox.receive(channel, message)
+        turn); else its turn runs in the background and the reply goes out. NotFound when
+        the channel went meanwhile (deleted in another process an instant before: its
+        announcement had not arrived)."""
+        try:
+            return await self._inbox.receive(channel, message)
+        except ConstraintViolation:
+            self.cache.forget(channel.id)
+            raise NotFound("Channel not found") from None
 
     async def resume(self) -> int:
         """At start-up: answer what was received but not answered before a stop."""

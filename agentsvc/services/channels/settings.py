@@ -56,6 +56,29 @@ def open_sealed(box: SecretBox, channel_id: str, sealed: str) -> dict[str, str]:
     return orjson.loads(box.open(sealed, sealed_context(channel_id)))
 
 
+class OpenedCredentials:
+    """Channels' credentials as opened, by channel, with the sealed text they came from: a
+    channel's every message and reply needs them, and an AES-GCM open each time is work
+    that need not be there. The sealed text is the key, so credentials changed anywhere
+    (new text) are opened afresh and nothing needs to be told; one that does not open is
+    not kept, and raises each time."""
+
+    def __init__(self, box: SecretBox, max_entries: int = 10_000):
+        self._box = box
+        self._max_entries = max_entries
+        self._by_channel: dict[str, tuple[str, dict[str, str]]] = {}
+
+    def open(self, channel_id: str, sealed: str) -> dict[str, str]:
+        """The credentials (SecretBoxError when the key changed); a copy, to change freely."""
+        kept = self._by_channel.get(channel_id)
+        if kept is None or kept[0] != sealed:
+            kept = (sealed, open_sealed(self._box, channel_id, sealed))
+            if len(self._by_channel) >= self._max_entries:
+                self._by_channel.clear()
+            self._by_channel[channel_id] = kept
+        return dict(kept[1])
+
+
 def mask(value: str) -> str:
     """A credential as answers show it: its last 4 characters (fewer of a short one)."""
     keep = 4 if len(value) >= 12 else 0

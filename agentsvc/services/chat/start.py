@@ -62,6 +62,9 @@ class ChatInput:
     # The files the message came with (an e-mail's attachments, already on disk), listed
     # on the stored message.
     attachments: tuple[KeptFile, ...] = ()
+    # A channel's message without a thread: the writer's newest conversation on the
+    # channel, or a new one (found with the turn's other reads, not in a read of its own).
+    latest_of_user: bool = False
 
 
 def make_title(text: str) -> str:
@@ -72,11 +75,33 @@ def make_title(text: str) -> str:
     return title
 
 
-async def _load_conversation(db: Database, chat: ChatInput) -> Conversation | None:
-    if chat.conversation_id is None:
+def _channel_user(chat: ChatInput) -> tuple[str, str] | None:
+    """(channel id, user reference) when the turn continues the user's latest conversation."""
+    if chat.latest_of_user and chat.channel_id is not None and chat.user is not None:
+        return chat.channel_id, str(chat.user["id"])
+    return None
+
+
+async def _latest_messages(db: Database, chat: ChatInput) -> list[StoredMessage] | None:
+    """A channel user's latest conversation's messages, read with the turn's other reads
+    (None: not such a turn; `_history` checks them against the conversation read beside)."""
+    found = _channel_user(chat)
+    if found is None:
         return None
-    conv = await conv_store.get_for_agent(db.reader, chat.agent_id, chat.conversation_id)
-    if conv is None:
+    return await conv_store.latest_messages_of_channel_user(db.reader, *found)
+
+
+async def _load_conversation(db: Database, chat: ChatInput) -> Conversation | None:
+    found = _channel_user(chat)
+    if found is not None:
+        conv = await conv_store.latest_of_channel_user(db.reader, *found)
+        if conv is None:
+            return None
+    elif chat.conversation_id is None:
+        return None
+    else:
+        conv = await conv_store.get_for_agent(db.reader, chat.agent_id, chat.conversation_id)
+    if conv is None or conv.agent_id != chat.agent_id:
         raise NotFound("Conversation not found")
     if not caller_may_use(conv, chat.team_id, chat.session_id):
         raise NotFound("Conversation not found")
@@ -105,6 +130,7 @@ class _Loaded:
     tools: list[Tool]
     passages: list[Passage]
     match: CuratedMatch | None
+    messages: list[StoredMessage] | None = None  # the conversation's, when read with it
 
 
 def _check_messages(chat: ChatInput) -> None:
@@ -125,13 +151,14 @@ async def _load(deps: TurnDeps, chat: ChatInput) -> _Loaded:
     language = agent.language if agent is not None else DEFAULT_LANGUAGE
     question = chat.messages[-1][1]
     top_k = deps.providers.settings.knowledge.top_k
-    conv, tools, passages, match = await asyncio.gather(
+    conv, tools, passages, match, stored = await asyncio.gather(
         _load_conversation(db, chat),
         tools_store.list_enabled_for_agent(db.reader, chat.agent_id),
         retrieve(db, chat.agent_id, question, top_k, deps.sources.semantic, language),
         curated.match(db, chat.agent_id, question, language) if curated else _no_match(),
+        _latest_messages(db, chat),
     )
-    return _Loaded(agent, conv, tools, passages, match)
+    return _Loaded(agent, conv, tools, passages, match, stored)
 
 
 def _agent_of(loaded: _Loaded, chat: ChatInput) -> Agent:
@@ -160,11 +187,15 @@ async def _has_knowledge(
     return knowledge
 
 
-async def _history(db: Database, chat: ChatInput, conv: Conversation | None) -> list[Message]:
-    """The messages the model reads before the visitor's: the stored conversation's, or
-    those the caller sent; then the visitor's."""
+async def _history(
+    db: Database, chat: ChatInput, conv: Conversation | None, stored: list[StoredMessage] | None
+) -> list[Message]:
+    """The messages the model reads before the visitor's: the stored conversation's (those
+    read with it, when they are its), or those the caller sent; then the visitor's."""
     if conv is not None:
-        history = _history_from_store(await conv_store.list_messages(db.reader, conv.id))
+        if not stored or any(m.conversation_id != conv.id for m in stored):
+            stored = await conv_store.list_messages(db.reader, conv.id)
+        history = _history_from_store(stored)
     else:
         history = [Message(role, content) for role, content in chat.messages[:-1] if content]  # type: ignore[arg-type]
     history.append(Message("user", chat.messages[-1][1]))
@@ -278,7 +309,7 @@ async def prepare_turn(deps: TurnDeps, chat: ChatInput) -> Turn | HeldTurn:
     if match is not None and agent.model == BUILTIN and parse_tool_command(question):
         match = None  # the builtin model runs the tool a `/tool` command names
     knowledge = await _has_knowledge(deps.log.db, agent, loaded.passages, match)
-    history = await _history(deps.log.db, chat, loaded.conversation)
+    history = await _history(deps.log.db, chat, loaded.conversation, loaded.messages)
     now = now_iso()
     conv = loaded.conversation or _new_conversation(agent, chat, now)
     message = _visitor_message(conv.id, question, now)

@@ -134,6 +134,11 @@ class Deliverer:
         """Make sure the worker runs no later than `at`."""
         if self._closed or self.jobs is None:
             return
+        if self._running and at <= datetime.now(UTC):
+            # A run is under way: it claims again before it ends (rows written in floods
+            # would each schedule a job that only finds the run going).
+            self._again = True
+            return
         # Overlapping runs are folded by deliver_due itself.
         self.jobs.wake(JOB_ID, at, self._job)
 
