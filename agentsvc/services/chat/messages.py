@@ -28,6 +28,10 @@ Step = Callable[[Tx, Emission], Awaitable[None]]
 Write = Callable[[Tx], Awaitable[None]]
 
 
+# Characters from which a message is written in a transaction of its own (see _commit).
+LARGE_MESSAGE = 32_000
+
+
 @dataclass(frozen=True, slots=True)
 class StatusChange:
     """A conversation moving to `status` (with its assignee as (id, name)), at `at`."""
@@ -84,7 +88,7 @@ class ConversationLog:
             if after is not None:
                 await after(tx)
 
-        await self._commit(conv, write, emission)
+        await self._commit(conv, write, emission, alone=len(message.content) > LARGE_MESSAGE)
 
     async def change_status(self, conv: Conversation, change: StatusChange) -> None:
         """Write a status change alone (its columns, its event, its webhook event), then
@@ -114,8 +118,16 @@ class ConversationLog:
             conversation_id=conv.id,
         )
 
-    async def _commit(self, conv: Conversation, write: Write, emission: Emission) -> None:
+    async def _commit(
+        self, conv: Conversation, write: Write, emission: Emission, *, alone: bool = False
+    ) -> None:
         # Batched with the other streams' writes: a turn's is on the path to its first delta.
-        await self.db.write_batched(write)
+        # A large message alone, on the writer's thread: indexing its words is work a batch
+        # would do on the event loop's thread (a 1.5 MB message stalled it tens of ms).
+        if alone:
+            async with self.db.write() as tx:
+                await write(tx)
+        else:
+            await self.db.write_batched(write)
         emission.sent()
         await self.db.announce(changes.conversation(conv.team_id, conv.id))
