@@ -228,7 +228,8 @@ async def test_catastrophic_input_schema_patterns_via_chat_are_answered_fast(app
     assert "does not match '^(a+)+$'" in result["output"]
     assert "is not of type 'integer'" in result["output"]
     assert len(result["output"]) < 2000  # the 10,000 characters are not echoed back
-    assert took < 2, took  # the whole chat turn, on a loaded machine
+    # The whole chat turn, on a loaded machine (a backtracking engine would never end).
+    assert took < 10, took
     # The validation itself: well under 50 ms.
     tool_schema = await client.get(f"/api/v1/tools?agentId={agent_id}", headers=auth)
     stored = (await tool_schema.json())[0]["inputSchema"]
@@ -379,7 +380,9 @@ async def test_unique_items_of_many_objects_is_checked_in_linear_time(app):
     took, result = await timed(
         lambda: run_tool(client, agent_id, "/tool uniq " + orjson.dumps(distinct).decode())
     )
-    assert result["isError"] is False and took < 2, took
+    # 0.2 s on a quiet machine, 2.5 s once on a niced worker beside the browser tests:
+    # the bound only has to tell linear from pairwise (64 s).
+    assert result["isError"] is False and took < 10, took
     repeated = {"a": [{"k": 1}, [1], {"k": 1.0}]}
     result = await run_tool(client, agent_id, "/tool uniq " + orjson.dumps(repeated).decode())
     assert result["isError"] is True and "non-unique" in result["output"]

@@ -74,6 +74,11 @@ WITH matched AS (
     ORDER BY m.rowid DESC LIMIT ?)
 """
 _HITS = "(SELECT DISTINCT conversation_id AS id FROM matched) AS hit"
+# PostgreSQL: and each hit's conversation by its key too, one lookup per hit (OFFSET 0 keeps
+# the planner from turning it into a join). As a join, with statistics that said the agent
+# had one conversation (stale, or of other agents), the plan walked all the agent's
+# conversations against all the hits: 100 million comparisons for 10,000 of each, 6.6 s.
+_PG_HIT_CONVERSATION = "(SELECT * FROM conversations AS hc WHERE hc.id = hit.id OFFSET 0)"
 
 
 _RATED = {
@@ -106,7 +111,7 @@ def from_where(tx: Tx, agent_id: str, flt: ConversationFilter) -> Query:
             args += [match_expression(agent_id, flt.words), MAX_MATCHES]
         else:
             with_clause = _PG_MATCHED
-            source = f"{_HITS} JOIN conversations c ON c.id = hit.id"
+            source = f"{_HITS} CROSS JOIN LATERAL {_PG_HIT_CONVERSATION} AS c"
             args += [" & ".join(flt.words), agent_id, MAX_MATCHES]
     where = ["c.agent_id = ?"]
     args.append(agent_id)
