@@ -16,19 +16,18 @@ never recorded, a conversation deleted, erased or purged) go with the hourly swe
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import logging
 import os
 import secrets
 import shutil
-import time
 import unicodedata
 from dataclasses import asdict, dataclass
 from email.message import EmailMessage
 from pathlib import Path
 
+from agentsvc.datadir import sweep_folders
 from agentsvc.db import Database
 from agentsvc.services.forms.files import FILES_DIR
 from agentsvc.store import attachments as store
@@ -45,7 +44,6 @@ MANIFEST = ".attachments.json"  # safe names never start with a dot
 _TEMP = ".tmp-"
 # A folder younger than this may belong to a message whose turn is still to record it.
 ORPHAN_GRACE_SECONDS = 3600
-_CHUNK = 500
 # The types a download keeps (with Content-Disposition: attachment and nosniff); any
 # other is served as application/octet-stream (HTML, SVG, scripts never run on our origin).
 SAFE_TYPES = frozenset(
@@ -218,30 +216,22 @@ def path_of(data_dir: Path, folder: str, file: str) -> Path | None:
     return path
 
 
-def _old_folders(root: Path, grace: float) -> list[str]:
-    if not root.is_dir():
-        return []
-    cutoff = time.time() - grace
-    return [p.name for p in root.iterdir() if p.is_dir() and p.stat().st_mtime <= cutoff]
-
-
 async def remove_orphan_folders(
     db: Database, data_dir: Path, grace: float = ORPHAN_GRACE_SECONDS
 ) -> int:
     """Delete the folders of e-mails no message lists and no waiting message will (deleted,
     erased or purged conversations, messages never recorded); return how many went."""
-    names = await asyncio.to_thread(_old_folders, mail_root(data_dir), grace)
-    if not names:
-        return 0
-    waiting = await channels_store.waiting_ids(db.reader, "email")
-    keep = {folder_of(channel_id, message_id) for channel_id, message_id in waiting}
-    gone: list[str] = []
-    for i in range(0, len(names), _CHUNK):
-        chunk = [n for n in names[i : i + _CHUNK] if n not in keep]
-        existing = await store.existing_folders(db.reader, chunk)
-        gone += [n for n in chunk if n not in existing]
-    for name in gone:
-        await asyncio.to_thread(remove, data_dir, name)
+    waiting: set[str] | None = None
+
+    async def still_used(names: list[str]) -> set[str]:
+        nonlocal waiting
+        if waiting is None:  # read once, when there is an old folder at all
+            found = await channels_store.waiting_ids(db.reader, "email")
+            waiting = {folder_of(channel_id, message_id) for channel_id, message_id in found}
+        listed = await store.existing_folders(db.reader, [n for n in names if n not in waiting])
+        return waiting | set(listed)
+
+    gone = await sweep_folders(mail_root(data_dir), grace, still_used)
     if gone:
         log.info("removed the attachments of %d deleted or unrecorded e-mails", len(gone))
     return len(gone)
