@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -106,10 +107,38 @@ PHASES = ("parallel", *_ONE_WORKER_PACKAGES, "alone")
 ALONE_MARK = "needs_the_machine"
 
 
+# A test that takes both cores (an attacked server, its attackers and a control server)
+# is also marked `needs_both_cores`: the two workers of that phase then never run it beside
+# another (beside one, the pathological-load test's attacked server got half its quiet
+# throughput and its healthz p99 doubled, while the idle control server saw no noise).
+BOTH_CORES_MARK = "needs_both_cores"
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", f"{ALONE_MARK}: runs after the other tests, two at a time (scripts/test.sh)"
     )
+    config.addinivalue_line(
+        "markers", f"{BOTH_CORES_MARK}: {ALONE_MARK}, and never beside another such test"
+    )
+
+
+@pytest.fixture(autouse=True)
+def _both_cores_alone(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    """Between the workers of a run, a shared lock for each test that measures the machine
+    and an exclusive one for a test that needs both cores (fcntl's, on a file in the
+    run's temporary directory, which the workers' own are in)."""
+    if "PYTEST_XDIST_WORKER" not in os.environ or not request.node.get_closest_marker(ALONE_MARK):
+        yield
+        return
+    exclusive = request.node.get_closest_marker(BOTH_CORES_MARK) is not None
+    path = tmp_path_factory.getbasetemp().parent / "machine.lock"
+    with open(path, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
