@@ -258,6 +258,45 @@ async def test_continuation_sends_stored_history_to_the_model(pclient, pauth, op
     ]
 
 
+async def test_a_long_conversation_sends_its_newest_messages_only(pclient, pauth, openai_fake):
+    """The model reads a stored conversation's newest 100 messages, within 100,000
+    characters: a channel's conversation with one person goes on for months."""
+    agent = await new_agent(pclient, pauth, model="oai/gpt-4o-mini", systemPrompt="Be nice.")
+    openai_fake.script(*(oai.stream(oai.text_events(["Yes"])) for _ in range(3)))
+    first = await chat(pclient, {"agentId": agent["id"], "messages": user("m-first")}, pauth)
+    conversation_id = first.start["conversationId"]
+    db = pclient.app[app_keys.db_key]
+
+    async def stored(tag: str, count: int, size: int) -> None:
+        # Set-up: `count` more messages, as the service writes them, alternately the
+        # visitor's and the agent's, each `size` characters long.
+        async with db.write() as tx:
+            await tx.execute(
+                "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < ?)"
+                " INSERT INTO messages (id, conversation_id, role, content, created_at)"
+                " SELECT 'msg_' || ? || i, ?,"
+                " CASE WHEN i % 2 = 0 THEN 'user' ELSE 'assistant' END,"
+                " ? || i || ?, '2026-02-01T00:00:00.000Z' FROM n",
+                (count - 1, tag, conversation_id, tag, "." * (size - len(tag) - 3)),
+            )
+
+    async def sent_after(question: str) -> list[dict]:
+        turn = {"agentId": agent["id"], "conversationId": conversation_id}
+        await chat(pclient, {**turn, "messages": user(question)}, pauth)
+        return openai_fake.requests[-1]["json"]["messages"]
+
+    await stored("a", 150, 10)
+    sent = await sent_after("m-second")
+    assert len(sent) == 1 + 100 + 1  # the system prompt, the newest 100, the question
+    assert sent[1]["content"].startswith("a50") and sent[-2]["content"].startswith("a149")
+    assert sent[-1] == {"role": "user", "content": "m-second"}
+    await stored("b", 60, 2_000)  # 1,998 to 2,000 characters each: 119,900 in all
+    sent = await sent_after("m-third")
+    history = sent[1:-1]  # the newest 50 of the long ones: 99,950 characters
+    assert len(history) == 50 and sum(len(m["content"]) for m in history) == 99_950
+    assert history[0]["content"].startswith("b10") and history[-1]["content"].startswith("b59")
+
+
 # ── The tool loop ──────────────────────────────────────────────────────────────────────
 
 

@@ -222,17 +222,28 @@ async def list_messages(tx: Tx, conversation_id: str) -> list[StoredMessage]:
     return [message_from_row(r) for r in rows]
 
 
+async def newest_messages(tx: Tx, conversation_id: str, limit: int) -> list[StoredMessage]:
+    """The conversation's newest `limit` messages, in the order they were written."""
+    rows = await tx.fetchall(
+        f"SELECT {MESSAGE_SELECT} FROM messages m WHERE m.conversation_id = ?"
+        " ORDER BY m.rowid DESC LIMIT ?",
+        (conversation_id, limit),
+    )
+    return [message_from_row(r) for r in reversed(rows)]
+
+
 async def latest_messages_of_channel_user(
-    tx: Tx, channel_id: str, user_ref: str
+    tx: Tx, channel_id: str, user_ref: str, limit: int
 ) -> list[StoredMessage]:
-    """The messages of a channel end user's newest conversation, as `list_messages`."""
+    """The newest `limit` messages of a channel end user's newest conversation, as
+    `newest_messages`."""
     rows = await tx.fetchall(
         f"SELECT {MESSAGE_SELECT} FROM messages m WHERE m.conversation_id = ("
         "SELECT id FROM conversations WHERE channel_id = ? AND user_ref = ?"
-        " ORDER BY created_at DESC, id DESC LIMIT 1) ORDER BY m.rowid",
-        (channel_id, user_ref),
+        " ORDER BY created_at DESC, id DESC LIMIT 1) ORDER BY m.rowid DESC LIMIT ?",
+        (channel_id, user_ref, limit),
     )
-    return [message_from_row(r) for r in rows]
+    return [message_from_row(r) for r in reversed(rows)]
 
 
 async def rate_message(

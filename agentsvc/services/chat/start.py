@@ -36,6 +36,12 @@ from agentsvc.store.conversations import Conversation, StoredMessage
 from agentsvc.store.tools import Tool
 
 TITLE_LENGTH = 80
+# What the model reads of a stored conversation before the visitor's new message: its
+# newest messages, at most this many and this many characters (about 25,000 tokens). A
+# channel's conversation with one person goes on for months: read whole, every turn would
+# cost more and at last pass the model's context window (the provider then refuses it).
+HISTORY_MESSAGES = 100
+HISTORY_CHARACTERS = 100_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +94,7 @@ async def _latest_messages(db: Database, chat: ChatInput) -> list[StoredMessage]
     found = _channel_user(chat)
     if found is None:
         return None
-    return await conv_store.latest_messages_of_channel_user(db.reader, *found)
+    return await conv_store.latest_messages_of_channel_user(db.reader, *found, HISTORY_MESSAGES)
 
 
 async def _load_conversation(db: Database, chat: ChatInput) -> Conversation | None:
@@ -109,11 +115,17 @@ async def _load_conversation(db: Database, chat: ChatInput) -> Conversation | No
 
 
 def _history_from_store(messages: list[StoredMessage]) -> list[Message]:
-    history = []
-    for m in messages:
+    """The newest messages within HISTORY_CHARACTERS (the newest one whatever its length)."""
+    history: list[Message] = []
+    left = HISTORY_CHARACTERS
+    for m in reversed(messages):
         if m.role == "assistant" and not m.content:
             continue  # a turn that produced only tool calls or nothing adds no context
+        if history and len(m.content) > left:
+            break
+        left -= len(m.content)
         history.append(Message(m.role, m.content))  # type: ignore[arg-type]
+    history.reverse()
     return history
 
 
@@ -194,7 +206,7 @@ async def _history(
     read with it, when they are its), or those the caller sent; then the visitor's."""
     if conv is not None:
         if not stored or any(m.conversation_id != conv.id for m in stored):
-            stored = await conv_store.list_messages(db.reader, conv.id)
+            stored = await conv_store.newest_messages(db.reader, conv.id, HISTORY_MESSAGES)
         history = _history_from_store(stored)
     else:
         history = [Message(role, content) for role, content in chat.messages[:-1] if content]  # type: ignore[arg-type]
