@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import importlib
 import os
 import sys
 import threading
@@ -48,3 +49,19 @@ async def run(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     loop = asyncio.get_running_loop()
     call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
     return await loop.run_in_executor(_executor, call)
+
+
+async def load_modules(*names: str) -> None:
+    """Import modules in a worker thread, once: the MCP SDK's client or server side costs
+    1.3-1.5 s of CPU to import, and imported on the event loop (on the first MCP exchange)
+    it stalled every other request that long. The thread has the normal priority: an
+    import cannot pause to hand the GIL over, and at the lowest priority on a busy machine
+    it held the GIL while the kernel ran others, the loop waiting on it (1.3 s again)."""
+    missing = [name for name in names if name not in sys.modules]
+    if missing:
+        await asyncio.to_thread(_import_all, missing)
+
+
+def _import_all(names: list[str]) -> None:
+    for name in names:
+        importlib.import_module(name)

@@ -160,7 +160,8 @@ class McpClient:
             message = exc.message if isinstance(exc, OutboundError) else str(exc)
             kind = exc.kind if isinstance(exc, OutboundError) else "invalid"
             raise McpFailure(message, kind) from exc
-        from agentsvc import mcp_transport  # the SDK, loaded on the first exchange
+        await cpu.load_modules("agentsvc.mcp_transport")  # off the loop, on the first exchange
+        from agentsvc import mcp_transport  # the SDK
 
         try:
             async with mcp_transport.connected(self, url, sent, budget) as client:

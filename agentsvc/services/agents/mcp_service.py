@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from agentsvc import cpu
 from agentsvc.db import Database
 from agentsvc.errors import NotFound
 from agentsvc.services.agents import registry as agents_service
@@ -19,6 +20,11 @@ from agentsvc.services.knowledge.vectors import Semantic
 
 if TYPE_CHECKING:
     from mcp.server import Server
+
+
+# The SDK's server side, as the first MCP request uses it (mcp_server, and the transport
+# that api/mcp.py runs it in).
+_SDK = ("agentsvc.services.agents.mcp_server", "mcp.server.streamable_http_manager")
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +53,7 @@ class McpServerService:
         )
         if agent is None or agent.team_id != team_id:
             raise NotFound("Agent not found")
+        await cpu.load_modules(*_SDK)  # off the event loop, on the first request
         from agentsvc.services.agents import mcp_server
 
         return mcp_server.agent_server(self._deps, agent, team_id)
