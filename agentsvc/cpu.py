@@ -1,4 +1,5 @@
-"""Worker threads for CPU-bound work on what tenants send (schemas, MCP listings, inputs).
+"""Worker threads for CPU-bound work on what tenants send (schemas, MCP listings, inputs),
+and for the one import too heavy for the event loop (the MCP SDK: `load_modules`).
 
 Such work holds a CPU, and the GIL, while it computes. In the loop's default executor it
 would compete as an equal with the event loop's thread, and every request of every other
