@@ -3,11 +3,17 @@ and for the one import too heavy for the event loop (the MCP SDK: `load_modules`
 
 Such work holds a CPU, and the GIL, while it computes. In the loop's default executor it
 would compete as an equal with the event loop's thread, and every request of every other
-team would queue behind it. Here it runs in threads of the lowest scheduling priority
-(Linux: nice 19, set per thread), so the kernel runs the loop's thread first whenever it
-has work; the checks themselves pause every half millisecond of work
-(services/tenant_input/schemas.py), so the loop gets the GIL too. At most MAX_WORKERS run at
-once; more wait their turn. Bounded work only: each check has a step budget.
+team would queue behind it. Here it runs in threads NICER_BY steps below the process's own
+priority (Linux: nice, set per thread), so on a shared core the kernel gives the loop's
+thread about twice their time; the checks themselves pause every half millisecond of work
+(services/tenant_input/schemas.py), so the loop gets the GIL too. Not the lowest priority:
+behind other processes' work (a database, a build, on CI the browsers) such a thread waited
+seconds for a CPU while holding the GIL, the loop waiting on it. Measured with four busy
+processes beside a test worker (an MCP refresh of 12 hostile tools): nice 19 took 25-28 s
+with 1.6 s loop stalls, 3 steps 7-7.6 s with 0.4-0.5 s; two teams looping the 60 KB anyOf
+update (scripts/bench_write_hold.py) kept another team's chat p99 at 14.7 ms at nice 19 and
+18.4 ms at 3 steps. At most MAX_WORKERS run at once; more wait their turn. Bounded work
+only: each check has a step budget.
 """
 
 from __future__ import annotations
@@ -26,13 +32,14 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 MAX_WORKERS = 4
-LOWEST_PRIORITY = 19  # nice
+NICER_BY = 3  # nice steps below the process's own
 
 
-def _lowest_priority() -> None:
+def _lower_priority() -> None:
     if sys.platform.startswith("linux"):  # elsewhere the priority is the whole process's
         try:
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), LOWEST_PRIORITY)
+            niceness = min(19, os.getpriority(os.PRIO_PROCESS, 0) + NICER_BY)
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), niceness)
         except OSError:
             pass
 
@@ -40,7 +47,7 @@ def _lowest_priority() -> None:
 # One pool for the process (as the argon2 one in passwords.py): its threads start on
 # first use and end with the interpreter.
 _executor = ThreadPoolExecutor(
-    MAX_WORKERS, thread_name_prefix="agentsvc-cpu", initializer=_lowest_priority
+    MAX_WORKERS, thread_name_prefix="agentsvc-cpu", initializer=_lower_priority
 )
 
 
@@ -55,9 +62,9 @@ async def run(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
 async def load_modules(*names: str) -> None:
     """Import modules in a worker thread, once: the MCP SDK's client or server side costs
     1.3-1.5 s of CPU to import, and imported on the event loop (on the first MCP exchange)
-    it stalled every other request that long. The thread has the normal priority: an
-    import cannot pause to hand the GIL over, and at the lowest priority on a busy machine
-    it held the GIL while the kernel ran others, the loop waiting on it (1.3 s again)."""
+    it stalled every other request that long. The thread has the caller's priority: an
+    import cannot pause to hand the GIL over, and at a lower priority on a busy machine it
+    held the GIL while the kernel ran others, the loop waiting on it (1.3 s again)."""
     missing = [name for name in names if name not in sys.modules]
     if missing:
         await asyncio.to_thread(_import_all, missing)

