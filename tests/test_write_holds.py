@@ -407,4 +407,4 @@ async def test_write_transaction_holds_only_sql_checks_run_a_little_below_the_lo
     own = os.getpriority(os.PRIO_PROCESS, 0)
     workers = await cpu.run(os.getpriority, os.PRIO_PROCESS, 0)
     assert workers == min(19, own + cpu.NICER_BY)
-    assert cpu.NICER_BY == 3
+    assert cpu.NICER_BY == 10
