@@ -3,19 +3,18 @@ and for the one import too heavy for the event loop (the MCP SDK: `load_modules`
 
 Such work holds a CPU, and the GIL, while it computes. In the loop's default executor it
 would compete as an equal with the event loop's thread, and every request of every other
-team would queue behind it. Here it runs in threads NICER_BY steps below the process's own
-priority (Linux: nice, set per thread), so on a shared core the kernel gives the loop's
-thread about nine times their time; the checks themselves pause every half millisecond of
-work (services/tenant_input/schemas.py), so the loop gets the GIL too. Not the lowest
-priority: behind other processes' work (a database, a build; on CI the browsers and the
-fuzzer) a thread at nice 19 waited seconds for a CPU while holding the GIL, the loop
-waiting on it, and an MCP listing passed its 30 s timeout. Measured beside a busy process
-at nice 0 and two at nice 19 (the suite's alone phase beside the fuzzer): an MCP refresh of
-12 hostile tools 2.6 s at nice 19, 1.2-1.5 s at 10 steps, 1.0-1.2 s at 3; another team's
-chat p99 while two teams loop the 60 KB anyOf update 6-8 ms, 14-26 ms, 30-32 ms (and in
-scripts/bench_write_hold.py, pinned to one core, 14.7, 17.1 and 18.4 ms). A dashboard MCP
-listing beside four busy processes (the browser tests beside the niced workers): 19.9 s at
-nice 19, 11-14 s at 10 steps. At most MAX_WORKERS run at once; more wait their turn.
+team would queue behind it. Here the checks run in threads of the lowest scheduling
+priority (Linux: nice 19, set per thread), so the kernel runs the loop's thread first
+whenever it has work; the checks themselves pause every half millisecond of work
+(services/tenant_input/schemas.py), so the loop gets the GIL too. An MCP listing (the
+SDK's import, the transfer, the SDK's validation and the checks of every listed schema, all
+within the listing's budgets) runs EXCHANGE_NICER_BY steps below the process instead: the
+exchange has a timeout (30 s), and at nice 19 behind other processes' work (a
+database; on CI the browsers and the fuzzer) it waited seconds for a CPU while holding the
+GIL. Measured beside busy processes: a dashboard MCP listing 19.9 s at nice 19, 11-14 s 10
+steps below; with every worker 10 steps below, another team's chat p99 while two teams loop
+the 60 KB anyOf update reached 195 ms on a busy machine (6-8 ms quietly at nice 19), so the
+checks stay at the lowest. At most MAX_WORKERS run at once; more wait their turn.
 Bounded work only: each check has a step budget.
 """
 
@@ -35,31 +34,49 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 MAX_WORKERS = 4
-NICER_BY = 10  # nice steps below the process's own
+LOWEST = 19  # nice: the checks of what tenants send
+EXCHANGE_NICER_BY = 10  # nice steps below the process's own: MCP exchanges
 
 
-def _lower_priority() -> None:
-    if sys.platform.startswith("linux"):  # elsewhere the priority is the whole process's
-        try:
-            niceness = min(19, os.getpriority(os.PRIO_PROCESS, 0) + NICER_BY)
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), niceness)
-        except OSError:
-            pass
+def _priority(nicer_by: int) -> Callable[[], None]:
+    def lower() -> None:
+        if sys.platform.startswith("linux"):  # elsewhere the priority is the whole process's
+            try:
+                niceness = min(LOWEST, os.getpriority(os.PRIO_PROCESS, 0) + nicer_by)
+                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), niceness)
+            except OSError:
+                pass
+
+    return lower
 
 
-# One pool for the process (as the argon2 one in passwords.py): its threads start on
-# first use and end with the interpreter.
-_executor = ThreadPoolExecutor(
-    MAX_WORKERS, thread_name_prefix="agentsvc-cpu", initializer=_lower_priority
+# One pool of each for the process (as the argon2 one in passwords.py): their threads start
+# on first use and end with the interpreter.
+_checks = ThreadPoolExecutor(
+    MAX_WORKERS, thread_name_prefix="agentsvc-cpu", initializer=_priority(LOWEST)
+)
+_exchanges = ThreadPoolExecutor(
+    MAX_WORKERS, thread_name_prefix="agentsvc-mcp", initializer=_priority(EXCHANGE_NICER_BY)
 )
 
 
 async def run(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
-    """`fn(*args, **kwargs)` in a low-priority worker thread (as asyncio.to_thread does:
-    the caller's context variables go along)."""
+    """`fn(*args, **kwargs)` in a worker thread at the lowest priority (as asyncio.to_thread
+    does: the caller's context variables go along)."""
+    return await _in(_checks, fn, *args, **kwargs)
+
+
+async def exchange(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    """`fn(*args, **kwargs)` in a worker thread EXCHANGE_NICER_BY steps below the process:
+    an MCP listing and its checks, which must end within the timeout however busy the
+    machine is."""
+    return await _in(_exchanges, fn, *args, **kwargs)
+
+
+async def _in(pool: ThreadPoolExecutor, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     loop = asyncio.get_running_loop()
     call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
-    return await loop.run_in_executor(_executor, call)
+    return await loop.run_in_executor(pool, call)
 
 
 async def load_modules(*names: str) -> None:

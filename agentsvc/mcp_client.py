@@ -195,7 +195,7 @@ class McpClient:
         (agentsvc/cpu.py): the SDK validates the listing and walks every schema in it as
         it arrives, CPU-bound work that takes seconds for a listing of large schemas (up
         to the byte budget) and would stall every other request on the app's loop."""
-        return await cpu.run(asyncio.run, self._list_tools(url, headers))
+        return await cpu.exchange(asyncio.run, self._list_tools(url, headers))
 
     async def _list_tools(self, url: str, headers: Mapping[str, str]) -> list[ListedTool]:
         listed: list[ListedTool] = []

@@ -401,10 +401,12 @@ async def test_write_transaction_holds_only_sql_chat_stays_fast_while_two_teams_
 # ── the workers' priority ────────────────────────────────────────────────────────────────
 
 
-async def test_write_transaction_holds_only_sql_checks_run_a_little_below_the_loop():
-    # A few steps below the process, not the lowest: behind other processes' work a thread
-    # at nice 19 waited seconds for a CPU while holding the GIL (agentsvc/cpu.py).
+async def test_write_transaction_holds_only_sql_checks_lowest_mcp_exchanges_a_little_below():
+    # Checks at the lowest priority (the loop first); an MCP exchange, which has a timeout,
+    # 10 steps below the process: at nice 19 behind other processes' work it waited seconds
+    # for a CPU while holding the GIL (agentsvc/cpu.py).
     own = os.getpriority(os.PRIO_PROCESS, 0)
-    workers = await cpu.run(os.getpriority, os.PRIO_PROCESS, 0)
-    assert workers == min(19, own + cpu.NICER_BY)
-    assert cpu.NICER_BY == 10
+    assert await cpu.run(os.getpriority, os.PRIO_PROCESS, 0) == 19
+    exchange = await cpu.exchange(os.getpriority, os.PRIO_PROCESS, 0)
+    assert exchange == min(19, own + cpu.EXCHANGE_NICER_BY)
+    assert cpu.EXCHANGE_NICER_BY == 10

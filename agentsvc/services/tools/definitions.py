@@ -486,7 +486,7 @@ async def preview_server(
     if prefix is not None:
         tool_rules.check_name(prefix)
     listed = await mcp_service.list_server(deps.secrets, deps.mcp, team_id, url, headers)
-    return await cpu.run(mcp_service.preview, listed, prefix)
+    return await cpu.exchange(mcp_service.preview, listed, prefix)
 
 
 async def delete_tool(db: Database, team_id: str, tool_id: str, actor: Actor | None = None) -> None:

@@ -167,7 +167,7 @@ async def checked_functions(
                 f"mcpTools: the server lists no tool named {missing[0][:100]!r}"
                 f" (it lists {len(known)} tools)"
             )
-    return await cpu.run(expose, listed, selection, prefix)
+    return await cpu.exchange(expose, listed, selection, prefix)
 
 
 async def _filled_headers(
