@@ -198,6 +198,9 @@ async def timed(call) -> tuple[float, object]:
     return time.perf_counter() - started, result
 
 
+# The validation's time is measured against a 50 ms median: beside the busy workers of the
+# parallel phase a nice-19 check thread waited its turn (62 ms on CI), so it runs alone.
+@pytest.mark.needs_the_machine
 async def test_catastrophic_form_pattern_on_public_submit_is_answered_fast(app):
     client, auth, agent_id = app
     form = await make_form(client, auth, agent_id, EVIL)
@@ -213,6 +216,7 @@ async def test_catastrophic_form_pattern_on_public_submit_is_answered_fast(app):
     assert resp.status == 200, await resp.text()
 
 
+@pytest.mark.needs_the_machine
 async def test_catastrophic_input_schema_patterns_via_chat_are_answered_fast(app):
     client, auth, agent_id = app
     schema = {
