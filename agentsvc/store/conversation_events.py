@@ -67,14 +67,19 @@ def _event(row: Any) -> ConversationEvent:
     return ConversationEvent(*head, message=message, note=note, assignee_avatar_id=row[-1])
 
 
-async def _lock_team(tx: Tx, team_id: str) -> None:
+async def lock_team(tx: Tx, team_id: str) -> None:
+    """Take the team's event lock (PostgreSQL; SQLite has one writer), until the end of the
+    transaction. A unit that writes a conversation takes it first, before any row: every
+    such unit of a team then locks its rows (the conversation, the agent's daily counters)
+    behind it, so two processes' batches never wait on each other's rows in opposite orders
+    (a deadlock, which PostgreSQL takes a second to find)."""
     if tx.dialect == "postgresql":
         await tx.fetchval("SELECT pg_advisory_xact_lock(hashtext(?))", ("events:" + team_id,))
 
 
 async def insert_message_event(tx: Tx, team_id: str, agent_id: str, message: StoredMessage) -> None:
-    """Log a new message (the inbox follows the visitors' messages)."""
-    await _lock_team(tx, team_id)
+    """Log a new message (the inbox follows the visitors' messages); the caller holds
+    `lock_team`."""
     await tx.execute(
         "INSERT INTO conversation_events (conversation_id, team_id, agent_id, kind, message_id,"
         " inbox, created_at) VALUES (?, ?, ?, 'message', ?, ?, ?)",
@@ -98,8 +103,8 @@ async def insert_status_event(
     assignee: tuple[str, str] | None,
     now: str,
 ) -> None:
-    """Log a status or assignee change (assignee: (user id, name) or None)."""
-    await _lock_team(tx, team_id)
+    """Log a status or assignee change (assignee: (user id, name) or None); the caller
+    holds `lock_team`."""
     await tx.execute(
         "INSERT INTO conversation_events (conversation_id, team_id, agent_id, kind, status,"
         " assignee_id, assignee_name, inbox, created_at) VALUES (?, ?, ?, 'status', ?, ?, ?, 1, ?)",
@@ -117,7 +122,7 @@ async def insert_status_event(
 
 async def insert_note_event(tx: Tx, team_id: str, agent_id: str, note: Note) -> None:
     """Log a member's private note (never in the inbox's nor the visitor's events)."""
-    await _lock_team(tx, team_id)
+    await lock_team(tx, team_id)
     await tx.execute(
         "INSERT INTO conversation_events (conversation_id, team_id, agent_id, kind, note_id,"
         " inbox, created_at) VALUES (?, ?, ?, 'note', ?, 0, ?)",

@@ -73,6 +73,7 @@ class ConversationLog:
         emission = await self._emission(conv.team_id)
 
         async def write(tx: Tx) -> None:
+            await events_store.lock_team(tx, conv.team_id)  # first: see lock_team
             if before is not None:
                 await before(tx, emission)
             await conv_store.insert_message(tx, message)
@@ -96,6 +97,7 @@ class ConversationLog:
         emission = await self._emission(conv.team_id)
 
         async def write(tx: Tx) -> None:
+            await events_store.lock_team(tx, conv.team_id)  # first: see lock_team
             await self.write_status(tx, emission, conv, change)
 
         await self._commit(conv, write, emission)
@@ -103,8 +105,8 @@ class ConversationLog:
     async def write_status(
         self, tx: Tx, emission: Emission, conv: Conversation, change: StatusChange
     ) -> None:
-        """Inside a write: the status change's columns (when given), its conversation
-        event and its webhook event."""
+        """Inside a write that took `lock_team` first: the status change's columns (when
+        given), its conversation event and its webhook event."""
         status, assignee = change.status, change.assignee
         if change.fields is not None:
             await conv_store.update_handoff(tx, conv.id, change.fields, change.at)
