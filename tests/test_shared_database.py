@@ -349,3 +349,28 @@ async def test_nobody_sees_a_members_email_address_stored_before_the_upgrade_on_
         assert [r[0] for r in order] == ["aud_b", "aud_a"]
     finally:
         await upgraded.close()
+
+
+@postgres_only
+async def test_a_pooled_connection_keeps_its_settings_without_a_reset_on_release():
+    """The pool runs no reset on a connection it takes back (a round trip saved on every
+    read): nothing may leave session state on one. Maintenance has a connection of its own."""
+    import asyncpg
+
+    from agentsvc.db.postgres import PostgresDatabase
+
+    db = PostgresDatabase(pg.fresh_database_url(), pool_size=1, statement_timeout_seconds=7)
+    await db.open()
+    try:
+        async with db.maintenance() as tx:
+            assert await tx.fetchval("SHOW statement_timeout") == "0"
+        for _ in range(3):  # the pool's one connection, taken back each time
+            assert await db.reader.fetchval("SHOW statement_timeout") == "7s"
+        with pytest.raises(asyncpg.DivisionByZeroError):
+            async with db.write() as tx:
+                await tx.execute("INSERT INTO schema_info (version) VALUES (0)")
+                await tx.fetchval("SELECT 1 / 0")
+        assert await db.reader.fetchval("SELECT count(*) FROM schema_info") == 1
+        assert await db.reader.fetchval("SELECT pg_current_xact_id_if_assigned()") is None
+    finally:
+        await db.close()

@@ -147,10 +147,8 @@ class PostgresDatabase:
             self.url,
             min_size=1,
             max_size=self.pool_size,
-            server_settings={
-                "application_name": f"agentsvc-{os.getpid()}",
-                "statement_timeout": str(self.statement_timeout_ms),
-            },
+            server_settings=self._settings(self.statement_timeout_ms),
+            reset=_nothing_to_reset,
         )
         try:
             await self._migrate()
@@ -243,14 +241,22 @@ class PostgresDatabase:
                 slowest.saw(unit, time.perf_counter() - began)
         return results
 
+    def _settings(self, statement_timeout_ms: int) -> dict[str, str]:
+        return {
+            "application_name": f"agentsvc-{os.getpid()}",
+            "statement_timeout": str(statement_timeout_ms),
+        }
+
     @asynccontextmanager
     async def maintenance(self) -> AsyncIterator[Tx]:
-        """Statements outside any transaction, with no statement timeout (the pool resets
-        the connection's settings when it is released)."""
+        """Statements outside any transaction, with no statement timeout, on a connection
+        of their own (the pool's never change a setting: they are not reset on release)."""
         assert self._pool is not None, "database is not open"
-        async with self._pool.acquire() as conn:
-            await conn.execute("SET statement_timeout = 0")
+        conn = await asyncpg.connect(self.url, server_settings=self._settings(0))
+        try:
             yield PgTx(conn)
+        finally:
+            await conn.close()
 
     async def vector_reader(self) -> Tx:
         raise VectorSearchUnavailable("vectors are ranked in memory on PostgreSQL")
@@ -322,6 +328,15 @@ class PostgresDatabase:
     async def schema_version_now(self) -> int:
         assert self._pool is not None
         return int(await self._pool.fetchval("SELECT version FROM schema_info"))
+
+
+async def _nothing_to_reset(_conn: asyncpg.Connection) -> None:
+    """What the pool runs on a connection it takes back, instead of asyncpg's default
+    `SELECT pg_advisory_unlock_all(); CLOSE ALL; UNLISTEN *; RESET ALL`: a round trip on
+    every release, so every single read paid two. This package leaves no session state on
+    a pooled connection (no SET: maintenance() has a connection of its own; the migration's
+    lock is released by hand; no LISTEN: the listener has its own), and asyncpg rolls back
+    a transaction left open before it calls this."""
 
 
 def _set(event: asyncio.Event, _conn: Any) -> None:
