@@ -4,6 +4,7 @@ signature it writes is the Standard Webhooks one."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,6 +17,7 @@ from agentsvc.config import WebhookSettings
 from agentsvc.db import Database, Tx
 from agentsvc.db.postgres import PostgresDatabase
 from agentsvc.db.sqlite import SqliteDatabase
+from agentsvc.ids import parse_iso
 from agentsvc.services.delivery.outbox import Deliverer
 from agentsvc.services.delivery.outcome import Outcome
 from agentsvc.services.delivery.signing import signature_headers
@@ -212,3 +214,47 @@ def test_signature_headers_verify_as_standard_webhooks():
     headers = signature_headers(secret, "msg_1", body)
     assert list(headers) == ["webhook-id", "webhook-timestamp", "webhook-signature"]
     assert Webhook(secret).verify(body, headers) == {"type": "form.submitted"}
+
+
+async def test_a_row_that_waited_past_its_lease_is_sent_once_by_two_processes(db):
+    """A claim holds more rows than are sent at once (32): with receivers that take their
+    time, the last ones wait for a slot past their lease, and another process takes them
+    over. The first renews a waiting row's lease before its attempt, or leaves the row to
+    the process that took it: each row is sent once."""
+    await pending_delivery(db)
+    team_id = await db.reader.fetchval("SELECT team_id FROM webhooks WHERE id = 'wh_1'")
+    ids = [f"whd_{n:03}" for n in range(2, 99)]  # 98 rows with whd_1: four rounds of 32
+    async with db.write() as tx:
+        targets = [(delivery_id, "wh_1") for delivery_id in ids]
+        await webhook_deliveries.insert_deliveries(
+            tx, event_id="evt_1", team_id=team_id, targets=targets, now=NOW
+        )
+    sent: list[str] = []
+
+    class Slow(ChannelSends):
+        async def send(self, item: EventDelivery) -> Outcome:
+            sent.append(item.id)
+            await asyncio.sleep(0.6)  # a round takes 0.6 of the 1 s lease
+            return Outcome(True, 200, body="ok")
+
+    settings = WebhookSettings(retry_schedule_seconds=[0, 60], lease_seconds=1.0)
+    first, second = Deliverer(db, settings, jobs=None), Deliverer(db, settings, jobs=None)
+    first.serve(Slow([]))
+    second.serve(Slow([]))
+    running = asyncio.ensure_future(first.deliver_due())
+    while len(sent) < 32:  # the claim is made, the first round is being sent
+        await asyncio.sleep(0.02)
+    lease = await db.reader.fetchval(
+        "SELECT max(lease_until) FROM webhook_deliveries WHERE id = 'whd_098'"
+    )
+    # Once the claim's lease has run out (the second round began before, and renewed its
+    # rows'), the other process takes over the rows still waiting.
+    await asyncio.sleep((parse_iso(lease) - datetime.now(UTC)).total_seconds() + 0.05)
+    taken_over = await second.deliver_due()
+    assert await running == 98
+    assert taken_over > 0
+    assert sorted(sent) == sorted(["whd_1", *ids])  # each once
+    rows = await db.reader.fetchall(
+        "SELECT status, attempts FROM webhook_deliveries WHERE webhook_id = 'wh_1'"
+    )
+    assert {(status, attempts) for status, attempts in rows} == {("success", 1)}

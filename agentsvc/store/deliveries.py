@@ -125,6 +125,17 @@ class OutboxTable(Generic[D]):
         )
         return [attempt_from_row(r) for r in rows]
 
+    async def renew_lease(self, tx: Tx, delivery_id: str, held: str, until: str) -> bool:
+        """Extend a lease this claim still holds (`held`, as claimed) to `until`; False when
+        it does not: another process took the row over once the lease ran out, or its
+        delivery ended or went."""
+        changed = await tx.execute(
+            f"UPDATE {self.table} SET lease_until = ?"
+            " WHERE id = ? AND lease_until = ? AND status = 'pending'",
+            (until, delivery_id, held),
+        )
+        return changed > 0
+
     async def restart(self, tx: Tx, delivery_id: str, now: str) -> bool:
         """Put a delivery on a fresh schedule, due now, unless an attempt holds it (False)."""
         changed = await tx.execute(

@@ -15,7 +15,9 @@ the wake-up is scheduled again.
 With several processes on one PostgreSQL database, a claim skips rows another process has
 locked, so each attempt is made by one process; leases are never dropped at start-up
 (another process may be sending), a killed process's leases run out after `lease_seconds`
-and any process takes the rows over, since each also polls every `poll_seconds`.
+and any process takes the rows over, since each also polls every `poll_seconds`. A claimed
+row that waited for a free slot past half its lease is renewed before its attempt, or left
+to the process that took it over meanwhile.
 """
 
 from __future__ import annotations
@@ -217,7 +219,7 @@ class Deliverer:
         try:
             while not self._closed:
                 self._again = False
-                claimed = await self._claim()
+                lease, claimed = await self._claim()
                 if not any(claimed):
                     if self._again:
                         continue
@@ -226,7 +228,7 @@ class Deliverer:
                 loaded = [await kind.load(rows) if rows else [] for kind, rows in kinds]
                 await asyncio.gather(
                     *(
-                        self._bounded(kind, item)
+                        self._bounded(kind, item, lease)
                         for kind, items in zip(self.kinds, loaded, strict=True)
                         for item in items
                     )
@@ -238,18 +240,33 @@ class Deliverer:
             await self.schedule_next()
         return total
 
-    async def _claim(self) -> list[list[Any]]:
-        """Lease a batch of due rows of each kind, in one transaction."""
+    async def _claim(self) -> tuple[str, list[list[Any]]]:
+        """Lease a batch of due rows of each kind, in one transaction; the lease and the
+        rows."""
         now = datetime.now(UTC)
         lease = self.lease_until(now)
         async with self.db.write() as tx:
-            return [
+            return lease, [
                 await kind.outbox.claim_due(tx, iso(now), lease, CLAIM_BATCH) for kind in self.kinds
             ]
 
-    async def _bounded(self, kind: DeliveryKind[Item], item: Item) -> Attempted:
+    async def _bounded(self, kind: DeliveryKind[Item], item: Item, lease: str) -> None:
         async with self._sem:
-            return await self.attempt(kind, item)
+            if await self._still_held(kind, kind.row(item).id, lease):
+                await self.attempt(kind, item)
+
+    async def _still_held(self, kind: DeliveryKind[Item], delivery_id: str, lease: str) -> bool:
+        """Whether a claimed row waited for a free slot so long that its lease may run out
+        during the attempt (a batch holds more rows than are sent at once, and slow receivers
+        take their timeout): then it is renewed, unless the lease already ran out and another
+        process took the row over (it sends it; sending it here too would be a duplicate)."""
+        now = datetime.now(UTC)
+        if parse_iso(lease) - now >= timedelta(seconds=self.lease_seconds / 2):
+            return True  # the attempt began soon after the claim: no write
+        renewed = self.lease_until(now)
+        return await self.db.write_batched(
+            lambda tx: kind.outbox.renew_lease(tx, delivery_id, lease, renewed)
+        )
 
     async def attempt(self, kind: DeliveryKind[Item], item: Item) -> Attempted:
         """Make one attempt of a leased delivery and record it; never raises for a failure."""
