@@ -374,3 +374,50 @@ async def test_a_pooled_connection_keeps_its_settings_without_a_reset_on_release
         assert await db.reader.fetchval("SELECT pg_current_xact_id_if_assigned()") is None
     finally:
         await db.close()
+
+
+@postgres_only
+async def test_reads_on_held_connections_survive_a_cancelled_read_and_a_killed_connection():
+    """The reader holds half the pool's connections (a read through the pool cost twice
+    the CPU): a read cancelled mid-statement, or whose connection the server ended, gives
+    its connection back to the pool and the next read takes another; writes keep the
+    other half."""
+    import asyncpg
+
+    from agentsvc.db.postgres import PostgresDatabase
+
+    db = PostgresDatabase(pg.fresh_database_url(), pool_size=2)
+    await db.open()
+    try:
+        reader = db.reader
+        mine = await reader.fetchval("SELECT pg_backend_pid()")
+        assert await reader.fetchval("SELECT pg_backend_pid()") == mine  # held: the same one
+        # A write while a long read holds the reader's one connection.
+        slow = asyncio.ensure_future(reader.fetchval("SELECT pg_sleep(0.5)"))
+        await asyncio.sleep(0.1)
+        async with db.write() as tx:
+            assert await tx.fetchval("SELECT pg_backend_pid()") != mine
+        assert not slow.done()
+        slow.cancel()  # cancelled mid-statement
+        with pytest.raises(asyncio.CancelledError):
+            await slow
+        started = time.monotonic()
+        assert await reader.fetchval("SELECT 1") == 1
+        assert time.monotonic() - started < 0.4  # not behind the cancelled sleep
+        # The server ends the reader's free connection: the next read takes another.
+        held = await reader.fetchval("SELECT pg_backend_pid()")
+        async with db.write() as tx:
+            assert await tx.fetchval("SELECT pg_terminate_backend(?)", (held,)) is True
+        await asyncio.sleep(0.2)  # the connection hears of it
+        assert await reader.fetchval("SELECT pg_backend_pid()") not in (held, None)
+        # One ended during a read: that read fails; the next takes another.
+        held = await reader.fetchval("SELECT pg_backend_pid()")
+        during = asyncio.ensure_future(reader.fetchval("SELECT pg_sleep(1)"))
+        await asyncio.sleep(0.1)
+        async with db.write() as tx:
+            assert await tx.fetchval("SELECT pg_terminate_backend(?)", (held,)) is True
+        with pytest.raises((asyncpg.PostgresError, asyncpg.InterfaceError, ConnectionError)):
+            await during
+        assert await reader.fetchval("SELECT pg_backend_pid()") not in (held, None)
+    finally:
+        await db.close()

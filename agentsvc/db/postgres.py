@@ -1,9 +1,10 @@
 """The PostgreSQL implementation of the database interface (asyncpg; several processes).
 
-One asyncpg pool serves everything: reads take any free connection for one statement; a
-write unit holds one connection for its transaction. Batched small writes share one
-transaction, a savepoint each, as on SQLite. The store's SQL is written once with `?`
-placeholders; `_numbered` rewrites them to `$1, $2...` (cached per statement text).
+One asyncpg pool serves everything: reads run one statement each on connections the reader
+holds from it (pg_readers.py); a write unit holds one connection for its transaction.
+Batched small writes share one transaction, a savepoint each, as on SQLite. The store's
+SQL is written once with `?` placeholders; `_numbered` rewrites them to `$1, $2...` (cached
+per statement text).
 
 Changes other processes must hear of (`announce`) travel as `NOTIFY agentsvc_changes`; one
 connection per process LISTENs and hands them to the subscribers. When that connection is
@@ -43,6 +44,7 @@ from agentsvc.db.migrations import (
     postgres_schema,
     schema_version,
 )
+from agentsvc.db.pg_readers import HeldReaders
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -90,11 +92,11 @@ def _rowcount(status: str) -> int:
 
 
 class PgTx:
-    """Statements on one connection (a transaction's, or the pool's for single reads)."""
+    """Statements on one connection (a transaction's), or one each on the reader's."""
 
     dialect = "postgresql"
 
-    def __init__(self, conn: asyncpg.Connection | asyncpg.Pool):
+    def __init__(self, conn: asyncpg.Connection | asyncpg.Pool | HeldReaders):
         self._on = conn
 
     @_constraints
@@ -137,6 +139,7 @@ class PostgresDatabase:
         self.statement_timeout_ms = int(statement_timeout_seconds * 1000)
         self._pool: asyncpg.Pool | None = None
         self._reader: PgTx | None = None
+        self._held: HeldReaders | None = None
         self._batcher = WriteBatcher(self._write_batch)
         self._subscribers: list[Callable[[str], None]] = []
         self._origin = uuid.uuid4().hex[:12]  # this process, to skip its own notifications
@@ -156,10 +159,17 @@ class PostgresDatabase:
             await self._pool.close()
             self._pool = None
             raise
-        self._reader = PgTx(self._pool)
+        # Reads on up to half the pool's connections, held (pg_readers.py); the rest for
+        # write transactions. A pool of one reads through the pool.
+        held = self.pool_size // 2
+        self._held = HeldReaders(self._pool, held) if held else None
+        self._reader = PgTx(self._held or self._pool)
 
     async def close(self) -> None:
         await self._batcher.close()
+        if self._held is not None:
+            await self._held.close()
+            self._held = None
         if self._pool is not None:
             await self._pool.close()
             self._pool = None
