@@ -111,6 +111,13 @@ class Database(Protocol):
         """
         ...
 
+    async def write_statement(self, fn: Callable[[Tx], Awaitable[T]]) -> T:
+        """Run `fn`, which writes with one statement, committed on its own; return its
+        result. SQLite: batched with other small writes, as `write_batched`; PostgreSQL: the
+        statement alone, outside any transaction (no BEGIN and COMMIT round trips, and no
+        batch whose rows another process's batch could take in the opposite order)."""
+        ...
+
     def maintenance(self) -> AbstractAsyncContextManager[Tx]:
         """Upkeep statements that run outside any transaction and may take long (PostgreSQL:
         `REINDEX ... CONCURRENTLY`, on a connection of its own with no statement timeout;

@@ -202,6 +202,11 @@ class PostgresDatabase:
     async def write_batched(self, fn: Callable[[Tx], Awaitable[T]]) -> T:
         return await self._batcher.submit(fn)
 
+    async def write_statement(self, fn: Callable[[Tx], Awaitable[T]]) -> T:
+        """One statement, its own transaction (autocommit), on a reader's connection."""
+        assert self._reader is not None, "database is not open"
+        return await fn(self._reader)
+
     async def _write_batch(self, units: list[Callable[[Tx], Awaitable[Any]]]) -> list[Any]:
         if len(units) == 1:  # alone in its transaction: no savepoint (a round trip) needed
             return [await self._alone(units[0])]

@@ -419,6 +419,10 @@ class SqliteDatabase:
         """Run `fn` in a transaction shared with other queued small writes (see batcher.py)."""
         return await self._batcher.submit(fn)
 
+    async def write_statement(self, fn: Callable[[Tx], Awaitable[T]]) -> T:
+        """One statement's write: batched like any small write (one writer here)."""
+        return await self._batcher.submit(fn)
+
     async def _write_batch(self, units: list[Callable[[Tx], Awaitable[Any]]]) -> list[Any]:
         """Commit a batch, each unit in its own savepoint; a unit's error is its result.
         Timed as one transaction; a slow one names its slowest unit."""

@@ -150,14 +150,12 @@ class ChannelInbox:
         return fresh
 
     async def _write(self, unit: Callable[[Tx], Awaitable[T]]) -> T:
-        """One small write: in one process's database, batched with the other writes of the
-        moment (messages arrive in floods; one commit for many of them about doubled the
-        messages a process takes per second); in a shared one, alone, since two processes
-        taking the same retried message in batches of different orders would deadlock."""
-        if not self._db.shared:
-            return await self._db.write_batched(unit)
-        async with self._db.write() as tx:
-            return await unit(tx)
+        """One small write, one statement: in one process's database, batched with the
+        other writes of the moment (messages arrive in floods; one commit for many of them
+        about doubled the messages a process takes per second); in a shared one, alone,
+        since two processes taking the same retried message in batches of different orders
+        would deadlock (`write_statement`)."""
+        return await self._db.write_statement(unit)
 
     def _start(self, channel: Channel, message: Inbound) -> None:
         task = asyncio.create_task(self._answer(channel, message), name="channel-turn")
