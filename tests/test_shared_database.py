@@ -421,3 +421,25 @@ async def test_reads_on_held_connections_survive_a_cancelled_read_and_a_killed_c
         assert await reader.fetchval("SELECT pg_backend_pid()") not in (held, None)
     finally:
         await db.close()
+
+
+@postgres_only
+async def test_a_one_statement_write_is_committed_alone_outside_any_transaction():
+    """`write_statement` (a channel's message received, its turn taken): no BEGIN and
+    COMMIT round trips; the statement is its own transaction, committed at once."""
+    from agentsvc.db.postgres import PostgresDatabase
+
+    db = PostgresDatabase(pg.fresh_database_url())
+    await db.open()
+    try:
+
+        async def unit(tx) -> object:
+            await tx.execute("INSERT INTO schema_info (version) VALUES (0)")
+            # In a transaction the insert would have given it an id; outside, the next
+            # statement is a transaction of its own that writes nothing.
+            return await tx.fetchval("SELECT pg_current_xact_id_if_assigned()")
+
+        assert await db.write_statement(unit) is None
+        assert await db.reader.fetchval("SELECT count(*) FROM schema_info") == 2
+    finally:
+        await db.close()
