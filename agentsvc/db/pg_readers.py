@@ -27,6 +27,7 @@ class HeldReaders:
 
     def __init__(self, pool: asyncpg.Pool, size: int):
         self._pool = pool
+        self.size = size
         self._slots = asyncio.Semaphore(size)
         self._free: list[Any] = []
         self._returning: set[asyncio.Task] = set()

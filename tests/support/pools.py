@@ -19,7 +19,11 @@ async def open_every_connection(app) -> None:
     db = app[app_keys.db_key]
     pool = getattr(db, "_pool", None)
     if pool is not None:  # PostgreSQL: its pool opens connections as load needs, up to its size
-        held = [await pool.acquire() for _ in range(pool.get_max_size())]
+        # The reader holds up to half of them (db/pg_readers.py): as many reads at once open
+        # its own; the pool's others are opened by taking them.
+        readers = db._held.size if db._held is not None else 0
+        await asyncio.gather(*(db.reader.fetchval("SELECT pg_sleep(0.05)") for _ in range(readers)))
+        held = [await pool.acquire() for _ in range(pool.get_max_size() - readers)]
         for connection in held:
             await pool.release(connection)
     else:  # SQLite: a reader opens when the others are held by slow reads, up to the count
