@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -220,7 +220,8 @@ async def test_a_row_that_waited_past_its_lease_is_sent_once_by_two_processes(db
     """A claim holds more rows than are sent at once (32): with receivers that take their
     time, the last ones wait for a slot past their lease, and another process takes them
     over. The first renews a waiting row's lease before its attempt, or leaves the row to
-    the process that took it: each row is sent once."""
+    the process that took it: each row is sent once. (The rounds are held by events, not
+    timed: a busy machine only makes the test wait longer.)"""
     await pending_delivery(db)
     team_id = await db.reader.fetchval("SELECT team_id FROM webhooks WHERE id = 'wh_1'")
     ids = [f"whd_{n:03}" for n in range(2, 99)]  # 98 rows with whd_1: four rounds of 32
@@ -231,28 +232,56 @@ async def test_a_row_that_waited_past_its_lease_is_sent_once_by_two_processes(db
         )
     sent: list[str] = []
 
-    class Slow(ChannelSends):
+    class Held(ChannelSends):
+        """Sends whose rounds of 32 wait for the test's go-ahead, one event a round."""
+
+        def __init__(self, rounds: list[asyncio.Event]):
+            super().__init__([])
+            self.rounds = rounds
+            self.calls = 0
+
         async def send(self, item: EventDelivery) -> Outcome:
             sent.append(item.id)
-            await asyncio.sleep(0.6)  # a round takes 0.6 of the 1 s lease
+            round_ = self.calls // 32
+            self.calls += 1
+            if round_ < len(self.rounds):
+                await self.rounds[round_].wait()
             return Outcome(True, 200, body="ok")
 
-    settings = WebhookSettings(retry_schedule_seconds=[0, 60], lease_seconds=1.0)
+    async def sent_at_least(count: int) -> None:
+        while len(sent) < count:
+            await asyncio.sleep(0.02)
+
+    async def recorded() -> int:
+        return await db.reader.fetchval(
+            "SELECT count(*) FROM webhook_deliveries WHERE status = 'success'"
+        )
+
+    async def at(moment: datetime) -> None:
+        await asyncio.sleep(max(0.0, (moment - datetime.now(UTC)).total_seconds()))
+
+    lease_seconds = 2.0
+    settings = WebhookSettings(retry_schedule_seconds=[0, 60], lease_seconds=lease_seconds)
     first, second = Deliverer(db, settings, jobs=None), Deliverer(db, settings, jobs=None)
-    first.serve(Slow([]))
-    second.serve(Slow([]))
+    go = [asyncio.Event(), asyncio.Event()]
+    first.serve(Held(go))
+    second.serve(Held([]))
     running = asyncio.ensure_future(first.deliver_due())
-    while len(sent) < 32:  # the claim is made, the first round is being sent
-        await asyncio.sleep(0.02)
-    lease = await db.reader.fetchval(
-        "SELECT max(lease_until) FROM webhook_deliveries WHERE id = 'whd_098'"
+    await sent_at_least(32)  # claimed; the first round is being sent
+    lease_end = parse_iso(
+        await db.reader.fetchval("SELECT lease_until FROM webhook_deliveries WHERE id = 'whd_098'")
     )
-    # Once the claim's lease has run out (the second round began before, and renewed its
-    # rows'), the other process takes over the rows still waiting.
-    await asyncio.sleep((parse_iso(lease) - datetime.now(UTC)).total_seconds() + 0.05)
-    taken_over = await second.deliver_due()
+    # The first round ends past half the lease: the second round's rows renew theirs.
+    await at(lease_end - timedelta(seconds=lease_seconds * 0.4))
+    go[0].set()
+    await sent_at_least(64)  # the second round began (its leases renewed)
+    while await recorded() < 32:  # the first round is recorded
+        await asyncio.sleep(0.02)
+    # The claim's lease ran out: the other process takes the rows still waiting, only those.
+    await at(lease_end + timedelta(seconds=0.05))
+    assert await second.deliver_due() == 34
+    go[1].set()
     assert await running == 98
-    assert taken_over > 0
     assert sorted(sent) == sorted(["whd_1", *ids])  # each once
     rows = await db.reader.fetchall(
         "SELECT status, attempts FROM webhook_deliveries WHERE webhook_id = 'wh_1'"
