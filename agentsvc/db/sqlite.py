@@ -421,7 +421,7 @@ class SqliteDatabase:
 
     async def write_statement(self, fn: Callable[[Tx], Awaitable[T]]) -> T:
         """One statement's write: batched like any small write (one writer here)."""
-        return await self._batcher.submit(fn)
+        return await self.write_batched(fn)
 
     async def _write_batch(self, units: list[Callable[[Tx], Awaitable[Any]]]) -> list[Any]:
         """Commit a batch, each unit in its own savepoint; a unit's error is its result.

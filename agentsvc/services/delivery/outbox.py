@@ -264,7 +264,7 @@ class Deliverer:
         if parse_iso(lease) - now >= timedelta(seconds=self.lease_seconds / 2):
             return True  # the attempt began soon after the claim: no write
         renewed = self.lease_until(now)
-        return await self.db.write_batched(
+        return await self.db.write_statement(
             lambda tx: kind.outbox.renew_lease(tx, delivery_id, lease, renewed)
         )
 
