@@ -101,6 +101,14 @@ def test_bad_configuration_stops_startup(tmp_path, env, named):
     assert not (tmp_path / "data").exists()
 
 
+def startup_warnings(log: list[str]) -> list[str]:
+    """The warnings of a server's start, but the write clock's: a write held past
+    `slow_write_ms` while the process waited for a processor busy with other tests measures
+    the machine, not the start-up (tests/test_write_holds.py tests that warning)."""
+    lines = "".join(log).splitlines()
+    return [line for line in lines if " WARNING " in line and "agentsvc.db.holds" not in line]
+
+
 def cookie_of(headers: dict) -> str:
     return headers["Set-Cookie"].split(";", 1)[0]
 
@@ -119,7 +127,7 @@ def test_serve_on_any_port_trusts_and_links_to_that_port(tmp_path, how):
     try:
         origin = server.url
         assert f"(public URL {origin};" in "".join(server.log)
-        assert "WARNING" not in "".join(server.log)
+        assert startup_warnings(server.log) == []
         # First-run setup from a browser on that address is not refused as untrusted.
         status, headers, body = call(
             origin + "/api/v1/setup",
@@ -167,7 +175,7 @@ def test_loopback_public_url_on_another_port_is_warned(tmp_path):
 def test_public_url_of_a_proxy_is_not_warned(tmp_path):
     server = Server(tmp_path, env={"AGENTSVC_SERVER_PUBLIC_URL": "https://chat.example.com"})
     try:
-        assert "WARNING" not in "".join(server.log)
+        assert startup_warnings(server.log) == []
     finally:
         server.stop()
 
