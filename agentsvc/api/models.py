@@ -53,9 +53,13 @@ class QueryModel(BaseModel):
 
 
 class ResponseModel(BaseModel):
-    """A documented response shape; handlers build plain dicts that match it."""
+    """A documented response shape; handlers build plain dicts that match it.
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+    Only the OpenAPI document reads these (built on its first request), so their schemas
+    are built then, not when the module is imported: a process starts without building
+    over a hundred of them."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, defer_build=True)
 
 
 def integral(value: Any) -> Any:
