@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _pytest import unraisableexception
 from aiohttp.test_utils import TestClient, TestServer
 
 from agentsvc.app import create_app
@@ -92,10 +93,10 @@ _ONE_WORKER_PACKAGES = ("browser", "browser_dashboard")
 # `pytest` runs everything):
 # - parallel: most tests, on many workers, niced;
 # - browser and browser_dashboard: the two browser packages, at the same time as the
-#   workers, in four processes at the normal priority (the widget's; the dashboard's first
-#   day, files 1 to 9 in order, which pytest-xdist does not keep; its later files, each
-#   standing alone, in two processes), as Chromium against fixed timeouts must not be
-#   starved by the busy workers;
+#   workers, in three processes at the normal priority (the widget's; the dashboard's
+#   first day, files 1 to 9 in order, which pytest-xdist does not keep; its later files,
+#   each standing alone), as Chromium against fixed timeouts must not be starved by the
+#   busy workers;
 # - alone: the tests that measure the machine (latency percentiles, write holds, RSS,
 #   recovery after SIGKILL), after the others, two at a time on 2 cores (each takes about
 #   one: a server and its load in one process).
@@ -115,6 +116,10 @@ BOTH_CORES_MARK = "needs_both_cores"
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # At the end of a session pytest collects garbage five times over to find the
+    # unraisable exceptions left behind (each test's are reported with it); one pass is
+    # about a tenth of a second of CPU in each of the run's dozen processes.
+    config.stash[unraisableexception.gc_collect_iterations_key] = 1
     config.addinivalue_line(
         "markers", f"{ALONE_MARK}: runs after the other tests, two at a time (scripts/test.sh)"
     )
@@ -139,6 +144,15 @@ def _both_cores_alone(request: pytest.FixtureRequest, tmp_path_factory: pytest.T
             yield
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """The workers' phases (parallel, alone) hold no browser test: they do not import the
+    browser packages' modules (and Playwright), each in every worker, to drop their tests."""
+    phase = os.environ.get("TEST_PHASE", "")
+    if phase in ("parallel", "alone") and collection_path.name in _ONE_WORKER_PACKAGES:
+        return collection_path.parent == Path(__file__).resolve().parent or None
+    return None
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
