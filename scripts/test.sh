@@ -24,7 +24,7 @@ bash scripts/install_test_deps.sh  # pip, Debian's packages and npm's, when miss
 workers=${TEST_WORKERS:-4}
 
 # On workers, the suite runs in phases (tests/conftest.py): most tests on the workers and,
-# at the same time, the browser tests in three processes of their own (run_tests below);
+# at the same time, the browser tests in two processes of their own (run_tests below);
 # then the tests that measure the machine, two at a time. Exit status 5 is pytest's "no test
 # selected": a file list may hold none of a phase's tests.
 run_tests() {
@@ -41,15 +41,16 @@ run_tests() {
         TEST_PHASE=$1 python3 -m pytest -p no:cacheprovider "${@:2}" >"$log" 2>&1 &
         pids+=($!)
     }
-    # With no file list, three processes: the widget's package, the dashboard's first day
-    # (files 1 to 9, which build on each other, in order) and its later files (10 on, each
-    # standing alone, on a stack of its own). They end long before the workers' tests, so
-    # a fourth process (its Python, Playwright, Chromium and stack: 5 s of CPU) bought
-    # nothing. Given files run in one process per package.
+    # With no file list, two processes of about the same length: the widget's package
+    # then the dashboard's first day (files 1 to 9, which build on each other, in order),
+    # and the dashboard's later files (10 on, each standing alone, on a stack of its own).
+    # They end a minute before the workers' tests, and the processor is busy throughout
+    # (both cores, measured every 2 s), so more processes only cost their start: Python,
+    # Playwright, Chromium and a stack, about 5 s of CPU each. Given files run in one
+    # process per package.
     start_browsers() {
         if [ $# -eq 0 ]; then
-            browser_run browser tests/browser
-            browser_run browser_dashboard tests/browser_dashboard/test_[1-9]_*.py
+            browser_run browser,browser_dashboard tests/browser tests/browser_dashboard/test_[1-9]_*.py
             browser_run browser_dashboard tests/browser_dashboard/test_[1-9][0-9]_*.py
         else
             browser_run browser "$@"

@@ -93,10 +93,10 @@ _ONE_WORKER_PACKAGES = ("browser", "browser_dashboard")
 # `pytest` runs everything):
 # - parallel: most tests, on many workers, niced;
 # - browser and browser_dashboard: the two browser packages, at the same time as the
-#   workers, in three processes at the normal priority (the widget's; the dashboard's
-#   first day, files 1 to 9 in order, which pytest-xdist does not keep; its later files,
-#   each standing alone), as Chromium against fixed timeouts must not be starved by the
-#   busy workers;
+#   workers, in two processes at the normal priority (the widget's, then the dashboard's
+#   first day, files 1 to 9 in order, which pytest-xdist does not keep; the dashboard's
+#   later files, each standing alone), as Chromium against fixed timeouts must not be
+#   starved by the busy workers; TEST_PHASE=browser,browser_dashboard selects both;
 # - alone: the tests that measure the machine (latency percentiles, write holds, RSS,
 #   recovery after SIGKILL), after the others, two at a time on 2 cores (each takes about
 #   one: a server and its load in one process).
@@ -120,6 +120,11 @@ def pytest_configure(config: pytest.Config) -> None:
     # unraisable exceptions left behind (each test's are reported with it); one pass is
     # about a tenth of a second of CPU in each of the run's dozen processes.
     config.stash[unraisableexception.gc_collect_iterations_key] = 1
+    unknown = _phases() - set(PHASES)
+    if unknown:
+        raise pytest.UsageError(
+            f"TEST_PHASE must name phases among {', '.join(PHASES)}, not {', '.join(unknown)}"
+        )
     config.addinivalue_line(
         "markers", f"{ALONE_MARK}: runs after the other tests, two at a time (scripts/test.sh)"
     )
@@ -146,12 +151,19 @@ def _both_cores_alone(request: pytest.FixtureRequest, tmp_path_factory: pytest.T
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
+def _phases() -> set[str]:
+    """The phases TEST_PHASE selects: one, or several joined by commas (one process runs
+    the widget's browser tests, then the dashboard's first day); checked at start-up."""
+    return set(filter(None, os.environ.get("TEST_PHASE", "").split(",")))
+
+
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
     """The workers' phases (parallel, alone) hold no browser test: they do not import the
     browser packages' modules (and Playwright), each in every worker, to drop their tests."""
-    phase = os.environ.get("TEST_PHASE", "")
-    if phase in ("parallel", "alone") and collection_path.name in _ONE_WORKER_PACKAGES:
-        return collection_path.parent == Path(__file__).resolve().parent or None
+    phases = _phases()
+    if phases and not phases & set(_ONE_WORKER_PACKAGES):
+        if collection_path.name in _ONE_WORKER_PACKAGES:
+            return collection_path.parent == Path(__file__).resolve().parent or None
     return None
 
 
@@ -161,10 +173,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         package = item.path.parent
         if package.parent == here and package.name in _ONE_WORKER_PACKAGES:
             item.add_marker(pytest.mark.xdist_group(package.name))
-    phase = os.environ.get("TEST_PHASE", "")
-    if phase not in ("", *PHASES):
-        raise pytest.UsageError(f"TEST_PHASE must be one of {', '.join(PHASES)}, not {phase!r}")
-    if phase:
+    phases = _phases()
+    if phases:
 
         def phase_of(item: pytest.Item) -> str:
             package = item.path.parent
@@ -174,7 +184,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 return "alone"
             return "parallel"
 
-        keep = [i for i in items if phase_of(i) == phase]
+        keep = [i for i in items if phase_of(i) in phases]
         config.hook.pytest_deselected(items=[i for i in items if i not in keep])
         items[:] = keep
 
