@@ -6,22 +6,21 @@ import fcntl
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from _pytest import unraisableexception
-from aiohttp.test_utils import TestClient, TestServer
 
-from agentsvc.app import create_app
-from agentsvc.config import Settings
 from agentsvc.db import holds
 from tests.support import pg
-from tests.support.accounts import (
-    bearer,
-    new_api_key,
-)
-from tests.support.fakes.oauth import FakeOAuth
-from tests.support.settings import make_settings, with_new_database
+
+# The app and the helpers are imported by the fixtures that use them: pytest-xdist's
+# controller loads this file too and runs no test, and importing the app cost it 1.4 s of
+# CPU before it started the workers (in the measuring phase, while the machine waited).
+if TYPE_CHECKING:
+    from aiohttp.test_utils import TestClient
+
+    from agentsvc.config import Settings
 
 # A write transaction holds only SQL (issue 29): one holding the writer longer, while the
 # event loop's thread worked at least half that time, fails its test.
@@ -191,6 +190,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
+    from tests.support.settings import make_settings
+
     return make_settings(tmp_path)
 
 
@@ -199,6 +200,8 @@ def make_client(aiohttp_client, tmp_path: Path) -> Callable[..., Any]:
     """Start the real app and return a test client: on `settings` as given, or on the
     test's settings with the overrides and a copy of a new database (`with_new_database`:
     on SQLite, the app then opens an existing database instead of building one)."""
+    from agentsvc.app import create_app
+    from tests.support.settings import make_settings, with_new_database
 
     async def start(settings: Settings | None = None, **sections: dict[str, Any]) -> TestClient:
         if settings is None:
@@ -216,6 +219,10 @@ async def client(make_client) -> TestClient:
 @pytest.fixture
 async def provider():
     """A fake OAuth provider (GitHub and Google alike) served on loopback."""
+    from aiohttp.test_utils import TestServer
+
+    from tests.support.fakes.oauth import FakeOAuth
+
     fake = FakeOAuth()
     server = TestServer(fake.app, host="127.0.0.1")
     await server.start_server()
@@ -226,11 +233,15 @@ async def provider():
 
 @pytest.fixture
 async def api_key(client: TestClient) -> str:
+    from tests.support.accounts import new_api_key
+
     return await new_api_key(client)
 
 
 @pytest.fixture
 def auth(api_key: str) -> dict[str, str]:
+    from tests.support.accounts import bearer
+
     return bearer(api_key)
 
 
