@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 
     from agentsvc.config import Settings
 
+HERE = Path(__file__).resolve().parent
+
 # A write transaction holds only SQL (issue 29): one holding the writer longer, while the
 # event loop's thread worked at least half that time, fails its test.
 WRITE_HOLD_LIMIT_SECONDS = 0.100
@@ -160,24 +162,23 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     """The workers' phases (parallel, alone) hold no browser test: they do not import the
     browser packages' modules (and Playwright), each in every worker, to drop their tests."""
     phases = _phases()
-    if phases and not phases & set(_ONE_WORKER_PACKAGES):
-        if collection_path.name in _ONE_WORKER_PACKAGES:
-            return collection_path.parent == Path(__file__).resolve().parent or None
+    browsers = collection_path.name in _ONE_WORKER_PACKAGES and collection_path.parent == HERE
+    if browsers and phases and not phases & set(_ONE_WORKER_PACKAGES):
+        return True
     return None
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    here = Path(__file__).resolve().parent
     for item in items:
         package = item.path.parent
-        if package.parent == here and package.name in _ONE_WORKER_PACKAGES:
+        if package.parent == HERE and package.name in _ONE_WORKER_PACKAGES:
             item.add_marker(pytest.mark.xdist_group(package.name))
     phases = _phases()
     if phases:
 
         def phase_of(item: pytest.Item) -> str:
             package = item.path.parent
-            if package.parent == here and package.name in _ONE_WORKER_PACKAGES:
+            if package.parent == HERE and package.name in _ONE_WORKER_PACKAGES:
                 return package.name
             if item.get_closest_marker(ALONE_MARK) is not None:
                 return "alone"

@@ -241,7 +241,7 @@ async def test_a_slow_read_does_not_hold_up_the_other_reads(db):
         assert await numbers(db) == [1]
         waits.append(loop.time() - started)
     assert not slow.done(), "the slow read finished before the fast ones: make it slower"
-    assert max(waits) < 0.1  # each a few ms at most, not the slow read's second
+    assert max(waits) < 0.1  # each a few ms at most, not the slow read's half second
     assert await slow == 1000000
 
 
