@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import gc
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -121,6 +122,9 @@ def pytest_configure(config: pytest.Config) -> None:
     # unraisable exceptions left behind (each test's are reported with it); one pass is
     # about a tenth of a second of CPU in each of the run's dozen processes.
     config.stash[unraisableexception.gc_collect_iterations_key] = 1
+    # The young generation collected every 50,000 allocations, as `agentsvc serve` does
+    # (cli.py): the default 700 made each test process collect about 600 times a minute.
+    gc.set_threshold(50_000, 20, 10)
     unknown = _phases() - set(PHASES)
     if unknown:
         raise pytest.UsageError(
@@ -166,6 +170,14 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     if browsers and phases and not phases & set(_ONE_WORKER_PACKAGES):
         return True
     return None
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The modules and the collected tests stay for the whole session: frozen out of the
+    collector's full walks, as `agentsvc serve` freezes what it loaded (cli.py). With the
+    threshold above, a pass's processes spend about 40 % less time collecting garbage."""
+    gc.collect()
+    gc.freeze()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
