@@ -123,7 +123,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # about a tenth of a second of CPU in each of the run's dozen processes.
     config.stash[unraisableexception.gc_collect_iterations_key] = 1
     # The young generation collected every 50,000 allocations, as `agentsvc serve` does
-    # (cli.py): the default 700 made each test process collect about 600 times a minute.
+    # (cli.py): with the default 700 a test process collected about 28 times a second.
     gc.set_threshold(50_000, 20, 10)
     unknown = _phases() - set(PHASES)
     if unknown:
@@ -175,7 +175,7 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """The modules and the collected tests stay for the whole session: frozen out of the
     collector's full walks, as `agentsvc serve` freezes what it loaded (cli.py). With the
-    threshold above, a pass's processes spend about 40 % less time collecting garbage."""
+    threshold above, a test process spends about half as long collecting garbage."""
     gc.collect()
     gc.freeze()
 
