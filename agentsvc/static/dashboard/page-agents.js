@@ -202,7 +202,7 @@ export async function renderAgents(ctx, page) {
   await ctx.refreshAgents();
   const columns = [
     { label: "Name", cell: (a) => h("a", { href: `#/agents/${enc(a.id)}` }, a.name) },
-    { label: "Slug", cell: (a) => h("code", a.slug) },
+    { label: "Short name", cell: (a) => h("code", a.slug) },
     { label: "Model", cell: (a) => modelName(a.model) },
     { label: "Created", cell: (a) => when(a.createdAt) },
   ];
@@ -247,7 +247,7 @@ export async function renderAgent(ctx, page, id) {
       }, { class: "danger" })
     : null;
   mount(page,
-    pageHeader(agent.name, `Slug ${agent.slug} · created ${when(agent.createdAt)} · updated ${when(agent.updatedAt)}`,
+    pageHeader(agent.name, `Short name ${agent.slug} · created ${when(agent.createdAt)} · updated ${when(agent.updatedAt)}`,
       h("a.button.secondary", { href: "#/preview" }, "Chat preview"),
       h("a.button.secondary", { href: "#/tools" }, "Tools"),
       remove),
