@@ -138,7 +138,11 @@ def test_owner_builds_a_form_that_a_visitor_submits_in_the_widget(browser, stack
         rows.nth(2).get_by_role("button", name="Move field 3 up").click()
         expect(_field(rows.nth(1), "Label")).to_have_value("E-mail")
 
-        # The live preview is the widget's own form, with its own checks.
+        # The live preview is the widget's own form, with its own checks: once it has drawn
+        # the last change (it redraws 200 ms after one, which replaced a form already
+        # clicked on a loaded CI machine).
+        busy = page.locator(".form-preview")
+        expect(busy).not_to_have_attribute("aria-busy", "true", timeout=15_000)
         frame = page.frame_locator("iframe[title='Form preview']")
         preview = frame.locator("form.form")
         expect(preview.locator(":scope > label")).to_have_count(5, timeout=15_000)

@@ -551,12 +551,14 @@ export function formPreview(agentId) {
     if (!widget || !widget.ready || !wanted) return;
     widget.previewForm(structuredClone(wanted));
     frame.dataset.previewed = String(Number(frame.dataset.previewed || 0) + 1);
+    holder.removeAttribute("aria-busy");
   };
   return {
     el: holder,
     /** Show a form (loads the widget the first time). */
     show(schema) {
       wanted = schema;
+      holder.setAttribute("aria-busy", "true"); // until the widget has drawn this form
       if (!frame) {
         frame = h("iframe", { src: `/widget/demo?agentId=${encodeURIComponent(agentId)}`, title: "Form preview", class: "widget-frame preview-frame" });
         frame.addEventListener("load", () => {
