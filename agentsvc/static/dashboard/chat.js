@@ -87,7 +87,7 @@ function renderForm(form, conversationId, onDone) {
  */
 export function chatPanel(agentId, { title = "Chat preview" } = {}) {
   const log = h("div.transcript", { role: "log", "aria-label": "Transcript", "aria-live": "polite" });
-  const box = h("textarea", { id: "chat-message", rows: 2, placeholder: "Ask something, or /tool NAME {json}" });
+  const box = h("textarea", { id: "chat-message", rows: 2, placeholder: "Write as a visitor would" });
   const send = h("button", { type: "submit" }, "Send");
   let messages = [];
   let conversationId = null;
@@ -203,6 +203,6 @@ export async function renderPreview(ctx, page) {
   const agent = ctx.agent;
   const panel = chatPanel(agent.id, { title: `Chat with ${agent.name}` });
   mount(page,
-    pageHeader("Chat preview", `Model: ${modelName(agent.model)}. Type /tool NAME {json} to run a tool with the builtin model.`),
+    pageHeader("Chat preview", `Talk to ${agent.name} as a visitor would (model: ${modelName(agent.model)}); these conversations are kept under Conversations. To try one tool on its own, use Test run on its page under Tools.`),
     panel.el);
 }
