@@ -833,8 +833,13 @@
   function loadHandoff(pending) {
     return pending.then(function (h) {
       handoffOn = !!(h && h.enabled);
-      humanBtn.hidden = !handoffOn;
+      showHumanBtn();
     }, function () { /* no handoff: the button stays hidden */ });
+  }
+  // Hidden while the visitor already waits for a person or talks to one (pressed again, it
+  // did nothing); back when the conversation returns to the agent or a new one starts.
+  function showHumanBtn() {
+    if (humanBtn) humanBtn.hidden = !handoffOn || conv.status === "waiting" || conv.status === "human";
   }
   function askForPerson() {
     var first = conv.conversationId ? Promise.resolve(true) : send(t("askPerson"));
@@ -849,6 +854,7 @@
     var was = conv.status;
     conv.status = h.status;
     saveConv();
+    showHumanBtn();
     if (h.status === "waiting" && was !== "waiting") {
       if (h.online === false) askAddress(h.offlineMessage);
       else note(t("personSoon"));
@@ -885,6 +891,7 @@
       conv.status = data.status;
       conv.assignee = data.assignee || null;
       saveConv();
+      showHumanBtn();
       // Back with the agent: the chat stream carries its answers; stop following.
       if ((data.status === "bot" || data.status === "closed") && followAbort) followAbort.abort();
     } else if (name === "message" && data.message) {
@@ -1370,6 +1377,7 @@
     conv = { conversationId: null, userId: null, messages: [] };
     local.del(K_CONV);
     if (log) resetLog();
+    showHumanBtn();
   }
   function reset() {
     clearConversation();

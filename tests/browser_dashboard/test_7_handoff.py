@@ -74,8 +74,10 @@ def test_a_visitor_and_a_member_hand_a_conversation_over_and_back(browser, stack
         widget.get_by_role("button", name="Send").click()
         log = widget.get_by_role("log")
         expect(log.locator(".assistant[aria-busy=false]")).to_contain_text("ship")
-        widget.get_by_role("button", name="Talk to a person").click()
+        ask = widget.get_by_role("button", name="Talk to a person")
+        ask.click()
         expect(log).to_contain_text("A person from the team will answer here shortly.")
+        expect(ask).to_be_hidden()  # asked already: pressing it again would do nothing
 
         # It appears in the member's Inbox without a reload.
         row = inbox.get_by_role("link", name="Where is my parcel?")
@@ -111,11 +113,13 @@ def test_a_visitor_and_a_member_hand_a_conversation_over_and_back(browser, stack
         log = widget.get_by_role("log")
         expect(log).to_contain_text("Olivia here: it left our store today.")
         expect(log).to_contain_text("Tracking: AB-123.")
+        expect(widget.get_by_role("button", name="Talk to a person")).to_be_hidden()
 
         # Back to the agent, which answers with the whole conversation as context.
         inbox.get_by_role("button", name="Hand back to the agent").click()
         expect(inbox.get_by_text("With the agent")).to_be_visible()
         expect(log).to_contain_text("The assistant is back.")
+        expect(widget.get_by_role("button", name="Talk to a person")).to_be_visible()
         box = widget.get_by_role("textbox", name="Message")
         box.fill("When do you open?")
         widget.get_by_role("button", name="Send").click()
