@@ -139,7 +139,7 @@ export function chatPanel(agentId, { title = "Chat preview" } = {}) {
           conversationId = data.conversationId;
           messageId = data.messageId || null;
           convLabel.textContent = "";
-          convLabel.append("Conversation ", h("a", { href: `#/conversations/${enc(conversationId)}` }, conversationId));
+          convLabel.append("Saved: ", h("a", { href: `#/conversations/${enc(conversationId)}` }, "open it under Conversations"));
         } else if (name === "content_block_delta" && data.delta && typeof data.delta.text === "string") {
           reply += data.delta.text;
           answer.textContent = reply;
