@@ -2,7 +2,7 @@
 # Install what the tests need, when missing: the project with its test and docs extras
 # (pip; tests/test_docs.py builds the site); Debian's Chromium headless shell, xmlsec1
 # (SAML signatures), LibreOffice Calc (headless, for the CSV export check), Dovecot (IMAP,
-# for the e-mail channel) and, for the PostgreSQL pass, Redis, nginx and PostgreSQL (never
+# for the e-mail channel), an emoji font and, for the PostgreSQL pass, Redis, nginx and PostgreSQL (never
 # Playwright's own browser download);
 # axe-core, acorn and oidc-provider from the npm registry. scripts/test.sh runs it first;
 # .ci/run runs it before starting the fuzzer, so nothing installs beside the tests.
@@ -20,6 +20,8 @@ missing=()
 command -v xmlsec1 >/dev/null || missing+=(xmlsec1)  # SAML signatures (pysaml2)
 command -v soffice >/dev/null || missing+=(libreoffice-calc-nogui)
 [ -x /usr/sbin/dovecot ] || missing+=(dovecot-imapd)  # the e-mail channel's IMAP server
+# An emoji font: the dashboard's 👍 and 👎, drawn in the owners' docs pictures
+[ -f /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf ] || missing+=(fonts-noto-color-emoji)
 if [[ $backends == *postgresql* ]]; then
     [ -x /usr/bin/redis-server ] || missing+=(redis-server)
     [ -x /usr/sbin/nginx ] || missing+=(nginx)

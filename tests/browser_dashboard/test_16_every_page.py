@@ -18,7 +18,8 @@ from tests.support.dashboard_shop import Shop, open_shop
 from tests.support.dashboard_stack import ensure_owner, in_owners_team, sign_in
 
 ARTEFACTS = Path(__file__).resolve().parents[1] / "browser" / "artefacts"
-# Sections of app.js's NAV, in its order; the inbox is checked but pictured by its own tests.
+# Sections of app.js's NAV, in its order; the inbox and the channels are checked here but
+# pictured by their own tests (test_17, test_20), in use.
 SECTIONS = [
     "agents",
     "inbox",
@@ -39,7 +40,7 @@ SECTIONS = [
     "audit-log",
     "profile",
 ]
-UNPICTURED = {"inbox"}
+UNPICTURED = {"inbox", "channels"}
 # Long pages pictured at their point (the builder, the header rows) rather than their top.
 FOCUS = {"form-builder": "fieldset[data-for=form]", "tool": "fieldset[data-for=http]"}
 
