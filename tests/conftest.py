@@ -39,7 +39,8 @@ def _write_transactions_hold_only_sql():
     ms): a hold during which it mostly waited was a busy machine not running it, or a
     database server (PostgreSQL) sharing the cores, not work done inside the
     transaction; other threads' work (password hashing, XML signatures for other
-    requests) does not hold the writer and is not counted (agentsvc/db/holds.py).
+    requests), and other tasks' work on the loop while the transaction waited on the
+    database, do not hold the writer and are not counted (agentsvc/db/holds.py).
     Start-up migrations are not write transactions of the interface (they run before the
     app serves, on the writer connection directly) and are not timed.
 

@@ -15,15 +15,16 @@ slow transaction.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import gc
 import logging
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from types import CodeType, FrameType
-from typing import Any
+from typing import Any, TypeVar
 
 log = logging.getLogger(__name__)
 
@@ -32,12 +33,22 @@ _SKIPPED = (_PACKAGE_DIR, contextlib.__file__)
 _ROOT = str(Path(__file__).resolve().parent.parent.parent) + "/"
 
 Watcher = Callable[[float, float, str], None]
+T = TypeVar("T")
+# WriteClock.start's answer: time.perf_counter, the thread's CPU time, and when watched the
+# transaction's waits on the database with the context variable's token.
+Started = tuple[float, float, "tuple[list[float], contextvars.Token] | None"]
 # (limit in seconds, callback) of every `watch` in force: every database of the process.
 _watchers: list[tuple[float, Watcher]] = []
 _strictest = [float("inf")]  # the lowest of their limits
 # While watched: the latest garbage collections, (began, ended) by time.perf_counter.
 _collections: deque[tuple[float, float]] = deque(maxlen=256)
 _collecting = [0.0]
+# While a watched transaction is timed: its task's seconds of the loop thread's CPU spent
+# waiting on the database (`awaited`), when the loop ran other tasks (other requests'
+# work is not the transaction's). One list per transaction, in its task's context.
+_waits: contextvars.ContextVar[list[float] | None] = contextvars.ContextVar(
+    "agentsvc_write_waits", default=None
+)
 
 
 def _on_collection(phase: str, info: dict) -> None:
@@ -56,9 +67,11 @@ def watch(limit_seconds: float, callback: Watcher) -> Callable[[], None]:
     """Call `callback(held_seconds, cpu_seconds, where_opened)` for every write
     transaction of any database of this process that holds the writer longer than
     `limit_seconds` (`cpu_seconds`: the CPU time the thread that opened it, the event
-    loop's, used meanwhile: work done inside the transaction runs there, while other
-    threads' work, such as password hashing or XML signatures for other requests, does
-    not hold it); return the function that stops it (the test suite's guard).
+    loop's, used meanwhile, except while the transaction's task waited on the database:
+    work done inside the transaction runs there, while other threads' work, such as
+    password hashing or XML signatures for other requests, and other tasks' work on the
+    loop while the transaction waited, does not hold it); return the function that
+    stops it (the test suite's guard).
 
     Time spent collecting garbage meanwhile is not counted: a collection pauses every
     thread of the process, whatever it was doing, and the test process's heap (pytest and
@@ -80,6 +93,20 @@ def _unwatch(entry: tuple[float, Watcher]) -> None:
         _collections.clear()
 
 
+async def awaited(statement: Awaitable[T]) -> T:
+    """Await one statement of a transaction whose statements suspend its task (a thread's
+    connection, PostgreSQL): while it waits, the loop thread's CPU is other tasks', and a
+    watched transaction does not count it (the fast path is one context variable read)."""
+    waits = _waits.get()
+    if waits is None:
+        return await statement
+    began = time.thread_time()
+    try:
+        return await statement
+    finally:
+        waits[0] += time.thread_time() - began
+
+
 class WriteClock:
     """Times the write transactions of one database (`slow_ms` 0: no warnings)."""
 
@@ -89,21 +116,28 @@ class WriteClock:
         self.slow = slow_ms / 1000 if slow_ms > 0 else float("inf")
 
     @staticmethod
-    def start() -> tuple[float, float]:
-        """Now, for `stopped`: time.perf_counter, and this thread's CPU time when watched."""
-        return time.perf_counter(), time.thread_time() if _watchers else 0.0
+    def start() -> Started:
+        """Now, for `stopped`: time.perf_counter, and when watched this thread's CPU time
+        and the count of what the transaction's task waits on the database (`awaited`)."""
+        if not _watchers:
+            return time.perf_counter(), 0.0, None
+        waits = [0.0]
+        return time.perf_counter(), time.thread_time(), (waits, _waits.set(waits))
 
-    def stopped(self, start: tuple[float, float], opener: Any, lasti: int = -1) -> float:
+    def stopped(self, start: Started, opener: Any, lasti: int = -1) -> float:
         """The transaction begun at `start` (see `start`) ended: report it when slow.
         `opener` is the frame that opened it (with its `f_lasti` then), or the function
         of a batched unit. Returns the seconds it held the writer."""
         ended = time.perf_counter()
         held = ended - start[0]
+        if start[2] is not None:
+            with contextlib.suppress(ValueError):  # ended in another context: left as is
+                _waits.reset(start[2][1])
         if held > self.slow or held > _strictest[0]:
             self._report(held, start, ended, where_opened(opener, lasti))
         return held
 
-    def _report(self, held: float, start: tuple[float, float], ended: float, where: str) -> None:
+    def _report(self, held: float, start: Started, ended: float, where: str) -> None:
         if held > self.slow:
             log.warning(
                 "a write transaction held the writer for %d ms (opened at %s; over "
@@ -116,7 +150,8 @@ class WriteClock:
             return
         collecting = _collected_within(start[0], ended)
         own = held - collecting
-        cpu = time.thread_time() - start[1] - collecting
+        waited = start[2][0][0] if start[2] is not None else 0.0
+        cpu = time.thread_time() - start[1] - collecting - waited
         for limit, callback in list(_watchers):
             if own > limit:
                 callback(own, cpu, where)
