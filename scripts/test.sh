@@ -112,17 +112,38 @@ for _ in $(seq 600); do [ -s "$zygote_dir/ready" ] && break; sleep 0.05; done
 [ -s "$zygote_dir/ready" ] || { echo "the tests' zygote did not start" >&2; exit 1; }
 export TEST_ZYGOTE_SOCKET="$zygote_dir/s"
 
+# Each pass says what it cost the machine: its seconds, the processor seconds all of the
+# machine was busy meanwhile (/proc/stat), and how long a fixed loop of Python took at the
+# start, so passes on days of different speed can be compared.
+busy_seconds() {
+    local _ user nice system idle iowait irq softirq steal
+    read -r _ user nice system idle iowait irq softirq steal _ </proc/stat
+    echo $((user + nice + system + irq + softirq + steal))
+}
+tick=$(getconf CLK_TCK)
+reference=$(python3 -c 'import time
+t = time.process_time(); sum(i * i for i in range(10**7)); print(f"{time.process_time() - t:.2f}")')
+echo "== the machine: a fixed loop of Python (sum of squares to 10^7) took ${reference} s"
+measured() {  # name, then the command
+    local name=$1 began=$SECONDS busy code=0
+    busy=$(busy_seconds)
+    "${@:2}" || code=$?
+    echo "== the $name pass: $((SECONDS - began)) s, $((($(busy_seconds) - busy) / tick)) s of" \
+        "the machine's processor time (the fixed loop: ${reference} s)"
+    return $code
+}
+
 status=0
 for backend in $backends; do
     if [ "$backend" = sqlite ]; then
         echo "== tests on SQLite [${SECONDS}s]"
-        run_tests "$@" || status=$?
+        measured SQLite run_tests "$@" || status=$?
     else
         echo "== tests on PostgreSQL + Redis [${SECONDS}s]"
         (
             eval "$(bash scripts/test_servers.sh start)"
             trap 'bash scripts/test_servers.sh stop "$TEST_SERVERS_DIR"' EXIT
-            TEST_REQUIRE_REDIS=1 run_tests "$@"
+            TEST_REQUIRE_REDIS=1 measured "PostgreSQL + Redis" run_tests "$@"
         ) || status=$?
     fi
 done
