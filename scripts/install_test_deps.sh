@@ -2,8 +2,8 @@
 # Install what the tests need, when missing: the project with its test and docs extras
 # (pip; tests/test_docs.py builds the site); Debian's Chromium headless shell, xmlsec1
 # (SAML signatures), LibreOffice Calc (headless, for the CSV export check), Dovecot (IMAP,
-# for the e-mail channel), an emoji font and, for the PostgreSQL pass, Redis, nginx and PostgreSQL (never
-# Playwright's own browser download);
+# for the e-mail channel), an emoji font and, for the PostgreSQL pass, Redis, nginx and
+# PostgreSQL (never Playwright's own browser download);
 # axe-core, acorn and oidc-provider from the npm registry. scripts/test.sh runs it first;
 # .ci/run runs it before starting the fuzzer, so nothing installs beside the tests.
 # TEST_BACKENDS as for scripts/test.sh ("sqlite" needs no database servers).
