@@ -34,21 +34,32 @@ _ROOT = str(Path(__file__).resolve().parent.parent.parent) + "/"
 
 Watcher = Callable[[float, float, str], None]
 T = TypeVar("T")
-# WriteClock.start's answer: time.perf_counter, the thread's CPU time, and when watched the
-# transaction's waits on the database with the context variable's token.
-Started = tuple[float, float, "tuple[list[float], contextvars.Token] | None"]
 # (limit in seconds, callback) of every `watch` in force: every database of the process.
 _watchers: list[tuple[float, Watcher]] = []
 _strictest = [float("inf")]  # the lowest of their limits
 # While watched: the latest garbage collections, (began, ended) by time.perf_counter.
 _collections: deque[tuple[float, float]] = deque(maxlen=256)
 _collecting = [0.0]
-# While a watched transaction is timed: its task's seconds of the loop thread's CPU spent
-# waiting on the database (`awaited`), when the loop ran other tasks (other requests'
-# work is not the transaction's). One list per transaction, in its task's context.
-_waits: contextvars.ContextVar[list[float] | None] = contextvars.ContextVar(
+
+
+class _Waits:
+    """A watched transaction's seconds of the loop thread's CPU spent while its task waited
+    on the database (`awaited`): the loop ran other tasks then, whose work is not the
+    transaction's. Set in the task's context for the transaction's time."""
+
+    __slots__ = ("seconds", "token")
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.token = _waits.set(self)
+
+
+_waits: contextvars.ContextVar[_Waits | None] = contextvars.ContextVar(
     "agentsvc_write_waits", default=None
 )
+# WriteClock.start's answer: time.perf_counter, the thread's CPU time, and the waits (the
+# last two only while watched).
+Started = tuple[float, float, "_Waits | None"]
 
 
 def _on_collection(phase: str, info: dict) -> None:
@@ -104,7 +115,7 @@ async def awaited(statement: Awaitable[T]) -> T:
     try:
         return await statement
     finally:
-        waits[0] += time.thread_time() - began
+        waits.seconds += time.thread_time() - began
 
 
 class WriteClock:
@@ -121,8 +132,7 @@ class WriteClock:
         and the count of what the transaction's task waits on the database (`awaited`)."""
         if not _watchers:
             return time.perf_counter(), 0.0, None
-        waits = [0.0]
-        return time.perf_counter(), time.thread_time(), (waits, _waits.set(waits))
+        return time.perf_counter(), time.thread_time(), _Waits()
 
     def stopped(self, start: Started, opener: Any, lasti: int = -1) -> float:
         """The transaction begun at `start` (see `start`) ended: report it when slow.
@@ -130,9 +140,10 @@ class WriteClock:
         of a batched unit. Returns the seconds it held the writer."""
         ended = time.perf_counter()
         held = ended - start[0]
-        if start[2] is not None:
+        waits = start[2]
+        if waits is not None:
             with contextlib.suppress(ValueError):  # ended in another context: left as is
-                _waits.reset(start[2][1])
+                _waits.reset(waits.token)
         if held > self.slow or held > _strictest[0]:
             self._report(held, start, ended, where_opened(opener, lasti))
         return held
@@ -150,7 +161,8 @@ class WriteClock:
             return
         collecting = _collected_within(start[0], ended)
         own = held - collecting
-        waited = start[2][0][0] if start[2] is not None else 0.0
+        waits = start[2]
+        waited = waits.seconds if waits is not None else 0.0
         cpu = time.thread_time() - start[1] - collecting - waited
         for limit, callback in list(_watchers):
             if own > limit:
