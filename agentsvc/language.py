@@ -67,4 +67,6 @@ def stems(text: str, language: str = DEFAULT_LANGUAGE, limit: int = 0) -> frozen
             if limit and len(words) >= limit:
                 break
             words[match.group(0).replace("-", "")] = None
-    return frozenset(stem(w, language) for w in words)
+    # Numbers (order numbers, prices, years) stem to themselves in every language but
+    # Arabic's digits, so ASCII ones skip the stemmer and do not crowd its cache.
+    return frozenset(w if w.isascii() and w.isdigit() else stem(w, language) for w in words)

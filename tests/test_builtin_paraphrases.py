@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from agentsvc.language import stem
+from agentsvc.language import stems as stems_of
 from agentsvc.llm.builtin import NOTHING_FOUND
 from tests.support.chat import add_document, chat, new_agent, user
 
@@ -122,3 +123,16 @@ async def test_a_100_kb_question_of_distinct_words_is_answered_quickly(client, a
     assert stem.cache_info().misses - misses_before <= 64 + 10
     assert time.monotonic() - started < 2.0
     assert answer == "Our shop ships worldwide in 3 days."
+
+
+async def test_numbers_match_as_written_without_the_stemmer(client, auth):
+    agent = await new_agent(client, auth, systemPrompt="Order 48213 left our warehouse on Monday.")
+    answer = await _ask(client, auth, agent["id"], "Where is order 48213?")
+    assert answer == "Order 48213 left our warehouse on Monday."
+    # Numbers stem to themselves: they cost no stemmer call and take no place in its cache.
+    numbers = " ".join(str(n) for n in range(900_000, 900_040))
+    misses_before = stem.cache_info().misses
+    assert stems_of(numbers) == frozenset(numbers.split())
+    assert stem.cache_info().misses == misses_before
+    # Arabic's stemmer folds its own digits to ASCII ones, so those still go through it.
+    assert stems_of("١٢٣", "arabic") == frozenset({"123"})
