@@ -65,6 +65,7 @@ CREATE TABLE agents (
     handoff         TEXT,                   -- handoff settings, JSON (migration 7)
     widget          TEXT,                   -- the widget's look, JSON (migration 9)
     retention_days  INTEGER,                -- conversations/submissions kept N days; NULL: forever (migration 10)
+    version         INTEGER NOT NULL DEFAULT 1, -- the live version's number (migration 17)
     UNIQUE (team_id, slug)
 );
 CREATE INDEX agents_team_created ON agents(team_id, created_at);
@@ -259,7 +260,8 @@ CREATE TABLE messages (
     created_at      TEXT NOT NULL,
     author_id       TEXT,                      -- a member's reply: the member (migration 7)
     author_name     TEXT,                      -- their name when they wrote it
-    unanswered      INTEGER                    -- an AI answer: 1 found nothing, 0 answered (migration 11)
+    unanswered      INTEGER,                   -- an AI answer: 1 found nothing, 0 answered (migration 11)
+    agent_version   INTEGER                    -- an AI answer: the agent's version that made it (migration 17)
 );
 CREATE INDEX messages_conversation ON messages(conversation_id, created_at);
 
@@ -1051,3 +1053,17 @@ CREATE TABLE message_attachments (
 CREATE INDEX message_attachments_conversation ON message_attachments(conversation_id);
 CREATE INDEX message_attachments_message ON message_attachments(message_id);
 CREATE INDEX message_attachments_folder ON message_attachments(folder);
+
+-- An agent's versions (migration 17): each change of its behaviour (prompt, model,
+-- temperature, language, handoff settings) as a numbered JSON snapshot; agents.version is
+-- the live one's number.
+CREATE TABLE agent_versions (
+    agent_id       TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+    number         INTEGER NOT NULL,
+    snapshot       TEXT NOT NULL,
+    note           TEXT NOT NULL DEFAULT '',
+    author_user_id TEXT,                -- who made it (NULL: the server, or before versions)
+    author_key_id  TEXT,                -- through this API key (NULL: a session)
+    created_at     TEXT NOT NULL,
+    PRIMARY KEY (agent_id, number)
+);

@@ -65,10 +65,12 @@ async def test_list_and_get_shapes(client, auth):
         "language",
         "createdAt",
         "updatedAt",
+        "version",
         "handoff",
         "widget",
         "retentionDays",
     }
+    assert agent["version"] == 1
 
 
 async def test_slugs_fold_accents_and_stay_unique(client, auth):

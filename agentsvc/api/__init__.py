@@ -8,6 +8,7 @@ from agentsvc.api.routing import Endpoint
 def all_endpoints() -> list[Endpoint]:
     """Every endpoint of the service, in the order they are documented."""
     from agentsvc.api import (
+        agent_versions,
         agents,
         analytics,
         answers,
@@ -45,6 +46,7 @@ def all_endpoints() -> list[Endpoint]:
     tables = [
         system.routes,
         agents.routes,
+        agent_versions.routes,
         identity.routes,
         chat.routes,
         exports.routes,  # before conversations: /conversations/export is a fixed path

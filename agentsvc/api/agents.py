@@ -24,7 +24,7 @@ from agentsvc.store.agents import Agent
 routes = RouteTable("agents")
 
 
-def _agents(call: Call) -> AgentsService:
+def agents_service(call: Call) -> AgentsService:
     return call.app[app_keys.agents_key]
 
 
@@ -152,6 +152,7 @@ class HandoffOut(ResponseModel):
 
 class AgentOut(AgentCreated):
     updated_at: str
+    version: int = Field(description="the live version's number (GET /agents/{id}/versions)")
     handoff: HandoffOut
     widget: WidgetOut
     retention_days: int | None = Field(description=RETENTION_DESCRIPTION)
@@ -185,7 +186,8 @@ def agent_json(call: Call, agent: Agent) -> dict:
     return {
         **created_json(agent),
         "updatedAt": agent.updated_at,
-        "handoff": _agents(call).handoff_json(agent),
+        "version": agent.version,
+        "handoff": agents_service(call).handoff_json(agent),
         "widget": widget_look.settings_of(agent.widget),
         "retentionDays": agent.retention_days,
     }
@@ -194,14 +196,14 @@ def agent_json(call: Call, agent: Agent) -> dict:
 @routes.get("/agents", response=list[AgentSummary], envelope=True)
 async def list_agents(call: Call):
     """List the team's agents, newest first."""
-    agents = await _agents(call).list_agents(call.team_id)
+    agents = await agents_service(call).list_agents(call.team_id)
     return envelope_response([summary_json(a) for a in agents])
 
 
 @routes.get("/agents/{id}", response=AgentOut, envelope=True, errors=(404,))
 async def get_agent(call: Call):
     """Get one agent."""
-    agent = await _agents(call).get(call.team_id, call.params["id"])
+    agent = await agents_service(call).get(call.team_id, call.params["id"])
     return envelope_response(agent_json(call, agent))
 
 
@@ -224,7 +226,7 @@ async def post_agent(call: Call):
         temperature=body.temperature,
         language=body.language or DEFAULT_LANGUAGE,
     )
-    agent = await _agents(call).create(actor_of(call), new)
+    agent = await agents_service(call).create(actor_of(call), new)
     return envelope_response(created_json(agent), status=201)
 
 
@@ -248,7 +250,7 @@ async def patch_agent(call: Call):
         retention_given=retention_given,
         retention_days=retention_days,
     )
-    agent = await _agents(call).update(actor_of(call), call.params["id"], changes)
+    agent = await agents_service(call).update(actor_of(call), call.params["id"], changes)
     return envelope_response(agent_json(call, agent))
 
 
@@ -257,5 +259,5 @@ async def patch_agent(call: Call):
 )
 async def delete_agent(call: Call):
     """Delete an agent and everything it owns (owner only)."""
-    await _agents(call).delete(actor_of(call), call.params["id"])
+    await agents_service(call).delete(actor_of(call), call.params["id"])
     return envelope_response({"id": call.params["id"], "deleted": True})

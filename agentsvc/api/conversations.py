@@ -166,6 +166,11 @@ class MessageOut(ResponseModel):
         description="an AI answer: true when it found nothing to answer with (no curated"
         " answer, no knowledge passage, no tool); null for other messages"
     )
+    agent_version: int | None = Field(
+        None,
+        description="an AI answer: the number of the agent's version that made it (GET"
+        " /agents/{id}/versions/{n}); null for other messages and older answers",
+    )
     attachments: list[AttachmentOut] = Field(
         [], description="the files an e-mail came with (empty for other messages)"
     )
@@ -321,6 +326,7 @@ def message_json(
         "sources": msg.sources,
         "status": msg.status,
         "unanswered": msg.unanswered,
+        "agentVersion": msg.agent_version,
         "attachments": [attachment_json(a) for a in attachments or ()],
     }
 

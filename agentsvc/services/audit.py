@@ -35,6 +35,7 @@ ACTIONS = (
     "agent.created",
     "agent.deleted",
     "agent.retention_changed",
+    "agent.version_restored",
     "tool.created",
     "tool.deleted",
     "webhook.created",

@@ -27,18 +27,23 @@ class Agent:
     widget: dict[str, Any] | None = None
     # Conversations and submissions older than this many days are purged; None: kept.
     retention_days: int | None = None
+    version: int = 1  # the live version's number (services.agents.versions)
 
 
 _COLUMNS = (
     "id, team_id, name, slug, model, temperature, system_prompt, created_at, updated_at, language"
 )
-_SELECT = f"SELECT {_COLUMNS}, handoff, widget, retention_days FROM agents"
+_SELECT = f"SELECT {_COLUMNS}, handoff, widget, retention_days, version FROM agents"
 _JSON_COLUMNS = ("handoff", "widget")
 
 
 def _agent(row: Any) -> Agent:
     return Agent(
-        *row[:-3], handoff=load_json(row[-3]), widget=load_json(row[-2]), retention_days=row[-1]
+        *row[:-4],
+        handoff=load_json(row[-4]),
+        widget=load_json(row[-3]),
+        retention_days=row[-2],
+        version=row[-1],
     )
 
 
@@ -63,6 +68,17 @@ async def insert(tx: Tx, agent: Agent) -> None:
 async def get(tx: Tx, team_id: str, agent_id: str) -> Agent | None:
     """Return the team's agent, or None when it does not exist or belongs to another team."""
     rows = await tx.fetchall(f"{_SELECT} WHERE id = ? AND team_id = ?", (agent_id, team_id))
+    return _agent(rows[0]) if rows else None
+
+
+_LOCKED = {"sqlite": "", "postgresql": " FOR UPDATE"}  # SQLite: one writer at a time
+
+
+async def get_for_update(tx: Tx, team_id: str, agent_id: str) -> Agent | None:
+    """The team's agent, its row locked until the transaction ends (PostgreSQL)."""
+    rows = await tx.fetchall(
+        f"{_SELECT} WHERE id = ? AND team_id = ?{_LOCKED[tx.dialect]}", (agent_id, team_id)
+    )
     return _agent(rows[0]) if rows else None
 
 
@@ -91,7 +107,7 @@ async def slugs_like(tx: Tx, team_id: str, base: str) -> set[str]:
 
 async def update(tx: Tx, team_id: str, agent_id: str, fields: dict, now: str) -> bool:
     """Update some of name, model, temperature, system_prompt, language, handoff, widget,
-    retention_days; False when absent."""
+    retention_days, version; False when absent."""
     allowed = {
         "name",
         "model",
@@ -99,6 +115,7 @@ async def update(tx: Tx, team_id: str, agent_id: str, fields: dict, now: str) ->
         "system_prompt",
         "language",
         "retention_days",
+        "version",
         *_JSON_COLUMNS,
     }
     assert set(fields) <= allowed, fields

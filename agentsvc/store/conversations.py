@@ -60,6 +60,7 @@ class StoredMessage:
     # An AI answer: True when it found nothing to answer with, False when it answered; None
     # for other messages and answers stored before this was recorded.
     unanswered: bool | None = None
+    agent_version: int | None = None  # an AI answer: the agent's version that made it
     author_avatar_id: str | None = None  # a member's reply: the member's picture now
 
 
@@ -82,7 +83,7 @@ ASSIGNEE_JOIN = "LEFT JOIN users u ON u.id = c.assignee_id"
 _SELECT = f"SELECT {SELECT_COLUMNS} FROM conversations c {ASSIGNEE_JOIN}"
 MESSAGE_COLUMNS = (
     "id, conversation_id, role, content, tool_calls, usage, sources, status, model, rating,"
-    " created_at, author_id, author_name, unanswered"
+    " created_at, author_id, author_name, unanswered, agent_version"
 )
 # A message's columns as read: MESSAGE_COLUMNS (as `m.`) and its member author's avatar now.
 MESSAGE_SELECT = (
@@ -193,7 +194,7 @@ async def insert_message(tx: Tx, msg: StoredMessage) -> None:
     """Insert a message."""
     await tx.execute(
         f"INSERT INTO messages ({MESSAGE_COLUMNS})"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             msg.id,
             msg.conversation_id,
@@ -209,6 +210,7 @@ async def insert_message(tx: Tx, msg: StoredMessage) -> None:
             msg.author_id,
             msg.author_name,
             None if msg.unanswered is None else int(msg.unanswered),
+            msg.agent_version,
         ),
     )
 

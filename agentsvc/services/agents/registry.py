@@ -11,6 +11,7 @@ from agentsvc.errors import NotFound
 from agentsvc.ids import new_id, now_iso
 from agentsvc.language import DEFAULT_LANGUAGE
 from agentsvc.services import audit, changes
+from agentsvc.services.agents import versions
 from agentsvc.services.audit import Actor
 from agentsvc.store import agents as agents_store
 from agentsvc.store.agents import Agent
@@ -67,6 +68,7 @@ async def create_agent(
             language=new.language,
         )
         await agents_store.insert(tx, agent)
+        await versions.insert_in(tx, agent, actor, "Created")
         await audit.record_in(
             tx, actor, "agent.created", target_type="agent", target_id=agent.id, label=name
         )
@@ -123,17 +125,13 @@ async def get_agent(db: Database, cache: AgentCache, team_id: str, agent_id: str
     return agent
 
 
-async def update_agent(
-    db: Database, cache: AgentCache, team_id: str, agent_id: str, fields: dict
-) -> Agent:
-    """Apply a partial update (the slug never changes) and return the agent."""
+async def update_agent(db: Database, actor: Actor, agent_id: str, fields: dict) -> Agent:
+    """Apply a partial update (the slug never changes), as a new version when what the
+    agent does changed, and return the agent."""
     async with db.write() as tx:
-        if not await agents_store.update(tx, team_id, agent_id, fields, now_iso()):
-            raise NotFound("Agent not found")
-        agent = await agents_store.get(tx, team_id, agent_id)
+        agent, _ = await versions.update_in(tx, actor, agent_id, fields)
     # After the commit: a process that reloaded the agent before it would cache the old one.
     await db.announce(changes.agent(agent_id))
-    assert agent is not None
     return agent
 
 

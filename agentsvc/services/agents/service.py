@@ -8,15 +8,17 @@ from typing import Any
 
 from agentsvc.config import Settings
 from agentsvc.db import Database
-from agentsvc.errors import ValidationFailed
+from agentsvc.errors import NotFound, ValidationFailed
 from agentsvc.secretbox import SecretBox
-from agentsvc.services.agents import identity, registry
+from agentsvc.services.agents import identity, registry, versions
 from agentsvc.services.agents.models import model_error
 from agentsvc.services.agents.registry import AgentCache, NewAgent
 from agentsvc.services.audit import Actor
 from agentsvc.services.handoff import settings as handoff_settings
 from agentsvc.services.privacy import retention
 from agentsvc.services.widget import look as widget_look
+from agentsvc.store import agents as agents_store
+from agentsvc.store.agent_versions import AgentVersion
 from agentsvc.store.agents import Agent
 
 
@@ -68,18 +70,19 @@ class AgentsService:
         team_id = actor.team_id
         if "model" in changes.fields:
             self._check_model(changes.fields["model"])
-        agent = await registry.update_agent(
-            self._db, self._cache, team_id, agent_id, changes.fields
-        )
+        fields = dict(changes.fields)
         if changes.handoff is not None:
-            agent = await handoff_settings.update_settings(
-                self._db,
+            stored = await agents_store.get(self._db.reader, team_id, agent_id)
+            if stored is None:
+                raise NotFound("Agent not found")
+            fields["handoff"] = handoff_settings.merged_settings(
                 self._box,
-                team_id,
-                agent.id,
+                stored,
                 changes.handoff,
                 allow_private=self._settings.outbound.allow_private,
             )
+        # One transaction, and one version when what the agent does changed.
+        agent = await registry.update_agent(self._db, actor, agent_id, fields)
         if changes.widget is not None:
             agent = await widget_look.update_settings(self._db, team_id, agent.id, changes.widget)
         if changes.retention_given:
@@ -87,6 +90,38 @@ class AgentsService:
                 self._db, actor, agent.id, changes.retention_days
             )
         return agent
+
+    async def versions(
+        self, team_id: str, agent_id: str, limit: int, below: int | None
+    ) -> tuple[list[AgentVersion], bool]:
+        """The agent's versions, newest first, and whether more follow."""
+        agent = await self.get(team_id, agent_id)
+        return await versions.page(self._db, agent.id, limit, below)
+
+    async def version(self, team_id: str, agent_id: str, number: int) -> AgentVersion:
+        """One version of the team's agent, or NotFound."""
+        agent = await self.get(team_id, agent_id)
+        return await versions.get(self._db, agent.id, number)
+
+    async def diff(self, team_id: str, agent_id: str, old: int, new: int) -> list[dict[str, Any]]:
+        """What changed from version `old` to version `new`."""
+        agent = await self.get(team_id, agent_id)
+        before = await versions.get(self._db, agent.id, old)
+        after = await versions.get(self._db, agent.id, new)
+        return await versions.diff(version_view(before.snapshot), version_view(after.snapshot))
+
+    async def restore(self, actor: Actor, agent_id: str, number: int) -> tuple[Agent, bool]:
+        """Make a version live again, as a new version; False when it already was."""
+        agent = await self.get(actor.team_id, agent_id)
+        version = await versions.get(self._db, agent.id, number)
+        model = version.snapshot.get("model") or ""
+        if model_error(self._settings, model):
+            raise ValidationFailed(
+                f"Version {number} uses the model {model}, which this server does not offer"
+                " now: choose a model and change the agent instead."
+            )
+        restored = await versions.restore(self._db, actor, agent, version)
+        return restored, restored.version != agent.version
 
     async def delete(self, actor: Actor, agent_id: str) -> None:
         """Delete the actor team's agent and everything it owns."""
@@ -103,3 +138,13 @@ class AgentsService:
     async def clear_identity_secret(self, team_id: str, agent_id: str) -> None:
         """Remove the agent's identity secret."""
         await identity.clear_secret(self._db, team_id, agent_id)
+
+
+def version_view(snapshot: dict[str, Any]) -> dict[str, Any]:
+    """A version's snapshot as the team sees it: every field, the handoff settings complete
+    and their sealed signing secret left out."""
+    settings = handoff_settings.settings_of(snapshot.get("handoff"))
+    return {
+        **{field: snapshot.get(field) for field in versions.FIELDS},
+        "handoff": {k: v for k, v in settings.items() if k != "teamChatSecretSealed"},
+    }

@@ -507,6 +507,7 @@ class TurnRunner:
             rating=None,
             created_at=now,
             unanswered=unanswered,
+            agent_version=turn.agent.version,
         )
 
         key = question_key(turn.question) if unanswered else ""

@@ -15,13 +15,9 @@ import zoneinfo
 from datetime import datetime
 from typing import Any
 
-from agentsvc.db import Database
-from agentsvc.errors import NotFound, ValidationFailed
-from agentsvc.ids import now_iso
+from agentsvc.errors import ValidationFailed
 from agentsvc.secretbox import SecretBox, SecretBoxError
-from agentsvc.services import changes
 from agentsvc.services.tools.rules import check_target_url
-from agentsvc.store import agents as agents_store
 from agentsvc.store.agents import Agent
 
 DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
@@ -101,20 +97,11 @@ def _check_hours(hours: dict[str, Any]) -> None:
             raise ValidationFailed(f"{field}: end must be after start (split overnight hours)")
 
 
-async def update_settings(
-    db: Database,
-    box: SecretBox,
-    team_id: str,
-    agent_id: str,
-    given: dict[str, Any],
-    *,
-    allow_private: bool,
-) -> Agent:
-    """Merge the given handoff settings into the agent's and store them. Setting a team
+def merged_settings(
+    box: SecretBox, agent: Agent, given: dict[str, Any], *, allow_private: bool
+) -> dict[str, Any]:
+    """The agent's handoff settings with the given ones merged in, checked. Setting a team
     chat URL creates its signing secret (kept while the URL changes)."""
-    agent = await agents_store.get(db.reader, team_id, agent_id)
-    if agent is None:
-        raise NotFound("Agent not found")
     current = settings_of(agent.handoff)
     merged = {**current, **{k: v for k, v in given.items() if k != "notify"}}
     if "notify" in given:
@@ -126,13 +113,8 @@ async def update_settings(
         check_target_url("handoff.notify.teamChat", url, allow_private=allow_private)
         if not merged.get("teamChatSecretSealed"):
             secret = "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode("ascii")
-            merged["teamChatSecretSealed"] = box.seal(secret, team_chat_context(agent_id))
-    async with db.write() as tx:
-        await agents_store.update(tx, team_id, agent_id, {"handoff": merged}, now_iso())
-        updated = await agents_store.get(tx, team_id, agent_id)
-    await db.announce(changes.agent(agent_id))
-    assert updated is not None
-    return updated
+            merged["teamChatSecretSealed"] = box.seal(secret, team_chat_context(agent.id))
+    return merged
 
 
 def public_json(box: SecretBox, agent: Agent) -> dict[str, Any]:

@@ -1,0 +1,146 @@
+"""An agent's versions: what it does (prompt, model, temperature, language, handoff
+settings), kept as a numbered snapshot each time that changes.
+
+Version 1 is the agent as created (or, for an agent older than versions, as it was when
+they began). A change of any of those fields, through `PATCH /agents/:id` or a restore,
+records the next number in its own transaction, after the change, from the stored row: so
+the newest version is always what the agent does, and `agents.version` names it. A change
+that leaves them as they were records nothing. Answers record the version that made them.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import replace
+from typing import Any
+
+from agentsvc import cpu
+from agentsvc.db import Database, Tx
+from agentsvc.errors import NotFound
+from agentsvc.ids import now_iso
+from agentsvc.services import audit, changes
+from agentsvc.services.audit import Actor
+from agentsvc.store import agent_versions as versions_store
+from agentsvc.store import agents as agents_store
+from agentsvc.store.agent_versions import AgentVersion
+from agentsvc.store.agents import Agent
+
+# The snapshot's fields, in the order diffs list them, and the agent's column of each.
+FIELDS = {
+    "systemPrompt": "system_prompt",
+    "model": "model",
+    "temperature": "temperature",
+    "language": "language",
+    "handoff": "handoff",
+}
+# Past this many lines a side, a prompt's change is shown whole, without a line diff: the
+# diff's cost grows with the square of the lines in the worst case.
+MAX_DIFF_LINES = 5_000
+
+
+def snapshot_of(agent: Agent) -> dict[str, Any]:
+    """The agent's behaviour as a version keeps it (the handoff settings as stored)."""
+    return {field: getattr(agent, column) for field, column in FIELDS.items()}
+
+
+async def insert_in(tx: Tx, agent: Agent, actor: Actor | None, note: str) -> None:
+    """Keep the agent as stored now as its version `agent.version`."""
+    await versions_store.insert(
+        tx,
+        AgentVersion(
+            agent_id=agent.id,
+            number=agent.version,
+            snapshot=snapshot_of(agent),
+            note=note,
+            author_user_id=actor.user_id if actor else None,
+            author_key_id=actor.key_id if actor else None,
+            created_at=agent.updated_at,
+        ),
+    )
+
+
+async def update_in(
+    tx: Tx, actor: Actor, agent_id: str, fields: dict[str, Any], note: str = ""
+) -> tuple[Agent, int | None]:
+    """Change some of an agent's columns; when what it does changed, as its next version.
+
+    The agent's row is read (locked, on PostgreSQL) in the same transaction, so its live
+    number is the newest and two changes at once number theirs one after the other.
+    Returns the agent as stored and the new version's number (None: no new version).
+    """
+    before = await agents_store.get_for_update(tx, actor.team_id, agent_id)
+    if before is None:
+        raise NotFound("Agent not found")
+    now = now_iso()
+    after = replace(before, **fields, updated_at=now)
+    number = None
+    if snapshot_of(after) != snapshot_of(before):
+        number = before.version + 1
+        after = replace(after, version=number)
+        fields = {**fields, "version": number}
+    await agents_store.update(tx, actor.team_id, agent_id, fields, now)
+    if number is not None:
+        await insert_in(tx, after, actor, note)
+    return after, number
+
+
+async def get(db: Database, agent_id: str, number: int) -> AgentVersion:
+    """One version of an agent (the caller has checked the agent is the team's)."""
+    found = await versions_store.get(db.reader, agent_id, number)
+    if found is None:
+        raise NotFound(f"This agent has no version {number}")
+    return found
+
+
+async def page(
+    db: Database, agent_id: str, limit: int, below: int | None
+) -> tuple[list[AgentVersion], bool]:
+    """Versions newest first, and whether there are more after them."""
+    found = await versions_store.page(db.reader, agent_id, limit + 1, below)
+    return found[:limit], len(found) > limit
+
+
+async def restore(db: Database, actor: Actor, agent: Agent, version: AgentVersion) -> Agent:
+    """Make the agent do what `version` did, as a new version (none when it already does)."""
+    values = {column: version.snapshot.get(field) for field, column in FIELDS.items()}
+    async with db.write() as tx:
+        restored, number = await update_in(
+            tx, actor, agent.id, values, f"Restored version {version.number}"
+        )
+        if number is not None:
+            await audit.record_in(
+                tx,
+                actor,
+                "agent.version_restored",
+                target_type="agent",
+                target_id=agent.id,
+                label=agent.name,
+                details={"restored": version.number, "version": number},
+            )
+    await db.announce(changes.agent(agent.id))
+    return restored
+
+
+async def diff(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str, Any]]:
+    """The fields that differ from one snapshot (as shown) to another; a prompt also as a
+    line diff."""
+    found = []
+    for field in FIELDS:
+        old, new = before[field], after[field]
+        if old == new:
+            continue
+        change: dict[str, Any] = {"field": field, "before": old, "after": new}
+        if field == "systemPrompt":
+            change["lines"] = await cpu.run(_line_diff, old or "", new or "")
+        found.append(change)
+    return found
+
+
+def _line_diff(old: str, new: str) -> list[str] | None:
+    """A unified diff of two texts' lines (two lines of context), without the file headers;
+    None when either is too long to compare line by line."""
+    old_lines, new_lines = old.splitlines(), new.splitlines()
+    if max(len(old_lines), len(new_lines)) > MAX_DIFF_LINES:
+        return None
+    lines = difflib.unified_diff(old_lines, new_lines, lineterm="", n=2)
+    return [line for line in lines if not line.startswith(("---", "+++"))]
