@@ -14,8 +14,7 @@ import { renderAnalytics } from "./page-analytics.js";
 import { renderPreview } from "./chat.js";
 import { renderWidget } from "./page-widget.js";
 import { renderChannels } from "./page-channels.js";
-import { renderProfile, renderTeam } from "./page-team.js";
-import { renderApiKeys, renderSecrets } from "./page-credentials.js";
+import { renderApiKeys, renderProfile, renderSecrets, renderTeam } from "./page-team.js";
 import { renderAuditLog, renderSubmission, renderSubmissions, renderWebhook, renderWebhooks } from "./page-deliveries.js";
 
 const root = document.getElementById("app");
