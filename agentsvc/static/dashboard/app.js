@@ -175,7 +175,7 @@ async function route() {
     }
   }
   const parts = (location.hash.replace(/^#\/?/, "") || "agents").split("/").map(decodeURIComponent);
-  const [section, id] = parts;
+  const [section, id, part, more] = parts;
   const entry = NAV.find((n) => n[0] === section) || NAV[0];
   for (const link of shell.nav.querySelectorAll("a")) {
     if (link.dataset.page === entry[0]) link.setAttribute("aria-current", "page");
@@ -187,7 +187,7 @@ async function route() {
   const page = h("div.page", { dataset: { page: entry[0] } });
   try {
     if (id && DETAIL[entry[0]]) {
-      await DETAIL[entry[0]](ctx, page, id);
+      await DETAIL[entry[0]](ctx, page, id, part, more);
     } else if (entry[3] && !ctx.agent) {
       mount(page,
         h("h1", entry[1]),

@@ -92,8 +92,9 @@ export function toast(message, kind = "ok") {
   setTimeout(() => note.remove(), 4000);
 }
 
-/** Ask for confirmation with a modal <dialog>; resolves true or false. */
-export function confirmDialog(message, confirmLabel = "Confirm") {
+/** Ask for confirmation with a modal <dialog>; resolves true or false. The confirming
+ *  button is red unless `kind` says otherwise (null: the ordinary blue one). */
+export function confirmDialog(message, confirmLabel = "Confirm", kind = "danger") {
   return new Promise((resolve) => {
     const dialog = h("dialog.confirm", { "aria-label": "Confirm" });
     const done = (answer) => {
@@ -105,7 +106,7 @@ export function confirmDialog(message, confirmLabel = "Confirm") {
       h("p", message),
       h("div.row.end",
         button("Cancel", () => done(false), { class: "secondary" }),
-        button(confirmLabel, () => done(true), { class: "danger" })),
+        button(confirmLabel, () => done(true), { class: kind })),
     ]);
     dialog.addEventListener("cancel", () => done(false));
     document.body.append(dialog);

@@ -45,6 +45,7 @@ export const AUDIT_ACTION = {
   "member.invited": "Member invited", "invitation.cancelled": "Invitation cancelled", "member.joined": "Member joined",
   "member.removed": "Member removed", "member.renamed": "Member renamed",
   "agent.created": "Agent created", "agent.deleted": "Agent deleted", "agent.retention_changed": "Data retention changed",
+  "agent.version_restored": "Agent version restored",
   "tool.created": "Tool created", "tool.deleted": "Tool deleted",
   "webhook.created": "Webhook created", "webhook.deleted": "Webhook deleted",
   "end_user.exported": "Visitor's data exported", "end_user.erased": "Visitor's data erased",

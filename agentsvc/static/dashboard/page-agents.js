@@ -1,9 +1,10 @@
 // Agents: list, create (owner), edit model/prompt/temperature, handoff, the widget's look,
-// delete (owner).
+// delete (owner); an agent's versions (in this module, as they share its words: each module
+// is gzipped alone).
 
-import { del, enc, get, patch, post } from "./api.js";
+import { del, describe, enc, get, patch, post } from "./api.js";
 import { beside, button, confirmDialog, field, h, mount, select, table, toast, when } from "./dom.js";
-import { onSubmit, pageHeader } from "./forms.js";
+import { actionButton, onSubmit, pageHeader } from "./forms.js";
 import { languageName, modelName } from "./labels.js";
 import { widgetLookSection } from "./page-widget.js";
 
@@ -160,7 +161,7 @@ function handoffForm(agent) {
     h("button", { type: "submit" }, "Save handoff settings")), async (data) => {
     const intervals = parseHours(String(data.get("hours")));
     const teamChat = String(data.get("teamChat")).trim();
-    await patch(`/agents/${enc(agent.id)}`, {
+    const saved = await patch(`/agents/${enc(agent.id)}`, {
       handoff: {
         enabled: data.get("enabled") === "on",
         businessHours: intervals.length ? { timezone: String(data.get("timezone")).trim(), intervals } : null,
@@ -168,7 +169,7 @@ function handoffForm(agent) {
         notify: { email: data.get("email") === "on", teamChat: teamChat || null },
       },
     });
-    toast("Handoff settings saved");
+    toast(`Handoff settings saved (version ${saved.version})`);
   });
   return form;
 }
@@ -212,8 +213,10 @@ export async function renderAgents(ctx, page) {
     table(columns, ctx.agents, ctx.isOwner ? "No agents yet: create the first one." : "No agents yet: the team owner creates them."));
 }
 
-/** One agent: the create form (id "new") or the edit form with delete. */
-export async function renderAgent(ctx, page, id) {
+/** One agent: the create form (id "new"), the edit form with delete, or (#/agents/ID/versions)
+ *  its versions. */
+export async function renderAgent(ctx, page, id, part, chosen) {
+  if (part === "versions") return renderVersions(ctx, page, id, chosen);
   if (id === "new") {
     if (!ctx.isOwner) {
       mount(page, pageHeader("New agent"), h("p.empty", "Only the team owner creates agents."));
@@ -234,7 +237,7 @@ export async function renderAgent(ctx, page, id) {
   if (ctx.agentId !== agent.id) ctx.setAgent(agent.id);
   const form = onSubmit(h("form.stack.card", { "aria-label": "Agent settings" }, agentFields(agent, names, ctx.agents.map((a) => a.model)), h("button", { type: "submit" }, "Save changes")), async (data) => {
     const saved = await patch(`/agents/${enc(id)}`, agentBody(data));
-    toast(`Saved ${saved.name}`);
+    toast(`Saved ${saved.name} (version ${saved.version})`);
     await ctx.refreshAgents();
   });
   const remove = ctx.isOwner
@@ -247,7 +250,8 @@ export async function renderAgent(ctx, page, id) {
       }, { class: "danger" })
     : null;
   mount(page,
-    pageHeader(agent.name, `Short name ${agent.slug} · created ${when(agent.createdAt)} · updated ${when(agent.updatedAt)}`,
+    pageHeader(agent.name, `Short name ${agent.slug} · version ${agent.version} · created ${when(agent.createdAt)} · updated ${when(agent.updatedAt)}`,
+      h("a.button.secondary", { href: `#/agents/${enc(agent.id)}/versions` }, "Versions"),
       h("a.button.secondary", { href: "#/preview" }, "Chat preview"),
       h("a.button.secondary", { href: "#/tools" }, "Tools"),
       remove),
@@ -256,4 +260,126 @@ export async function renderAgent(ctx, page, id) {
     handoffForm(agent),
     widgetLookSection(agent),
     retentionForm(ctx, agent));
+}
+
+// ── An agent's versions (#/agents/ID/versions[/N]): the timeline, newest first; what the
+// chosen version changed against the one before it; restoring one, as a new version. ──
+
+const onOff = (on) => (on ? "on" : "off");
+const liveTag = (v) => (v.live ? h("span.tag.good", "Live") : null);
+
+/** Who made a version: the member's name, else the API key's, else the server (never an
+ *  e-mail address: the API gives none). */
+export const authorName = (a) => [a.name, a.keyName && `API key “${a.keyName}”`].filter(Boolean).join(" with the ") || (a.via === "system" ? "The server" : "A member");
+
+/** What a version holds, in words, as [label, text]: all but the system prompt. */
+export function settingWords(s) {
+  const hand = s.handoff || {};
+  const hours = hand.businessHours;
+  return [
+    ["Model", modelName(s.model)],
+    ["Temperature", String(s.temperature)],
+    ["Language", languageName(s.language)],
+    ["Handoff to a person", onOff(hand.enabled)],
+    ["Business hours", hours ? `${hoursText(hours).replace(/\n/g, ", ")} (${hours.timezone})` : "always"],
+    ["Offline message", hand.offlineMessage],
+    ["E-mail the members at each handoff", onOff(hand.notify?.email)],
+    ["Team chat webhook", hand.notify?.teamChat || "none"],
+  ];
+}
+
+const MARKS = { "-": ["removed", "del", "−", "Removed: "], "+": ["added", "ins", "+", "Added: "] };
+
+/** A unified diff's lines: removed ones struck through and marked "−", added ones marked
+ *  "+" (and said "Removed:", "Added:" to a screen reader), lines left out as "…". */
+export function lineDiff(lines) {
+  return h("div.line-diff.code", { role: "group", "aria-label": "System prompt, line by line" }, lines.map((line, i) => {
+    if (line[0] === "@") return i || !/^@@ -[01]\D/.test(line) ? h("div.diff-line", "…") : null;
+    const [kind, tag, mark, said] = MARKS[line[0]] || ["", "span", " ", ""];
+    return h(`div.diff-line.${kind}`, h("span", { "aria-hidden": "true" }, mark), h(tag, said && h("span.sr-only", said), line.slice(1)));
+  }));
+}
+
+/** What version n changed against version n - 1: settings as "before → after", the
+ *  system prompt line by line (whole, when too long to compare). */
+function changesSince(n, changes) {
+  const before = {};
+  const after = {};
+  for (const c of changes) [before[c.field], after[c.field]] = [c.before, c.after];
+  const was = settingWords(before);
+  const rows = settingWords(after).map(([label, text], i) => [label, was[i][1], text]).filter(([, a, b]) => a !== b);
+  const prompt = changes.find((c) => c.field === "systemPrompt");
+  return [
+    h("h3", `What changed since version ${n - 1}`),
+    changes.length ? null : h("p.muted", "Nothing the agent does."),
+    rows.length ? h("ul", rows.map(([label, a, b]) => h("li", h("strong", label), `: ${a} → ${b}`))) : null,
+    prompt ? [h("h3", "System prompt"), prompt.lines ? lineDiff(prompt.lines) : h("pre", prompt.after)] : null,
+  ];
+}
+
+/** A version's time (the viewer's), who made it and its note. */
+const facts = (v) => h("span.facts", h("time", { datetime: v.createdAt }, when(v.createdAt)), ` · ${authorName(v.author)}`, v.note ? h("em", v.note) : null);
+
+/** The chosen version: what it changed, all it holds, Restore (when it is not live). */
+async function versionDetail(agentId, n, restored) {
+  const path = `/agents/${enc(agentId)}/versions/`;
+  const [v, diff] = await Promise.all([get(path + n), n > 1 ? get(`${path}${n - 1}/diff/${n}`) : null]);
+  const restore = actionButton("Restore this version", async () => {
+    const question = `The agent will answer as in version ${n} again. This is saved as a new version; nothing is deleted.`;
+    if (await confirmDialog(question, `Restore version ${n}`, null)) await restored(n, await post(`${path}${n}/restore`));
+  });
+  return [
+    h("h2", { tabindex: "-1" }, `Version ${n} `, liveTag(v)),
+    facts(v),
+    diff ? changesSince(n, diff.changes) : h("p", "The first version kept: all it holds is below."),
+    h("details", { open: !diff }, h("summary", `All settings of version ${n}`),
+      h("dl.keys", settingWords(v.snapshot).map(([label, text]) => [h("dt", label), h("dd", text)])),
+      h("pre", v.snapshot.systemPrompt)),
+    v.live ? h("p.muted", "This is the live version: the agent answers with it now.") : restore,
+  ];
+}
+
+/** The Versions page of one agent; `chosen`: the version named in the address. */
+async function renderVersions(ctx, page, id, chosen) {
+  const path = `/agents/${enc(id)}/versions`;
+  const [agent, first] = await Promise.all([get(`/agents/${enc(id)}`), get(path)]);
+  if (ctx.agentId !== agent.id) ctx.setAgent(agent.id);
+  const list = h("ol.timeline");
+  const detail = h("section.card.stack", { "aria-label": "The chosen version" });
+  const notice = h("div", { role: "status" });
+  let [versions, next, shown, seq] = [first.data, first.pagination.nextCursor, Number(chosen) || agent.version, 0];
+  const older = async () => {
+    const more = await get(`${path}?cursor=${enc(next)}`);
+    [versions, next] = [versions.concat(more.data), more.pagination.nextCursor];
+    draw();
+  };
+  const draw = () => mount(list, versions.map((v) => h("li", h("button", { type: "button", "aria-current": v.number === shown && "true", onclick: () => choose(v.number) },
+    h("strong", `Version ${v.number} `, liveTag(v)), facts(v)))), next ? button("Show older versions", older) : null);
+  const show = async (focus) => {
+    const mine = ++seq;
+    const parts = await versionDetail(agent.id, shown, restored).catch((err) => h("p.form-error", { role: "alert" }, describe(err)));
+    if (mine !== seq) return;
+    mount(detail, parts);
+    if (focus) detail.querySelector("h2")?.focus(); // scrolled to, below the timeline (narrow screens)
+  };
+  const choose = (n) => {
+    shown = n;
+    history.replaceState(null, "", `#/agents/${enc(agent.id)}/versions/${n}`);
+    draw();
+    show(true);
+  };
+  const restored = async (from, result) => {
+    mount(notice, h("p.notice", result.restored ? `Version ${result.version.number} is now live: the agent answers as in version ${from} again.` : `The agent answers as in version ${from} already.`));
+    const fresh = await get(path);
+    [versions, next] = [fresh.data, fresh.pagination.nextCursor];
+    choose(result.version.number);
+    await ctx.refreshAgents();
+  };
+  draw();
+  await show(false);
+  mount(page,
+    pageHeader(`Versions of ${agent.name}`, "Each change of the system prompt, model, temperature, language or handoff settings is kept as a version. Choose one to see what it changed; restore it to make the agent answer as it did then.",
+      h("a.button.secondary", { href: `#/agents/${enc(agent.id)}` }, "Back to the agent")),
+    notice,
+    h("div.versions", h("section.card", { "aria-label": "Timeline" }, h("h2", "Timeline"), list), detail));
 }

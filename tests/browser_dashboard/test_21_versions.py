@@ -1,0 +1,226 @@
+"""An agent's Versions in a real browser (issue 33, item 1): an owner changes an agent's
+system prompt and temperature on its page, its handoff through the API, and opens Versions
+from the agent's page: the timeline (newest first, each with its time, who made it (a name or
+an API key's name, never an e-mail address) and its note, the live one badged "Live"); a
+version's changes against the one before it (the prompt's removed and added lines marked by
+more than colour, the other settings as "before → after" in words); version 1 restored with
+a confirmation in plain words, after which version 5 is live and the agent's page shows the
+first prompt again. No serious or critical axe-core finding at 1280 and 390 px; nothing
+wider than a 390 px screen. A member sees the versions and restores one too."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.support.axe import serious_violations
+from tests.support.dashboard_stack import (
+    OWNER_EMAIL,
+    PASSWORD,
+    Tab,
+    ensure_owner,
+    in_owners_team,
+    owner_key,
+    public_post,
+    sign_in,
+)
+
+ARTEFACTS = Path(__file__).resolve().parents[1] / "browser" / "artefacts"
+MEMBER = "versions-member@example.com"
+FIRST = "We open at nine.\nParcels ship within a day.\nReturns are free for 30 days."
+SECOND = "We open at ten.\nParcels ship within a day.\nReturns are free for 30 days."
+THIRD = SECOND + "\nGift wrapping costs 3 euros."
+
+
+@pytest.fixture(scope="module")
+def shop(stack) -> dict:
+    """An agent of the owner's team (version 1), and a member of the team."""
+    ensure_owner(stack)
+    key = owner_key(stack)
+    body = {"name": "Versions shop", "systemPrompt": FIRST}
+    agent = stack.api("POST", "/agents", key, body)["data"]
+    invitation = stack.api("POST", "/team/invite", key, {"email": MEMBER, "role": "member"})
+    token = parse_qs(urlsplit(invitation["link"]).query)["token"][0]
+    joined = {"token": token, "password": PASSWORD, "name": "Max Member"}
+    public_post(stack, "/team/invitations/accept", joined)
+    return {"key": key, "agent": agent}
+
+
+def _overflow(page: Page) -> int:
+    """How far the document is wider than the viewport (0: no sideways scrolling)."""
+    return page.evaluate(
+        "() => Math.max(document.documentElement.scrollWidth, document.body.scrollWidth)"
+        " - window.innerWidth"
+    )
+
+
+def _axe_at_both_widths(page: Page) -> list[str]:
+    found = []
+    for width, height in ((1280, 860), (390, 844)):
+        page.set_viewport_size({"width": width, "height": height})
+        found += [f"{width} px: {v}" for v in serious_violations(page, "main")]
+        if _overflow(page) > 0:
+            found.append(f"{width} px: {_overflow(page)} px wider than the screen")
+    page.set_viewport_size({"width": 1280, "height": 860})
+    return found
+
+
+def _save_agent(page: Page, prompt: str, temperature: str | None = None) -> None:
+    form = page.get_by_role("form", name="Agent settings")
+    form.get_by_label("System prompt").fill(prompt)
+    if temperature is not None:
+        form.get_by_label("Temperature (0-100)").fill(temperature)
+    form.get_by_role("button", name="Save changes").click()
+
+
+def _entry(page: Page, number: int):
+    """The timeline's button of one version."""
+    timeline = page.get_by_role("region", name="Timeline")
+    return timeline.get_by_role("button", name=re.compile(rf"^Version {number}\b"))
+
+
+def _picture(page: Page, shots: Path, name: str) -> None:
+    keep = os.environ.get("AGENTSVC_WRITE_ARTEFACTS") == "1"
+    page.evaluate("window.scrollTo(0, 0)")
+    page.screenshot(path=str((ARTEFACTS if keep else shots) / name))
+
+
+def test_an_owner_reads_and_restores_versions(tab, stack, shop, shots):
+    page = tab.page
+    agent = shop["agent"]
+    sign_in(page, stack)
+    in_owners_team(page)
+    page.goto(f"{stack.url}/#/agents/{agent['id']}")
+
+    # Two changes on the agent's page; each save says the version it made.
+    _save_agent(page, SECOND)
+    expect(page.locator(".toast").filter(has_text="(version 2)")).to_be_visible()
+    _save_agent(page, THIRD, temperature="20")
+    expect(page.locator(".toast").filter(has_text="(version 3)")).to_be_visible()
+    stack.api("PATCH", f"/agents/{agent['id']}", shop["key"], {"handoff": {"enabled": True}})
+    page.reload()
+
+    # Versions, from the agent's page: newest first, the live one badged.
+    page.get_by_role("link", name="Versions", exact=True).click()
+    expect(page.get_by_role("heading", name="Versions of Versions shop")).to_be_visible()
+    timeline = page.get_by_role("region", name="Timeline")
+    expect(timeline.get_by_role("button")).to_have_count(4)
+    expect(timeline.locator("li strong")).to_have_text(
+        ["Version 4 Live", "Version 3 ", "Version 2 ", "Version 1 "]
+    )
+    expect(_entry(page, 4)).to_contain_text("Olivia Owner with the API key “checks”")
+    expect(_entry(page, 3)).to_contain_text("Olivia Owner")
+    expect(_entry(page, 1)).to_contain_text("Created")
+    expect(_entry(page, 1).locator("time")).to_have_attribute("datetime", agent["createdAt"])
+    assert "@" not in page.locator("main").inner_text()
+
+    # The live version is shown first: its handoff change in words.
+    detail = page.get_by_role("region", name="The chosen version")
+    expect(detail.get_by_role("heading", name="Version 4")).to_be_visible()
+    expect(detail.get_by_text("What changed since version 3")).to_be_visible()
+    expect(detail.locator("ul > li")).to_have_text(["Handoff to a person: off → on"])
+    expect(detail.get_by_text("This is the live version")).to_be_visible()
+    expect(detail.get_by_role("button", name="Restore this version")).to_have_count(0)
+
+    # Version 3: the temperature in words, the added line marked "+" and said "Added".
+    _entry(page, 3).click()
+    expect(_entry(page, 3)).to_have_attribute("aria-current", "true")
+    expect(page).to_have_url(re.compile(r"/versions/3$"))
+    expect(detail.get_by_role("heading", name="Version 3")).to_be_focused()
+    expect(detail.locator("ul > li")).to_have_text(["Temperature: 70 → 20"])
+    added = detail.locator(".diff-line.added")
+    expect(added).to_have_count(1)
+    expect(added).to_have_text("+Added: Gift wrapping costs 3 euros.")
+    expect(added.locator("ins")).to_be_visible()
+
+    # Version 2: the removed line struck through and marked "−", the added one after it.
+    _entry(page, 2).click()
+    expect(detail.get_by_role("heading", name="Version 2")).to_be_visible()
+    diff = detail.get_by_role("group", name="System prompt, line by line")
+    expect(diff.locator(".diff-line.removed del")).to_have_text("Removed: We open at nine.")
+    expect(diff.locator(".diff-line.added ins")).to_have_text("Added: We open at ten.")
+    expect(diff.locator(".diff-line.removed > [aria-hidden=true]")).to_have_text("−")
+    struck = diff.locator(".diff-line.removed del")
+    assert struck.evaluate("el => getComputedStyle(el).textDecorationLine") == "line-through"
+    expect(diff.locator(".diff-line:not(.removed):not(.added)")).to_have_text(
+        [" Parcels ship within a day.", " Returns are free for 30 days."]
+    )
+    expect(detail.locator("ul")).to_have_count(0)
+    assert _axe_at_both_widths(page) == []
+    _picture(page, shots, "dashboard-versions.png")
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.screenshot(path=str(shots / "versions-390.png"), full_page=True)
+    page.set_viewport_size({"width": 1280, "height": 860})
+
+    # Version 1: nothing before it, all its settings; restored in plain words.
+    _entry(page, 1).click()
+    expect(detail.get_by_text("The first version kept")).to_be_visible()
+    expect(detail.locator("details pre")).to_have_text(FIRST)
+    detail.get_by_role("button", name="Restore this version").click()
+    dialog = page.get_by_role("dialog")
+    expect(dialog).to_contain_text(
+        "The agent will answer as in version 1 again."
+        " This is saved as a new version; nothing is deleted."
+    )
+    assert _axe_at_both_widths(page) == []
+    page.screenshot(path=str(shots / "versions-restore-dialog.png"))
+    dialog.get_by_role("button", name="Restore version 1").click()
+    expect(page.get_by_role("status").filter(has_text="Version 5 is now live")).to_have_text(
+        "Version 5 is now live: the agent answers as in version 1 again."
+    )
+    expect(_entry(page, 5)).to_contain_text("Live")
+    expect(_entry(page, 5)).to_contain_text("Restored version 1")
+    expect(_entry(page, 5)).to_have_attribute("aria-current", "true")
+    expect(_entry(page, 4).locator(".tag")).to_have_count(0)
+    expect(detail.get_by_role("heading", name="Version 5")).to_be_visible()
+    expect(detail.locator("ul > li")).to_have_text(
+        ["Temperature: 20 → 70", "Handoff to a person: on → off"]
+    )
+    expect(detail.locator(".diff-line.removed")).to_have_count(2)
+    assert _axe_at_both_widths(page) == []
+    _picture(page, shots, "dashboard-versions-restored.png")
+
+    # The agent's page shows the first prompt again; the API agrees.
+    page.get_by_role("link", name="Back to the agent").click()
+    form = page.get_by_role("form", name="Agent settings")
+    expect(form.get_by_label("System prompt")).to_have_value(FIRST)
+    expect(form.get_by_label("Temperature (0-100)")).to_have_value("70")
+    got = stack.api("GET", f"/agents/{agent['id']}", shop["key"])["data"]
+    assert (got["version"], got["systemPrompt"], got["handoff"]["enabled"]) == (5, FIRST, False)
+
+    # A version in the address opens on it (a reload keeps the choice).
+    page.goto(f"{stack.url}/#/agents/{agent['id']}/versions/2")
+    expect(_entry(page, 2)).to_have_attribute("aria-current", "true")
+    expect(detail.get_by_role("heading", name="Version 2")).to_be_visible()
+
+
+def test_a_member_sees_and_restores_versions(browser, stack, shop):
+    agent = shop["agent"]
+    tab = Tab(browser, stack)
+    try:
+        page = tab.page
+        page.set_viewport_size({"width": 390, "height": 844})
+        sign_in(page, stack, MEMBER)
+        page.goto(f"{stack.url}/#/agents/{agent['id']}/versions")
+        latest = stack.api("GET", f"/agents/{agent['id']}", shop["key"])["data"]["version"]
+        expect(_entry(page, latest)).to_have_attribute("aria-current", "true")
+        _entry(page, 2).click()
+        detail = page.get_by_role("region", name="The chosen version")
+        expect(detail.get_by_role("heading", name="Version 2")).to_be_in_viewport()
+        detail.get_by_role("button", name="Restore this version").click()
+        page.get_by_role("dialog").get_by_role("button", name="Restore version 2").click()
+        expect(page.get_by_role("status").filter(has_text="is now live")).to_have_text(
+            f"Version {latest + 1} is now live: the agent answers as in version 2 again."
+        )
+        expect(_entry(page, latest + 1)).to_contain_text("Max Member")
+        assert OWNER_EMAIL not in page.locator("main").inner_text()
+        assert MEMBER not in page.locator("main").inner_text()
+        assert _overflow(page) <= 0
+        assert serious_violations(page, "main") == []
+    finally:
+        tab.close()
