@@ -66,6 +66,8 @@ CREATE TABLE agents (
     widget          TEXT,                   -- the widget's look, JSON (migration 9)
     retention_days  INTEGER,                -- conversations/submissions kept N days; NULL: forever (migration 10)
     version         INTEGER NOT NULL DEFAULT 1, -- the live version's number (migration 17)
+    versioning      TEXT NOT NULL DEFAULT 'live', -- 'draft': changes wait in the draft (migration 17)
+    draft           TEXT,                   -- the draft: {basedOn, updatedAt, snapshot, ...} JSON
     UNIQUE (team_id, slug)
 );
 CREATE INDEX agents_team_created ON agents(team_id, created_at);

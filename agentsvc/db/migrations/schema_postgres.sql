@@ -77,6 +77,8 @@ CREATE TABLE agents (
     widget          TEXT,
     retention_days  BIGINT,
     version         BIGINT NOT NULL DEFAULT 1,
+    versioning      TEXT NOT NULL DEFAULT 'live',
+    draft           TEXT,
     UNIQUE (team_id, slug)
 );
 CREATE INDEX agents_team_created ON agents(team_id, created_at);

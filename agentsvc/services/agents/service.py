@@ -75,9 +75,12 @@ class AgentsService:
             stored = await agents_store.get(self._db.reader, team_id, agent_id)
             if stored is None:
                 raise NotFound("Agent not found")
+            # In draft mode, the settings given change the draft's.
+            drafting = fields.get("versioning", stored.versioning) == "draft" and stored.draft
             fields["handoff"] = handoff_settings.merged_settings(
                 self._box,
-                stored,
+                stored.id,
+                stored.draft["snapshot"]["handoff"] if drafting else stored.handoff,
                 changes.handoff,
                 allow_private=self._settings.outbound.allow_private,
             )
@@ -103,12 +106,40 @@ class AgentsService:
         agent = await self.get(team_id, agent_id)
         return await versions.get(self._db, agent.id, number)
 
-    async def diff(self, team_id: str, agent_id: str, old: int, new: int) -> list[dict[str, Any]]:
-        """What changed from version `old` to version `new`."""
+    async def diff(
+        self, team_id: str, agent_id: str, old: int | str, new: int | str
+    ) -> list[dict[str, Any]]:
+        """What changed from version `old` to version `new` (either may be "draft")."""
         agent = await self.get(team_id, agent_id)
-        before = await versions.get(self._db, agent.id, old)
-        after = await versions.get(self._db, agent.id, new)
-        return await versions.diff(version_view(before.snapshot), version_view(after.snapshot))
+        before = await self._snapshot(agent, old)
+        after = await self._snapshot(agent, new)
+        return await versions.diff(version_view(before), version_view(after))
+
+    async def _snapshot(self, agent: Agent, ref: int | str) -> dict[str, Any]:
+        if ref == "draft":
+            return self.draft_of(agent)["snapshot"]
+        assert isinstance(ref, int)
+        return (await versions.get(self._db, agent.id, ref)).snapshot
+
+    @staticmethod
+    def draft_of(agent: Agent) -> dict[str, Any]:
+        """The agent's draft, or NotFound."""
+        if agent.draft is None:
+            raise NotFound("This agent has no draft")
+        return agent.draft
+
+    async def publish(self, actor: Actor, agent_id: str, note: str) -> tuple[Agent, AgentVersion]:
+        """Make the agent's draft live as its next version (its model must be offered)."""
+        agent = await self.get(actor.team_id, agent_id)
+        if agent.draft is not None:
+            self._check_model(agent.draft["snapshot"].get("model") or "")
+        published, number = await versions.publish(self._db, actor, agent.id, note)
+        return published, await versions.get(self._db, agent.id, number)
+
+    async def discard_draft(self, actor: Actor, agent_id: str) -> Agent:
+        """Throw the agent's draft away."""
+        agent = await self.get(actor.team_id, agent_id)
+        return await versions.discard(self._db, actor, agent.id)
 
     async def restore(self, actor: Actor, agent_id: str, number: int) -> tuple[Agent, bool]:
         """Make a version live again, as a new version; False when it already was."""

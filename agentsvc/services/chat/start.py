@@ -16,6 +16,7 @@ from agentsvc.language import DEFAULT_LANGUAGE
 from agentsvc.llm.base import BUILTIN, Message, ModelProvider, ProviderError, Providers
 from agentsvc.llm.builtin import parse_tool_command
 from agentsvc.services.agents import registry as agents_service
+from agentsvc.services.agents import versions
 from agentsvc.services.answers.matching import CuratedMatch
 from agentsvc.services.chat.conversations import assignee_of, caller_may_use
 from agentsvc.services.chat.messages import ConversationLog, StatusChange
@@ -71,6 +72,8 @@ class ChatInput:
     # A channel's message without a thread: the writer's newest conversation on the
     # channel, or a new one (found with the turn's other reads, not in a read of its own).
     latest_of_user: bool = False
+    # The team's preview: the agent's draft ("draft") or an earlier version's number.
+    version: int | str | None = None
 
 
 def make_title(text: str) -> str:
@@ -160,6 +163,8 @@ async def _load(deps: TurnDeps, chat: ChatInput) -> _Loaded:
     # after a start) because retrieval needs its language. The other reads, queued
     # together, cost one wake-up of the reader thread, not three.
     agent = agents.get(chat.agent_id) or await agents_service.find_agent(db, agents, chat.agent_id)
+    if agent is not None and chat.version is not None and agent.team_id == chat.team_id:
+        agent = await versions.at_version(db, agent, chat.version)
     language = agent.language if agent is not None else DEFAULT_LANGUAGE
     question = chat.messages[-1][1]
     top_k = deps.providers.settings.knowledge.top_k
