@@ -68,6 +68,7 @@ async def test_list_and_get_shapes(client, auth):
         "version",
         "versioning",
         "draft",
+        "experiment",
         "handoff",
         "widget",
         "retentionDays",

@@ -165,11 +165,24 @@ class DraftOut(ResponseModel):
     )
 
 
+class RunningVariant(ResponseModel):
+    version: int
+    weight: float
+
+
+class RunningExperiment(ResponseModel):
+    id: str
+    variants: list[RunningVariant]
+
+
 class AgentOut(AgentCreated):
     updated_at: str
     version: int = Field(description="the live version's number (GET /agents/{id}/versions)")
     versioning: Literal["live", "draft"]
     draft: DraftOut | None = Field(description="the changes waiting to be published, if any")
+    experiment: RunningExperiment | None = Field(
+        description="the experiment running on the agent's versions (GET /experiments/{id})"
+    )
     handoff: HandoffOut
     widget: WidgetOut
     retention_days: int | None = Field(description=RETENTION_DESCRIPTION)
@@ -206,6 +219,7 @@ def agent_json(call: Call, agent: Agent) -> dict:
         "version": agent.version,
         "versioning": agent.versioning,
         "draft": draft_json(agent.draft),
+        "experiment": agent.experiment,
         "handoff": agents_service(call).handoff_json(agent),
         "widget": widget_look.settings_of(agent.widget),
         "retentionDays": agent.retention_days,

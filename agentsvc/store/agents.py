@@ -31,26 +31,30 @@ class Agent:
     versioning: str = "live"  # "draft": changes of what it does wait in the draft
     # The draft: {basedOn, updatedAt, snapshot, authorUserId, authorKeyId}; None: no draft.
     draft: dict[str, Any] | None = None
+    # The running experiment: {id, variants: [{version, weight}]}; None: none runs.
+    experiment: dict[str, Any] | None = None
 
 
 _COLUMNS = (
     "id, team_id, name, slug, model, temperature, system_prompt, created_at, updated_at, language"
 )
 _SELECT = (
-    f"SELECT {_COLUMNS}, handoff, widget, retention_days, version, versioning, draft FROM agents"
+    f"SELECT {_COLUMNS}, handoff, widget, retention_days, version, versioning, draft, experiment"
+    " FROM agents"
 )
-_JSON_COLUMNS = ("handoff", "widget", "draft")
+_JSON_COLUMNS = ("handoff", "widget", "draft", "experiment")
 
 
 def _agent(row: Any) -> Agent:
     return Agent(
-        *row[:-6],
-        handoff=load_json(row[-6]),
-        widget=load_json(row[-5]),
-        retention_days=row[-4],
-        version=row[-3],
-        versioning=row[-2],
-        draft=load_json(row[-1]),
+        *row[:-7],
+        handoff=load_json(row[-7]),
+        widget=load_json(row[-6]),
+        retention_days=row[-5],
+        version=row[-4],
+        versioning=row[-3],
+        draft=load_json(row[-2]),
+        experiment=load_json(row[-1]),
     )
 
 
@@ -114,7 +118,7 @@ async def slugs_like(tx: Tx, team_id: str, base: str) -> set[str]:
 
 async def update(tx: Tx, team_id: str, agent_id: str, fields: dict, now: str) -> bool:
     """Update some of name, model, temperature, system_prompt, language, handoff, widget,
-    retention_days, version, versioning, draft; False when absent."""
+    retention_days, version, versioning, draft, experiment; False when absent."""
     allowed = {
         "name",
         "model",

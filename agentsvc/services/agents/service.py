@@ -10,7 +10,7 @@ from agentsvc.config import Settings
 from agentsvc.db import Database
 from agentsvc.errors import NotFound, ValidationFailed
 from agentsvc.secretbox import SecretBox
-from agentsvc.services.agents import identity, registry, versions
+from agentsvc.services.agents import experiments, identity, registry, versions
 from agentsvc.services.agents.models import model_error
 from agentsvc.services.agents.registry import AgentCache, NewAgent
 from agentsvc.services.audit import Actor
@@ -18,8 +18,10 @@ from agentsvc.services.handoff import settings as handoff_settings
 from agentsvc.services.privacy import retention
 from agentsvc.services.widget import look as widget_look
 from agentsvc.store import agents as agents_store
+from agentsvc.store import experiments as experiments_store
 from agentsvc.store.agent_versions import AgentVersion
 from agentsvc.store.agents import Agent
+from agentsvc.store.experiments import Experiment
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +137,39 @@ class AgentsService:
             self._check_model(agent.draft["snapshot"].get("model") or "")
         published, number = await versions.publish(self._db, actor, agent.id, note)
         return published, await versions.get(self._db, agent.id, number)
+
+    async def start_experiment(
+        self, actor: Actor, agent_id: str, variants: list[dict[str, Any]]
+    ) -> Experiment:
+        """Run an experiment on the agent's versions (each version's model must be offered)."""
+        agent = await self.get(actor.team_id, agent_id)
+        variants = experiments.check_variants(variants)
+        for variant in variants:
+            version = await versions.get(self._db, agent.id, variant["version"])
+            model = version.snapshot.get("model") or ""
+            if model_error(self._settings, model):
+                raise ValidationFailed(
+                    f"variants: version {version.number} uses the model {model}, which this"
+                    " server does not offer now"
+                )
+        return await experiments.start(self._db, actor, agent, variants)
+
+    async def experiments(self, team_id: str, agent_id: str) -> list[Experiment]:
+        """The agent's experiments, newest first (the last 100)."""
+        agent = await self.get(team_id, agent_id)
+        return await experiments_store.list_for_agent(self._db.reader, agent.id, 100)
+
+    async def experiment(self, team_id: str, experiment_id: str) -> tuple[Experiment, dict]:
+        """One of the team's experiments, and its figures per variant."""
+        found = await experiments.get(self._db, team_id, experiment_id)
+        return found, await experiments.results(self._db, found)
+
+    async def stop_experiment(
+        self, actor: Actor, experiment_id: str, winner: int | None
+    ) -> Experiment:
+        """Stop one of the team's experiments; the winner, if named, goes live."""
+        found = await experiments.get(self._db, actor.team_id, experiment_id)
+        return await experiments.stop(self._db, actor, found, winner)
 
     async def discard_draft(self, actor: Actor, agent_id: str) -> Agent:
         """Throw the agent's draft away."""

@@ -129,7 +129,7 @@ async def publish(db: Database, actor: Actor, agent_id: str, note: str) -> tuple
             raise NotFound("Agent not found")
         if agent.draft is None:
             raise Conflict("This agent has no draft to publish")
-        values = _columns_of(agent.draft["snapshot"])
+        values = columns_of(agent.draft["snapshot"])
         published, number = await update_in(
             tx, actor, agent_id, {**values, "draft": None}, note, live=True
         )
@@ -161,23 +161,40 @@ async def discard(db: Database, actor: Actor, agent_id: str) -> Agent:
 
 async def at_version(db: Database, agent: Agent, version: int | str) -> Agent:
     """The agent as it was in version `version`, or as its draft is ("draft"; version 0):
-    what a preview talks to."""
+    what a preview and an experiment's variant talk to."""
     if version == "draft":
         if agent.draft is None:
             raise NotFound("This agent has no draft")
-        return replace(agent, **_columns_of(agent.draft["snapshot"]), version=0)
+        return replace(agent, **columns_of(agent.draft["snapshot"]), version=0)
     assert isinstance(version, int)
-    found = await get(db, agent.id, version)
-    return replace(agent, **_columns_of(found.snapshot), version=version)
+    key = (agent.id, version)
+    snapshot = _SNAPSHOTS.get(key)
+    if snapshot is None:
+        snapshot = (await get(db, agent.id, version)).snapshot
+        if len(_SNAPSHOTS) >= MAX_CACHED_SNAPSHOTS:
+            _SNAPSHOTS.clear()
+        _SNAPSHOTS[key] = snapshot
+    return replace(agent, **columns_of(snapshot), version=version)
 
 
-def _columns_of(snapshot: dict[str, Any]) -> dict[str, Any]:
+# Versions never change once made: an experiment's turns read each variant's once.
+MAX_CACHED_SNAPSHOTS = 2_000
+_SNAPSHOTS: dict[tuple[str, int], dict[str, Any]] = {}
+
+
+def columns_of(snapshot: dict[str, Any]) -> dict[str, Any]:
+    """A snapshot's values by the agent's columns (to store them on the agent)."""
     return {column: snapshot.get(field) for field, column in FIELDS.items()}
 
 
 async def get(db: Database, agent_id: str, number: int) -> AgentVersion:
     """One version of an agent (the caller has checked the agent is the team's)."""
-    found = await versions_store.get(db.reader, agent_id, number)
+    return await get_in(db.reader, agent_id, number)
+
+
+async def get_in(tx: Tx, agent_id: str, number: int) -> AgentVersion:
+    """One version of an agent, read in `tx`; NotFound when it has no such version."""
+    found = await versions_store.get(tx, agent_id, number)
     if found is None:
         raise NotFound(f"This agent has no version {number}")
     return found
@@ -198,7 +215,7 @@ async def restore(db: Database, actor: Actor, agent: Agent, version: AgentVersio
             tx,
             actor,
             agent.id,
-            _columns_of(version.snapshot),
+            columns_of(version.snapshot),
             f"Restored version {version.number}",
             live=True,
         )
