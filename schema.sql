@@ -66,6 +66,9 @@ CREATE TABLE agents (
     widget          TEXT,                   -- the widget's look, JSON (migration 9)
     retention_days  INTEGER,                -- conversations/submissions kept N days; NULL: forever (migration 10)
     version         INTEGER NOT NULL DEFAULT 1, -- the live version's number (migration 17)
+    versioning      TEXT NOT NULL DEFAULT 'live', -- 'draft': changes wait in the draft (migration 17)
+    draft           TEXT,                   -- the draft: {basedOn, updatedAt, snapshot, ...} JSON
+    experiment      TEXT,                   -- the running experiment: {id, variants} JSON (migration 18)
     UNIQUE (team_id, slug)
 );
 CREATE INDEX agents_team_created ON agents(team_id, created_at);
@@ -214,7 +217,10 @@ CREATE TABLE conversations (
     -- the channel the conversation came through (migration 15): 'web' for the widget and
     -- everything before, else the channel's type; its channel (emptied when deleted)
     channel     TEXT NOT NULL DEFAULT 'web',
-    channel_id  TEXT REFERENCES channels(id) ON DELETE SET NULL
+    channel_id  TEXT REFERENCES channels(id) ON DELETE SET NULL,
+    -- the experiment it took part in, and the agent's version it was given (migration 18)
+    experiment_id TEXT,
+    variant     INTEGER
 );
 CREATE INDEX conversations_agent_created ON conversations(agent_id, created_at, id);
 CREATE INDEX conversations_team ON conversations(team_id);
@@ -1067,3 +1073,21 @@ CREATE TABLE agent_versions (
     created_at     TEXT NOT NULL,
     PRIMARY KEY (agent_id, number)
 );
+
+-- Experiments (migration 18): an agent's versions as weighted variants, one running per
+-- agent; each conversation started meanwhile keeps the variant it was given.
+CREATE TABLE experiments (
+    id          TEXT PRIMARY KEY,
+    agent_id    TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+    team_id     TEXT NOT NULL,
+    variants    TEXT NOT NULL,             -- JSON [{version, weight}]
+    status      TEXT NOT NULL CHECK (status IN ('running', 'stopped')),
+    winner      INTEGER,                   -- the version made live when it stopped
+    created_by  TEXT,
+    created_at  TEXT NOT NULL,
+    stopped_at  TEXT
+);
+CREATE UNIQUE INDEX experiments_running ON experiments(agent_id) WHERE status = 'running';
+CREATE INDEX experiments_agent ON experiments(agent_id, created_at);
+CREATE INDEX conversations_experiment ON conversations(experiment_id, variant)
+    WHERE experiment_id IS NOT NULL;

@@ -35,6 +35,10 @@ PREFIXES = {
     "channel": "ch",
     "channel_delivery": "chd",
     "attachment": "att",
+    "experiment": "exp",
+    "evalset": "evs",
+    "eval_case": "evc",
+    "eval_run": "evr",
 }
 
 

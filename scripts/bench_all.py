@@ -53,6 +53,7 @@ BENCHMARKS = [
         ["--seconds", "2", "--cycles", "2", "--turns", "20000"],
     ),
     ("bench_channels.py", [], ["--samples", "100", "--burst", "1000"]),
+    ("bench_versions.py", [], ["--pairs", "100", "--turns", "40"]),
 ]
 
 

@@ -66,11 +66,14 @@ async def test_list_and_get_shapes(client, auth):
         "createdAt",
         "updatedAt",
         "version",
+        "versioning",
+        "draft",
+        "experiment",
         "handoff",
         "widget",
         "retentionDays",
     }
-    assert agent["version"] == 1
+    assert (agent["version"], agent["versioning"], agent["draft"]) == (1, "live", None)
 
 
 async def test_slugs_fold_accents_and_stay_unique(client, auth):

@@ -145,8 +145,10 @@ async def test_conversations_export_as_csv_one_row_per_message(client, auth):
         "conversationId", "title", "userId", "userEmail", "userName", "userVerified", "status",
         "triggerId", "channel", "channelId", "conversationCreatedAt", "messageId", "role",
         "author", "authorName",
-        "content", "rating", "unanswered", "sources", "messageStatus", "messageCreatedAt",
+        "content", "rating", "unanswered", "agentVersion", "sources", "messageStatus",
+        "messageCreatedAt",
     ]  # fmt: skip
+    assert rows[5]["agentVersion"] == "1" and rows[0]["agentVersion"] == ""
 
 
 async def test_exports_never_carry_a_live_formula(client, auth, tmp_path):

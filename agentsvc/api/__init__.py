@@ -21,6 +21,7 @@ def all_endpoints() -> list[Endpoint]:
         dashboard,
         desk,
         documents,
+        experiments,
         exports,
         feedback,
         forms,
@@ -47,6 +48,7 @@ def all_endpoints() -> list[Endpoint]:
         system.routes,
         agents.routes,
         agent_versions.routes,
+        experiments.routes,
         identity.routes,
         chat.routes,
         exports.routes,  # before conversations: /conversations/export is a fixed path

@@ -5,15 +5,16 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
+from pydantic.json_schema import SkipJsonSchema
 
-from agentsvc.api.agents import agent_json, agents_service
+from agentsvc.api.agents import DraftOut, agent_json, agents_service, draft_json
 from agentsvc.api.audit import CURSOR_PAGINATION_SCHEMA, actor_of
 from agentsvc.api.cursors import MAX_CURSOR_LENGTH, decode_cursor, encode_cursor
-from agentsvc.api.models import QueryModel, ResponseModel
+from agentsvc.api.models import QueryModel, RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, envelope_response
 from agentsvc.errors import NotFound, ValidationFailed
 from agentsvc.services.agents import versions
-from agentsvc.services.agents.service import version_view
+from agentsvc.services.agents.service import AgentsService, version_view
 from agentsvc.store.agent_versions import AgentVersion
 
 routes = RouteTable("agents")
@@ -27,6 +28,17 @@ def _number(call: Call, name: str) -> int:
     if not (text.isascii() and text.isdigit() and len(text) <= 9 and int(text) > 0):
         raise NotFound(f"This agent has no version {text[:20]!r}")
     return int(text)
+
+
+def _ref(call: Call, name: str) -> int | str:
+    """A version's number, or "draft"."""
+    return "draft" if call.params[name] == "draft" else _number(call, name)
+
+
+class PublishBody(RequestModel):
+    note: Annotated[str, Field(max_length=500)] | SkipJsonSchema[None] = Field(
+        None, description="what changed, for the versions' list"
+    )
 
 
 class VersionsQuery(QueryModel):
@@ -80,9 +92,19 @@ class FieldChange(ResponseModel):
 
 
 class VersionDiff(ResponseModel):
-    from_: int = Field(alias="from")
-    to: int
+    from_: int | Literal["draft"] = Field(alias="from")
+    to: int | Literal["draft"]
     changes: list[FieldChange]
+
+
+class PublishedOut(ResponseModel):
+    version: VersionOut = Field(description="the new live version")
+    agent: dict[str, Any] = Field(description="the agent, as GET /agents/{id} shows it")
+
+
+class DiscardedOut(ResponseModel):
+    discarded: bool
+    agent: dict[str, Any] = Field(description="the agent, as GET /agents/{id} shows it")
 
 
 class RestoredOut(ResponseModel):
@@ -133,6 +155,38 @@ async def list_versions(call: Call):
     )
 
 
+@routes.get(VERSIONS + "/draft", response=DraftOut, envelope=True, errors=(404,))
+async def get_draft(call: Call):
+    """The agent's draft: what it will do once published (404 without one)."""
+    agent = await agents_service(call).get(call.team_id, call.params["id"])
+    return envelope_response(draft_json(AgentsService.draft_of(agent)))
+
+
+@routes.post(
+    "/agents/{id}/publish",
+    body=PublishBody,
+    response=PublishedOut,
+    envelope=True,
+    errors=(400, 404, 409),
+)
+async def publish(call: Call):
+    """Make the agent's draft live, as its next version (409 without a draft)."""
+    body: PublishBody = call.body
+    agent, version = await agents_service(call).publish(
+        actor_of(call), call.params["id"], body.note or ""
+    )
+    return envelope_response(
+        {"version": version_json(version, agent.version), "agent": agent_json(call, agent)}
+    )
+
+
+@routes.delete("/agents/{id}/draft", response=DiscardedOut, envelope=True, errors=(404,))
+async def discard_draft(call: Call):
+    """Throw the agent's draft away (the live agent stays as it is)."""
+    agent = await agents_service(call).discard_draft(actor_of(call), call.params["id"])
+    return envelope_response({"discarded": True, "agent": agent_json(call, agent)})
+
+
 @routes.get(VERSION, response=VersionDetail, envelope=True, errors=(404,))
 async def get_version(call: Call):
     """One version of the agent, with what it did."""
@@ -146,8 +200,9 @@ async def get_version(call: Call):
 
 @routes.get(VERSION + "/diff/{m}", response=VersionDiff, envelope=True, errors=(404,))
 async def diff_versions(call: Call):
-    """What changed from version n to version m (a prompt also as a line diff)."""
-    old, new = _number(call, "n"), _number(call, "m")
+    """What changed from version n to version m (a prompt also as a line diff); either may
+    be `draft`."""
+    old, new = _ref(call, "n"), _ref(call, "m")
     found = await agents_service(call).diff(call.team_id, call.params["id"], old, new)
     return envelope_response({"from": old, "to": new, "changes": found})
 

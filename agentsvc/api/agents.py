@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field
 from pydantic.json_schema import SkipJsonSchema
@@ -15,7 +15,7 @@ from agentsvc.api.widget_look import WidgetIn, WidgetOut
 from agentsvc.errors import Forbidden
 from agentsvc.language import DEFAULT_LANGUAGE, LANGUAGES
 from agentsvc.services.agents.registry import NewAgent
-from agentsvc.services.agents.service import AgentChanges, AgentsService
+from agentsvc.services.agents.service import AgentChanges, AgentsService, version_view
 from agentsvc.services.handoff.settings import DAYS
 from agentsvc.services.privacy import retention
 from agentsvc.services.widget import look as widget_look
@@ -110,6 +110,12 @@ class AgentPatch(RequestModel):
         None, description="the widget's look, language, texts and starters (merged in)"
     )
     retention_days: RetentionDays | None = Field(None, description=RETENTION_DESCRIPTION)
+    versioning: Literal["live", "draft"] | SkipJsonSchema[None] = Field(
+        None,
+        description="draft: changes of what the agent does (prompt, model, temperature,"
+        " language, handoff) wait in its draft until POST /agents/{id}/publish; live: they"
+        " go live at once (each as a new version)",
+    )
 
 
 class AgentSummary(ResponseModel):
@@ -150,9 +156,33 @@ class HandoffOut(ResponseModel):
     notify: HandoffNotifyOut
 
 
+class DraftOut(ResponseModel):
+    based_on: int = Field(description="the live version the draft started from")
+    updated_at: str
+    snapshot: dict[str, Any] = Field(
+        description="what the agent will do once published: systemPrompt, model,"
+        " temperature, language, handoff"
+    )
+
+
+class RunningVariant(ResponseModel):
+    version: int
+    weight: float
+
+
+class RunningExperiment(ResponseModel):
+    id: str
+    variants: list[RunningVariant]
+
+
 class AgentOut(AgentCreated):
     updated_at: str
     version: int = Field(description="the live version's number (GET /agents/{id}/versions)")
+    versioning: Literal["live", "draft"]
+    draft: DraftOut | None = Field(description="the changes waiting to be published, if any")
+    experiment: RunningExperiment | None = Field(
+        description="the experiment running on the agent's versions (GET /experiments/{id})"
+    )
     handoff: HandoffOut
     widget: WidgetOut
     retention_days: int | None = Field(description=RETENTION_DESCRIPTION)
@@ -187,9 +217,22 @@ def agent_json(call: Call, agent: Agent) -> dict:
         **created_json(agent),
         "updatedAt": agent.updated_at,
         "version": agent.version,
+        "versioning": agent.versioning,
+        "draft": draft_json(agent.draft),
+        "experiment": agent.experiment,
         "handoff": agents_service(call).handoff_json(agent),
         "widget": widget_look.settings_of(agent.widget),
         "retentionDays": agent.retention_days,
+    }
+
+
+def draft_json(draft: dict[str, Any] | None) -> dict[str, Any] | None:
+    if draft is None:
+        return None
+    return {
+        "basedOn": draft["basedOn"],
+        "updatedAt": draft["updatedAt"],
+        "snapshot": version_view(draft["snapshot"]),
     }
 
 
@@ -230,7 +273,9 @@ async def post_agent(call: Call):
     return envelope_response(created_json(agent), status=201)
 
 
-@routes.patch("/agents/{id}", body=AgentPatch, response=AgentOut, envelope=True, errors=(403, 404))
+@routes.patch(
+    "/agents/{id}", body=AgentPatch, response=AgentOut, envelope=True, errors=(403, 404, 409)
+)
 async def patch_agent(call: Call):
     """Update some fields of an agent; the slug stays as it was."""
     body: AgentPatch = call.body

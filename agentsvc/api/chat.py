@@ -27,6 +27,7 @@ from agentsvc.api.pipeline import finish_response
 from agentsvc.api.routing import Call, RouteTable
 from agentsvc.api.sse import SseSink, chat_response
 from agentsvc.api.streams import SHUTDOWN_GRACE_SECONDS, StreamingDeps
+from agentsvc.errors import Forbidden
 from agentsvc.services.agents.identity import EndUserClaim
 from agentsvc.services.chat import start as chat_service
 from agentsvc.services.chat import turn as turn_service
@@ -86,7 +87,16 @@ class ChatContext(RequestModel):
 
 class ChatBody(RequestModel):
     nullable = frozenset(
-        {"conversationId", "sessionId", "user", "userHash", "userToken", "triggerId", "context"}
+        {
+            "conversationId",
+            "sessionId",
+            "user",
+            "userHash",
+            "userToken",
+            "triggerId",
+            "context",
+            "version",
+        }
     )
 
     agent_id: Annotated[str, Field(min_length=1, max_length=100)]
@@ -102,6 +112,11 @@ class ChatBody(RequestModel):
     )
     user_hash: Annotated[str, Field(max_length=200)] | None = Field(
         None, description="HMAC-SHA256 of user.id with the agent's identity secret (hex)"
+    )
+    version: Literal["draft"] | Annotated[int, Field(ge=1, le=999_999_999)] | None = Field(
+        None,
+        description="the team only (a key or a session): talk to the agent's draft or to an"
+        " earlier version, a preview; visitors always talk to the live version",
     )
     # Not bounded here: an oversized token is refused unread (the caller is anonymous), as
     # every other token that does not verify; the body limit bounds the request.
@@ -140,7 +155,7 @@ async def _check_public_rate(call: Call, per_minute: int) -> None:
     cors=True,
     body=ChatBody,
     stream=True,
-    errors=(400, 404, 429),
+    errors=(400, 403, 404, 429),
 )
 async def post_chat(call: Call):
     """Send a message to an agent and stream the reply as Server-Sent Events."""
@@ -170,6 +185,11 @@ async def post_chat(call: Call):
 
 async def _stream_chat(call: Call) -> web.StreamResponse:
     body: ChatBody = call.body
+    if body.version is not None and call.principal is None:
+        raise Forbidden(
+            "Only the agent's team can talk to its draft or an earlier version: sign in, or"
+            " send the team's API key"
+        )
     streaming = _streaming(call)
     visitor = _visitor(body)
     # With an identity secret set, only a signed user stands for a public caller.
@@ -191,6 +211,7 @@ async def _stream_chat(call: Call) -> web.StreamResponse:
         team_id=call.principal.team_id if call.principal else None,
         trigger_id=body.trigger_id,
         visitor=visitor,
+        version=body.version,
     )
     turn = await _turns(call).start(chat)
 

@@ -28,22 +28,33 @@ class Agent:
     # Conversations and submissions older than this many days are purged; None: kept.
     retention_days: int | None = None
     version: int = 1  # the live version's number (services.agents.versions)
+    versioning: str = "live"  # "draft": changes of what it does wait in the draft
+    # The draft: {basedOn, updatedAt, snapshot, authorUserId, authorKeyId}; None: no draft.
+    draft: dict[str, Any] | None = None
+    # The running experiment: {id, variants: [{version, weight}]}; None: none runs.
+    experiment: dict[str, Any] | None = None
 
 
 _COLUMNS = (
     "id, team_id, name, slug, model, temperature, system_prompt, created_at, updated_at, language"
 )
-_SELECT = f"SELECT {_COLUMNS}, handoff, widget, retention_days, version FROM agents"
-_JSON_COLUMNS = ("handoff", "widget")
+_SELECT = (
+    f"SELECT {_COLUMNS}, handoff, widget, retention_days, version, versioning, draft, experiment"
+    " FROM agents"
+)
+_JSON_COLUMNS = ("handoff", "widget", "draft", "experiment")
 
 
 def _agent(row: Any) -> Agent:
     return Agent(
-        *row[:-4],
-        handoff=load_json(row[-4]),
-        widget=load_json(row[-3]),
-        retention_days=row[-2],
-        version=row[-1],
+        *row[:-7],
+        handoff=load_json(row[-7]),
+        widget=load_json(row[-6]),
+        retention_days=row[-5],
+        version=row[-4],
+        versioning=row[-3],
+        draft=load_json(row[-2]),
+        experiment=load_json(row[-1]),
     )
 
 
@@ -107,7 +118,7 @@ async def slugs_like(tx: Tx, team_id: str, base: str) -> set[str]:
 
 async def update(tx: Tx, team_id: str, agent_id: str, fields: dict, now: str) -> bool:
     """Update some of name, model, temperature, system_prompt, language, handoff, widget,
-    retention_days, version; False when absent."""
+    retention_days, version, versioning, draft, experiment; False when absent."""
     allowed = {
         "name",
         "model",
@@ -116,6 +127,7 @@ async def update(tx: Tx, team_id: str, agent_id: str, fields: dict, now: str) ->
         "language",
         "retention_days",
         "version",
+        "versioning",
         *_JSON_COLUMNS,
     }
     assert set(fields) <= allowed, fields

@@ -37,6 +37,9 @@ class Conversation:
     # that channel's id (None for web, or once the channel is deleted).
     channel: str = "web"
     channel_id: str | None = None
+    # The experiment it took part in, and the agent's version it was given (its variant).
+    experiment_id: str | None = None
+    variant: int | None = None
     assignee_name: str | None = None
     assignee_avatar_id: str | None = None  # the assignee's picture now
     message_count: int = 0
@@ -69,7 +72,7 @@ _CONV = (
     " user_verified_by, created_at, updated_at"
 )
 _HANDOFF = "status, assignee_id, handoff_at, first_reply_seconds, contact_email, visitor_seen_at"
-_LATER = "trigger_id, rated_up, rated_down, channel, channel_id"
+_LATER = "trigger_id, rated_up, rated_down, channel, channel_id, experiment_id, variant"
 # A conversation's columns (as `c.`) with its assignee's name as visitors see it now (the
 # member's display name, else the team's name; never an e-mail address), in the order of
 # the Conversation record.
@@ -105,8 +108,8 @@ def message_from_row(row: Any) -> StoredMessage:
 async def insert_conversation(tx: Tx, conv: Conversation) -> None:
     """Insert a conversation (inside a batched write: see services/chat/start.py)."""
     await tx.execute(
-        f"INSERT INTO conversations ({_CONV}, trigger_id, channel, channel_id)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        f"INSERT INTO conversations ({_CONV}, trigger_id, channel, channel_id, experiment_id,"
+        " variant) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             conv.id,
             conv.agent_id,
@@ -122,6 +125,8 @@ async def insert_conversation(tx: Tx, conv: Conversation) -> None:
             conv.trigger_id,
             conv.channel,
             conv.channel_id,
+            conv.experiment_id,
+            conv.variant,
         ),
     )
 

@@ -24,11 +24,12 @@ class ExportMessage(NamedTuple):
     author_id: str | None
     author_name: str | None
     unanswered: int | None
+    agent_version: int | None
 
 
 _COLUMNS = (
     "id, conversation_id, role, content, sources, status, rating, created_at, author_id,"
-    " author_name, unanswered"
+    " author_name, unanswered, agent_version"
 )
 
 

@@ -77,6 +77,9 @@ CREATE TABLE agents (
     widget          TEXT,
     retention_days  BIGINT,
     version         BIGINT NOT NULL DEFAULT 1,
+    versioning      TEXT NOT NULL DEFAULT 'live',
+    draft           TEXT,
+    experiment      TEXT,
     UNIQUE (team_id, slug)
 );
 CREATE INDEX agents_team_created ON agents(team_id, created_at);
@@ -204,7 +207,9 @@ CREATE TABLE conversations (
     page_url    TEXT,
     referrer    TEXT,
     visitor_language TEXT,
-    user_attributes TEXT
+    user_attributes TEXT,
+    experiment_id TEXT,
+    variant     BIGINT
 );
 CREATE INDEX conversations_agent_created ON conversations(agent_id, created_at, id);
 CREATE INDEX conversations_team ON conversations(team_id);
@@ -1026,3 +1031,20 @@ CREATE TABLE agent_versions (
     created_at     TEXT NOT NULL,
     PRIMARY KEY (agent_id, number)
 );
+
+-- Experiments (migration 18).
+CREATE TABLE experiments (
+    id          TEXT PRIMARY KEY,
+    agent_id    TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+    team_id     TEXT NOT NULL,
+    variants    TEXT NOT NULL,
+    status      TEXT NOT NULL CHECK (status IN ('running', 'stopped')),
+    winner      BIGINT,
+    created_by  TEXT,
+    created_at  TEXT NOT NULL,
+    stopped_at  TEXT
+);
+CREATE UNIQUE INDEX experiments_running ON experiments(agent_id) WHERE status = 'running';
+CREATE INDEX experiments_agent ON experiments(agent_id, created_at);
+CREATE INDEX conversations_experiment ON conversations(experiment_id, variant)
+    WHERE experiment_id IS NOT NULL;

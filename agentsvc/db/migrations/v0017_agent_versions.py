@@ -1,7 +1,8 @@
 """Version 17 (issue 33): an agent's versions. Each change of what the agent does (its
 prompt, model, temperature, language, handoff settings) is kept as a numbered snapshot;
 `agents.version` is the live one's number, and every AI answer records the version that
-made it. Agents that exist when this runs get version 1: themselves as they are.
+made it. Agents that exist when this runs get version 1: themselves as they are. With
+`versioning = 'draft'`, changes go to the agent's one draft (JSON) until it is published.
 """
 
 _TABLE = """
@@ -16,6 +17,8 @@ _TABLE = """
         PRIMARY KEY (agent_id, number)
     );
     ALTER TABLE agents ADD COLUMN version {integer} NOT NULL DEFAULT 1;
+    ALTER TABLE agents ADD COLUMN versioning TEXT NOT NULL DEFAULT 'live';
+    ALTER TABLE agents ADD COLUMN draft TEXT;
     ALTER TABLE messages ADD COLUMN agent_version {integer};
     INSERT INTO agent_versions (agent_id, number, snapshot, note, created_at)
     SELECT id, 1, {snapshot}, 'As it was when versions began', updated_at FROM agents;
@@ -34,6 +37,8 @@ POSTGRES = _TABLE.replace("{integer}", "BIGINT").replace("{snapshot}", _POSTGRES
 # Taken away again, for the tests that build a PostgreSQL database of an earlier version.
 UNDO_POSTGRES = """
 ALTER TABLE messages DROP COLUMN agent_version;
+ALTER TABLE agents DROP COLUMN draft;
+ALTER TABLE agents DROP COLUMN versioning;
 ALTER TABLE agents DROP COLUMN version;
 DROP TABLE agent_versions;
 """

@@ -10,7 +10,7 @@ from agentsvc.config import Settings
 from agentsvc.db import Database
 from agentsvc.errors import NotFound, ValidationFailed
 from agentsvc.secretbox import SecretBox
-from agentsvc.services.agents import identity, registry, versions
+from agentsvc.services.agents import experiments, identity, registry, versions
 from agentsvc.services.agents.models import model_error
 from agentsvc.services.agents.registry import AgentCache, NewAgent
 from agentsvc.services.audit import Actor
@@ -18,8 +18,10 @@ from agentsvc.services.handoff import settings as handoff_settings
 from agentsvc.services.privacy import retention
 from agentsvc.services.widget import look as widget_look
 from agentsvc.store import agents as agents_store
+from agentsvc.store import experiments as experiments_store
 from agentsvc.store.agent_versions import AgentVersion
 from agentsvc.store.agents import Agent
+from agentsvc.store.experiments import Experiment
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,9 +77,12 @@ class AgentsService:
             stored = await agents_store.get(self._db.reader, team_id, agent_id)
             if stored is None:
                 raise NotFound("Agent not found")
+            # In draft mode, the settings given change the draft's.
+            drafting = fields.get("versioning", stored.versioning) == "draft" and stored.draft
             fields["handoff"] = handoff_settings.merged_settings(
                 self._box,
-                stored,
+                stored.id,
+                stored.draft["snapshot"]["handoff"] if drafting else stored.handoff,
                 changes.handoff,
                 allow_private=self._settings.outbound.allow_private,
             )
@@ -103,12 +108,73 @@ class AgentsService:
         agent = await self.get(team_id, agent_id)
         return await versions.get(self._db, agent.id, number)
 
-    async def diff(self, team_id: str, agent_id: str, old: int, new: int) -> list[dict[str, Any]]:
-        """What changed from version `old` to version `new`."""
+    async def diff(
+        self, team_id: str, agent_id: str, old: int | str, new: int | str
+    ) -> list[dict[str, Any]]:
+        """What changed from version `old` to version `new` (either may be "draft")."""
         agent = await self.get(team_id, agent_id)
-        before = await versions.get(self._db, agent.id, old)
-        after = await versions.get(self._db, agent.id, new)
-        return await versions.diff(version_view(before.snapshot), version_view(after.snapshot))
+        before = await self._snapshot(agent, old)
+        after = await self._snapshot(agent, new)
+        return await versions.diff(version_view(before), version_view(after))
+
+    async def _snapshot(self, agent: Agent, ref: int | str) -> dict[str, Any]:
+        if ref == "draft":
+            return self.draft_of(agent)["snapshot"]
+        assert isinstance(ref, int)
+        return (await versions.get(self._db, agent.id, ref)).snapshot
+
+    @staticmethod
+    def draft_of(agent: Agent) -> dict[str, Any]:
+        """The agent's draft, or NotFound."""
+        if agent.draft is None:
+            raise NotFound("This agent has no draft")
+        return agent.draft
+
+    async def publish(self, actor: Actor, agent_id: str, note: str) -> tuple[Agent, AgentVersion]:
+        """Make the agent's draft live as its next version (its model must be offered)."""
+        agent = await self.get(actor.team_id, agent_id)
+        if agent.draft is not None:
+            self._check_model(agent.draft["snapshot"].get("model") or "")
+        published, number = await versions.publish(self._db, actor, agent.id, note)
+        return published, await versions.get(self._db, agent.id, number)
+
+    async def start_experiment(
+        self, actor: Actor, agent_id: str, variants: list[dict[str, Any]]
+    ) -> Experiment:
+        """Run an experiment on the agent's versions (each version's model must be offered)."""
+        agent = await self.get(actor.team_id, agent_id)
+        variants = experiments.check_variants(variants)
+        for variant in variants:
+            version = await versions.get(self._db, agent.id, variant["version"])
+            model = version.snapshot.get("model") or ""
+            if model_error(self._settings, model):
+                raise ValidationFailed(
+                    f"variants: version {version.number} uses the model {model}, which this"
+                    " server does not offer now"
+                )
+        return await experiments.start(self._db, actor, agent, variants)
+
+    async def experiments(self, team_id: str, agent_id: str) -> list[Experiment]:
+        """The agent's experiments, newest first (the last 100)."""
+        agent = await self.get(team_id, agent_id)
+        return await experiments_store.list_for_agent(self._db.reader, agent.id, 100)
+
+    async def experiment(self, team_id: str, experiment_id: str) -> tuple[Experiment, dict]:
+        """One of the team's experiments, and its figures per variant."""
+        found = await experiments.get(self._db, team_id, experiment_id)
+        return found, await experiments.results(self._db, found)
+
+    async def stop_experiment(
+        self, actor: Actor, experiment_id: str, winner: int | None
+    ) -> Experiment:
+        """Stop one of the team's experiments; the winner, if named, goes live."""
+        found = await experiments.get(self._db, actor.team_id, experiment_id)
+        return await experiments.stop(self._db, actor, found, winner)
+
+    async def discard_draft(self, actor: Actor, agent_id: str) -> Agent:
+        """Throw the agent's draft away."""
+        agent = await self.get(actor.team_id, agent_id)
+        return await versions.discard(self._db, actor, agent.id)
 
     async def restore(self, actor: Actor, agent_id: str, number: int) -> tuple[Agent, bool]:
         """Make a version live again, as a new version; False when it already was."""

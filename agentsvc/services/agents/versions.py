@@ -16,7 +16,7 @@ from typing import Any
 
 from agentsvc import cpu
 from agentsvc.db import Database, Tx
-from agentsvc.errors import NotFound
+from agentsvc.errors import Conflict, NotFound
 from agentsvc.ids import now_iso
 from agentsvc.services import audit, changes
 from agentsvc.services.audit import Actor
@@ -33,6 +33,7 @@ FIELDS = {
     "language": "language",
     "handoff": "handoff",
 }
+_COLUMNS = frozenset(FIELDS.values())
 # Past this many lines a side, a prompt's change is shown whole, without a line diff: the
 # diff's cost grows with the square of the lines in the worst case.
 MAX_DIFF_LINES = 5_000
@@ -60,18 +61,33 @@ async def insert_in(tx: Tx, agent: Agent, actor: Actor | None, note: str) -> Non
 
 
 async def update_in(
-    tx: Tx, actor: Actor, agent_id: str, fields: dict[str, Any], note: str = ""
+    tx: Tx,
+    actor: Actor,
+    agent_id: str,
+    fields: dict[str, Any],
+    note: str = "",
+    *,
+    live: bool = False,
 ) -> tuple[Agent, int | None]:
     """Change some of an agent's columns; when what it does changed, as its next version.
 
-    The agent's row is read (locked, on PostgreSQL) in the same transaction, so its live
-    number is the newest and two changes at once number theirs one after the other.
-    Returns the agent as stored and the new version's number (None: no new version).
+    With the agent's `versioning` "draft" (unless `live`: a publish, a restore), changes
+    of what it does go to its draft instead, and the live agent stays as it is. The row is
+    read (locked, on PostgreSQL) in the same transaction, so its live number is the newest
+    and two changes at once number theirs one after the other. Returns the agent as stored
+    and the new version's number (None: no new version).
     """
     before = await agents_store.get_for_update(tx, actor.team_id, agent_id)
     if before is None:
         raise NotFound("Agent not found")
     now = now_iso()
+    mode = fields.get("versioning", before.versioning)
+    if mode == "live" and before.versioning == "draft" and before.draft is not None:
+        raise Conflict(
+            "This agent has a draft: publish it or discard it before changes go live at once"
+        )
+    if mode == "draft" and not live:
+        fields = _into_draft(before, fields, actor, now)
     after = replace(before, **fields, updated_at=now)
     number = None
     if snapshot_of(after) != snapshot_of(before):
@@ -84,9 +100,101 @@ async def update_in(
     return after, number
 
 
+def _into_draft(agent: Agent, fields: dict[str, Any], actor: Actor, now: str) -> dict[str, Any]:
+    """The fields with those of what the agent does moved into its draft (a draft equal to
+    the live agent is no draft)."""
+    changes = {field: fields[column] for field, column in FIELDS.items() if column in fields}
+    if not changes:
+        return fields
+    kept = {column: value for column, value in fields.items() if column not in _COLUMNS}
+    live = snapshot_of(agent)
+    snapshot = {**(agent.draft["snapshot"] if agent.draft else live), **changes}
+    if snapshot == live:
+        return {**kept, "draft": None}
+    draft = {
+        "basedOn": agent.draft["basedOn"] if agent.draft else agent.version,
+        "updatedAt": now,
+        "snapshot": snapshot,
+        "authorUserId": actor.user_id,
+        "authorKeyId": actor.key_id,
+    }
+    return {**kept, "draft": draft}
+
+
+async def publish(db: Database, actor: Actor, agent_id: str, note: str) -> tuple[Agent, int]:
+    """Make the agent's draft live, as its next version; Conflict without a draft."""
+    async with db.write() as tx:
+        agent = await agents_store.get_for_update(tx, actor.team_id, agent_id)
+        if agent is None:
+            raise NotFound("Agent not found")
+        if agent.draft is None:
+            raise Conflict("This agent has no draft to publish")
+        values = columns_of(agent.draft["snapshot"])
+        published, number = await update_in(
+            tx, actor, agent_id, {**values, "draft": None}, note, live=True
+        )
+        assert number is not None  # a draft differs from the live agent, or is none
+        await audit.record_in(
+            tx,
+            actor,
+            "agent.published",
+            target_type="agent",
+            target_id=agent_id,
+            label=agent.name,
+            details={"version": number},
+        )
+    await db.announce(changes.agent(agent_id))
+    return published, number
+
+
+async def discard(db: Database, actor: Actor, agent_id: str) -> Agent:
+    """Throw the agent's draft away; NotFound without one."""
+    async with db.write() as tx:
+        agent = await agents_store.get_for_update(tx, actor.team_id, agent_id)
+        if agent is None or agent.draft is None:
+            raise NotFound("This agent has no draft")
+        now = now_iso()
+        await agents_store.update(tx, actor.team_id, agent_id, {"draft": None}, now)
+    await db.announce(changes.agent(agent_id))
+    return replace(agent, draft=None, updated_at=now)
+
+
+async def at_version(db: Database, agent: Agent, version: int | str) -> Agent:
+    """The agent as it was in version `version`, or as its draft is ("draft"; version 0):
+    what a preview and an experiment's variant talk to."""
+    if version == "draft":
+        if agent.draft is None:
+            raise NotFound("This agent has no draft")
+        return replace(agent, **columns_of(agent.draft["snapshot"]), version=0)
+    assert isinstance(version, int)
+    key = (agent.id, version)
+    snapshot = _SNAPSHOTS.get(key)
+    if snapshot is None:
+        snapshot = (await get(db, agent.id, version)).snapshot
+        if len(_SNAPSHOTS) >= MAX_CACHED_SNAPSHOTS:
+            _SNAPSHOTS.clear()
+        _SNAPSHOTS[key] = snapshot
+    return replace(agent, **columns_of(snapshot), version=version)
+
+
+# Versions never change once made: an experiment's turns read each variant's once.
+MAX_CACHED_SNAPSHOTS = 2_000
+_SNAPSHOTS: dict[tuple[str, int], dict[str, Any]] = {}
+
+
+def columns_of(snapshot: dict[str, Any]) -> dict[str, Any]:
+    """A snapshot's values by the agent's columns (to store them on the agent)."""
+    return {column: snapshot.get(field) for field, column in FIELDS.items()}
+
+
 async def get(db: Database, agent_id: str, number: int) -> AgentVersion:
     """One version of an agent (the caller has checked the agent is the team's)."""
-    found = await versions_store.get(db.reader, agent_id, number)
+    return await get_in(db.reader, agent_id, number)
+
+
+async def get_in(tx: Tx, agent_id: str, number: int) -> AgentVersion:
+    """One version of an agent, read in `tx`; NotFound when it has no such version."""
+    found = await versions_store.get(tx, agent_id, number)
     if found is None:
         raise NotFound(f"This agent has no version {number}")
     return found
@@ -102,10 +210,14 @@ async def page(
 
 async def restore(db: Database, actor: Actor, agent: Agent, version: AgentVersion) -> Agent:
     """Make the agent do what `version` did, as a new version (none when it already does)."""
-    values = {column: version.snapshot.get(field) for field, column in FIELDS.items()}
     async with db.write() as tx:
         restored, number = await update_in(
-            tx, actor, agent.id, values, f"Restored version {version.number}"
+            tx,
+            actor,
+            agent.id,
+            columns_of(version.snapshot),
+            f"Restored version {version.number}",
+            live=True,
         )
         if number is not None:
             await audit.record_in(

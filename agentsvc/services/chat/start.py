@@ -15,6 +15,7 @@ from agentsvc.ids import new_id, now_iso
 from agentsvc.language import DEFAULT_LANGUAGE
 from agentsvc.llm.base import BUILTIN, Message, ModelProvider, ProviderError, Providers
 from agentsvc.llm.builtin import parse_tool_command
+from agentsvc.services.agents import experiments, versions
 from agentsvc.services.agents import registry as agents_service
 from agentsvc.services.answers.matching import CuratedMatch
 from agentsvc.services.chat.conversations import assignee_of, caller_may_use
@@ -71,6 +72,8 @@ class ChatInput:
     # A channel's message without a thread: the writer's newest conversation on the
     # channel, or a new one (found with the turn's other reads, not in a read of its own).
     latest_of_user: bool = False
+    # The team's preview: the agent's draft ("draft") or an earlier version's number.
+    version: int | str | None = None
 
 
 def make_title(text: str) -> str:
@@ -160,6 +163,8 @@ async def _load(deps: TurnDeps, chat: ChatInput) -> _Loaded:
     # after a start) because retrieval needs its language. The other reads, queued
     # together, cost one wake-up of the reader thread, not three.
     agent = agents.get(chat.agent_id) or await agents_service.find_agent(db, agents, chat.agent_id)
+    if agent is not None and chat.version is not None and agent.team_id == chat.team_id:
+        agent = await versions.at_version(db, agent, chat.version)
     language = agent.language if agent is not None else DEFAULT_LANGUAGE
     question = chat.messages[-1][1]
     top_k = deps.providers.settings.knowledge.top_k
@@ -171,6 +176,41 @@ async def _load(deps: TurnDeps, chat: ChatInput) -> _Loaded:
         _latest_messages(db, chat),
     )
     return _Loaded(agent, conv, tools, passages, match, stored)
+
+
+def _variant(
+    agent: Agent, conversation: Conversation | None, chat: ChatInput
+) -> tuple[str | None, int | None]:
+    """The agent's running experiment and the variant this turn gets (None, None: live).
+
+    A conversation keeps the variant it began with; one that began before the experiment
+    stays live. A new one is given the variant of its visitor: the signed end user, else
+    the session, else drawn by weight. A team's preview of a version is in no experiment.
+    """
+    running = agent.experiment
+    if running is None or chat.version is not None:
+        return None, None
+    if conversation is not None:
+        if conversation.experiment_id == running["id"]:
+            return conversation.experiment_id, conversation.variant
+        return None, None
+    user = chat.user or {}
+    visitor = user.get("id") if user.get("verified_by") else chat.session_id
+    return running["id"], experiments.assign(running, visitor)
+
+
+async def _in_language_of(
+    deps: TurnDeps, chat: ChatInput, agent: Agent, loaded: _Loaded
+) -> _Loaded:
+    """The passages and curated answer again when a variant's language differs."""
+    if loaded.agent is None or loaded.agent.language == agent.language:
+        return loaded
+    db, curated = deps.log.db, deps.sources.curated
+    question = chat.messages[-1][1]
+    top_k = deps.providers.settings.knowledge.top_k
+    passages = await retrieve(db, agent.id, question, top_k, deps.sources.semantic, agent.language)
+    match = await curated.match(db, agent.id, question, agent.language) if curated else None
+    return replace(loaded, passages=passages, match=match)
 
 
 def _agent_of(loaded: _Loaded, chat: ChatInput) -> Agent:
@@ -315,6 +355,10 @@ async def prepare_turn(deps: TurnDeps, chat: ChatInput) -> Turn | HeldTurn:
     _check_messages(chat)
     loaded = await _load(deps, chat)
     agent = _agent_of(loaded, chat)
+    experiment_id, variant = _variant(agent, loaded.conversation, chat)
+    if variant is not None and variant != agent.version:
+        agent = await versions.at_version(deps.log.db, agent, variant)
+        loaded = await _in_language_of(deps, chat, agent, loaded)
     provider, model_name = _model_of(deps.providers, agent)
     question = chat.messages[-1][1]
     match = loaded.match
@@ -323,7 +367,9 @@ async def prepare_turn(deps: TurnDeps, chat: ChatInput) -> Turn | HeldTurn:
     knowledge = await _has_knowledge(deps.log.db, agent, loaded.passages, match)
     history = await _history(deps.log.db, chat, loaded.conversation, loaded.messages)
     now = now_iso()
-    conv = loaded.conversation or _new_conversation(agent, chat, now)
+    conv = loaded.conversation or replace(
+        _new_conversation(agent, chat, now), experiment_id=experiment_id, variant=variant
+    )
     message = _visitor_message(conv.id, question, now)
     new = loaded.conversation is None
     await _store(deps.log, conv, message, new=new, visitor=chat.visitor, files=chat.attachments)

@@ -507,7 +507,7 @@ class TurnRunner:
             rating=None,
             created_at=now,
             unanswered=unanswered,
-            agent_version=turn.agent.version,
+            agent_version=turn.agent.version or None,  # a draft (0) has no number yet
         )
 
         key = question_key(turn.question) if unanswered else ""

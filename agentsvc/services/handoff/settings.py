@@ -98,11 +98,17 @@ def _check_hours(hours: dict[str, Any]) -> None:
 
 
 def merged_settings(
-    box: SecretBox, agent: Agent, given: dict[str, Any], *, allow_private: bool
+    box: SecretBox,
+    agent_id: str,
+    stored: dict[str, Any] | None,
+    given: dict[str, Any],
+    *,
+    allow_private: bool,
 ) -> dict[str, Any]:
-    """The agent's handoff settings with the given ones merged in, checked. Setting a team
-    chat URL creates its signing secret (kept while the URL changes)."""
-    current = settings_of(agent.handoff)
+    """An agent's stored handoff settings (the live ones, or its draft's) with the given
+    ones merged in, checked. Setting a team chat URL creates its signing secret (kept while
+    the URL changes)."""
+    current = settings_of(stored)
     merged = {**current, **{k: v for k, v in given.items() if k != "notify"}}
     if "notify" in given:
         merged["notify"] = {**current["notify"], **given["notify"]}
@@ -113,7 +119,7 @@ def merged_settings(
         check_target_url("handoff.notify.teamChat", url, allow_private=allow_private)
         if not merged.get("teamChatSecretSealed"):
             secret = "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode("ascii")
-            merged["teamChatSecretSealed"] = box.seal(secret, team_chat_context(agent.id))
+            merged["teamChatSecretSealed"] = box.seal(secret, team_chat_context(agent_id))
     return merged
 
 
