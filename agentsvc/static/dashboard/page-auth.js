@@ -3,7 +3,7 @@
 import { ApiError, enc, get, post } from "./api.js";
 import { field, h, mount } from "./dom.js";
 import { onSubmit } from "./forms.js";
-import { ssoOffer } from "./sso.js";
+import { ssoOffer } from "./page-team.js";
 
 function card(title, ...children) {
   return h("div.auth",
