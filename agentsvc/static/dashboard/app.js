@@ -4,11 +4,10 @@ import { ApiError, describe, get, post, setUnauthorizedHandler } from "./api.js"
 import { button, h, mount } from "./dom.js";
 import { renderAcceptInvitation, renderSetup, renderSignIn } from "./page-auth.js";
 import { renderAgent, renderAgents } from "./page-agents.js";
-import { renderDocument, renderKnowledge } from "./page-knowledge.js";
+import { renderDocument, renderKnowledge, renderReview } from "./page-knowledge.js";
 import { renderTool, renderTools } from "./page-tools.js";
 import { renderTrigger, renderTriggers } from "./page-triggers.js";
 import { renderConversation, renderConversations } from "./page-conversations.js";
-import { renderReview } from "./page-review.js";
 import { renderInbox, renderInboxConversation } from "./page-inbox.js";
 import { renderAnalytics } from "./page-analytics.js";
 import { renderPreview } from "./chat.js";

@@ -8,7 +8,7 @@ import { enc, get, qs } from "./api.js";
 import { button, field, h, mount, table, when } from "./dom.js";
 import { chartCard, dayLabel, funnelChart, groupedBars, timeSeries } from "./charts.js";
 import { pageHeader } from "./forms.js";
-import { answerQuestion } from "./page-review.js";
+import { answerQuestion } from "./page-knowledge.js";
 
 // The range shown (empty: the API's default, the last 30 days).
 const range = { from: "", to: "" };

@@ -1,7 +1,9 @@
-// Knowledge: the agent's documents (text, uploaded files, fetched pages) and their indexing.
+// What the agent answers from. Knowledge: its documents (text, uploaded files, fetched
+// pages) and their indexing. Review (below): its curated answers, written from the answers
+// visitors rated 👎.
 
-import { enc, get, post } from "./api.js";
-import { field, h, mount, table, toast, when } from "./dom.js";
+import { enc, get, patch, post, qs } from "./api.js";
+import { button, field, h, mount, pager, table, toast, when } from "./dom.js";
 import { deleteButton, onSubmit, pageHeader } from "./forms.js";
 import { documentFormat, documentStatus } from "./labels.js";
 
@@ -85,4 +87,146 @@ export async function renderDocument(ctx, page, id) {
     doc.sourceUrl ? h("p.muted", "From ", h("a", { href: doc.sourceUrl, rel: "noopener noreferrer", target: "_blank" }, doc.sourceUrl)) : null,
     h("h2", "Text"),
     h("pre.document-text", doc.content));
+}
+
+// ── Review: the agent's thumbs-down answers with the questions before them, each turned
+// into a curated answer with one form; and the agent's curated answers (add, edit, delete).
+
+const answersPath = (agentId) => `/agents/${enc(agentId)}/answers`;
+// Pages of thumbs-down answers by cursor; a question waiting to be answered (from Analytics).
+const view = { cursor: null, back: [], shown: 0, limit: 10 };
+let pendingQuestion = "";
+
+/** Open the Review page with the add form holding `question` (Analytics' unanswered list). */
+export function answerQuestion(ctx, question) {
+  pendingQuestion = question;
+  ctx.navigate("#/review");
+}
+
+/** The form that saves a curated answer for `question` (editable), then calls `saved`. */
+function curatedForm(ctx, { question = "", answer = "", label, submit, saved }) {
+  return onSubmit(h("form.stack.curated-form", { "aria-label": label },
+    field("Question", h("input", { name: "question", value: question, required: true, maxlength: 1000 }), "Visitors asking this, in their own words, get the answer below."),
+    field("Answer", h("textarea", { name: "answer", rows: 3, required: true, maxlength: 10000 }, answer)),
+    h("button", { type: "submit" }, submit)), async (data) => {
+    const body = { question: String(data.get("question")).trim(), answer: String(data.get("answer")).trim() };
+    saved(await post(answersPath(ctx.agent.id), body));
+  });
+}
+
+function sourceList(sources) {
+  if (!sources || !sources.length) return null;
+  return h("p.muted", "Sources: ", sources.map((src) => src.title).join(", "));
+}
+
+/** One thumbs-down answer: the question, the answer, and the form to fix it; `added` is
+ *  told of the curated answer it creates. */
+function feedbackItem(ctx, item, added) {
+  const status = h("p.resolved");
+  const showCurated = (curated) => {
+    mount(status, h("span.tag.good", "Answered by a curated answer"), " ", curated.question);
+  };
+  if (item.curatedAnswer) showCurated(item.curatedAnswer);
+  const form = curatedForm(ctx, {
+    question: item.question || "",
+    label: `Curated answer for: ${item.question || "this answer"}`,
+    submit: "Save as curated answer",
+    saved: (created) => {
+      showCurated(created);
+      form.hidden = true;
+      added(created);
+      toast("Curated answer saved: visitors asking this get it from now on");
+    },
+  });
+  form.hidden = Boolean(item.curatedAnswer);
+  return h("article.card.review-item", { "aria-label": `Thumbs-down answer to ${item.question || "a message"}` },
+    h("div.row",
+      h("span.tag.bad", { "aria-label": "Rated down" }, "👎"),
+      h("span.muted", `Answered ${when(item.createdAt)}`),
+      h("span.spacer"),
+      h("a", { href: `#/conversations/${enc(item.conversationId)}` }, "Open the conversation")),
+    h("h3", item.question || "(no question before it)"),
+    h("div.msg.assistant", h("div.text", item.answer || "(no text)")),
+    sourceList(item.sources),
+    status,
+    form);
+}
+
+/** A curated answer's row: its question and answer, edited in place or deleted. */
+function curatedItem(ctx, answer) {
+  const row = h("article.card.curated-item", { "aria-label": `Curated answer: ${answer.question}` });
+  const show = (current) => {
+    const edit = onSubmit(h("form.stack", { "aria-label": `Edit: ${current.question}`, hidden: true },
+      field("Question", h("input", { name: "question", value: current.question, required: true, maxlength: 1000 })),
+      field("Answer", h("textarea", { name: "answer", rows: 3, required: true, maxlength: 10000 }, current.answer)),
+      h("div.row",
+        h("button", { type: "submit" }, "Save changes"),
+        button("Cancel", () => { edit.hidden = true; }, { class: "secondary" }))), async (data) => {
+      const updated = await patch(`/answers/${enc(current.id)}`, {
+        question: String(data.get("question")).trim(),
+        answer: String(data.get("answer")).trim(),
+      });
+      toast("Curated answer updated");
+      show(updated);
+    });
+    mount(row,
+      h("div.row",
+        h("h3", current.question),
+        h("span.spacer"),
+        h("span.muted", `Updated ${when(current.updatedAt)}`),
+        button("Edit", () => { edit.hidden = false; }),
+        deleteButton("Delete", `Delete the curated answer to "${current.question}"?`, "Delete answer",
+          `/answers/${enc(current.id)}`, "Curated answer deleted", () => row.remove(), { class: "danger small" })),
+      h("p.answer-text", current.answer),
+      edit);
+  };
+  show(answer);
+  return row;
+}
+
+/** Thumbs-down answers to review, and the agent's curated answers. */
+export async function renderReview(ctx, page) {
+  const agent = ctx.agent;
+  const [feedback, answers] = await Promise.all([
+    get(`/feedback${qs({ agentId: agent.id, rating: "down", limit: view.limit, cursor: view.cursor })}`),
+    get(answersPath(agent.id)),
+  ]);
+  const items = feedback.data;
+  const { total, nextCursor } = feedback.pagination;
+  const curatedList = h("div.stack", { role: "list", "aria-label": "Curated answers" },
+    answers.map((a) => h("div", { role: "listitem" }, curatedItem(ctx, a))));
+  const noneYet = h("p.empty", { hidden: answers.length > 0 }, "No curated answers yet.");
+  const count = h("span", String(answers.length));
+  const listed = (created) => {
+    curatedList.prepend(h("div", { role: "listitem" }, curatedItem(ctx, created)));
+    noneYet.hidden = true;
+    count.textContent = String(Number(count.textContent) + 1);
+  };
+  const add = curatedForm(ctx, {
+    question: pendingQuestion,
+    label: "Add a curated answer",
+    submit: "Add curated answer",
+    saved: (created) => {
+      toast("Curated answer added");
+      listed(created);
+      add.reset();
+    },
+  });
+  const focusAdd = Boolean(pendingQuestion);
+  pendingQuestion = "";
+  const pages = pager(view, nextCursor, items.length, () => ctx.navigate("#/review"),
+    h("span.muted", `${items.length} shown of ${total} thumbs-down answers`), ["Newer", "Older"]);
+  mount(page,
+    pageHeader(`Review of ${agent.name}`, "Answers visitors rated 👎, newest first. Write the answer they should have had: visitors asking that question again get it, word for word with the builtin model, as the first source with other models."),
+    h("h2", "Thumbs-down answers"),
+    items.length
+      ? h("div.stack", { role: "list", "aria-label": "Thumbs-down answers" }, items.map((i) => h("div", { role: "listitem" }, feedbackItem(ctx, i, listed))))
+      : h("p.empty", "No answer has a 👎 rating."),
+    items.length || view.back.length ? pages : null,
+    h("h2", "Curated answers (", count, ")"),
+    h("section.card", h("h3", "Add a curated answer"), add),
+    noneYet,
+    curatedList);
+  // After the page is in the document (the router mounts it once this returns).
+  if (focusAdd) setTimeout(() => add.querySelector("textarea").focus(), 0);
 }
