@@ -6,7 +6,10 @@ version's changes against the one before it (the prompt's removed and added line
 more than colour, the other settings as "before → after" in words); version 1 restored with
 a confirmation in plain words, after which version 5 is live and the agent's page shows the
 first prompt again. No serious or critical axe-core finding at 1280 and 390 px; nothing
-wider than a 390 px screen. A member sees the versions and restores one too."""
+wider than a 390 px screen. A member sees the versions and restores one too. In draft mode
+("Save changes as a draft first") a change waits in the draft, shown at the top of the
+timeline with its changes against the live version; the owner talks to it, publishes it
+with a note, then discards a second one, and goes back to changes going live at once."""
 
 from __future__ import annotations
 
@@ -224,3 +227,92 @@ def test_a_member_sees_and_restores_versions(browser, stack, shop):
         assert serious_violations(page, "main") == []
     finally:
         tab.close()
+
+
+def test_an_owner_drafts_tries_publishes_and_discards(tab, stack, shop, shots):
+    page = tab.page
+    live = "We open at nine.\nParcels ship within a day."
+    drafted = "We open at eight.\nParcels ship within a day."
+    agent = stack.api("POST", "/agents", shop["key"], {"name": "Draft shop", "systemPrompt": live})
+    agent = agent["data"]
+    sign_in(page, stack)
+    in_owners_team(page)
+    page.goto(f"{stack.url}/#/agents/{agent['id']}")
+
+    # Draft mode on, with a change: it waits in the draft; visitors keep version 1.
+    form = page.get_by_role("form", name="Agent settings")
+    form.get_by_label("Save changes as a draft first").check()
+    _save_agent(page, drafted)
+    expect(page.locator(".toast").filter(has_text="Saved Draft shop in the draft")).to_be_visible()
+    notice = page.locator("main .notice")
+    expect(notice).to_contain_text(
+        "A draft waits: visitors still talk to version 1; the settings below are the draft's."
+    )
+    expect(form.get_by_label("System prompt")).to_have_value(drafted)
+    expect(form.get_by_label("Save changes as a draft first")).to_be_checked()
+    got = stack.api("GET", f"/agents/{agent['id']}", shop["key"])["data"]
+    assert (got["systemPrompt"], got["draft"]["snapshot"]["systemPrompt"]) == (live, drafted)
+    assert _axe_at_both_widths(page) == []
+    page.evaluate("window.scrollTo(0, 0)")
+    page.screenshot(path=str(shots / "agent-with-a-draft.png"))
+
+    # The draft on Versions: at the top, chosen, its changes against the live version.
+    notice.get_by_role("link", name="Try it, publish it or discard it under Versions").click()
+    timeline = page.get_by_role("region", name="Timeline")
+    expect(timeline.locator("li strong")).to_have_text(["Draft ", "Version 1 Live"])
+    draft = timeline.get_by_role("button", name=re.compile("^Draft"))
+    expect(draft).to_have_attribute("aria-current", "true")
+    expect(draft).to_contain_text("from version 1")
+    detail = page.get_by_role("region", name="The chosen version")
+    expect(detail.get_by_role("heading", name="Draft", exact=True)).to_be_visible()
+    expect(detail.get_by_text("What changed since version 1")).to_be_visible()
+    diff = detail.get_by_role("group", name="System prompt, line by line")
+    expect(diff.locator(".diff-line.removed del")).to_have_text("Removed: We open at nine.")
+    expect(diff.locator(".diff-line.added ins")).to_have_text("Added: We open at eight.")
+
+    # A chat with the draft answers from it.
+    chat = detail.get_by_role("region", name="Try the draft")
+    chat.get_by_label("Message").fill("When do you open?")
+    chat.get_by_role("button", name="Send").click()
+    expect(chat.locator(".msg.assistant .text")).to_have_text("We open at eight.")
+    assert _axe_at_both_widths(page) == []
+    _picture(page, shots, "dashboard-versions-draft.png")
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.screenshot(path=str(shots / "versions-draft-390.png"), full_page=True)
+    page.set_viewport_size({"width": 1280, "height": 860})
+
+    # Published with a note: version 2 is live, the draft gone from the timeline.
+    publish = detail.get_by_role("form", name="Publish the draft")
+    publish.get_by_label("Note (optional)").fill("Opening at eight")
+    publish.get_by_role("button", name="Publish").click()
+    expect(page.get_by_role("status").filter(has_text="is now live")).to_have_text(
+        "Version 2 is now live: visitors get the draft's changes."
+    )
+    expect(timeline.locator("li strong")).to_have_text(["Version 2 Live", "Version 1 "])
+    expect(_entry(page, 2)).to_contain_text("Opening at eight")
+    got = stack.api("GET", f"/agents/{agent['id']}", shop["key"])["data"]
+    assert (got["version"], got["systemPrompt"], got["draft"]) == (2, drafted, None)
+
+    # A second draft: draft mode cannot be left while it waits; it is discarded.
+    page.get_by_role("link", name="Back to the agent").click()
+    _save_agent(page, drafted + "\nClosed on Sundays.")
+    expect(page.locator("main .notice")).to_contain_text("visitors still talk to version 2")
+    form.get_by_label("Save changes as a draft first").uncheck()
+    form.get_by_role("button", name="Save changes").click()
+    expect(form.get_by_role("alert")).to_contain_text("publish it or discard it before")
+    page.get_by_role("link", name="Versions", exact=True).click()
+    page.get_by_role("button", name="Discard the draft").click()
+    page.get_by_role("dialog").get_by_role("button", name="Discard the draft").click()
+    expect(page.get_by_role("status").filter(has_text="discarded")).to_have_text(
+        "The draft is discarded."
+    )
+    expect(timeline.locator("li strong")).to_have_text(["Version 2 Live", "Version 1 "])
+
+    # Back to changes going live at once.
+    page.get_by_role("link", name="Back to the agent").click()
+    expect(form.get_by_label("System prompt")).to_have_value(drafted)
+    form.get_by_label("Save changes as a draft first").uncheck()
+    _save_agent(page, live)
+    expect(page.locator(".toast").filter(has_text="Saved Draft shop (version 3)")).to_be_visible()
+    got = stack.api("GET", f"/agents/{agent['id']}", shop["key"])["data"]
+    assert (got["versioning"], got["version"], got["systemPrompt"]) == ("live", 3, live)

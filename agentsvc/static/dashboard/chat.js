@@ -82,10 +82,11 @@ function renderForm(form, conversationId, onDone) {
 }
 
 /**
- * A chat panel bound to one agent. Returns {el, send(text)}; `send` resolves when the
+ * A chat panel bound to one agent (its `version`, "draft" or a number, for the team's
+ * preview; else the live one). Returns {el, send(text)}; `send` resolves when the
  * assistant's turn has ended.
  */
-export function chatPanel(agentId, { title = "Chat preview" } = {}) {
+export function chatPanel(agentId, { title = "Chat preview", version } = {}) {
   const log = h("div.transcript", { role: "log", "aria-label": "Transcript", "aria-live": "polite" });
   const box = h("textarea", { id: "chat-message", rows: 2, placeholder: "Write as a visitor would" });
   const send = h("button", { type: "submit" }, "Send");
@@ -131,7 +132,7 @@ export function chatPanel(agentId, { title = "Chat preview" } = {}) {
     answer.parentElement.setAttribute("aria-busy", "true");
     let reply = "";
     let messageId = null;
-    const body = { agentId, messages };
+    const body = { agentId, messages, version };
     if (conversationId) body.conversationId = conversationId;
     try {
       await chatStream(body, (name, data) => {

@@ -7,6 +7,7 @@ import { beside, button, confirmDialog, field, h, mount, select, table, toast, w
 import { actionButton, onSubmit, pageHeader } from "./forms.js";
 import { languageName, modelName } from "./labels.js";
 import { widgetLookSection } from "./page-widget.js";
+import { chatPanel } from "./chat.js";
 
 // The API's defaults for a new agent (services/agents/registry.py, language.py).
 const DEFAULT_TEMPERATURE = 70;
@@ -120,6 +121,9 @@ function agentBody(data) {
   return body;
 }
 
+/** Where a save went: " in the draft", or " (version N)", the live version. */
+const savedAs = (saved) => (saved.draft ? " in the draft" : ` (version ${saved.version})`);
+
 const DAYS = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"];
 
 /** Business hours as lines of text ("mon 09:00-17:00"), and back. */
@@ -169,7 +173,7 @@ function handoffForm(agent) {
         notify: { email: data.get("email") === "on", teamChat: teamChat || null },
       },
     });
-    toast(`Handoff settings saved (version ${saved.version})`);
+    toast(`Handoff settings saved${savedAs(saved)}`);
   });
   return form;
 }
@@ -235,10 +239,16 @@ export async function renderAgent(ctx, page, id, part, chosen) {
   }
   const [agent, names] = await Promise.all([get(`/agents/${enc(id)}`), modelProviders()]);
   if (ctx.agentId !== agent.id) ctx.setAgent(agent.id);
-  const form = onSubmit(h("form.stack.card", { "aria-label": "Agent settings" }, agentFields(agent, names, ctx.agents.map((a) => a.model)), h("button", { type: "submit" }, "Save changes")), async (data) => {
-    const saved = await patch(`/agents/${enc(id)}`, agentBody(data));
-    toast(`Saved ${saved.name} (version ${saved.version})`);
+  // With a draft waiting, the forms show (and change) the draft.
+  const shown = agent.draft ? { ...agent, ...agent.draft.snapshot } : agent;
+  const versions = `#/agents/${enc(agent.id)}/versions`;
+  const drafting = field("Save changes as a draft first", h("input", { type: "checkbox", name: "versioning", checked: agent.versioning === "draft" }),
+    "Changes then wait in a draft: try it, publish it or discard it under Versions. Visitors keep the live version meanwhile.");
+  const form = onSubmit(h("form.stack.card", { "aria-label": "Agent settings" }, agentFields(shown, names, ctx.agents.map((a) => a.model)), drafting, h("button", { type: "submit" }, "Save changes")), async (data) => {
+    const saved = await patch(`/agents/${enc(id)}`, { ...agentBody(data), versioning: data.get("versioning") ? "draft" : "live" });
+    toast(`Saved ${saved.name}${savedAs(saved)}`);
     await ctx.refreshAgents();
+    if (saved.versioning === "draft" || agent.versioning === "draft") ctx.navigate(location.hash); // the draft's notice
   });
   const remove = ctx.isOwner
     ? button("Delete agent", async () => {
@@ -251,13 +261,14 @@ export async function renderAgent(ctx, page, id, part, chosen) {
     : null;
   mount(page,
     pageHeader(agent.name, `Short name ${agent.slug} · version ${agent.version} · created ${when(agent.createdAt)} · updated ${when(agent.updatedAt)}`,
-      h("a.button.secondary", { href: `#/agents/${enc(agent.id)}/versions` }, "Versions"),
+      h("a.button.secondary", { href: versions }, "Versions"),
       h("a.button.secondary", { href: "#/preview" }, "Chat preview"),
       h("a.button.secondary", { href: "#/tools" }, "Tools"),
       remove),
     h("p.muted", "Agent id: ", h("code", agent.id)),
+    agent.draft ? h("p.notice", `A draft waits: visitors still talk to version ${agent.version}; the settings below are the draft's. `, h("a", { href: `${versions}/draft` }, "Try it, publish it or discard it under Versions")) : null,
     form,
-    handoffForm(agent),
+    handoffForm(shown),
     widgetLookSection(agent),
     retentionForm(ctx, agent));
 }
@@ -300,9 +311,9 @@ export function lineDiff(lines) {
   }));
 }
 
-/** What version n changed against version n - 1: settings as "before → after", the
- *  system prompt line by line (whole, when too long to compare). */
-function changesSince(n, changes) {
+/** What changed since version `prev`: settings as "before → after", the system prompt
+ *  line by line (whole, when too long to compare). */
+function changesSince(prev, changes) {
   const before = {};
   const after = {};
   for (const c of changes) [before[c.field], after[c.field]] = [c.before, c.after];
@@ -310,7 +321,7 @@ function changesSince(n, changes) {
   const rows = settingWords(after).map(([label, text], i) => [label, was[i][1], text]).filter(([, a, b]) => a !== b);
   const prompt = changes.find((c) => c.field === "systemPrompt");
   return [
-    h("h3", `What changed since version ${n - 1}`),
+    h("h3", `What changed since version ${prev}`),
     changes.length ? null : h("p.muted", "Nothing the agent does."),
     rows.length ? h("ul", rows.map(([label, a, b]) => h("li", h("strong", label), `: ${a} → ${b}`))) : null,
     prompt ? [h("h3", "System prompt"), prompt.lines ? lineDiff(prompt.lines) : h("pre", prompt.after)] : null,
@@ -319,66 +330,94 @@ function changesSince(n, changes) {
 
 /** A version's time (the viewer's), who made it and its note. */
 const facts = (v) => h("span.facts", h("time", { datetime: v.createdAt }, when(v.createdAt)), ` · ${authorName(v.author)}`, v.note ? h("em", v.note) : null);
+/** The draft as the timeline shows it: its time, the version it started from. */
+const draftEntry = (d) => ({ ...d, number: "draft", createdAt: d.updatedAt, author: { name: `from version ${d.basedOn}` } });
+const title = (n) => (n === "draft" ? "Draft" : `Version ${n}`);
 
-/** The chosen version: what it changed, all it holds, Restore (when it is not live). */
-async function versionDetail(agentId, n, restored) {
-  const path = `/agents/${enc(agentId)}/versions/`;
-  const [v, diff] = await Promise.all([get(path + n), n > 1 ? get(`${path}${n - 1}/diff/${n}`) : null]);
+/** The draft's actions: publish (with a note), discard, and a chat with it. */
+function draftActions(agent, done) {
+  const publish = onSubmit(h("form.row", { "aria-label": "Publish the draft" },
+    field("Note (optional)", h("input", { name: "note", maxlength: 500, placeholder: "Longer opening hours" }), "Once published, visitors talk to the draft."),
+    h("button", { type: "submit" }, "Publish")), async (data) => {
+    const result = await post(`/agents/${enc(agent.id)}/publish`, { note: data.get("note") });
+    await done(`Version ${result.version.number} is now live: visitors get the draft's changes.`);
+  });
+  const discard = actionButton("Discard the draft", async () => {
+    if (!(await confirmDialog("Discard the draft? Its changes are lost; the live agent stays as it is.", "Discard the draft"))) return;
+    await del(`/agents/${enc(agent.id)}/draft`);
+    await done("The draft is discarded.");
+  }, { class: "danger" });
+  return [publish, discard, chatPanel(agent.id, { title: "Try the draft", version: "draft" }).el];
+}
+
+/** The chosen version (or the draft): what it changed against the one before it (the
+ *  draft: against the live one), all it holds, and Restore (the draft: Publish). */
+async function versionDetail(agent, n, done) {
+  const path = `/agents/${enc(agent.id)}/versions/`;
+  const prev = n === "draft" ? agent.version : n - 1;
+  const [v, diff] = await Promise.all([n === "draft" ? draftEntry(agent.draft) : get(path + n), prev && get(`${path}${prev}/diff/${n}`)]);
   const restore = actionButton("Restore this version", async () => {
     const question = `The agent will answer as in version ${n} again. This is saved as a new version; nothing is deleted.`;
-    if (await confirmDialog(question, `Restore version ${n}`, null)) await restored(n, await post(`${path}${n}/restore`));
+    if (!(await confirmDialog(question, `Restore version ${n}`, null))) return;
+    const result = await post(`${path}${n}/restore`);
+    await done(result.restored ? `Version ${result.version.number} is now live: the agent answers as in version ${n} again.` : `The agent answers as in version ${n} already.`);
   });
   return [
-    h("h2", { tabindex: "-1" }, `Version ${n} `, liveTag(v)),
+    h("h2", { tabindex: "-1" }, `${title(n)} `, liveTag(v)),
     facts(v),
-    diff ? changesSince(n, diff.changes) : h("p", "The first version kept: all it holds is below."),
-    h("details", { open: !diff }, h("summary", `All settings of version ${n}`),
+    diff ? changesSince(prev, diff.changes) : h("p", "The first version kept: all it holds is below."),
+    h("details", { open: !diff }, h("summary", "All settings"),
       h("dl.keys", settingWords(v.snapshot).map(([label, text]) => [h("dt", label), h("dd", text)])),
       h("pre", v.snapshot.systemPrompt)),
-    v.live ? h("p.muted", "This is the live version: the agent answers with it now.") : restore,
+    n === "draft" ? draftActions(agent, done) : v.live ? h("p.muted", "This is the live version: the agent answers with it now.") : restore,
   ];
 }
 
 /** The Versions page of one agent; `chosen`: the version named in the address. */
 async function renderVersions(ctx, page, id, chosen) {
   const path = `/agents/${enc(id)}/versions`;
-  const [agent, first] = await Promise.all([get(`/agents/${enc(id)}`), get(path)]);
+  const load = () => Promise.all([get(`/agents/${enc(id)}`), get(path)]);
+  let [agent, first] = await load();
   if (ctx.agentId !== agent.id) ctx.setAgent(agent.id);
   const list = h("ol.timeline");
   const detail = h("section.card.stack", { "aria-label": "The chosen version" });
   const notice = h("div", { role: "status" });
-  let [versions, next, shown, seq] = [first.data, first.pagination.nextCursor, Number(chosen) || agent.version, 0];
+  let [versions, next, shown, seq] = [first.data, first.pagination.nextCursor, Number(chosen) || chosen, 0];
   const older = async () => {
     const more = await get(`${path}?cursor=${enc(next)}`);
     [versions, next] = [versions.concat(more.data), more.pagination.nextCursor];
     draw();
   };
-  const draw = () => mount(list, versions.map((v) => h("li", h("button", { type: "button", "aria-current": v.number === shown && "true", onclick: () => choose(v.number) },
-    h("strong", `Version ${v.number} `, liveTag(v)), facts(v)))), next ? button("Show older versions", older) : null);
+  const draw = () => {
+    if (shown === "draft" ? !agent.draft : !shown) shown = agent.draft ? "draft" : agent.version; // at first, the newest
+    mount(list, (agent.draft ? [draftEntry(agent.draft)] : []).concat(versions).map((v) => h("li", h("button", { type: "button", "aria-current": v.number === shown && "true", onclick: () => choose(v.number) },
+      h("strong", `${title(v.number)} `, liveTag(v)), facts(v)))), next ? button("Show older versions", older) : null);
+  };
   const show = async (focus) => {
     const mine = ++seq;
-    const parts = await versionDetail(agent.id, shown, restored).catch((err) => h("p.form-error", { role: "alert" }, describe(err)));
+    const parts = await versionDetail(agent, shown, done).catch((err) => h("p.form-error", { role: "alert" }, describe(err)));
     if (mine !== seq) return;
     mount(detail, parts);
     if (focus) detail.querySelector("h2")?.focus(); // scrolled to, below the timeline (narrow screens)
   };
   const choose = (n) => {
     shown = n;
-    history.replaceState(null, "", `#/agents/${enc(agent.id)}/versions/${n}`);
     draw();
+    history.replaceState(null, "", `#/agents/${enc(agent.id)}/versions/${shown}`);
     show(true);
   };
-  const restored = async (from, result) => {
-    mount(notice, h("p.notice", result.restored ? `Version ${result.version.number} is now live: the agent answers as in version ${from} again.` : `The agent answers as in version ${from} already.`));
-    const fresh = await get(path);
-    [versions, next] = [fresh.data, fresh.pagination.nextCursor];
-    choose(result.version.number);
+  /** After a restore, publish or discard: say what happened, show the live version. */
+  const done = async (said) => {
+    mount(notice, h("p.notice", said));
+    [agent, first] = await load();
+    [versions, next] = [first.data, first.pagination.nextCursor];
+    choose(agent.version);
     await ctx.refreshAgents();
   };
   draw();
   await show(false);
   mount(page,
-    pageHeader(`Versions of ${agent.name}`, "Each change of the system prompt, model, temperature, language or handoff settings is kept as a version. Choose one to see what it changed; restore it to make the agent answer as it did then.",
+    pageHeader(`Versions of ${agent.name}`, "Each change of what the agent does is kept as a version. Choose one to see what it changed; restore it to make the agent answer as it did then.",
       h("a.button.secondary", { href: `#/agents/${enc(agent.id)}` }, "Back to the agent")),
     notice,
     h("div.versions", h("section.card", { "aria-label": "Timeline" }, h("h2", "Timeline"), list), detail));
