@@ -83,10 +83,10 @@ class AgentsService:
             self._check_model(changes.fields["model"])
         fields = dict(changes.fields)
         gate = fields.get("publish_gate")
-        if gate is not None:
-            found = await self._evals.get_set(team_id, gate["evalsetId"])
-            if found.agent_id != agent_id:
-                raise ValidationFailed("publishGate.evalsetId: not one of this agent's sets")
+        if gate is not None and not await self._evals.is_set_of(
+            team_id, agent_id, gate["evalsetId"]
+        ):
+            raise ValidationFailed("publishGate.evalsetId: not one of this agent's evaluation sets")
         if changes.handoff is not None:
             stored = await agents_store.get(self._db.reader, team_id, agent_id)
             if stored is None:

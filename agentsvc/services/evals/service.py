@@ -75,6 +75,11 @@ class EvalsService:
             raise NotFound("Evaluation set not found")
         return found
 
+    async def is_set_of(self, team_id: str, agent_id: str, evalset_id: str) -> bool:
+        """Whether the evaluation set is one of the agent's."""
+        found = await store.get_set(self._db.reader, team_id, evalset_id)
+        return found is not None and found.agent_id == agent_id
+
     async def cases(self, team_id: str, evalset_id: str) -> list[EvalCase]:
         found = await self.get_set(team_id, evalset_id)
         return await store.cases_of(self._db.reader, found.id)
@@ -262,7 +267,12 @@ class EvalsService:
     async def gate(self, actor: Actor, agent: Agent, gate: dict[str, Any]) -> None:
         """Run the gate's set on the draft and on the live version; Conflict naming the
         failing cases when the draft passes too few, or too many fewer than live."""
-        found = await self.get_set(actor.team_id, gate["evalsetId"])
+        found = await store.get_set(self._db.reader, actor.team_id, gate["evalsetId"])
+        if found is None:
+            raise Conflict(
+                "The publish gate's evaluation set was deleted: choose another one, or remove"
+                " the gate"
+            )
         assert agent.draft is not None
         draft = await self._queue(actor, found, agent, "draft", agent.draft["snapshot"], None)
         live_snapshot = (await versions.get(self._db, agent.id, agent.version)).snapshot
