@@ -69,6 +69,7 @@ CREATE TABLE agents (
     versioning      TEXT NOT NULL DEFAULT 'live', -- 'draft': changes wait in the draft (migration 17)
     draft           TEXT,                   -- the draft: {basedOn, updatedAt, snapshot, ...} JSON
     experiment      TEXT,                   -- the running experiment: {id, variants} JSON (migration 18)
+    publish_gate    TEXT,                   -- {evalsetId, minPassRate, maxDrop} JSON (migration 19)
     UNIQUE (team_id, slug)
 );
 CREATE INDEX agents_team_created ON agents(team_id, created_at);
@@ -1091,3 +1092,60 @@ CREATE UNIQUE INDEX experiments_running ON experiments(agent_id) WHERE status = 
 CREATE INDEX experiments_agent ON experiments(agent_id, created_at);
 CREATE INDEX conversations_experiment ON conversations(experiment_id, variant)
     WHERE experiment_id IS NOT NULL;
+
+-- Evaluation sets, their cases, runs and results (migration 19).
+CREATE TABLE evalsets (
+    id          TEXT PRIMARY KEY,
+    agent_id    TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+    team_id     TEXT NOT NULL,
+    name        TEXT NOT NULL,
+    created_at  TEXT NOT NULL,
+    updated_at  TEXT NOT NULL
+);
+CREATE INDEX evalsets_agent ON evalsets(agent_id, created_at);
+CREATE TABLE eval_cases (
+    id              TEXT PRIMARY KEY,
+    evalset_id      TEXT NOT NULL REFERENCES evalsets(id) ON DELETE CASCADE,
+    question        TEXT NOT NULL,
+    question_key    TEXT NOT NULL,         -- its words' stems, to import a question once
+    expected        TEXT,
+    must_include    TEXT NOT NULL,         -- JSON [text]
+    must_not_include TEXT NOT NULL,        -- JSON [text]
+    tags            TEXT NOT NULL,         -- JSON [text]
+    created_at      TEXT NOT NULL
+);
+CREATE INDEX eval_cases_set ON eval_cases(evalset_id, created_at, id);
+CREATE INDEX eval_cases_key ON eval_cases(evalset_id, question_key);
+CREATE TABLE eval_runs (
+    id           TEXT PRIMARY KEY,
+    evalset_id   TEXT NOT NULL REFERENCES evalsets(id) ON DELETE CASCADE,
+    agent_id     TEXT NOT NULL,
+    team_id      TEXT NOT NULL,
+    version      TEXT NOT NULL,            -- 'draft' or the version's number
+    snapshot     TEXT NOT NULL,            -- JSON: what the agent did in it
+    judge        TEXT,                     -- provider/model, or NULL: word checks only
+    case_ids     TEXT NOT NULL,            -- JSON [id], in order
+    status       TEXT NOT NULL CHECK (status IN ('queued', 'running', 'done', 'failed')),
+    total        INTEGER NOT NULL,
+    done         INTEGER NOT NULL DEFAULT 0,
+    passed       INTEGER NOT NULL DEFAULT 0,
+    lease_until  TEXT,
+    error        TEXT,
+    created_by   TEXT,
+    created_at   TEXT NOT NULL,
+    finished_at  TEXT
+);
+CREATE INDEX eval_runs_set ON eval_runs(evalset_id, created_at);
+CREATE INDEX eval_runs_open ON eval_runs(status, lease_until)
+    WHERE status IN ('queued', 'running');
+CREATE TABLE eval_results (
+    run_id      TEXT NOT NULL REFERENCES eval_runs(id) ON DELETE CASCADE,
+    case_id     TEXT NOT NULL,
+    position    INTEGER NOT NULL,
+    question    TEXT NOT NULL,
+    answer      TEXT NOT NULL,
+    passed      INTEGER NOT NULL,
+    reason      TEXT NOT NULL,
+    latency_ms  INTEGER NOT NULL,
+    PRIMARY KEY (run_id, case_id)
+);

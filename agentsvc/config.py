@@ -296,13 +296,14 @@ class OAuthSettings(_Section):
 class PlanLimits(_Section):
     requests_per_minute: int | None = Field(None, gt=0)
     tool_limit: int | None = Field(None, ge=0)
+    eval_cases: int | None = Field(None, ge=0)  # cases an evaluation set may hold
 
 
 def _default_plans() -> dict[str, PlanLimits]:
     return {
-        "free": PlanLimits(requests_per_minute=20, tool_limit=3),
-        "starter": PlanLimits(requests_per_minute=60, tool_limit=10),
-        "growth": PlanLimits(requests_per_minute=200, tool_limit=50),
+        "free": PlanLimits(requests_per_minute=20, tool_limit=3, eval_cases=20),
+        "starter": PlanLimits(requests_per_minute=60, tool_limit=10, eval_cases=100),
+        "growth": PlanLimits(requests_per_minute=200, tool_limit=50, eval_cases=500),
         "pro": PlanLimits(requests_per_minute=1000),
     }
 
@@ -409,6 +410,19 @@ class AnswerSettings(_Section):
     match_threshold: float = Field(0.8, gt=0, le=1)
 
 
+class EvalSettings(_Section):
+    """`[evals]`: evaluation runs (POST /evalsets/:id/runs; docs/owners/versions.md)."""
+
+    max_cases: int = Field(1000, ge=1, le=100_000)  # a set's cases, whatever the plan
+    concurrency: int = Field(4, ge=1, le=64)  # cases answered at once in a process
+    runs_per_team: int = Field(2, ge=1, le=100)  # a team's runs under way at once (409)
+    case_timeout_seconds: float = Field(60, gt=0)  # an answer or a verdict waited for
+    lease_seconds: float = Field(30, gt=0)  # a run's process renews it; then another resumes it
+    sweep_seconds: float = Field(15, gt=0)  # how often runs left by a stopped process are taken
+    progress_poll_seconds: float = Field(0.5, gt=0)  # GET /eval-runs/:id/events reads it so often
+    gate_timeout_seconds: float = Field(300, gt=0)  # a publish waits this long for its runs
+
+
 class ExportSettings(_Section):
     """Streamed exports (GET /conversations/export, /form-submissions/export)."""
 
@@ -445,6 +459,7 @@ class Settings(_Section):
     knowledge: KnowledgeSettings = KnowledgeSettings()
     privacy: PrivacySettings = PrivacySettings()
     answers: AnswerSettings = AnswerSettings()
+    evals: EvalSettings = EvalSettings()
     exports: ExportSettings = ExportSettings()
     identity: IdentitySettings = IdentitySettings()
 

@@ -63,6 +63,9 @@ from agentsvc.services.cluster_jobs import once_for_all
 from agentsvc.services.delivery.outbox import Deliverer
 from agentsvc.services.delivery.post import Poster
 from agentsvc.services.desk.service import DeskService
+from agentsvc.services.evals.answering import Answering
+from agentsvc.services.evals.runs import EvalRunner
+from agentsvc.services.evals.service import EvalsDeps, EvalsService
 from agentsvc.services.events.emitter import Emitter
 from agentsvc.services.events.outbox import EventDeliveries
 from agentsvc.services.events.service import WebhooksConfig, WebhooksService
@@ -107,6 +110,7 @@ RETENTION_JOB = "data-retention"
 CHANNEL_RESUME_JOB = "channel-messages-resume"  # several processes only
 EMAIL_POLL_JOB = "email-channels-poll"  # e-mail channels' mailboxes read
 MAIL_FILES_JOB = "mail-files-sweep"  # each process: e-mails' attachments in its data_dir
+EVAL_SWEEP_JOB = "eval-runs-sweep"  # runs queued, or left by a process that stopped
 
 
 def attach(app: web.Application) -> None:
@@ -414,6 +418,11 @@ def _chat_features(app: web.Application) -> None:
     app[app_keys.conversations_key] = ConversationsService(db, emitter, settings.server.data_dir)
     app[app_keys.desk_key] = DeskService(db)
     app[app_keys.answers_key] = AnswersService(db, curated, settings.answers.max_per_agent)
+    runner = app[app_keys.eval_runner_key] = EvalRunner(
+        Answering(db, app[app_keys.providers_key], curated, semantic, settings.knowledge.top_k),
+        settings.evals,
+    )
+    app[app_keys.evals_key] = EvalsService(EvalsDeps(db, agents, runner, curated, settings))
     app[app_keys.mcp_server_key] = McpServerService(
         AgentServerDeps(
             db=db,
@@ -481,10 +490,16 @@ async def _features(app: web.Application) -> AsyncIterator[None]:
     sweep = (SWEEP_INTERVAL_SECONDS, remove_orphan_folders, app[app_keys.db_key], data_dir)
     jobs.every(MAIL_FILES_JOB, *sweep, run_now=True)
 
+    # -- evaluation runs: those queued or left by a stopped process, now and then
+    runner = app[app_keys.eval_runner_key]
+    jobs.every(EVAL_SWEEP_JOB, app[app_keys.settings_key].evals.sweep_seconds, runner.sweep)
+
     # -- team, sign-in, sessions, API keys, limits
     _team_services(app)
 
     yield
+    jobs.cancel(EVAL_SWEEP_JOB)
+    await runner.close()  # runs under way are left to their leases, resumed elsewhere
     jobs.cancel(CHANNEL_RESUME_JOB)
     jobs.cancel(EMAIL_POLL_JOB)
     jobs.cancel(MAIL_FILES_JOB)
@@ -574,7 +589,7 @@ def _catalog_services(app: web.Application) -> None:
     db = app[app_keys.db_key]
     box = app[app_keys.secret_box_key]
     agents = app[app_keys.agent_cache_key]
-    app[app_keys.agents_key] = AgentsService(db, agents, box, settings)
+    app[app_keys.agents_key] = AgentsService(db, agents, box, settings, app[app_keys.evals_key])
     app[app_keys.tools_key] = ToolsService(db, box, app[app_keys.mcp_client_key], settings)
     app[app_keys.secrets_key] = SecretsService(db, box)
     app[app_keys.knowledge_key] = KnowledgeService(

@@ -69,6 +69,7 @@ async def test_list_and_get_shapes(client, auth):
         "versioning",
         "draft",
         "experiment",
+        "publishGate",
         "handoff",
         "widget",
         "retentionDays",

@@ -21,6 +21,7 @@ def all_endpoints() -> list[Endpoint]:
         dashboard,
         desk,
         documents,
+        evals,
         experiments,
         exports,
         feedback,
@@ -49,6 +50,7 @@ def all_endpoints() -> list[Endpoint]:
         agents.routes,
         agent_versions.routes,
         experiments.routes,
+        evals.routes,
         identity.routes,
         chat.routes,
         exports.routes,  # before conversations: /conversations/export is a fixed path

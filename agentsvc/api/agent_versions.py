@@ -12,7 +12,7 @@ from agentsvc.api.audit import CURSOR_PAGINATION_SCHEMA, actor_of
 from agentsvc.api.cursors import MAX_CURSOR_LENGTH, decode_cursor, encode_cursor
 from agentsvc.api.models import QueryModel, RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, envelope_response
-from agentsvc.errors import NotFound, ValidationFailed
+from agentsvc.errors import Forbidden, NotFound, ValidationFailed
 from agentsvc.services.agents import versions
 from agentsvc.services.agents.service import AgentsService, version_view
 from agentsvc.store.agent_versions import AgentVersion
@@ -38,6 +38,9 @@ def _ref(call: Call, name: str) -> int | str:
 class PublishBody(RequestModel):
     note: Annotated[str, Field(max_length=500)] | SkipJsonSchema[None] = Field(
         None, description="what changed, for the versions' list"
+    )
+    force: bool | SkipJsonSchema[None] = Field(
+        None, description="the owner only: publish without the publish gate's evaluation"
     )
 
 
@@ -167,13 +170,15 @@ async def get_draft(call: Call):
     body=PublishBody,
     response=PublishedOut,
     envelope=True,
-    errors=(400, 404, 409),
+    errors=(400, 403, 404, 409),
 )
 async def publish(call: Call):
     """Make the agent's draft live, as its next version (409 without a draft)."""
     body: PublishBody = call.body
+    if body.force and not (call.principal and call.principal.is_owner):
+        raise Forbidden("Only the team owner can publish past the publish gate (force)")
     agent, version = await agents_service(call).publish(
-        actor_of(call), call.params["id"], body.note or ""
+        actor_of(call), call.params["id"], body.note or "", bool(body.force)
     )
     return envelope_response(
         {"version": version_json(version, agent.version), "agent": agent_json(call, agent)}

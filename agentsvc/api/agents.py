@@ -95,8 +95,20 @@ RETENTION_DESCRIPTION = (
 )
 
 
+class PublishGateIn(RequestModel):
+    evalset_id: Annotated[str, Field(min_length=1, max_length=100)] = Field(
+        description="one of the agent's evaluation sets, run on the draft at each publish"
+    )
+    min_pass_rate: Annotated[float, Field(ge=0, le=100)] = Field(
+        0, description="the % of its cases the draft must pass"
+    )
+    max_drop: Annotated[float, Field(ge=0, le=100)] = Field(
+        100, description="at most this many points under the live version's pass rate"
+    )
+
+
 class AgentPatch(RequestModel):
-    nullable = frozenset({"retentionDays"})
+    nullable = frozenset({"retentionDays", "publishGate"})
 
     name: Name | SkipJsonSchema[None] = None
     model: ModelId | SkipJsonSchema[None] = None
@@ -110,6 +122,9 @@ class AgentPatch(RequestModel):
         None, description="the widget's look, language, texts and starters (merged in)"
     )
     retention_days: RetentionDays | None = Field(None, description=RETENTION_DESCRIPTION)
+    publish_gate: PublishGateIn | None = Field(
+        None, description="an evaluation set the draft must pass to be published; null: none"
+    )
     versioning: Literal["live", "draft"] | SkipJsonSchema[None] = Field(
         None,
         description="draft: changes of what the agent does (prompt, model, temperature,"
@@ -183,6 +198,9 @@ class AgentOut(AgentCreated):
     experiment: RunningExperiment | None = Field(
         description="the experiment running on the agent's versions (GET /experiments/{id})"
     )
+    publish_gate: dict[str, Any] | None = Field(
+        description="{evalsetId, minPassRate, maxDrop}: what a publish must pass; null: none"
+    )
     handoff: HandoffOut
     widget: WidgetOut
     retention_days: int | None = Field(description=RETENTION_DESCRIPTION)
@@ -220,6 +238,7 @@ def agent_json(call: Call, agent: Agent) -> dict:
         "versioning": agent.versioning,
         "draft": draft_json(agent.draft),
         "experiment": agent.experiment,
+        "publishGate": agent.publish_gate,
         "handoff": agents_service(call).handoff_json(agent),
         "widget": widget_look.settings_of(agent.widget),
         "retentionDays": agent.retention_days,
@@ -288,6 +307,8 @@ async def patch_agent(call: Call):
         raise Forbidden("Only the team owner can change how long data is kept (retentionDays)")
     if handoff is not None:
         handoff = body.handoff.model_dump(by_alias=True, exclude_unset=True)  # type: ignore[union-attr]
+    if "publish_gate" in fields and body.publish_gate is not None:
+        fields["publish_gate"] = body.publish_gate.model_dump(by_alias=True)
     changes = AgentChanges(
         fields=fields,
         handoff=handoff,

@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     from agentsvc.services.chat.turns import ChatTurns
     from agentsvc.services.delivery.outbox import Deliverer, Queue
     from agentsvc.services.desk.service import DeskService
+    from agentsvc.services.evals.runs import EvalRunner
+    from agentsvc.services.evals.service import EvalsService
     from agentsvc.services.events.emitter import Emitter
     from agentsvc.services.events.service import WebhooksService
     from agentsvc.services.exports.service import ExportsService
@@ -106,6 +108,8 @@ handoff_key: web.AppKey[HandoffService] = web.AppKey("handoff")
 desk_key: web.AppKey[DeskService] = web.AppKey("desk")
 answers_key: web.AppKey[AnswersService] = web.AppKey("answers")
 mcp_server_key: web.AppKey[McpServerService] = web.AppKey("mcp_server")
+evals_key: web.AppKey[EvalsService] = web.AppKey("evals")
+eval_runner_key: web.AppKey[EvalRunner] = web.AppKey("eval_runner")
 
 # -- forms, delivery, event webhooks
 forms_key: web.AppKey[FormsService] = web.AppKey("forms")

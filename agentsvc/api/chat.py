@@ -26,7 +26,7 @@ from agentsvc.api.models import RequestModel
 from agentsvc.api.pipeline import finish_response
 from agentsvc.api.routing import Call, RouteTable
 from agentsvc.api.sse import SseSink, chat_response
-from agentsvc.api.streams import SHUTDOWN_GRACE_SECONDS, StreamingDeps
+from agentsvc.api.streams import SHUTDOWN_GRACE_SECONDS, StreamingDeps, streaming_of
 from agentsvc.errors import Forbidden
 from agentsvc.services.agents.identity import EndUserClaim
 from agentsvc.services.chat import start as chat_service
@@ -131,10 +131,6 @@ def _turns(call: Call) -> ChatTurns:
     return call.app[app_keys.chat_turns_key]
 
 
-def _streaming(call: Call) -> StreamingDeps:
-    return call.app[app_keys.streaming_key]
-
-
 def _client_ip(call: Call) -> str:
     return call.request.remote or "unknown"
 
@@ -165,7 +161,7 @@ async def post_chat(call: Call):
             return await _stream_chat(call)
     # Public callers: a slot among the IP's concurrent streams first (refused without
     # spending a message of the rate limit), then the per-minute limit.
-    streaming = _streaming(call)
+    streaming = streaming_of(call)
     limiter = streaming.limiter
     slot = f"chat-streams:{_client_ip(call)}"
     settings = streaming.chat
@@ -190,7 +186,7 @@ async def _stream_chat(call: Call) -> web.StreamResponse:
             "Only the agent's team can talk to its draft or an earlier version: sign in, or"
             " send the team's API key"
         )
-    streaming = _streaming(call)
+    streaming = streaming_of(call)
     visitor = _visitor(body)
     # With an identity secret set, only a signed user stands for a public caller.
     user = await streaming.verify_end_user(

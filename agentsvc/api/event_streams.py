@@ -19,11 +19,10 @@ import aiohttp
 from aiohttp import web
 from aiohttp_sse import EventSourceResponse
 
-from agentsvc.api import app_keys
 from agentsvc.api.pipeline import finish_response
 from agentsvc.api.routing import Call
 from agentsvc.api.sse import EventStream, frame, reconnect_after
-from agentsvc.api.streams import StreamingDeps
+from agentsvc.api.streams import streaming_of
 from agentsvc.errors import ValidationFailed
 from agentsvc.services.handoff.live import FollowerTooSlow, Following
 from agentsvc.store.conversation_events import ConversationEvent
@@ -35,10 +34,6 @@ MAX_EVENT_ID = 2**63 - 1
 
 # An event's name and data, or None for an event this stream does not send.
 Render = Callable[[ConversationEvent], tuple[str, dict[str, Any]] | None]
-
-
-def _streaming(call: Call) -> StreamingDeps:
-    return call.app[app_keys.streaming_key]
 
 
 def last_event_id(call: Call, from_query: int | None) -> int | None:
@@ -65,7 +60,7 @@ async def serve(
 ) -> web.StreamResponse:
     """Stream the followed events until the client leaves, the stream's time is up, or the
     server stops."""
-    streaming = _streaming(call)
+    streaming = streaming_of(call)
     settings = streaming.handoff
     response = EventStream(
         ping_interval=settings.keepalive_seconds, send_timeout=WRITE_TIMEOUT_SECONDS

@@ -18,6 +18,7 @@ from aiohttp import web
 if TYPE_CHECKING:
     from prometheus_client import Gauge
 
+    from agentsvc.api.routing import Call
     from agentsvc.config import ChatSettings, HandoffSettings
     from agentsvc.ratelimit import Limiter
 
@@ -101,3 +102,10 @@ class StreamingDeps:
     public_chat_per_minute: int
     # identity.verify_end_user with the database, the secret box and the token lifetime bound
     verify_end_user: Callable[..., Awaitable[dict[str, Any] | None]]
+
+
+def streaming_of(call: Call) -> StreamingDeps:
+    """What the app's streaming handlers run on (chat, event streams, evaluation runs)."""
+    from agentsvc.api import app_keys  # app_keys names this module's types
+
+    return call.app[app_keys.streaming_key]

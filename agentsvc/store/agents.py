@@ -33,28 +33,31 @@ class Agent:
     draft: dict[str, Any] | None = None
     # The running experiment: {id, variants: [{version, weight}]}; None: none runs.
     experiment: dict[str, Any] | None = None
+    # Publishing the draft first runs this evaluation set: {evalsetId, minPassRate, maxDrop}.
+    publish_gate: dict[str, Any] | None = None
 
 
 _COLUMNS = (
     "id, team_id, name, slug, model, temperature, system_prompt, created_at, updated_at, language"
 )
 _SELECT = (
-    f"SELECT {_COLUMNS}, handoff, widget, retention_days, version, versioning, draft, experiment"
-    " FROM agents"
+    f"SELECT {_COLUMNS}, handoff, widget, retention_days, version, versioning, draft, experiment,"
+    " publish_gate FROM agents"
 )
-_JSON_COLUMNS = ("handoff", "widget", "draft", "experiment")
+_JSON_COLUMNS = ("handoff", "widget", "draft", "experiment", "publish_gate")
 
 
 def _agent(row: Any) -> Agent:
     return Agent(
-        *row[:-7],
-        handoff=load_json(row[-7]),
-        widget=load_json(row[-6]),
-        retention_days=row[-5],
-        version=row[-4],
-        versioning=row[-3],
-        draft=load_json(row[-2]),
-        experiment=load_json(row[-1]),
+        *row[:-8],
+        handoff=load_json(row[-8]),
+        widget=load_json(row[-7]),
+        retention_days=row[-6],
+        version=row[-5],
+        versioning=row[-4],
+        draft=load_json(row[-3]),
+        experiment=load_json(row[-2]),
+        publish_gate=load_json(row[-1]),
     )
 
 
@@ -118,7 +121,7 @@ async def slugs_like(tx: Tx, team_id: str, base: str) -> set[str]:
 
 async def update(tx: Tx, team_id: str, agent_id: str, fields: dict, now: str) -> bool:
     """Update some of name, model, temperature, system_prompt, language, handoff, widget,
-    retention_days, version, versioning, draft, experiment; False when absent."""
+    retention_days, version, versioning, draft, experiment, publish_gate; False when absent."""
     allowed = {
         "name",
         "model",

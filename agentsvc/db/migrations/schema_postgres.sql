@@ -80,6 +80,7 @@ CREATE TABLE agents (
     versioning      TEXT NOT NULL DEFAULT 'live',
     draft           TEXT,
     experiment      TEXT,
+    publish_gate    TEXT,
     UNIQUE (team_id, slug)
 );
 CREATE INDEX agents_team_created ON agents(team_id, created_at);
@@ -1048,3 +1049,60 @@ CREATE UNIQUE INDEX experiments_running ON experiments(agent_id) WHERE status = 
 CREATE INDEX experiments_agent ON experiments(agent_id, created_at);
 CREATE INDEX conversations_experiment ON conversations(experiment_id, variant)
     WHERE experiment_id IS NOT NULL;
+
+-- Evaluation sets, their cases, runs and results (migration 19).
+CREATE TABLE evalsets (
+    id          TEXT PRIMARY KEY,
+    agent_id    TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+    team_id     TEXT NOT NULL,
+    name        TEXT NOT NULL,
+    created_at  TEXT NOT NULL,
+    updated_at  TEXT NOT NULL
+);
+CREATE INDEX evalsets_agent ON evalsets(agent_id, created_at);
+CREATE TABLE eval_cases (
+    id              TEXT PRIMARY KEY,
+    evalset_id      TEXT NOT NULL REFERENCES evalsets(id) ON DELETE CASCADE,
+    question        TEXT NOT NULL,
+    question_key    TEXT NOT NULL,
+    expected        TEXT,
+    must_include    TEXT NOT NULL,
+    must_not_include TEXT NOT NULL,
+    tags            TEXT NOT NULL,
+    created_at      TEXT NOT NULL
+);
+CREATE INDEX eval_cases_set ON eval_cases(evalset_id, created_at, id);
+CREATE INDEX eval_cases_key ON eval_cases(evalset_id, question_key);
+CREATE TABLE eval_runs (
+    id           TEXT PRIMARY KEY,
+    evalset_id   TEXT NOT NULL REFERENCES evalsets(id) ON DELETE CASCADE,
+    agent_id     TEXT NOT NULL,
+    team_id      TEXT NOT NULL,
+    version      TEXT NOT NULL,
+    snapshot     TEXT NOT NULL,
+    judge        TEXT,
+    case_ids     TEXT NOT NULL,
+    status       TEXT NOT NULL CHECK (status IN ('queued', 'running', 'done', 'failed')),
+    total        BIGINT NOT NULL,
+    done         BIGINT NOT NULL DEFAULT 0,
+    passed       BIGINT NOT NULL DEFAULT 0,
+    lease_until  TEXT,
+    error        TEXT,
+    created_by   TEXT,
+    created_at   TEXT NOT NULL,
+    finished_at  TEXT
+);
+CREATE INDEX eval_runs_set ON eval_runs(evalset_id, created_at);
+CREATE INDEX eval_runs_open ON eval_runs(status, lease_until)
+    WHERE status IN ('queued', 'running');
+CREATE TABLE eval_results (
+    run_id      TEXT NOT NULL REFERENCES eval_runs(id) ON DELETE CASCADE,
+    case_id     TEXT NOT NULL,
+    position    BIGINT NOT NULL,
+    question    TEXT NOT NULL,
+    answer      TEXT NOT NULL,
+    passed      BIGINT NOT NULL,
+    reason      TEXT NOT NULL,
+    latency_ms  BIGINT NOT NULL,
+    PRIMARY KEY (run_id, case_id)
+);

@@ -14,6 +14,7 @@ from agentsvc.services.agents import experiments, identity, registry, versions
 from agentsvc.services.agents.models import model_error
 from agentsvc.services.agents.registry import AgentCache, NewAgent
 from agentsvc.services.audit import Actor
+from agentsvc.services.evals.service import EvalsService
 from agentsvc.services.handoff import settings as handoff_settings
 from agentsvc.services.privacy import retention
 from agentsvc.services.widget import look as widget_look
@@ -38,11 +39,19 @@ class AgentChanges:
 class AgentsService:
     """Create, read, change and delete a team's agents (reads through the agent cache)."""
 
-    def __init__(self, db: Database, cache: AgentCache, box: SecretBox, settings: Settings):
+    def __init__(
+        self,
+        db: Database,
+        cache: AgentCache,
+        box: SecretBox,
+        settings: Settings,
+        evals: EvalsService,
+    ):
         self._db = db
         self._cache = cache
         self._box = box
         self._settings = settings
+        self._evals = evals  # the publish gate
 
     def _check_model(self, model: str) -> None:
         problem = model_error(self._settings, model)
@@ -73,6 +82,11 @@ class AgentsService:
         if "model" in changes.fields:
             self._check_model(changes.fields["model"])
         fields = dict(changes.fields)
+        gate = fields.get("publish_gate")
+        if gate is not None and not await self._evals.is_set_of(
+            team_id, agent_id, gate["evalsetId"]
+        ):
+            raise ValidationFailed("publishGate.evalsetId: not one of this agent's evaluation sets")
         if changes.handoff is not None:
             stored = await agents_store.get(self._db.reader, team_id, agent_id)
             if stored is None:
@@ -130,12 +144,18 @@ class AgentsService:
             raise NotFound("This agent has no draft")
         return agent.draft
 
-    async def publish(self, actor: Actor, agent_id: str, note: str) -> tuple[Agent, AgentVersion]:
-        """Make the agent's draft live as its next version (its model must be offered)."""
+    async def publish(
+        self, actor: Actor, agent_id: str, note: str, force: bool = False
+    ) -> tuple[Agent, AgentVersion]:
+        """Make the agent's draft live as its next version (its model must be offered).
+        With a publish gate, the draft must pass its evaluation set first, unless `force`
+        (the caller checked it is the owner)."""
         agent = await self.get(actor.team_id, agent_id)
         if agent.draft is not None:
             self._check_model(agent.draft["snapshot"].get("model") or "")
-        published, number = await versions.publish(self._db, actor, agent.id, note)
+            if agent.publish_gate is not None and not force:
+                await self._evals.gate(actor, agent, agent.publish_gate)
+        published, number = await versions.publish(self._db, actor, agent.id, note, force)
         return published, await versions.get(self._db, agent.id, number)
 
     async def start_experiment(

@@ -121,8 +121,11 @@ def _into_draft(agent: Agent, fields: dict[str, Any], actor: Actor, now: str) ->
     return {**kept, "draft": draft}
 
 
-async def publish(db: Database, actor: Actor, agent_id: str, note: str) -> tuple[Agent, int]:
-    """Make the agent's draft live, as its next version; Conflict without a draft."""
+async def publish(
+    db: Database, actor: Actor, agent_id: str, note: str, forced: bool = False
+) -> tuple[Agent, int]:
+    """Make the agent's draft live, as its next version; Conflict without a draft. A
+    publish past its gate (`forced`) says so in the audit log."""
     async with db.write() as tx:
         agent = await agents_store.get_for_update(tx, actor.team_id, agent_id)
         if agent is None:
@@ -141,7 +144,7 @@ async def publish(db: Database, actor: Actor, agent_id: str, note: str) -> tuple
             target_type="agent",
             target_id=agent_id,
             label=agent.name,
-            details={"version": number},
+            details={"version": number, **({"forced": True} if forced else {})},
         )
     await db.announce(changes.agent(agent_id))
     return published, number

@@ -269,14 +269,7 @@ class TurnRunner:
         specs = tuple(self._spec(t) for t in turn.tools.values())
         if turn.offer_handoff and self._request_human is not None:
             specs += (REQUEST_HUMAN_SPEC,)
-        # The builtin model answers from the passages' texts (or gives the curated answer);
-        # provider models read them in a delimited block after the system prompt, the
-        # curated answer first.
-        system, texts = turn.agent.system_prompt, tuple(p.text for p in turn.passages)
-        curated = turn.curated.answer if turn.curated is not None else None
-        if turn.agent.model != BUILTIN and (texts or curated is not None):
-            system, texts = prompt.with_context(system, turn.passages, turn.curated), ()
-            curated = None
+        system, texts, curated = prompt.for_model(turn.agent, turn.passages, turn.curated)
         for step in range(MAX_MODEL_CALLS):
             offered = specs if step < MAX_MODEL_CALLS - 1 else ()
             request = ModelRequest(

@@ -5,10 +5,12 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from agentsvc.llm.base import BUILTIN
 from agentsvc.services.knowledge.retrieval import Passage
 
 if TYPE_CHECKING:
     from agentsvc.services.answers.matching import CuratedMatch
+    from agentsvc.store.agents import Agent
 
 _BLOCK_TAGS = re.compile(r"</?\s*(knowledge|passage)\b[^>]*>", re.IGNORECASE)
 
@@ -55,3 +57,17 @@ def sources(passages: list[Passage]) -> list[dict[str, str]]:
     for p in passages:
         seen.setdefault(p.document_id, p.title)
     return [{"documentId": doc_id, "title": title} for doc_id, title in seen.items()]
+
+
+def for_model(
+    agent: Agent, passages: list[Passage], curated: CuratedMatch | None
+) -> tuple[str, tuple[str, ...], str | None]:
+    """What a model call is given besides the conversation: the system prompt, the
+    passages' texts and the curated answer. The builtin model answers from the texts (or
+    gives the curated answer); provider models read them in a delimited block after the
+    system prompt, the curated answer first."""
+    system, texts = agent.system_prompt, tuple(p.text for p in passages)
+    answer = curated.answer if curated is not None else None
+    if agent.model != BUILTIN and (texts or answer is not None):
+        return with_context(system, passages, curated), (), None
+    return system, texts, answer
