@@ -89,7 +89,7 @@ def _entry(page: Page, number: int):
 
 def _picture(page: Page, shots: Path, name: str) -> None:
     keep = os.environ.get("AGENTSVC_WRITE_ARTEFACTS") == "1"
-    page.evaluate("window.scrollTo(0, 0)")
+    page.evaluate("window.scrollTo(0, 0); document.getElementById('toasts').replaceChildren()")
     page.screenshot(path=str((ARTEFACTS if keep else shots) / name))
 
 
