@@ -292,7 +292,7 @@ export function settingWords(s) {
     ["Temperature", String(s.temperature)],
     ["Language", languageName(s.language)],
     ["Handoff to a person", onOff(hand.enabled)],
-    ["Business hours", hours ? `${hoursText(hours).replace(/\n/g, ", ")} (${hours.timezone})` : "always"],
+    ["Business hours", hours ? `${hoursText(hours).replace(/\n/g, ", ")} (${hours.timezone.replace(/_/g, " ")})` : "always"],
     ["Offline message", hand.offlineMessage],
     ["E-mail the members at each handoff", onOff(hand.notify?.email)],
     ["Team chat webhook", hand.notify?.teamChat || "none"],
@@ -391,7 +391,7 @@ async function renderVersions(ctx, page, id, chosen) {
   const draw = () => {
     if (shown === "draft" ? !agent.draft : !shown) shown = agent.draft ? "draft" : agent.version; // at first, the newest
     mount(list, (agent.draft ? [draftEntry(agent.draft)] : []).concat(versions).map((v) => h("li", h("button", { type: "button", "aria-current": v.number === shown && "true", onclick: () => choose(v.number) },
-      h("strong", `${title(v.number)} `, liveTag(v)), facts(v)))), next ? button("Show older versions", older) : null);
+      h("strong", `${title(v.number)} `, liveTag(v)), facts(v)))), next ? h("li", button("Show older versions", older)) : null);
   };
   const show = async (focus) => {
     const mine = ++seq;
