@@ -280,7 +280,7 @@ def cmd_apikey_create(args: argparse.Namespace) -> None:
 def cmd_eval_run(args: argparse.Namespace) -> None:
     from agentsvc.cli_eval import EvalFailed, run_eval
 
-    settings = _settings(args)
+    settings = _existing(_settings(args))
     try:
         status = _run(lambda: _with_db(settings, lambda db: run_eval(db, settings, args)))
     except EvalFailed as exc:

@@ -222,3 +222,8 @@ async def test_the_command_line_runs_a_set_and_exits_1_under_the_bar(client, aut
         assert failed.returncode == 1 and words in failed.stderr, failed.stderr
     other = cli.run(["eval", "run", "--agent", "agt_nope", "--evalset", set_id], tmp_path, **env)
     assert other.returncode == 1 and "no agent 'agt_nope'" in other.stderr
+    if not pg.SERVER_URL:  # a lookup never creates a database elsewhere
+        elsewhere = {"AGENTSVC_SERVER_DATA_DIR": str(tmp_path / "elsewhere")}
+        missing = cli.run(base, tmp_path, **elsewhere)
+        assert missing.returncode == 1 and "no database in" in missing.stderr
+        assert not (tmp_path / "elsewhere").exists()
