@@ -1,5 +1,5 @@
 """The `agentsvc` command: serve, apikey create, user create and set-password, login-link,
-team set-plan, backup, migrate, copy-data."""
+team set-plan, backup, migrate, copy-data, eval run."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import Any, NoReturn
 
+from agentsvc.cli_eval import add_eval_command
 from agentsvc.cli_input import UsageError, checked, checked_plan, read_password
 from agentsvc.config import (
     WILDCARD_HOSTS,
@@ -274,6 +275,18 @@ def cmd_apikey_create(args: argparse.Namespace) -> None:
         return created.key
 
     print(_run(lambda: _with_db(settings, create)))
+
+
+def cmd_eval_run(args: argparse.Namespace) -> None:
+    from agentsvc.cli_eval import EvalFailed, run_eval
+
+    settings = _existing(_settings(args))
+    try:
+        status = _run(lambda: _with_db(settings, lambda db: run_eval(db, settings, args)))
+    except EvalFailed as exc:
+        raise CommandError(str(exc)) from exc
+    if status:
+        sys.exit(status)
 
 
 def _new_password(args: argparse.Namespace) -> str:
@@ -630,6 +643,7 @@ def build_parser() -> argparse.ArgumentParser:
     _login_link_command(commands)
     _team_commands(commands)
     _database_commands(commands)
+    add_eval_command(commands, lambda parent, name, help: _add(parent, name, cmd_eval_run, help))
     return parser
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 
+from tests.support import cli, pg
 from tests.support.accounts import add_member, bearer, create_user, key_for, new_api_key
 from tests.support.errors import assert_error
 from tests.support.fakes import openai_server as oai
@@ -177,3 +178,52 @@ async def test_a_200_case_run_of_the_builtin_model(client, auth):
         assert time.monotonic() - started < 60
         await asyncio.sleep(0.05)
     assert (run["status"], run["done"], run["passed"]) == ("done", 200, 200)
+
+
+async def test_the_command_line_runs_a_set_and_exits_1_under_the_bar(client, auth, tmp_path):
+    resp = await client.post(
+        "/api/v1/agents", json={"name": "Shop", "systemPrompt": NINE}, headers=auth
+    )
+    agent = (await _json(resp, 201))["data"]
+    resp = await client.post(
+        f"/api/v1/agents/{agent['id']}/evalsets", json={"name": "S"}, headers=auth
+    )
+    set_id = (await _json(resp, 201))["data"]["id"]
+    for case in (
+        {"question": OPEN, "mustInclude": ["nine"]},
+        {"question": OPEN, "mustInclude": ["ten"]},
+    ):
+        await client.post(f"/api/v1/evalsets/{set_id}/cases", json=case, headers=auth)
+    env = {"AGENTSVC_SERVER_DATA_DIR": str(tmp_path / "data")}
+    if pg.SERVER_URL:
+        env["AGENTSVC_DATABASE_URL"] = pg.database_url_for(tmp_path)
+        env["AGENTSVC_SERVER_SECRET_KEY"] = "test-secret-shared-by-every-process"
+    base = ["eval", "run", "--agent", agent["id"], "--evalset", set_id]
+    under = cli.run([*base, "--min-pass", "0.9"], tmp_path, **env)
+    assert under.returncode == 1, under.stderr
+    lines = under.stdout.splitlines()
+    assert lines[0].split() == ["question", "verdict", "reason"]
+    assert lines[1].startswith(OPEN) and " pass " in lines[1]
+    assert " FAIL " in lines[2] and 'It does not say "ten"' in lines[2]
+    assert (
+        "1 of 2 passed (50 %)" in under.stdout
+        and "under the bar: at least 90% needed" in under.stdout
+    )
+    over = cli.run([*base, "--min-pass", "0.5", "--version", "1"], tmp_path, **env)
+    assert over.returncode == 0, over.stderr
+    runs = await _json(await client.get(f"/api/v1/evalsets/{set_id}/runs", headers=auth))
+    assert len(runs["data"]) == 2  # the command's runs are the set's like any other
+    for bad, words in (
+        (["--version", "v2"], "--version: give draft"),
+        (["--min-pass", "90"], "--min-pass: a share from 0 to 1"),
+        (["--version", "draft"], "no draft"),
+    ):
+        failed = cli.run([*base, *bad], tmp_path, **env)
+        assert failed.returncode == 1 and words in failed.stderr, failed.stderr
+    other = cli.run(["eval", "run", "--agent", "agt_nope", "--evalset", set_id], tmp_path, **env)
+    assert other.returncode == 1 and "no agent 'agt_nope'" in other.stderr
+    if not pg.SERVER_URL:  # a lookup never creates a database elsewhere
+        elsewhere = {"AGENTSVC_SERVER_DATA_DIR": str(tmp_path / "elsewhere")}
+        missing = cli.run(base, tmp_path, **elsewhere)
+        assert missing.returncode == 1 and "no database in" in missing.stderr
+        assert not (tmp_path / "elsewhere").exists()
