@@ -68,6 +68,7 @@ CREATE TABLE agents (
     version         INTEGER NOT NULL DEFAULT 1, -- the live version's number (migration 17)
     versioning      TEXT NOT NULL DEFAULT 'live', -- 'draft': changes wait in the draft (migration 17)
     draft           TEXT,                   -- the draft: {basedOn, updatedAt, snapshot, ...} JSON
+    tools_snapshot  TEXT,                   -- its tools as versions keep them, JSON (migration 17)
     experiment      TEXT,                   -- the running experiment: {id, variants} JSON (migration 18)
     publish_gate    TEXT,                   -- {evalsetId, minPassRate, maxDrop} JSON (migration 19)
     UNIQUE (team_id, slug)

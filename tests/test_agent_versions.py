@@ -275,3 +275,52 @@ async def test_agents_older_than_versions_start_at_version_1_as_they_were(aiohtt
     first = (await _get(client, auth, "/agents/agt_2/versions/1"))["data"]["snapshot"]
     assert first["handoff"]["enabled"] is True
     assert first["handoff"]["offlineMessage"] == "Later."
+
+
+async def test_tools_are_versioned_and_restored_with_their_ids(client, auth):
+    from tests.support.chat import new_tool
+
+    agent = await new_agent(client, auth, systemPrompt="We open at nine.")
+    tool = await new_tool(client, auth, agent["id"], "lookup")
+    resp = await client.put(
+        f"/api/v1/tools/{tool['id']}", json={"description": "Finds orders"}, headers=auth
+    )
+    assert resp.status == 200, await resp.text()
+    listed = await _versions(client, auth, agent["id"])
+    assert [v["number"] for v in listed] == [3, 2, 1]
+    third = (await _get(client, auth, f"/agents/{agent['id']}/versions/3"))["data"]["snapshot"]
+    assert [(t["id"], t["name"], t["description"]) for t in third["tools"]] == [
+        (tool["id"], "lookup", "Finds orders")
+    ]
+    assert "formWebhookSecret" not in third["tools"][0]
+    changed = (await _get(client, auth, f"/agents/{agent['id']}/versions/2/diff/3"))["data"]
+    assert [(c["field"], c["changed"]) for c in changed["changes"]] == [("tools", ["lookup"])]
+    first = (await _get(client, auth, f"/agents/{agent['id']}/versions/1/diff/2"))["data"]
+    assert (first["changes"][0]["added"], first["changes"][0]["removed"]) == (["lookup"], [])
+
+    await client.delete(f"/api/v1/tools/{tool['id']}", headers=auth)
+    resp = await client.post(f"/api/v1/agents/{agent['id']}/versions/3/restore", headers=auth)
+    assert (await resp.json())["data"]["version"]["number"] == 5
+    back = await _get(client, auth, f"/tools?agentId={agent['id']}")
+    assert [(t["id"], t["description"]) for t in back] == [(tool["id"], "Finds orders")]
+    # Restoring version 1 takes the tool away again; nothing else was lost.
+    await client.post(f"/api/v1/agents/{agent['id']}/versions/1/restore", headers=auth)
+    assert await _get(client, auth, f"/tools?agentId={agent['id']}") == []
+    assert [v["number"] for v in await _versions(client, auth, agent["id"])][:1] == [6]
+
+
+async def test_in_draft_mode_tools_change_at_once_and_publishing_keeps_them(client, auth):
+    from tests.support.chat import new_tool
+
+    agent = await new_agent(client, auth, systemPrompt="We open at nine.")
+    await _patch(client, auth, agent["id"], versioning="draft", systemPrompt="Draft.")
+    await new_tool(client, auth, agent["id"], "lookup")
+    got = (await _get(client, auth, f"/agents/{agent['id']}"))["data"]
+    assert got["version"] == 2 and got["draft"]["snapshot"]["tools"] is None
+    resp = await client.post(f"/api/v1/agents/{agent['id']}/publish", json={}, headers=auth)
+    published = (await resp.json())["data"]
+    assert published["agent"]["systemPrompt"] == "Draft." and published["version"]["number"] == 3
+    tools = await _get(client, auth, f"/tools?agentId={agent['id']}")
+    assert [t["name"] for t in tools] == ["lookup"]
+    snapshot = (await _get(client, auth, f"/agents/{agent['id']}/versions/3"))["data"]["snapshot"]
+    assert [t["name"] for t in snapshot["tools"]] == ["lookup"]

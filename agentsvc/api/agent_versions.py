@@ -77,6 +77,10 @@ class Snapshot(ResponseModel):
     temperature: float
     language: str
     handoff: HandoffSnapshot
+    tools: list[dict[str, Any]] | None = Field(
+        description="the agent's tools as GET /tools shows them (without a form's signing"
+        " secret); null for a version older than tools' keeping"
+    )
 
 
 class VersionDetail(VersionOut):
@@ -92,6 +96,9 @@ class FieldChange(ResponseModel):
         description="systemPrompt only: a unified diff of its lines (two lines of context);"
         " null when either side is over 5,000 lines",
     )
+    added: list[str] | None = Field(None, description="tools only: the tools added, by name")
+    removed: list[str] | None = Field(None, description="tools only: the tools removed")
+    changed: list[str] | None = Field(None, description="tools only: the tools changed")
 
 
 class VersionDiff(ResponseModel):

@@ -241,7 +241,7 @@ async def post_tool(call: Call):
 async def put_tool(call: Call):
     """Update some fields of a tool; the result is checked as a whole."""
     tool = await _tools(call).update(
-        call.team_id, _plan(call), call.params["id"], call.body.given()
+        actor_of(call), _plan(call), call.params["id"], call.body.given()
     )
     return json_response(tool_json(call, tool))
 
@@ -249,7 +249,7 @@ async def put_tool(call: Call):
 @routes.post(TOOL_PATH + "/refresh", response=ToolOut, errors=(403, 404, 409))
 async def refresh_tool(call: Call):
     """List an mcp tool's server again and store the tools it now exposes."""
-    tool = await _tools(call).refresh(call.team_id, _plan(call), call.params["id"])
+    tool = await _tools(call).refresh(actor_of(call), _plan(call), call.params["id"])
     return json_response(tool_json(call, tool))
 
 

@@ -35,6 +35,8 @@ class Agent:
     experiment: dict[str, Any] | None = None
     # Publishing the draft first runs this evaluation set: {evalsetId, minPassRate, maxDrop}.
     publish_gate: dict[str, Any] | None = None
+    # Its tools as its versions keep them (services.agents.versions); None: not recorded yet.
+    tools_snapshot: list[dict[str, Any]] | None = None
 
 
 _COLUMNS = (
@@ -42,28 +44,29 @@ _COLUMNS = (
 )
 _SELECT = (
     f"SELECT {_COLUMNS}, handoff, widget, retention_days, version, versioning, draft, experiment,"
-    " publish_gate FROM agents"
+    " publish_gate, tools_snapshot FROM agents"
 )
-_JSON_COLUMNS = ("handoff", "widget", "draft", "experiment", "publish_gate")
+_JSON_COLUMNS = ("handoff", "widget", "draft", "experiment", "publish_gate", "tools_snapshot")
 
 
 def _agent(row: Any) -> Agent:
     return Agent(
-        *row[:-8],
-        handoff=load_json(row[-8]),
-        widget=load_json(row[-7]),
-        retention_days=row[-6],
-        version=row[-5],
-        versioning=row[-4],
-        draft=load_json(row[-3]),
-        experiment=load_json(row[-2]),
-        publish_gate=load_json(row[-1]),
+        *row[:-9],
+        handoff=load_json(row[-9]),
+        widget=load_json(row[-8]),
+        retention_days=row[-7],
+        version=row[-6],
+        versioning=row[-5],
+        draft=load_json(row[-4]),
+        experiment=load_json(row[-3]),
+        publish_gate=load_json(row[-2]),
+        tools_snapshot=load_json(row[-1]),
     )
 
 
 async def insert(tx: Tx, agent: Agent) -> None:
     await tx.execute(
-        f"INSERT INTO agents ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        f"INSERT INTO agents ({_COLUMNS}, tools_snapshot) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             agent.id,
             agent.team_id,
@@ -75,6 +78,7 @@ async def insert(tx: Tx, agent: Agent) -> None:
             agent.created_at,
             agent.updated_at,
             agent.language,
+            dump_json(agent.tools_snapshot),
         ),
     )
 
@@ -121,7 +125,8 @@ async def slugs_like(tx: Tx, team_id: str, base: str) -> set[str]:
 
 async def update(tx: Tx, team_id: str, agent_id: str, fields: dict, now: str) -> bool:
     """Update some of name, model, temperature, system_prompt, language, handoff, widget,
-    retention_days, version, versioning, draft, experiment, publish_gate; False when absent."""
+    retention_days, version, versioning, draft, experiment, publish_gate, tools_snapshot;
+    False when absent."""
     allowed = {
         "name",
         "model",

@@ -79,6 +79,7 @@ CREATE TABLE agents (
     version         BIGINT NOT NULL DEFAULT 1,
     versioning      TEXT NOT NULL DEFAULT 'live',
     draft           TEXT,
+    tools_snapshot  TEXT,
     experiment      TEXT,
     publish_gate    TEXT,
     UNIQUE (team_id, slug)

@@ -3,6 +3,8 @@ prompt, model, temperature, language, handoff settings) is kept as a numbered sn
 `agents.version` is the live one's number, and every AI answer records the version that
 made it. Agents that exist when this runs get version 1: themselves as they are. With
 `versioning = 'draft'`, changes go to the agent's one draft (JSON) until it is published.
+`tools_snapshot` keeps the agent's tools as its versions hold them (NULL until the first
+change of a tool of an agent older than versions).
 """
 
 _TABLE = """
@@ -19,6 +21,7 @@ _TABLE = """
     ALTER TABLE agents ADD COLUMN version {integer} NOT NULL DEFAULT 1;
     ALTER TABLE agents ADD COLUMN versioning TEXT NOT NULL DEFAULT 'live';
     ALTER TABLE agents ADD COLUMN draft TEXT;
+    ALTER TABLE agents ADD COLUMN tools_snapshot TEXT;
     ALTER TABLE messages ADD COLUMN agent_version {integer};
     INSERT INTO agent_versions (agent_id, number, snapshot, note, created_at)
     SELECT id, 1, {snapshot}, 'As it was when versions began', updated_at FROM agents;
@@ -37,6 +40,7 @@ POSTGRES = _TABLE.replace("{integer}", "BIGINT").replace("{snapshot}", _POSTGRES
 # Taken away again, for the tests that build a PostgreSQL database of an earlier version.
 UNDO_POSTGRES = """
 ALTER TABLE messages DROP COLUMN agent_version;
+ALTER TABLE agents DROP COLUMN tools_snapshot;
 ALTER TABLE agents DROP COLUMN draft;
 ALTER TABLE agents DROP COLUMN versioning;
 ALTER TABLE agents DROP COLUMN version;

@@ -139,13 +139,8 @@ async def stop(
         )
         if winner is not None:
             version = await versions.get_in(tx, experiment.agent_id, winner)
-            await versions.update_in(
-                tx,
-                actor,
-                experiment.agent_id,
-                versions.columns_of(version.snapshot),
-                f"Won experiment {experiment.id}",
-                live=True,
+            await versions.make_live_in(
+                tx, actor, experiment.agent_id, version.snapshot, f"Won experiment {experiment.id}"
             )
         await audit.record_in(
             tx,

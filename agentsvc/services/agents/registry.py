@@ -66,6 +66,7 @@ async def create_agent(
             created_at=now,
             updated_at=now,
             language=new.language,
+            tools_snapshot=[],
         )
         await agents_store.insert(tx, agent)
         await versions.insert_in(tx, agent, actor, "Created")

@@ -228,9 +228,42 @@ class AgentsService:
 
 def version_view(snapshot: dict[str, Any]) -> dict[str, Any]:
     """A version's snapshot as the team sees it: every field, the handoff settings complete
-    and their sealed signing secret left out."""
+    and their sealed signing secret left out, each tool as the tools API shows it but for
+    its form's signing secret (null: a draft, or a version older than tools' keeping)."""
     settings = handoff_settings.settings_of(snapshot.get("handoff"))
+    tools = snapshot.get("tools")
     return {
         **{field: snapshot.get(field) for field in versions.FIELDS},
         "handoff": {k: v for k, v in settings.items() if k != "teamChatSecretSealed"},
+        "tools": None if tools is None else [_tool_view(t) for t in tools],
     }
+
+
+def _tool_view(state: dict[str, Any]) -> dict[str, Any]:
+    return {
+        _CAMEL.get(name, name): value
+        for name, value in state.items()
+        if name not in ("form_webhook_secret", "counts_as")
+    }
+
+
+_CAMEL = {
+    "execution_type": "executionType",
+    "input_schema": "inputSchema",
+    "is_enabled": "isEnabled",
+    "display_config": "displayConfig",
+    "mock_response": "mockResponse",
+    "http_url": "httpUrl",
+    "http_method": "httpMethod",
+    "http_headers": "httpHeaders",
+    "form_schema": "formSchema",
+    "form_execution_mode": "formExecutionMode",
+    "form_webhook_url": "formWebhookUrl",
+    "form_client_handler": "formClientHandler",
+    "form_post_actions": "formPostActions",
+    "mcp_url": "mcpUrl",
+    "mcp_headers": "mcpHeaders",
+    "mcp_tools": "mcpTools",
+    "mcp_server_tools": "mcpServerTools",
+    "mcp_listed_at": "mcpListedAt",
+}

@@ -15,15 +15,17 @@ from dataclasses import replace
 from typing import Any
 
 from agentsvc import cpu
-from agentsvc.db import Database, Tx
+from agentsvc.db import ConstraintViolation, Database, Tx
 from agentsvc.errors import Conflict, NotFound
 from agentsvc.ids import now_iso
 from agentsvc.services import audit, changes
 from agentsvc.services.audit import Actor
 from agentsvc.store import agent_versions as versions_store
 from agentsvc.store import agents as agents_store
+from agentsvc.store import tools as tools_store
 from agentsvc.store.agent_versions import AgentVersion
 from agentsvc.store.agents import Agent
+from agentsvc.store.tools import Tool
 
 # The snapshot's fields, in the order diffs list them, and the agent's column of each.
 FIELDS = {
@@ -32,7 +34,12 @@ FIELDS = {
     "temperature": "temperature",
     "language": "language",
     "handoff": "handoff",
+    "tools": "tools_snapshot",
 }
+# What a draft holds: every field but the tools, which change at once in draft mode too.
+DRAFTED = {field: column for field, column in FIELDS.items() if field != "tools"}
+# A tool as versions keep it: every column but the ones of its row's own bookkeeping.
+_TOOL_BOOKKEEPING = frozenset({"agent_id", "team_id", "created_at", "updated_at"})
 _COLUMNS = frozenset(FIELDS.values())
 # Past this many lines a side, a prompt's change is shown whole, without a line diff: the
 # diff's cost grows with the square of the lines in the worst case.
@@ -103,11 +110,11 @@ async def update_in(
 def _into_draft(agent: Agent, fields: dict[str, Any], actor: Actor, now: str) -> dict[str, Any]:
     """The fields with those of what the agent does moved into its draft (a draft equal to
     the live agent is no draft)."""
-    changes = {field: fields[column] for field, column in FIELDS.items() if column in fields}
+    changes = {field: fields[column] for field, column in DRAFTED.items() if column in fields}
     if not changes:
         return fields
     kept = {column: value for column, value in fields.items() if column not in _COLUMNS}
-    live = snapshot_of(agent)
+    live = {field: value for field, value in snapshot_of(agent).items() if field in DRAFTED}
     snapshot = {**(agent.draft["snapshot"] if agent.draft else live), **changes}
     if snapshot == live:
         return {**kept, "draft": None}
@@ -186,8 +193,72 @@ _SNAPSHOTS: dict[tuple[str, int], dict[str, Any]] = {}
 
 
 def columns_of(snapshot: dict[str, Any]) -> dict[str, Any]:
-    """A snapshot's values by the agent's columns (to store them on the agent)."""
-    return {column: snapshot.get(field) for field, column in FIELDS.items()}
+    """A snapshot's values by the agent's columns (to store them on the agent); a snapshot
+    without tools (a draft, a version older than tools' keeping) leaves them out."""
+    return {
+        column: snapshot.get(field)
+        for field, column in FIELDS.items()
+        if field != "tools" or snapshot.get("tools") is not None
+    }
+
+
+def tool_state(tool: Tool) -> dict[str, Any]:
+    """A tool as a version keeps it."""
+    return {
+        name: getattr(tool, name)
+        for name in Tool.__dataclass_fields__
+        if name not in _TOOL_BOOKKEEPING
+    }
+
+
+async def tools_changed_in(tx: Tx, actor: Actor, agent_id: str) -> None:
+    """After a change of the agent's tools, in its transaction: the tools as a version."""
+    tools = await tools_store.list_for_agent(tx, actor.team_id, agent_id)
+    states = sorted((tool_state(t) for t in tools), key=lambda t: (t["name"], t["id"]))
+    await update_in(tx, actor, agent_id, {"tools_snapshot": states}, live=True)
+
+
+async def make_live_in(
+    tx: Tx, actor: Actor, agent_id: str, snapshot: dict[str, Any], note: str
+) -> tuple[Agent, int | None]:
+    """Make the agent do what a snapshot did, its tools too, as a new version."""
+    made = await update_in(tx, actor, agent_id, columns_of(snapshot), note, live=True)
+    if snapshot.get("tools") is not None:
+        await _restore_tools_in(tx, actor.team_id, agent_id, snapshot["tools"])
+    return made
+
+
+async def _restore_tools_in(
+    tx: Tx, team_id: str, agent_id: str, states: list[dict[str, Any]]
+) -> None:
+    """The agent's tools made what the states say: others deleted, changed ones updated,
+    missing ones made again with their ids (so their forms' submissions find them)."""
+    current = {t.id: t for t in await tools_store.list_for_agent(tx, team_id, agent_id)}
+    wanted = {state["id"] for state in states}
+    for tool_id in current.keys() - wanted:
+        await tools_store.delete(tx, team_id, tool_id)
+    now = now_iso()
+    try:
+        for state in states:
+            fields = {k: v for k, v in state.items() if k != "id"}
+            found = current.get(state["id"])
+            if found is None:
+                tool = Tool(
+                    id=state["id"],
+                    agent_id=agent_id,
+                    team_id=team_id,
+                    created_at=now,
+                    updated_at=now,
+                    **fields,
+                )
+                await tools_store.insert(tx, tool)
+            elif tool_state(found) != state:
+                await tools_store.update(tx, team_id, state["id"], fields, now)
+    except ConstraintViolation as exc:
+        raise Conflict(
+            "The tools could not be put back: two of them now use each other's names;"
+            " rename one and restore again"
+        ) from exc
 
 
 async def get(db: Database, agent_id: str, number: int) -> AgentVersion:
@@ -214,13 +285,8 @@ async def page(
 async def restore(db: Database, actor: Actor, agent: Agent, version: AgentVersion) -> Agent:
     """Make the agent do what `version` did, as a new version (none when it already does)."""
     async with db.write() as tx:
-        restored, number = await update_in(
-            tx,
-            actor,
-            agent.id,
-            columns_of(version.snapshot),
-            f"Restored version {version.number}",
-            live=True,
+        restored, number = await make_live_in(
+            tx, actor, agent.id, version.snapshot, f"Restored version {version.number}"
         )
         if number is not None:
             await audit.record_in(
@@ -241,14 +307,28 @@ async def diff(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str, 
     line diff."""
     found = []
     for field in FIELDS:
-        old, new = before[field], after[field]
-        if old == new:
-            continue
+        old, new = before.get(field), after.get(field)
+        if old == new or (field == "tools" and (old is None or new is None)):
+            continue  # a draft, or a version older than tools' keeping, holds no tools
         change: dict[str, Any] = {"field": field, "before": old, "after": new}
         if field == "systemPrompt":
             change["lines"] = await cpu.run(_line_diff, old or "", new or "")
+        if field == "tools":
+            change.update(_tools_changed(old, new))
         found.append(change)
     return found
+
+
+def _tools_changed(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> dict[str, list]:
+    """The names of the tools added, removed and changed (by id)."""
+    before, after = {t["id"]: t for t in old}, {t["id"]: t for t in new}
+    return {
+        "added": [after[i]["name"] for i in after.keys() - before.keys()],
+        "removed": [before[i]["name"] for i in before.keys() - after.keys()],
+        "changed": [
+            after[i]["name"] for i in after.keys() & before.keys() if after[i] != before[i]
+        ],
+    }
 
 
 def _line_diff(old: str, new: str) -> list[str] | None:

@@ -14,6 +14,7 @@ from agentsvc.ids import new_id, now_iso
 from agentsvc.mcp_client import McpClient
 from agentsvc.secretbox import SecretBox
 from agentsvc.services import audit
+from agentsvc.services.agents import versions
 from agentsvc.services.audit import Actor
 from agentsvc.services.tools import mcp as mcp_service
 from agentsvc.services.tools import rules as tool_rules
@@ -302,6 +303,8 @@ async def create_tool(
             **checked,
         )
         await tools_store.insert(tx, tool)
+        if actor is not None:
+            await versions.tools_changed_in(tx, actor, agent_id)
         await audit.record_in(
             tx,
             actor,
@@ -394,7 +397,9 @@ async def _prepare_update(
     )
 
 
-async def update_tool(deps: ToolDeps, plan: TeamPlan, tool_id: str, given: dict[str, Any]) -> Tool:
+async def update_tool(
+    deps: ToolDeps, plan: TeamPlan, tool_id: str, given: dict[str, Any], actor: Actor
+) -> Tool:
     """Apply a partial update; the result is checked as a whole before it is saved. An mcp
     tool whose server, headers or selection change lists its server's tools again.
 
@@ -420,6 +425,7 @@ async def update_tool(deps: ToolDeps, plan: TeamPlan, tool_id: str, given: dict[
                 await tools_store.update(tx, team_id, tool_id, update.changes, now)
             except ConstraintViolation as exc:
                 raise DuplicateName("name: this agent already has a tool with that name") from exc
+            await versions.tools_changed_in(tx, actor, current.agent_id)
         return replace(current, **update.changes, updated_at=now)
     raise Conflict("The tool kept changing while it was being saved; try again")
 
@@ -434,7 +440,7 @@ async def _save_update(tx: Tx, tool_id: str, update: _Update, plan: TeamPlan) ->
         _check_limit(plan, others, update.counts_as, update.mcp)
 
 
-async def refresh_tool(deps: ToolDeps, plan: TeamPlan, tool_id: str) -> Tool:
+async def refresh_tool(deps: ToolDeps, plan: TeamPlan, tool_id: str, actor: Actor) -> Tool:
     """List an mcp tool's server again and store what it now exposes; TOOL_LIMIT_REACHED
     (nothing changes) when that would pass the plan's limit. The listing is fetched and
     checked before the write transaction."""
@@ -468,6 +474,7 @@ async def refresh_tool(deps: ToolDeps, plan: TeamPlan, tool_id: str) -> Tool:
         now = now_iso()
         changes = {"mcp_server_tools": functions, "mcp_listed_at": now, "counts_as": counts_as}
         await tools_store.update(tx, team_id, tool_id, changes, now)
+        await versions.tools_changed_in(tx, actor, current.agent_id)
     return replace(current, **changes, updated_at=now)
 
 
@@ -495,6 +502,8 @@ async def delete_tool(db: Database, team_id: str, tool_id: str, actor: Actor | N
         tool = await tools_store.get(tx, team_id, tool_id)
         if tool is None or not await tools_store.delete(tx, team_id, tool_id):
             raise NotFound("Tool not found")
+        if actor is not None:
+            await versions.tools_changed_in(tx, actor, tool.agent_id)
         await audit.record_in(
             tx,
             actor,

@@ -50,14 +50,15 @@ class ToolsService:
         plan = self._plan(actor.team_id, plan_id)
         return await definitions.create_tool(self._deps, plan, agent_id, given, actor)
 
-    async def update(self, team_id: str, plan_id: str, tool_id: str, given: dict[str, Any]) -> Tool:
+    async def update(self, actor: Actor, plan_id: str, tool_id: str, given: dict[str, Any]) -> Tool:
         """Apply a partial update, checked as a whole."""
-        plan = self._plan(team_id, plan_id)
-        return await definitions.update_tool(self._deps, plan, tool_id, given)
+        plan = self._plan(actor.team_id, plan_id)
+        return await definitions.update_tool(self._deps, plan, tool_id, given, actor)
 
-    async def refresh(self, team_id: str, plan_id: str, tool_id: str) -> Tool:
+    async def refresh(self, actor: Actor, plan_id: str, tool_id: str) -> Tool:
         """List an mcp tool's server again and store what it now exposes."""
-        return await definitions.refresh_tool(self._deps, self._plan(team_id, plan_id), tool_id)
+        plan = self._plan(actor.team_id, plan_id)
+        return await definitions.refresh_tool(self._deps, plan, tool_id, actor)
 
     async def preview(
         self, team_id: str, url: str, headers: dict[str, str] | None, prefix: str | None
