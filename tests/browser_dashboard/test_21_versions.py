@@ -318,32 +318,43 @@ def test_an_owner_drafts_tries_publishes_and_discards(tab, stack, shop, shots):
     assert (got["versioning"], got["version"], got["systemPrompt"]) == ("live", 3, live)
 
 
-def test_a_long_history_pages_and_handoff_hours_read_in_words(tab, stack, shop):
+def test_a_long_history_pages_and_handoff_hours_and_tools_read_in_words(tab, stack, shop):
     page = tab.page
     key = shop["key"]
     agent = stack.api("POST", "/agents", key, {"name": "Busy shop"})["data"]
     path = f"/agents/{agent['id']}"
     for n in range(51):
         stack.api("PATCH", path, key, {"temperature": n})
-    hours = {
-        "timezone": "America/New_York",
-        "intervals": [{"day": "mon", "start": "09:00", "end": "17:00"}],
-    }
+    monday = [{"day": "mon", "start": "09:00", "end": "17:00"}]
+    hours = {"timezone": "America/New_York", "intervals": monday}
     stack.api("PATCH", path, key, {"handoff": {"businessHours": hours}})
+    tool = {
+        "agentId": agent["id"],
+        "name": "order_status",
+        "description": "Where an order is",
+        "executionType": "mock",
+        "mockResponse": "Shipped",
+        "inputSchema": {"type": "object", "properties": {}},
+    }
+    stack.api("POST", "/tools", key, tool)
     sign_in(page, stack)
     in_owners_team(page)
     page.goto(f"{stack.url}/#/agents/{agent['id']}/versions")
 
-    # The newest 50 first, then the older ones on asking.
+    # The newest 50 first, then the older ones on asking; each change in words.
     timeline = page.get_by_role("region", name="Timeline")
     expect(timeline.locator("li strong")).to_have_count(50)
-    expect(_entry(page, 53)).to_have_attribute("aria-current", "true")
+    expect(_entry(page, 54)).to_have_attribute("aria-current", "true")
     detail = page.get_by_role("region", name="The chosen version")
+    expect(detail.locator("ul > li")).to_have_text(["Tools: added order_status"])
+    detail.get_by_text("All settings").click()
+    expect(detail.locator("dd").last).to_have_text("order_status")
+    _entry(page, 53).click()
     expect(detail.locator("ul > li")).to_have_text(
         ["Business hours: always → mon 09:00-17:00 (America/New York)"]
     )
     timeline.get_by_role("button", name="Show older versions").click()
-    expect(timeline.locator("li strong")).to_have_count(53)
+    expect(timeline.locator("li strong")).to_have_count(54)
     expect(timeline.get_by_role("button", name="Show older versions")).to_have_count(0)
     _entry(page, 1).click()
     expect(detail.get_by_role("heading", name="Version 1")).to_be_visible()

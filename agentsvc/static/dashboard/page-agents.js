@@ -283,7 +283,8 @@ const liveTag = (v) => (v.live ? h("span.tag.good", "Live") : null);
  *  e-mail address: the API gives none). */
 export const authorName = (a) => [a.name, a.keyName && `API key “${a.keyName}”`].filter(Boolean).join(" with the ") || (a.via === "system" ? "The server" : "A member");
 
-/** What a version holds, in words, as [label, text]: all but the system prompt. */
+/** What a version holds, in words, as [label, text]: all but the system prompt and the
+ *  tools. */
 export function settingWords(s) {
   const hand = s.handoff || {};
   const hours = hand.businessHours;
@@ -311,19 +312,21 @@ export function lineDiff(lines) {
   }));
 }
 
-/** What changed since version `prev`: settings as "before → after", the system prompt
- *  line by line (whole, when too long to compare). */
+/** What changed since version `prev`: settings as "before → after", the tools added,
+ *  removed or changed, the system prompt line by line (whole, when too long to compare). */
 function changesSince(prev, changes) {
   const before = {};
   const after = {};
   for (const c of changes) [before[c.field], after[c.field]] = [c.before, c.after];
   const was = settingWords(before);
-  const rows = settingWords(after).map(([label, text], i) => [label, was[i][1], text]).filter(([, a, b]) => a !== b);
+  const rows = settingWords(after).map(([label, text], i) => text !== was[i][1] && [label, `${was[i][1]} → ${text}`]).filter(Boolean);
+  const tools = changes.find((c) => c.field === "tools");
+  if (tools) rows.push(["Tools", ["added", "removed", "changed"].filter((k) => tools[k]?.length).map((k) => `${k} ${tools[k].join(", ")}`).join("; ")]);
   const prompt = changes.find((c) => c.field === "systemPrompt");
   return [
     h("h3", `What changed since version ${prev}`),
     changes.length ? null : h("p.muted", "Nothing the agent does."),
-    rows.length ? h("ul", rows.map(([label, a, b]) => h("li", h("strong", label), `: ${a} → ${b}`))) : null,
+    rows.length ? h("ul", rows.map(([label, text]) => h("li", h("strong", label), `: ${text}`))) : null,
     prompt ? [h("h3", "System prompt"), prompt.lines ? lineDiff(prompt.lines) : h("pre", prompt.after)] : null,
   ];
 }
@@ -367,7 +370,7 @@ async function versionDetail(agent, n, done) {
     facts(v),
     diff ? changesSince(prev, diff.changes) : h("p", "The first version kept: all it holds is below."),
     h("details", { open: !diff }, h("summary", "All settings"),
-      h("dl.keys", settingWords(v.snapshot).map(([label, text]) => [h("dt", label), h("dd", text)])),
+      h("dl.keys", settingWords(v.snapshot).concat(v.snapshot.tools ? [["Tools", v.snapshot.tools.map((t) => t.name).join(", ") || "none"]] : []).map(([label, text]) => [h("dt", label), h("dd", text)])),
       h("pre", v.snapshot.systemPrompt)),
     n === "draft" ? draftActions(agent, done) : v.live ? h("p.muted", "This is the live version: the agent answers with it now.") : restore,
   ];
