@@ -1,10 +1,8 @@
 """Security matrix: another team's credentials on every id route, the member role on the
 owner's routes, SSRF on form deliveries, and no credential stored or logged in clear.
-
 tests/test_roles.py probes every management route with made-up ids; here every route that
 takes an id is tried against real resources of another team, so a check that only works
-when the resource is missing cannot pass.
-"""
+when the resource is missing cannot pass."""
 
 from __future__ import annotations
 
@@ -24,7 +22,7 @@ from agentsvc.api.routing import PATH_PARAM, Endpoint
 from agentsvc.app import create_app
 from agentsvc.outbound import literal_address
 from agentsvc.services.tools import secrets as secret_service
-from tests.support import channels, pg, scim, sso
+from tests.support import agent_versions, channels, pg, scim, sso
 from tests.support.accounts import (
     SESSION_COOKIE,
     add_member,
@@ -130,7 +128,7 @@ ROUTES: dict[tuple[str, str], tuple[str, Any]] = {
         ("webhook", "delivery"),
         None,
     ),
-} | channels.SECURITY_ROUTES
+} | (channels.SECURITY_ROUTES | agent_versions.SECURITY_ROUTES)
 
 
 def id_routes() -> list[Endpoint]:
@@ -183,6 +181,7 @@ async def furnished_team(client, email: str) -> Team:
     )
     ids["agent"] = agent["data"]["id"]
     await channels.furnish(client, auth, ids)
+    await agent_versions.furnish(client, auth, ids)
     await json_of(
         await client.put(f"/api/v1/agents/{ids['agent']}/identity-secret", json={}, headers=auth),
         200,
