@@ -27,7 +27,10 @@ class VariantIn(RequestModel):
 
 
 class ExperimentCreate(RequestModel):
-    variants: Annotated[list[VariantIn], Field(min_length=1, max_length=experiments.MAX_VARIANTS)]
+    variants: Annotated[
+        list[VariantIn],
+        Field(min_length=experiments.MIN_VARIANTS, max_length=experiments.MAX_VARIANTS),
+    ]
 
 
 class ExperimentStop(RequestModel):
