@@ -206,10 +206,10 @@ function retentionForm(ctx, agent) {
 export async function renderAgents(ctx, page) {
   await ctx.refreshAgents();
   const columns = [
-    { label: "Name", cell: (a) => h("a", { href: `#/agents/${enc(a.id)}` }, a.name) },
-    { label: "Short name", cell: (a) => h("code", a.slug) },
-    { label: "Model", cell: (a) => modelName(a.model) },
-    { label: "Created", cell: (a) => when(a.createdAt) },
+    ["Name", (a) => h("a", { href: `#/agents/${enc(a.id)}` }, a.name)],
+    ["Short name", (a) => h("code", a.slug)],
+    ["Model", (a) => modelName(a.model)],
+    ["Created", (a) => when(a.createdAt)],
   ];
   mount(page,
     pageHeader("Agents", "Each agent has a model, a system prompt and a temperature.",
