@@ -349,7 +349,7 @@ function draftActions(agent, done, owner) {
     field("Note (optional)", h("input", { name: "note", maxlength: 500, placeholder: "Longer opening hours" }), "Once published, visitors talk to the draft."),
     h("button", { type: "submit" }, "Publish")), (data) => go({ note: data.get("note") }).catch((err) => {
     if (err.status !== 409) throw err;
-    mount(refused, h("p.form-error", { role: "alert" }, describe(err).replace(/ \(run \w+\)/, "")), // its run's id: not for people
+    mount(refused, h("p.form-error", { role: "alert" }, describe(err).replace(/ \(run [\w-]+\)/, "")), // its run's id: not for people
       owner ? actionButton("Publish anyway", () => go({ note: data.get("note"), force: true }), { class: "danger" }) : h("p.muted", "Only the team owner can publish it anyway."));
   }));
   const discard = actionButton("Discard the draft", async () => {
