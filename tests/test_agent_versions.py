@@ -179,7 +179,8 @@ async def test_the_list_pages_by_cursor_and_refuses_a_forged_one(client, auth):
     third = await _get(client, auth, f"{base}?limit=2&cursor={second['pagination']['nextCursor']}")
     assert [v["number"] for v in third["data"]] == [1]
     assert third["pagination"]["nextCursor"] is None
-    for forged in ("abc", "WyJ4IiwieSJd"):  # not base64 JSON; ["x","y"]
+    # Not base64 JSON; ["x","y"]; ["x","99999999999999999999"] (past any number SQL holds)
+    for forged in ("abc", "WyJ4IiwieSJd", "WyJ4IiwiOTk5OTk5OTk5OTk5OTk5OTk5OTkiXQ"):
         resp = await client.get(f"/api/v1{base}?cursor={forged}", headers=auth)
         await assert_error(resp, 400, "VALIDATION_ERROR")
 

@@ -153,7 +153,7 @@ async def list_versions(call: Call):
     below = None
     key = decode_cursor(query.cursor)
     if key is not None:
-        if not key[1].isdigit():
+        if not (key[1].isascii() and key[1].isdigit() and len(key[1]) <= 9):
             raise ValidationFailed("cursor: not a cursor returned by this API (use nextCursor)")
         below = int(key[1])
     agent = await agents_service(call).get(call.team_id, call.params["id"])

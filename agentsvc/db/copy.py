@@ -30,6 +30,12 @@ TABLES = [
     "avatars",
     "api_keys",
     "agents",
+    "agent_versions",
+    "experiments",
+    "evalsets",
+    "eval_cases",
+    "eval_runs",
+    "eval_results",
     "channels",  # before conversations, which name their channel
     "tools",
     "sessions",
