@@ -147,14 +147,14 @@ export function download(href, file = "") {
   a.remove();
 }
 
-/** A table from column definitions [{label, cell: row => node|string}] and rows. */
+/** A table from columns [label, row => node|string] and rows. */
 export function table(columns, rows, empty = "Nothing here yet.", label = undefined) {
   if (!rows.length) return h("p.empty", empty);
   // Focusable, so a table that scrolls sideways on a narrow screen scrolls by keyboard too.
   return h("div.table-wrap", { tabindex: "0", role: "region", "aria-label": label || "Table" },
     h("table", { "aria-label": label },
-      h("thead", h("tr", columns.map((c) => h("th", { scope: "col" }, c.label)))),
-      h("tbody", rows.map((row) => h("tr", columns.map((c) => h("td", c.cell(row))))))));
+      h("thead", h("tr", columns.map((c) => h("th", { scope: "col" }, c[0])))),
+      h("tbody", rows.map((row) => h("tr", columns.map((c) => h("td", c[1](row))))))));
 }
 
 const stamps = [new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" }), new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "medium" })];

@@ -206,10 +206,10 @@ function retentionForm(ctx, agent) {
 export async function renderAgents(ctx, page) {
   await ctx.refreshAgents();
   const columns = [
-    { label: "Name", cell: (a) => h("a", { href: `#/agents/${enc(a.id)}` }, a.name) },
-    { label: "Short name", cell: (a) => h("code", a.slug) },
-    { label: "Model", cell: (a) => modelName(a.model) },
-    { label: "Created", cell: (a) => when(a.createdAt) },
+    ["Name", (a) => h("a", { href: `#/agents/${enc(a.id)}` }, a.name)],
+    ["Short name", (a) => h("code", a.slug)],
+    ["Model", (a) => modelName(a.model)],
+    ["Created", (a) => when(a.createdAt)],
   ];
   mount(page,
     pageHeader("Agents", "Each agent has a model, a system prompt and a temperature.",
@@ -338,24 +338,31 @@ const draftEntry = (d) => ({ ...d, number: "draft", createdAt: d.updatedAt, auth
 const title = (n) => (n === "draft" ? "Draft" : `Version ${n}`);
 
 /** The draft's actions: publish (with a note), discard, and a chat with it. */
-function draftActions(agent, done) {
+function draftActions(agent, done, owner) {
+  const refused = h("div");
+  const go = async (body) => {
+    const result = await post(`/agents/${enc(agent.id)}/publish`, body);
+    await done(`Version ${result.version.number} is now live: visitors get the draft's changes.`);
+  };
+  // Refused by the check before publishing (409): its words, and the owner may go on.
   const publish = onSubmit(h("form.row", { "aria-label": "Publish the draft" },
     field("Note (optional)", h("input", { name: "note", maxlength: 500, placeholder: "Longer opening hours" }), "Once published, visitors talk to the draft."),
-    h("button", { type: "submit" }, "Publish")), async (data) => {
-    const result = await post(`/agents/${enc(agent.id)}/publish`, { note: data.get("note") });
-    await done(`Version ${result.version.number} is now live: visitors get the draft's changes.`);
-  });
+    h("button", { type: "submit" }, "Publish")), (data) => go({ note: data.get("note") }).catch((err) => {
+    if (err.status !== 409) throw err;
+    mount(refused, h("p.form-error", { role: "alert" }, describe(err).replace(/ \(run [\w-]+\)/, "")), // its run's id: not for people
+      owner ? actionButton("Publish anyway", () => go({ note: data.get("note"), force: true }), { class: "danger" }) : h("p.muted", "Only the team owner can publish it anyway."));
+  }));
   const discard = actionButton("Discard the draft", async () => {
     if (!(await confirmDialog("Discard the draft? Its changes are lost; the live agent stays as it is.", "Discard the draft"))) return;
     await del(`/agents/${enc(agent.id)}/draft`);
     await done("The draft is discarded.");
   }, { class: "danger" });
-  return [publish, discard, chatPanel(agent.id, { title: "Try the draft", version: "draft" }).el];
+  return [publish, refused, discard, chatPanel(agent.id, { title: "Try the draft", version: "draft" }).el];
 }
 
 /** The chosen version (or the draft): what it changed against the one before it (the
  *  draft: against the live one), all it holds, and Restore (the draft: Publish). */
-async function versionDetail(agent, n, done) {
+async function versionDetail(agent, n, done, owner) {
   const path = `/agents/${enc(agent.id)}/versions/`;
   const prev = n === "draft" ? agent.version : n - 1;
   const [v, diff] = await Promise.all([n === "draft" ? draftEntry(agent.draft) : get(path + n), prev && get(`${path}${prev}/diff/${n}`)]);
@@ -372,7 +379,7 @@ async function versionDetail(agent, n, done) {
     h("details", { open: !diff }, h("summary", "All settings"),
       h("dl.keys", settingWords(v.snapshot).concat(v.snapshot.tools ? [["Tools", v.snapshot.tools.map((t) => t.name).join(", ") || "none"]] : []).map(([label, text]) => [h("dt", label), h("dd", text)])),
       h("pre", v.snapshot.systemPrompt)),
-    n === "draft" ? draftActions(agent, done) : v.live ? h("p.muted", "This is the live version: the agent answers with it now.") : restore,
+    n === "draft" ? draftActions(agent, done, owner) : v.live ? h("p.muted", "This is the live version: the agent answers with it now.") : restore,
   ];
 }
 
@@ -398,7 +405,7 @@ async function renderVersions(ctx, page, id, chosen) {
   };
   const show = async (focus) => {
     const mine = ++seq;
-    const parts = await versionDetail(agent, shown, done).catch((err) => h("p.form-error", { role: "alert" }, describe(err)));
+    const parts = await versionDetail(agent, shown, done, ctx.isOwner).catch((err) => h("p.form-error", { role: "alert" }, describe(err)));
     if (mine !== seq) return;
     mount(detail, parts);
     if (focus) detail.querySelector("h2")?.focus(); // scrolled to, below the timeline (narrow screens)

@@ -147,15 +147,15 @@ function activity(ctx, data, previous) {
   const quality = daysCard(data, "Answer quality", QUALITY, `Answer quality per day, ${span}`,
     `${t.answersRatedUp} rated helpful, ${t.answersRatedDown} rated unhelpful, ${t.unanswered} unanswered.`);
   const dayTable = figuresTable("Figures per day", [
-    { label: "Day", cell: (d) => dayLabel(d.date, true) },
-    ...Object.entries(FIGURES).map(([key, label]) => ({ label, cell: (d) => String(d[key]) })),
+    ["Day", (d) => dayLabel(d.date, true)],
+    ...Object.entries(FIGURES).map(([key, label]) => [label, (d) => String(d[key])]),
   ], data.days);
   const triggerTable = table([
-    { label: "Trigger", cell: (r) => r.name || "(deleted trigger)" },
-    { label: "Fired", cell: (r) => String(r.fired) },
-    { label: "Converted", cell: (r) => String(r.converted) },
-    { label: "Chats started", cell: (r) => String(r.conversations) },
-    { label: "Forms submitted", cell: (r) => String(r.submissions) },
+    ["Trigger", (r) => r.name || "(deleted trigger)"],
+    ["Fired", (r) => String(r.fired)],
+    ["Converted", (r) => String(r.converted)],
+    ["Chats started", (r) => String(r.conversations)],
+    ["Forms submitted", (r) => String(r.submissions)],
   ], data.triggers, "No trigger fired in this range.", "Trigger funnel by trigger");
   const funnel = funnelCard("Trigger funnel", `Trigger funnel, ${span}`, `trigger-funnel-${data.from}-to-${data.to}`, [
     { label: "Fired", value: t.triggerFired },
@@ -163,10 +163,10 @@ function activity(ctx, data, previous) {
     { label: "Forms submitted", value: t.triggerSubmissions },
   ], triggerTable);
   const questions = table([
-    { label: "Question", cell: (q) => q.question },
-    { label: "Times", cell: (q) => String(q.count) },
-    { label: "Last asked", cell: (q) => when(q.lastAskedAt) },
-    { label: "", cell: (q) => button("Write an answer", () => answerQuestion(ctx, q.question)) },
+    ["Question", (q) => q.question],
+    ["Times", (q) => String(q.count)],
+    ["Last asked", (q) => when(q.lastAskedAt)],
+    ["", (q) => button("Write an answer", () => answerQuestion(ctx, q.question))],
   ], data.unansweredQuestions, "No unanswered question in this range.", "Most frequent unanswered questions");
   return [
     rangeForm(ctx, data),
@@ -195,7 +195,7 @@ function formCard(f, tools) {
     { label: "Failed", value: f.failed },
   ], [
     h("p.muted", `Conversion ${pct(f.conversionRate)} (submitted / shown) · completion ${pct(f.completionRate)} (submitted / started)`),
-    rates.length ? table([{ label: "Field", cell: (r) => labelOf(r[0]) }, { label: "Completed", cell: (r) => pct(r[1]) }], rates) : null,
+    rates.length ? table([["Field", (r) => labelOf(r[0])], ["Completed", (r) => pct(r[1])]], rates) : null,
   ]);
 }
 
@@ -206,8 +206,8 @@ function triggersCard(groups) {
     heading: "Fired and converted",
     draw: (width) => groupedBars(groups, ["Fired", "Converted"], { title: "Trigger fired and converted counts" }, width),
     csv: () => ({ file: "triggers", header: ["Trigger", "Fired", "Converted"], rows: groups.map((g) => [g.label, ...g.values]) }),
-    extra: table([{ label: "Trigger", cell: (g) => g.label }, { label: "Fired", cell: (g) => String(g.values[0]) }, { label: "Converted", cell: (g) => String(g.values[1]) },
-      { label: "Rate", cell: rate }], groups),
+    extra: table([["Trigger", (g) => g.label], ["Fired", (g) => String(g.values[0])], ["Converted", (g) => String(g.values[1])],
+      ["Rate", rate]], groups),
   });
 }
 

@@ -95,11 +95,11 @@ export async function renderConversations(ctx, page) {
   const { total, nextCursor, totalCapped } = result.pagination;
   const count = rows.length;
   const columns = [
-    { label: "Title", cell: (c) => h("a", { href: `#/conversations/${enc(c.id)}` }, c.title || "(untitled)") },
-    { label: "Visitor", cell: (c) => (c.user ? h("span", visitor(c.user, true)) : c.sessionId ? "anonymous" : "API / dashboard") },
-    { label: "Messages", cell: (c) => String(c.messageCount) },
-    { label: "Feedback", cell: (c) => (c.ratings.up || c.ratings.down ? `👍 ${c.ratings.up} · 👎 ${c.ratings.down}` : "") },
-    { label: "Updated", cell: (c) => when(c.updatedAt) },
+    ["Title", (c) => h("a", { href: `#/conversations/${enc(c.id)}` }, c.title || "(untitled)")],
+    ["Visitor", (c) => (c.user ? h("span", visitor(c.user, true)) : c.sessionId ? "anonymous" : "API / dashboard")],
+    ["Messages", (c) => String(c.messageCount)],
+    ["Feedback", (c) => (c.ratings.up || c.ratings.down ? `👍 ${c.ratings.up} · 👎 ${c.ratings.down}` : "")],
+    ["Updated", (c) => when(c.updatedAt)],
   ];
   const size = select([["20", "20 per page"], ["50", "50 per page"], ["100", "100 per page"]], String(view.limit), { "aria-label": "Page size", onchange: (e) => {
     view.limit = Number(e.target.value);

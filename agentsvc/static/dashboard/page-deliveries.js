@@ -68,12 +68,12 @@ export async function renderWebhooks(ctx, page) {
   async function refreshList(rows) {
     const current = rows || (await get("/webhooks"));
     mount(listSlot, table([
-      { label: "Endpoint", cell: (w) => h("a", { href: `#/webhooks/${enc(w.id)}` }, w.url) },
-      { label: "Description", cell: (w) => w.description || "—" },
-      { label: "Events", cell: (w) => w.events.map(webhookEvent).join(", ") },
-      { label: "Created", cell: (w) => when(w.createdAt) },
-      { label: "", cell: (w) => deleteButton("Delete", `Delete the webhook to ${w.url}? Events stop at once and its pending deliveries are dropped.`, "Delete webhook",
-        `/webhooks/${enc(w.id)}`, "Webhook deleted", refreshList, { class: "danger small", "aria-label": `Delete ${w.url}` }) },
+      ["Endpoint", (w) => h("a", { href: `#/webhooks/${enc(w.id)}` }, w.url)],
+      ["Description", (w) => w.description || "—"],
+      ["Events", (w) => w.events.map(webhookEvent).join(", ")],
+      ["Created", (w) => when(w.createdAt)],
+      ["", (w) => deleteButton("Delete", `Delete the webhook to ${w.url}? Events stop at once and its pending deliveries are dropped.`, "Delete webhook",
+        `/webhooks/${enc(w.id)}`, "Webhook deleted", refreshList, { class: "danger small", "aria-label": `Delete ${w.url}` })],
     ], current, "No webhooks yet.", "Webhooks"));
   }
   await refreshList(hooks);
@@ -85,12 +85,12 @@ export async function renderWebhooks(ctx, page) {
 /** Every attempt of one delivery (a form submission's too); `none` stands for no HTTP status. */
 export function attemptsTable(log, label, none = "—") {
   return table([
-    { label: "#", cell: (a) => String(a.attempt) },
-    { label: "Started", cell: (a) => when(a.startedAt, true) },
-    { label: "HTTP", cell: (a) => (a.statusCode == null ? none : String(a.statusCode)) },
-    { label: "Latency", cell: (a) => `${a.latencyMs} ms` },
-    { label: "Result", cell: (a) => (a.success ? h("span.good", "Delivered") : h("span.bad", a.error || "failed")) },
-    { label: "Response", cell: (a) => (a.responseBody ? h("code", a.responseBody.slice(0, 200)) : "") },
+    ["#", (a) => String(a.attempt)],
+    ["Started", (a) => when(a.startedAt, true)],
+    ["HTTP", (a) => (a.statusCode == null ? none : String(a.statusCode))],
+    ["Latency", (a) => `${a.latencyMs} ms`],
+    ["Result", (a) => (a.success ? h("span.good", "Delivered") : h("span.bad", a.error || "failed"))],
+    ["Response", (a) => (a.responseBody ? h("code", a.responseBody.slice(0, 200)) : "")],
   ], log, "No attempt yet.", label);
 }
 
@@ -117,19 +117,19 @@ export async function renderWebhook(ctx, page, id) {
       attemptsTable(full.log, "Attempts")));
   }
   const columns = [
-    { label: "Event", cell: (d) => webhookEvent(d.eventType) },
-    { label: "Status", cell: (d) => statusTag(d.status) },
-    { label: "Attempts", cell: (d) => String(d.attempts) },
-    { label: "Last answer", cell: (d) => (d.lastError ? h("span", { class: d.status === "success" ? "" : "bad" }, d.lastError) : d.lastStatusCode ? `HTTP ${d.lastStatusCode}` : "—") },
-    { label: "Created", cell: (d) => when(d.createdAt, true) },
-    { label: "Next attempt", cell: (d) => when(d.nextAttemptAt) || "—" },
-    { label: "", cell: (d) => h("div.row",
+    ["Event", (d) => webhookEvent(d.eventType)],
+    ["Status", (d) => statusTag(d.status)],
+    ["Attempts", (d) => String(d.attempts)],
+    ["Last answer", (d) => (d.lastError ? h("span", { class: d.status === "success" ? "" : "bad" }, d.lastError) : d.lastStatusCode ? `HTTP ${d.lastStatusCode}` : "—")],
+    ["Created", (d) => when(d.createdAt, true)],
+    ["Next attempt", (d) => when(d.nextAttemptAt) || "—"],
+    ["", (d) => h("div.row",
       actionButton("Details", () => show(d), { class: "secondary small", "aria-label": `Details of ${webhookEvent(d.eventType)} ${d.id}` }),
       actionButton("Redeliver", async () => {
         await post(`${hookPath}/deliveries/${enc(d.id)}/redeliver`);
         toast("Sent again");
         reload();
-      }, { class: "small", "aria-label": `Redeliver ${webhookEvent(d.eventType)} ${d.id}` })) },
+      }, { class: "small", "aria-label": `Redeliver ${webhookEvent(d.eventType)} ${d.id}` }))],
   ];
   const statusSelect = select(choices(DELIVERY_STATUS, ["", "Any status"]), view.status, {
     "aria-label": "Status filter",
@@ -158,12 +158,12 @@ export async function renderSubmissions(ctx, page) {
   const { total, nextCursor } = result.pagination || { total: rows.length, nextCursor: null };
   const agentName = (id) => (ctx.agents.find((a) => a.id === id) || {}).name || id;
   const columns = [
-    { label: "Submitted", cell: (s) => h("a", { href: `#/submissions/${enc(s.id)}` }, when(s.createdAt)) },
-    { label: "Form", cell: (s) => s.toolName },
-    { label: "Agent", cell: (s) => agentName(s.agentId) },
-    { label: "Status", cell: (s) => statusTag(s.status, submissionStatus) },
-    { label: "Fields", cell: (s) => (s.fieldsCompleted || []).join(", ") },
-    { label: "Attempts", cell: (s) => String(s.webhookAttempts ?? 0) },
+    ["Submitted", (s) => h("a", { href: `#/submissions/${enc(s.id)}` }, when(s.createdAt))],
+    ["Form", (s) => s.toolName],
+    ["Agent", (s) => agentName(s.agentId)],
+    ["Status", (s) => statusTag(s.status, submissionStatus)],
+    ["Fields", (s) => (s.fieldsCompleted || []).join(", ")],
+    ["Attempts", (s) => String(s.webhookAttempts ?? 0)],
   ];
   const refresh = () => {
     Object.assign(subView, { cursor: null, back: [], shown: 0 });
@@ -224,7 +224,7 @@ function draw(ctx, page, sub) {
     h("p.submission-status", "Status: ", statusTag(sub.status, submissionStatus), sub.lastError ? h("span.bad", ` — ${sub.lastError}`) : null),
     h("p.muted", `Id ${sub.id}`, sub.conversationId ? " · conversation " : "", sub.conversationId ? h("a", { href: `#/conversations/${enc(sub.conversationId)}` }, sub.conversationId) : null),
     h("h2", "Data"),
-    table([{ label: "Field", cell: (r) => r[0] }, { label: "Value", cell: (r) => (typeof r[1] === "string" && r[1].startsWith("data:") ? `(file, ${r[1].length} characters)` : cellText(r[1])) }], formRows, "No data."),
+    table([["Field", (r) => r[0]], ["Value", (r) => (typeof r[1] === "string" && r[1].startsWith("data:") ? `(file, ${r[1].length} characters)` : cellText(r[1]))]], formRows, "No data."),
     sub.clientResult ? [h("h2", "Client handler result"), h("pre", pretty(sub.clientResult))] : null,
     h("h2", "Delivery log"),
     deliveryLog(deliveries));
@@ -273,12 +273,12 @@ export async function renderAuditLog(ctx, page) {
   const nextCursor = result.pagination.nextCursor;
   // The key column (what and when) stays in auditView while a narrow screen scrolls the rest.
   const log = table([
-    { label: "Action", cell: (e) => [h("strong", auditAction(e.action)), h("br"), h("span.muted", when(e.createdAt, true))] },
-    { label: "Who", cell: (e) => who(e.actor) },
-    { label: "Target", cell: (e) => e.target.label || e.target.id || "—" },
-    { label: "Details", cell: (e) => details(e) },
-    { label: "Via", cell: (e) => via(e.actor) },
-    { label: "Address", cell: (e) => e.actor.ip || "—" },
+    ["Action", (e) => [h("strong", auditAction(e.action)), h("br"), h("span.muted", when(e.createdAt, true))]],
+    ["Who", (e) => who(e.actor)],
+    ["Target", (e) => e.target.label || e.target.id || "—"],
+    ["Details", (e) => details(e)],
+    ["Via", (e) => via(e.actor)],
+    ["Address", (e) => e.actor.ip || "—"],
   ], result.data, "Nothing recorded yet.", "Audit log");
   log.classList.add("key-first", "audit");
   mount(page,

@@ -55,13 +55,13 @@ export async function renderKnowledge(ctx, page) {
     added(await post(agentDocs(agent.id), { url: String(data.get("url")).trim() }));
   });
   const columns = [
-    { label: "Title", cell: (d) => h("a", { href: `#/knowledge/${enc(d.id)}` }, d.title) },
-    { label: "Source", cell: (d) => (d.sourceType === "url" ? d.sourceUrl : d.sourceType === "file" ? d.filename : "Typed in") },
-    { label: "Format", cell: (d) => documentFormat(d.format) },
-    { label: "Size", cell: (d) => size(d.sizeBytes) },
-    { label: "Status", cell: statusTag },
-    { label: "Passages", cell: (d) => String(d.passageCount) },
-    { label: "Added", cell: (d) => when(d.createdAt) },
+    ["Title", (d) => h("a", { href: `#/knowledge/${enc(d.id)}` }, d.title)],
+    ["Source", (d) => (d.sourceType === "url" ? d.sourceUrl : d.sourceType === "file" ? d.filename : "Typed in")],
+    ["Format", (d) => documentFormat(d.format)],
+    ["Size", (d) => size(d.sizeBytes)],
+    ["Status", statusTag],
+    ["Passages", (d) => String(d.passageCount)],
+    ["Added", (d) => when(d.createdAt)],
   ];
   mount(page,
     pageHeader(`Knowledge of ${agent.name}`, "The agent answers from these documents: the passages closest to each question are given to the model."),

@@ -21,21 +21,21 @@ export async function renderTeam(ctx, page) {
   // Without SMTP the invitation e-mail only reaches the server's log: the owner shares the link.
   const noMail = mail.mailDelivery === "log";
   const memberColumns = [
-    { label: "Name", cell: (m) => m.name || "—" },
-    { label: "E-mail", cell: (m) => m.email },
-    { label: "Role", cell: (m) => h("span", { class: `tag ${m.role}` }, role(m.role)) },
-    { label: "Joined", cell: (m) => when(m.createdAt) },
+    ["Name", (m) => m.name || "—"],
+    ["E-mail", (m) => m.email],
+    ["Role", (m) => h("span", { class: `tag ${m.role}` }, role(m.role))],
+    ["Joined", (m) => when(m.createdAt)],
   ];
   if (owner) {
-    memberColumns.push({
-      label: "",
-      cell: (m) => (m.role === "owner" ? "" : actionButton("Remove", async () => {
+    memberColumns.push([
+      "",
+      (m) => (m.role === "owner" ? "" : actionButton("Remove", async () => {
         if (!(await confirmDialog(`Remove ${m.email} from the team? Their sessions and API keys lose access at once.`, "Remove member"))) return;
         await del(`/team/members/${enc(m.memberId)}`);
         toast(`${m.email} removed`);
         ctx.navigate("#/team");
       }, { class: "danger small", "aria-label": `Remove ${m.email}` })),
-    });
+    ]);
   }
   const sections = [
     pageHeader("Team", owner ? "You own this team: invite and remove members here." : `Owner: ${context.owner.name || context.owner.email}. Only the owner manages membership.`),
@@ -59,13 +59,13 @@ export async function renderTeam(ctx, page) {
       ctx.navigate("#/team");
     });
     const invColumns = [
-      { label: "E-mail", cell: (i) => i.email },
-      { label: "Role", cell: (i) => role(i.role) },
-      { label: "Status", cell: (i) => h("span", { class: `tag ${i.status === "pending" ? "warn" : ""}` }, invitationStatus(i.status)) },
-      { label: "Expires", cell: (i) => when(i.expiresAt) },
-      {
-        label: "",
-        cell: (i) => (i.status !== "pending" ? "" : h("div.actions",
+      ["E-mail", (i) => i.email],
+      ["Role", (i) => role(i.role)],
+      ["Status", (i) => h("span", { class: `tag ${i.status === "pending" ? "warn" : ""}` }, invitationStatus(i.status))],
+      ["Expires", (i) => when(i.expiresAt)],
+      [
+        "",
+        (i) => (i.status !== "pending" ? "" : h("div.actions",
           noMail && i.link ? actionButton("Copy link", async () => {
             if (!(await copyText(i.link))) throw new Error("The link could not be copied: select it in the server's log instead");
             toast(`Link copied: send it to ${i.email} yourself`);
@@ -75,7 +75,7 @@ export async function renderTeam(ctx, page) {
             toast(`Invitation to ${i.email} cancelled`);
             ctx.navigate("#/team");
           }, { class: "secondary small", "aria-label": `Cancel invitation to ${i.email}` }))),
-      },
+      ],
     ];
     sections.push(h("h2", "Invite"), form,
       noMail
@@ -310,12 +310,12 @@ export async function renderApiKeys(ctx, page) {
   async function refreshList(rows) {
     const current = rows || (await get("/api-keys"));
     mount(listSlot, table([
-      { label: "Name", cell: (k) => k.name || "—" },
-      { label: "Key", cell: (k) => h("code", `${k.prefix}…${k.last4}`) },
-      { label: "User", cell: (k) => members.get(k.userId) || k.userId },
-      { label: "Created", cell: (k) => when(k.createdAt) },
-      { label: "", cell: (k) => deleteButton("Revoke", `Revoke key ${k.name || k.prefix}? Anything using it stops working at once.`, "Revoke key",
-        `/api-keys/${enc(k.id)}`, "Key revoked", refreshList, { class: "danger small", "aria-label": `Revoke ${k.name || k.prefix}` }) },
+      ["Name", (k) => k.name || "—"],
+      ["Key", (k) => h("code", `${k.prefix}…${k.last4}`)],
+      ["User", (k) => members.get(k.userId) || k.userId],
+      ["Created", (k) => when(k.createdAt)],
+      ["", (k) => deleteButton("Revoke", `Revoke key ${k.name || k.prefix}? Anything using it stops working at once.`, "Revoke key",
+        `/api-keys/${enc(k.id)}`, "Key revoked", refreshList, { class: "danger small", "aria-label": `Revoke ${k.name || k.prefix}` })],
     ], current, "No API keys yet."));
   }
   await refreshList(keys);
@@ -341,10 +341,10 @@ export async function renderSecrets(ctx, page) {
     pageHeader("Secrets", "Encrypted at rest and never shown again. HTTP tools use them as {{NAME}} in their URL and headers."),
     form,
     table([
-      { label: "Name", cell: (s) => h("code", s.name) },
-      { label: "Created", cell: (s) => when(s.createdAt) },
-      { label: "Updated", cell: (s) => when(s.updatedAt) },
-      { label: "", cell: (s) => deleteButton("Delete", `Delete secret ${s.name}? Tools using it will fail.`, "Delete secret",
-        `/secrets/${enc(s.name)}`, `Secret ${s.name} deleted`, () => ctx.navigate("#/secrets"), { class: "danger small", "aria-label": `Delete ${s.name}` }) },
+      ["Name", (s) => h("code", s.name)],
+      ["Created", (s) => when(s.createdAt)],
+      ["Updated", (s) => when(s.updatedAt)],
+      ["", (s) => deleteButton("Delete", `Delete secret ${s.name}? Tools using it will fail.`, "Delete secret",
+        `/secrets/${enc(s.name)}`, `Secret ${s.name} deleted`, () => ctx.navigate("#/secrets"), { class: "danger small", "aria-label": `Delete ${s.name}` })],
     ], secrets, "No secrets yet."));
 }

@@ -28,11 +28,11 @@ export async function renderTools(ctx, page) {
   ]);
   const limitText = `${limits.current} of ${limits.limit === null ? "unlimited" : limits.limit} tools on the ${limits.planId} plan`;
   const columns = [
-    { label: "Name", cell: (t) => h("a", { href: `#/tools/${enc(t.id)}` }, t.name) },
-    { label: "Type", cell: (t) => h("span", { class: `tag ${t.executionType}` }, toolType(t.executionType) + (t.executionType === "mcp" ? ` · ${(t.mcpServerTools || []).length} tools` : "")) },
-    { label: "Enabled", cell: (t) => (t.isEnabled ? "Yes" : "No") },
-    { label: "Description", cell: (t) => t.description },
-    { label: "Updated", cell: (t) => when(t.updatedAt) },
+    ["Name", (t) => h("a", { href: `#/tools/${enc(t.id)}` }, t.name)],
+    ["Type", (t) => h("span", { class: `tag ${t.executionType}` }, toolType(t.executionType) + (t.executionType === "mcp" ? ` · ${(t.mcpServerTools || []).length} tools` : ""))],
+    ["Enabled", (t) => (t.isEnabled ? "Yes" : "No")],
+    ["Description", (t) => t.description],
+    ["Updated", (t) => when(t.updatedAt)],
   ];
   mount(page,
     pageHeader(`Tools of ${agent.name}`, limitText,

@@ -30,22 +30,22 @@ export async function renderTriggers(ctx, page) {
   ]);
   const counts = (t) => stats[t.id] || { firedCount: 0, convertedCount: 0 };
   const columns = [
-    { label: "Name", cell: (t) => h("a", { href: `#/triggers/${enc(t.id)}` }, t.name) },
-    { label: "When", cell: (t) => `${triggerType(t.triggerType)} ${describeConditions(t)}` },
-    { label: "Action", cell: (t) => triggerAction(t.actionType) },
-    { label: "Priority", cell: (t) => String(t.priority) },
-    { label: "Fired", cell: (t) => String(counts(t).firedCount) },
-    { label: "Converted", cell: (t) => String(counts(t).convertedCount) },
-    {
-      label: "Enabled",
-      cell: (t) => actionButton(t.isEnabled ? "On" : "Off", async (button) => {
+    ["Name", (t) => h("a", { href: `#/triggers/${enc(t.id)}` }, t.name)],
+    ["When", (t) => `${triggerType(t.triggerType)} ${describeConditions(t)}`],
+    ["Action", (t) => triggerAction(t.actionType)],
+    ["Priority", (t) => String(t.priority)],
+    ["Fired", (t) => String(counts(t).firedCount)],
+    ["Converted", (t) => String(counts(t).convertedCount)],
+    [
+      "Enabled",
+      (t) => actionButton(t.isEnabled ? "On" : "Off", async (button) => {
         const updated = await post(`/triggers/${enc(t.id)}/toggle`);
         t.isEnabled = updated.isEnabled;
         button.textContent = updated.isEnabled ? "On" : "Off";
         button.setAttribute("aria-pressed", String(updated.isEnabled));
         button.className = updated.isEnabled ? "small toggle on" : "small toggle";
       }, { class: t.isEnabled ? "small toggle on" : "small toggle", "aria-pressed": String(t.isEnabled), "aria-label": `Enabled: ${t.name}` }),
-    },
+    ],
   ];
   const templateCards = templates.map((tpl) => h("div.template.card",
     h("h3", tpl.name),
