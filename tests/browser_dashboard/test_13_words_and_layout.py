@@ -10,6 +10,7 @@ from datetime import datetime, timedelta, timezone
 
 from playwright.sync_api import expect
 
+from tests.support.axe import overflow
 from tests.support.dashboard_stack import (
     OWNER_EMAIL,
     PASSWORD,
@@ -55,14 +56,6 @@ def _raw_codes(page) -> list[str]:
     text = page.locator("body").inner_text()
     assert "`" not in text
     return sorted({token for token in CODE.findall(text) if token in codes})
-
-
-def _overflow(page) -> int:
-    """How far the document is wider than the viewport (0: no sideways scrolling)."""
-    return page.evaluate(
-        "() => Math.max(document.documentElement.scrollWidth, document.body.scrollWidth)"
-        " - window.innerWidth"
-    )
 
 
 def test_the_agent_is_set_up_with_choices(tab, stack):
@@ -341,7 +334,7 @@ def test_the_dashboard_works_390_px_wide(tab, stack, shots):
         expect(sections).to_be_hidden()
         expect(page.locator(f'main .page[data-page="{slug(name)}"]')).to_be_visible()
         expect(page.locator("main")).not_to_have_attribute("aria-busy", "true")
-        assert _overflow(page) <= 0, (name, _overflow(page))
+        assert overflow(page) <= 0, (name, overflow(page))
         if name in ("Agents", "Conversations", "Audit log"):
             page.screenshot(path=str(shots / f"narrow-{slug(name)}.png"), full_page=True)
 
@@ -365,5 +358,5 @@ def test_the_dashboard_works_390_px_wide(tab, stack, shots):
     expect(menu).to_be_focused()
     page.goto(f"{stack.url}/#/agents/{agent['id']}")
     expect(page.get_by_role("form", name="Widget appearance")).to_be_visible()
-    assert _overflow(page) <= 0, _overflow(page)
+    assert overflow(page) <= 0, overflow(page)
     stack.api("DELETE", f"/agents/{agent['id']}", key)

@@ -21,7 +21,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.support.axe import serious_violations
+from tests.support.axe import findings_at_both_widths, overflow, serious_violations
 from tests.support.dashboard_stack import (
     OWNER_EMAIL,
     PASSWORD,
@@ -52,25 +52,6 @@ def shop(stack) -> dict:
     joined = {"token": token, "password": PASSWORD, "name": "Max Member"}
     public_post(stack, "/team/invitations/accept", joined)
     return {"key": key, "agent": agent}
-
-
-def _overflow(page: Page) -> int:
-    """How far the document is wider than the viewport (0: no sideways scrolling)."""
-    return page.evaluate(
-        "() => Math.max(document.documentElement.scrollWidth, document.body.scrollWidth)"
-        " - window.innerWidth"
-    )
-
-
-def _axe_at_both_widths(page: Page) -> list[str]:
-    found = []
-    for width, height in ((1280, 860), (390, 844)):
-        page.set_viewport_size({"width": width, "height": height})
-        found += [f"{width} px: {v}" for v in serious_violations(page, "main")]
-        if _overflow(page) > 0:
-            found.append(f"{width} px: {_overflow(page)} px wider than the screen")
-    page.set_viewport_size({"width": 1280, "height": 860})
-    return found
 
 
 def _save_agent(page: Page, prompt: str, temperature: str | None = None) -> None:
@@ -154,7 +135,7 @@ def test_an_owner_reads_and_restores_versions(tab, stack, shop, shots):
         [" Parcels ship within a day.", " Returns are free for 30 days."]
     )
     expect(detail.locator("ul")).to_have_count(0)
-    assert _axe_at_both_widths(page) == []
+    assert findings_at_both_widths(page) == []
     _picture(page, shots, "dashboard-versions.png")
     page.set_viewport_size({"width": 390, "height": 844})
     page.screenshot(path=str(shots / "versions-390.png"), full_page=True)
@@ -170,7 +151,7 @@ def test_an_owner_reads_and_restores_versions(tab, stack, shop, shots):
         "The agent will answer as in version 1 again."
         " This is saved as a new version; nothing is deleted."
     )
-    assert _axe_at_both_widths(page) == []
+    assert findings_at_both_widths(page) == []
     page.screenshot(path=str(shots / "versions-restore-dialog.png"))
     dialog.get_by_role("button", name="Restore version 1").click()
     expect(page.get_by_role("status").filter(has_text="Version 5 is now live")).to_have_text(
@@ -185,7 +166,7 @@ def test_an_owner_reads_and_restores_versions(tab, stack, shop, shots):
         ["Temperature: 20 → 70", "Handoff to a person: on → off"]
     )
     expect(detail.locator(".diff-line.removed")).to_have_count(2)
-    assert _axe_at_both_widths(page) == []
+    assert findings_at_both_widths(page) == []
     _picture(page, shots, "dashboard-versions-restored.png")
 
     # The agent's page shows the first prompt again; the API agrees.
@@ -223,7 +204,7 @@ def test_a_member_sees_and_restores_versions(browser, stack, shop):
         expect(_entry(page, latest + 1)).to_contain_text("Max Member")
         assert OWNER_EMAIL not in page.locator("main").inner_text()
         assert MEMBER not in page.locator("main").inner_text()
-        assert _overflow(page) <= 0
+        assert overflow(page) <= 0
         assert serious_violations(page, "main") == []
     finally:
         tab.close()
@@ -252,7 +233,7 @@ def test_an_owner_drafts_tries_publishes_and_discards(tab, stack, shop, shots):
     expect(form.get_by_label("Save changes as a draft first")).to_be_checked()
     got = stack.api("GET", f"/agents/{agent['id']}", shop["key"])["data"]
     assert (got["systemPrompt"], got["draft"]["snapshot"]["systemPrompt"]) == (live, drafted)
-    assert _axe_at_both_widths(page) == []
+    assert findings_at_both_widths(page) == []
     page.evaluate("window.scrollTo(0, 0)")
     page.screenshot(path=str(shots / "agent-with-a-draft.png"))
 
@@ -275,7 +256,7 @@ def test_an_owner_drafts_tries_publishes_and_discards(tab, stack, shop, shots):
     chat.get_by_label("Message").fill("When do you open?")
     chat.get_by_role("button", name="Send").click()
     expect(chat.locator(".msg.assistant .text")).to_have_text("We open at eight.")
-    assert _axe_at_both_widths(page) == []
+    assert findings_at_both_widths(page) == []
     _picture(page, shots, "dashboard-versions-draft.png")
     page.set_viewport_size({"width": 390, "height": 844})
     page.screenshot(path=str(shots / "versions-draft-390.png"), full_page=True)
@@ -358,4 +339,4 @@ def test_a_long_history_pages_and_handoff_hours_and_tools_read_in_words(tab, sta
     expect(timeline.get_by_role("button", name="Show older versions")).to_have_count(0)
     _entry(page, 1).click()
     expect(detail.get_by_role("heading", name="Version 1")).to_be_visible()
-    assert _axe_at_both_widths(page) == []
+    assert findings_at_both_widths(page) == []

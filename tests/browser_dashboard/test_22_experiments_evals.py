@@ -15,7 +15,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.support.axe import serious_violations
+from tests.support.axe import findings_at_both_widths
 from tests.support.dashboard_stack import (
     PASSWORD,
     Tab,
@@ -53,24 +53,6 @@ def shop(stack) -> dict:
     return {"key": key, "path": path, "id": agent["data"]["id"]}
 
 
-def _overflow(page: Page) -> int:
-    return page.evaluate(
-        "() => Math.max(document.documentElement.scrollWidth, document.body.scrollWidth)"
-        " - window.innerWidth"
-    )
-
-
-def _axe_at_both_widths(page: Page) -> list[str]:
-    found = []
-    for width, height in ((1280, 860), (390, 844)):
-        page.set_viewport_size({"width": width, "height": height})
-        found += [f"{width} px: {v}" for v in serious_violations(page, "main")]
-        if _overflow(page) > 0:
-            found.append(f"{width} px: {_overflow(page)} px wider than the screen")
-    page.set_viewport_size({"width": 1280, "height": 860})
-    return found
-
-
 def _publish(page: Page, stack, shop) -> object:
     """Publish the draft from Versions: the refusal, in the API's words."""
     page.goto(f"{stack.url}/#/agents/{shop['id']}/versions/draft")
@@ -101,7 +83,7 @@ def test_the_owner_publishes_anyway(tab, stack, shop, shots):
     sign_in(page, stack)
     in_owners_team(page)
     _publish(page, stack, shop)
-    assert _axe_at_both_widths(page) == []
+    assert findings_at_both_widths(page) == []
     keep = os.environ.get("AGENTSVC_WRITE_ARTEFACTS") == "1"
     page.evaluate("document.getElementById('toasts').replaceChildren()")
     page.get_by_role("button", name="Publish anyway").scroll_into_view_if_needed()

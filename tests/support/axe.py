@@ -1,4 +1,5 @@
-"""axe-core in a dashboard page: its serious and critical findings (issue 31 item 8)."""
+"""axe-core in a dashboard page: its serious and critical findings (issue 31 item 8), and
+whether the page scrolls sideways."""
 
 from __future__ import annotations
 
@@ -21,3 +22,23 @@ def serious_violations(page: Page, selector: str = "body") -> list[dict]:
         selector,
     )
     return [v for v in found if v["impact"] in ("serious", "critical")]
+
+
+def overflow(page: Page) -> int:
+    """How far the document is wider than the viewport (0: no sideways scrolling)."""
+    return page.evaluate(
+        "() => Math.max(document.documentElement.scrollWidth, document.body.scrollWidth)"
+        " - window.innerWidth"
+    )
+
+
+def findings_at_both_widths(page: Page) -> list[str]:
+    """axe-core's serious findings in `main`, and sideways scrolling, at 1280 and 390 px."""
+    found = []
+    for width, height in ((1280, 860), (390, 844)):
+        page.set_viewport_size({"width": width, "height": height})
+        found += [f"{width} px: {v}" for v in serious_violations(page, "main")]
+        if overflow(page) > 0:
+            found.append(f"{width} px: {overflow(page)} px wider than the screen")
+    page.set_viewport_size({"width": 1280, "height": 860})
+    return found

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from pydantic.alias_generators import to_camel
+
 from agentsvc.config import Settings
 from agentsvc.db import Database
 from agentsvc.errors import NotFound, ValidationFailed
@@ -240,30 +242,9 @@ def version_view(snapshot: dict[str, Any]) -> dict[str, Any]:
 
 
 def _tool_view(state: dict[str, Any]) -> dict[str, Any]:
+    # The tools API's names (its models' camelCase aliases), without the form's signing secret.
     return {
-        _CAMEL.get(name, name): value
+        to_camel(name): value
         for name, value in state.items()
         if name not in ("form_webhook_secret", "counts_as")
     }
-
-
-_CAMEL = {
-    "execution_type": "executionType",
-    "input_schema": "inputSchema",
-    "is_enabled": "isEnabled",
-    "display_config": "displayConfig",
-    "mock_response": "mockResponse",
-    "http_url": "httpUrl",
-    "http_method": "httpMethod",
-    "http_headers": "httpHeaders",
-    "form_schema": "formSchema",
-    "form_execution_mode": "formExecutionMode",
-    "form_webhook_url": "formWebhookUrl",
-    "form_client_handler": "formClientHandler",
-    "form_post_actions": "formPostActions",
-    "mcp_url": "mcpUrl",
-    "mcp_headers": "mcpHeaders",
-    "mcp_tools": "mcpTools",
-    "mcp_server_tools": "mcpServerTools",
-    "mcp_listed_at": "mcpListedAt",
-}

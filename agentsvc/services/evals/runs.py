@@ -17,6 +17,7 @@ import time
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+from agentsvc.config import EvalSettings
 from agentsvc.ids import iso, now_iso
 from agentsvc.llm.base import ProviderError
 from agentsvc.services.agents import versions
@@ -38,7 +39,7 @@ def _later(seconds: float) -> str:
 class EvalRunner:
     """The runs this process works on: a task each, their cases bounded together."""
 
-    def __init__(self, answering: Answering, settings) -> None:  # settings: EvalSettings
+    def __init__(self, answering: Answering, settings: EvalSettings) -> None:
         self._answering = answering
         self._db = answering.db
         self._settings = settings

@@ -160,7 +160,9 @@ class EvalsService:
             self._db.reader, agent.id, "down", MAX_IMPORTED_RATINGS
         )
         pairs = []
-        for item in rated:
+        for done, item in enumerate(rated):
+            if done % 50 == 49:
+                await asyncio.sleep(0)  # up to 2,000 matches: other requests go between
             if not item.question:
                 continue
             match = await curated.match(self._db, agent.id, item.question, agent.language)
