@@ -8,6 +8,7 @@ import { actionButton, onSubmit, pageHeader } from "./forms.js";
 import { languageName, modelName } from "./labels.js";
 import { widgetLookSection } from "./page-widget.js";
 import { chatPanel } from "./chat.js";
+import { renderExperiments } from "./page-experiments.js";
 
 // The API's defaults for a new agent (services/agents/registry.py, language.py).
 const DEFAULT_TEMPERATURE = 70;
@@ -217,10 +218,11 @@ export async function renderAgents(ctx, page) {
     table(columns, ctx.agents, ctx.isOwner ? "No agents yet: create the first one." : "No agents yet: the team owner creates them."));
 }
 
-/** One agent: the create form (id "new"), the edit form with delete, or (#/agents/ID/versions)
- *  its versions. */
+/** One agent: the create form (id "new"), the edit form with delete, or (#/agents/ID/versions,
+ *  /experiments) its versions or its experiments. */
 export async function renderAgent(ctx, page, id, part, chosen) {
   if (part === "versions") return renderVersions(ctx, page, id, chosen);
+  if (part === "experiments") return renderExperiments(ctx, page, id, chosen);
   if (id === "new") {
     if (!ctx.isOwner) {
       mount(page, pageHeader("New agent"), h("p.empty", "Only the team owner creates agents."));
@@ -262,6 +264,7 @@ export async function renderAgent(ctx, page, id, part, chosen) {
   mount(page,
     pageHeader(agent.name, `Short name ${agent.slug} · version ${agent.version} · created ${when(agent.createdAt)} · updated ${when(agent.updatedAt)}`,
       h("a.button.secondary", { href: versions }, "Versions"),
+      h("a.button.secondary", { href: `#/agents/${enc(agent.id)}/experiments` }, "Experiments"),
       h("a.button.secondary", { href: "#/preview" }, "Chat preview"),
       h("a.button.secondary", { href: "#/tools" }, "Tools"),
       remove),
