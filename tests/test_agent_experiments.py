@@ -116,7 +116,7 @@ async def test_stopping_with_a_winner_makes_it_live_and_only_one_runs(client, au
     got = (await (await client.get(f"/api/v1/agents/{agent['id']}", headers=auth)).json())["data"]
     assert got["experiment"] is None and got["version"] == 3 and got["systemPrompt"] == NINE
     resp = await client.get(f"/api/v1/agents/{agent['id']}/versions/3", headers=auth)
-    assert (await resp.json())["data"]["note"] == f"Won experiment {experiment['id']}"
+    assert (await resp.json())["data"]["note"] == "Version 1 won an experiment against version 2"
     await assert_error(await client.post(url, json={}, headers=auth), 409, "CONFLICT")
     listed = await client.get(f"/api/v1/agents/{agent['id']}/experiments", headers=auth)
     assert [e["status"] for e in (await listed.json())["data"]] == ["stopped"]

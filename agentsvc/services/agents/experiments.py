@@ -124,6 +124,13 @@ async def get(db: Database, team_id: str, experiment_id: str) -> Experiment:
     return found
 
 
+def won_note(experiment: Experiment, winner: int) -> str:
+    """The winner's new version's note, in words an owner reads on the timeline."""
+    others = [str(v["version"]) for v in experiment.variants if v["version"] != winner]
+    against = ", ".join(others[:-1]) + (" and " if len(others) > 1 else "") + others[-1]
+    return f"Version {winner} won an experiment against version{'s' * (len(others) > 1)} {against}"
+
+
 async def stop(
     db: Database, actor: Actor, experiment: Experiment, winner: int | None
 ) -> Experiment:
@@ -140,7 +147,7 @@ async def stop(
         if winner is not None:
             version = await versions.get_in(tx, experiment.agent_id, winner)
             await versions.make_live_in(
-                tx, actor, experiment.agent_id, version.snapshot, f"Won experiment {experiment.id}"
+                tx, actor, experiment.agent_id, version.snapshot, won_note(experiment, winner)
             )
         await audit.record_in(
             tx,
