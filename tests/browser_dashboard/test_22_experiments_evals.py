@@ -3,8 +3,8 @@ an agent whose publish gate (set through the API) runs a set the draft fails. Pu
 draft is refused with the API's message, which names the failing question; a member is told
 that only the team owner can publish it anyway; the owner publishes it anyway and the draft
 is live. No serious or critical axe-core finding at 1280 and 390 px; nothing wider than a
-390 px screen. (The Evaluations page itself does not fit the 80 KB budget yet: see the
-branch dash-evals-wip.)"""
+390 px screen. (The Evaluations page itself, where the gate is set in the dashboard, is
+tested in test_24_evals.py.)"""
 
 from __future__ import annotations
 

@@ -174,7 +174,7 @@ async function route() {
     }
   }
   const parts = (location.hash.replace(/^#\/?/, "") || "agents").split("/").map(decodeURIComponent);
-  const [section, id, part, more] = parts;
+  const [section, id, part, more, last] = parts;
   const entry = NAV.find((n) => n[0] === section) || NAV[0];
   for (const link of shell.nav.querySelectorAll("a")) {
     if (link.dataset.page === entry[0]) link.setAttribute("aria-current", "page");
@@ -186,7 +186,7 @@ async function route() {
   const page = h("div.page", { dataset: { page: entry[0] } });
   try {
     if (id && DETAIL[entry[0]]) {
-      await DETAIL[entry[0]](ctx, page, id, part, more);
+      await DETAIL[entry[0]](ctx, page, id, part, more, last);
     } else if (entry[3] && !ctx.agent) {
       mount(page,
         h("h1", entry[1]),

@@ -9,6 +9,7 @@ import { languageName, modelName } from "./labels.js";
 import { widgetLookSection } from "./page-widget.js";
 import { chatPanel } from "./chat.js";
 import { renderExperiments } from "./page-experiments.js";
+import { renderEvals } from "./page-evals.js";
 
 // The API's defaults for a new agent (services/agents/registry.py, language.py).
 const DEFAULT_TEMPERATURE = 70;
@@ -219,8 +220,9 @@ export async function renderAgents(ctx, page) {
 }
 
 /** One agent: the create form (id "new"), the edit form with delete, or (#/agents/ID/versions,
- *  /experiments) its versions or its experiments. */
-export async function renderAgent(ctx, page, id, part, chosen) {
+ *  /experiments, /evals) its versions, its experiments or its evaluations. */
+export async function renderAgent(ctx, page, id, part, chosen, more) {
+  if (part === "evals") return renderEvals(ctx, page, id, chosen, more);
   if (part === "versions") return renderVersions(ctx, page, id, chosen);
   if (part === "experiments") return renderExperiments(ctx, page, id, chosen);
   if (id === "new") {
@@ -265,6 +267,7 @@ export async function renderAgent(ctx, page, id, part, chosen) {
     pageHeader(agent.name, `Short name ${agent.slug} · version ${agent.version} · created ${when(agent.createdAt)} · updated ${when(agent.updatedAt)}`,
       h("a.button.secondary", { href: versions }, "Versions"),
       h("a.button.secondary", { href: `#/agents/${enc(agent.id)}/experiments` }, "Experiments"),
+      h("a.button.secondary", { href: `#/agents/${enc(agent.id)}/evals` }, "Evaluations"),
       h("a.button.secondary", { href: "#/preview" }, "Chat preview"),
       h("a.button.secondary", { href: "#/tools" }, "Tools"),
       remove),
