@@ -9,7 +9,7 @@ The page itself needs no credential; every call it makes goes to the public API 
 
 from __future__ import annotations
 
-import gzip
+import asyncio
 import hashlib
 import mimetypes
 import re
@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import minify
+import zopfli.gzip
 from aiohttp import web
 
 from agentsvc.api.routing import Call, RouteTable
@@ -39,6 +40,7 @@ CACHE_CONTROL = "no-cache"
 # Under /dashboard/<release>/ the same URL always has the same bytes: kept, never asked again.
 CACHE_IMMUTABLE = "public, max-age=31536000, immutable"
 RELEASE_LENGTH = 16
+ZOPFLI_ITERATIONS = 1  # more iterations save 70 bytes in all, at twice the time
 SECURITY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "same-origin",
@@ -132,7 +134,9 @@ def load_assets(directory: Path = STATIC_DIR) -> dict[str, Asset]:
         )
         # Weak: the same content is sent gzipped or not, so the bytes differ by encoding.
         etag = 'W/"' + hashlib.sha256(body).hexdigest()[:32] + '"'
-        packed = gzip.compress(body, compresslevel=9, mtime=0)
+        # Zopfli writes ordinary gzip, 2 % smaller than zlib's best, at about 0.2 s of
+        # processor for the whole dashboard: paid once, off the event loop (`_asset`).
+        packed = zopfli.gzip.compress(body, numiterations=ZOPFLI_ITERATIONS)
         assets[name] = Asset(body, packed, content_type, etag, release)
     return assets
 
@@ -140,10 +144,12 @@ def load_assets(directory: Path = STATIC_DIR) -> dict[str, Asset]:
 _assets: dict[str, Asset] | None = None
 
 
-def _asset(name: str) -> Asset:
+async def _asset(name: str) -> Asset:
+    """An asset by name; the first request of the process reads them all, in a thread (two
+    first requests at once may both read them: the same bytes, no lock across event loops)."""
     global _assets
     if _assets is None:
-        _assets = load_assets()
+        _assets = await asyncio.to_thread(load_assets)
     asset = _assets.get(name)
     if asset is None:
         raise NotFound("No such file")
@@ -181,7 +187,7 @@ def _serve(request: web.Request, asset: Asset, release: str | None = None) -> we
 )
 async def get_dashboard(call: Call):
     """The dashboard page (sign-in, first-run setup and every management page)."""
-    return _serve(call.request, _asset("index.html"))
+    return _serve(call.request, await _asset("index.html"))
 
 
 _ASSET = dict(auth="public", below_api=False, response_headers=("ETag", "Cache-Control"))
@@ -191,13 +197,13 @@ _NAME = "{name:[a-z0-9][a-z0-9-]*}"
 @routes.get(ASSET_PREFIX + _NAME + ".js", media_type="text/javascript", **_ASSET)
 async def get_dashboard_script(call: Call):
     """A script module of the dashboard."""
-    return _serve(call.request, _asset(call.params["name"] + ".js"))
+    return _serve(call.request, await _asset(call.params["name"] + ".js"))
 
 
 @routes.get(ASSET_PREFIX + _NAME + ".css", media_type="text/css", **_ASSET)
 async def get_dashboard_style(call: Call):
     """A style sheet of the dashboard."""
-    return _serve(call.request, _asset(call.params["name"] + ".css"))
+    return _serve(call.request, await _asset(call.params["name"] + ".css"))
 
 
 _RELEASE = "{release:[0-9a-f]+}/"  # any: only the current release's is kept long
@@ -207,13 +213,13 @@ _RELEASE = "{release:[0-9a-f]+}/"  # any: only the current release's is kept lon
 async def get_release_script(call: Call):
     """A script module of a release of the dashboard (the page names its release). A page
     left open across an upgrade gets today's module, revalidated, not cached for a year."""
-    return _serve(call.request, _asset(call.params["name"] + ".js"), call.params["release"])
+    return _serve(call.request, await _asset(call.params["name"] + ".js"), call.params["release"])
 
 
 @routes.get(ASSET_PREFIX + _RELEASE + _NAME + ".css", media_type="text/css", **_ASSET)
 async def get_release_style(call: Call):
     """A style sheet of a release of the dashboard."""
-    return _serve(call.request, _asset(call.params["name"] + ".css"), call.params["release"])
+    return _serve(call.request, await _asset(call.params["name"] + ".css"), call.params["release"])
 
 
 @routes.get(
@@ -225,4 +231,4 @@ async def get_release_style(call: Call):
 )
 async def get_accept_invitation(call: Call):
     """The page an invitation e-mail links to (`?token=`); it accepts through the public API."""
-    return _serve(call.request, _asset("index.html"))
+    return _serve(call.request, await _asset("index.html"))
