@@ -72,6 +72,7 @@ async def test_list_and_get_shapes(client, auth):
         "publishGate",
         "handoff",
         "widget",
+        "showSources",
         "retentionDays",
     }
     assert (agent["version"], agent["versioning"], agent["draft"]) == (1, "live", None)

@@ -56,7 +56,7 @@ async def test_defaults_are_returned_by_the_agent_and_the_public_config(client, 
     assert resp.status == 200
     assert resp.headers["Access-Control-Allow-Origin"] == "*"
     assert resp.headers["Cache-Control"] == "public, max-age=60"
-    assert await resp.json() == {"agentId": agent_id, **agent["widget"]}
+    assert await resp.json() == {"agentId": agent_id, **agent["widget"], "showSources": False}
 
 
 async def test_settings_merge_and_reach_the_public_config(client, auth):
@@ -86,7 +86,7 @@ async def test_settings_merge_and_reach_the_public_config(client, auth):
     assert resp.status == 200, await resp.text()
     assert (await resp.json())["data"]["widget"] == widget
     public = await (await _config(client, agent_id)).json()
-    assert public == {"agentId": agent_id, **widget}
+    assert public == {"agentId": agent_id, **widget, "showSources": False}
 
     # A second change touches only what it names; null puts a field back to its default.
     resp = await _patch(
@@ -132,7 +132,7 @@ async def test_public_config_leaks_nothing_private(client, auth):
     )
     text = await (await _config(client, agent_id)).text()
     body = json.loads(text)
-    assert set(body) == {"agentId", "appearance", "language", "strings", "starters"}
+    assert set(body) == {"agentId", "appearance", "language", "strings", "starters", "showSources"}
     for private in ("HUSH", "secret_lookup", "Shop", "systemPrompt", "hooks.example", "whsec_"):
         assert private not in text, private
 

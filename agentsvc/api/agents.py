@@ -42,12 +42,19 @@ Language = Annotated[
 ]
 
 
+SHOW_SOURCES_DESCRIPTION = (
+    "the widget lists an answer's sources under it (titles, linked when fetched from a URL);"
+    " a display setting, not versioned"
+)
+
+
 class AgentCreate(RequestModel):
     name: Name
     model: ModelId | SkipJsonSchema[None] = None
     system_prompt: Prompt | SkipJsonSchema[None] = None
     temperature: Temperature | SkipJsonSchema[None] = None
     language: Language | SkipJsonSchema[None] = None
+    show_sources: bool | SkipJsonSchema[None] = Field(None, description=SHOW_SOURCES_DESCRIPTION)
 
 
 Clock = Annotated[str, Field(pattern=r"^\d\d:\d\d$", description="HH:MM, 00:00 to 24:00")]
@@ -121,6 +128,7 @@ class AgentPatch(RequestModel):
     widget: WidgetIn | SkipJsonSchema[None] = Field(
         None, description="the widget's look, language, texts and starters (merged in)"
     )
+    show_sources: bool | SkipJsonSchema[None] = Field(None, description=SHOW_SOURCES_DESCRIPTION)
     retention_days: RetentionDays | None = Field(None, description=RETENTION_DESCRIPTION)
     publish_gate: PublishGateIn | None = Field(
         None, description="an evaluation set the draft must pass to be published; null: none"
@@ -203,6 +211,7 @@ class AgentOut(AgentCreated):
     )
     handoff: HandoffOut
     widget: WidgetOut
+    show_sources: bool = Field(description=SHOW_SOURCES_DESCRIPTION)
     retention_days: int | None = Field(description=RETENTION_DESCRIPTION)
 
 
@@ -241,6 +250,7 @@ def agent_json(call: Call, agent: Agent) -> dict:
         "publishGate": agent.publish_gate,
         "handoff": agents_service(call).handoff_json(agent),
         "widget": widget_look.settings_of(agent.widget),
+        "showSources": widget_look.show_sources(agent.widget),
         "retentionDays": agent.retention_days,
     }
 
@@ -287,6 +297,7 @@ async def post_agent(call: Call):
         system_prompt=body.system_prompt or "",
         temperature=body.temperature,
         language=body.language or DEFAULT_LANGUAGE,
+        widget={"showSources": True} if body.show_sources else None,
     )
     agent = await agents_service(call).create(actor_of(call), new)
     return envelope_response(created_json(agent), status=201)
@@ -301,6 +312,9 @@ async def patch_agent(call: Call):
     fields = body.given()
     handoff = fields.pop("handoff", None)
     widget = fields.pop("widget", None)
+    widget_changes = {} if widget is None else widget.changes()
+    if "show_sources" in fields:
+        widget_changes["showSources"] = fields.pop("show_sources")
     retention_given = "retention_days" in fields
     retention_days = fields.pop("retention_days", None)
     if retention_given and not (call.principal and call.principal.is_owner):
@@ -312,7 +326,7 @@ async def patch_agent(call: Call):
     changes = AgentChanges(
         fields=fields,
         handoff=handoff,
-        widget=None if widget is None else widget.changes(),
+        widget=widget_changes or None,
         retention_given=retention_given,
         retention_days=retention_days,
     )

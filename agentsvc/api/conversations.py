@@ -120,6 +120,9 @@ class SourceOut(ResponseModel):
 
     document_id: str
     title: str
+    url: str | None = Field(
+        None, description="the document's address, when it was fetched from a URL (absent else)"
+    )
 
 
 class AnswerSourceOut(ResponseModel):

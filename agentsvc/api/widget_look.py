@@ -114,3 +114,6 @@ class WidgetOut(ResponseModel):
 
 class WidgetConfig(WidgetOut):
     agent_id: str
+    show_sources: bool = Field(
+        description="list an answer's sources under it (the agent's showSources)"
+    )

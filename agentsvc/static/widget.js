@@ -1,6 +1,6 @@
 /* agentsvc embeddable chat widget: plain JavaScript, no build step, no dependencies.
  * Embed: set window.agentsvcConfig = {agentId, userId?, userEmail?, userName?, userHash?, userToken?,
- * appearance?, language?, strings?, starters?} and load <script src="https://HOST/widget.js" async>.
+ * appearance?, language?, strings?, starters?, showSources?} and load <script src="https://HOST/widget.js" async>.
  * See the README (## Widget). */
 (function () {
   "use strict";
@@ -67,7 +67,8 @@
     "badFormat": "Does not have the expected format",
     "fileUnreadable": "Could not read the file",
     "noHandler": "No handler registered for {name}",
-    "handlerFailed": "The form handler failed"
+    "handlerFailed": "The form handler failed",
+    "sources": "Sources"
   };
   var S = EN, lang = "en", tables = { en: EN };
   function t(key, params) {
@@ -285,6 +286,12 @@
     if (p.protocol === "http:" || p.protocol === "https:") return p.href;
     return /^data:image\//i.test(u) ? u : null;
   }
+  // A source's link: an absolute http(s) address, nothing else (never javascript: or data:).
+  function webUrl(u) {
+    if (typeof u !== "string") return null;
+    try { var p = new URL(u); } catch (e) { return null; }
+    return p.protocol === "http:" || p.protocol === "https:" ? p.href : null;
+  }
   function str(v) { return v == null ? "" : typeof v === "object" ? JSON.stringify(v) : String(v); }
 
   // ── Appearance: checked again here (it ends up in CSS), merged, turned into CSS ──────
@@ -372,6 +379,7 @@
     ".tool{align-self:stretch;border:1px solid var(--ln);border-radius:8px;padding:8px;overflow-x:auto}",
     ".cards{display:flex;gap:8px;overflow-x:auto}.card{min-width:150px;border:1px solid var(--ln);border-radius:8px;padding:8px}",
     ".card img,.tool img{max-width:100%;border-radius:6px}a{color:inherit}",
+    ".src{white-space:normal;margin-top:6px;color:var(--mu)}.src *{font-size:12px}.src ul{margin:0;padding-inline-start:16px}",
     "table{border-collapse:collapse}td,th{border:1px solid var(--ln);padding:3px 6px;text-align:start}",
     "pre{margin:0;white-space:pre-wrap;font-family:ui-monospace,monospace;font-size:12px}",
     ".choices,.starters{display:flex;flex-wrap:wrap;gap:6px}.starters{padding:0 12px 10px}",
@@ -560,12 +568,12 @@
   function configure(o) {
     if (!isObj(o)) return Promise.resolve();
     if (isObj(o.appearance)) cfg.appearance = Object.assign({}, cfg.appearance, o.appearance);
-    ["title", "language", "strings", "starters"].forEach(function (k) { if (k in o) cfg[k] = o[k]; });
+    ["title", "language", "strings", "starters", "showSources"].forEach(function (k) { if (k in o) cfg[k] = o[k]; });
     if (!root) return Promise.resolve();
     var seq = ++configSeq, code = pickLanguage();
     return loadTable(code).then(function () {
       if (seq !== configSeq) return;
-      var changed = code !== lang;
+      var changed = code !== lang || "showSources" in o;
       lang = code;
       applyLook();
       if (changed) resetLog();
@@ -596,9 +604,36 @@
     }
     node.appendChild(D.createTextNode(m.content));
     log.appendChild(node);
+    addSources(node, m);
     if (m.role === "assistant" && m.id && !(m.author && m.author.type === "human")) addFeedback(node, m);
     scrollLog();
     return node;
+  }
+
+  // An answer's sources (the chat stream's message_stop), under it when the agent (or the
+  // page) says so: titles as text, a link only to an http(s) address.
+  function showsSources() {
+    return typeof cfg.showSources === "boolean" ? cfg.showSources : !!(server && server.showSources === true);
+  }
+  function sourceList(list) {
+    return (Array.isArray(list) ? list : []).filter(function (s) {
+      return isObj(s) && typeof s.title === "string" && s.title.trim();
+    }).slice(0, 10).map(function (s) {
+      var u = webUrl(s.url);
+      return u ? { title: s.title.slice(0, 300), url: u } : { title: s.title.slice(0, 300) };
+    });
+  }
+  var sourcesSeq = 0;
+  function addSources(node, m) {
+    if (!m.sources || !m.sources.length || !showsSources()) return;
+    var id = "src" + (++sourcesSeq);
+    node.appendChild(el("div", { class: "src", part: "sources" }, [
+      el("span", { id: id, text: t("sources") }),
+      el("ul", { "aria-labelledby": id }, m.sources.map(function (s) {
+        var u = webUrl(s.url);
+        return el("li", { dir: "auto" }, [u ? el("a", { href: u, target: "_blank", rel: "noopener noreferrer", text: s.title }) : s.title]);
+      }))
+    ]));
   }
 
   function addFeedback(node, m) {
@@ -741,6 +776,7 @@
       if (reply.content) {
         conv.messages.push(reply);
         saveConv();
+        if (node) addSources(node, reply);
         if (reply.id && node) addFeedback(node, reply);
         emit("message", { role: "assistant", content: reply.content, messageId: reply.id });
       }
@@ -761,6 +797,9 @@
         reply.content += data.delta.text;
         textNode.data += data.delta.text;
         scrollLog();
+      } else if (name === "message_stop") {
+        var found = sourceList(data.sources);
+        if (found.length) reply.sources = found;
       } else if (name === "tool_result") {
         node = null;
         if (data.toolName !== "request_human") renderToolResult(data);

@@ -23,7 +23,8 @@ class Agent:
     language: str = "english"
     # Handoff to a person: {enabled, businessHours, offlineMessage, notify} (services.handoff).
     handoff: dict[str, Any] | None = None
-    # The widget's look: {appearance, language, strings, starters} (services.widget.look).
+    # The widget's look: {appearance, language, strings, starters, showSources}
+    # (services.widget.look).
     widget: dict[str, Any] | None = None
     # Conversations and submissions older than this many days are purged; None: kept.
     retention_days: int | None = None
@@ -66,7 +67,8 @@ def _agent(row: Any) -> Agent:
 
 async def insert(tx: Tx, agent: Agent) -> None:
     await tx.execute(
-        f"INSERT INTO agents ({_COLUMNS}, tools_snapshot) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        f"INSERT INTO agents ({_COLUMNS}, widget, tools_snapshot)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             agent.id,
             agent.team_id,
@@ -78,6 +80,7 @@ async def insert(tx: Tx, agent: Agent) -> None:
             agent.created_at,
             agent.updated_at,
             agent.language,
+            dump_json(agent.widget),
             dump_json(agent.tools_snapshot),
         ),
     )

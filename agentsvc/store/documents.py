@@ -46,6 +46,7 @@ class Hit:
     heading: str
     text: str
     score: float
+    url: str | None = None  # the document's source_url (fetched from a URL), else None
 
 
 _COLUMNS = (
@@ -209,7 +210,7 @@ async def hits_by_id(tx: Tx, agent_id: str, ids: list[int]) -> list[Hit]:
         return []
     marks = ",".join("?" * len(ids))
     rows = await tx.fetchall(
-        "SELECT p.id, p.document_id, d.title, p.heading, p.text, 0.0"
+        "SELECT p.id, p.document_id, d.title, p.heading, p.text, 0.0, d.source_url"
         " FROM passages AS p JOIN documents AS d ON d.id = p.document_id"
         f" WHERE p.id IN ({marks}) AND p.agent_id = ? AND d.status = 'ready'",
         (*ids, agent_id),
@@ -257,7 +258,7 @@ async def has_ready(tx: Tx, agent_id: str) -> bool:
 # LIMIT, hence the margin there; the outer query keeps `ready` ones only. Heading matches
 # weigh double; the scope column weighs nothing.
 _SEARCH = """
-SELECT p.id, p.document_id, d.title, p.heading, p.text, -m.score
+SELECT p.id, p.document_id, d.title, p.heading, p.text, -m.score, d.source_url
 FROM (
     SELECT rowid, bm25(passages_fts, 0.0, 2.0, 1.0) AS score
     FROM passages_fts WHERE passages_fts MATCH ? ORDER BY score LIMIT ?
@@ -276,7 +277,7 @@ LIMIT ?
 # `{query}` is the words' query, the prefixes' or both (`||`), each with its parameter.
 _PG_SEARCH = """
 SELECT p.id, p.document_id, d.title, p.heading, p.text,
-       ts_rank('{0, 0, 0.5, 1}', p.search, q.query, 1) AS score
+       ts_rank('{0, 0, 0.5, 1}', p.search, q.query, 1) AS score, d.source_url
 FROM (SELECT {query} AS query) AS q
 JOIN passages AS p ON p.search @@ q.query
 JOIN documents AS d ON d.id = p.document_id

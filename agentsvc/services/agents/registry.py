@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
+from typing import Any
 
 from agentsvc.db import Database
 from agentsvc.errors import NotFound
@@ -44,6 +45,7 @@ class NewAgent:
     system_prompt: str = ""
     temperature: float | None = None  # None: DEFAULT_TEMPERATURE
     language: str = DEFAULT_LANGUAGE
+    widget: dict[str, Any] | None = None  # display settings (services.widget.look)
 
 
 async def create_agent(
@@ -66,6 +68,7 @@ async def create_agent(
             created_at=now,
             updated_at=now,
             language=new.language,
+            widget=new.widget,
             tools_snapshot=[],
         )
         await agents_store.insert(tx, agent)

@@ -12,6 +12,8 @@ if TYPE_CHECKING:
     from agentsvc.services.answers.matching import CuratedMatch
     from agentsvc.store.agents import Agent
 
+# Only these addresses are named as a source's link (the documents API fetches no other).
+_WEB_ADDRESS = re.compile(r"https?://", re.IGNORECASE)
 _BLOCK_TAGS = re.compile(r"</?\s*(knowledge|passage)\b[^>]*>", re.IGNORECASE)
 
 
@@ -52,11 +54,17 @@ def with_context(system: str, passages: list[Passage], curated: CuratedMatch | N
 
 
 def sources(passages: list[Passage]) -> list[dict[str, str]]:
-    """The distinct documents of the passages, best first, as `{documentId, title}`."""
-    seen: dict[str, str] = {}
+    """The distinct documents of the passages, best first, as `{documentId, title}`, with
+    the document's `url` when it was fetched from an http(s) address (text and files have
+    none)."""
+    seen: dict[str, dict[str, str]] = {}
     for p in passages:
-        seen.setdefault(p.document_id, p.title)
-    return [{"documentId": doc_id, "title": title} for doc_id, title in seen.items()]
+        if p.document_id not in seen:
+            source = {"documentId": p.document_id, "title": p.title}
+            if p.url and _WEB_ADDRESS.match(p.url):
+                source["url"] = p.url
+            seen[p.document_id] = source
+    return list(seen.values())
 
 
 def for_model(

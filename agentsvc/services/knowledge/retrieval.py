@@ -36,6 +36,7 @@ class Passage:
     text: str
     score: float
     heading: str = ""
+    url: str | None = None  # the document's address when it was fetched from a URL
 
 
 def query_terms(text: str) -> list[str]:
@@ -90,7 +91,7 @@ async def retrieve(
     prefixes = stem_prefixes(terms, language)
     if semantic is None:
         hits = await store.search(db.reader, agent_id, terms, prefixes, k, k * 2)
-        return [Passage(h.document_id, h.title, h.text, h.score, h.heading) for h in hits]
+        return [Passage(h.document_id, h.title, h.text, h.score, h.heading, h.url) for h in hits]
     depth = max(k * 4, MIN_CANDIDATES)
     lexical, nearest = await asyncio.gather(
         store.search(db.reader, agent_id, terms, prefixes, depth, depth) if terms else _nothing(),
@@ -107,7 +108,7 @@ async def retrieve(
     for pid, score in fused:
         hit = known.get(pid)
         if hit is not None:
-            out.append(Passage(hit.document_id, hit.title, hit.text, score, hit.heading))
+            out.append(Passage(hit.document_id, hit.title, hit.text, score, hit.heading, hit.url))
             if len(out) == k:
                 break
     return out

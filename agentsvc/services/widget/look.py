@@ -2,7 +2,10 @@
 
 Kept as the API shows them (camelCase JSON in the agent's `widget` column), sparse: only
 what the owner set, so a default changed in a later version reaches every agent that kept
-it. `{appearance: {...}, language, strings: {LANG: {key: text}}, starters: [...]}`.
+it. `{appearance: {...}, language, strings: {LANG: {key: text}}, starters: [...],
+showSources}`. `showSources` (whether the widget lists an answer's sources under it) is
+shown on the agent itself (`showSources`, not inside `widget`), but kept here: it is a
+display setting like the look, served with it, and not part of the agent's versions.
 
 Colours, the font family and the sizes end up in the widget's CSS. The request models
 refuse anything outside their patterns; `settings_of` checks stored values again (a
@@ -127,6 +130,8 @@ def _stored(agent_widget: Any) -> dict[str, Any]:
     starters = _clean_starters(raw.get("starters"))
     if starters:
         stored["starters"] = starters
+    if raw.get("showSources") is True:
+        stored["showSources"] = True
     return stored
 
 
@@ -141,17 +146,22 @@ def settings_of(agent_widget: Any) -> dict[str, Any]:
     }
 
 
+def show_sources(agent_widget: Any) -> bool:
+    """Whether the widget shows an answer's sources under it (default: no)."""
+    return _stored(agent_widget).get("showSources", False)
+
+
 def merged(current: Any, given: dict[str, Any]) -> dict[str, Any]:
     """The stored settings after a change: given appearance fields replace the stored ones
     (null: back to the default), each given language's strings replace that language's,
-    `language` and `starters` replace theirs."""
+    `language`, `starters` and `showSources` replace theirs."""
     stored = _stored(current)
     if "appearance" in given:
         appearance = {**stored.get("appearance", {}), **given["appearance"]}
         stored["appearance"] = {k: v for k, v in appearance.items() if v is not None}
     if "strings" in given:
         stored["strings"] = {**stored.get("strings", {}), **given["strings"]}
-    for key in ("language", "starters"):
+    for key in ("language", "starters", "showSources"):
         if key in given:
             stored[key] = given[key]
     return _stored(stored)
@@ -177,5 +187,10 @@ async def update_settings(
 
 
 def public_config(agent: Agent) -> dict[str, Any]:
-    """What any visitor's widget reads: the look and texts only (no prompt, no tools)."""
-    return {"agentId": agent.id, **settings_of(agent.widget)}
+    """What any visitor's widget reads: the look, texts and whether to show an answer's
+    sources (no prompt, no tools)."""
+    return {
+        "agentId": agent.id,
+        **settings_of(agent.widget),
+        "showSources": show_sources(agent.widget),
+    }
