@@ -374,7 +374,10 @@ async def test_schedules_sync_again_and_a_stopped_sync_resumes(make_client, tmp_
     body = {"type": "sitemap", "url": site.url("/sitemap.xml"), "schedule": "off"}
     created = (await _post(client, auth, f"/agents/{agent['id']}/sources", body))["data"]
     deadline = time.monotonic() + 10
-    while site.hits["/p4"] == 0 or sum(site.hits[f"/p{n}"] for n in range(6)) < 6:
+    while (
+        site.hits["/p4"] == 0
+        or (await _get(client, auth, f"/sources/{created['id']}"))["pages"]["fetched"] < 5
+    ):  # every page recorded but the one hanging
         assert time.monotonic() < deadline
         await asyncio.sleep(0.02)
     await client.close()  # the sync is left to its lease
@@ -398,3 +401,18 @@ async def test_schedules_sync_again_and_a_stopped_sync_resumes(make_client, tmp_
     while site.conditional["/p0"] == before:
         assert time.monotonic() < deadline
         await asyncio.sleep(0.05)
+
+
+async def test_a_url_source_follows_its_page_where_it_moved(fast, fast_auth, site):
+    client, auth = fast, fast_auth
+    site.page("/new-faq", "FAQ", "<p>Ask us anything.</p>")
+    site.redirects["/faq"] = "/new-faq"
+    agent = await new_agent(client, auth)
+    body = {"type": "url", "url": site.url("/faq"), "schedule": "weekly"}
+    created = (await _post(client, auth, f"/agents/{agent['id']}/sources", body))["data"]
+    assert created["maxPages"] == 1
+    done = await _synced(client, auth, created["id"])
+    assert done["status"] == "ready" and done["nextSyncAt"] > done["lastSyncAt"], done
+    assert set(await _documents(client, auth, agent["id"])) == {site.url("/new-faq")}, await _pages(
+        client, auth, created["id"]
+    )

@@ -21,7 +21,12 @@ from agentsvc import cpu
 from agentsvc.db import Database
 from agentsvc.services.knowledge import extraction
 from agentsvc.services.knowledge.sources import extract, robots, sitemap, urls
-from agentsvc.services.knowledge.sources.fetch import PageError, PageFetcher, Validators
+from agentsvc.services.knowledge.sources.fetch import (
+    Fetched,
+    PageError,
+    PageFetcher,
+    Validators,
+)
 from agentsvc.services.knowledge.sources.globs import Globs
 from agentsvc.services.knowledge.sources.pages import Changed, PageWriter
 from agentsvc.store import sources as store
@@ -32,6 +37,7 @@ log = logging.getLogger(__name__)
 EXTRACT_TIMEOUT_SECONDS = 60.0  # a page's text is waited for this long (the size is capped)
 FOUND_BATCH = 200  # pages recorded as found per write transaction
 REMOVE_BATCH = 200
+LARGE_BODY_BYTES = 256 * 1024
 
 
 class SyncFailed(Exception):
@@ -137,14 +143,17 @@ class Crawl:
             finally:
                 self._queue.task_done()
 
-    async def _add(self, found: list[str], *, queue: bool) -> None:
+    async def _add(self, found: list[str], *, queue: bool, beyond_limit: bool = False) -> None:
         """Record pages as found by this sync (up to the limit); queue the new ones."""
         new = [u for u in dict.fromkeys(found) if u not in self._seen]
-        new = new[: max(0, self._limit - len(self._seen))]
+        if not beyond_limit:
+            new = new[: max(0, self._limit - len(self._seen))]
         self._seen.update(new)
         source = self._source
         for start in range(0, len(new), FOUND_BATCH):
             async with self._tools.db.write() as tx:
+                if await store.get(tx, source.id) is None:
+                    raise SyncFailed("the source was deleted")
                 await store.found(
                     tx, source.id, source.generation, new[start : start + FOUND_BATCH]
                 )
@@ -182,11 +191,13 @@ class Crawl:
         if final is not None and str(final) != url:
             await self._duplicate(url, final, f"redirects to {final}")
             return
-        body_hash = _sha(got.body)
+        # Hashing megabytes holds a CPU: off the event loop when the body is large.
+        large = len(got.body) > LARGE_BODY_BYTES
+        body_hash = await cpu.run(_sha, got.body) if large else _sha(got.body)
         if body_hash == page.body_hash and page.document_id:
             await self._unchanged(page, body_hash, got.validators)
             return
-        await self._read(url, page, got.body, got.content_type, got.validators)
+        await self._read(url, page, got, body_hash)
 
     async def _unchanged(self, page: SourcePage, body_hash: str | None, sent: Validators) -> None:
         """A page as it was: its row says it was fetched; its links are followed again."""
@@ -206,12 +217,12 @@ class Crawl:
             self._source, url, PageResult("duplicate", error=why)
         )
         if self._keep(other):
-            await self._add([str(other)], queue=True)
+            # The page a source names (its start) is always had, wherever it moved.
+            await self._add([str(other)], queue=True, beyond_limit=url == str(self._start))
 
-    async def _read(
-        self, url: str, page: SourcePage, body: bytes, content_type: str, sent: Validators
-    ) -> None:
+    async def _read(self, url: str, page: SourcePage, got: Fetched, body_hash: str) -> None:
         writer, source = self._tools.writer, self._source
+        body, content_type, sent = got.body, got.content_type, got.validators
         fmt = extract.format_of(content_type, URL(url).path)
         if fmt is None:
             shown = content_type.split(";")[0].strip() or "unknown"
@@ -242,10 +253,12 @@ class Crawl:
                 source, url, self._failed(url, page, "the page has no text to index")
             )
             return
-        text_hash = _sha(text.text)
+        text_hash = (
+            await cpu.run(_sha, text.text) if len(text.text) > LARGE_BODY_BYTES else _sha(text.text)
+        )
         changed = text_hash != page.text_hash or page.document_id is None
         result = PageResult(
-            "ok", sent.etag, sent.last_modified, _sha(body), text_hash, changed=changed, links=links
+            "ok", sent.etag, sent.last_modified, body_hash, text_hash, changed=changed, links=links
         )
         if changed:
             await writer.write(source, Changed(url, text, len(body), result))
