@@ -311,7 +311,6 @@ async def assert_intact(client, team: Team) -> None:
     assert conv["status"] == "bot" and conv["assignee"] is None
     messages = conv["messages"]
     assert all(m.get("feedback") in (None, {}) for m in messages), messages
-    await sources.assert_intact(client, auth, ids)
     docs = await client.get(f"/api/v1/agents/{ids['agent']}/documents", headers=auth)
     assert [d["id"] for d in (await json_of(docs, 200))["data"]] == [ids["document"]]
     tool = await json_of(await client.get(f"/api/v1/tools/{ids['tool']}", headers=auth), 200)

@@ -36,9 +36,3 @@ async def furnish(client, auth: dict, ids: dict[str, str]) -> None:
         await asyncio.sleep(0.02)
     raise AssertionError(f"the sync did not end: {found}")
 
-
-async def assert_intact(client, auth: dict, ids: dict[str, str]) -> None:
-    """The team's source is there, its schedule unchanged."""
-    resp = await client.get(f"/api/v1/sources/{ids['source']}", headers=auth)
-    assert resp.status == 200, await resp.text()
-    assert (await resp.json())["data"]["schedule"] == "off"
