@@ -187,6 +187,16 @@ async def queue(tx: Tx, source_id: str, now: str) -> bool:
     return changed > 0
 
 
+async def any_due(tx: Tx, now: str) -> bool:
+    """Whether a scheduled source's next sync is due (read before writing anything)."""
+    row = await tx.fetchone(
+        "SELECT 1 FROM sources WHERE next_sync_at IS NOT NULL AND next_sync_at <= ?"
+        " AND status IN ('ready', 'failed') LIMIT 1",
+        (now,),
+    )
+    return row is not None
+
+
 async def queue_due(tx: Tx, now: str) -> int:
     """Queue every scheduled source whose next sync is due."""
     return await tx.execute(

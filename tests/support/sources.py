@@ -35,4 +35,3 @@ async def furnish(client, auth: dict, ids: dict[str, str]) -> None:
             return
         await asyncio.sleep(0.02)
     raise AssertionError(f"the sync did not end: {found}")
-

@@ -69,8 +69,9 @@ class SourceSyncer:
     async def sweep(self) -> None:
         """Queue the sources due a scheduled sync; take those nobody syncs (queued, or left
         by a process that stopped)."""
-        async with self._db.write() as tx:
-            await store.queue_due(tx, now_iso())
+        if await store.any_due(self._db.reader, now_iso()):  # the writer only when needed
+            async with self._db.write() as tx:
+                await store.queue_due(tx, now_iso())
         for source_id in await store.abandoned(self._db.reader, now_iso(), SWEEP_BATCH):
             self.start(source_id)
 
