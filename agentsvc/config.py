@@ -297,13 +297,18 @@ class PlanLimits(_Section):
     requests_per_minute: int | None = Field(None, gt=0)
     tool_limit: int | None = Field(None, ge=0)
     eval_cases: int | None = Field(None, ge=0)  # cases an evaluation set may hold
+    source_pages: int | None = Field(None, ge=0)  # pages a knowledge source may hold
 
 
 def _default_plans() -> dict[str, PlanLimits]:
     return {
-        "free": PlanLimits(requests_per_minute=20, tool_limit=3, eval_cases=20),
-        "starter": PlanLimits(requests_per_minute=60, tool_limit=10, eval_cases=100),
-        "growth": PlanLimits(requests_per_minute=200, tool_limit=50, eval_cases=500),
+        "free": PlanLimits(requests_per_minute=20, tool_limit=3, eval_cases=20, source_pages=50),
+        "starter": PlanLimits(
+            requests_per_minute=60, tool_limit=10, eval_cases=100, source_pages=500
+        ),
+        "growth": PlanLimits(
+            requests_per_minute=200, tool_limit=50, eval_cases=500, source_pages=5000
+        ),
         "pro": PlanLimits(requests_per_minute=1000),
     }
 
@@ -423,6 +428,26 @@ class EvalSettings(_Section):
     gate_timeout_seconds: float = Field(300, gt=0)  # a publish waits this long for its runs
 
 
+class SourceSettings(_Section):
+    """`[sources]`: sites an agent's knowledge follows (docs/owners/sources.md)."""
+
+    max_pages: int = Field(10_000, ge=1, le=1_000_000)  # a source's pages, whatever the plan
+    max_per_agent: int = Field(20, ge=1, le=1000)
+    max_page_mb: float = Field(10, gt=0, le=100)  # a page (or sitemap) is cut off beyond this
+    fetch_timeout_seconds: float = Field(20, gt=0)  # one request, redirects each counted anew
+    host_concurrency: int = Field(4, ge=1, le=64)  # requests to one site at once
+    host_delay_seconds: float = Field(0.25, ge=0, le=60)  # between two requests to one site
+    max_crawl_delay_seconds: float = Field(10, ge=0, le=600)  # robots.txt's Crawl-delay, capped
+    syncs_at_once: int = Field(2, ge=1, le=64)  # sources a process syncs at once
+    lease_seconds: float = Field(30, gt=0)  # a sync's process renews it; then another resumes it
+    sweep_seconds: float = Field(15, gt=0)  # how often due syncs and stopped ones are taken
+    progress_poll_seconds: float = Field(0.5, gt=0)  # GET /sources/:id/events reads it so often
+    # The schedules' periods (tests shorten them).
+    hourly_seconds: float = Field(3600, gt=0)
+    daily_seconds: float = Field(86400, gt=0)
+    weekly_seconds: float = Field(604800, gt=0)
+
+
 class ExportSettings(_Section):
     """Streamed exports (GET /conversations/export, /form-submissions/export)."""
 
@@ -460,6 +485,7 @@ class Settings(_Section):
     privacy: PrivacySettings = PrivacySettings()
     answers: AnswerSettings = AnswerSettings()
     evals: EvalSettings = EvalSettings()
+    sources: SourceSettings = SourceSettings()
     exports: ExportSettings = ExportSettings()
     identity: IdentitySettings = IdentitySettings()
 

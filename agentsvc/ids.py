@@ -39,6 +39,7 @@ PREFIXES = {
     "evalset": "evs",
     "eval_case": "evc",
     "eval_run": "evr",
+    "source": "src",
 }
 
 

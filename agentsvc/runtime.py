@@ -81,6 +81,11 @@ from agentsvc.services.handoff.service import HandoffService
 from agentsvc.services.health import HealthService
 from agentsvc.services.knowledge.indexing import Indexer
 from agentsvc.services.knowledge.service import KnowledgeService
+from agentsvc.services.knowledge.sources.crawl import SyncTools
+from agentsvc.services.knowledge.sources.fetch import FetchLimits, PageFetcher
+from agentsvc.services.knowledge.sources.pages import PageWriter
+from agentsvc.services.knowledge.sources.service import SourcesDeps, SourcesService
+from agentsvc.services.knowledge.sources.sync import SourceSyncer, SyncerDeps
 from agentsvc.services.knowledge.vectors import Semantic, VectorIndex
 from agentsvc.services.privacy.retention import purge_expired
 from agentsvc.services.privacy.search_index import MessageIndexScrubber
@@ -111,6 +116,7 @@ CHANNEL_RESUME_JOB = "channel-messages-resume"  # several processes only
 EMAIL_POLL_JOB = "email-channels-poll"  # e-mail channels' mailboxes read
 MAIL_FILES_JOB = "mail-files-sweep"  # each process: e-mails' attachments in its data_dir
 EVAL_SWEEP_JOB = "eval-runs-sweep"  # runs queued, or left by a process that stopped
+SOURCE_SWEEP_JOB = "sources-sweep"  # syncs due, queued, or left by a process that stopped
 
 
 def attach(app: web.Application) -> None:
@@ -494,10 +500,17 @@ async def _features(app: web.Application) -> AsyncIterator[None]:
     runner = app[app_keys.eval_runner_key]
     jobs.every(EVAL_SWEEP_JOB, app[app_keys.settings_key].evals.sweep_seconds, runner.sweep)
 
+    # -- sources: syncs due, queued or left by a stopped process (now, then now and then)
+    syncer = app[app_keys.source_syncer_key]
+    sweep_seconds = app[app_keys.settings_key].sources.sweep_seconds
+    jobs.every(SOURCE_SWEEP_JOB, sweep_seconds, syncer.sweep, run_now=True)
+
     # -- team, sign-in, sessions, API keys, limits
     _team_services(app)
 
     yield
+    jobs.cancel(SOURCE_SWEEP_JOB)
+    await syncer.close()  # syncs under way are left to their leases, resumed elsewhere
     jobs.cancel(EVAL_SWEEP_JOB)
     await runner.close()  # runs under way are left to their leases, resumed elsewhere
     jobs.cancel(CHANNEL_RESUME_JOB)
@@ -582,6 +595,28 @@ def _team_services(app: web.Application) -> None:
     )
 
 
+def _sources(app: web.Application) -> SourcesService:
+    """The sources service and the syncer of sources (for `_catalog_services`)."""
+    settings = app[app_keys.settings_key]
+    db, indexer = app[app_keys.db_key], app[app_keys.indexer_key]
+    limits = FetchLimits(
+        max_bytes=int(settings.sources.max_page_mb * 2**20),
+        timeout=settings.sources.fetch_timeout_seconds,
+        host_concurrency=settings.sources.host_concurrency,
+        host_delay=settings.sources.host_delay_seconds,
+    )
+    tools = SyncTools(
+        db,
+        PageFetcher(app[app_keys.outbound_key], limits),
+        PageWriter(db, indexer),
+        settings.sources.max_crawl_delay_seconds,
+    )
+    syncer = app[app_keys.source_syncer_key] = SourceSyncer(SyncerDeps(tools, settings.sources))
+    return SourcesService(
+        SourcesDeps(db, syncer, settings, semantic_on=indexer.semantic is not None)
+    )
+
+
 def _catalog_services(app: web.Application) -> None:
     """The services of what a team sets up: agents, tools and secrets, knowledge,
     triggers, the widget, exports, end users' privacy, analytics and the audit log."""
@@ -593,7 +628,7 @@ def _catalog_services(app: web.Application) -> None:
     app[app_keys.tools_key] = ToolsService(db, box, app[app_keys.mcp_client_key], settings)
     app[app_keys.secrets_key] = SecretsService(db, box)
     app[app_keys.knowledge_key] = KnowledgeService(
-        db, app[app_keys.indexer_key], app[app_keys.outbound_key], settings.knowledge
+        db, app[app_keys.indexer_key], app[app_keys.outbound_key], settings.knowledge, _sources(app)
     )
     app[app_keys.triggers_key] = TriggersService(
         db, app[app_keys.event_writer_key], settings.ratelimit.trigger_events_per_minute

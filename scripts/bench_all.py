@@ -54,6 +54,7 @@ BENCHMARKS = [
     ),
     ("bench_channels.py", [], ["--samples", "100", "--burst", "1000"]),
     ("bench_versions.py", [], ["--pairs", "100", "--turns", "40"]),
+    ("bench_sources.py", [], ["--pages", "300"]),
 ]
 
 

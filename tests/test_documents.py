@@ -67,7 +67,7 @@ async def test_text_document_lifecycle(client, auth):
     agent_id = await make_agent(client, auth)
     doc = await add_text(client, auth, agent_id)
     assert set(doc) == {
-        "id", "agentId", "title", "sourceType", "format", "filename", "sourceUrl",
+        "id", "agentId", "title", "sourceType", "format", "filename", "sourceUrl", "sourceId",
         "sizeBytes", "status", "error", "passageCount", "createdAt", "updatedAt",
     }  # fmt: skip
     assert doc["id"].startswith("doc_")

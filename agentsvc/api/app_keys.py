@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from agentsvc.services.health import HealthService
     from agentsvc.services.knowledge.indexing import Indexer
     from agentsvc.services.knowledge.service import KnowledgeService
+    from agentsvc.services.knowledge.sources.sync import SourceSyncer
     from agentsvc.services.privacy.search_index import MessageIndexScrubber
     from agentsvc.services.privacy.service import PrivacyService
     from agentsvc.services.scim.service import Caller as ScimCaller
@@ -110,6 +111,7 @@ answers_key: web.AppKey[AnswersService] = web.AppKey("answers")
 mcp_server_key: web.AppKey[McpServerService] = web.AppKey("mcp_server")
 evals_key: web.AppKey[EvalsService] = web.AppKey("evals")
 eval_runner_key: web.AppKey[EvalRunner] = web.AppKey("eval_runner")
+source_syncer_key: web.AppKey[SourceSyncer] = web.AppKey("source_syncer")
 
 # -- forms, delivery, event webhooks
 forms_key: web.AppKey[FormsService] = web.AppKey("forms")

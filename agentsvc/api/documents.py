@@ -21,7 +21,7 @@ from agentsvc.store.documents import Document
 routes = RouteTable("documents")
 
 
-def _knowledge(call: Call) -> KnowledgeService:
+def knowledge_of(call: Call) -> KnowledgeService:
     return call.app[app_keys.knowledge_key]
 
 
@@ -65,6 +65,7 @@ class DocumentOut(ResponseModel):
     format: Literal["text", "markdown", "html", "pdf"]
     filename: str | None
     source_url: str | None
+    source_id: str | None = Field(description="the source whose page made it (sourceUrl: the page)")
     size_bytes: int
     status: Literal["indexing", "ready", "failed"]
     error: str | None
@@ -91,6 +92,7 @@ def document_json(doc: Document) -> dict:
         "format": doc.format,
         "filename": doc.filename,
         "sourceUrl": doc.source_url,
+        "sourceId": doc.source_id,
         "sizeBytes": doc.size_bytes,
         "status": doc.status,
         "error": doc.error,
@@ -103,7 +105,7 @@ def document_json(doc: Document) -> dict:
 @routes.get("/agents/{id}/documents", response=list[DocumentOut], envelope=True, errors=(404,))
 async def list_documents(call: Call):
     """List an agent's knowledge documents, newest first."""
-    docs = await _knowledge(call).list_documents(call.team_id, call.params["id"])
+    docs = await knowledge_of(call).list_documents(call.team_id, call.params["id"])
     return envelope_response([document_json(d) for d in docs])
 
 
@@ -166,7 +168,7 @@ async def _upload(request: web.Request, max_bytes: int) -> ingestion.Source:
 )
 async def post_document(call: Call):
     """Add a document: JSON `{title, content}` or `{url}`, or a multipart file upload."""
-    knowledge = _knowledge(call)
+    knowledge = knowledge_of(call)
     agent_id = call.params["id"]
     # Check the agent before reading a file or fetching a URL for it.
     await knowledge.check_agent(call.team_id, agent_id)
@@ -190,12 +192,12 @@ async def post_document(call: Call):
 @routes.get("/documents/{id}", response=DocumentWithContent, envelope=True, errors=(404,))
 async def get_document(call: Call):
     """Get a document with its extracted text."""
-    doc, content = await _knowledge(call).get(call.team_id, call.params["id"])
+    doc, content = await knowledge_of(call).get(call.team_id, call.params["id"])
     return envelope_response({**document_json(doc), "content": content})
 
 
 @routes.delete("/documents/{id}", response=DocumentDeleted, envelope=True, errors=(404,))
 async def delete_document(call: Call):
     """Delete a document and its passages."""
-    await _knowledge(call).delete(call.team_id, call.params["id"])
+    await knowledge_of(call).delete(call.team_id, call.params["id"])
     return envelope_response({"id": call.params["id"], "deleted": True})

@@ -61,6 +61,8 @@ TABLES = [
     "documents",
     "passages",
     "passage_embeddings",
+    "sources",
+    "source_pages",  # after documents, which its pages name
     "curated_answers",
     "webhooks",
     "webhook_events",

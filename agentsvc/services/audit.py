@@ -39,6 +39,8 @@ ACTIONS = (
     "agent.published",
     "experiment.started",
     "experiment.stopped",
+    "source.created",
+    "source.deleted",
     "tool.created",
     "tool.deleted",
     "webhook.created",

@@ -25,6 +25,7 @@ class Document:
     passage_count: int
     created_at: str
     updated_at: str
+    source_id: str | None = None  # the source whose page made it (not a column: source_pages)
 
 
 @dataclass(frozen=True, slots=True)
@@ -323,3 +324,24 @@ async def search(
     params += [agent_id, k]
     rows = await tx.fetchall(sql, params)
     return [Hit(*r) for r in rows]
+
+
+async def replace_content(tx: Tx, doc: Document, content: str) -> bool:
+    """Give a document new text (a source's page that changed); its passages are cleared
+    by the caller. False when it is gone."""
+    changed = await tx.execute(
+        "UPDATE documents SET title = ?, format = ?, size_bytes = ?, status = ?, error = ?,"
+        " passage_count = ?, updated_at = ?, content = ? WHERE id = ?",
+        (
+            doc.title,
+            doc.format,
+            doc.size_bytes,
+            doc.status,
+            doc.error,
+            doc.passage_count,
+            doc.updated_at,
+            content,
+            doc.id,
+        ),
+    )
+    return changed > 0

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from agentsvc.db import Database
 from agentsvc.errors import NotFound
 from agentsvc.ids import new_id, now_iso
@@ -18,6 +20,7 @@ from agentsvc.services.knowledge.indexing import (
 from agentsvc.services.knowledge.ingestion import Source
 from agentsvc.store import agents as agents_store
 from agentsvc.store import documents as store
+from agentsvc.store import sources as sources_store
 from agentsvc.store.documents import Document
 
 
@@ -30,7 +33,9 @@ async def check_agent(db: Database, team_id: str, agent_id: str) -> None:
 async def list_documents(db: Database, team_id: str, agent_id: str) -> list[Document]:
     """Return the documents of the team's agent, newest first."""
     await check_agent(db, team_id, agent_id)
-    return await store.list_for_agent(db.reader, agent_id)
+    docs = await store.list_for_agent(db.reader, agent_id)
+    made = await sources_store.source_of_documents(db.reader, [d.id for d in docs])
+    return [replace(d, source_id=made[d.id]) if d.id in made else d for d in docs]
 
 
 async def get_document(db: Database, team_id: str, document_id: str) -> tuple[Document, str]:
@@ -38,7 +43,9 @@ async def get_document(db: Database, team_id: str, document_id: str) -> tuple[Do
     found = await store.get_with_content(db.reader, team_id, document_id)
     if found is None:
         raise NotFound("Document not found")
-    return found
+    doc, content = found
+    made = await sources_store.source_of_documents(db.reader, [doc.id])
+    return replace(doc, source_id=made.get(doc.id)), content
 
 
 async def delete_document(

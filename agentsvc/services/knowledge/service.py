@@ -1,5 +1,5 @@
 """The knowledge feature as the API uses it: an agent's documents, from text, a file or a
-URL, indexed now or in the background."""
+URL, indexed now or in the background, and its sources (sites followed)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from agentsvc.outbound import OutboundClient
 from agentsvc.services.knowledge import documents, ingestion
 from agentsvc.services.knowledge.indexing import Indexer
 from agentsvc.services.knowledge.ingestion import Source
+from agentsvc.services.knowledge.sources.service import SourcesService
 from agentsvc.store.documents import Document
 
 
@@ -21,8 +22,10 @@ class KnowledgeService:
         indexer: Indexer,
         outbound: OutboundClient,
         settings: KnowledgeSettings,
+        sources: SourcesService,
     ):
         self._db = db
+        self.sources = sources  # sites the agents' knowledge follows
         self._indexer = indexer
         self._outbound = outbound
         self._fetch_timeout = settings.fetch_timeout_seconds
