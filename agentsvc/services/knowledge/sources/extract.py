@@ -72,7 +72,7 @@ def _html(html: str) -> PageText:
     try:
         tree = lxml.html.document_fromstring(html)
     except (etree.ParserError, ValueError) as exc:
-        raise extraction.ExtractionError(f"the page is not HTML ({exc})") from exc
+        raise extraction.ExtractionError("the page is not HTML that can be read") from exc
     canonical = next(iter(tree.xpath("//link[@rel='canonical']/@href")), None)
     base = next(iter(tree.xpath("//base/@href")), None)
     links = [str(h) for h in tree.xpath("//a/@href")[:MAX_LINKS]]
@@ -114,7 +114,8 @@ def _docx(raw: bytes) -> str:
     try:
         document = docx.Document(io.BytesIO(raw))
     except Exception as exc:  # noqa: BLE001 (python-docx reports damage with many types)
-        raise extraction.ExtractionError(f"the DOCX could not be read ({exc})") from exc
+        # The library's own words name its internals (a part name, a class): not for people.
+        raise extraction.ExtractionError("the DOCX could not be read (it is damaged)") from exc
     blocks = []
     for para in document.paragraphs:
         text = " ".join(para.text.split())

@@ -31,7 +31,7 @@ def _gunzip(raw: bytes, max_bytes: int) -> bytes:
     try:
         out = inflate.decompress(raw, max_bytes + 1)
     except zlib.error as exc:
-        raise PageError(f"the sitemap is not valid gzip ({exc})") from exc
+        raise PageError("the sitemap is not valid gzip") from exc
     if len(out) > max_bytes:
         raise PageError(f"the sitemap is over {max_bytes / 2**20:g} MB once unzipped")
     return out
@@ -47,7 +47,8 @@ def parse(raw: bytes, max_bytes: int) -> Listed:
     try:
         root = etree.fromstring(raw, parser)
     except etree.XMLSyntaxError as exc:
-        raise PageError(f"the sitemap is not XML ({exc.msg})") from exc
+        line, column = exc.position  # where a person looking at the file finds the fault
+        raise PageError(f"the sitemap is not XML (at line {line}, column {column})") from exc
     if root is None:
         raise PageError("the sitemap is not XML (it is empty)")
     kind = etree.QName(root).localname
