@@ -92,6 +92,10 @@ def test_an_owner_adds_follows_changes_and_deletes_a_source(tab, stack, shop, sh
         ["A sitemap", "A whole site, followed through its links", "One page"]
     )
     form.get_by_label("Address").fill(site.url("/sitemap.xml"))
+    form.get_by_label("Pages to include (optional)").fill("[a-")
+    form.get_by_role("button", name="Add source").click()
+    expect(form.get_by_role("alert")).to_contain_text("the pattern [a- does not compile")
+    form.get_by_label("Pages to include (optional)").fill("")
     form.get_by_label("How often to check").select_option(label="Every day")
     form.get_by_role("button", name="Add source").click()
     expect(page.get_by_role("heading", name=site.url("/sitemap.xml"))).to_be_visible()

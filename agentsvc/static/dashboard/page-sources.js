@@ -59,7 +59,7 @@ export async function renderSources(ctx, page, id) {
     h("div.stack", table([
       ["Address", (s) => h("a", { href: `${HOME}/${enc(s.id)}` }, s.url)],
       ["What", (s) => TYPE[s.type]],
-      ["Checked", (s) => EVERY[s.schedule]],
+      ["How often", (s) => EVERY[s.schedule]],
       ["Status", tag],
       ["Pages", (s) => Object.entries(s.pages).map(([k, n]) => `${n} ${k}`).join(", ")],
       ["Last sync", (s) => when(s.lastSyncAt) || "Not yet"],
