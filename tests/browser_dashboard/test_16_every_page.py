@@ -51,6 +51,7 @@ def _details(shop: Shop) -> dict[str, str]:
         "agent": f"agents/{shop.agent}",
         "new-agent": "agents/new",
         "document": f"knowledge/{shop.document}",
+        "sources": "knowledge/sources",
         "tool": f"tools/{shop.tool}",
         "form-builder": f"tools/{shop.form}",
         "new-tool": "tools/new",

@@ -5,6 +5,7 @@ import { button, h, mount } from "./dom.js";
 import { renderAcceptInvitation, renderSetup, renderSignIn } from "./page-auth.js";
 import { renderAgent, renderAgents } from "./page-agents.js";
 import { renderDocument, renderKnowledge, renderReview } from "./page-knowledge.js";
+import { renderSources } from "./page-sources.js";
 import { renderTool, renderTools } from "./page-tools.js";
 import { renderTrigger, renderTriggers } from "./page-triggers.js";
 import { renderConversation, renderConversations } from "./page-conversations.js";
@@ -43,7 +44,7 @@ const NAV = [
 ];
 const DETAIL = {
   agents: renderAgent,
-  knowledge: renderDocument,
+  knowledge: (c, p, id, part) => (id === "sources" ? renderSources(c, p, part) : renderDocument(c, p, id)),
   tools: renderTool,
   triggers: renderTrigger,
   conversations: renderConversation,

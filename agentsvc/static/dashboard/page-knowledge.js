@@ -50,7 +50,7 @@ export async function renderKnowledge(ctx, page) {
   });
   const url = onSubmit(h("form.stack.card", { "aria-label": "Add a web page" },
     h("h2", "Fetch a web page"),
-    field("Address", h("input", { name: "url", type: "url", required: true, placeholder: "https://example.com/faq" }), "Fetched once, now; its text is indexed."),
+    field("Address", h("input", { name: "url", type: "url", required: true, placeholder: "https://example.com/faq" }), "Fetched once, now; its text is indexed. To keep pages or a whole site in step, add them under Sources."),
     h("button", { type: "submit" }, "Fetch page")), async (data) => {
     added(await post(agentDocs(agent.id), { url: String(data.get("url")).trim() }));
   });
@@ -64,7 +64,8 @@ export async function renderKnowledge(ctx, page) {
     ["Added", (d) => when(d.createdAt)],
   ];
   mount(page,
-    pageHeader(`Knowledge of ${agent.name}`, "The agent answers from these documents: the passages closest to each question are given to the model."),
+    pageHeader(`Knowledge of ${agent.name}`, "The agent answers from these documents: the passages closest to each question are given to the model.",
+      h("a.button.secondary", { href: "#/knowledge/sources" }, "Sources")),
     table(columns, docs, "No documents yet.", "Documents"),
     h("div.grid3", text, upload, url));
   if (docs.some((d) => d.status === "indexing")) {

@@ -128,7 +128,9 @@ export function widgetLookSection(agent) {
       imageInput("avatar", "Avatar", look.avatar),
       field("Welcome message", h("textarea", { name: "welcomeMessage", rows: 2, maxlength: 1000 }, look.welcomeMessage || ""),
         "Shown at the top of every conversation; empty: none."),
-      h("label", h("input", { type: "checkbox", name: "poweredBy", checked: look.poweredBy }), " Show \"Powered by agentsvc\"")),
+      h("label", h("input", { type: "checkbox", name: "poweredBy", checked: look.poweredBy }), " Show \"Powered by agentsvc\""),
+      field("Show an answer's sources under it", h("input", { type: "checkbox", name: "showSources", checked: agent.showSources }),
+        "Under each answer, the documents it drew on (your site's pages as links).")),
     h("fieldset", h("legend", "Locale and starters"),
       field("Locale", select([["auto", "Automatic: the page's language, else the visitor's browser"], ...LANGUAGES], saved.language, { name: "language" }),
         "The language of the widget's texts. Arabic and Hebrew are laid out right to left."),
@@ -168,7 +170,7 @@ export function widgetLookSection(agent) {
     // not the title, which the Title field sets for every language).
     const { title, ...builtIn } = { ...english, ...own };
     const texts = { ...builtIn, ...(strings[code] || {}) };
-    await widget.configure({ appearance: wanted.appearance, language: code, strings: { [code]: texts }, starters: wanted.starters });
+    await widget.configure({ appearance: wanted.appearance, language: code, strings: { [code]: texts }, starters: wanted.starters, showSources: form.elements.showSources.checked });
     frame.dataset.previewed = String(Number(frame.dataset.previewed || 0) + 1);
   }
   frame.addEventListener("load", () => {
@@ -187,7 +189,7 @@ export function widgetLookSection(agent) {
   onSubmit(form, async () => {
     const body = settings();
     for (const code of Object.keys(body.strings)) body.strings[code] = { ...body.strings[code] };
-    const updated = await patch(`/agents/${enc(agent.id)}`, { widget: body });
+    const updated = await patch(`/agents/${enc(agent.id)}`, { widget: body, showSources: form.elements.showSources.checked });
     Object.assign(saved, updated.widget);
     toast("Appearance saved");
   });
