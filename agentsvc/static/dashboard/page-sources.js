@@ -22,7 +22,6 @@ const busy = (s) => s.status === "queued" || s.status === "syncing";
 const next = (s) => when(s.nextSyncAt) || (s.schedule === "off" ? "only on Sync now" : "once this one ends");
 const lines = (text) => String(text).split("\n").map((l) => l.trim()).filter(Boolean);
 /** An error as people read it (a fault the server did not foresee names only its class). */
-const said = (e) => (/^\w+(Error|Exception)$/.test(e) ? "An unexpected fault on the server" : e || "");
 
 /** The settings a source is added with and changed by. */
 const options = (s) => [
@@ -79,7 +78,7 @@ async function sourcePage(ctx, page, id) {
   const times = h("p.muted");
   const draw = (s) => {
     const p = s.pages;
-    mount(state, h("strong", STATUS[s.status]), busy(s) ? `: ${p.fetched + p.failed} of ${p.found} pages done` : s.error ? `: ${said(s.error)}` : "");
+    mount(state, h("strong", STATUS[s.status]), busy(s) ? `: ${p.fetched + p.failed} of ${p.found} pages done` : s.error ? `: ${s.error}` : "");
     going.hidden = !busy(s);
     bar.max = p.found || 1;
     if (p.found) bar.value = p.fetched + p.failed;
@@ -96,7 +95,7 @@ async function sourcePage(ctx, page, id) {
       ["Page", (p) => h("a", { href: p.url, target: "_blank", rel: "noopener noreferrer" }, p.url)],
       ["Status", tag],
       ["Last change", (p) => when(p.lastChangeAt) || "—"],
-      ["Why", (p) => said(p.error)],
+      ["Why", (p) => p.error || ""],
     ], rows, "No pages yet.", "Pages of the source"),
     more || view.back.length ? pager(view, more, rows.length, load) : null);
   };

@@ -33,6 +33,8 @@ from agentsvc.store import sources as store
 from agentsvc.store.sources import PageResult, Source, SourcePage
 
 log = logging.getLogger(__name__)
+# A page's error when our own code failed on it: the details are in the server's log.
+FAULT = "an unexpected fault on the server (its log has the details)"
 
 EXTRACT_TIMEOUT_SECONDS = 60.0  # a page's text is waited for this long (the size is capped)
 FOUND_BATCH = 200  # pages recorded as found per write transaction
@@ -134,12 +136,11 @@ class Crawl:
                 await self._page(url)
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:  # noqa: BLE001 (one page's fault ends that page only)
+            except Exception:  # noqa: BLE001 (one page's fault ends that page only)
                 log.exception("source %s: page %s failed", self._source.id, url)
                 self._failures += 1
-                await self._tools.writer.record(
-                    self._source, url, PageResult("failed", error=f"{type(exc).__name__}")
-                )
+                failed = PageResult("failed", error=FAULT)
+                await self._tools.writer.record(self._source, url, failed)
             finally:
                 self._queue.task_done()
 

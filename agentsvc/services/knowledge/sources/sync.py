@@ -100,9 +100,9 @@ class SourceSyncer:
                 error = exc.message
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:  # noqa: BLE001 (a sync ends with a reason, never silently)
+            except Exception:  # noqa: BLE001 (a sync ends with a reason, never silently)
                 log.exception("sync of source %s failed", source_id)
-                error = f"The sync stopped: {type(exc).__name__}"
+                error = "The sync stopped on a fault of the server (its log has the details)"
             finally:
                 renewing.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
