@@ -207,17 +207,21 @@ async def search_page(
         keyset = "WHERE (kept.created_at, kept.id) < (?, ?)"
         args += after
         offset = 0
+    # `kept` holds keys only: the page's columns (with their lookups of the team and the
+    # assignee's avatar) are read for the page's rows, not for every conversation counted.
     rows = await tx.fetchall(
         f"""
         {query.with_clause},
-        kept AS (
-            SELECT {SELECT_COLUMNS} FROM {query.source} {ASSIGNEE_JOIN} WHERE {query.where})
-        SELECT kept.*,
-               (SELECT COUNT(*) FROM messages AS m WHERE m.conversation_id = kept.id),
+        kept AS (SELECT c.id, c.created_at FROM {query.source} WHERE {query.where}),
+        shown AS (
+            SELECT id, created_at FROM kept {keyset}
+            ORDER BY created_at DESC, id DESC
+            LIMIT ? OFFSET ?)
+        SELECT {SELECT_COLUMNS},
+               (SELECT COUNT(*) FROM messages AS m WHERE m.conversation_id = c.id),
                (SELECT COUNT(*) FROM kept), (SELECT COUNT(*) FROM matched)
-        FROM kept {keyset}
-        ORDER BY kept.created_at DESC, kept.id DESC
-        LIMIT ? OFFSET ?
+        FROM shown JOIN conversations c ON c.id = shown.id {ASSIGNEE_JOIN}
+        ORDER BY shown.created_at DESC, shown.id DESC
         """,
         (*args, limit + 1, offset),
     )
