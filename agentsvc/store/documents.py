@@ -283,9 +283,9 @@ LIMIT ?
 # the full one. The GIN index is on (agent_id, search) (btree_gin), so only the agent's
 # postings are read past the agent's key. `{query}` is the words' query, the prefixes' or
 # both (`||`).
-PAIRS_CANDIDATES = 300  # passages holding two of the words (one selective), at most
-ANY_CANDIDATES = 200  # passages holding a selective word, at most
-SELECTIVE_POSTINGS = 4000  # the selective words' passages (in the table) add up to this, at most
+PAIRS_CANDIDATES = 150  # passages holding two of the words (one selective), at most
+ANY_CANDIDATES = 50  # passages holding a selective word, at most
+SELECTIVE_POSTINGS = 3000  # the selective words' passages (in the table) add up to this, at most
 
 _PG_SEARCH = """
 SELECT p.id, p.document_id, d.title, p.heading, p.text, top.score
