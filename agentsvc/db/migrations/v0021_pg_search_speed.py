@@ -16,7 +16,8 @@ each GIN index is on `search` alone, with a warning: searches answer the same, r
 other agents' postings too.
 
 The migration computes every message's tsvector and copies every message's agent once: on
-a large table it takes a while (about 2 s per 100,000 messages on the development machine).
+a large table it takes a while (the same statements took about 5 s for 100,000 messages
+on the development machine).
 SQLite: nothing (FTS5's scope token already restricts a match to the agent).
 """
 
