@@ -447,3 +447,21 @@ async def test_deleting_a_document_while_it_is_indexed(make_client):
     assert rows[0][0] == 0
     listed = await (await client.get(f"/api/v1/agents/{agent_id}/documents", headers=auth)).json()
     assert listed["data"] == []
+
+
+def test_postgres_candidates_come_from_the_rarest_words():
+    """PostgreSQL's retrieval: the rarest words up to the postings budget are selective (the
+    rarest always, even over it); the candidates' query pairs each selective word with any
+    later word, so the index starts from the selective words' postings."""
+    from agentsvc.store import documents as store
+
+    budget = store.SELECTIVE_POSTINGS
+    selective, common = store.selective_words(
+        [("refund", budget * 0.9), ("warranti", 10.0), ("order", budget * 0.2)]
+    )
+    assert selective == ["'warranti'", "'order'"]
+    assert common == ["refund"]
+    assert store.selective_words([("the", budget * 5.0)]) == (["'the'"], [])
+    assert store.pairs_query(["'a'", "'b'"], ["'c'"]) == "('a' & ('b' | 'c')) | ('b' & ('c'))"
+    assert store.pairs_query(["'a'"], []) == ""
+    assert store.selective_words([("it's", 1.0)])[0] == ["'it''s'"]

@@ -30,13 +30,18 @@ TYPES = {
 SQLITE_ONLY_TABLES = {"messages_fts", "passages_fts", "sqlite_sequence"}
 FTS_SHADOW = re.compile(r"(messages|passages)_fts_\w+")
 POSTGRES_ONLY_INDEXES = {
-    "messages_search",  # GIN over to_tsvector(content): SQLite has messages_fts
-    "passages_search",  # GIN over passages.search: SQLite has passages_fts
+    "messages_search",  # GIN over (agent_id, messages.search): SQLite has messages_fts
+    "messages_agent_rowid",  # the agent's newest messages, for a search's common words
+    # GIN over (agent_id, passages.search) (btree_gin, which the test server has): SQLite
+    # has passages_fts
+    "passages_agent_search",
     # Passages by agent: SQLite's FTS5 query restricts by its scope token instead.
     "passages_agent",
 }
 POSTGRES_ONLY_COLUMNS = {
     ("passages", "search"),  # the generated tsvector of heading and text
+    ("messages", "search"),  # the generated tsvector of the content
+    ("messages", "agent_id"),  # the conversation's agent (a trigger copies it), for search
 }
 # Tables that lists order by insertion carry `rowid`, an identity column standing for
 # SQLite's implicit rowid, so the store's SQL reads the same on both.

@@ -348,6 +348,7 @@ class PostgresDatabase:
                 await _migrate_on(conn)
             finally:
                 await conn.execute("SELECT pg_advisory_unlock($1)", MIGRATION_LOCK)
+            await _warn_without_btree_gin(conn)
 
     async def schema_version_now(self) -> int:
         assert self._pool is not None
@@ -365,6 +366,18 @@ async def _nothing_to_reset(_conn: asyncpg.Connection) -> None:
 
 def _set(event: asyncio.Event, _conn: Any) -> None:
     event.set()
+
+
+async def _warn_without_btree_gin(conn: asyncpg.Connection) -> None:
+    """Say so in agentsvc's own log when the search indexes lack btree_gin (the schema's
+    warning reaches only PostgreSQL's log): every start, until an operator adds it."""
+    found = await conn.fetchval("SELECT 1 FROM pg_extension WHERE extname = 'btree_gin'")
+    if found is None:
+        log.warning(
+            "PostgreSQL: the btree_gin extension is missing, so the search indexes cover"
+            " every agent (slower searches where agents share the tables); see 'The"
+            " btree_gin extension' in docs/operators/growing.md"
+        )
 
 
 async def _migrate_on(conn: asyncpg.Connection) -> None:

@@ -255,12 +255,24 @@ CREATE TABLE messages (
     author_id       TEXT,
     author_name     TEXT,
     unanswered      BIGINT,
-    agent_version   BIGINT
+    agent_version   BIGINT,
+    -- PostgreSQL only, for the search: the conversation's agent (trigger message_agent)
+    -- and the English tsvector of the content (SQLite: messages_fts).
+    agent_id        TEXT NOT NULL,
+    search          tsvector GENERATED ALWAYS AS (to_tsvector('english'::regconfig, content)) STORED
 );
 CREATE INDEX messages_conversation ON messages(conversation_id, created_at);
--- The conversation search (SQLite: messages_fts): an expression index, so no column is added
--- to the largest table; queries use the same expression.
-CREATE INDEX messages_search ON messages USING GIN (to_tsvector('english'::regconfig, content));
+-- The conversation search (SQLite: messages_fts): a rare word through the GIN index
+-- `messages_search` on (agent_id, search) (made below, with the passages' one), a common
+-- word by walking the agent's newest messages until enough match.
+CREATE INDEX messages_agent_rowid ON messages(agent_id, rowid);
+CREATE FUNCTION message_agent() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    SELECT agent_id INTO NEW.agent_id FROM conversations WHERE id = NEW.conversation_id;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER message_agent BEFORE INSERT ON messages
+    FOR EACH ROW EXECUTE FUNCTION message_agent();
 
 -- Event ids follow commit order within a team: writers take a transaction-scoped advisory
 -- lock on the team first (store/conversation_events.py), so a reader never skips an id.
@@ -461,7 +473,33 @@ CREATE TABLE passages (
 );
 CREATE INDEX passages_document ON passages(document_id, position);
 CREATE INDEX passages_agent ON passages(agent_id);
-CREATE INDEX passages_search ON passages USING GIN (search);
+
+-- The searches' GIN indexes on (agent_id, search) read only the agent's postings; they need
+-- btree_gin (contrib). Without it (the role may not create extensions) they are on search
+-- alone, with a warning (migration 21 says more).
+DO $$
+BEGIN
+    BEGIN
+        CREATE EXTENSION IF NOT EXISTS btree_gin SCHEMA public;
+    EXCEPTION WHEN OTHERS THEN
+        BEGIN
+            CREATE EXTENSION IF NOT EXISTS btree_gin;
+        EXCEPTION WHEN OTHERS THEN
+            RAISE WARNING 'agentsvc: the btree_gin extension could not be created (%): '
+                'the search indexes cover every agent (slower searches where agents share '
+                'the tables). As the database owner or a superuser: CREATE EXTENSION '
+                'btree_gin; then rebuild the two indexes (docs/operators/growing.md)',
+                SQLERRM;
+        END;
+    END;
+    IF EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'btree_gin') THEN
+        CREATE INDEX passages_agent_search ON passages USING GIN (agent_id, search);
+        CREATE INDEX messages_search ON messages USING GIN (agent_id, search);
+    ELSE
+        CREATE INDEX passages_search ON passages USING GIN (search);
+        CREATE INDEX messages_search ON messages USING GIN (search);
+    END IF;
+END $$;
 
 CREATE TABLE passage_embeddings (
     passage_id BIGINT PRIMARY KEY REFERENCES passages(id) ON DELETE CASCADE,
