@@ -16,7 +16,6 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import minify
 import zopfli.gzip
 from aiohttp import web
 
@@ -115,6 +114,11 @@ def _page(page: bytes, modules: list[str], release: str) -> bytes:
 def load_assets(directory: Path = STATIC_DIR) -> dict[str, Asset]:
     """Read every file of the dashboard directory once: minified, gzipped, with its ETag;
     the page names every module the dashboard imports, for the browser to fetch at once."""
+    # Imported here, not with the module: it starts Go's runtime, whose threads a process
+    # forked after the import lacks (the tests fork servers from a warm process), and a
+    # call into it there never returns.
+    import minify
+
     bodies: dict[str, bytes] = {}
     for path in sorted(directory.iterdir()):
         if not path.is_file() or path.name.startswith("."):
