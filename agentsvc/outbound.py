@@ -311,7 +311,7 @@ class OutboundClient:
         except aiohttp.ClientConnectorError as exc:
             if isinstance(exc.os_error, RefusedAddress):
                 raise OutboundError(f"refused: {exc.os_error}", kind="refused") from exc
-            message = f"could not connect to {target.host}: {exc.os_error}"
+            message = f"could not connect to {target.host}: {why_not_connected(exc.os_error)}"
             raise OutboundError(message, kind="connect") from exc
         except TimeoutError as exc:
             raise OutboundError("timed out", kind="timeout") from exc
@@ -322,3 +322,13 @@ class OutboundClient:
         except ValueError as exc:
             # aiohttp refuses some malformed input (e.g. header values) with ValueError.
             raise OutboundError(f"invalid request: {exc}", kind="invalid") from exc
+
+
+def why_not_connected(error: OSError) -> str:
+    """Why a connection failed, for people: the system's words without its error number."""
+    unknown_name = {socket.EAI_NONAME, getattr(socket, "EAI_NODATA", socket.EAI_NONAME)}
+    if isinstance(error, socket.gaierror) or error.errno in unknown_name:
+        return "no address is known for that name"
+    if isinstance(error, ConnectionRefusedError):
+        return "the connection was refused (nothing answers on that port)"
+    return error.strerror or "the connection failed"

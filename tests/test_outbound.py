@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import socket
 
 import pytest
 
@@ -233,6 +234,27 @@ async def test_connection_refused_is_an_outbound_error(unused_tcp_port):
     finally:
         await client.close()
     assert caught.value.kind == "connect"
+    assert caught.value.message == (
+        "could not connect to 127.0.0.1: the connection was refused (nothing answers on that port)"
+    )
+
+
+class _UnknownNames(StubResolver):
+    async def resolve(self, host, port=0, family=0):
+        raise OSError(socket.EAI_NONAME, f"Name or service not known: {host}")
+
+
+async def test_an_unknown_name_is_said_in_words_without_an_error_number():
+    client = OutboundClient(resolver=_UnknownNames())
+    await client.open()
+    try:
+        with pytest.raises(OutboundError) as caught:
+            await client.request("GET", "https://help.shop.example/")
+    finally:
+        await client.close()
+    assert caught.value.message == (
+        "could not connect to help.shop.example: no address is known for that name"
+    )
 
 
 # ── through the app: HTTP tools with allow_private = false ────────────────────────────
