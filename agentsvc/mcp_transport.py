@@ -31,6 +31,7 @@ from agentsvc.outbound import (
     RefusedAddress,
     forbidden_reason,
     literal_address,
+    why_not_connected,
 )
 
 log = logging.getLogger("agentsvc.mcp_client")
@@ -261,6 +262,23 @@ def _error_message(code: int, text: str) -> str:
     )
 
 
+def _os_reason(error: BaseException) -> str:
+    """The system's reason under an HTTP client's connect error, in words: httpx wraps
+    httpcore's error, which wraps an OSError ("All connection attempts failed") that wraps
+    the one with the reason."""
+    found: OSError | None = None
+    cause: BaseException | None = error
+    for _ in range(6):
+        if cause is None:
+            break
+        if isinstance(cause, OSError):
+            found = cause
+            if cause.errno is not None:
+                break
+        cause = cause.__cause__ or cause.__context__
+    return why_not_connected(found) if found is not None else "the connection failed"
+
+
 def failure_of(leaf: BaseException, timeout: float, url: str) -> McpFailure | None:
     """The message for people of one of the errors that ended an exchange, if it is known."""
     if isinstance(leaf, RefusedAddress):
@@ -269,7 +287,7 @@ def failure_of(leaf: BaseException, timeout: float, url: str) -> McpFailure | No
         return McpFailure(f"timed out after {timeout:g} s", "timeout")
     if isinstance(leaf, httpx2.ConnectError):
         host = httpx2.URL(url).host
-        return McpFailure(f"could not connect to {host}: {leaf}", "connect")
+        return McpFailure(f"could not connect to {host}: {_os_reason(leaf)}", "connect")
     if isinstance(leaf, MCPError):
         return McpFailure(_error_message(leaf.error.code, leaf.error.message), "protocol")
     if isinstance(leaf, ValidationError):

@@ -421,7 +421,8 @@ async def test_an_unreachable_server_is_a_clear_error(mclient, mauth, unused_tcp
     agent_id = await new_agent(mclient, mauth)
     url = f"http://127.0.0.1:{unused_tcp_port}/mcp"
     resp = await mclient.post("/api/v1/tools", json=mcp_body(agent_id, url), headers=mauth)
-    await assert_error(resp, 400, "VALIDATION_ERROR", "could not connect to 127.0.0.1")
+    said = "could not connect to 127.0.0.1: the connection was refused"
+    await assert_error(resp, 400, "VALIDATION_ERROR", said)
 
 
 async def test_a_json_response_server_works_too(mclient, mauth, openai_fake):
