@@ -60,7 +60,9 @@ async def _get(client, auth, path: str) -> dict | list:
     return (await resp.json())["data"]
 
 
-async def _synced(client, auth, source_id: str, seconds: float = 20) -> dict:
+async def _synced(client, auth, source_id: str, seconds: float = 60) -> dict:
+    """The source once its sync ended (the bound only matters when it never does: a test
+    worker on a busy machine runs niced, behind the browsers)."""
     deadline = time.monotonic() + seconds
     while True:
         found = await _get(client, auth, f"/sources/{source_id}")

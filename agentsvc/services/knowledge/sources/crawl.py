@@ -229,6 +229,7 @@ class Crawl:
             shown = content_type.split(";")[0].strip() or "unknown"
             await writer.record(source, url, self._failed(url, page, f"unsupported type {shown}"))
             return
+        await cpu.load_modules(*extract.MODULES.get(fmt, ()))
         try:
             text = await asyncio.wait_for(
                 cpu.run(extract.extract, body, fmt, extract.charset_of(content_type)),

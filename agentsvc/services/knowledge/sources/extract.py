@@ -15,6 +15,11 @@ DOCX_TYPE = "application/vnd.openxmlformats-officedocument.wordprocessingml.docu
 MAX_LINKS = 1000  # links read from one page
 MAX_DOCX_UNZIPPED = 50 * 2**20  # a DOCX's parts, unzipped (a zip bomb is refused)
 MAX_DOCX_PARTS = 2000
+# The libraries each format needs, imported before its first extraction by
+# `cpu.load_modules` at the process's own priority (0.1 s of processor here, more on slower
+# machines: imported in `cpu.run`'s thread at nice 19, on a busy machine the import held the
+# GIL while the kernel ran others, and the event loop waited on it).
+MODULES = {"html": ("lxml.html", "trafilatura", "trafilatura.settings"), "docx": ("docx",)}
 MAX_TREE_SIZE = 200_000  # HTML elements trafilatura looks at; beyond, the plain text is kept
 
 
