@@ -2,28 +2,20 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from typing import Annotated, Any, Literal
 
-import aiohttp
 from pydantic import Field, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from agentsvc.api import app_keys
 from agentsvc.api.audit import actor_of
 from agentsvc.api.models import NON_BLANK, RequestModel, ResponseModel
-from agentsvc.api.pipeline import finish_response
+from agentsvc.api.progress_stream import progress_stream
 from agentsvc.api.routing import Call, RouteTable, envelope_response
-from agentsvc.api.sse import EventStream, frame
-from agentsvc.api.streams import streaming_of
 from agentsvc.services.evals.service import EvalsService, NewCase, pass_rate
 from agentsvc.store.evals import EvalCase, EvalResult, EvalRun, EvalSet
 
 routes = RouteTable("evaluations")
-
-PING_SECONDS = 15.0
-WRITE_TIMEOUT_SECONDS = 10.0
 
 
 def _evals(call: Call) -> EvalsService:
@@ -314,33 +306,5 @@ async def run_events(call: Call):
     then `end` with the run as GET /eval-runs/{id} shows it (without the results)."""
     evals = _evals(call)
     await evals.get_run(call.team_id, call.params["id"])  # 404 before the stream opens
-    response = EventStream(ping_interval=PING_SECONDS, send_timeout=WRITE_TIMEOUT_SECONDS)
-    finish_response(call.request, response)
-    await response.prepare(call.request)
-    streaming = streaming_of(call)
-    pump = asyncio.ensure_future(
-        _pump(response, evals, call.team_id, call.params["id"], streaming.chat.max_stream_seconds)
-    )
-    streaming.event_streams.watch(pump, call.request)
-    try:
-        await asyncio.wait({pump})
-    finally:
-        pump.cancel()
-        await response.stop()
-    with contextlib.suppress(ConnectionError, aiohttp.ClientConnectionResetError, TimeoutError):
-        async with asyncio.timeout(WRITE_TIMEOUT_SECONDS):
-            await response.write_eof()
-    return response
-
-
-async def _pump(
-    response: EventStream, evals: EvalsService, team_id: str, run_id: str, seconds: float
-) -> None:
-    last = None
-    with contextlib.suppress(ConnectionError, TimeoutError):
-        async with asyncio.timeout(seconds):  # a stream ends, however long the run takes
-            async for run in evals.progress(team_id, run_id):
-                last = run
-                await response.send_framed(frame("progress", run_json(run)))
-        if last is not None:
-            await response.send_framed(frame("end", run_json(last)))
+    updates = evals.progress(call.team_id, call.params["id"])
+    return await progress_stream(call, (run_json(run) async for run in updates))

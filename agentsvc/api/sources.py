@@ -2,28 +2,21 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from typing import Annotated, Any, Literal
 
-import aiohttp
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
 from agentsvc.api.audit import actor_of
 from agentsvc.api.documents import knowledge_of
 from agentsvc.api.models import QueryModel, RequestModel, ResponseModel
-from agentsvc.api.pipeline import finish_response
+from agentsvc.api.progress_stream import progress_stream
 from agentsvc.api.routing import Call, RouteTable, envelope_response
-from agentsvc.api.sse import EventStream, frame
-from agentsvc.api.streams import streaming_of
 from agentsvc.services.knowledge.sources.service import NewSource, SourceChanges, SourcesService
 from agentsvc.store.sources import PageCounts, Source, SourcePage
 
 routes = RouteTable("sources")
 
-PING_SECONDS = 15.0
-WRITE_TIMEOUT_SECONDS = 10.0
 
 Glob = Annotated[str, Field(min_length=1, max_length=300)]
 Globs = Annotated[list[Glob], Field(max_length=50)]
@@ -227,33 +220,5 @@ async def source_events(call: Call):
     `end` with the source as GET /sources/{id} shows it."""
     sources = _sources(call)
     await sources.get(call.team_id, call.params["id"])  # 404 before the stream opens
-    response = EventStream(ping_interval=PING_SECONDS, send_timeout=WRITE_TIMEOUT_SECONDS)
-    finish_response(call.request, response)
-    await response.prepare(call.request)
-    streaming = streaming_of(call)
-    pump = asyncio.ensure_future(
-        _pump(response, sources, call.team_id, call.params["id"], streaming.chat.max_stream_seconds)
-    )
-    streaming.event_streams.watch(pump, call.request)
-    try:
-        await asyncio.wait({pump})
-    finally:
-        pump.cancel()
-        await response.stop()
-    with contextlib.suppress(ConnectionError, aiohttp.ClientConnectionResetError, TimeoutError):
-        async with asyncio.timeout(WRITE_TIMEOUT_SECONDS):
-            await response.write_eof()
-    return response
-
-
-async def _pump(
-    response: EventStream, sources: SourcesService, team_id: str, source_id: str, seconds: float
-) -> None:
-    last = None
-    with contextlib.suppress(ConnectionError, TimeoutError):
-        async with asyncio.timeout(seconds):  # a stream ends, however long the sync takes
-            async for found, counts in sources.progress(team_id, source_id):
-                last = source_json(found, counts)
-                await response.send_framed(frame("progress", last))
-        if last is not None:
-            await response.send_framed(frame("end", last))
+    updates = sources.progress(call.team_id, call.params["id"])
+    return await progress_stream(call, (source_json(s, c) async for s, c in updates))

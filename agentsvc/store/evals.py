@@ -128,6 +128,12 @@ async def count_cases(tx: Tx, evalset_id: str) -> int:
     )
 
 
+async def newest_case_at(tx: Tx, evalset_id: str) -> str | None:
+    return await tx.fetchval(
+        "SELECT MAX(created_at) FROM eval_cases WHERE evalset_id = ?", (evalset_id,)
+    )
+
+
 async def insert_cases(tx: Tx, cases: list[EvalCase]) -> None:
     await tx.executemany(
         f"INSERT INTO eval_cases ({_CASE}) VALUES ({_placeholders(9)})",

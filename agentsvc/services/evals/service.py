@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import timedelta
 from typing import Any
 
 from agentsvc.config import Settings
 from agentsvc.db import Database
 from agentsvc.errors import Conflict, NotFound, ValidationFailed
-from agentsvc.ids import new_id, now_iso
+from agentsvc.ids import iso, new_id, now_iso, parse_iso
 from agentsvc.llm.base import BUILTIN
 from agentsvc.services.agents import registry, versions
 from agentsvc.services.agents.models import model_error
@@ -121,6 +122,7 @@ class EvalsService:
                 raise ValidationFailed(
                     f"This set holds {held} cases; your plan allows {limit} in a set"
                 )
+            cases = _in_order_added(cases, await store.newest_case_at(tx, found.id))
             await store.insert_cases(tx, cases)
         return cases
 
@@ -312,3 +314,18 @@ class EvalsService:
 def pass_rate(run: EvalRun) -> float:
     """The share of a run's cases that passed, in % (one decimal)."""
     return round(100 * run.passed / run.total, 1) if run.total else 0.0
+
+
+def _in_order_added(cases: list[EvalCase], newest: str | None) -> list[EvalCase]:
+    """The cases stamped a millisecond apart, after the set's newest: a set lists its cases
+    by `created_at`, and an import (or two requests in one millisecond) would otherwise
+    share a stamp and come back in the order of their random ids."""
+    if not cases:
+        return cases
+    start = parse_iso(cases[0].created_at)
+    if newest is not None:
+        start = max(start, parse_iso(newest) + timedelta(milliseconds=1))
+    return [
+        replace(case, created_at=iso(start + timedelta(milliseconds=i)))
+        for i, case in enumerate(cases)
+    ]
