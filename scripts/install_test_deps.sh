@@ -4,7 +4,7 @@
 # (SAML signatures), LibreOffice Calc (headless, for the CSV export check), Dovecot (IMAP,
 # for the e-mail channel), an emoji font and, for the PostgreSQL pass, Redis, nginx and
 # PostgreSQL (never Playwright's own browser download);
-# axe-core, acorn and oidc-provider from the npm registry. scripts/test.sh runs it first;
+# axe-core, esbuild and oidc-provider from the npm registry. scripts/test.sh runs it first;
 # .ci/run runs it before starting the fuzzer, so nothing installs beside the tests.
 # TEST_BACKENDS as for scripts/test.sh ("sqlite" needs no database servers).
 set -euo pipefail
@@ -30,10 +30,12 @@ fi
 if [ ${#missing[@]} -gt 0 ]; then
     $sudo apt-get update -qq && $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
-# axe-core for the accessibility tests and acorn for the minified dashboard's check, from the
-# npm registry (never committed): tests/browser/package.json names them with lower bounds.
+# axe-core for the accessibility tests and esbuild, which builds the dashboard's bundle
+# (scripts/build_dashboard.sh; the budget test builds one too), from the npm registry (never
+# committed): tests/browser/package.json names them (esbuild within its 0.x minor version,
+# whose releases may change its options).
 if [ ! -f tests/browser/node_modules/axe-core/axe.min.js ] ||
-    [ ! -f tests/browser/node_modules/acorn/dist/acorn.mjs ]; then
+    [ ! -x tests/browser/node_modules/.bin/esbuild ]; then
     command -v npm >/dev/null || { $sudo apt-get update -qq && $sudo apt-get install -y -qq npm >/dev/null; }
     npm install --prefix tests/browser --no-audit --no-fund --no-package-lock --loglevel=error
 fi

@@ -6,7 +6,7 @@ import gzip
 import re
 
 from agentsvc.api import all_endpoints
-from agentsvc.api.dashboard import STATIC_DIR, load_assets
+from agentsvc.api.dashboard import BUNDLE_DIR, STATIC_DIR, built_bundle, load_assets
 from tests.support.accounts import SESSION_COOKIE, create_user, session
 from tests.support.errors import assert_error
 from tests.support.settings import PUBLIC_ORIGIN
@@ -35,12 +35,15 @@ async def test_every_asset_is_served_with_its_type(client):
     types = {".js": "text/javascript", ".css": "text/css"}
     names = sorted(p.name for p in STATIC_DIR.iterdir() if p.suffix in types)
     assert {"app.js", "app.css", "api.js", "dom.js", "charts.js"} <= set(names)
-    assert {p.name for p in STATIC_DIR.iterdir()} == {*names, "index.html"}  # nothing unserved
+    assert {p.name for p in STATIC_DIR.iterdir()} == {*names, "index.html", BUNDLE_DIR}
+    bundle = built_bundle() or {}
     for name in names:
         resp = await client.get(f"/dashboard/{name}")
         assert resp.status == 200, name
         assert resp.content_type == types[name[name.rindex(".") :]], name
-        assert await resp.read() == load_assets()[name].body  # the source, minified
+        # app.js and app.css are the bundle's (while it is current); the rest their sources.
+        sent = bundle.get(name) or (STATIC_DIR / name).read_bytes()
+        assert await resp.read() == sent == load_assets()[name].body
         cached = await client.get(
             f"/dashboard/{name}", headers={"If-None-Match": resp.headers["ETag"]}
         )
@@ -69,6 +72,8 @@ async def test_unknown_asset_and_traversal_are_not_found(client):
         "/dashboard/%2e%2e%2fschema.sql",
         "/dashboard/..%2f..%2fdashboard.js",
         "/dashboard/App.js",
+        "/dashboard/bundle/app.js",
+        "/dashboard/bundle/manifest.json",
     ):
         resp = await client.get(path)
         await assert_error(resp, 404, "NOT_FOUND")
@@ -82,15 +87,17 @@ async def test_invitation_link_opens_the_dashboard_page(client):
 
 async def test_a_releases_files_are_kept_and_the_page_names_every_module(client):
     """The page loads its release's files, which never change at that address (kept for a
-    year), and preloads every module the dashboard imports; the unversioned address and a
-    past release's are revalidated each time."""
+    year): the bundle alone or, while it is older than the sources, every source module,
+    which it then preloads; the unversioned address and a past release's are revalidated
+    each time."""
     page = await (await client.get("/")).text()
     release = re.search(r"/dashboard/([0-9a-f]{16})/app\.js", page).group(1)
+    assert f'<link rel="stylesheet" href="/dashboard/{release}/app.css">' in page
     preloaded = set(
         re.findall(rf'rel="modulepreload" href="/dashboard/{release}/([a-z0-9-]+\.js)"', page)
     )
     modules = {p.name for p in STATIC_DIR.glob("*.js")}
-    assert preloaded == modules - {"app.js"}
+    assert preloaded == (set() if built_bundle() else modules - {"app.js"})
     kept = await client.get(f"/dashboard/{release}/dom.js")
     assert kept.status == 200
     assert kept.headers["Cache-Control"] == "public, max-age=31536000, immutable"

@@ -1,7 +1,9 @@
 """The dashboard: its page at `/` and its static assets under `/dashboard/`, cached by ETag.
 
-Scripts and style sheets are minified (tdewolff/minify) and gzipped once, when first asked
-for: the package keeps the readable source, browsers download the smallest honest form.
+The page loads one script and one style sheet: the bundle that scripts/build_dashboard.sh
+builds from the source modules with esbuild (minified, committed in static/dashboard/bundle/),
+gzipped once when first asked for. A bundle older than its sources (a contributor editing a
+page) is not sent: the page then loads the source modules as they are, and a warning says so.
 
 The page itself needs no credential; every call it makes goes to the public API with the
 `agentsvc_session` cookie, exactly as an external client would.
@@ -10,7 +12,10 @@ The page itself needs no credential; every call it makes goes to the public API 
 from __future__ import annotations
 
 import asyncio
+import gzip
 import hashlib
+import json
+import logging
 import mimetypes
 import re
 from dataclasses import dataclass
@@ -23,8 +28,14 @@ from agentsvc.api.routing import Call, RouteTable
 from agentsvc.errors import NotFound
 
 routes = RouteTable("dashboard")
+log = logging.getLogger(__name__)
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static" / "dashboard"
+BUNDLE_DIR = "bundle"  # under STATIC_DIR: scripts/build_dashboard.sh's output
+BUNDLED = ("app.js", "app.css")  # the bundle's files, sent in place of the sources of that name
+STALE_BUNDLE = (
+    "the dashboard's sources changed since its bundle was built: run scripts/build_dashboard.sh"
+)
 ASSET_PREFIX = "/dashboard/"
 
 _TYPES = {
@@ -39,7 +50,7 @@ CACHE_CONTROL = "no-cache"
 # Under /dashboard/<release>/ the same URL always has the same bytes: kept, never asked again.
 CACHE_IMMUTABLE = "public, max-age=31536000, immutable"
 RELEASE_LENGTH = 16
-ZOPFLI_ITERATIONS = 1  # more iterations save 70 bytes in all, at twice the time
+ZOPFLI_ITERATIONS = 1  # 15 iterations save 80 bytes of the bundle's 63 KB, at 3 times the time
 SECURITY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "same-origin",
@@ -51,13 +62,6 @@ SECURITY_HEADERS = {
         "form-action 'self'"
     ),
 }
-
-
-# tdewolff/minify parses each script and style sheet and writes it back smaller: comments and
-# layout go, local names are shortened (a module's exports and imports keep theirs).
-# tests/test_dashboard_budget.py has V8 compile every result and compares its imports and
-# exports with its source's; the browser tests run the dashboard as served.
-_MINIFY = {".js": "text/javascript", ".css": "text/css"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,10 +101,10 @@ def _release(bodies: dict[str, bytes]) -> str:
 
 
 def _page(page: bytes, modules: list[str], release: str) -> bytes:
-    """The page loads the scripts and styles of this release (their relative imports stay
-    inside it, so a browser keeps them until the next release) and asks for every module
-    at once: without that, it learns of each import only once the module above it
-    arrived, a waterfall seven levels deep."""
+    """The page loads the script and style sheet of this release (a browser keeps them until
+    the next release). `modules`: the source modules it loads while the bundle is stale,
+    asked for at once (their relative imports stay inside the release): without that, it
+    learns of each import only once the module above it arrived, a waterfall seven deep."""
     prefix = f"{ASSET_PREFIX}{release}/".encode()
     links = b"".join(
         b'<link rel="modulepreload" href="' + prefix + m.encode() + b'">\n'
@@ -111,25 +115,52 @@ def _page(page: bytes, modules: list[str], release: str) -> bytes:
     return page.replace(b'"' + ASSET_PREFIX.encode() + b"app.", b'"' + prefix + b"app.")
 
 
-def load_assets(directory: Path = STATIC_DIR) -> dict[str, Asset]:
-    """Read every file of the dashboard directory once: minified, gzipped, with its ETag;
-    the page names every module the dashboard imports, for the browser to fetch at once."""
-    # Imported here, not with the module: it starts Go's runtime, whose threads a process
-    # forked after the import lacks (the tests fork servers from a warm process), and a
-    # call into it there never returns.
-    import minify
+def source_digest(directory: Path = STATIC_DIR) -> str:
+    """A digest of the dashboard's sources (its top-level scripts and sheets), computed as
+    scripts/build_dashboard.sh writes it into the bundle's manifest: the sha256 of sha256sum's
+    lines for them, in the byte order of their names."""
+    names = sorted(
+        (p.name for p in directory.iterdir() if p.is_file() and p.suffix in (".js", ".css")),
+        key=str.encode,
+    )
+    lines = "".join(
+        f"{hashlib.sha256((directory / n).read_bytes()).hexdigest()}  {n}\n"
+        for n in names
+        if not n.startswith(".")
+    )
+    return hashlib.sha256(lines.encode()).hexdigest()
 
-    bodies: dict[str, bytes] = {}
-    for path in sorted(directory.iterdir()):
-        if not path.is_file() or path.name.startswith("."):
-            continue
-        body = path.read_bytes()
-        if media_type := _MINIFY.get(path.suffix):
-            body = minify.string(media_type, body.decode("utf-8")).encode("utf-8")
-        bodies[path.name] = body
+
+def built_bundle(directory: Path = STATIC_DIR) -> dict[str, bytes] | None:
+    """The bundle's files by name, if it was built from the sources as they are now."""
+    folder = directory / BUNDLE_DIR
+    try:
+        built_from = json.loads((folder / "manifest.json").read_bytes())["sources"]
+        files = {name: (folder / name).read_bytes() for name in BUNDLED}
+    except (OSError, ValueError, KeyError, TypeError):  # never built, or half-built
+        return None
+    return files if built_from == source_digest(directory) else None
+
+
+def load_assets(directory: Path = STATIC_DIR) -> dict[str, Asset]:
+    """Read the dashboard once, every file gzipped, with its ETag. The page loads the bundle;
+    a bundle older than its sources is left out (with a warning), and the page then loads
+    the source modules, naming every one for the browser to fetch at once. Each source file
+    is also served by its own name (tests import single modules; a reader may look)."""
+    bodies = {
+        path.name: path.read_bytes()
+        for path in sorted(directory.iterdir())
+        if path.is_file() and not path.name.startswith(".")
+    }
+    bundle = built_bundle(directory)
+    if bundle is None:
+        log.warning(STALE_BUNDLE)
+    bodies.update(bundle or {})
     release = _release(bodies)
     if "index.html" in bodies:
-        bodies["index.html"] = _page(bodies["index.html"], _module_graph(bodies), release)
+        modules = [] if bundle else _module_graph(bodies)
+        bodies["index.html"] = _page(bodies["index.html"], modules, release)
+    page_loads = {"index.html", *(bundle or ())}
     assets: dict[str, Asset] = {}
     for name, body in bodies.items():
         suffix = Path(name).suffix
@@ -138,9 +169,14 @@ def load_assets(directory: Path = STATIC_DIR) -> dict[str, Asset]:
         )
         # Weak: the same content is sent gzipped or not, so the bytes differ by encoding.
         etag = 'W/"' + hashlib.sha256(body).hexdigest()[:32] + '"'
-        # Zopfli writes ordinary gzip, 2 % smaller than zlib's best, at about 0.2 s of
-        # processor for the whole dashboard: paid once, off the event loop (`_asset`).
-        packed = zopfli.gzip.compress(body, numiterations=ZOPFLI_ITERATIONS)
+        # Zopfli writes ordinary gzip, 3 % smaller than zlib's best, for about 0.1 s of
+        # processor for the page and the bundle: paid once, off the event loop (`_asset`).
+        # The sources, which the page loads only while the bundle is stale, take zlib's
+        # best: 0.34 s of Zopfli more per process would buy nobody anything.
+        if name in page_loads:
+            packed = zopfli.gzip.compress(body, numiterations=ZOPFLI_ITERATIONS)
+        else:
+            packed = gzip.compress(body, 9, mtime=0)
         assets[name] = Asset(body, packed, content_type, etag, release)
     return assets
 
