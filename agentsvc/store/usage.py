@@ -133,8 +133,10 @@ async def report(
     """The team's figures from `first_day` to `last_day` (included) by day, agent or model,
     optionally of one agent: days in order, agents and models by cost then tokens."""
     column = _GROUPS[group]
-    name = "a.name" if group == "agent" else "NULL"
-    join = "LEFT JOIN agents AS a ON a.id = u.agent_id" if group == "agent" else ""
+    name, join, grouped = "NULL", "", column
+    if group == "agent":  # with the agent's name (NULL once deleted)
+        name, join = "a.name", "LEFT JOIN agents AS a ON a.id = u.agent_id"
+        grouped += ", a.name"
     where, args = "u.team_id = ? AND u.day >= ? AND u.day <= ?", [team_id, first_day, last_day]
     if agent_id is not None:
         where += " AND u.agent_id = ?"
@@ -145,7 +147,7 @@ async def report(
     rows = await tx.fetchall(
         f"SELECT {column}, {name}, SUM(u.answers), SUM(u.input_tokens), SUM(u.output_tokens),"
         f" SUM(u.cost_nanos) FROM usage_daily AS u {join} WHERE {where}"
-        f" GROUP BY {column}, {name} ORDER BY {order}",
+        f" GROUP BY {grouped} ORDER BY {order}",
         args,
     )
     return [UsageRow(r[0], r[1], int(r[2]), int(r[3]), int(r[4]), int(r[5])) for r in rows]

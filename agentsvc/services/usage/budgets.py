@@ -97,9 +97,9 @@ def status_json(
 
 
 def money(nanos: int, currency: str) -> str:
-    """An amount as people read it: 8.12 USD (small amounts with more decimals)."""
+    """An amount as people read it: 8.12 USD (under a hundredth with more decimals)."""
     amount = from_nanos(nanos)
-    shown = f"{amount:,.2f}" if amount >= 1 or amount == 0 else f"{amount:.4f}".rstrip("0")
+    shown = f"{amount:,.2f}" if amount == 0 or amount >= 0.01 else f"{amount:.6f}".rstrip("0")
     return f"{shown} {currency}"
 
 
