@@ -24,6 +24,7 @@ from pydantic import (
     model_validator,
 )
 
+from agentsvc.text_patterns import CURRENCY_PATTERN
 from agentsvc.validation_messages import describe_validation_error
 
 
@@ -176,7 +177,7 @@ class PriceSettings(_Section):
 
     input_per_million: float = Field(ge=0, le=1_000_000)
     output_per_million: float = Field(ge=0, le=1_000_000)
-    currency: str = Field("USD", pattern=r"^[A-Z]{3}$")  # ISO 4217, as "USD", "EUR"
+    currency: str = Field("USD", pattern=CURRENCY_PATTERN)  # ISO 4217, as "USD", "EUR"
 
 
 class ToolSettings(_Section):

@@ -16,6 +16,7 @@ from agentsvc.api.models import QueryModel, RequestModel, ResponseModel, integra
 from agentsvc.api.routing import Call, RouteTable, envelope_response, json_response
 from agentsvc.services.usage import budgets
 from agentsvc.services.usage.service import BudgetChange, UsageService
+from agentsvc.text_patterns import CURRENCY_PATTERN
 
 routes = RouteTable("usage")
 
@@ -34,7 +35,7 @@ MonthlyLimit = Annotated[
     ),
 ]
 WarnAtPercent = Annotated[int, Field(ge=1, le=99), BeforeValidator(integral)]
-Currency = Annotated[str, Field(pattern=r"^[A-Z]{3}$", description="ISO 4217, as USD")]
+Currency = Annotated[str, Field(pattern=CURRENCY_PATTERN, description="ISO 4217, as USD")]
 
 
 class BudgetIn(RequestModel):
