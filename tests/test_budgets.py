@@ -255,6 +255,9 @@ async def test_only_owners_set_budgets_and_another_teams_agent_is_not_found(
     assert shown["budget"] is None
 
     set_ = await agent_budget(client, auth, agent["id"], {"monthlyLimit": 2.5, "currency": "EUR"})
+    assert set_["version"] == shown["version"]  # a budget is no version of what the agent does
+    versions = await data(await client.get(f"/api/v1/agents/{agent['id']}/versions", headers=auth))
+    assert all("budget" not in v.get("snapshot", {}) for v in versions)
     assert set_["budget"] | {"updatedAt": None, "resetsAt": None} == {
         "monthlyLimit": 2.5,
         "currency": "EUR",
