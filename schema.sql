@@ -222,7 +222,11 @@ CREATE TABLE conversations (
     channel_id  TEXT REFERENCES channels(id) ON DELETE SET NULL,
     -- the experiment it took part in, and the agent's version it was given (migration 18)
     experiment_id TEXT,
-    variant     INTEGER
+    variant     INTEGER,
+    -- its answers' tokens and cost in billionths of the currency (migration 24)
+    input_tokens  INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0,
+    cost_nanos    INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX conversations_agent_created ON conversations(agent_id, created_at, id);
 CREATE INDEX conversations_team ON conversations(team_id);
@@ -1196,3 +1200,46 @@ CREATE TABLE source_pages (
 );
 CREATE INDEX source_pages_document ON source_pages(document_id)
     WHERE document_id IS NOT NULL;
+
+-- ── usage and budgets (migration 24): counters written with each answer, monthly limits ──
+CREATE TABLE usage_daily (
+    team_id       TEXT NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
+    day           TEXT NOT NULL,             -- UTC, YYYY-MM-DD
+    agent_id      TEXT NOT NULL,             -- no reference: spending outlives the agent
+    model         TEXT NOT NULL,             -- the agent's model id then
+    answers       INTEGER NOT NULL DEFAULT 0,
+    input_tokens  INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0,
+    cost_nanos    INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (team_id, day, agent_id, model)
+);
+CREATE TABLE usage_monthly (
+    team_id    TEXT NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
+    month      TEXT NOT NULL,                -- UTC, YYYY-MM
+    agent_id   TEXT NOT NULL,
+    cost_nanos INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (team_id, month, agent_id)
+);
+CREATE TABLE team_budgets (
+    team_id         TEXT PRIMARY KEY REFERENCES teams(id) ON DELETE CASCADE,
+    limit_nanos     INTEGER NOT NULL CHECK (limit_nanos > 0),
+    warn_at_percent INTEGER CHECK (warn_at_percent BETWEEN 1 AND 99),
+    updated_at      TEXT NOT NULL
+);
+CREATE TABLE agent_budgets (
+    agent_id        TEXT PRIMARY KEY REFERENCES agents(id) ON DELETE CASCADE,
+    team_id         TEXT NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
+    limit_nanos     INTEGER NOT NULL CHECK (limit_nanos > 0),
+    warn_at_percent INTEGER CHECK (warn_at_percent BETWEEN 1 AND 99),
+    updated_at      TEXT NOT NULL
+);
+CREATE INDEX agent_budgets_team ON agent_budgets(team_id);
+CREATE TABLE budget_alerts (
+    team_id     TEXT NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
+    scope       TEXT NOT NULL,               -- 'team', or the agent's id
+    month       TEXT NOT NULL,
+    percent     INTEGER NOT NULL,          -- the threshold crossed (100: the limit)
+    limit_nanos INTEGER NOT NULL,          -- the limit then: a raised one warns again
+    sent_at     TEXT NOT NULL,
+    PRIMARY KEY (team_id, scope, month, percent, limit_nanos)
+);

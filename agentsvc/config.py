@@ -24,6 +24,7 @@ from pydantic import (
     model_validator,
 )
 
+from agentsvc.text_patterns import CURRENCY_PATTERN
 from agentsvc.validation_messages import describe_validation_error
 
 
@@ -166,6 +167,17 @@ class ProviderSettings(_Section):
 
 class OutboundSettings(_Section):
     allow_private: bool = False
+
+
+class PriceSettings(_Section):
+    """`[prices."PROVIDER/MODEL"]`: what a model's tokens cost (docs/operators/configuration.md).
+
+    Costs are counted as each answer is stored (services/usage); every price is in one
+    currency, checked at start."""
+
+    input_per_million: float = Field(ge=0, le=1_000_000)
+    output_per_million: float = Field(ge=0, le=1_000_000)
+    currency: str = Field("USD", pattern=CURRENCY_PATTERN)  # ISO 4217, as "USD", "EUR"
 
 
 class ToolSettings(_Section):
@@ -468,6 +480,9 @@ class Settings(_Section):
     database: DatabaseSettings = DatabaseSettings()
     models: ModelSettings = ModelSettings()
     providers: dict[str, ProviderSettings] = Field(default_factory=dict)
+    # Prices of models' tokens by model id ("openai/gpt-4o-mini", "builtin"); a price of a
+    # model no provider serves is ignored with a warning at start (services/usage/prices.py).
+    prices: dict[str, PriceSettings] = Field(default_factory=dict)
     outbound: OutboundSettings = OutboundSettings()
     tools: ToolSettings = ToolSettings()
     webhooks: WebhookSettings = WebhookSettings()
@@ -512,7 +527,7 @@ _ENV_RESERVED = {"AGENTSVC_CONFIG", "AGENTSVC_LOG_LEVEL"}
 
 def _env_overrides(environ: dict[str, str]) -> dict[str, dict[str, Any]]:
     """Turn AGENTSVC_<SECTION>_<KEY> variables into nested TOML-like data."""
-    sections = {name for name in Settings.model_fields if name != "providers"}
+    sections = {name for name in Settings.model_fields if name not in ("providers", "prices")}
     out: dict[str, dict[str, Any]] = {}
     for var, raw in environ.items():
         if not var.startswith(ENV_PREFIX) or var in _ENV_RESERVED:
@@ -703,7 +718,21 @@ def load_settings(
             raise ConfigError(f"models.default: no provider named {provider!r}")
     _check_embedding_model(settings)
     _check_shared_secret(settings)
+    _check_one_currency(settings)
     return settings
+
+
+def _check_one_currency(settings: Settings) -> None:
+    """Every price is in one currency: totals and budgets add costs up."""
+    prices = sorted(settings.prices.items())
+    for name, price in prices[1:]:
+        first, first_price = prices[0]
+        if price.currency != first_price.currency:
+            raise ConfigError(
+                f'prices."{name}".currency: every price must be in one currency (costs are'
+                f' added up), and prices."{first}" is in {first_price.currency}, not'
+                f" {price.currency}"
+            )
 
 
 def _check_shared_secret(settings: Settings) -> None:

@@ -100,6 +100,10 @@ from agentsvc.services.tools.secrets import SecretsService
 from agentsvc.services.tools.service import ToolsService
 from agentsvc.services.triggers.events import EventWriter
 from agentsvc.services.triggers.service import TriggersService
+from agentsvc.services.usage.alerts import BudgetMail
+from agentsvc.services.usage.meter import UsageMeter
+from agentsvc.services.usage.prices import PriceBook
+from agentsvc.services.usage.service import UsageService
 from agentsvc.services.widget.public import WidgetConfigCache
 from agentsvc.services.widget.service import WidgetService
 
@@ -389,7 +393,19 @@ async def _delivery(app: web.Application) -> AsyncIterator[None]:
     await deliverer.close()
 
 
-def _chat_features(app: web.Application) -> None:
+def _usage(app: web.Application) -> tuple[UsageMeter, BudgetMail]:
+    """The prices (those of models no provider serves are ignored, with a warning), the
+    usage service, the meter every turn counts its answer with and the budgets' mail."""
+    settings, db = app[app_keys.settings_key], app[app_keys.db_key]
+    prices = PriceBook(settings)
+    for warning in prices.warnings():
+        log.warning(warning)
+    app[app_keys.usage_key] = UsageService(db, prices)
+    mail = BudgetMail(db, app[app_keys.mailer_key], settings.server.public_url)
+    return UsageMeter(prices, mail), mail
+
+
+def _chat_features(app: web.Application, meter: UsageMeter) -> None:
     """The chat turns every door (/chat, MCP `ask`, channels) runs through, and the
     conversations, handoff, curated answers and MCP server services built on them."""
     settings = app[app_keys.settings_key]
@@ -418,6 +434,7 @@ def _chat_features(app: web.Application) -> None:
                 settings.chat.keepalive_seconds,
                 ConversationForms(app[app_keys.forms_key]),  # forms on channels
             ),
+            usage=meter,
         ),
         handoff.request_for_turn,
     )
@@ -473,8 +490,9 @@ async def _features(app: web.Application) -> AsyncIterator[None]:
     # -- forms, delivery, event webhooks (before chat: a channel's turn submits forms)
     _forms_and_webhooks(app)
 
-    # -- chat, conversations, handoff, answers, MCP server
-    _chat_features(app)
+    # -- usage and budgets; chat, conversations, handoff, answers, MCP server
+    meter, budget_mail = _usage(app)
+    _chat_features(app, meter)
 
     # -- agents, tools, knowledge, triggers, widget, exports, privacy, analytics, audit, secrets
     _catalog_services(app)
@@ -517,6 +535,7 @@ async def _features(app: web.Application) -> AsyncIterator[None]:
     jobs.cancel(EMAIL_POLL_JOB)
     jobs.cancel(MAIL_FILES_JOB)
     await channels.close()  # turns under way end before the outbox and database close
+    await budget_mail.drain()
 
 
 def _channels(app: web.Application) -> ChannelsService:
@@ -637,7 +656,9 @@ def _catalog_services(app: web.Application) -> None:
     app[app_keys.widget_key] = WidgetService(db, agents, configs, settings.server.public_url)
     app[app_keys.analytics_key] = AnalyticsService(db)
     app[app_keys.audit_key] = AuditService(db)
-    app[app_keys.exports_key] = ExportsService(db, app[app_keys.limiter_key], settings.exports)
+    app[app_keys.exports_key] = ExportsService(
+        db, app[app_keys.limiter_key], settings.exports, app[app_keys.usage_key].currency
+    )
     app[app_keys.privacy_key] = PrivacyService(
         db, app[app_keys.mailer_key], app[app_keys.index_scrubber_key], settings.server.data_dir
     )

@@ -52,6 +52,8 @@ APP_SECRET_PATTERN = r"^[A-Za-z0-9]{8,200}$"  # noqa: S105 (a pattern)
 VERIFY_TOKEN_PATTERN = r"^[\x21-\x7e]{1,200}$"  # noqa: S105 (a pattern)
 # A Slack bot user's OAuth token.
 SLACK_BOT_TOKEN_PATTERN = r"^xox[a-z]-[A-Za-z0-9-]{8,250}$"  # noqa: S105 (a pattern)
+# A currency's ISO 4217 code (a budget's, a price's).
+CURRENCY_PATTERN = r"^[A-Z]{3}$"
 
 PATTERN_PHRASES: dict[str, str] = {
     SHORTCUT_PATTERN: "a shortcut{length} of lowercase letters, digits, _ and -",
@@ -64,6 +66,7 @@ PATTERN_PHRASES: dict[str, str] = {
     APP_SECRET_PATTERN: "a secret as the console shows it (8 to 200 letters and digits)",
     VERIFY_TOKEN_PATTERN: "1 to 200 printable characters without spaces",
     SLACK_BOT_TOKEN_PATTERN: "a bot token as Slack gives it (xoxb-...)",
+    CURRENCY_PATTERN: "a currency's three capital letters (ISO 4217), such as USD or EUR",
     NON_BLANK: "a non-blank string{length}",
     r"^[^\x00-\x1f\x7f]*$": "a string{length} without control characters",
     TOOL_NAME_PATTERN: "1 to 64 lowercase letters, digits and _, starting with a letter",

@@ -74,6 +74,7 @@ async def test_list_and_get_shapes(client, auth):
         "widget",
         "showSources",
         "retentionDays",
+        "budget",
     }
     assert (agent["version"], agent["versioning"], agent["draft"]) == (1, "live", None)
 

@@ -42,15 +42,15 @@ def test_example_file_loads_to_the_defaults():
 def _documented_keys() -> set[str]:
     """Every key in the example file, commented-out provider keys included."""
     text = EXAMPLE.read_text()
-    setting = re.compile(r"^# (\[[a-z_.]+\]|[a-z_]+ = )")
+    setting = re.compile(r"^# (\[[a-z_.]+(\.\"[^\"]+\")?\]|[a-z_]+ = )")
     uncommented = "\n".join(line[2:] if setting.match(line) else line for line in text.splitlines())
     data = tomllib.loads(uncommented)
     keys = set()
     for section, values in data.items():
         for key, value in values.items():
             if isinstance(value, dict):
-                # Providers and plans are named freely; other nested tables by their name.
-                name = "*" if section in ("providers", "plans") else key
+                # Providers, plans and prices are named freely; other nested tables by name.
+                name = "*" if section in ("providers", "plans", "prices") else key
                 keys |= {f"{section}.{name}.{k}" for k in value}
             else:
                 keys.add(f"{section}.{key}")
@@ -63,6 +63,10 @@ def _model_keys() -> set[str]:
         model = field.annotation
         if section == "providers":
             keys |= {f"providers.*.{k}" for k in ProviderSettings.model_fields}
+        elif section == "prices":
+            from agentsvc.config import PriceSettings
+
+            keys |= {f"prices.*.{k}" for k in PriceSettings.model_fields}
         elif section == "plans":
             from agentsvc.config import PlanLimits
 

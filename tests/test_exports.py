@@ -143,7 +143,8 @@ async def test_conversations_export_as_csv_one_row_per_message(client, auth):
     assert rows[5]["unanswered"] in ("true", "false")
     assert list(rows[0]) == [
         "conversationId", "title", "userId", "userEmail", "userName", "userVerified", "status",
-        "triggerId", "channel", "channelId", "conversationCreatedAt", "messageId", "role",
+        "triggerId", "channel", "channelId", "conversationCreatedAt", "conversationInputTokens",
+        "conversationOutputTokens", "conversationCost", "currency", "messageId", "role",
         "author", "authorName",
         "content", "rating", "unanswered", "agentVersion", "sources", "messageStatus",
         "messageCreatedAt",

@@ -188,7 +188,7 @@ async def publish(call: Call):
         actor_of(call), call.params["id"], body.note or "", bool(body.force)
     )
     return envelope_response(
-        {"version": version_json(version, agent.version), "agent": agent_json(call, agent)}
+        {"version": version_json(version, agent.version), "agent": await agent_json(call, agent)}
     )
 
 
@@ -196,7 +196,7 @@ async def publish(call: Call):
 async def discard_draft(call: Call):
     """Throw the agent's draft away (the live agent stays as it is)."""
     agent = await agents_service(call).discard_draft(actor_of(call), call.params["id"])
-    return envelope_response({"discarded": True, "agent": agent_json(call, agent)})
+    return envelope_response({"discarded": True, "agent": await agent_json(call, agent)})
 
 
 @routes.get(VERSION, response=VersionDetail, envelope=True, errors=(404,))
@@ -230,6 +230,6 @@ async def restore_version(call: Call):
         {
             "version": version_json(live, agent.version),
             "restored": restored,
-            "agent": agent_json(call, agent),
+            "agent": await agent_json(call, agent),
         },
     )

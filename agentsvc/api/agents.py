@@ -11,6 +11,7 @@ from agentsvc.api import app_keys
 from agentsvc.api.audit import actor_of
 from agentsvc.api.models import MODEL_ID_MARKER, NON_BLANK, RequestModel, ResponseModel, integral
 from agentsvc.api.routing import Call, RouteTable, envelope_response
+from agentsvc.api.usage import BudgetIn, BudgetStatusOut, usage_service
 from agentsvc.api.widget_look import WidgetIn, WidgetOut
 from agentsvc.errors import Forbidden
 from agentsvc.language import DEFAULT_LANGUAGE, LANGUAGES
@@ -114,8 +115,14 @@ class PublishGateIn(RequestModel):
     )
 
 
+BUDGET_DESCRIPTION = (
+    "the agent's monthly budget: a warning at warnAtPercent, and at the limit it answers with"
+    " its offline message until the month ends (owner only; null: none); not versioned"
+)
+
+
 class AgentPatch(RequestModel):
-    nullable = frozenset({"retentionDays", "publishGate"})
+    nullable = frozenset({"retentionDays", "publishGate", "budget"})
 
     name: Name | SkipJsonSchema[None] = None
     model: ModelId | SkipJsonSchema[None] = None
@@ -133,6 +140,7 @@ class AgentPatch(RequestModel):
     publish_gate: PublishGateIn | None = Field(
         None, description="an evaluation set the draft must pass to be published; null: none"
     )
+    budget: BudgetIn | None = Field(None, description=BUDGET_DESCRIPTION)
     versioning: Literal["live", "draft"] | SkipJsonSchema[None] = Field(
         None,
         description="draft: changes of what the agent does (prompt, model, temperature,"
@@ -213,6 +221,7 @@ class AgentOut(AgentCreated):
     widget: WidgetOut
     show_sources: bool = Field(description=SHOW_SOURCES_DESCRIPTION)
     retention_days: int | None = Field(description=RETENTION_DESCRIPTION)
+    budget: BudgetStatusOut | None = Field(description=BUDGET_DESCRIPTION)
 
 
 class AgentDeleted(ResponseModel):
@@ -239,7 +248,9 @@ def created_json(agent: Agent) -> dict:
     }
 
 
-def agent_json(call: Call, agent: Agent) -> dict:
+async def agent_json(call: Call, agent: Agent) -> dict:
+    """An agent as the team sees it, with its budget and this month's spending."""
+    budget = await usage_service(call).agent_budget(agent.team_id, agent.id)
     return {
         **created_json(agent),
         "updatedAt": agent.updated_at,
@@ -252,6 +263,7 @@ def agent_json(call: Call, agent: Agent) -> dict:
         "widget": widget_look.settings_of(agent.widget),
         "showSources": widget_look.show_sources(agent.widget),
         "retentionDays": agent.retention_days,
+        "budget": budget,
     }
 
 
@@ -276,7 +288,7 @@ async def list_agents(call: Call):
 async def get_agent(call: Call):
     """Get one agent."""
     agent = await agents_service(call).get(call.team_id, call.params["id"])
-    return envelope_response(agent_json(call, agent))
+    return envelope_response(await agent_json(call, agent))
 
 
 @routes.post(
@@ -317,8 +329,15 @@ async def patch_agent(call: Call):
         widget_changes["showSources"] = fields.pop("show_sources")
     retention_given = "retention_days" in fields
     retention_days = fields.pop("retention_days", None)
-    if retention_given and not (call.principal and call.principal.is_owner):
+    is_owner = bool(call.principal and call.principal.is_owner)
+    if retention_given and not is_owner:
         raise Forbidden("Only the team owner can change how long data is kept (retentionDays)")
+    budget_given = "budget" in fields
+    budget = fields.pop("budget", None)
+    if budget_given and not is_owner:
+        raise Forbidden("Only the team owner can change the agent's budget (budget)")
+    budget_change = budget.change() if budget is not None else None
+    usage_service(call).check(budget_change)  # refused before anything else changes
     if handoff is not None:
         handoff = body.handoff.model_dump(by_alias=True, exclude_unset=True)  # type: ignore[union-attr]
     if "publish_gate" in fields and body.publish_gate is not None:
@@ -331,7 +350,9 @@ async def patch_agent(call: Call):
         retention_days=retention_days,
     )
     agent = await agents_service(call).update(actor_of(call), call.params["id"], changes)
-    return envelope_response(agent_json(call, agent))
+    if budget_given:
+        await usage_service(call).set_agent_budget(actor_of(call), agent.id, budget_change)
+    return envelope_response(await agent_json(call, agent))
 
 
 @routes.delete(

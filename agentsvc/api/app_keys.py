@@ -63,6 +63,7 @@ if TYPE_CHECKING:
     from agentsvc.services.tools.service import ToolsService
     from agentsvc.services.triggers.events import EventWriter
     from agentsvc.services.triggers.service import TriggersService
+    from agentsvc.services.usage.service import UsageService
     from agentsvc.services.widget.public import WidgetConfigCache
     from agentsvc.services.widget.service import WidgetService
 
@@ -134,6 +135,7 @@ audit_key: web.AppKey[AuditService] = web.AppKey("audit")
 exports_key: web.AppKey[ExportsService] = web.AppKey("exports")
 privacy_key: web.AppKey[PrivacyService] = web.AppKey("privacy")
 secrets_key: web.AppKey[SecretsService] = web.AppKey("secrets")
+usage_key: web.AppKey[UsageService] = web.AppKey("usage")  # tokens, costs, budgets
 
 # -- team, sign-in, sessions, API keys, limits
 team_key: web.AppKey[TeamService] = web.AppKey("team")

@@ -19,6 +19,7 @@ from agentsvc.services.agents import identity as identity_service
 from agentsvc.services.channels.email_files import served_type
 from agentsvc.services.chat.conversations import Feedback, PageAt, assignee_of
 from agentsvc.services.chat.service import ConversationsService
+from agentsvc.services.usage.prices import currency_of, from_nanos
 from agentsvc.store.attachments import Attachment
 from agentsvc.store.conversations import Conversation, StoredMessage
 from agentsvc.store.notes import Note
@@ -78,6 +79,15 @@ STATUS_DESCRIPTION = (
 )
 
 
+class UsageTotals(ResponseModel):
+    """What the conversation's AI answers used and cost (answers of unpriced models: 0)."""
+
+    input_tokens: int
+    output_tokens: int
+    cost: float
+    currency: str
+
+
 class Ratings(ResponseModel):
     """How many of the conversation's answers are rated up and down."""
 
@@ -98,6 +108,7 @@ class ConversationSummary(ResponseModel):
     channel: ChannelName = Field(description=CHANNEL_DESCRIPTION)
     channel_id: str | None = Field(description=CHANNEL_ID_DESCRIPTION)
     ratings: Ratings
+    usage: UsageTotals
     created_at: str
     updated_at: str
 
@@ -113,6 +124,11 @@ class ToolCallOut(ResponseModel):
 class Usage(ResponseModel):
     input_tokens: int | None
     output_tokens: int | None
+    cost: float | None = Field(
+        None,
+        description="in the currency of the conversation's usage; null or absent: the model"
+        " had no price (or the answer came before prices were kept)",
+    )
 
 
 class SourceOut(ResponseModel):
@@ -209,6 +225,7 @@ class ConversationOut(ResponseModel):
     channel_id: str | None = Field(description=CHANNEL_ID_DESCRIPTION)
     messages: list[MessageOut]
     notes: list[NoteOut] = Field(description="members' private notes, oldest first")
+    usage: UsageTotals
     created_at: str
     updated_at: str
 
@@ -269,11 +286,27 @@ def _base_json(conv: Conversation, origin: str = "") -> dict:
     }
 
 
-def summary_json(conv: Conversation, origin: str = "") -> dict:
+def currency(call: Call) -> str:
+    """The currency of costs (the settings every request's wrapper already holds)."""
+    return currency_of(request_deps(call.request).settings)
+
+
+def usage_json(conv: Conversation, currency: str) -> dict:
+    """The conversation's totals: its answers' tokens and cost."""
+    return {
+        "inputTokens": conv.input_tokens,
+        "outputTokens": conv.output_tokens,
+        "cost": from_nanos(conv.cost_nanos),
+        "currency": currency,
+    }
+
+
+def summary_json(conv: Conversation, origin: str = "", currency: str = "") -> dict:
     return {
         **_base_json(conv, origin),
         "messageCount": conv.message_count,
         "ratings": {"up": conv.rated_up, "down": conv.rated_down},
+        "usage": usage_json(conv, currency),
         "createdAt": conv.created_at,
         "updatedAt": conv.updated_at,
     }
@@ -368,8 +401,9 @@ async def list_conversations(call: Call):
     query: ConversationQuery = call.query
     at = PageAt(query.limit, query.offset, decode_cursor(query.cursor))
     page = await _conversations(call).page(call.team_id, query.agent_id, at, query.filters())
+    origin, costs_in = public_origin(call), currency(call)
     return envelope_response(
-        [summary_json(c, public_origin(call)) for c in page.conversations],
+        [summary_json(c, origin, costs_in) for c in page.conversations],
         pagination={
             "total": page.total,
             "limit": query.limit,
@@ -392,6 +426,7 @@ async def get_conversation(call: Call):
             **_base_json(conv, origin),
             "messages": [message_json(m, origin, files.get(m.id)) for m in messages],
             "notes": [note_json(n, origin) for n in notes],
+            "usage": usage_json(conv, currency(call)),
             "createdAt": conv.created_at,
             "updatedAt": conv.updated_at,
         }

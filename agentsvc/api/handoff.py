@@ -25,6 +25,7 @@ from agentsvc.api.errors import RateLimited
 from agentsvc.api.limits import STREAM_END_MARGIN_SECONDS, take_token, team_stream_slots
 from agentsvc.api.models import NON_BLANK, QueryModel, RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, envelope_response, json_response, parse_json
+from agentsvc.api.state import request_deps
 from agentsvc.config import Settings
 from agentsvc.errors import ValidationFailed
 from agentsvc.services.handoff.flow import HandoffState
@@ -44,7 +45,8 @@ def _handoff(call: Call) -> HandoffService:
 
 
 def _settings(call: Call) -> Settings:
-    return call.app[app_keys.settings_key]
+    # The settings every request's wrapper already holds (no lookup of its own).
+    return request_deps(call.request).settings
 
 
 def _optional_json(raw: bytes | bytearray) -> Any:

@@ -80,6 +80,11 @@ TABLES = [
     "scim_users",
     "scim_groups",
     "scim_group_members",
+    "usage_daily",
+    "usage_monthly",
+    "team_budgets",
+    "agent_budgets",
+    "budget_alerts",
 ]
 # Every other table of the schema, and why it is not copied (tests/test_copy_data.py checks
 # that each table is in one list or the other).

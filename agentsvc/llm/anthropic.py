@@ -137,7 +137,7 @@ async def _parse(resp: aiohttp.ClientResponse) -> AsyncIterator[StreamEvent]:
                 )
             if kind == "message_start":
                 usage = (data.get("message") or {}).get("usage") or {}
-                input_tokens = usage.get("input_tokens", input_tokens)
+                input_tokens = _input_tokens(usage, input_tokens)
                 output_tokens = usage.get("output_tokens", output_tokens)
             elif kind == "content_block_start":
                 block = data.get("content_block") or {}
@@ -163,7 +163,7 @@ async def _parse(resp: aiohttp.ClientResponse) -> AsyncIterator[StreamEvent]:
                 stop_reason = (data.get("delta") or {}).get("stop_reason") or stop_reason
                 usage = data.get("usage") or {}
                 output_tokens = usage.get("output_tokens", output_tokens)
-                input_tokens = usage.get("input_tokens") or input_tokens
+                input_tokens = _input_tokens(usage, None) or input_tokens
             elif kind == "message_stop":
                 stopped = True
                 break
@@ -175,6 +175,20 @@ async def _parse(resp: aiohttp.ClientResponse) -> AsyncIterator[StreamEvent]:
     if input_tokens is not None or output_tokens is not None:
         yield Usage(input_tokens, output_tokens)
     yield Stop("tool_use" if tools else stop_reason)
+
+
+# What a message's prompt counts: the tokens read afresh, and those written to and read from
+# the prompt cache (each priced as input tokens: a little over what caching bills).
+_INPUT_COUNTS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+
+
+def _input_tokens(usage: Any, default: int | None) -> int | None:
+    """The input tokens a usage object reports, `default` when it reports none."""
+    if not isinstance(usage, dict):
+        return default
+    counts = [usage.get(k) for k in _INPUT_COUNTS]
+    given = [c for c in counts if isinstance(c, int) and not isinstance(c, bool)]
+    return sum(given) if given else default
 
 
 def _finish(tool: dict[str, Any]) -> ToolCall:

@@ -128,6 +128,9 @@ async def _parse(resp: aiohttp.ClientResponse) -> AsyncIterator[StreamEvent]:
     seen_alias: dict[str, int] = {}
     finish: str | None = None
     done = False
+    # The last usage sent counts: OpenAI sends it once, in the final chunk; some servers
+    # send a running total with every chunk.
+    usage: Usage | None = None
     try:
         async for sse in iter_events(resp.content.iter_any()):
             if sse.data.strip() == "[DONE]":
@@ -143,9 +146,9 @@ async def _parse(resp: aiohttp.ClientResponse) -> AsyncIterator[StreamEvent]:
                 error = chunk["error"]
                 text = error.get("message") if isinstance(error, dict) else str(error)
                 raise ProviderError(f"provider error: {text}")
-            usage = chunk.get("usage")
-            if isinstance(usage, dict):
-                yield Usage(usage.get("prompt_tokens"), usage.get("completion_tokens"))
+            reported = chunk.get("usage")
+            if isinstance(reported, dict):
+                usage = Usage(reported.get("prompt_tokens"), reported.get("completion_tokens"))
             for choice in chunk.get("choices") or ():
                 delta = choice.get("delta") or {}
                 text = delta.get("content")
@@ -175,6 +178,8 @@ async def _parse(resp: aiohttp.ClientResponse) -> AsyncIterator[StreamEvent]:
         raise ProviderError(f"the provider's stream broke off: {reason}") from exc
     if not done and finish is None:
         raise ProviderError("the provider's stream ended before it finished")
+    if usage is not None:
+        yield usage
     # Tool calls count even when a server says "stop" alongside them.
     for position, index in enumerate(sorted(calls)):
         yield _finish_call(calls[index], position)

@@ -127,3 +127,13 @@ async def teams_of_user(tx: Tx, user_id: str) -> list[tuple[str, str, str]]:
         (user_id,),
     )
     return [(r[0], r[1], r[2]) for r in rows]
+
+
+async def owner_addresses(tx: Tx, team_id: str) -> list[str]:
+    """E-mail addresses of the team's owners (a budget's warnings go to them)."""
+    rows = await tx.fetchall(
+        "SELECT u.email FROM memberships m JOIN users u ON u.id = m.user_id"
+        " WHERE m.team_id = ? AND m.role = 'owner' ORDER BY m.rowid",
+        (team_id,),
+    )
+    return [r[0] for r in rows]

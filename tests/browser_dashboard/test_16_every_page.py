@@ -31,6 +31,7 @@ SECTIONS = [
     "review",
     "submissions",
     "analytics",
+    "usage",
     "widget",
     "channels",
     "team",

@@ -93,6 +93,8 @@ class Stack:
             auth={"sign_in_per_minute_ip": 1000, "sign_in_per_minute_email": 1000},
             oauth={"github": self.oauth.settings(self.oauth.base)},
             sso={"dns_nameservers": [self.dns.address]},
+            # The builtin model's words cost something, so the Usage page has costs to show.
+            prices={"builtin": {"input_per_million": 2000, "output_per_million": 2000}},
         )
         self.app = create_app(settings)
         self.run(self._serve(self.app, port))

@@ -67,9 +67,10 @@ class ConversationLog:
         after: Write | None = None,
     ) -> None:
         """Append `message` to `conv`: `before` (what the message comes with: the
-        conversation created, reopened, taken), the message and its event, `update` (the
-        conversation's own row), the `message.created` webhook event, then `after` (what
-        else the turn records), in one batched write; then wake the worker and announce."""
+        conversation created, reopened, taken; an answer's usage counted), the message and
+        its event, `update` (the conversation's own row), the `message.created` webhook
+        event, then `after` (what else the turn records), in one batched write; then wake
+        the worker and announce."""
         emission = await self._emission(conv.team_id)
 
         async def write(tx: Tx) -> None:

@@ -26,6 +26,7 @@ from agentsvc.services.events import payloads
 from agentsvc.services.events.emitter import Emission
 from agentsvc.services.knowledge.retrieval import Passage, retrieve
 from agentsvc.services.tools.mcp import offered
+from agentsvc.services.usage import budgets
 from agentsvc.store import analytics as analytics_store
 from agentsvc.store import attachments as attachments_store
 from agentsvc.store import conversations as conv_store
@@ -35,6 +36,7 @@ from agentsvc.store.agents import Agent
 from agentsvc.store.attachments import Attachment, KeptFile
 from agentsvc.store.conversations import Conversation, StoredMessage
 from agentsvc.store.tools import Tool
+from agentsvc.store.usage import Spending
 
 TITLE_LENGTH = 80
 # What the model reads of a stored conversation before the visitor's new message: its
@@ -136,6 +138,13 @@ async def _no_match() -> CuratedMatch | None:
     return None
 
 
+async def _spending(deps: TurnDeps, agent: Agent | None) -> Spending | None:
+    """The budgets of the agent and its team and this month's spending (None: not kept)."""
+    if deps.usage is None or agent is None:
+        return None
+    return await deps.usage.spending(deps.log.db, agent)
+
+
 @dataclass(frozen=True, slots=True)
 class _Loaded:
     """What a turn reads before anything is stored."""
@@ -146,6 +155,7 @@ class _Loaded:
     passages: list[Passage]
     match: CuratedMatch | None
     messages: list[StoredMessage] | None = None  # the conversation's, when read with it
+    spending: Spending | None = None
 
 
 def _check_messages(chat: ChatInput) -> None:
@@ -168,14 +178,15 @@ async def _load(deps: TurnDeps, chat: ChatInput) -> _Loaded:
     language = agent.language if agent is not None else DEFAULT_LANGUAGE
     question = chat.messages[-1][1]
     top_k = deps.providers.settings.knowledge.top_k
-    conv, tools, passages, match, stored = await asyncio.gather(
+    conv, tools, passages, match, stored, spending = await asyncio.gather(
         _load_conversation(db, chat),
         tools_store.list_enabled_for_agent(db.reader, chat.agent_id),
         retrieve(db, chat.agent_id, question, top_k, deps.sources.semantic, language),
         curated.match(db, chat.agent_id, question, language) if curated else _no_match(),
         _latest_messages(db, chat),
+        _spending(deps, agent),
     )
-    return _Loaded(agent, conv, tools, passages, match, stored)
+    return _Loaded(agent, conv, tools, passages, match, stored, spending)
 
 
 def _variant(
@@ -389,6 +400,8 @@ async def prepare_turn(deps: TurnDeps, chat: ChatInput) -> Turn | HeldTurn:
         curated=match,
         knowledge=knowledge,
         channel=chat.channel,
+        spending=loaded.spending,
+        budget_reached=budgets.reached(loaded.spending),
     )
 
 

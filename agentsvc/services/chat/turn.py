@@ -36,15 +36,21 @@ from agentsvc.llm.builtin import NOTHING_FOUND
 from agentsvc.services.agents.registry import AgentCache
 from agentsvc.services.answers.matching import CuratedAnswers, CuratedMatch, question_key
 from agentsvc.services.chat.messages import ConversationLog
+from agentsvc.services.events.emitter import Emission
+from agentsvc.services.handoff.settings import settings_of as handoff_settings_of
 from agentsvc.services.knowledge import prompt
 from agentsvc.services.knowledge.retrieval import Passage
 from agentsvc.services.knowledge.vectors import Semantic
 from agentsvc.services.tenant_input.schemas import MAX_INPUT_DEPTH
+from agentsvc.services.usage import meter as usage_meter
+from agentsvc.services.usage.alerts import BudgetAlert
+from agentsvc.services.usage.meter import MAX_TOKENS, UsageMeter, token_count
 from agentsvc.store import analytics as analytics_store
 from agentsvc.store import conversations as conv_store
 from agentsvc.store.agents import Agent
 from agentsvc.store.conversations import Conversation, StoredMessage
 from agentsvc.store.tools import Tool
+from agentsvc.store.usage import Spending
 
 log = logging.getLogger(__name__)
 
@@ -133,6 +139,8 @@ class TurnDeps:
     providers: Providers
     sources: TurnSources
     tools: TurnTools
+    # Prices and counts each answer's usage, and keeps the budgets (None: nothing counted).
+    usage: UsageMeter | None = None
 
 
 @dataclass(slots=True)
@@ -160,6 +168,10 @@ class Turn:
     # The door the message came through (ChatInput.channel): off "web", no widget shows a
     # form, and the model fills it in the conversation.
     channel: str = "web"
+    # The team's and the agent's budgets and this month's spending, read with the turn;
+    # at a limit the agent answers with its offline message, without its model.
+    spending: Spending | None = None
+    budget_reached: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,12 +196,16 @@ class _Produced:
     output_tokens: int | None = None
 
     def add_usage(self, usage: Usage) -> None:
-        if usage.input_tokens is not None:
-            self.input_tokens = (self.input_tokens or 0) + usage.input_tokens
-        if usage.output_tokens is not None:
-            self.output_tokens = (self.output_tokens or 0) + usage.output_tokens
+        # A provider's count that is no count (text, negative, absurd) counts nothing.
+        added_in, added_out = token_count(usage.input_tokens), token_count(usage.output_tokens)
+        if added_in is not None:
+            self.input_tokens = min((self.input_tokens or 0) + added_in, MAX_TOKENS)
+        if added_out is not None:
+            self.output_tokens = min((self.output_tokens or 0) + added_out, MAX_TOKENS)
 
-    def usage_json(self) -> dict[str, int | None] | None:
+    def usage_json(self, meter: UsageMeter | None, model: str) -> dict[str, Any] | None:
+        if meter is not None:
+            return meter.usage_json(model, self.input_tokens, self.output_tokens)
         if self.input_tokens is None and self.output_tokens is None:
             return None
         return {"inputTokens": self.input_tokens, "outputTokens": self.output_tokens}
@@ -218,6 +234,7 @@ class TurnRunner:
         self._runner = deps.tools.runner
         self._forms = deps.tools.forms if turn.channel != "web" else None
         self._keepalive = deps.tools.keepalive_seconds
+        self._meter = deps.usage
         self._produced = _Produced()
         self._block = 0
 
@@ -265,6 +282,9 @@ class TurnRunner:
 
     async def _loop(self) -> None:
         turn = self._turn
+        if turn.budget_reached:
+            await self._offline_reply()
+            return
         context = list(turn.history)
         specs = tuple(self._spec(t) for t in turn.tools.values())
         if turn.offer_handoff and self._request_human is not None:
@@ -288,6 +308,25 @@ class TurnRunner:
             context.append(Message("assistant", text, tuple(calls)))
             if await self._run_tools(calls, context):
                 return  # a form is shown or a person asked for: the turn waits
+
+    async def _offline_reply(self) -> None:
+        """At a budget's limit: the agent's offline message, streamed as its answer (the
+        visitor may still ask for a person)."""
+        text = handoff_settings_of(self._turn.agent.handoff)["offlineMessage"]
+        await self._sink.event(
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": self._block,
+                "content_block": {"type": "text", "text": ""},
+            },
+        )
+        await self._sink.delta(self._block, text)
+        await self._sink.event(
+            "content_block_stop", {"type": "content_block_stop", "index": self._block}
+        )
+        self._block += 1
+        self._produced.texts.append(text)
 
     def _spec(self, tool: Tool) -> ToolSpec:
         if self._forms is not None and tool.execution_type == "form":
@@ -474,7 +513,7 @@ class TurnRunner:
         model said it found nothing, or a provider model had no passage although the agent
         has knowledge, or nothing was produced at all."""
         turn = self._turn
-        if turn.curated is not None or self._produced.tool_calls:
+        if turn.curated is not None or self._produced.tool_calls or turn.budget_reached:
             return False
         if not content.strip():
             return True
@@ -493,7 +532,7 @@ class TurnRunner:
             role="assistant",
             content=content,
             tool_calls=produced.tool_calls or None,
-            usage=produced.usage_json(),
+            usage=produced.usage_json(self._meter, turn.agent.model),
             sources=self._sources() or None,
             status=status,
             model=turn.agent.model,
@@ -519,6 +558,30 @@ class TurnRunner:
                 " ".join(turn.question.split())[:QUESTION_CHARS],
             )
 
+        alerts: list[BudgetAlert] = []
         await self._log.append_message(
-            turn.conversation, message, update=touch, after=count_unanswered if key else None
+            turn.conversation,
+            message,
+            before=self._counting(alerts, now),
+            update=touch,
+            after=count_unanswered if key else None,
         )
+        if self._meter is not None:
+            self._meter.notify(alerts)
+
+    def _counting(
+        self, alerts: list[BudgetAlert], now: str
+    ) -> Callable[[Tx, Emission], Awaitable[None]] | None:
+        """The answer's usage counted with it (its day's, month's and conversation's
+        figures, and its budgets' warnings, added to `alerts`); None: nothing to count."""
+        meter, produced, turn = self._meter, self._produced, self._turn
+        if meter is None or (produced.input_tokens is None and produced.output_tokens is None):
+            return None
+        tokens = (produced.input_tokens, produced.output_tokens)
+        cost = meter.prices.cost_nanos(turn.agent.model, tokens[0] or 0, tokens[1] or 0)
+        used = usage_meter.answered(turn.agent, turn.conversation.id, tokens, cost, now)
+
+        async def count(tx: Tx, emission: Emission) -> None:
+            alerts.extend(await meter.record(tx, emission, turn.agent, used, turn.spending))
+
+        return count

@@ -21,6 +21,7 @@ EVENT_TYPES = (
     "conversation.released",
     "conversation.closed",
     "conversation.reopened",
+    "budget.warning",
 )
 # The event of each handoff status a conversation moves to.
 STATUS_EVENTS = {

@@ -14,6 +14,7 @@ from typing import Any
 from agentsvc.db import Database
 from agentsvc.services.agents.identity import profile_verified
 from agentsvc.services.chat.conversations import ListFilters, check_agent, conversation_filter
+from agentsvc.services.usage.prices import from_nanos
 from agentsvc.store import conversation_lists
 from agentsvc.store import exports as store
 from agentsvc.store.agents import Agent
@@ -33,6 +34,10 @@ COLUMNS = (
     "channel",
     "channelId",
     "conversationCreatedAt",
+    "conversationInputTokens",
+    "conversationOutputTokens",
+    "conversationCost",
+    "currency",
     "messageId",
     "role",
     "author",
@@ -56,6 +61,7 @@ PLAIN = frozenset(
         "channel",
         "channelId",
         "conversationCreatedAt",
+        "currency",
         "messageId",
         "role",
         "author",
@@ -72,8 +78,8 @@ def _author(msg: ExportMessage) -> str:
     return "ai" if msg.author_id is None else "human"
 
 
-def conversation_fields(conv: Conversation) -> dict[str, Any]:
-    """The conversation's part of each of its rows."""
+def conversation_fields(conv: Conversation, currency: str) -> dict[str, Any]:
+    """The conversation's part of each of its rows (its usage totals included)."""
     has_user = conv.user_ref is not None or conv.user_email is not None or conv.user_name
     return {
         "conversationId": conv.id,
@@ -87,6 +93,10 @@ def conversation_fields(conv: Conversation) -> dict[str, Any]:
         "channel": conv.channel,
         "channelId": conv.channel_id,
         "conversationCreatedAt": conv.created_at,
+        "conversationInputTokens": conv.input_tokens,
+        "conversationOutputTokens": conv.output_tokens,
+        "conversationCost": from_nanos(conv.cost_nanos),
+        "currency": currency,
     }
 
 
@@ -114,11 +124,19 @@ class ConversationExport:
     columns = COLUMNS
     plain = PLAIN
 
-    def __init__(self, db: Database, agent: Agent, flt: ConversationFilter | None, batch_rows: int):
+    def __init__(
+        self,
+        db: Database,
+        agent: Agent,
+        flt: ConversationFilter | None,
+        batch_rows: int,
+        currency: str,
+    ):
         self._db = db
         self.agent = agent
         self._filter = flt
         self._batch = batch_rows
+        self._currency = currency  # of the conversations' costs
 
     @property
     def filename(self) -> str:
@@ -162,13 +180,13 @@ class ConversationExport:
             by_conversation[msg.conversation_id].append(msg)
         rows = []
         for conv in group:
-            fields = conversation_fields(conv)
+            fields = conversation_fields(conv, self._currency)
             rows += [message_row(fields, msg) for msg in by_conversation[conv.id]]
         return rows
 
     async def _long(self, conv: Conversation) -> AsyncIterator[list[dict[str, Any]]]:
         after: tuple[str, int] | None = None
-        fields = conversation_fields(conv)
+        fields = conversation_fields(conv, self._currency)
         while True:
             part, after = await store.messages_part(self._db.reader, conv.id, after, self._batch)
             if part:
@@ -178,8 +196,13 @@ class ConversationExport:
 
 
 async def conversation_export(
-    db: Database, team_id: str, agent_id: str, filters: ListFilters, batch_rows: int
+    db: Database,
+    team_id: str,
+    agent_id: str,
+    filters: ListFilters,
+    batch_rows: int,
+    currency: str,
 ) -> ConversationExport:
     """Check the agent and the filters (before anything is sent) and return the export."""
     agent = await check_agent(db, team_id, agent_id)
-    return ConversationExport(db, agent, conversation_filter(filters), batch_rows)
+    return ConversationExport(db, agent, conversation_filter(filters), batch_rows, currency)

@@ -19,10 +19,13 @@ from agentsvc.services.exports.submissions import SubmissionExport, SubmissionFi
 class ExportsService:
     """Prepare exports, hold a team's export slots and record each export."""
 
-    def __init__(self, db: Database, limiter: Limiter, settings: ExportSettings):
+    def __init__(
+        self, db: Database, limiter: Limiter, settings: ExportSettings, currency: str = "USD"
+    ):
         self._db = db
         self._limiter = limiter
         self._batch_rows = settings.batch_rows
+        self._currency = currency  # of the conversations' costs (services/usage/prices.py)
         self.max_per_team = settings.max_per_team  # a team's exports running at once
 
     async def conversations(
@@ -30,7 +33,7 @@ class ExportsService:
     ) -> ConversationExport:
         """Check the agent and the filters and return the conversations' export."""
         return await conversations.conversation_export(
-            self._db, team_id, agent_id, filters, self._batch_rows
+            self._db, team_id, agent_id, filters, self._batch_rows, self._currency
         )
 
     async def submissions(

@@ -11,6 +11,7 @@ import { renderTrigger, renderTriggers } from "./page-triggers.js";
 import { renderConversation, renderConversations } from "./page-conversations.js";
 import { renderInbox, renderInboxConversation } from "./page-inbox.js";
 import { renderAnalytics } from "./page-analytics.js";
+import { renderUsage } from "./page-usage.js";
 import { renderPreview } from "./chat.js";
 import { renderWidget } from "./page-widget.js";
 import { renderChannels } from "./page-channels.js";
@@ -33,6 +34,7 @@ const NAV = [
   ["review", "Review", renderReview, true],
   ["submissions", "Form submissions", renderSubmissions, false],
   ["analytics", "Analytics", renderAnalytics, true],
+  ["usage", "Usage", renderUsage, false],
   ["widget", "Widget", renderWidget, true],
   ["channels", "Channels", renderChannels, true],
   ["team", "Team", renderTeam, false],

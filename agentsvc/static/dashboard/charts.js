@@ -67,15 +67,22 @@ function legend(svg, names, width, left) {
   return y + 20;
 }
 
-/** Whole-number ticks: a step so that `ticks` steps reach past the peak. */
-function scale(peak, ticks = 4) {
-  const step = Math.max(1, Math.ceil(Math.max(1, peak) / ticks));
+/** Ticks: a step so that `ticks` steps reach past the peak; whole numbers, unless `whole`
+ *  is false and the peak is small (amounts of money): then a step of 1, 2 or 5 x 10^k. */
+function scale(peak, ticks = 4, whole = true) {
+  if (whole || peak >= ticks) {
+    const step = Math.max(1, Math.ceil(Math.max(1, peak) / ticks));
+    return { step, max: step * ticks, ticks };
+  }
+  const raw = Math.max(peak, 1e-6) / ticks;
+  const p = 10 ** Math.floor(Math.log10(raw));
+  const step = [1, 2, 5, 10].map((m) => m * p).find((v) => v >= raw);
   return { step, max: step * ticks, ticks };
 }
 
 function grid(svg, sc, y, x1, x2) {
   for (let i = 0; i <= sc.ticks; i++) {
-    const value = sc.step * i;
+    const value = Number((sc.step * i).toPrecision(6));
     svg.append(s("line", { x1, x2, y1: y(value), y2: y(value), class: "grid" }));
     svg.append(s("text", { x: x1 - 6, y: y(value) + 4, "text-anchor": "end", class: "axis" }, value));
   }
@@ -136,10 +143,11 @@ export function groupedBars(groups, series, { title = "Chart" } = {}, width = 56
   return { svg, marks };
 }
 
-/** A line per series over days: days [{date, ...}], series [{key, label}]; whole-number axis,
- *  a point per day, as many dates under the axis as fit without touching, a legend. */
-export function timeSeries(days, series, { title = "Chart", description = "" } = {}, width = 560) {
-  const sc = scale(Math.max(0, ...days.flatMap((d) => series.map((sr) => d[sr.key] || 0))));
+/** A line per series over days: days [{date, ...}], series [{key, label}]; a whole-number axis
+ *  (unless `whole` is false: amounts), a point per day, as many dates under the axis as fit
+ *  without touching, a legend. */
+export function timeSeries(days, series, { title = "Chart", description = "", whole = true } = {}, width = 560) {
+  const sc = scale(Math.max(0, ...days.flatMap((d) => series.map((sr) => d[sr.key] || 0))), 4, whole);
   const dates = days.map((d) => dayLabel(d.date));
   const dateW = Math.max(...dates.map((t) => measure(t, AXIS)), 10);
   const left = Math.max(measure(sc.max, AXIS) + 12, Math.ceil(dateW / 2) + 4);

@@ -39,6 +39,7 @@ export const WEBHOOK_EVENT = {
   "conversation.created": "Conversation started", "message.created": "Message stored", "feedback.created": "Answer rated",
   "form.submitted": "Form submitted", "conversation.handoff": "Person asked for", "conversation.assigned": "Conversation taken",
   "conversation.released": "Handed back to the agent", "conversation.closed": "Conversation closed", "conversation.reopened": "Conversation reopened",
+  "budget.warning": "Budget warning",
 };
 export const AUDIT_ACTION = {
   "api_key.created": "API key created", "api_key.revoked": "API key revoked",
@@ -46,6 +47,7 @@ export const AUDIT_ACTION = {
   "member.removed": "Member removed", "member.renamed": "Member renamed",
   "agent.created": "Agent created", "agent.deleted": "Agent deleted", "agent.retention_changed": "Data retention changed",
   "agent.version_restored": "Agent version restored",
+  "agent.budget_changed": "Agent budget changed", "team.budget_changed": "Team budget changed",
   "tool.created": "Tool created", "tool.deleted": "Tool deleted",
   "webhook.created": "Webhook created", "webhook.deleted": "Webhook deleted",
   "end_user.exported": "Visitor's data exported", "end_user.erased": "Visitor's data erased",

@@ -9,7 +9,8 @@ from tests.support.fakes.llm_common import FakeProvider, Reply, sse
 MODEL = "claude-fake-1"
 
 
-def message_start(input_tokens: int = 25) -> tuple[str, dict]:
+def message_start(input_tokens: int = 25, **cache: int) -> tuple[str, dict]:
+    """`cache`: cache_creation_input_tokens and cache_read_input_tokens, when given."""
     return (
         "message_start",
         {
@@ -22,7 +23,7 @@ def message_start(input_tokens: int = 25) -> tuple[str, dict]:
                 "content": [],
                 "stop_reason": None,
                 "stop_sequence": None,
-                "usage": {"input_tokens": input_tokens, "output_tokens": 1},
+                "usage": {"input_tokens": input_tokens, "output_tokens": 1, **cache},
             },
         },
     )
@@ -95,8 +96,8 @@ def ending(stop_reason: str = "end_turn", output_tokens: int = 15) -> list[tuple
     ]
 
 
-def text_events(pieces: list[str]) -> list[tuple[str, dict]]:
-    return [message_start(), *text_block(0, pieces), *ending()]
+def text_events(pieces: list[str], **cache: int) -> list[tuple[str, dict]]:
+    return [message_start(**cache), *text_block(0, pieces), *ending()]
 
 
 def tool_events(calls: list[tuple[str, str, list[str]]], text: str = "") -> list[tuple[str, dict]]:

@@ -52,6 +52,26 @@ def text_events(pieces: list[str], usage: tuple[int, int] | None = (12, 7)) -> l
     return events
 
 
+def running_usage_events(pieces: list[str], prompt: int, per_piece: int) -> list[dict | str]:
+    """A text answer from a server that sends a running total of usage with every chunk
+    (vLLM's continuous usage stats): only the last total counts."""
+    events: list[dict | str] = []
+    for n, piece in enumerate(pieces, start=1):
+        body = chunk({"content": piece}, usage=False)
+        body["usage"] = usage_chunk(prompt, n * per_piece)["usage"]
+        events.append(body)
+    events.append(usage_chunk(prompt, len(pieces) * per_piece))
+    events.append("[DONE]")
+    return events
+
+
+def odd_usage_events(pieces: list[str], usage: dict) -> list[dict | str]:
+    """A text answer whose final chunk reports `usage` as given (garbage, say)."""
+    final = usage_chunk(0, 0)
+    final["usage"] = usage
+    return [*[chunk({"content": p}) for p in pieces], chunk({}, finish="stop"), final, "[DONE]"]
+
+
 def tool_events(
     calls: list[tuple[str, str, list[str]]],
     text: str = "",

@@ -1,0 +1,1 @@
+"""Usage and costs: prices, counters written with each answer, reports, monthly budgets."""
