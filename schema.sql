@@ -71,6 +71,7 @@ CREATE TABLE agents (
     tools_snapshot  TEXT,                   -- its tools as versions keep them, JSON (migration 17)
     experiment      TEXT,                   -- the running experiment: {id, variants} JSON (migration 18)
     publish_gate    TEXT,                   -- {evalsetId, minPassRate, maxDrop} JSON (migration 19)
+    guardrails      TEXT,                   -- redaction, blocked topics, must-not-say... JSON (migration 23)
     UNIQUE (team_id, slug)
 );
 CREATE INDEX agents_team_created ON agents(team_id, created_at);
@@ -222,7 +223,9 @@ CREATE TABLE conversations (
     channel_id  TEXT REFERENCES channels(id) ON DELETE SET NULL,
     -- the experiment it took part in, and the agent's version it was given (migration 18)
     experiment_id TEXT,
-    variant     INTEGER
+    variant     INTEGER,
+    -- when a guardrail replaced one of its answers; NULL once reviewed (migration 23)
+    flagged_at  TEXT
 );
 CREATE INDEX conversations_agent_created ON conversations(agent_id, created_at, id);
 CREATE INDEX conversations_team ON conversations(team_id);
@@ -1196,3 +1199,16 @@ CREATE TABLE source_pages (
 );
 CREATE INDEX source_pages_document ON source_pages(document_id)
     WHERE document_id IS NOT NULL;
+
+-- Guardrails (migration 23): conversations a guardrail flagged for review, and the hits of
+-- every guardrail per agent, UTC day and kind (email, phone, card, iban, pattern, blocked,
+-- mustNotSay, tooLong), written with the message each concerns.
+CREATE INDEX conversations_flagged ON conversations(agent_id, created_at, id)
+    WHERE flagged_at IS NOT NULL;
+CREATE TABLE guardrail_daily (
+    agent_id TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+    day      TEXT NOT NULL,
+    kind     TEXT NOT NULL,
+    hits     INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (agent_id, day, kind)
+);

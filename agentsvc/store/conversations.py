@@ -40,6 +40,9 @@ class Conversation:
     # The experiment it took part in, and the agent's version it was given (its variant).
     experiment_id: str | None = None
     variant: int | None = None
+    # When a guardrail replaced one of its answers (services.guardrails); None: not flagged,
+    # or reviewed since.
+    flagged_at: str | None = None
     assignee_name: str | None = None
     assignee_avatar_id: str | None = None  # the assignee's picture now
     message_count: int = 0
@@ -72,7 +75,7 @@ _CONV = (
     " user_verified_by, created_at, updated_at"
 )
 _HANDOFF = "status, assignee_id, handoff_at, first_reply_seconds, contact_email, visitor_seen_at"
-_LATER = "trigger_id, rated_up, rated_down, channel, channel_id, experiment_id, variant"
+_LATER = "trigger_id, rated_up, rated_down, channel, channel_id, experiment_id, variant, flagged_at"
 # A conversation's columns (as `c.`) with its assignee's name as visitors see it now (the
 # member's display name, else the team's name; never an e-mail address), in the order of
 # the Conversation record.
