@@ -22,7 +22,7 @@ from agentsvc.api.routing import PATH_PARAM, Endpoint
 from agentsvc.app import create_app
 from agentsvc.outbound import literal_address
 from agentsvc.services.tools import secrets as secret_service
-from tests.support import agent_versions, channels, pg, scim, sources, sso
+from tests.support import agent_versions, channels, guardrails, pg, scim, sources, sso
 from tests.support.accounts import (
     SESSION_COOKIE,
     add_member,
@@ -128,7 +128,12 @@ ROUTES: dict[tuple[str, str], tuple[str, Any]] = {
         ("webhook", "delivery"),
         None,
     ),
-} | (channels.SECURITY_ROUTES | agent_versions.SECURITY_ROUTES | sources.SECURITY_ROUTES)
+} | (
+    channels.SECURITY_ROUTES
+    | agent_versions.SECURITY_ROUTES
+    | sources.SECURITY_ROUTES
+    | guardrails.SECURITY_ROUTES
+)
 
 
 def id_routes() -> list[Endpoint]:

@@ -340,7 +340,7 @@ async def patch_agent(call: Call):
     changes = AgentChanges(
         fields=fields,
         handoff=handoff,
-        guardrails=guardrails.given() if guardrails is not None else None,
+        guardrails=guardrails.as_stored() if guardrails is not None else None,
         widget=widget_changes or None,
         retention_given=retention_given,
         retention_days=retention_days,
@@ -366,7 +366,7 @@ async def try_guardrails(call: Call):
     with a text: redacted, blocked, too long, or saying what it must not; no model is asked
     and nothing is stored."""
     body: TryBody = call.body
-    given = body.guardrails.given() if body.guardrails is not None else None
+    given = body.guardrails.as_stored() if body.guardrails is not None else None
     found = await agents_service(call).try_guardrails(
         call.team_id, call.params["id"], body.text, given
     )

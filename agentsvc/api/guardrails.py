@@ -94,8 +94,8 @@ class GuardrailsIn(RequestModel):
         None, description="a longer visitor message is refused (400); null: no limit"
     )
 
-    def given(self) -> dict[str, Any]:  # type: ignore[override]
-        """The fields sent, as stored (camelCase)."""
+    def as_stored(self) -> dict[str, Any]:
+        """The fields sent, as the guardrails store them (camelCase)."""
         return self.model_dump(by_alias=True, exclude_unset=True)
 
 
