@@ -124,7 +124,8 @@ class AnswerGuard:
                 notes.append(
                     f"{records.redacted_words(counts)} in the agent's answer: hidden from storage."
                 )
-        return Settled(content, tool_calls, records.Trace(hits, tuple(notes), self.replaced))
+        trace = records.Trace(hits, records.one_note(notes), self.replaced)
+        return Settled(content, tool_calls, trace)
 
 
 def _redacted(rules: Guardrails, value: Any, counts: Counter[str], depth: int) -> Any:

@@ -38,6 +38,11 @@ def redacted_words(counts: Counter[str]) -> str:
     return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
+def one_note(sentences: list[str]) -> tuple[str, ...]:
+    """A message's findings as one note (notes of one moment would come in any order)."""
+    return (" ".join(sentences),) if sentences else ()
+
+
 @dataclass(frozen=True, slots=True)
 class Trace:
     """The hits of one message: counted by kind, said in notes, and whether the

@@ -109,7 +109,7 @@ def _screen(rules: Guardrails, text: str, topics: bool) -> Screening:
         stored=redacted.text if "storage" in where else text,
         for_model=redacted.text if "model" in where else text,
         blocked=blocked,
-        trace=records.Trace(hits, tuple(notes)),
+        trace=records.Trace(hits, records.one_note(notes)),
     )
 
 
