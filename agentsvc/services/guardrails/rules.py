@@ -23,6 +23,10 @@ from agentsvc.services.guardrails import detectors
 # to tenant_input.patterns' own limit): a hundred words of a topic make about 1,000.
 MAX_PROGRAM_SIZE = 60_000
 CACHE_SIZE = 256
+DEFAULT_REPLY = "Sorry, I can't help with that here."
+DEFAULT_FALLBACK = (
+    "Sorry, I can't answer that here. A person from the team will look at this conversation."
+)
 
 _OPTIONS = re2.Options()
 _OPTIONS.log_errors = False
@@ -142,6 +146,11 @@ class Guardrails:
     def redacts(self) -> bool:
         return bool(self.kinds or self.patterns)
 
+    @property
+    def on(self) -> bool:
+        """Whether any guardrail is set (an agent without them pays nothing a message)."""
+        return bool(self.redacts or self.topics or self.must_not_say or self.max_chars)
+
     def redact(self, text: str) -> Redacted:
         """The text with every e-mail address, phone, card, IBAN or custom pattern asked
         for replaced by its placeholder (`[email]`, `[card]`, `[order number]`...)."""
@@ -184,30 +193,34 @@ class Guardrails:
         return self.max_chars is not None and len(text) > self.max_chars
 
 
-_NONE = Guardrails((), (), frozenset(), (), None, "", None)
+_NONE = Guardrails((), (), frozenset(), (), None, DEFAULT_FALLBACK, None)
 
 
 def _compile(settings: dict[str, Any]) -> Guardrails:
-    redact = settings["redact"]
-    must = settings["mustNotSay"]
+    """Compile stored guardrails (a field left out is off, as settings.OFF has it)."""
+    redact = settings.get("redact") or {}
+    must = settings.get("mustNotSay") or {}
     topics = tuple(
-        Topic(WordsAndPatterns.of(t["name"], t["words"], t["patterns"]), t["reply"])
-        for t in settings["blockedTopics"]
+        Topic(
+            WordsAndPatterns.of(t["name"], t.get("words", []), t.get("patterns", [])),
+            t.get("reply") or DEFAULT_REPLY,
+        )
+        for t in settings.get("blockedTopics") or ()
     )
+    words, patterns = must.get("words") or [], must.get("patterns") or []
     found = Guardrails(
-        kinds=tuple(k for k in detectors.PRIORITY if k in redact["kinds"]),
+        kinds=tuple(k for k in detectors.PRIORITY if k in redact.get("kinds", ())),
         patterns=tuple(
-            (f"[{p['name']}]", re2.compile(p["pattern"], _OPTIONS)) for p in redact["patterns"]
+            (f"[{p['name']}]", re2.compile(p["pattern"], _OPTIONS))
+            for p in redact.get("patterns", ())
         ),
-        redact_from=frozenset(settings["redactFrom"]),
+        redact_from=frozenset(settings.get("redactFrom", ("model", "storage"))),
         topics=topics,
         must_not_say=(
-            WordsAndPatterns.of("mustNotSay", must["words"], must["patterns"])
-            if must["words"] or must["patterns"]
-            else None
+            WordsAndPatterns.of("mustNotSay", words, patterns) if words or patterns else None
         ),
-        fallback=must["fallback"],
-        max_chars=settings["maxVisitorMessageChars"],
+        fallback=must.get("fallback") or DEFAULT_FALLBACK,
+        max_chars=settings.get("maxVisitorMessageChars"),
     )
     size = sum(t.rule.program._regexp.ProgramSize() for t in topics)
     if found.must_not_say is not None:
@@ -227,8 +240,8 @@ def _cached(key: bytes) -> Guardrails:
 
 
 def compiled(settings: dict[str, Any] | None) -> Guardrails:
-    """The guardrails of complete settings (services.guardrails.settings.settings_of),
-    compiled (cached); nothing set: guardrails that do nothing. TooComplex past the budget."""
+    """Guardrails as stored (a field left out is off), compiled and cached by their JSON:
+    a turn pays a few microseconds to find them. TooComplex past the budget."""
     if not settings:
         return _NONE
     return _cached(orjson.dumps(settings, option=orjson.OPT_SORT_KEYS))

@@ -21,7 +21,7 @@ from agentsvc.errors import ValidationFailed
 from agentsvc.llm.base import Message, ModelRequest, StreamEvent, TextDelta
 from agentsvc.services.guardrails import records
 from agentsvc.services.guardrails.rules import Guardrails, Hit, Topic
-from agentsvc.services.guardrails.settings import guardrails_of, is_on
+from agentsvc.services.guardrails.settings import guardrails_of
 from agentsvc.store.agents import Agent
 from agentsvc.store.conversations import Conversation
 
@@ -120,10 +120,9 @@ async def screen(
     ValidationFailed, in words for the visitor, when the message is too long: the refusal
     is counted and noted in the conversation first. A blocked topic is not looked for
     while a person has the conversation (the model would not answer anyway)."""
-    stored = agent.guardrails
-    if not is_on(stored):
+    rules = guardrails_of(agent.guardrails)
+    if not rules.on:
         return None
-    rules = guardrails_of(stored)
     if rules.too_long(text):
         assert rules.max_chars is not None
         note = (

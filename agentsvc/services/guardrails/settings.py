@@ -30,10 +30,8 @@ MAX_REPLY_CHARS = 2000
 MAX_MESSAGE_CHARS = 100_000  # the longest message /chat takes at all
 WHERE = ("model", "storage")
 
-DEFAULT_REPLY = "Sorry, I can't help with that here."
-DEFAULT_FALLBACK = (
-    "Sorry, I can't answer that here. A person from the team will look at this conversation."
-)
+DEFAULT_REPLY = rules.DEFAULT_REPLY
+DEFAULT_FALLBACK = rules.DEFAULT_FALLBACK
 OFF: dict[str, Any] = {
     "redact": {"kinds": [], "patterns": []},
     "redactFrom": list(WHERE),
@@ -52,24 +50,9 @@ def settings_of(stored: dict[str, Any] | None) -> dict[str, Any]:
     return found
 
 
-def is_on(stored: dict[str, Any] | None) -> bool:
-    """Whether any guardrail is set (an agent without them pays nothing per message)."""
-    if not stored:
-        return False
-    found = settings_of(stored)
-    return bool(
-        found["redact"]["kinds"]
-        or found["redact"]["patterns"]
-        or found["blockedTopics"]
-        or found["mustNotSay"]["words"]
-        or found["mustNotSay"]["patterns"]
-        or found["maxVisitorMessageChars"]
-    )
-
-
 def guardrails_of(stored: dict[str, Any] | None) -> rules.Guardrails:
-    """The agent's stored guardrails, compiled (cached)."""
-    return rules.compiled(settings_of(stored)) if is_on(stored) else rules.compiled(None)
+    """The agent's stored guardrails, compiled (cached: `.on` says whether any is set)."""
+    return rules.compiled(stored)
 
 
 def _check_pattern(field: str, pattern: str) -> None:
