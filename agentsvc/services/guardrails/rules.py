@@ -22,7 +22,7 @@ from agentsvc.services.guardrails import detectors
 # RE2 instructions of all an agent's guardrails together (each tenant pattern is also held
 # to tenant_input.patterns' own limit): a hundred words of a topic make about 1,000.
 MAX_PROGRAM_SIZE = 60_000
-CACHE_SIZE = 256
+CACHE_SIZE = 64  # agents whose guardrails a process keeps compiled
 DEFAULT_REPLY = "Sorry, I can't help with that here."
 DEFAULT_FALLBACK = (
     "Sorry, I can't answer that here. A person from the team will look at this conversation."
@@ -30,7 +30,7 @@ DEFAULT_FALLBACK = (
 
 _OPTIONS = re2.Options()
 _OPTIONS.log_errors = False
-_OPTIONS.max_mem = 64 << 20  # large word lists compile to large (linear) programs
+_OPTIONS.max_mem = 16 << 20  # a topic of 100 long words compiles to 17,000 steps
 # A word or phrase stands alone: no letter or digit right before or after it.
 _EDGE_BEFORE = r"(?:^|[^\p{L}\p{N}_])"
 _EDGE_AFTER = r"(?:$|[^\p{L}\p{N}_])"
