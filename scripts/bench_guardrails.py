@@ -92,7 +92,7 @@ def _answer(found: screening.Screening | None) -> None:
     for i in range(0, len(ANSWER), PIECE):
         guard.feed(ANSWER[i : i + PIECE])
     guard.flush()
-    guard.settle(ANSWER, [])
+    guard.settled(ANSWER, [])
 
 
 def in_process(messages: int) -> dict[str, list[float]]:

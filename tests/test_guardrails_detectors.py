@@ -113,7 +113,7 @@ def test_a_streamed_answer_shows_nothing_of_a_forbidden_phrase():
     assert guard.hit is not None and guard.hit.word == "guaranteed refund"
     assert "guaranteed" not in shown and text.startswith(shown)
     assert len(shown) <= text.index("guaranteed")
-    settled = guard.settle(text, [])
+    settled = guard.settled(text, [])
     assert settled.content == "No." and settled.trace.flag and guard.replaced
     assert settled.trace.hits == {"mustNotSay": 1}
 
@@ -130,7 +130,7 @@ def test_without_must_not_say_nothing_is_held_back():
     rules_ = settings.guardrails_of({"redact": {"kinds": ["email"], "patterns": []}})
     guard = answers.AnswerGuard(screening._screen(rules_, "hi", True))
     assert guard.feed("Write to a@b.io") == "Write to a@b.io"
-    settled = guard.settle("Write to a@b.io", [{"input": {"to": "a@b.io"}, "output": "sent"}])
+    settled = guard.settled("Write to a@b.io", [{"input": {"to": "a@b.io"}, "output": "sent"}])
     assert settled.content == "Write to [email]"
     assert settled.tool_calls == [{"input": {"to": "[email]"}, "output": "sent"}]
     assert settled.trace.hits == {"email": 2} and not settled.trace.flag

@@ -502,7 +502,7 @@ class TurnRunner:
         content = "\n\n".join(t for t in produced.texts if t)
         unanswered = self._unanswered(content)
         # The fallback after a mustNotSay hit, redacted for storage; its hits counted below.
-        settled = self._guard.settle(content, produced.tool_calls)
+        settled = await self._guard.settle(content, produced.tool_calls)
         message = StoredMessage(
             id=turn.message_id,
             conversation_id=turn.conversation.id,

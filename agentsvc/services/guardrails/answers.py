@@ -19,9 +19,12 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
+from agentsvc import cpu
 from agentsvc.services.guardrails import records
 from agentsvc.services.guardrails.rules import Guardrails, Hit
-from agentsvc.services.guardrails.screening import Screening
+from agentsvc.services.guardrails.screening import INLINE_CHARS, Screening
 
 HOLD_CHARS = 100  # held back from the visitor until more text has been checked
 # Each check reads the text from this far before what was shown: a match that long across
@@ -95,9 +98,18 @@ class AnswerGuard:
         self._shown = upto
         return out
 
-    def settle(self, content: str, tool_calls: list[dict[str, Any]]) -> Settled:
+    async def settle(self, content: str, tool_calls: list[dict[str, Any]]) -> Settled:
         """The answer as it is stored: the fallback after a hit (the whole answer checked
-        once more), redacted for storage, with its trace."""
+        once more), redacted for storage, with its trace; a long one in a worker thread."""
+        if self._rules is None:
+            return Settled(content, tool_calls, records.Trace())
+        size = len(content) + (len(orjson.dumps(tool_calls)) if tool_calls else 0)
+        if size > INLINE_CHARS:
+            return await cpu.run(self.settled, content, tool_calls)
+        return self.settled(content, tool_calls)
+
+    def settled(self, content: str, tool_calls: list[dict[str, Any]]) -> Settled:
+        """`settle`'s work, where it runs."""
         rules = self._rules
         if rules is None:
             return Settled(content, tool_calls, records.Trace())

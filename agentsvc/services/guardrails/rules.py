@@ -9,6 +9,7 @@ nothing once an agent's guardrails were used in the process.
 
 from __future__ import annotations
 
+import bisect
 import functools
 from collections import Counter
 from dataclasses import dataclass, field
@@ -20,7 +21,7 @@ import re2
 from agentsvc.services.guardrails import detectors
 
 # RE2 instructions of all an agent's guardrails together (each tenant pattern is also held
-# to tenant_input.patterns' own limit): a hundred words of a topic make about 1,000.
+# to tenant_input.patterns' own limit): a topic of a hundred ten-letter words makes 3,600.
 MAX_PROGRAM_SIZE = 60_000
 CACHE_SIZE = 64  # agents whose guardrails a process keeps compiled
 DEFAULT_REPLY = "Sorry, I can't help with that here."
@@ -34,8 +35,8 @@ _OPTIONS.max_mem = 16 << 20  # a topic of 100 long words compiles to 17,000 step
 # A word or phrase stands alone: no letter or digit right before or after it.
 _EDGE_BEFORE = r"(?:^|[^\p{L}\p{N}_])"
 _EDGE_AFTER = r"(?:$|[^\p{L}\p{N}_])"
-
-
+# The wrapper's own call (as tenant_input.patterns reads ProgramSize): a bare "is there a
+# match" on ASCII bytes, without the offsets the wrapper computes for a Match.
 _UNANCHORED = re2._Anchor.UNANCHORED
 _NO_SPAN = (-1, -1)
 
@@ -164,11 +165,12 @@ class Guardrails:
             spans += [(s, e, kind, placeholder) for s, e in detectors.find(kind, text)]
         if not spans:
             return Redacted(text)
-        kept: list[tuple[int, int, str, str]] = []
+        kept: list[tuple[int, int, str, str]] = []  # disjoint, by start
         for span in spans:  # in priority order: custom patterns, then detectors.PRIORITY
-            if span[1] > span[0] and all(span[1] <= k[0] or span[0] >= k[1] for k in kept):
-                kept.append(span)
-        kept.sort()
+            i = bisect.bisect(kept, span)
+            clear_before = i == 0 or kept[i - 1][1] <= span[0]
+            if span[1] > span[0] and clear_before and (i == len(kept) or span[1] <= kept[i][0]):
+                kept.insert(i, span)
         out, at = [], 0
         for start, end, _, placeholder in kept:
             out += [text[at:start], placeholder]
