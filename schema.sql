@@ -71,6 +71,7 @@ CREATE TABLE agents (
     tools_snapshot  TEXT,                   -- its tools as versions keep them, JSON (migration 17)
     experiment      TEXT,                   -- the running experiment: {id, variants} JSON (migration 18)
     publish_gate    TEXT,                   -- {evalsetId, minPassRate, maxDrop} JSON (migration 19)
+    guardrails      TEXT,                   -- redaction, blocked topics, must-not-say... JSON (migration 23)
     UNIQUE (team_id, slug)
 );
 CREATE INDEX agents_team_created ON agents(team_id, created_at);
@@ -223,6 +224,8 @@ CREATE TABLE conversations (
     -- the experiment it took part in, and the agent's version it was given (migration 18)
     experiment_id TEXT,
     variant     INTEGER,
+    -- when a guardrail replaced one of its answers; NULL once reviewed (migration 23)
+    flagged_at  TEXT,
     -- its answers' tokens and cost in billionths of the currency (migration 24)
     input_tokens  INTEGER NOT NULL DEFAULT 0,
     output_tokens INTEGER NOT NULL DEFAULT 0,
@@ -1201,6 +1204,18 @@ CREATE TABLE source_pages (
 CREATE INDEX source_pages_document ON source_pages(document_id)
     WHERE document_id IS NOT NULL;
 
+-- Guardrails (migration 23): conversations a guardrail flagged for review, and the hits of
+-- every guardrail per agent, UTC day and kind (email, phone, card, iban, pattern, blocked,
+-- mustNotSay, tooLong), written with the message each concerns.
+CREATE INDEX conversations_flagged ON conversations(agent_id, created_at, id)
+    WHERE flagged_at IS NOT NULL;
+CREATE TABLE guardrail_daily (
+    agent_id TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+    day      TEXT NOT NULL,
+    kind     TEXT NOT NULL,
+    hits     INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (agent_id, day, kind)
+);
 -- ── usage and budgets (migration 24): counters written with each answer, monthly limits ──
 CREATE TABLE usage_daily (
     team_id       TEXT NOT NULL REFERENCES teams(id) ON DELETE CASCADE,

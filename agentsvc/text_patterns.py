@@ -50,6 +50,8 @@ TEMPLATE_LANGUAGE_PATTERN = r"^[a-z]{2,3}(_[A-Z]{2})?$"
 ACCESS_TOKEN_PATTERN = r"^[A-Za-z0-9_.|:=+/-]{8,1000}$"  # noqa: S105 (a pattern)
 APP_SECRET_PATTERN = r"^[A-Za-z0-9]{8,200}$"  # noqa: S105 (a pattern)
 VERIFY_TOKEN_PATTERN = r"^[\x21-\x7e]{1,200}$"  # noqa: S105 (a pattern)
+# A guardrail's placeholder name, shown in a redacted text as [name] (no bracket).
+PLACEHOLDER_NAME_PATTERN = r"^[\w .,'-]*\w[\w .,'-]*$"
 # A Slack bot user's OAuth token.
 SLACK_BOT_TOKEN_PATTERN = r"^xox[a-z]-[A-Za-z0-9-]{8,250}$"  # noqa: S105 (a pattern)
 # A currency's ISO 4217 code (a budget's, a price's).
@@ -67,6 +69,7 @@ PATTERN_PHRASES: dict[str, str] = {
     VERIFY_TOKEN_PATTERN: "1 to 200 printable characters without spaces",
     SLACK_BOT_TOKEN_PATTERN: "a bot token as Slack gives it (xoxb-...)",
     CURRENCY_PATTERN: "a currency's three capital letters (ISO 4217), such as USD or EUR",
+    PLACEHOLDER_NAME_PATTERN: "a name{length} of letters, digits, spaces and . , ' -",
     NON_BLANK: "a non-blank string{length}",
     r"^[^\x00-\x1f\x7f]*$": "a string{length} without control characters",
     TOOL_NAME_PATTERN: "1 to 64 lowercase letters, digits and _, starting with a letter",

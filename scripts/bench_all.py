@@ -55,6 +55,7 @@ BENCHMARKS = [
     ("bench_channels.py", [], ["--samples", "100", "--burst", "1000"]),
     ("bench_versions.py", [], ["--pairs", "100", "--turns", "40"]),
     ("bench_sources.py", [], ["--pages", "300"]),
+    ("bench_guardrails.py", [], ["--messages", "1000", "--turns", "100"]),
 ]
 
 

@@ -71,6 +71,7 @@ async def test_list_and_get_shapes(client, auth):
         "experiment",
         "publishGate",
         "handoff",
+        "guardrails",
         "widget",
         "showSources",
         "retentionDays",

@@ -22,7 +22,7 @@ from agentsvc.api.routing import PATH_PARAM, Endpoint
 from agentsvc.app import create_app
 from agentsvc.outbound import literal_address
 from agentsvc.services.tools import secrets as secret_service
-from tests.support import agent_versions, channels, pg, scim, sources, sso
+from tests.support import agent_versions, channels, guardrails, pg, scim, sources, sso
 from tests.support.accounts import (
     SESSION_COOKIE,
     add_member,
@@ -65,6 +65,7 @@ OWN_NAMESPACE = {("PUT", "/api/v1/secrets/{name}")}
 END_USER_ROUTES = {("DELETE", "/api/v1/end-users/{ref}"), ("GET", "/api/v1/end-users/{ref}/export")}
 OWN_NAMESPACE |= END_USER_ROUTES
 VISITOR = {"id": "visitor-7", "email": "visitor@example.com", "name": "Vera"}
+SUPPORT_MODULES_WITH_ID_ROUTES = (channels, agent_versions, sources, guardrails)
 
 # For each route with an id: which resource of the victim team fills it, and a body that
 # passes validation (so the answer is about the id, not about the body).
@@ -128,7 +129,7 @@ ROUTES: dict[tuple[str, str], tuple[str, Any]] = {
         ("webhook", "delivery"),
         None,
     ),
-} | (channels.SECURITY_ROUTES | agent_versions.SECURITY_ROUTES | sources.SECURITY_ROUTES)
+} | {k: v for m in SUPPORT_MODULES_WITH_ID_ROUTES for k, v in m.SECURITY_ROUTES.items()}
 
 
 def id_routes() -> list[Endpoint]:
@@ -180,9 +181,8 @@ async def furnished_team(client, email: str) -> Team:
         await client.post("/api/v1/agents", json={"name": "Victim"}, headers=auth), 201
     )
     ids["agent"] = agent["data"]["id"]
-    await channels.furnish(client, auth, ids)
-    await agent_versions.furnish(client, auth, ids)
-    await sources.furnish(client, auth, ids)
+    for module in SUPPORT_MODULES_WITH_ID_ROUTES:
+        await module.furnish(client, auth, ids)
     await json_of(
         await client.put(f"/api/v1/agents/{ids['agent']}/identity-secret", json={}, headers=auth),
         200,

@@ -9,6 +9,13 @@ from pydantic.json_schema import SkipJsonSchema
 
 from agentsvc.api import app_keys
 from agentsvc.api.audit import actor_of
+from agentsvc.api.guardrails import (
+    GUARDRAILS_DESCRIPTION,
+    GuardrailsIn,
+    GuardrailsOut,
+    TryBody,
+    TryOut,
+)
 from agentsvc.api.models import MODEL_ID_MARKER, NON_BLANK, RequestModel, ResponseModel, integral
 from agentsvc.api.routing import Call, RouteTable, envelope_response
 from agentsvc.api.usage import BudgetIn, BudgetStatusOut, usage_service
@@ -17,6 +24,7 @@ from agentsvc.errors import Forbidden
 from agentsvc.language import DEFAULT_LANGUAGE, LANGUAGES
 from agentsvc.services.agents.registry import NewAgent
 from agentsvc.services.agents.service import AgentChanges, AgentsService, version_view
+from agentsvc.services.guardrails import settings as guardrail_settings
 from agentsvc.services.handoff.settings import DAYS
 from agentsvc.services.privacy import retention
 from agentsvc.services.widget import look as widget_look
@@ -135,6 +143,9 @@ class AgentPatch(RequestModel):
     widget: WidgetIn | SkipJsonSchema[None] = Field(
         None, description="the widget's look, language, texts and starters (merged in)"
     )
+    guardrails: GuardrailsIn | SkipJsonSchema[None] = Field(
+        None, description=GUARDRAILS_DESCRIPTION
+    )
     show_sources: bool | SkipJsonSchema[None] = Field(None, description=SHOW_SOURCES_DESCRIPTION)
     retention_days: RetentionDays | None = Field(None, description=RETENTION_DESCRIPTION)
     publish_gate: PublishGateIn | None = Field(
@@ -144,8 +155,8 @@ class AgentPatch(RequestModel):
     versioning: Literal["live", "draft"] | SkipJsonSchema[None] = Field(
         None,
         description="draft: changes of what the agent does (prompt, model, temperature,"
-        " language, handoff) wait in its draft until POST /agents/{id}/publish; live: they"
-        " go live at once (each as a new version)",
+        " language, handoff, guardrails) wait in its draft until POST /agents/{id}/publish;"
+        " live: they go live at once (each as a new version)",
     )
 
 
@@ -192,7 +203,7 @@ class DraftOut(ResponseModel):
     updated_at: str
     snapshot: dict[str, Any] = Field(
         description="what the agent will do once published: systemPrompt, model,"
-        " temperature, language, handoff"
+        " temperature, language, handoff, guardrails"
     )
 
 
@@ -218,6 +229,7 @@ class AgentOut(AgentCreated):
         description="{evalsetId, minPassRate, maxDrop}: what a publish must pass; null: none"
     )
     handoff: HandoffOut
+    guardrails: GuardrailsOut = Field(description=GUARDRAILS_DESCRIPTION)
     widget: WidgetOut
     show_sources: bool = Field(description=SHOW_SOURCES_DESCRIPTION)
     retention_days: int | None = Field(description=RETENTION_DESCRIPTION)
@@ -260,6 +272,7 @@ async def agent_json(call: Call, agent: Agent) -> dict:
         "experiment": agent.experiment,
         "publishGate": agent.publish_gate,
         "handoff": agents_service(call).handoff_json(agent),
+        "guardrails": guardrail_settings.settings_of(agent.guardrails),
         "widget": widget_look.settings_of(agent.widget),
         "showSources": widget_look.show_sources(agent.widget),
         "retentionDays": agent.retention_days,
@@ -323,6 +336,7 @@ async def patch_agent(call: Call):
     body: AgentPatch = call.body
     fields = body.given()
     handoff = fields.pop("handoff", None)
+    guardrails = fields.pop("guardrails", None)
     widget = fields.pop("widget", None)
     widget_changes = {} if widget is None else widget.changes()
     if "show_sources" in fields:
@@ -345,6 +359,7 @@ async def patch_agent(call: Call):
     changes = AgentChanges(
         fields=fields,
         handoff=handoff,
+        guardrails=guardrails.as_stored() if guardrails is not None else None,
         widget=widget_changes or None,
         retention_given=retention_given,
         retention_days=retention_days,
@@ -362,3 +377,18 @@ async def delete_agent(call: Call):
     """Delete an agent and everything it owns (owner only)."""
     await agents_service(call).delete(actor_of(call), call.params["id"])
     return envelope_response({"id": call.params["id"], "deleted": True})
+
+
+@routes.post(
+    "/agents/{id}/guardrails/try", body=TryBody, response=TryOut, envelope=True, errors=(400, 404)
+)
+async def try_guardrails(call: Call):
+    """What the agent's guardrails (its draft's, with the unsaved changes given) would do
+    with a text: redacted, blocked, too long, or saying what it must not; no model is asked
+    and nothing is stored."""
+    body: TryBody = call.body
+    given = body.guardrails.as_stored() if body.guardrails is not None else None
+    found = await agents_service(call).try_guardrails(
+        call.team_id, call.params["id"], body.text, given
+    )
+    return envelope_response(found)

@@ -26,6 +26,20 @@ class AnalyticsQuery(QueryModel):
     )
 
 
+class GuardrailHits(ResponseModel):
+    """Guardrails' hits: what was redacted (each kind, and the agent's own patterns), the
+    messages on a blocked topic, the answers replaced, the messages refused as too long."""
+
+    email: int
+    phone: int
+    card: int
+    iban: int
+    pattern: int
+    blocked: int
+    must_not_say: int
+    too_long: int
+
+
 class Figures(ResponseModel):
     conversations: int
     visitor_messages: int
@@ -37,6 +51,7 @@ class Figures(ResponseModel):
     trigger_converted: int
     trigger_conversations: int = Field(description="conversations started from a trigger")
     trigger_submissions: int = Field(description="forms submitted from a trigger or its chat")
+    guardrail_hits: GuardrailHits = Field(description="the guardrails' hits of each kind")
 
 
 class DayFigures(Figures):

@@ -95,6 +95,12 @@ class Ratings(ResponseModel):
     down: int
 
 
+FLAGGED_DESCRIPTION = (
+    "when a guardrail replaced one of its answers (mustNotSay), flagging it for review;"
+    " null once reviewed (DELETE /conversations/{id}/flag) or never flagged"
+)
+
+
 class ConversationSummary(ResponseModel):
     id: str
     agent_id: str
@@ -107,6 +113,7 @@ class ConversationSummary(ResponseModel):
     trigger_id: str | None = Field(description="the widget trigger the chat started from")
     channel: ChannelName = Field(description=CHANNEL_DESCRIPTION)
     channel_id: str | None = Field(description=CHANNEL_ID_DESCRIPTION)
+    flagged_at: str | None = Field(description=FLAGGED_DESCRIPTION)
     ratings: Ratings
     usage: UsageTotals
     created_at: str
@@ -223,6 +230,7 @@ class ConversationOut(ResponseModel):
     trigger_id: str | None
     channel: ChannelName = Field(description=CHANNEL_DESCRIPTION)
     channel_id: str | None = Field(description=CHANNEL_ID_DESCRIPTION)
+    flagged_at: str | None = Field(description=FLAGGED_DESCRIPTION)
     messages: list[MessageOut]
     notes: list[NoteOut] = Field(description="members' private notes, oldest first")
     usage: UsageTotals
@@ -283,6 +291,7 @@ def _base_json(conv: Conversation, origin: str = "") -> dict:
         "triggerId": conv.trigger_id,
         "channel": conv.channel,
         "channelId": conv.channel_id,
+        "flaggedAt": conv.flagged_at,
     }
 
 
@@ -438,6 +447,18 @@ async def delete_conversation(call: Call):
     """Delete a conversation and its messages."""
     await _conversations(call).delete(call.team_id, call.params["id"])
     return envelope_response({"id": call.params["id"], "deleted": True})
+
+
+class FlagCleared(ResponseModel):
+    id: str
+    flagged_at: None = Field(description="null: reviewed")
+
+
+@routes.delete("/conversations/{id}/flag", response=FlagCleared, envelope=True, errors=(404,))
+async def delete_flag(call: Call):
+    """Mark a conversation a guardrail flagged as reviewed (its flag cleared)."""
+    await _conversations(call).clear_flag(call.team_id, call.params["id"])
+    return envelope_response({"id": call.params["id"], "flaggedAt": None})
 
 
 @routes.post(

@@ -60,6 +60,11 @@ class ConversationFilterQuery(QueryModel):
     channel: ChannelName | None = Field(
         None, description="only the conversations of this channel: web (the widget) or a type"
     )
+    flagged: bool = Field(
+        False,
+        description="true: only the conversations a guardrail flagged for review (an answer"
+        " replaced), not reviewed since",
+    )
 
     def filters(self) -> ListFilters:
         """The filters for the service."""
@@ -71,4 +76,5 @@ class ConversationFilterQuery(QueryModel):
             date_to=self.date_to,  # type: ignore[arg-type]
             user_id=self.user_id,
             channel=self.channel,
+            flagged=self.flagged,
         )

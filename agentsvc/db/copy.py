@@ -54,6 +54,7 @@ TABLES = [
     "unanswered_questions",
     "triggers",
     "trigger_daily",
+    "guardrail_daily",  # its hits are kept nowhere else
     "form_submissions",
     "form_deliveries",
     "form_delivery_attempts",

@@ -1,7 +1,8 @@
 """An agent's analytics over a range of UTC days: activity, answer quality, the trigger
-funnel and the questions its answers found nothing for.
+funnel, the guardrails' hits and the questions its answers found nothing for.
 
-Every figure comes from counters kept per agent and day (`agent_daily`, `trigger_daily`),
+Every figure comes from counters kept per agent and day (`agent_daily`, `trigger_daily`,
+`guardrail_daily`),
 so a report reads at most one row per day (and per trigger) of the range, whatever the
 number of conversations; the range is at most MAX_DAYS long.
 """
@@ -15,8 +16,10 @@ from typing import Any
 from agentsvc.db import Database
 from agentsvc.errors import NotFound, ValidationFailed
 from agentsvc.services.chat.conversations import after_day, day_start
+from agentsvc.services.guardrails.records import HIT_KINDS
 from agentsvc.store import agents as agents_store
 from agentsvc.store import analytics as store
+from agentsvc.store import guardrails as guardrails_store
 
 MAX_DAYS = 366
 DEFAULT_DAYS = 30
@@ -68,6 +71,17 @@ class Period:
     today: date
 
 
+async def _guardrail_hits(
+    db: Database, agent_id: str, lo: str, hi: str
+) -> dict[str, dict[str, int]]:
+    """The guardrails' hits of each day that has any, by kind."""
+    hits: dict[str, dict[str, int]] = {}
+    for day, kind, count in await guardrails_store.days(db.reader, agent_id, lo, hi):
+        if kind in HIT_KINDS:
+            hits.setdefault(day, dict.fromkeys(HIT_KINDS, 0))[kind] = count
+    return hits
+
+
 async def agent_analytics(
     db: Database, team_id: str, agent_id: str, period: Period
 ) -> dict[str, Any]:
@@ -79,6 +93,7 @@ async def agent_analytics(
     lo, hi = first.isoformat(), last.isoformat()
     agent_days = {d.day: d for d in await store.agent_days(db.reader, agent_id, lo, hi)}
     trigger_days = await store.trigger_days(db.reader, agent_id, lo, hi)
+    hits = await _guardrail_hits(db, agent_id, lo, hi)
     questions = await store.frequent_unanswered(
         db.reader, agent_id, day_start(first), after_day(last), TOP_QUESTIONS
     )
@@ -108,11 +123,13 @@ async def agent_analytics(
         for name, column in _AGENT_FIGURES.items():
             day[name] = getattr(figures, column) if figures else 0
         day.update(funnel.get(key) or dict.fromkeys(_TRIGGER_FIGURES, 0))
+        day["guardrailHits"] = hits.get(key) or dict.fromkeys(HIT_KINDS, 0)
         days.append(day)
     totals: dict[str, Any] = {
         name: sum(d[name] for d in days) for name in (*_AGENT_FIGURES, *_TRIGGER_FIGURES)
     }
     totals["unansweredRate"] = _rate(totals["unanswered"], totals["answers"])
+    totals["guardrailHits"] = {k: sum(d["guardrailHits"][k] for d in days) for k in HIT_KINDS}
     return {
         "agentId": agent_id,
         "from": lo,

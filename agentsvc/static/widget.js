@@ -782,21 +782,31 @@
       }
     }
     function retry() { return stream(text); }
+    function say(text) {
+      if (!node) {
+        node = el("div", { class: "msg assistant", part: "message assistant-message", dir: "auto", "aria-busy": "true" });
+        textNode = D.createTextNode("");
+        node.appendChild(textNode);
+        log.appendChild(node);
+        nodes.push(node);
+      }
+      reply.content += text;
+      textNode.data += text;
+      scrollLog();
+    }
     function onEvent(name, data) {
       if (name === "message_start") {
         if (data.conversationId) { conv.conversationId = data.conversationId; chatTrigger = null; saveConv(); }
         reply.id = data.messageId || null;
       } else if (name === "content_block_delta" && data.delta && typeof data.delta.text === "string") {
-        if (!node) {
-          node = el("div", { class: "msg assistant", part: "message assistant-message", dir: "auto", "aria-busy": "true" });
-          textNode = D.createTextNode("");
-          node.appendChild(textNode);
-          log.appendChild(node);
-          nodes.push(node);
-        }
-        reply.content += data.delta.text;
-        textNode.data += data.delta.text;
-        scrollLog();
+        say(data.delta.text);
+      } else if (name === "answer_replaced" && typeof data.text === "string") {
+        // A guardrail stopped the answer: only its replacement is kept and shown.
+        nodes.forEach(function (n) { if (n.parentNode) n.parentNode.removeChild(n); });
+        nodes = [];
+        node = null;
+        reply.content = "";
+        say(data.text);
       } else if (name === "message_stop") {
         var found = sourceList(data.sources);
         if (found.length) reply.sources = found;

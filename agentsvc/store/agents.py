@@ -38,6 +38,8 @@ class Agent:
     publish_gate: dict[str, Any] | None = None
     # Its tools as its versions keep them (services.agents.versions); None: not recorded yet.
     tools_snapshot: list[dict[str, Any]] | None = None
+    # Its guardrails as stored (services.guardrails.settings); None: none.
+    guardrails: dict[str, Any] | None = None
 
 
 _COLUMNS = (
@@ -45,23 +47,32 @@ _COLUMNS = (
 )
 _SELECT = (
     f"SELECT {_COLUMNS}, handoff, widget, retention_days, version, versioning, draft, experiment,"
-    " publish_gate, tools_snapshot FROM agents"
+    " publish_gate, tools_snapshot, guardrails FROM agents"
 )
-_JSON_COLUMNS = ("handoff", "widget", "draft", "experiment", "publish_gate", "tools_snapshot")
+_JSON_COLUMNS = (
+    "handoff",
+    "widget",
+    "draft",
+    "experiment",
+    "publish_gate",
+    "tools_snapshot",
+    "guardrails",
+)
 
 
 def _agent(row: Any) -> Agent:
     return Agent(
-        *row[:-9],
-        handoff=load_json(row[-9]),
-        widget=load_json(row[-8]),
-        retention_days=row[-7],
-        version=row[-6],
-        versioning=row[-5],
-        draft=load_json(row[-4]),
-        experiment=load_json(row[-3]),
-        publish_gate=load_json(row[-2]),
-        tools_snapshot=load_json(row[-1]),
+        *row[:-10],
+        handoff=load_json(row[-10]),
+        widget=load_json(row[-9]),
+        retention_days=row[-8],
+        version=row[-7],
+        versioning=row[-6],
+        draft=load_json(row[-5]),
+        experiment=load_json(row[-4]),
+        publish_gate=load_json(row[-3]),
+        tools_snapshot=load_json(row[-2]),
+        guardrails=load_json(row[-1]),
     )
 
 
@@ -128,8 +139,8 @@ async def slugs_like(tx: Tx, team_id: str, base: str) -> set[str]:
 
 async def update(tx: Tx, team_id: str, agent_id: str, fields: dict, now: str) -> bool:
     """Update some of name, model, temperature, system_prompt, language, handoff, widget,
-    retention_days, version, versioning, draft, experiment, publish_gate, tools_snapshot;
-    False when absent."""
+    retention_days, version, versioning, draft, experiment, publish_gate, tools_snapshot,
+    guardrails; False when absent."""
     allowed = {
         "name",
         "model",

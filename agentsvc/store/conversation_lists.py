@@ -32,6 +32,7 @@ class ConversationFilter:
     created_before: str | None = None  # created before (ISO timestamp)
     user_ref: str | None = None  # the identified end user's id
     channel: str | None = None  # "web" or a channel's type
+    flagged: bool = False  # a guardrail flagged it for review (not reviewed since)
 
     @property
     def counted(self) -> bool:
@@ -43,6 +44,7 @@ class ConversationFilter:
             or self.created_before
             or self.user_ref
             or self.channel
+            or self.flagged
         )
 
 
@@ -156,6 +158,8 @@ def from_where(tx: Tx, agent_id: str, flt: ConversationFilter) -> Query:
         args.append(flt.channel)
         if flt.channel != "web":
             where.append("c.channel <> 'web'")  # the partial index of the other channels
+    if flt.flagged:
+        where.append("c.flagged_at IS NOT NULL")  # the partial index's own condition
     return Query(with_clause, source, " AND ".join(where), args)
 
 

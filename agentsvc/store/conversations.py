@@ -40,6 +40,9 @@ class Conversation:
     # The experiment it took part in, and the agent's version it was given (its variant).
     experiment_id: str | None = None
     variant: int | None = None
+    # When a guardrail replaced one of its answers (services.guardrails); None: not flagged,
+    # or reviewed since.
+    flagged_at: str | None = None
     # Its AI answers' tokens and cost (nanos: billionths of the currency), as counted.
     input_tokens: int = 0
     output_tokens: int = 0
@@ -78,7 +81,7 @@ _CONV = (
 _HANDOFF = "status, assignee_id, handoff_at, first_reply_seconds, contact_email, visitor_seen_at"
 _LATER = (
     "trigger_id, rated_up, rated_down, channel, channel_id, experiment_id, variant,"
-    " input_tokens, output_tokens, cost_nanos"
+    " flagged_at, input_tokens, output_tokens, cost_nanos"
 )
 # A conversation's columns (as `c.`) with its assignee's name as visitors see it now (the
 # member's display name, else the team's name; never an e-mail address), in the order of

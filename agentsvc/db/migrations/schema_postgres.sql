@@ -82,6 +82,7 @@ CREATE TABLE agents (
     tools_snapshot  TEXT,
     experiment      TEXT,
     publish_gate    TEXT,
+    guardrails      TEXT,
     UNIQUE (team_id, slug)
 );
 CREATE INDEX agents_team_created ON agents(team_id, created_at);
@@ -212,6 +213,7 @@ CREATE TABLE conversations (
     user_attributes TEXT,
     experiment_id TEXT,
     variant     BIGINT,
+    flagged_at  TEXT,
     -- its answers' tokens and cost in billionths of the currency (migration 24)
     input_tokens  BIGINT NOT NULL DEFAULT 0,
     output_tokens BIGINT NOT NULL DEFAULT 0,
@@ -1196,6 +1198,18 @@ CREATE TABLE source_pages (
 CREATE INDEX source_pages_document ON source_pages(document_id)
     WHERE document_id IS NOT NULL;
 
+-- Guardrails (migration 23): conversations a guardrail flagged for review, and the hits of
+-- every guardrail per agent, UTC day and kind (email, phone, card, iban, pattern, blocked,
+-- mustNotSay, tooLong), written with the message each concerns.
+CREATE INDEX conversations_flagged ON conversations(agent_id, created_at, id)
+    WHERE flagged_at IS NOT NULL;
+CREATE TABLE guardrail_daily (
+    agent_id TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+    day      TEXT NOT NULL,
+    kind     TEXT NOT NULL,
+    hits     BIGINT NOT NULL DEFAULT 0,
+    PRIMARY KEY (agent_id, day, kind)
+);
 -- ── usage and budgets (migration 24): counters written with each answer, monthly limits ──
 CREATE TABLE usage_daily (
     team_id       TEXT NOT NULL REFERENCES teams(id) ON DELETE CASCADE,

@@ -101,6 +101,8 @@ class _Collected:
             self.form = data["toolName"]
         elif name == "handoff":
             self.handoff = True
+        elif name == "answer_replaced":  # a guardrail replaced what was said: only this
+            self.blocks = {0: [data["text"]]}
 
     async def delta(self, index: int, text: str) -> None:
         self.blocks.setdefault(index, []).append(text)

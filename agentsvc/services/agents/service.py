@@ -17,6 +17,8 @@ from agentsvc.services.agents.models import model_error
 from agentsvc.services.agents.registry import AgentCache, NewAgent
 from agentsvc.services.audit import Actor
 from agentsvc.services.evals.service import EvalsService
+from agentsvc.services.guardrails import settings as guardrail_settings
+from agentsvc.services.guardrails import trying as guardrail_trying
 from agentsvc.services.handoff import settings as handoff_settings
 from agentsvc.services.privacy import retention
 from agentsvc.services.widget import look as widget_look
@@ -33,6 +35,7 @@ class AgentChanges:
 
     fields: dict[str, Any] = field(default_factory=dict)  # name, model, prompt, ...
     handoff: dict[str, Any] | None = None  # merged into the stored handoff settings
+    guardrails: dict[str, Any] | None = None  # the fields given replace the stored ones
     widget: dict[str, Any] | None = None  # merged into the stored widget look
     retention_given: bool = False
     retention_days: int | None = None  # None: kept forever
@@ -89,19 +92,25 @@ class AgentsService:
             team_id, agent_id, gate["evalsetId"]
         ):
             raise ValidationFailed("publishGate.evalsetId: not one of this agent's evaluation sets")
-        if changes.handoff is not None:
+        if changes.handoff is not None or changes.guardrails is not None:
             stored = await agents_store.get(self._db.reader, team_id, agent_id)
             if stored is None:
                 raise NotFound("Agent not found")
             # In draft mode, the settings given change the draft's.
             drafting = fields.get("versioning", stored.versioning) == "draft" and stored.draft
-            fields["handoff"] = handoff_settings.merged_settings(
-                self._box,
-                stored.id,
-                stored.draft["snapshot"]["handoff"] if drafting else stored.handoff,
-                changes.handoff,
-                allow_private=self._settings.outbound.allow_private,
-            )
+            shown = stored.draft["snapshot"] if drafting else versions.snapshot_of(stored)
+            if changes.handoff is not None:
+                fields["handoff"] = handoff_settings.merged_settings(
+                    self._box,
+                    stored.id,
+                    shown["handoff"],
+                    changes.handoff,
+                    allow_private=self._settings.outbound.allow_private,
+                )
+            if changes.guardrails is not None:
+                fields["guardrails"] = guardrail_settings.merged(
+                    shown.get("guardrails"), changes.guardrails
+                )
         # One transaction, and one version when what the agent does changed.
         agent = await registry.update_agent(self._db, actor, agent_id, fields)
         if changes.widget is not None:
@@ -111,6 +120,12 @@ class AgentsService:
                 self._db, actor, agent.id, changes.retention_days
             )
         return agent
+
+    async def try_guardrails(
+        self, team_id: str, agent_id: str, text: str, given: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        """What the agent's guardrails, with the unsaved changes `given`, do with a text."""
+        return await guardrail_trying.try_on(await self.get(team_id, agent_id), text, given)
 
     async def versions(
         self, team_id: str, agent_id: str, limit: int, below: int | None
@@ -237,6 +252,7 @@ def version_view(snapshot: dict[str, Any]) -> dict[str, Any]:
     return {
         **{field: snapshot.get(field) for field in versions.FIELDS},
         "handoff": {k: v for k, v in settings.items() if k != "teamChatSecretSealed"},
+        "guardrails": guardrail_settings.settings_of(snapshot.get("guardrails")),
         "tools": None if tools is None else [_tool_view(t) for t in tools],
     }
 

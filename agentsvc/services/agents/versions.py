@@ -1,5 +1,5 @@
 """An agent's versions: what it does (prompt, model, temperature, language, handoff
-settings), kept as a numbered snapshot each time that changes.
+settings, guardrails, tools), kept as a numbered snapshot each time that changes.
 
 Version 1 is the agent as created (or, for an agent older than versions, as it was when
 they began). A change of any of those fields, through `PATCH /agents/:id` or a restore,
@@ -34,6 +34,7 @@ FIELDS = {
     "temperature": "temperature",
     "language": "language",
     "handoff": "handoff",
+    "guardrails": "guardrails",
     "tools": "tools_snapshot",
 }
 # What a draft holds: every field but the tools, which change at once in draft mode too.

@@ -97,6 +97,8 @@ class _Reply:
             self.buttons = from_tool_result(data) or self.buttons
         elif name == "handoff":
             self.handed_over = bool(data.get("online", True))
+        elif name == "answer_replaced":  # a guardrail replaced what was said: only this
+            self.blocks = {0: [data["text"]]}
 
     async def delta(self, index: int, text: str) -> None:
         self.blocks.setdefault(index, []).append(text)

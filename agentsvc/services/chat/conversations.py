@@ -31,6 +31,7 @@ class ListFilters:
     date_to: date | None = None
     user_id: str | None = None
     channel: str | None = None
+    flagged: bool = False  # only those a guardrail flagged for review
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +99,7 @@ def conversation_filter(filters: ListFilters) -> ConversationFilter | None:
         created_before=after_day(filters.date_to) if filters.date_to else None,
         user_ref=filters.user_id,
         channel=filters.channel,
+        flagged=filters.flagged,
     )
 
 

@@ -1,5 +1,5 @@
-"""The team's conversations as one object: list and search, read, delete, and rate a
-message (the widget's visitor or the team)."""
+"""The team's conversations as one object: list and search, read, delete, rate a message
+(the widget's visitor or the team), and clear a guardrail's review flag."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from agentsvc.services.channels import email_files
 from agentsvc.services.chat import conversations
 from agentsvc.services.chat.conversations import Feedback, ListFilters, Page, PageAt
 from agentsvc.services.events.emitter import Emitter
+from agentsvc.services.guardrails import flags as guardrail_flags
 from agentsvc.store import attachments as attachments_store
 from agentsvc.store.attachments import Attachment
 from agentsvc.store.conversations import Conversation, StoredMessage
@@ -41,6 +42,10 @@ class ConversationsService:
     async def delete(self, team_id: str, conversation_id: str) -> None:
         """Delete the team's conversation and its messages, or raise NotFound."""
         await conversations.delete_conversation(self._db, team_id, conversation_id)
+
+    async def clear_flag(self, team_id: str, conversation_id: str) -> None:
+        """Mark the team's conversation reviewed: the flag a guardrail left cleared."""
+        await guardrail_flags.clear_flag(self._db, team_id, conversation_id)
 
     async def rate(
         self, feedback: Feedback, *, team_id: str | None, session_id: str | None

@@ -7,6 +7,7 @@ Everything that can fail with a clear HTTP error happens here, before the stream
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import astuple, dataclass, replace
 
 from agentsvc.db import Database, Tx
@@ -24,6 +25,7 @@ from agentsvc.services.chat.turn import HeldTurn, Turn, TurnDeps
 from agentsvc.services.desk.visitor_context import VisitorContext
 from agentsvc.services.events import payloads
 from agentsvc.services.events.emitter import Emission
+from agentsvc.services.guardrails import hooks as guardrails
 from agentsvc.services.knowledge.retrieval import Passage, retrieve
 from agentsvc.services.tools.mcp import offered
 from agentsvc.services.usage import budgets
@@ -265,8 +267,12 @@ async def _history(
     return history
 
 
-def _new_conversation(agent: Agent, chat: ChatInput, now: str) -> Conversation:
+def _new_conversation(
+    agent: Agent, chat: ChatInput, now: str, keep: Callable[[str], str] | None
+) -> Conversation:
     first_user = next(content for role, content in chat.messages if role == "user")
+    if keep is not None:  # the title as the guardrails store the visitor's words
+        first_user = keep(first_user)
     user = chat.user or {}
     return Conversation(
         id=new_id("conversation"),
@@ -322,10 +328,11 @@ async def _store(
     new: bool,
     visitor: VisitorContext | None = None,
     files: tuple[KeptFile, ...] = (),
+    trace: guardrails.Trace | None = None,
 ) -> None:
     """Store the visitor's message with what it does to the conversation: a new one is
-    created, a closed one reopens with the agent, any other is marked updated; and the
-    files it came with."""
+    created, a closed one reopens with the agent, any other is marked updated; the files
+    it came with, and what the guardrails found in it."""
     now = message.created_at
 
     async def before(tx: Tx, emission: Emission) -> None:
@@ -349,8 +356,10 @@ async def _store(
             for n, f in enumerate(files)
         ]
         await attachments_store.insert_many(tx, rows)
+        if trace:
+            await guardrails.write_in(tx, conv, trace, now)
 
-    await log.append_message(conv, message, before=before, after=after if files else None)
+    await log.append_message(conv, message, before=before, after=after if files or trace else None)
 
 
 def _reopened(now: str) -> StatusChange:
@@ -372,18 +381,35 @@ async def prepare_turn(deps: TurnDeps, chat: ChatInput) -> Turn | HeldTurn:
         loaded = await _in_language_of(deps, chat, agent, loaded)
     provider, model_name = _model_of(deps.providers, agent)
     question = chat.messages[-1][1]
+    # Too long: refused (ValidationFailed); a blocked topic: its reply instead of the model.
+    screening = await guardrails.screen(deps.log.db, agent, loaded.conversation, question)
     match = loaded.match
     if match is not None and agent.model == BUILTIN and parse_tool_command(question):
         match = None  # the builtin model runs the tool a `/tool` command names
-    knowledge = await _has_knowledge(deps.log.db, agent, loaded.passages, match)
+    canned = screening.canned() if screening else None
+    if canned is not None:
+        provider, match, loaded = canned, None, replace(loaded, passages=[])
+    knowledge = canned is None and await _has_knowledge(deps.log.db, agent, loaded.passages, match)
     history = await _history(deps.log.db, chat, loaded.conversation, loaded.messages)
+    if screening is not None:
+        history = await screening.history_for_model(history)
     now = now_iso()
     conv = loaded.conversation or replace(
-        _new_conversation(agent, chat, now), experiment_id=experiment_id, variant=variant
+        _new_conversation(agent, chat, now, screening.keep if screening else None),
+        experiment_id=experiment_id,
+        variant=variant,
     )
-    message = _visitor_message(conv.id, question, now)
+    message = _visitor_message(conv.id, screening.stored if screening else question, now)
     new = loaded.conversation is None
-    await _store(deps.log, conv, message, new=new, visitor=chat.visitor, files=chat.attachments)
+    await _store(
+        deps.log,
+        conv,
+        message,
+        new=new,
+        visitor=chat.visitor,
+        files=chat.attachments,
+        trace=screening.trace if screening else None,
+    )
     if conv.status in ("waiting", "human"):
         return HeldTurn(conv, message.id, conv.status, assignee_of(conv))
     return Turn(
@@ -396,12 +422,13 @@ async def prepare_turn(deps: TurnDeps, chat: ChatInput) -> Turn | HeldTurn:
         model_name=model_name,
         passages=loaded.passages,
         offer_handoff=bool((agent.handoff or {}).get("enabled")),
-        question=question,
+        question=message.content,
         curated=match,
         knowledge=knowledge,
         channel=chat.channel,
         spending=loaded.spending,
         budget_reached=budgets.reached(loaded.spending),
+        screening=screening,
     )
 
 

@@ -37,6 +37,7 @@ from agentsvc.services.agents.registry import AgentCache
 from agentsvc.services.answers.matching import CuratedAnswers, CuratedMatch, question_key
 from agentsvc.services.chat.messages import ConversationLog
 from agentsvc.services.events.emitter import Emission
+from agentsvc.services.guardrails import hooks as guardrails
 from agentsvc.services.handoff.settings import settings_of as handoff_settings_of
 from agentsvc.services.knowledge import prompt
 from agentsvc.services.knowledge.retrieval import Passage
@@ -172,6 +173,8 @@ class Turn:
     # at a limit the agent answers with its offline message, without its model.
     spending: Spending | None = None
     budget_reached: bool = False
+    # The visitor's message through the agent's guardrails (None: the agent has none).
+    screening: guardrails.Screening | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,6 +240,7 @@ class TurnRunner:
         self._meter = deps.usage
         self._produced = _Produced()
         self._block = 0
+        self._guard = guardrails.AnswerGuard(turn.screening)  # mustNotSay, redaction
 
     async def run(self) -> None:
         """Stream the turn; store the assistant message; end with message_stop or error."""
@@ -264,6 +268,9 @@ class TurnRunner:
             status = "failed"
             error = {"code": "INTERNAL_ERROR", "message": "The reply failed unexpectedly"}
         await self._store_to_the_end(status)
+        if self._guard.replaced:  # the visitor's answer ends as the stored one: the fallback
+            text = self._guard.fallback
+            await self._sink.event("answer_replaced", {"type": "answer_replaced", "text": text})
         if error is not None:
             await self._sink.event("error", {"type": "error", "error": error})
         else:
@@ -303,7 +310,7 @@ class TurnRunner:
                 curated_answer=curated,
             )
             text, calls = await self._model_call(request)
-            if not calls or not offered:
+            if not calls or not offered or self._guard.hit:
                 return
             context.append(Message("assistant", text, tuple(calls)))
             if await self._run_tools(calls, context):
@@ -338,7 +345,8 @@ class TurnRunner:
         calls: list[ToolCall] = []
         open_block = False
         try:
-            async for event in self._turn.provider.stream(request):
+            stream = self._turn.provider.stream(request)
+            async for event in stream:
                 if isinstance(event, TextDelta):
                     if not open_block:
                         open_block = True
@@ -351,11 +359,17 @@ class TurnRunner:
                             },
                         )
                     parts.append(event.text)
-                    await self._sink.delta(self._block, event.text)
+                    if shown := self._guard.feed(event.text):  # held back while checked
+                        await self._sink.delta(self._block, shown)
+                    if self._guard.hit:  # it must not say that: no more of this answer
+                        await guardrails.close(stream)
+                        break
                 elif isinstance(event, ToolCall):
                     calls.append(_encodable(event))
                 elif isinstance(event, Usage):
                     self._produced.add_usage(event)
+            if rest := self._guard.flush():
+                await self._sink.delta(self._block, rest)
         finally:
             # What streamed before a failure still counts as produced.
             if parts:
@@ -526,12 +540,14 @@ class TurnRunner:
         produced = self._produced
         content = "\n\n".join(t for t in produced.texts if t)
         unanswered = self._unanswered(content)
+        # The fallback after a mustNotSay hit, redacted for storage; its hits counted below.
+        settled = await self._guard.settle(content, produced.tool_calls)
         message = StoredMessage(
             id=turn.message_id,
             conversation_id=turn.conversation.id,
             role="assistant",
-            content=content,
-            tool_calls=produced.tool_calls or None,
+            content=settled.content,
+            tool_calls=settled.tool_calls or None,
             usage=produced.usage_json(self._meter, turn.agent.model),
             sources=self._sources() or None,
             status=status,
@@ -564,7 +580,7 @@ class TurnRunner:
             message,
             before=self._counting(alerts, now),
             update=touch,
-            after=count_unanswered if key else None,
+            after=guardrails.then_trace(count_unanswered if key else None, turn, settled, now),
         )
         if self._meter is not None:
             self._meter.notify(alerts)

@@ -144,6 +144,8 @@ export function chatPanel(agentId, { title = "Chat preview", version } = {}) {
         } else if (name === "content_block_delta" && data.delta && typeof data.delta.text === "string") {
           reply += data.delta.text;
           answer.textContent = reply;
+        } else if (name === "answer_replaced") {
+          answer.textContent = reply = data.text; // a guardrail's fallback replaces what was shown
         } else if (name === "tool_use_start") {
           log.insertBefore(h("div.tool-note", `Calling tool ${data.toolName} with `, h("code", JSON.stringify(data.input))), answer.parentElement);
         } else if (name === "tool_result") {

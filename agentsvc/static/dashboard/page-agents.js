@@ -180,6 +180,89 @@ function handoffForm(agent) {
   return form;
 }
 
+// ── Guardrails: what the agent hides, refuses and must not say, in plain words, and a box
+// that tries them (the unsaved form) on any text without a model. ──
+
+const KIND_WORDS = [["email", "E-mail addresses"], ["phone", "Phone numbers"], ["card", "Card numbers"], ["iban", "IBANs"]];
+const lines = (text) => String(text).split("\n").map((s) => s.trim()).filter(Boolean);
+const commas = (text) => String(text).split(",").map((s) => s.trim()).filter(Boolean);
+const check = (name, label, on, value) => h("label", h("input", { type: "checkbox", name, value, checked: on }), ` ${label}`);
+
+/** One blocked topic's fields (a fieldset the form reads in order). */
+function topicFields(topic = { name: "", words: [], patterns: [], reply: "" }) {
+  const set = h("fieldset.stack.topic", h("legend", "Blocked topic"),
+    field("Name", h("input", { name: "topicName", maxlength: 40, value: topic.name })),
+    field("Words or phrases, separated by commas", h("input", { name: "topicWords", value: topic.words.join(", ") })),
+    field("Patterns, one per line", h("textarea", { name: "topicPatterns", rows: 2 }, topic.patterns.join("\n"))),
+    field("Reply instead of the model", h("input", { name: "topicReply", maxlength: 2000, value: topic.reply })));
+  set.append(button("Remove this topic", () => set.remove(), { class: "small secondary" }));
+  return set;
+}
+
+/** The form's guardrails as the API takes them. */
+function guardrailsBody(form) {
+  const data = new FormData(form);
+  const patterns = lines(data.get("ownPatterns")).map((line) => {
+    const cut = line.indexOf("=");
+    if (cut < 1) throw new Error(`Your own patterns: "${line}" should read like "customer number = CU-[0-9]{6}"`);
+    return { name: line.slice(0, cut).trim(), pattern: line.slice(cut + 1).trim() };
+  });
+  const topics = data.getAll("topicName").map((name, i) => ({
+    name: String(name).trim(), words: commas(data.getAll("topicWords")[i]), patterns: lines(data.getAll("topicPatterns")[i]), reply: String(data.getAll("topicReply")[i]).trim() || undefined,
+  }));
+  const max = String(data.get("maxChars")).trim();
+  return {
+    redact: { kinds: data.getAll("kind"), patterns },
+    redactFrom: data.getAll("from"),
+    blockedTopics: topics,
+    mustNotSay: { words: commas(data.get("mustWords")), patterns: lines(data.get("mustPatterns")), fallback: String(data.get("fallback")).trim() || undefined },
+    maxVisitorMessageChars: max ? Number(max) : null,
+  };
+}
+
+/** What the try box found, in words. */
+function tried(r) {
+  const said = (hit) => (hit.word ? `the word “${hit.word}”` : `the pattern “${hit.pattern}”`);
+  const found = Object.entries(r.redactions).map(([kind, n]) => `${n} ${kind}`).join(", ");
+  return h("ul",
+    r.tooLong ? h("li", `Too long: over ${r.maxVisitorMessageChars} characters.`) : null,
+    r.blocked ? h("li", `Blocked topic “${r.blocked.rule}” (${said(r.blocked)}), answered `, h("q", r.blocked.reply)) : null,
+    found ? [h("li", `Hidden: ${found}.`), h("li", "The model reads: ", h("q", r.modelSees)), h("li", "Stored: ", h("q", r.stored))] : h("li", "Nothing to hide."),
+    r.mustNotSay ? h("li", `As an answer: ${said(r.mustNotSay)}, replaced by `, h("q", r.mustNotSay.fallback)) : h("li", "As an answer: nothing it must not say."));
+}
+
+/** The Guardrails section: the settings, saved with PATCH (a version, or the draft), and the
+ *  try box. */
+function guardrailsForm(agent) {
+  const g = agent.guardrails;
+  const topics = h("div.stack", g.blockedTopics.map(topicFields));
+  const form = onSubmit(h("form.stack.card", { "aria-label": "Guardrails" },
+    h("h2", "Guardrails"),
+    h("p.muted", "Each hit is counted under Analytics and noted in its conversation."),
+    h("fieldset.stack", h("legend", "Hide personal data"), KIND_WORDS.map(([kind, label]) => check("kind", label, g.redact.kinds.includes(kind), kind)),
+      field("Your own patterns, one per line", h("textarea", { name: "ownPatterns", rows: 2, placeholder: "customer number = CU-[0-9]{6}" }, g.redact.patterns.map((p) => `${p.name} = ${p.pattern}`).join("\n"))),
+      check("from", "Hide it from the model", g.redactFrom.includes("model"), "model"),
+      check("from", "Hide it in stored conversations, exports and webhooks", g.redactFrom.includes("storage"), "storage")),
+    h("fieldset.stack", h("legend", "Blocked topics"), topics, button("Add a topic", () => topics.append(topicFields()), { class: "secondary" })),
+    h("fieldset.stack", h("legend", "Never say"),
+      field("Words or phrases, separated by commas", h("input", { name: "mustWords", value: g.mustNotSay.words.join(", ") })),
+      field("Patterns, one per line", h("textarea", { name: "mustPatterns", rows: 2 }, g.mustNotSay.patterns.join("\n"))),
+      field("Answer instead (the conversation is flagged)", h("textarea", { name: "fallback", rows: 2 }, g.mustNotSay.fallback))),
+    field("Longest visitor message (characters)", h("input", { name: "maxChars", type: "number", min: 1, max: 100000, value: g.maxVisitorMessageChars ?? "", placeholder: "no limit" })),
+    h("button", { type: "submit" }, "Save guardrails")), async () => {
+    const saved = await patch(`/agents/${enc(agent.id)}`, { guardrails: guardrailsBody(form) });
+    toast(`Guardrails saved${savedAs(saved)}`);
+  });
+  const result = h("div", { role: "status" });
+  const box = onSubmit(h("form.stack.card", { "aria-label": "Try the guardrails" },
+    h("h2", "Try them"),
+    field("Text", h("textarea", { name: "text", rows: 3, required: true, maxlength: 100000 }), "As a visitor's message and as an answer, with the settings above, saved or not."),
+    h("button", { type: "submit" }, "Try it"), result), async (data) => {
+    mount(result, tried(await post(`/agents/${enc(agent.id)}/guardrails/try`, { text: String(data.get("text")), guardrails: guardrailsBody(form) })));
+  });
+  return [form, box];
+}
+
 /** How long the agent keeps conversations and submissions (the owner sets it). */
 function retentionForm(ctx, agent) {
   const days = agent.retentionDays;
@@ -275,6 +358,7 @@ export async function renderAgent(ctx, page, id, part, chosen, more) {
     agent.draft ? h("p.notice", `A draft waits: visitors still talk to version ${agent.version}; the settings below are the draft's. `, h("a", { href: `${versions}/draft` }, "Try it, publish it or discard it under Versions")) : null,
     form,
     handoffForm(shown),
+    guardrailsForm(shown),
     widgetLookSection(agent),
     retentionForm(ctx, agent));
 }
@@ -303,7 +387,17 @@ export function settingWords(s) {
     ["Offline message", hand.offlineMessage],
     ["E-mail the members at each handoff", onOff(hand.notify?.email)],
     ["Team chat webhook", hand.notify?.teamChat || "none"],
+    ["Guardrails", guardWords(s.guardrails)],
   ];
+}
+
+/** A version's guardrails in a line: what it hides, blocks, never says, the longest message. */
+function guardWords(g) {
+  if (!g) return "none";
+  const hidden = [...g.redact.kinds, ...g.redact.patterns.map((p) => p.name)];
+  const never = g.mustNotSay.words.length + g.mustNotSay.patterns.length;
+  return [hidden.length && `hides ${hidden.join(", ")}`, g.blockedTopics.length && `blocks ${g.blockedTopics.map((x) => x.name).join(", ")}`,
+    never && `${never} never-say rules`, g.maxVisitorMessageChars && `messages up to ${g.maxVisitorMessageChars} characters`].filter(Boolean).join("; ") || "none";
 }
 
 const MARKS = { "-": ["removed", "del", "−", "Removed: "], "+": ["added", "ins", "+", "Added: "] };

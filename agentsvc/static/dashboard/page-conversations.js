@@ -1,13 +1,13 @@
 // Conversations: search and filter (words, feedback, days, visitor, status, agent), browse
 // page by page, read, delete, and download the filtered conversations (CSV or JSON Lines).
 
-import { BASE, enc, get, qs } from "./api.js";
+import { BASE, del, enc, get, qs } from "./api.js";
 import { button, download, h, mount, pager, pretty, select, table, toast, when } from "./dom.js";
 import { actionButton, deleteButton, pageHeader } from "./forms.js";
 import { CONVERSATION_STATUS, choices, messageStatus } from "./labels.js";
 import { authorOf, byTime, eventText, files, isNote, live, NOTE_LABEL } from "./page-inbox.js";
 
-const FILTERS = [["", "All conversations"], ["up", "With a 👍 rating"], ["down", "With a 👎 rating"], ["any", "With any rating"]];
+const FILTERS = [["", "All conversations"], ["up", "With a 👍 rating"], ["down", "With a 👎 rating"], ["any", "With any rating"], ["flagged", "Flagged by a guardrail"]];
 const STATUSES = choices(CONVERSATION_STATUS, ["", "Any status"]);
 // Pages by cursor (any depth costs the same); `back` holds the cursors of earlier pages.
 // The filters are the API's own (GET /conversations), kept while the page is left.
@@ -19,7 +19,8 @@ function firstPage() {
 
 /** The list's filters as query parameters (empty ones left out by `qs`). */
 function filters() {
-  return { q: view.q, rating: view.feedback, from: view.from, to: view.to, userId: view.userId, status: view.status };
+  const flagged = view.feedback === "flagged";
+  return { q: view.q, rating: flagged ? "" : view.feedback, flagged: flagged ? "true" : "", from: view.from, to: view.to, userId: view.userId, status: view.status };
 }
 
 const details = (c) => get(`/conversations/${enc(c.id)}`);
@@ -95,7 +96,7 @@ export async function renderConversations(ctx, page) {
   const { total, nextCursor, totalCapped } = result.pagination;
   const count = rows.length;
   const columns = [
-    ["Title", (c) => h("a", { href: `#/conversations/${enc(c.id)}` }, c.title || "(untitled)")],
+    ["Title", (c) => [h("a", { href: `#/conversations/${enc(c.id)}` }, c.title || "(untitled)"), c.flaggedAt ? [" ", h("span.tag.warn", "Flagged")] : null]],
     ["Visitor", (c) => (c.user ? h("span", visitor(c.user, true)) : c.sessionId ? "anonymous" : "API / dashboard")],
     ["Messages", (c) => String(c.messageCount)],
     ["Feedback", (c) => (c.ratings.up || c.ratings.down ? `👍 ${c.ratings.up} · 👎 ${c.ratings.down}` : "")],
@@ -161,8 +162,16 @@ export async function renderConversation(ctx, page, id) {
   const remove = deleteButton("Delete conversation", "Delete this conversation and its messages?", "Delete",
     `/conversations/${enc(id)}`, "Conversation deleted", () => ctx.navigate("#/conversations"));
   const who = conv.user ? visitor(conv.user) : conv.sessionId ? `anonymous session ${conv.sessionId}` : "API or dashboard";
+  // A guardrail replaced an answer here: a member looks, then clears the flag.
+  const flag = conv.flaggedAt ? h("p.notice", `Flagged for review ${when(conv.flaggedAt)}: a guardrail replaced an answer (see its note). `,
+    actionButton("Mark reviewed", async () => {
+      await del(`/conversations/${enc(id)}/flag`);
+      toast("Marked reviewed");
+      flag.remove();
+    }, { class: "small" })) : null;
   mount(page,
     pageHeader(conv.title || "(untitled)", [who, ` · started ${when(conv.createdAt)}`], h("a.button.secondary", { href: "#/conversations" }, "All conversations"), remove),
+    flag,
     timeline);
 }
 
