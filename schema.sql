@@ -103,10 +103,10 @@ CREATE TABLE tools (
     mcp_server_tools    TEXT,               -- JSON array of the functions exposed, as last listed
     mcp_listed_at       TEXT,               -- when the server's tools were last listed
     counts_as           INTEGER NOT NULL DEFAULT 1, -- tools it is against the plan's limit
-    requires_approval   INTEGER NOT NULL DEFAULT 0, -- a person approves each call first (migration 22)
-    approval_timeout_seconds INTEGER,     -- how long a call waits for that approval
     created_at          TEXT NOT NULL,
     updated_at          TEXT NOT NULL,
+    requires_approval   INTEGER NOT NULL DEFAULT 0, -- a person approves each call first (migration 22)
+    approval_timeout_seconds INTEGER,     -- how long a call waits for that approval
     UNIQUE (agent_id, name)
 );
 CREATE INDEX tools_team ON tools(team_id);
