@@ -29,7 +29,7 @@ from agentsvc.services.approvals import state
 from agentsvc.services.approvals.signals import ApprovalSignals
 from agentsvc.services.audit import Actor
 from agentsvc.services.chat.pause import PausePoint, Result, Resume, TurnParked
-from agentsvc.services.chat.turn import EventSink, ToolRunnerLike
+from agentsvc.services.chat.turn import ClientGone, EventSink, ToolRunnerLike
 from agentsvc.services.tools.rules import DEFAULT_APPROVAL_TIMEOUT_SECONDS
 from agentsvc.store import approvals as store
 from agentsvc.store.approvals import Approval, PausedTurn
@@ -120,6 +120,8 @@ class Gate:
         self._db = deps.db
         self.signals = deps.signals
         self._holding: set[asyncio.Task[None]] = set()
+        # Approved calls whose tool runs now, by pause: their pause is let go after them.
+        self._running: dict[str, set[asyncio.Task[Result]]] = {}
 
     def requires(self, tool: Tool) -> bool:
         """Whether a call of this tool waits for a person (a form never does)."""
@@ -154,8 +156,10 @@ class Gate:
         task = asyncio.current_task()
         if holder is not None and task is not None:
             self.keep(pause.id, holder, task)
-        for approval in approvals:
-            await sink.event("approval_pending", pending_event(approval))
+        # A visitor gone meanwhile is noticed at the turn's next write: the pause stands.
+        with contextlib.suppress(ClientGone):
+            for approval in approvals:
+                await sink.event("approval_pending", pending_event(approval))
         return Held(self, pause, approvals, sink, Waiting(turn.tools, waits))
 
     # ── leases ──────────────────────────────────────────────────────────────────────────
@@ -176,6 +180,21 @@ class Gate:
         finally:
             await asyncio.shield(self._release(pause_id, holder))
 
+    def run_once(self, pause_id: str, approval: Approval, tool: Tool | None) -> asyncio.Task:
+        """`execute` in a task of its own: a tool that began runs to its end (and its output
+        is kept) even when the turn stops meanwhile; its pause is let go after it."""
+        running = asyncio.ensure_future(self.execute(approval, tool))
+        tasks = self._running.setdefault(pause_id, set())
+        tasks.add(running)
+
+        def done(_: asyncio.Task) -> None:
+            tasks.discard(running)
+            if not tasks and self._running.get(pause_id) is tasks:
+                del self._running[pause_id]
+
+        running.add_done_callback(done)
+        return running
+
     async def renew(self, pause_id: str, holder: str) -> bool:
         """Extend the holder's lease; False when the pause is no longer theirs."""
         async with self._db.write() as tx:
@@ -184,6 +203,9 @@ class Gate:
             )
 
     async def _release(self, pause_id: str, holder: str) -> None:
+        running = self._running.get(pause_id)
+        if running:  # bounded: at shutdown, a slow tool's output is then not known
+            await asyncio.wait(set(running), timeout=self._deps.settings.lease_seconds)
         try:
             async with self._db.write() as tx:
                 await store.release(tx, pause_id, holder)
@@ -363,7 +385,8 @@ class Held:
         decided = await self._gate.decision(self._approvals[call.id])
         self._decided[call.id] = decided
         await self._sink.event("approval_decided", decided_event(decided))
-        return await self._gate.execute(decided, self._tools.get(call.name))
+        running = self._gate.run_once(self._pause.id, decided, self._tools.get(call.name))
+        return await asyncio.shield(running)
 
     async def settled(self, calls: list[ToolCall], results: list[Result]) -> list[ToolCall]:
         """Keep the other calls' results, then go on (the calls as they ran), or leave the
