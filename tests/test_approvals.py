@@ -129,7 +129,13 @@ async def test_no_decision_in_time_denies_the_call(fast, fast_auth):
     await stream.rest()
     for verb, body in (("approve", {}), ("deny", {"reason": "late"})):
         resp = await decide(client, auth, approval_id, verb, body)
-        await assert_error(resp, 409, "CONFLICT", "can no longer be decided")
+        await assert_error(
+            resp,
+            409,
+            "CONFLICT",
+            "This call can no longer be decided: no one from the team decided within 1 second,"
+            " so it was denied",
+        )
     answer = await answer_of(client, auth, conversation_id)
     assert "not run" in answer["content"]
     log = await data_of(await client.get("/api/v1/audit-log?action=approval.expired", headers=auth))
@@ -224,3 +230,22 @@ async def test_another_team_neither_sees_nor_decides(fast, fast_auth):
         await assert_error(resp, 404, "NOT_FOUND")
     await data_of(await decide(client, auth, approval_id, "approve"))
     await stream.rest()
+
+
+async def test_a_tool_deleted_while_its_call_waits_does_not_run(fast, fast_auth):
+    client, auth = fast, fast_auth
+    agent_id = await agent_with_refund(client, auth)
+    (tool,) = await (await client.get(f"/api/v1/tools?agentId={agent_id}", headers=auth)).json()
+    stream = await ask_refund(client, agent_id)
+    conversation_id, approval_id = await pending_of(client, auth, stream)
+    resp = await client.delete(f"/api/v1/tools/{tool['id']}", headers=auth)
+    assert resp.status == 200
+    resp = await decide(client, auth, approval_id, "approve", {"input": {"order": "A5"}})
+    await assert_error(resp, 409, "CONFLICT", "no longer available to this agent")
+    await data_of(await decide(client, auth, approval_id, "approve"))
+    result = await stream.until("tool_result")
+    assert result["isError"] and "no longer available" in result["output"]
+    await stream.rest()
+    found = await data_of(await client.get(f"/api/v1/approvals/{approval_id}", headers=auth))
+    assert found["ranAt"] is None and found["status"] == "approved"
+    assert "no longer available" in (await answer_of(client, auth, conversation_id))["content"]

@@ -30,8 +30,10 @@ from agentsvc.services.approvals.signals import ApprovalSignals
 from agentsvc.services.audit import Actor
 from agentsvc.services.chat.pause import PausePoint, Result, Resume, TurnParked
 from agentsvc.services.chat.turn import ClientGone, EventSink, ToolRunnerLike
+from agentsvc.services.tools.mcp import offered
 from agentsvc.services.tools.rules import DEFAULT_APPROVAL_TIMEOUT_SECONDS
 from agentsvc.store import approvals as store
+from agentsvc.store import tools as tools_store
 from agentsvc.store.approvals import Approval, PausedTurn
 from agentsvc.store.tools import Tool
 
@@ -160,7 +162,7 @@ class Gate:
         with contextlib.suppress(ClientGone):
             for approval in approvals:
                 await sink.event("approval_pending", pending_event(approval))
-        return Held(self, pause, approvals, sink, Waiting(turn.tools, waits))
+        return Held(self, pause, approvals, sink, waits=waits)
 
     # ── leases ──────────────────────────────────────────────────────────────────────────
 
@@ -180,10 +182,10 @@ class Gate:
         finally:
             await asyncio.shield(self._release(pause_id, holder))
 
-    def run_once(self, pause_id: str, approval: Approval, tool: Tool | None) -> asyncio.Task:
+    def run_once(self, pause_id: str, approval: Approval) -> asyncio.Task:
         """`execute` in a task of its own: a tool that began runs to its end (and its output
         is kept) even when the turn stops meanwhile; its pause is let go after it."""
-        running = asyncio.ensure_future(self.execute(approval, tool))
+        running = asyncio.ensure_future(self.execute(approval))
         tasks = self._running.setdefault(pause_id, set())
         tasks.add(running)
 
@@ -269,10 +271,12 @@ class Gate:
 
     # ── running ─────────────────────────────────────────────────────────────────────────
 
-    async def execute(self, approval: Approval, tool: Tool | None) -> Result:
-        """The decided call's result: its tool run once when approved, else why not."""
+    async def execute(self, approval: Approval) -> Result:
+        """The decided call's result: its tool (as it is now) run once when approved, else
+        why not."""
         if approval.status != "approved":
             return refusal(approval), True, None
+        tool = await tool_of(self._db, approval)
         if tool is None:
             return (
                 f"The tool {approval.tool_name} is no longer available; it was not run",
@@ -303,7 +307,7 @@ class Gate:
             async with self._db.write() as tx:
                 await store.set_state(tx, pause.id, kept)
 
-    async def resume_of(self, pause: PausedTurn, tools: dict[str, Tool]) -> Resume:
+    async def resume_of(self, pause: PausedTurn) -> Resume:
         """Every call's result for a decided pause taken up (approved calls run once)."""
         kept = pause.state
         decided = {a.tool_use_id: a for a in await store.of_pause(self._db.reader, pause.id)}
@@ -314,12 +318,18 @@ class Gate:
                 found = kept["results"].get(call.id)
                 results.append((found[0], found[1], None) if found else (INTERRUPTED, True, None))
             else:
-                results.append(await self.execute(approval, tools.get(call.name)))
+                results.append(await self.execute(approval))
                 call = replace(call, input=ran_input(approval))
             calls.append(call)
         return Resume(
             kept["step"], state.context(kept), tuple(calls), tuple(results), state.produced(kept)
         )
+
+
+async def tool_of(db: Database, approval: Approval) -> Tool | None:
+    """The call's tool as the agent offers it now (None: deleted or disabled since)."""
+    tools = await tools_store.list_enabled_for_agent(db.reader, approval.agent_id)
+    return next((t for t in offered(tools) if t.name == approval.tool_name), None)
 
 
 def _approval(pause: PausedTurn, agent_id: str, call: ToolCall, tool: Tool, now: datetime):
@@ -348,14 +358,6 @@ def _approval(pause: PausedTurn, agent_id: str, call: ToolCall, tool: Tool, now:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class Waiting:
-    """The turn's tools (as it offered them), and whether it waits for the decisions."""
-
-    tools: dict[str, Tool]
-    waits: bool
-
-
 class Held:
     """The held calls of one model response, for the turn that paused on them."""
 
@@ -365,15 +367,15 @@ class Held:
         pause: PausedTurn,
         approvals: list[Approval],
         sink: EventSink,
-        waiting: Waiting,
+        *,
+        waits: bool,
     ):
         self._gate = gate
         self._pause = pause
         self._approvals = {a.tool_use_id: a for a in approvals}
         self._decided: dict[str, Approval] = {}
         self._sink = sink
-        self._tools = waiting.tools
-        self._waits = waiting.waits
+        self._waits = waits
 
     def holds(self, call: ToolCall) -> bool:
         return call.id in self._approvals
@@ -385,7 +387,7 @@ class Held:
         decided = await self._gate.decision(self._approvals[call.id])
         self._decided[call.id] = decided
         await self._sink.event("approval_decided", decided_event(decided))
-        running = self._gate.run_once(self._pause.id, decided, self._tools.get(call.name))
+        running = self._gate.run_once(self._pause.id, decided)
         return await asyncio.shield(running)
 
     async def settled(self, calls: list[ToolCall], results: list[Result]) -> list[ToolCall]:

@@ -157,7 +157,7 @@ class Resumer:
             curated=state.curated(kept),
             knowledge=kept["knowledge"],
             channel=kept["channel"],
-            resumed=await self._deps.gate.resume_of(pause, offered_tools),
+            resumed=await self._deps.gate.resume_of(pause),
         )
 
     async def _reply(self, turn: Turn, sink: _Collected) -> None:

@@ -15,17 +15,14 @@ from agentsvc.db import Database
 from agentsvc.errors import Conflict, NotFound, ValidationFailed
 from agentsvc.ids import now_iso, parse_iso
 from agentsvc.services import audit
-from agentsvc.services.approvals.gate import Gate, duration, expiry_reason
+from agentsvc.services.approvals.gate import Gate, expiry_reason, tool_of
 from agentsvc.services.approvals.resume import Resumer
 from agentsvc.services.approvals.signals import ApprovalSignals
 from agentsvc.services.audit import Actor
 from agentsvc.services.tenant_input.schemas import validation_errors
-from agentsvc.services.tools.mcp import offered
 from agentsvc.store import approvals as store
 from agentsvc.store import team as team_store
-from agentsvc.store import tools as tools_store
 from agentsvc.store.approvals import Approval
-from agentsvc.store.tools import Tool
 
 # The waiting calls an inbox shows (the longest waits first).
 LIVE_LIMIT = 100
@@ -42,13 +39,16 @@ class Decision:
     reason: str | None = None
 
 
+def _too_late(reason: str) -> Conflict:
+    """A call whose time ran out, in words."""
+    said = reason[:1].lower() + reason[1:]
+    return Conflict(f"This call can no longer be decided: {said}, so it was denied")
+
+
 def _already(approval: Approval) -> Conflict:
     """Why a decided call cannot be decided again, in words."""
     if approval.status == "expired":
-        return Conflict(
-            f"This call can no longer be decided: {approval.reason or 'its time ran out'}, so"
-            " it was denied"
-        )
+        return _too_late(approval.reason or "its time ran out")
     who = approval.decided_by_name or "a member of the team"
     verb = "approved" if approval.status == "approved" else "denied"
     return Conflict(f"This call was already {verb} by {who}; a decision cannot be changed")
@@ -145,13 +145,11 @@ class ApprovalsService:
             raise _already(approval)
         if parse_iso(approval.expires_at) <= datetime.now(UTC):
             await self._deps.gate.expire([approval])
-            raise Conflict(
-                f"This call can no longer be decided: {expiry_reason(approval)}, so it was denied"
-            )
+            raise _too_late(expiry_reason(approval))
 
     async def _checked_input(self, approval: Approval, given: dict[str, Any]) -> dict | None:
         """The edited input, checked as the model's is (None: the same as the model's)."""
-        tool = await self._tool_of(approval)
+        tool = await tool_of(self._db, approval)
         if tool is None:
             raise Conflict(
                 f"The tool {approval.tool_name} is no longer available to this agent; deny"
@@ -161,13 +159,3 @@ class ApprovalsService:
         if problems:
             raise ValidationFailed("input: " + "; ".join(problems))
         return None if given == approval.input else given
-
-    async def _tool_of(self, approval: Approval) -> Tool | None:
-        tools = await tools_store.list_enabled_for_agent(self._db.reader, approval.agent_id)
-        return next((t for t in offered(tools) if t.name == approval.tool_name), None)
-
-
-def waited_words(approval: Approval) -> str:
-    """How long a call may wait, in words (for messages and the inbox)."""
-    seconds = (parse_iso(approval.expires_at) - parse_iso(approval.created_at)).total_seconds()
-    return duration(seconds)
