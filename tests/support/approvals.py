@@ -138,8 +138,3 @@ async def furnish(client, auth: dict, ids: dict[str, str]) -> None:
     _, ids["approval"] = await pending_of(client, auth, stream)
     stream.close()
 
-
-async def assert_pending(client, auth: dict, ids: dict[str, str]) -> None:
-    """The furnished call still waits (no other team decided it)."""
-    found = await data_of(await client.get(f"/api/v1/approvals/{ids['approval']}", headers=auth))
-    assert found["status"] == "pending", found
