@@ -122,6 +122,7 @@ class Gate:
         self._db = deps.db
         self.signals = deps.signals
         self._holding: set[asyncio.Task[None]] = set()
+        self._releasing: set[asyncio.Task[None]] = set()
         # Approved calls whose tool runs now, by pause: their pause is let go after them.
         self._running: dict[str, set[asyncio.Task[Result]]] = {}
 
@@ -180,7 +181,10 @@ class Gate:
                 if task.done() or not await self.renew(pause_id, holder):
                     return
         finally:
-            await asyncio.shield(self._release(pause_id, holder))
+            release = asyncio.ensure_future(self._release(pause_id, holder))
+            self._releasing.add(release)
+            release.add_done_callback(self._releasing.discard)
+            await asyncio.shield(release)
 
     def run_once(self, pause_id: str, approval: Approval) -> asyncio.Task:
         """`execute` in a task of its own: a tool that began runs to its end (and its output
@@ -219,6 +223,8 @@ class Gate:
         for task in list(self._holding):
             task.cancel()
         await asyncio.gather(*self._holding, return_exceptions=True)
+        # A holder cancelled while letting go: its write ends before the database closes.
+        await asyncio.gather(*self._releasing, return_exceptions=True)
 
     # ── decisions ───────────────────────────────────────────────────────────────────────
 
