@@ -190,3 +190,42 @@ async def test_a_channel_hears_that_it_waits_then_the_answer(make_client, hits):
     assert "refunded" in second["text"] and second["conversationId"] == first["conversationId"]
     answer = await answer_of(client, auth, first["conversationId"])
     assert answer["id"] == second["messageId"] == first["messageId"]
+
+
+async def test_a_turn_that_pauses_twice_goes_on_in_its_stream(make_client, tmp_path, openai_fake):
+    """The model calls the tool, is given the result, and calls it again: two approvals in
+    one turn, the second asked in the same stream; one answer with both results."""
+    providers = {"oai": {"kind": "openai", "base_url": openai_fake.base_url, "api_key": "k"}}
+    client = await make_client(providers=providers, **FAST)
+    auth = bearer(await new_api_key(client))
+    agent = await new_agent(client, auth, model="oai/gpt-4o-mini")
+    await new_tool(
+        client,
+        auth,
+        agent["id"],
+        "refund",
+        inputSchema=ORDER_SCHEMA,
+        mockResponse='{"refunded": true}',
+        requiresApproval=True,
+    )
+    openai_fake.script(
+        oai.stream(oai.tool_events([("call_1", "refund", ['{"order": "A1"}'])])),
+        oai.stream(oai.tool_events([("call_2", "refund", ['{"order": "A2"}'])], "One done.")),
+        oai.stream(oai.text_events(["Both ", "done."])),
+    )
+    stream = await OpenStream.start(
+        client, {"agentId": agent["id"], "messages": user("Refund A1 and A2")}
+    )
+    conversation_id, first = await pending_of(client, auth, stream)
+    await data_of(await decide(client, auth, first, "approve"))
+    second = (await stream.until("approval_pending"))["approvalId"]
+    assert second != first
+    await data_of(await decide(client, auth, second, "deny", {"reason": "Only one per day"}))
+    rest = [name for name, _ in await stream.rest()]
+    assert rest[-1] == "message_stop" and "error" not in rest
+    answer = await answer_of(client, auth, conversation_id)
+    assert answer["content"] == "One done.\n\nBoth done."
+    assert [c["isError"] for c in answer["toolCalls"]] == [False, True]
+    assert "Only one per day" in answer["toolCalls"][1]["output"]
+    sent = openai_fake.requests[2]["json"]["messages"]
+    assert "Only one per day" in sent[-1]["content"]
