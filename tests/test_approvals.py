@@ -4,6 +4,8 @@ open stream, or, when the visitor left, in the conversation."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from tests.support.accounts import bearer, new_api_key
@@ -249,3 +251,36 @@ async def test_a_tool_deleted_while_its_call_waits_does_not_run(fast, fast_auth)
     found = await data_of(await client.get(f"/api/v1/approvals/{approval_id}", headers=auth))
     assert found["ranAt"] is None and found["status"] == "approved"
     assert "no longer available" in (await answer_of(client, auth, conversation_id))["content"]
+
+
+async def test_the_list_pages_and_filters(fast, fast_auth):
+    client, auth = fast, fast_auth
+    agent_id = await agent_with_refund(client, auth)
+    streams, ids = [], []
+    for order in ("A1", "A2", "A3"):
+        stream = await ask_refund(client, agent_id, order=order)
+        ids.append((await pending_of(client, auth, stream))[1])
+        streams.append(stream)
+        await asyncio.sleep(0.005)  # times in milliseconds: each call in one of its own
+    resp = await client.get("/api/v1/approvals?status=pending&limit=2", headers=auth)
+    first = await resp.json()
+    assert [a["id"] for a in first["data"]] == ids[:2]  # the longest wait first
+    cursor = first["pagination"]["nextCursor"]
+    resp = await client.get(
+        f"/api/v1/approvals?status=pending&limit=2&cursor={cursor}", headers=auth
+    )
+    second = await resp.json()
+    assert [a["id"] for a in second["data"]] == ids[2:]
+    assert second["pagination"]["nextCursor"] is None
+    await data_of(await decide(client, auth, ids[1], "deny", {"reason": "No"}))
+    denied = await data_of(await client.get("/api/v1/approvals?status=denied", headers=auth))
+    assert [a["id"] for a in denied] == [ids[1]]
+    every = await data_of(await client.get(f"/api/v1/approvals?agentId={agent_id}", headers=auth))
+    assert [a["id"] for a in every] == ids[::-1]  # newest first
+    conversation = every[0]["conversationId"]
+    resp = await client.get(f"/api/v1/approvals?conversationId={conversation}", headers=auth)
+    assert [a["id"] for a in await data_of(resp)] == [ids[2]]
+    for approval_id in (ids[0], ids[2]):
+        await data_of(await decide(client, auth, approval_id, "approve"))
+    for stream in streams:
+        await stream.rest()
