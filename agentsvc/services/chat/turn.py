@@ -392,6 +392,8 @@ class TurnRunner:
         finally:
             if not gathered.done():
                 gathered.cancel()
+                # Cancelled, it ends with an exception nobody awaits: taken, not logged.
+                gathered.add_done_callback(lambda f: f.cancelled() or f.exception())
         results = gathered.result()
         if held is not None:
             calls = await held.settled(calls, results)
