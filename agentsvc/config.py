@@ -460,6 +460,13 @@ class SourceSettings(_Section):
     weekly_seconds: float = Field(604800, gt=0)
 
 
+class ApprovalSettings(_Section):
+    """Tool calls a person approves first (services.approvals)."""
+
+    lease_seconds: float = Field(30, gt=0)  # a paused turn's holder renews it; then anyone takes it
+    sweep_seconds: float = Field(10, gt=0)  # how often due calls are denied, decided turns taken
+
+
 class ExportSettings(_Section):
     """Streamed exports (GET /conversations/export, /form-submissions/export)."""
 
@@ -501,6 +508,7 @@ class Settings(_Section):
     answers: AnswerSettings = AnswerSettings()
     evals: EvalSettings = EvalSettings()
     sources: SourceSettings = SourceSettings()
+    approvals: ApprovalSettings = ApprovalSettings()
     exports: ExportSettings = ExportSettings()
     identity: IdentitySettings = IdentitySettings()
 

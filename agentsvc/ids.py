@@ -40,6 +40,8 @@ PREFIXES = {
     "eval_case": "evc",
     "eval_run": "evr",
     "source": "src",
+    "approval": "apr",
+    "paused_turn": "pt",
 }
 
 

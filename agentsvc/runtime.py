@@ -40,6 +40,10 @@ from agentsvc.services.agents.registry import AgentCache
 from agentsvc.services.agents.service import AgentsService
 from agentsvc.services.answers.matching import CuratedAnswers
 from agentsvc.services.answers.service import AnswersService
+from agentsvc.services.approvals.gate import Gate, GateDeps
+from agentsvc.services.approvals.resume import ResumeDeps, Resumer
+from agentsvc.services.approvals.service import ApprovalsDeps, ApprovalsService
+from agentsvc.services.approvals.signals import ApprovalSignals
 from agentsvc.services.audit import AuditService
 from agentsvc.services.channels.email_files import remove_orphan_folders
 from agentsvc.services.channels.email_poll import EmailPoller, PollConfig
@@ -121,6 +125,7 @@ EMAIL_POLL_JOB = "email-channels-poll"  # e-mail channels' mailboxes read
 MAIL_FILES_JOB = "mail-files-sweep"  # each process: e-mails' attachments in its data_dir
 EVAL_SWEEP_JOB = "eval-runs-sweep"  # runs queued, or left by a process that stopped
 SOURCE_SWEEP_JOB = "sources-sweep"  # syncs due, queued, or left by a process that stopped
+APPROVALS_SWEEP_JOB = "approvals-sweep"  # calls whose time ran out; decided turns taken up
 
 
 def attach(app: web.Application) -> None:
@@ -433,11 +438,13 @@ def _chat_features(app: web.Application, meter: UsageMeter) -> None:
                 app[app_keys.tool_runner_key],
                 settings.chat.keepalive_seconds,
                 ConversationForms(app[app_keys.forms_key]),  # forms on channels
+                _approval_gate(app),
             ),
             usage=meter,
         ),
         handoff.request_for_turn,
     )
+    _approvals(app, turns)
     app[app_keys.conversations_key] = ConversationsService(db, emitter, settings.server.data_dir)
     app[app_keys.desk_key] = DeskService(db)
     app[app_keys.answers_key] = AnswersService(db, curated, settings.answers.max_per_agent)
@@ -455,6 +462,26 @@ def _chat_features(app: web.Application, meter: UsageMeter) -> None:
             turn_seconds=settings.chat.max_stream_seconds,
         ),
         agents,
+    )
+
+
+def _approval_gate(app: web.Application) -> Gate:
+    """The gate of tools a person approves each call of first (for the chat turns)."""
+    db, settings = app[app_keys.db_key], app[app_keys.settings_key]
+    signals = ApprovalSignals(db)
+    deps = GateDeps(db, app[app_keys.tool_runner_key], signals, settings.approvals)
+    app[app_keys.approval_gate_key] = gate = Gate(deps)
+    return gate
+
+
+def _approvals(app: web.Application, turns: ChatTurns) -> None:
+    """The approvals service, and the resumer of paused turns nobody waits for."""
+    gate, settings = app[app_keys.approval_gate_key], app[app_keys.settings_key]
+    replies = ReplyQueue(app[app_keys.deliverer_key].wake)  # a channel's answer, once decided
+    resumer = Resumer(ResumeDeps(gate, turns, replies, settings.approvals))
+    app[app_keys.approval_resumer_key] = resumer
+    app[app_keys.approvals_key] = ApprovalsService(
+        ApprovalsDeps(app[app_keys.db_key], gate, resumer, gate.signals)
     )
 
 
@@ -523,10 +550,18 @@ async def _features(app: web.Application) -> AsyncIterator[None]:
     sweep_seconds = app[app_keys.settings_key].sources.sweep_seconds
     jobs.every(SOURCE_SWEEP_JOB, sweep_seconds, syncer.sweep, run_now=True)
 
+    # -- approvals: calls whose time ran out, and decided turns nobody waits for (now too)
+    resumer = app[app_keys.approval_resumer_key]
+    approvals_sweep = app[app_keys.settings_key].approvals.sweep_seconds
+    jobs.every(APPROVALS_SWEEP_JOB, approvals_sweep, resumer.sweep, run_now=True)
+
     # -- team, sign-in, sessions, API keys, limits
     _team_services(app)
 
     yield
+    jobs.cancel(APPROVALS_SWEEP_JOB)
+    await resumer.close()  # turns taken up are left to their leases, taken up elsewhere
+    await app[app_keys.approval_gate_key].close()
     jobs.cancel(SOURCE_SWEEP_JOB)
     await syncer.close()  # syncs under way are left to their leases, resumed elsewhere
     jobs.cancel(EVAL_SWEEP_JOB)

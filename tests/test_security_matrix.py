@@ -22,7 +22,7 @@ from agentsvc.api.routing import PATH_PARAM, Endpoint
 from agentsvc.app import create_app
 from agentsvc.outbound import literal_address
 from agentsvc.services.tools import secrets as secret_service
-from tests.support import agent_versions, channels, guardrails, pg, scim, sources, sso
+from tests.support import agent_versions, approvals, channels, guardrails, pg, scim, sources, sso
 from tests.support.accounts import (
     SESSION_COOKIE,
     add_member,
@@ -65,7 +65,7 @@ OWN_NAMESPACE = {("PUT", "/api/v1/secrets/{name}")}
 END_USER_ROUTES = {("DELETE", "/api/v1/end-users/{ref}"), ("GET", "/api/v1/end-users/{ref}/export")}
 OWN_NAMESPACE |= END_USER_ROUTES
 VISITOR = {"id": "visitor-7", "email": "visitor@example.com", "name": "Vera"}
-SUPPORT_MODULES_WITH_ID_ROUTES = (channels, agent_versions, sources, guardrails)
+SUPPORT_MODULES_WITH_ID_ROUTES = (channels, agent_versions, sources, guardrails, approvals)
 
 # For each route with an id: which resource of the victim team fills it, and a body that
 # passes validation (so the answer is about the id, not about the body).

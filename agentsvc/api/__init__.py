@@ -20,6 +20,7 @@ ROUTE_MODULES = (
     "conversations",
     "handoff",
     "desk",
+    "approvals",
     "documents",
     "sources",
     "answers",

@@ -30,6 +30,9 @@ if TYPE_CHECKING:
     from agentsvc.services.agents.service import AgentsService
     from agentsvc.services.answers.matching import CuratedAnswers
     from agentsvc.services.answers.service import AnswersService
+    from agentsvc.services.approvals.gate import Gate
+    from agentsvc.services.approvals.resume import Resumer
+    from agentsvc.services.approvals.service import ApprovalsService
     from agentsvc.services.audit import AuditService
     from agentsvc.services.channels.email_poll import EmailPoller
     from agentsvc.services.channels.service import ChannelsService
@@ -113,6 +116,10 @@ mcp_server_key: web.AppKey[McpServerService] = web.AppKey("mcp_server")
 evals_key: web.AppKey[EvalsService] = web.AppKey("evals")
 eval_runner_key: web.AppKey[EvalRunner] = web.AppKey("eval_runner")
 source_syncer_key: web.AppKey[SourceSyncer] = web.AppKey("source_syncer")
+# Tool calls a person approves first: the gate turns pass, the paused turns taken up.
+approvals_key: web.AppKey[ApprovalsService] = web.AppKey("approvals")
+approval_gate_key: web.AppKey[Gate] = web.AppKey("approval_gate")
+approval_resumer_key: web.AppKey[Resumer] = web.AppKey("approval_resumer")
 
 # -- forms, delivery, event webhooks
 forms_key: web.AppKey[FormsService] = web.AppKey("forms")

@@ -25,8 +25,7 @@ from agentsvc.api.errors import RateLimited
 from agentsvc.api.limits import STREAM_END_MARGIN_SECONDS, take_token, team_stream_slots
 from agentsvc.api.models import NON_BLANK, QueryModel, RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, envelope_response, json_response, parse_json
-from agentsvc.api.state import request_deps
-from agentsvc.config import Settings
+from agentsvc.api.streams import streaming_of
 from agentsvc.errors import ValidationFailed
 from agentsvc.services.handoff.flow import HandoffState
 from agentsvc.services.handoff.service import HandoffService
@@ -42,11 +41,6 @@ EventId = Annotated[int, Field(ge=0, le=event_streams.MAX_EVENT_ID)]
 
 def _handoff(call: Call) -> HandoffService:
     return call.app[app_keys.handoff_key]
-
-
-def _settings(call: Call) -> Settings:
-    # The settings every request's wrapper already holds (no lookup of its own).
-    return request_deps(call.request).settings
 
 
 def _optional_json(raw: bytes | bytearray) -> Any:
@@ -129,7 +123,7 @@ def _ip(call: Call) -> str:
 
 
 async def _limit_visitor(call: Call, what: str) -> None:
-    per_minute = _settings(call).ratelimit.public_chat_per_minute
+    per_minute = streaming_of(call).public_chat_per_minute
     await take_token(
         call.request,
         f"{what}-ip:{_ip(call)}",
@@ -406,9 +400,10 @@ async def get_conversation_events(call: Call):
             following = await handoff.follow_conversation(conv.id, after)
             render = _render_for(True, origin)
             return await event_streams.serve(call, following, render, [snapshot])
-    limiter = call.app[app_keys.limiter_key]
+    streaming = streaming_of(call)
+    limiter = streaming.limiter
     slot = f"event-streams:{_ip(call)}"
-    settings = _settings(call).handoff
+    settings = streaming.handoff
     cap = settings.max_public_streams_per_ip
     if not await limiter.hold(slot, cap, settings.max_stream_seconds + STREAM_END_MARGIN_SECONDS):
         raise RateLimited(

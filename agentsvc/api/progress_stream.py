@@ -21,14 +21,18 @@ PING_SECONDS = 15.0
 WRITE_TIMEOUT_SECONDS = 10.0
 
 
-async def progress_stream(call: Call, updates: AsyncIterator[dict[str, Any]]) -> EventStream:
-    """Stream `updates` (the job's JSON each time it moves on) to the client; the caller
-    has answered 404 already when the job is not the team's."""
+async def progress_stream(
+    call: Call, updates: AsyncIterator[dict[str, Any]], name: str = "progress"
+) -> EventStream:
+    """Stream `updates` (the job's JSON each time it moves on, as events `name`) to the
+    client; the caller has answered 404 already when the job is not the team's."""
     response = EventStream(ping_interval=PING_SECONDS, send_timeout=WRITE_TIMEOUT_SECONDS)
     finish_response(call.request, response)
     await response.prepare(call.request)
     streaming = streaming_of(call)
-    pump = asyncio.ensure_future(_pump(response, updates, streaming.chat.max_stream_seconds))
+    pump = asyncio.ensure_future(
+        _pump(response, updates, streaming.chat.max_stream_seconds, name)
+    )
     streaming.event_streams.watch(pump, call.request)
     try:
         await asyncio.wait({pump})
@@ -42,12 +46,12 @@ async def progress_stream(call: Call, updates: AsyncIterator[dict[str, Any]]) ->
 
 
 async def _pump(
-    response: EventStream, updates: AsyncIterator[dict[str, Any]], seconds: float
+    response: EventStream, updates: AsyncIterator[dict[str, Any]], seconds: float, name: str
 ) -> None:
     last = None
     with contextlib.suppress(ConnectionError, TimeoutError):
         async with asyncio.timeout(seconds):
             async for last in updates:
-                await response.send_framed(frame("progress", last))
+                await response.send_framed(frame(name, last))
         if last is not None:
             await response.send_framed(frame("end", last))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
@@ -36,6 +36,7 @@ _NULLABLE = frozenset(
         "formPostActions",
         "mcpHeaders",
         "mcpTools",
+        "approvalTimeoutSeconds",
     }
 )
 
@@ -61,6 +62,17 @@ class _ToolFields(RequestModel):
     input_schema: JsonObject | SkipJsonSchema[None] = None
     is_enabled: bool | SkipJsonSchema[None] = None
     display_config: JsonObject | None = None
+    requires_approval: bool | SkipJsonSchema[None] = Field(
+        None,
+        description="a person from the team approves each call before it runs (not for forms)",
+    )
+    approval_timeout_seconds: (
+        Annotated[int, Field(ge=1, le=rules.MAX_APPROVAL_TIMEOUT_SECONDS)] | None
+    ) = Field(
+        None,
+        description="how long a call waits for approval before it is denied (default"
+        f" {rules.DEFAULT_APPROVAL_TIMEOUT_SECONDS}; null: the default)",
+    )
     mock_response: str | SkipJsonSchema[None] = _doc(maxLength=rules.MAX_MOCK_RESPONSE_CHARS)
     http_url: str | SkipJsonSchema[None] = _doc(**_URL)
     http_method: str | SkipJsonSchema[None] = _doc(enum=list(rules.HTTP_METHODS))
@@ -133,6 +145,8 @@ class ToolOut(ResponseModel):
     input_schema: JsonObject
     is_enabled: bool
     display_config: JsonObject | None
+    requires_approval: bool
+    approval_timeout_seconds: int | None
     mock_response: str | None
     http_url: str | None
     http_method: str | None
@@ -174,6 +188,8 @@ def tool_json(call: Call, tool: Tool) -> dict:
         "inputSchema": tool.input_schema,
         "isEnabled": tool.is_enabled,
         "displayConfig": tool.display_config,
+        "requiresApproval": tool.requires_approval,
+        "approvalTimeoutSeconds": tool.approval_timeout_seconds,
         "mockResponse": tool.mock_response,
         "httpUrl": tool.http_url,
         "httpMethod": tool.http_method,

@@ -51,6 +51,8 @@ TABLES = [
     "conversation_events",
     "conversation_notes",
     "conversation_reads",
+    "paused_turns",
+    "tool_approvals",  # after paused_turns, which it names
     "unanswered_questions",
     "triggers",
     "trigger_daily",

@@ -68,7 +68,10 @@
     "fileUnreadable": "Could not read the file",
     "noHandler": "No handler registered for {name}",
     "handlerFailed": "The form handler failed",
-    "sources": "Sources"
+    "sources": "Sources",
+    "approvalWaiting": "Waiting for a person from the team to approve this…",
+    "approvalApproved": "A person from the team approved this.",
+    "approvalDenied": "A person from the team did not approve this."
   };
   var S = EN, lang = "en", tables = { en: EN };
   function t(key, params) {
@@ -810,6 +813,15 @@
       } else if (name === "message_stop") {
         var found = sourceList(data.sources);
         if (found.length) reply.sources = found;
+        if (conv.awaiting === reply.id) { conv.awaiting = null; saveConv(); }
+      } else if (name === "approval_pending") {
+        // A person approves the agent's action first: the answer follows here, or (the
+        // stream gone) in the conversation's events.
+        conv.awaiting = reply.id;
+        saveConv();
+        note(t("approvalWaiting"));
+      } else if (name === "approval_decided") {
+        note(t(data.status === "approved" ? "approvalApproved" : "approvalDenied"));
       } else if (name === "tool_result") {
         node = null;
         if (data.toolName !== "request_human") renderToolResult(data);
@@ -839,9 +851,12 @@
         });
       }
       return readSse(r, onEvent);
-    }).then(function () { finish(); return true; }, function (err) {
+    }).then(function () { finish(); follow(); return true; }, function (err) {
       if (err === null) return true; // answered by the retry of a lost conversation
       finish();
+      // A call waits for a person: its answer comes in the conversation's events (a retry
+      // would ask again).
+      if (conv.awaiting) { follow(); return false; }
       showError(err && err.message ? err.message : t("networkError"), retry);
       return false;
     });
@@ -942,10 +957,16 @@
       saveConv();
       showHumanBtn();
       // Back with the agent: the chat stream carries its answers; stop following.
-      if ((data.status === "bot" || data.status === "closed") && followAbort) followAbort.abort();
+      if ((data.status === "bot" || data.status === "closed") && followAbort && !conv.awaiting) followAbort.abort();
     } else if (name === "message" && data.message) {
       var m = data.message;
       if (m.role === "user" || known(m.id) || !m.content) return;
+      var withPerson = conv.status === "waiting" || conv.status === "human";
+      if (conv.awaiting && !withPerson && m.id !== conv.awaiting) return;
+      if (conv.awaiting === m.id) {
+        conv.awaiting = null;
+        if (!withPerson && followAbort) followAbort.abort();
+      }
       var shown = { role: "assistant", content: m.content, id: m.id, rating: null, author: m.author };
       conv.messages.push(shown);
       saveConv();
@@ -953,10 +974,11 @@
       emit("message", { role: "assistant", content: m.content, messageId: m.id, author: m.author });
     }
   }
-  // Follow the conversation live while a person is (or may be) in it: replayed from the
-  // last event seen, so nothing is lost across reconnects and page loads.
+  // Follow the conversation live while a person is (or may be) in it, or an answer waits
+  // for a person's approval: replayed from the last event seen, so nothing is lost across
+  // reconnects and page loads.
   function follow() {
-    if (following || !conv.conversationId || !(conv.status === "waiting" || conv.status === "human")) return;
+    if (following || !conv.conversationId || !(conv.status === "waiting" || conv.status === "human" || conv.awaiting)) return;
     var id = conv.conversationId;
     var headers = { "X-Session-Id": sessionId(), Accept: "text/event-stream", "Last-Event-ID": String(conv.lastEventId || 0) };
     followAbort = W.AbortController ? new AbortController() : null;

@@ -39,6 +39,8 @@ class Tool:
     mcp_server_tools: list | None = None
     mcp_listed_at: str | None = None
     counts_as: int = 1  # tools this row is against the plan's per-agent limit
+    requires_approval: bool = False  # a person approves each call first (services.approvals)
+    approval_timeout_seconds: int | None = None  # how long a call waits for that
 
 
 _FIELDS = tuple(Tool.__dataclass_fields__)
@@ -53,6 +55,7 @@ _JSON = {
     "mcp_tools",
     "mcp_server_tools",
 }
+_FLAGS = {"is_enabled", "requires_approval"}
 # Columns a partial update may set.
 UPDATABLE = frozenset(_FIELDS) - {"id", "agent_id", "team_id", "created_at", "updated_at"}
 
@@ -60,7 +63,7 @@ UPDATABLE = frozenset(_FIELDS) - {"id", "agent_id", "team_id", "created_at", "up
 def _to_db(name: str, value: Any) -> Any:
     if name in _JSON:
         return dump_json(value)
-    if name == "is_enabled":
+    if name in _FLAGS:
         return 1 if value else 0
     return value
 
@@ -70,7 +73,7 @@ def _from_row(row: Any) -> Tool:
     for name, value in zip(_FIELDS, row, strict=True):
         if name in _JSON:
             value = load_json(value)
-        elif name == "is_enabled":
+        elif name in _FLAGS:
             value = bool(value)
         values[name] = value
     return Tool(**values)

@@ -84,7 +84,9 @@ class Stack:
                 "public_chat_per_minute": 100000,
                 "form_submits_per_minute": 100000,
             },
-            chat={"builtin_chunk_delay_ms": 60},
+            chat={"builtin_chunk_delay_ms": 60, "keepalive_seconds": 0.5},
+            # A visitor who left a call waiting lets go of it within a second.
+            approvals={"lease_seconds": 1, "sweep_seconds": 0.2},
             # Pages the service renders (the demo page) name public_url: the real address.
             server={"public_url": f"http://127.0.0.1:{api_port}"},
         )

@@ -116,6 +116,8 @@ CREATE TABLE tools (
     mcp_server_tools    TEXT,
     mcp_listed_at       TEXT,
     counts_as           INTEGER NOT NULL DEFAULT 1,
+    requires_approval   BIGINT NOT NULL DEFAULT 0,
+    approval_timeout_seconds BIGINT,
     UNIQUE (agent_id, name)
 );
 CREATE INDEX tools_team ON tools(team_id);
@@ -1198,6 +1200,46 @@ CREATE TABLE source_pages (
 CREATE INDEX source_pages_document ON source_pages(document_id)
     WHERE document_id IS NOT NULL;
 
+-- Tool calls a person approves first (migration 22).
+CREATE TABLE paused_turns (
+    id              TEXT PRIMARY KEY,
+    conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+    team_id         TEXT NOT NULL,
+    message_id      TEXT NOT NULL,          -- the answer the turn stores when it ends
+    state           TEXT NOT NULL,          -- JSON: what the turn needs to go on
+    status          TEXT NOT NULL CHECK (status IN ('waiting', 'done')),
+    holder          TEXT,                   -- the process holding it (a random token)
+    lease_until     TEXT,
+    created_at      TEXT NOT NULL
+);
+CREATE INDEX paused_turns_waiting ON paused_turns(lease_until) WHERE status = 'waiting';
+CREATE TABLE tool_approvals (
+    id              TEXT PRIMARY KEY,
+    pause_id        TEXT NOT NULL REFERENCES paused_turns(id) ON DELETE CASCADE,
+    conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+    team_id         TEXT NOT NULL,
+    agent_id        TEXT NOT NULL,
+    tool_id         TEXT,
+    tool_name       TEXT NOT NULL,
+    tool_use_id     TEXT NOT NULL,
+    input           TEXT NOT NULL,          -- JSON object, as the model gave it
+    edited_input    TEXT,                   -- JSON object a member approved instead
+    status          TEXT NOT NULL
+        CHECK (status IN ('pending', 'approved', 'denied', 'expired')),
+    reason          TEXT,
+    decided_by      TEXT,                   -- the member's user id
+    decided_by_name TEXT,
+    decided_at      TEXT,
+    expires_at      TEXT NOT NULL,
+    ran_at          TEXT,                   -- set once, before the tool runs
+    output          TEXT,                   -- JSON: what the tool gave
+    is_error        BIGINT,
+    created_at      TEXT NOT NULL
+);
+CREATE INDEX tool_approvals_team ON tool_approvals(team_id, created_at, id);
+CREATE INDEX tool_approvals_pending ON tool_approvals(expires_at) WHERE status = 'pending';
+CREATE INDEX tool_approvals_pause ON tool_approvals(pause_id);
+CREATE INDEX tool_approvals_conversation ON tool_approvals(conversation_id);
 -- Guardrails (migration 23): conversations a guardrail flagged for review, and the hits of
 -- every guardrail per agent, UTC day and kind (email, phone, card, iban, pattern, blocked,
 -- mustNotSay, tooLong), written with the message each concerns.

@@ -78,6 +78,10 @@ HANDED_OVER = {
     False: "Our team is away right now; a person will answer you here when they are back.",
 }
 
+# What a channel's person reads when the agent's answer waits for a person's approval of a
+# tool call (services.approvals): the answer follows as another reply once it is decided.
+APPROVAL_PENDING = "A person from the team must approve this first; the answer will follow here."
+
 
 class _Reply:
     """A turn's stream, kept instead of sent: the text blocks, the quick replies of its
@@ -89,6 +93,7 @@ class _Reply:
         self.error: dict[str, str] | None = None
         self.buttons: tuple[Button, ...] = ()
         self.handed_over: bool | None = None
+        self.awaiting_approval = False
 
     async def event(self, name: str, data: dict[str, Any]) -> None:
         if name == "error":
@@ -99,6 +104,8 @@ class _Reply:
             self.handed_over = bool(data.get("online", True))
         elif name == "answer_replaced":  # a guardrail replaced what was said: only this
             self.blocks = {0: [data["text"]]}
+        elif name == "approval_pending":
+            self.awaiting_approval = True
 
     async def delta(self, index: int, text: str) -> None:
         self.blocks.setdefault(index, []).append(text)
@@ -111,6 +118,8 @@ class _Reply:
         said = "\n\n".join("".join(parts) for _, parts in sorted(self.blocks.items()))
         if not said.strip() and self.handed_over is not None:
             return HANDED_OVER[self.handed_over]
+        if self.awaiting_approval:
+            return f"{said}\n\n{APPROVAL_PENDING}" if said.strip() else APPROVAL_PENDING
         return said
 
 

@@ -36,6 +36,7 @@ from agentsvc.llm.builtin import NOTHING_FOUND
 from agentsvc.services.agents.registry import AgentCache
 from agentsvc.services.answers.matching import CuratedAnswers, CuratedMatch, question_key
 from agentsvc.services.chat.messages import ConversationLog
+from agentsvc.services.chat.pause import ApprovalGate, PausePoint, Produced, Resume, TurnParked
 from agentsvc.services.events.emitter import Emission
 from agentsvc.services.guardrails import hooks as guardrails
 from agentsvc.services.handoff.settings import settings_of as handoff_settings_of
@@ -129,6 +130,8 @@ class TurnTools:
     keepalive_seconds: float
     # Off the web (a channel), a form is filled in the conversation; None: never.
     forms: FormFiller | None = None
+    # Tools a person approves each call of first (services.approvals); None: none.
+    approvals: ApprovalGate | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +178,8 @@ class Turn:
     budget_reached: bool = False
     # The visitor's message through the agent's guardrails (None: the agent has none).
     screening: guardrails.Screening | None = None
+    # A turn taken up again after a person decided its held tool calls (services.approvals).
+    resumed: Resume | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,9 +211,23 @@ class _Produced:
         if added_out is not None:
             self.output_tokens = min((self.output_tokens or 0) + added_out, MAX_TOKENS)
 
+    @classmethod
+    def of(cls, produced: Produced) -> _Produced:
+        """What a paused turn had produced, to go on from."""
+        usage = produced.usage or {}
+        return cls(
+            list(produced.texts),
+            list(produced.tool_calls),
+            usage.get("inputTokens"),
+            usage.get("outputTokens"),
+        )
+
     def usage_json(self, meter: UsageMeter | None, model: str) -> dict[str, Any] | None:
         if meter is not None:
             return meter.usage_json(model, self.input_tokens, self.output_tokens)
+        return self.raw_usage()
+
+    def raw_usage(self) -> dict[str, int | None] | None:
         if self.input_tokens is None and self.output_tokens is None:
             return None
         return {"inputTokens": self.input_tokens, "outputTokens": self.output_tokens}
@@ -241,6 +260,13 @@ class TurnRunner:
         self._produced = _Produced()
         self._block = 0
         self._guard = guardrails.AnswerGuard(turn.screening)  # mustNotSay, redaction
+        self._gate = deps.tools.approvals
+        self._step = 0
+        # While a person decides a call, the answer is stored by whoever goes on with it.
+        self._held = False
+        if turn.resumed is not None:
+            self._produced = _Produced.of(turn.resumed.produced)
+            self._block = turn.resumed.produced.block
 
     async def run(self) -> None:
         """Stream the turn; store the assistant message; end with message_stop or error."""
@@ -259,9 +285,14 @@ class TurnRunner:
             await self._loop()
         except ProviderError as exc:
             status, error = "failed", {"code": exc.code, "message": exc.message}
+        except TurnParked:
+            # A person decides a call first; whoever takes the turn up then answers.
+            await self._sink.event("message_stop", {"type": "message_stop", "sources": []})
+            return
         except (ClientGone, asyncio.CancelledError):
             # Client gone or server stopping: keep what was produced, then stop.
-            await self._store_to_the_end("interrupted")
+            if not self._held:
+                await self._store_to_the_end("interrupted")
             raise
         except Exception:
             log.exception("chat turn failed for agent %s", turn.agent.id)
@@ -297,7 +328,14 @@ class TurnRunner:
         if turn.offer_handoff and self._request_human is not None:
             specs += (REQUEST_HUMAN_SPEC,)
         system, texts, curated = prompt.for_model(turn.agent, turn.passages, turn.curated)
-        for step in range(MAX_MODEL_CALLS):
+        first = 0
+        if turn.resumed is not None:  # taken up after a person's decision
+            context, first = list(turn.resumed.context), turn.resumed.step + 1
+            results = list(turn.resumed.results)
+            if await self._finish_tools(list(turn.resumed.calls), results, context):
+                return
+        for step in range(first, MAX_MODEL_CALLS):
+            self._step = step
             offered = specs if step < MAX_MODEL_CALLS - 1 else ()
             request = ModelRequest(
                 model=turn.model_name,
@@ -394,7 +432,13 @@ class TurnRunner:
                     "input": call.input if call.input is not None else call.raw_arguments,
                 },
             )
-        gathered = asyncio.gather(*(self._run_one(call) for call in calls))
+        held = None
+        if self._gate is not None and any(self._needs_person(call) for call in calls):
+            held = await self._gate.hold(self._pause_point(calls, context), self._sink)
+            self._held = held is not None
+        gathered = asyncio.gather(
+            *(held.run(c) if held and held.holds(c) else self._run_one(c) for c in calls)
+        )
         try:
             while True:
                 done, _ = await asyncio.wait({gathered}, timeout=self._keepalive)
@@ -404,8 +448,33 @@ class TurnRunner:
         finally:
             if not gathered.done():
                 gathered.cancel()
+                # Cancelled, it ends with an exception nobody awaits: taken, not logged.
+                gathered.add_done_callback(lambda f: f.cancelled() or f.exception())
+        results = gathered.result()
+        if held is not None:
+            calls = await held.settled(calls, results)
+            self._held = False
+        return await self._finish_tools(calls, results, context)
+
+    def _needs_person(self, call: ToolCall) -> bool:
+        tool = self._turn.tools.get(call.name)
+        assert self._gate is not None
+        return tool is not None and call.input is not None and self._gate.requires(tool)
+
+    def _pause_point(self, calls: list[ToolCall], context: list[Message]) -> PausePoint:
+        made = self._produced
+        produced = Produced(
+            tuple(made.texts), tuple(made.tool_calls), made.raw_usage(), self._block
+        )
+        return PausePoint(self._turn, self._step, tuple(context), tuple(calls), produced)
+
+    async def _finish_tools(
+        self, calls: list[ToolCall], results: list[Any], context: list[Message]
+    ) -> bool:
+        """Feed the calls' results back and stream them; True when a form tool or a handoff
+        ends the turn."""
         form_shown = False
-        for call, (output, is_error, form) in zip(calls, gathered.result(), strict=True):
+        for call, (output, is_error, form) in zip(calls, results, strict=True):
             tool = self._turn.tools.get(call.name)
             data: dict[str, Any] = {
                 "type": "tool_result",

@@ -10,9 +10,18 @@ from typing import Any, Protocol
 from agentsvc.db import Tx
 from agentsvc.services.guardrails.answers import AnswerGuard, Settled
 from agentsvc.services.guardrails.records import Trace, write_in
-from agentsvc.services.guardrails.screening import Screening, screen
+from agentsvc.services.guardrails.screening import Screening, for_answer, screen
 
-__all__ = ["AnswerGuard", "Screening", "Settled", "Trace", "close", "screen", "then_trace"]
+__all__ = [
+    "AnswerGuard",
+    "Screening",
+    "Settled",
+    "Trace",
+    "close",
+    "for_answer",
+    "screen",
+    "then_trace",
+]
 
 Write = Callable[[Tx], Awaitable[None]]
 

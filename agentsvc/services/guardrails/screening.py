@@ -113,6 +113,15 @@ def _screen(rules: Guardrails, text: str, topics: bool) -> Screening:
     )
 
 
+def for_answer(agent: Agent) -> Screening | None:
+    """The agent's guardrails for an answer taken up again after a person decided its
+    tool calls (services.approvals): the visitor's message was screened when it came."""
+    rules = guardrails_of(agent.guardrails)
+    if not rules.on:
+        return None
+    return Screening(rules, stored="", for_model="", blocked=None, trace=records.Trace())
+
+
 async def screen(
     db: Database, agent: Agent, conv: Conversation | None, text: str
 ) -> Screening | None:

@@ -31,6 +31,8 @@ CLIENT_FIELDS = (
     "input_schema",
     "is_enabled",
     "display_config",
+    "requires_approval",
+    "approval_timeout_seconds",
     *(f for fields in tool_rules.TYPE_FIELDS.values() for f in fields),
 )
 
@@ -130,6 +132,9 @@ def _apply_defaults(tool: dict[str, Any]) -> None:
     if kind == "mcp" and tool.get("input_schema") is None:
         # The server's tools bring their own schemas (mcpServerTools).
         tool["input_schema"] = dict(tool_rules.EMPTY_INPUT_SCHEMA)
+    tool["requires_approval"] = bool(tool.get("requires_approval"))
+    if tool["requires_approval"] and tool.get("approval_timeout_seconds") is None:
+        tool["approval_timeout_seconds"] = tool_rules.DEFAULT_APPROVAL_TIMEOUT_SECONDS
 
 
 def default_form_mode(tool: dict[str, Any]) -> str:

@@ -94,6 +94,10 @@ WIRE_NAMES = {
     "mcp_tools": "mcpTools",
 }
 EMPTY_INPUT_SCHEMA = {"type": "object", "properties": {}}
+# How long a call of a tool that requires approval waits for a person (services.approvals)
+# when the tool says nothing; and the longest it may wait.
+DEFAULT_APPROVAL_TIMEOUT_SECONDS = 3600
+MAX_APPROVAL_TIMEOUT_SECONDS = 7 * 86400
 
 _NAME = re.compile(NAME_PATTERN)
 # Names the service offers the model itself (services/chat/turn.py).
@@ -347,6 +351,7 @@ def check_tool(tool: dict[str, Any], *, allow_private: bool = False) -> dict[str
     check_input_schema(tool["input_schema"])
     if tool.get("display_config") is not None:
         check_display_config(tool["display_config"])
+    _check_approval(tool)
     for other, fields in TYPE_FIELDS.items():
         if other == kind:
             continue
@@ -383,6 +388,25 @@ def check_tool(tool: dict[str, Any], *, allow_private: bool = False) -> dict[str
         tool["form_schema"] = normalise_form_schema(tool["form_schema"])
         _check_form(tool, allow_private=allow_private)
     return tool
+
+
+def _check_approval(tool: dict[str, Any]) -> None:
+    """`requiresApproval` (not for a form: the visitor fills it in) and how long a call waits."""
+    if tool.get("requires_approval") and tool["execution_type"] == "form":
+        raise fail(
+            "requiresApproval",
+            "a form tool cannot require approval: the visitor fills the form in themselves",
+        )
+    timeout = tool.get("approval_timeout_seconds")
+    if timeout is not None and (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int)
+        or not 1 <= timeout <= MAX_APPROVAL_TIMEOUT_SECONDS
+    ):
+        raise fail(
+            "approvalTimeoutSeconds",
+            f"must be a whole number of seconds from 1 to {MAX_APPROVAL_TIMEOUT_SECONDS} (7 days)",
+        )
 
 
 def _check_form(tool: dict[str, Any], *, allow_private: bool) -> None:

@@ -148,6 +148,9 @@ export function chatPanel(agentId, { title = "Chat preview", version } = {}) {
           answer.textContent = reply = data.text; // a guardrail's fallback replaces what was shown
         } else if (name === "tool_use_start") {
           log.insertBefore(h("div.tool-note", `Calling tool ${data.toolName} with `, h("code", JSON.stringify(data.input))), answer.parentElement);
+        } else if (name === "approval_pending" || name === "approval_decided") {
+          const said = name === "approval_pending" ? "waits for a person's approval in the Inbox" : data.status;
+          log.insertBefore(h("div.tool-note", `${data.toolName}: ${said}`), answer.parentElement);
         } else if (name === "tool_result") {
           const note = h("details", { class: `tool-note ${data.isError ? "error" : ""}` },
             h("summary", `Result of ${data.toolName}${data.isError ? " (error)" : ""}`),

@@ -2,7 +2,7 @@
 // a beep for each new waiting one, as the member chose; and one conversation of it, below.
 
 import { BASE, describe, enc, get, post, qs } from "./api.js";
-import { avatar, button, h, mount, select, toast, when } from "./dom.js";
+import { avatar, button, field, h, mount, parseJsonField, pretty, select, toast, when } from "./dom.js";
 import { actionButton, onSubmit, pageHeader } from "./forms.js";
 import { conversationStatus, localeName } from "./labels.js";
 
@@ -160,8 +160,57 @@ export async function renderInbox(ctx, page) {
   await load();
   mount(page,
     pageHeader("Inbox", "Visitors who asked for a person, live. j and k move through the list, Enter opens.", permissionButton(ctx)),
+    approvals(ctx),
     h("div.row.inbox-tools", views, h("span.spacer"), search),
     holder);
+}
+
+// Tool calls waiting for a person's approval, live: approve, edit the input then approve,
+// or deny with a reason. A card stays as it is while the list around it changes.
+
+/** An input as a person reads it: each field and its value. */
+const readable = (input) => Object.keys(input).length
+  ? h("dl.keys", Object.entries(input).map(([k, v]) => [h("dt", k), h("dd", typeof v === "string" ? v : JSON.stringify(v))]))
+  : h("p.muted", "No input");
+
+function approvalCard(a) {
+  const path = `/approvals/${enc(a.id)}`;
+  const decided = (what) => () => toast(`${a.toolName}: ${what}`);
+  const box = h("textarea.code", { name: "input", rows: 5, spellcheck: "false" }, pretty(a.input));
+  const edit = onSubmit(h("form.stack", { hidden: true, "aria-label": "Edit input" }, field("Input (JSON)", box), h("button", { type: "submit" }, "Approve with this input")),
+    async (data) => post(`${path}/approve`, { input: parseJsonField(data.get("input"), "input") }).then(decided("approved")));
+  const deny = onSubmit(h("form.stack", { hidden: true, "aria-label": "Deny" }, field("Reason", h("input", { name: "reason", required: true, maxlength: 1000 }), "The agent reads it and tells the visitor."), h("button.danger", { type: "submit" }, "Deny")),
+    async (data) => post(`${path}/deny`, { reason: String(data.get("reason")) }).then(decided("denied")));
+  const open = (form) => () => {
+    edit.hidden = form !== edit;
+    deny.hidden = form !== deny;
+    form.querySelector("textarea, input").focus();
+  };
+  return h("article.card.approval", { "aria-label": `${a.toolName} waits for approval` },
+    h("div.row", h("strong", a.toolName), h("span.muted", `${a.agentName} · `, h("a", { href: `#/inbox/${enc(a.conversationId)}` }, a.conversationTitle || "(untitled)"), ` · decide by ${when(a.expiresAt)}`)),
+    readable(a.input),
+    h("div.row", actionButton("Approve", () => post(`${path}/approve`).then(decided("approved"))),
+      button("Edit input", open(edit)), button("Deny", open(deny))),
+    edit, deny);
+}
+
+/** The live list of calls waiting for approval (hidden while there are none). */
+function approvals(ctx) {
+  const cards = new Map();
+  const list = h("div.stack");
+  const section = h("section", { "aria-labelledby": "approvals-head", hidden: true }, h("h2", { id: "approvals-head" }, "Waiting for approval"), list);
+  live(ctx, "/approvals/events", (name, e) => {
+    const ids = new Set(e.approvals.map((a) => a.id));
+    for (const [id, card] of cards) {
+      if (!ids.has(id)) {
+        card.remove();
+        cards.delete(id);
+      }
+    }
+    for (const a of e.approvals) if (!cards.has(a.id)) cards.set(a.id, list.appendChild(approvalCard(a)));
+    section.hidden = !cards.size;
+  }, ["approvals"]);
+  return section;
 }
 
 // One inbox conversation, live: messages, private notes and handoff events; reply or note

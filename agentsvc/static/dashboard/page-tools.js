@@ -57,6 +57,10 @@ function toolBody(data, isUpdate, parts) {
     throw new Error("name: lowercase letters, digits and underscores, starting with a letter (at most 64)");
   }
   if (!body.description) throw new Error("description: required (the model reads it)");
+  if (type !== "form") {
+    body.requiresApproval = data.get("requiresApproval") === "on";
+    body.approvalTimeoutSeconds = Number(data.get("approvalTimeoutSeconds")) || null;
+  }
   if (type !== "mcp") {
     // An MCP server's tools bring their own input schemas.
     body.inputSchema = parts.input.value();
@@ -195,12 +199,16 @@ function toolEditor(tool, agentId) {
     mcp: mcpSection(t, parts.mcpHeaders),
   };
   const schemaField = parts.input.el;
+  const approval = h("div.grid2",
+    field("Requires approval", h("input", { type: "checkbox", name: "requiresApproval", checked: t.requiresApproval }), "A person from the team approves, edits or denies each call in the Inbox before it runs."),
+    field("Decision within (seconds)", h("input", { type: "number", name: "approvalTimeoutSeconds", min: 1, max: 604800, value: t.approvalTimeoutSeconds || 3600 }), "Then the call is denied. 3600 is an hour."));
   const showSection = () => {
     for (const [name, el] of Object.entries(sections)) {
       el.hidden = name !== typeSelect.value;
       el.disabled = name !== typeSelect.value;
     }
     schemaField.hidden = typeSelect.value === "mcp";
+    approval.hidden = typeSelect.value === "form"; // the visitor fills a form in themselves
     if (typeSelect.value === "form") parts.form.report(); // shows the preview
   };
   typeSelect.addEventListener("change", showSection);
@@ -212,6 +220,7 @@ function toolEditor(tool, agentId) {
     field("Description", h("textarea", { name: "description", rows: 2, required: true }, t.description || ""), "What the tool does; the model reads it to decide when to call it."),
     schemaField,
     field("Enabled", h("input", { type: "checkbox", name: "isEnabled", checked: t.isEnabled !== false })),
+    approval,
     sections.mock, sections.http, sections.form, sections.mcp,
     parts.display.el,
   ];
@@ -247,7 +256,8 @@ function testRun(ctx, tool) {
     const parts = [];
     let text = "";
     await chatStream({ agentId: tool.agentId, messages: [{ role: "user", content: `/tool ${tool.name} ${JSON.stringify(value)}` }] }, (name, ev) => {
-      if (name === "tool_result") {
+      if (name === "approval_pending") mount(output, h("p.muted", "Waiting for a person to approve the call in the Inbox…"));
+      else if (name === "tool_result") {
         parts.push(h("p", ev.isError ? "Tool error:" : "Tool output:"), h("pre", { class: ev.isError ? "bad" : "" }, typeof ev.output === "string" ? ev.output : pretty(ev.output)));
         if (ev.form) parts.push(h("p.muted", "A form tool shows its form to the visitor: try it in the Chat preview."));
       } else if (name === "content_block_delta" && ev.delta) {
