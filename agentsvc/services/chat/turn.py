@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 import orjson
 
+from agentsvc import telemetry
 from agentsvc.db import Tx
 from agentsvc.ids import now_iso
 from agentsvc.llm.base import (
@@ -35,6 +36,7 @@ from agentsvc.llm.base import (
 from agentsvc.llm.builtin import NOTHING_FOUND
 from agentsvc.services.agents.registry import AgentCache
 from agentsvc.services.answers.matching import CuratedAnswers, CuratedMatch, question_key
+from agentsvc.services.chat import tracing
 from agentsvc.services.chat.messages import ConversationLog
 from agentsvc.services.knowledge import prompt
 from agentsvc.services.knowledge.retrieval import Passage
@@ -221,6 +223,7 @@ class TurnRunner:
         self._produced = _Produced()
         self._block = 0
 
+    @telemetry.traced(tracing.invoke_agent)
     async def run(self) -> None:
         """Stream the turn; store the assistant message; end with message_stop or error."""
         turn = self._turn
@@ -341,7 +344,10 @@ class TurnRunner:
                     "input": call.input if call.input is not None else call.raw_arguments,
                 },
             )
-        gathered = asyncio.gather(*(self._run_one(call) for call in calls))
+        tools = self._turn.tools
+        gathered = asyncio.gather(
+            *(telemetry.tool_call(self._run_one(c), c, tools.get(c.name)) for c in calls)
+        )
         try:
             while True:
                 done, _ = await asyncio.wait({gathered}, timeout=self._keepalive)
