@@ -473,6 +473,9 @@ class TelemetrySettings(_Section):
     # Sent with every export (a hosted collector's key, say); values are not logged.
     headers: dict[str, str] = Field(default_factory=dict)
     service_name: str = Field("agentsvc", min_length=1, max_length=200)
+    # The fraction of traces recorded, decided per trace id (a caller's traceparent does
+    # not decide it): 1 records every request, 0.1 one in ten.
+    sample_ratio: float = Field(1.0, ge=0, le=1)
     # Messages, prompts, tool inputs and outputs on the spans (people's words: off).
     capture_content: bool = False
     # One export's time, retries included; a slow collector is given up on after it.
