@@ -55,6 +55,7 @@ BENCHMARKS = [
     ("bench_channels.py", [], ["--samples", "100", "--burst", "1000"]),
     ("bench_versions.py", [], ["--pairs", "100", "--turns", "40"]),
     ("bench_sources.py", [], ["--pages", "300"]),
+    ("bench_telemetry.py", [], ["--seconds", "2", "--cycles", "2"]),
 ]
 
 
@@ -80,7 +81,7 @@ def verdict(value: float, target: str) -> str:
     op, _, number = target.partition(" ")
     if not number:
         return "ok" if value == float(op) else "MISSED"
-    limit = float(number)
+    limit = float(number.split()[0])  # "50 on SQLite": the number, then its scope
     ok = {">=": value >= limit, "<=": value <= limit, "<": value < limit, ">": value > limit}
     return "ok" if ok.get(op, value == limit) else "MISSED"
 
