@@ -5,6 +5,8 @@ wrapper such as `tool_call(coro, ...)` hands its coroutine back untouched, `span
 one shared object that does nothing, and `inject()` returns the headers as they are. Set,
 `start()` loads `telemetry_otel` (the SDK, its batching exporter) and every hook records
 through it; `stop()` sends what is queued, within the export timeout, and turns them off.
+Inside a request that `sample_ratio` left out, the hooks make no spans either: a check of
+the current span each.
 
 The state is the process's, as OpenTelemetry's own context is: one app per process is
 traced (`agentsvc serve` runs one; a test starts one traced app at a time).
@@ -78,7 +80,7 @@ async def stop() -> None:
 def span(name: str, attributes: dict[str, Any] | None = None) -> Any:
     """A context manager of an internal span named `name` (NO_SPAN when off)."""
     tracing = _tracing
-    return NO_SPAN if tracing is None else tracing.span(name, attributes)
+    return NO_SPAN if tracing is None or tracing.sampled_out() else tracing.span(name, attributes)
 
 
 def server_span(method: str, route: str | None, headers: Mapping[str, str]) -> Any:
@@ -105,19 +107,23 @@ def tool_call(run: Awaitable[T], call: Any, tool: Any) -> Awaitable[T]:
     """Run one tool call of a turn (`run` yields `(output, is_error, form)`) in an
     `execute_tool` span."""
     tracing = _tracing
-    return run if tracing is None else tracing.tool_call(run, call, tool)
+    return run if tracing is None or tracing.sampled_out() else tracing.tool_call(run, call, tool)
 
 
 def retrieval(run: Awaitable[T], agent_id: str, query: str, top_k: int) -> Awaitable[T]:
     """Run a knowledge retrieval (yielding passages) in a `retrieval` span."""
     tracing = _tracing
-    return run if tracing is None else tracing.retrieval(run, agent_id, query, top_k)
+    if tracing is None or tracing.sampled_out():
+        return run
+    return tracing.retrieval(run, agent_id, query, top_k)
 
 
 def delivery(run: Awaitable[T], kind: str, delivery_id: str, attempt: int) -> Awaitable[T]:
     """Run one delivery attempt (yielding its outcome) in a client span."""
     tracing = _tracing
-    return run if tracing is None else tracing.delivery(run, kind, delivery_id, attempt)
+    if tracing is None or tracing.sampled_out():
+        return run
+    return tracing.delivery(run, kind, delivery_id, attempt)
 
 
 def traced(describe: Callable[[Any], tuple[str, dict[str, Any]]]) -> Callable[[T], T]:
@@ -127,7 +133,7 @@ def traced(describe: Callable[[Any], tuple[str, dict[str, Any]]]) -> Callable[[T
         @functools.wraps(method)
         async def run(self: Any, *args: Any, **kwargs: Any) -> Any:
             tracing = _tracing
-            if tracing is None:
+            if tracing is None or tracing.sampled_out():
                 return await method(self, *args, **kwargs)
             name, attributes = describe(self)
             with tracing.span(name, attributes):

@@ -171,6 +171,12 @@ class Tracing:
         name = f"{method} {route}" if route is not None else method
         return self.span(name, attributes, SpanKind.SERVER, parent)
 
+    def sampled_out(self) -> bool:
+        """Whether the current trace was left out by sampling: its spans would record
+        nothing, so the hooks make none (a span outside any trace is the sampler's call)."""
+        span = trace.get_current_span()
+        return not span.is_recording() and span.get_span_context().is_valid
+
     def inject(self, headers: MutableMapping[str, str]) -> None:
         """Write the current span's `traceparent` into the headers."""
         self.propagator.inject(headers)
@@ -257,6 +263,8 @@ class TracedModel:
             self._fixed["server.port"] = parts.port or (443 if parts.scheme == "https" else 80)
 
     def stream(self, request: Any) -> AsyncIterator[Any]:
+        if self._tracing.sampled_out():
+            return self._inner.stream(request)
         return self._stream(request)
 
     def _start(self, request: Any) -> Span:

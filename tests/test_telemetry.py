@@ -191,6 +191,38 @@ async def test_a_failing_tool_marks_its_span(make_client, collector, openai_fake
     assert span.error and span.attributes["error.type"] == "tool_error"
 
 
+async def test_an_mcp_tool_call_carries_the_trace(make_client, collector, openai_fake):
+    from tests.support.fakes.mcp_server import FakeMcpServer
+
+    server = await FakeMcpServer().start()
+    try:
+        client, auth = await traced_client(make_client, collector, openai_fake)
+        agent = await new_agent(client, auth, model="oai/gpt-4o-mini")
+        body = {
+            "agentId": agent["id"],
+            "name": "shop",
+            "description": "The shop's MCP server",
+            "executionType": "mcp",
+            "mcpUrl": server.url,
+            "mcpTools": ["get_order"],
+        }
+        resp = await client.post("/api/v1/tools", json=body, headers=auth)
+        assert resp.status == 201, await resp.text()
+        openai_fake.script(
+            oai.stream(oai.tool_events([("call_5", "shop__get_order", ['{"id": "A1"}'])])),
+            oai.stream(oai.text_events(["Shipped."])),
+        )
+        await chat(client, {"agentId": agent["id"], "messages": user("A1?")}, auth)
+        await collector.wait_for("execute_tool shop__get_order")
+        span = collector.one("execute_tool shop__get_order")
+        assert span.attributes["agentsvc.tool.execution_type"] == "mcp" and not span.error
+        (traceparent,) = server.traceparents
+        _, trace_id, parent_id, _ = traceparent.split("-")
+        assert (trace_id, parent_id) == (span.trace_id, span.span_id)
+    finally:
+        await server.close()
+
+
 async def test_a_form_webhook_delivery_is_a_span_the_receiver_continues(
     make_client, collector, receiver
 ):
