@@ -1,9 +1,9 @@
 """Traces: do-nothing hooks, made real when `[telemetry] otlp_endpoint` is set.
 
 Hot code calls these in one line each. Unset, nothing of OpenTelemetry is imported: a
-wrapper such as `tool_call(coro, ...)` hands its coroutine back untouched, `span()` returns
-one shared object that does nothing, and `inject()` returns the headers as they are. Set,
-`start()` loads `telemetry_otel` (the SDK, its batching exporter) and every hook records
+wrapper such as `tool_call(coro, ...)` hands its coroutine back untouched, `server_span()`
+returns one shared object that does nothing, and `inject()` returns the headers as they are.
+Set, `start()` loads `telemetry_otel` (the SDK, its batching exporter) and every hook records
 through it; `stop()` sends what is queued, within the export timeout, and turns them off.
 Inside a request that `sample_ratio` left out, the hooks make no spans either: a check of
 the current span each.
@@ -33,7 +33,7 @@ _tracing: Tracing | None = None
 
 
 class _NoSpan:
-    """What `span()` yields when traces are off: every call does nothing."""
+    """What `server_span()` yields when traces are off: every call does nothing."""
 
     __slots__ = ()
 
@@ -53,11 +53,6 @@ class _NoSpan:
 NO_SPAN = _NoSpan()
 
 
-def enabled() -> bool:
-    """Whether traces are being recorded."""
-    return _tracing is not None
-
-
 def start(settings: TelemetrySettings) -> None:
     """Load the SDK and start exporting, when an endpoint is configured."""
     global _tracing
@@ -75,12 +70,6 @@ async def stop() -> None:
     tracing, _tracing = _tracing, None
     if tracing is not None:
         await asyncio.to_thread(tracing.shutdown)
-
-
-def span(name: str, attributes: dict[str, Any] | None = None) -> Any:
-    """A context manager of an internal span named `name` (NO_SPAN when off)."""
-    tracing = _tracing
-    return NO_SPAN if tracing is None or tracing.sampled_out() else tracing.span(name, attributes)
 
 
 def server_span(method: str, route: str | None, headers: Mapping[str, str]) -> Any:

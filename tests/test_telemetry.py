@@ -169,6 +169,27 @@ async def test_capture_content_records_the_words(make_client, collector, openai_
     assert retrieval.attributes["gen_ai.retrieval.query.text"] == QUESTION
 
 
+async def test_a_request_sampling_leaves_out_makes_no_span(make_client, collector, tool_server):
+    client = await make_client(telemetry=telemetry(collector.endpoint, sample_ratio=0))
+    auth = bearer(await new_api_key(client))
+    agent = await new_agent(client, auth)
+    await new_tool(
+        client,
+        auth,
+        agent["id"],
+        "ping",
+        executionType="http",
+        httpMethod="GET",
+        httpUrl=f"{tool_server.url}/ping",
+    )
+    await chat(client, {"agentId": agent["id"], "messages": user("/tool ping")}, auth)
+    await asyncio.sleep(0.5)  # ten export intervals
+    assert collector.spans == [] and collector.posts == 0
+    # The tool still hears of the trace, marked not sampled.
+    (call,) = tool_server.requests
+    assert not int(call.headers["traceparent"].rsplit("-", 1)[1], 16) & 1
+
+
 async def test_a_failing_tool_marks_its_span(make_client, collector, openai_fake, tool_server):
     client, auth = await traced_client(make_client, collector, openai_fake)
     agent = await new_agent(client, auth, model="oai/gpt-4o-mini")
