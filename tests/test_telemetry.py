@@ -308,6 +308,17 @@ def test_a_bad_endpoint_stops_start_up_with_its_name(endpoint, words):
     assert "telemetry.otlp_endpoint" in message and words in message
 
 
+def test_serve_with_a_bad_endpoint_stops_with_one_line(tmp_path):
+    from tests.support.cli import run
+
+    env = {"AGENTSVC_TELEMETRY_OTLP_ENDPOINT": "collector:4318", "AGENTSVC_SERVER_PORT": "0"}
+    result = run(["serve", "--data-dir", str(tmp_path / "data")], tmp_path, **env)
+    assert result.returncode != 0
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "telemetry.otlp_endpoint" in lines[0], result.stderr
+    assert "Traceback" not in result.stderr
+
+
 def test_endpoint_forms_and_bad_headers():
     def url(endpoint: str) -> str:
         overrides = {"telemetry": {"otlp_endpoint": endpoint}}
