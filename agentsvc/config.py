@@ -482,6 +482,68 @@ class IdentitySettings(_Section):
     max_token_lifetime_hours: float = Field(24, gt=0)
 
 
+class TelemetrySettings(_Section):
+    """`[telemetry]`: OpenTelemetry traces sent to an OTLP/HTTP collector
+    (docs/operators/telemetry.md). Unset, nothing of OpenTelemetry is loaded."""
+
+    # The collector's OTLP/HTTP address: `http://collector:4318` (`/v1/traces` is added)
+    # or the full traces URL. Empty: no traces.
+    otlp_endpoint: str = ""
+    # Sent with every export (a hosted collector's key, say); values are not logged.
+    headers: dict[str, str] = Field(default_factory=dict)
+    service_name: str = Field("agentsvc", min_length=1, max_length=200)
+    # The fraction of traces recorded, decided per trace id (a caller's traceparent does
+    # not decide it): 1 records every request, 0.1 one in ten.
+    sample_ratio: float = Field(1.0, ge=0, le=1)
+    # Messages, prompts, tool inputs and outputs on the spans (people's words: off).
+    capture_content: bool = False
+    # One export's time, retries included; a slow collector is given up on after it.
+    export_timeout_seconds: float = Field(5, gt=0, le=60)
+    export_interval_seconds: float = Field(2, gt=0, le=60)  # spans are sent in batches
+    # Spans waiting to be sent; beyond it (a collector down or slow) new ones are dropped.
+    max_queue_spans: int = Field(2048, ge=16, le=1_000_000)
+    # A collector that cannot be reached is warned about at most once per this many seconds.
+    warning_interval_seconds: float = Field(60, gt=0)
+
+    @field_validator("otlp_endpoint")
+    @classmethod
+    def _otlp_url(cls, value: str) -> str:
+        value = value.strip()
+        if not value:
+            return value
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(
+                "must be empty or an http or https URL of an OTLP/HTTP collector, such as"
+                " http://127.0.0.1:4318"
+            )
+        try:
+            parts.port  # noqa: B018 - a port out of range raises here
+        except ValueError:
+            raise ValueError("the port must be a number from 1 to 65535") from None
+        if parts.query or parts.fragment:
+            raise ValueError("must not have a query (?...) or fragment (#...)")
+        return value
+
+    @field_validator("headers")
+    @classmethod
+    def _header_lines(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, text in value.items():
+            if (
+                not name
+                or any(c in name for c in " :\r\n\x00")
+                or any(c in text for c in "\r\n\x00")
+            ):
+                raise ValueError(f"{name!r} is not a header name with a one-line value")
+        return value
+
+    @property
+    def traces_url(self) -> str:
+        """Where spans are POSTed: the endpoint, with `/v1/traces` unless it ends so."""
+        url = self.otlp_endpoint
+        return url if url.rstrip("/").endswith("/v1/traces") else url.rstrip("/") + "/v1/traces"
+
+
 class Settings(_Section):
     server: ServerSettings = ServerSettings()
     database: DatabaseSettings = DatabaseSettings()
@@ -511,6 +573,7 @@ class Settings(_Section):
     approvals: ApprovalSettings = ApprovalSettings()
     exports: ExportSettings = ExportSettings()
     identity: IdentitySettings = IdentitySettings()
+    telemetry: TelemetrySettings = TelemetrySettings()
 
     @property
     def database_label(self) -> str:

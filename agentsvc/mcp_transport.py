@@ -23,7 +23,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
-from agentsvc import __version__
+from agentsvc import __version__, telemetry
 from agentsvc.mcp_client import Budget, McpClient, McpFailure, one_line, quiet_sdk_loggers
 from agentsvc.outbound import (
     USER_AGENT,
@@ -210,7 +210,7 @@ async def connected(
     )
     http = httpx2.AsyncClient(
         transport=transport,
-        headers={"User-Agent": USER_AGENT, **headers},
+        headers=telemetry.inject({"User-Agent": USER_AGENT, **headers}),  # the tool call's span
         timeout=httpx2.Timeout(settings.timeout, connect=settings.connect_timeout),
         follow_redirects=False,
         trust_env=False,

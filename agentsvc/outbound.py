@@ -22,6 +22,8 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
+from agentsvc import telemetry
+
 TOTAL_TIMEOUT_SECONDS = 30.0
 CONNECT_TIMEOUT_SECONDS = 5.0
 MAX_RESPONSE_BYTES = 1024 * 1024
@@ -283,7 +285,7 @@ class OutboundClient:
         if params:
             # Appended, never replacing: a query item the URL fixes is not overridden.
             target = target.extend_query(params)
-        sent_headers = check_headers(headers)
+        sent_headers = telemetry.inject(check_headers(headers))  # traceparent, when on
         cap = self.max_response_bytes if max_response_bytes is None else max_response_bytes
         req_timeout = (
             aiohttp.ClientTimeout(total=timeout, connect=min(timeout, self._connect_timeout))

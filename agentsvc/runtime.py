@@ -19,6 +19,7 @@ import aiohttp
 import orjson
 from aiohttp import web
 
+from agentsvc import telemetry
 from agentsvc.api import app_keys
 from agentsvc.api.state import RequestDeps
 from agentsvc.api.streams import EventStreams, OpenStreams, StreamingDeps
@@ -132,6 +133,7 @@ def attach(app: web.Application) -> None:
     """Register the service's life cycle on the application (see the module docstring)."""
     app.cleanup_ctx.extend(
         [
+            _telemetry,  # first: every step after it may record spans; flushed last
             _limits,
             _database,
             _jobs,
@@ -147,6 +149,14 @@ def attach(app: web.Application) -> None:
     )
     app.on_shutdown.append(_close_streams)
     app.on_shutdown.append(_stop_jobs)
+
+
+async def _telemetry(app: web.Application) -> AsyncIterator[None]:
+    """Traces, when `[telemetry] otlp_endpoint` is set (nothing is loaded otherwise); at
+    shutdown the queued spans are sent, within the export timeout."""
+    telemetry.start(app[app_keys.settings_key].telemetry)
+    yield
+    await telemetry.stop()
 
 
 async def _limits(app: web.Application) -> AsyncIterator[None]:

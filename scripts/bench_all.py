@@ -56,6 +56,7 @@ BENCHMARKS = [
     ("bench_versions.py", [], ["--pairs", "100", "--turns", "40"]),
     ("bench_sources.py", [], ["--pages", "300"]),
     ("bench_guardrails.py", [], ["--messages", "1000", "--turns", "100"]),
+    ("bench_telemetry.py", [], ["--seconds", "2", "--cycles", "2"]),
 ]
 
 
@@ -81,7 +82,7 @@ def verdict(value: float, target: str) -> str:
     op, _, number = target.partition(" ")
     if not number:
         return "ok" if value == float(op) else "MISSED"
-    limit = float(number)
+    limit = float(number.split()[0])  # "50 on SQLite": the number, then its scope
     ok = {">=": value >= limit, "<=": value <= limit, "<": value < limit, ">": value > limit}
     return "ok" if ok.get(op, value == limit) else "MISSED"
 

@@ -48,7 +48,9 @@ def _documented_keys() -> set[str]:
     keys = set()
     for section, values in data.items():
         for key, value in values.items():
-            if isinstance(value, dict):
+            if value == {}:
+                keys.add(f"{section}.{key}")  # a table-valued key, empty by default
+            elif isinstance(value, dict):
                 # Providers, plans and prices are named freely; other nested tables by name.
                 name = "*" if section in ("providers", "plans", "prices") else key
                 keys |= {f"{section}.{name}.{k}" for k in value}

@@ -137,12 +137,13 @@ def test_start_up_loads_only_what_it_needs():
     CLI and the runtime load it on the first MCP exchange only. `agentsvc --help`, a usage
     error or `apikey create` take half a second, not one: the command line checks its options
     with `input_types` and loads the web server for `serve` only. The Redis client is loaded
-    only when Redis is configured."""
+    only when Redis is configured, OpenTelemetry only when traces are."""
     probe = (
         "import sys, agentsvc.cli;"
         "print(sorted(m for m in ('aiohttp', 'agentsvc.api', 'redis') if m in sys.modules));"
         "import agentsvc.app, agentsvc.runtime;"
-        "print(sorted(m for m in ('mcp', 'mcp_types', 'httpx2', 'redis') if m in sys.modules))"
+        "print(sorted(m for m in ('mcp', 'mcp_types', 'httpx2', 'redis', 'opentelemetry')"
+        " if m in sys.modules))"
     )
     found = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True

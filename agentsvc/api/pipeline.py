@@ -7,6 +7,9 @@ exists), about 8 µs of the ~55 µs a small POST took. Instead the endpoint wrap
 `finish_response`; a stream calls `finish_response` itself before its first byte; and a
 catch-all route (`fallback`) answers what no endpoint matched: 404, 405 with `Allow`, and
 CORS preflights.
+
+The one exception: with `[telemetry] otlp_endpoint` set, app.py adds `api/tracing.py`'s
+middleware, the span of each request; unset, there is none.
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ from typing import Any, Literal, Protocol
 import aiohttp
 import orjson
 
+from agentsvc import telemetry
 from agentsvc.config import ProviderSettings, Settings
 
 log = logging.getLogger(__name__)
@@ -193,12 +194,14 @@ class Providers:
         if provider is None:
             if key == BUILTIN:
                 delay = self.settings.chat.builtin_chunk_delay_ms / 1000.0
-                provider = BuiltinModel(chunk_delay=delay)
+                provider = telemetry.traced_model(BuiltinModel(chunk_delay=delay), BUILTIN)
             else:
                 conf = self.settings.providers.get(key)
                 if conf is None or not name:
                     raise ProviderError(f"model {model_id!r} has no configured provider")
-                provider = make_provider(self.session, conf)
+                provider = telemetry.traced_model(
+                    make_provider(self.session, conf), conf.kind, conf.base_url
+                )
             self._cache[key] = provider
         return provider, name
 

@@ -24,6 +24,8 @@ class TurnParked(Exception):
     """The turn stops here without an answer: it waits for a person's decision, and whoever
     takes it up then (any process) stores the answer."""
 
+    not_a_failure = True  # a wait, not a fault: traces do not mark its spans failed
+
 
 @dataclass(frozen=True, slots=True)
 class Produced:

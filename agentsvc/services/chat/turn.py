@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 import orjson
 
+from agentsvc import telemetry
 from agentsvc.db import Tx
 from agentsvc.ids import now_iso
 from agentsvc.llm.base import (
@@ -35,6 +36,7 @@ from agentsvc.llm.base import (
 from agentsvc.llm.builtin import NOTHING_FOUND
 from agentsvc.services.agents.registry import AgentCache
 from agentsvc.services.answers.matching import CuratedAnswers, CuratedMatch, question_key
+from agentsvc.services.chat import tracing
 from agentsvc.services.chat.messages import ConversationLog
 from agentsvc.services.chat.pause import ApprovalGate, PausePoint, Produced, Resume, TurnParked
 from agentsvc.services.events.emitter import Emission
@@ -268,6 +270,7 @@ class TurnRunner:
             self._produced = _Produced.of(turn.resumed.produced)
             self._block = turn.resumed.produced.block
 
+    @telemetry.traced(tracing.invoke_agent)
     async def run(self) -> None:
         """Stream the turn; store the assistant message; end with message_stop or error."""
         turn = self._turn
@@ -436,8 +439,16 @@ class TurnRunner:
         if self._gate is not None and any(self._needs_person(call) for call in calls):
             held = await self._gate.hold(self._pause_point(calls, context), self._sink)
             self._held = held is not None
+        tools = self._turn.tools
         gathered = asyncio.gather(
-            *(held.run(c) if held and held.holds(c) else self._run_one(c) for c in calls)
+            *(
+                telemetry.tool_call(
+                    held.run(c) if held and held.holds(c) else self._run_one(c),
+                    c,
+                    tools.get(c.name),
+                )
+                for c in calls
+            )
         )
         try:
             while True:

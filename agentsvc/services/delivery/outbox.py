@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, Protocol, TypeVar
 
+from agentsvc import telemetry
 from agentsvc.config import WebhookSettings
 from agentsvc.db import Database, Tx
 from agentsvc.ids import iso, parse_iso
@@ -274,7 +275,8 @@ class Deliverer:
         started = datetime.now(UTC)
         clock = time.perf_counter()
         try:
-            outcome = await kind.send(item)
+            sending = kind.send(item)
+            outcome = await telemetry.delivery(sending, kind.label(item), row.id, row.attempts + 1)
         except Exception as exc:  # a bug must not leave the row leased forever
             log.exception("%s %s: unexpected error", kind.noun, row.id)
             outcome = Outcome(False, error=f"internal error: {type(exc).__name__}")

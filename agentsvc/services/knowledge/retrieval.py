@@ -7,6 +7,7 @@ import logging
 import re
 from dataclasses import dataclass
 
+from agentsvc import telemetry
 from agentsvc.db import Database
 from agentsvc.language import DEFAULT_LANGUAGE, stem
 from agentsvc.llm.base import ProviderError
@@ -85,6 +86,18 @@ async def retrieve(
     BM25 alone, or with `semantic` BM25 and vector similarity fused by reciprocal rank;
     word forms of the agent's `language` match each other.
     """
+    search = _ranked(db, agent_id, query, k, semantic, language)
+    return await telemetry.retrieval(search, agent_id, query, k)
+
+
+async def _ranked(
+    db: Database,
+    agent_id: str,
+    query: str,
+    k: int,
+    semantic: Semantic | None,
+    language: str,
+) -> list[Passage]:
     terms = query_terms(query)
     if k <= 0 or (not terms and semantic is None):
         return []

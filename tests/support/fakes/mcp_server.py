@@ -59,6 +59,8 @@ class FakeMcpServer:
     json_response: bool = False
     tools: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=default_tools)
     calls: list[tuple[str, dict[str, Any], str | None]] = field(default_factory=list)
+    # The W3C traceparent each tool call arrived with (None: none).
+    traceparents: list[str | None] = field(default_factory=list)
     requests: int = 0
     port: int = 0
     # Echoing mode: where the listing repeats the Authorization header it received
@@ -84,6 +86,8 @@ class FakeMcpServer:
         name, args = params.name, params.arguments or {}
         auth = ctx.request.headers.get("authorization") if ctx.request is not None else None
         self.calls.append((name, args, auth))
+        headers = ctx.request.headers if ctx.request is not None else {}
+        self.traceparents.append(headers.get("traceparent"))
         if name == "echo" and self.echo:
             return _text("echoed")
         if name not in self.tools:
