@@ -19,7 +19,7 @@ from typing import Any, NoReturn
 
 from agentsvc.cli_eval import add_eval_command
 from agentsvc.cli_input import UsageError, checked, checked_plan, read_password
-from agentsvc.cli_upgrade import add_upgrade_commands
+from agentsvc.cli_upgrade import add_upgrade_commands, unreachable
 from agentsvc.config import (
     WILDCARD_HOSTS,
     ConfigError,
@@ -205,7 +205,7 @@ def _existing(settings: Settings) -> Settings:
 async def _with_db(settings: Settings, fn: Callable[[Database], Awaitable[Any]]) -> Any:
     created = not settings.database.url and not settings.db_path.is_file()
     db = database_for(settings)
-    await db.open()
+    await _reaching(settings, db.open())
     if created:  # commands that create (apikey create, user create, migrate) say where
         log.info("created a new database: %s", settings.db_path)
     try:
@@ -477,8 +477,7 @@ async def _reaching(settings: Settings, work: Awaitable[Any]) -> Any:
     try:
         return await work
     except OSError as exc:
-        reason = (exc.strerror or str(exc)).lower()
-        raise CommandError(f"cannot reach {settings.database_label}: {reason}") from None
+        raise CommandError(unreachable(settings, exc)) from None
 
 
 def cmd_restore(args: argparse.Namespace) -> None:

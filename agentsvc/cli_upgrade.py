@@ -18,6 +18,7 @@ from agentsvc.db.backups import Backups
 from agentsvc.db.migrations import schema_version
 from agentsvc.db.restore import (
     Restored,
+    RestoreRefused,
     postgres_archive,
     restore_postgres,
     restore_sqlite,
@@ -86,6 +87,8 @@ def migrated_line(settings: Settings, done: Upgrade | None) -> str:
     label = settings.database_label
     if done is None:
         return f"{label}: schema version {schema_version()} (nothing to migrate)"
+    if done.found == 0:
+        return f"{label}: schema version {done.reached} (a new database)"
     backup = f"; backup: {done.backup}" if done.backup else "; no backup taken"
     return (
         f"{label}: upgraded from schema version {done.found} to {done.reached}"
@@ -104,14 +107,24 @@ def restore_command(settings: Settings, path: Path, yes: bool) -> str:
     if database.url:
         archive = postgres_archive(path, database.pg_bin_dir)
         _confirm(settings, path, archive.version, yes)
-        done = asyncio.run(
-            restore_postgres(database.url, path, archive, backups, database.pg_bin_dir)
-        )
+        try:
+            done = asyncio.run(
+                restore_postgres(database.url, path, archive, backups, database.pg_bin_dir)
+            )
+        except OSError as exc:
+            raise RestoreRefused(unreachable(settings, exc)) from None
     else:
         version = sqlite_backup_version(path)
         _confirm(settings, path, version, yes)
         done = restore_sqlite(settings.db_path, path, backups)
     return _restored_line(settings, path, done)
+
+
+def unreachable(settings: Settings, error: OSError) -> str:
+    """A database that could not be reached, in words (not the driver's)."""
+    from agentsvc.outbound import why_not_connected
+
+    return f"cannot reach {settings.database_label}: {why_not_connected(error)}"
 
 
 def _confirm(settings: Settings, path: Path, version: int, yes: bool) -> None:

@@ -18,7 +18,9 @@ from agentsvc.app import create_app
 from agentsvc.db.backups import version_in_name
 from agentsvc.db.migrations import FIRST_POSTGRES_VERSION, schema_version
 from tests.support import pg, upgrade_shop
+from tests.support.cli import run
 from tests.support.settings import make_settings
+from tests.support.upgrades import config, postgres_contents, sqlite_contents
 
 
 @pytest.fixture(scope="module")
@@ -82,3 +84,105 @@ async def test_a_postgresql_database_of_an_earlier_version_answers_the_same(
 
     assert upgrade_shop.unexplained(newest_postgres.answers, after, version) == []
     assert _backups(settings) == [version]
+
+
+def _only_backup(settings):
+    (path,) = (settings.server.data_dir / "backups").iterdir()
+    return path
+
+
+async def test_a_sqlite_backup_restores_the_database_as_it_was(
+    aiohttp_client, tmp_path, newest_sqlite
+):
+    """The backup taken before an upgrade, restored, is the database from before it; the
+    database it replaced is kept; upgraded again, it answers as the first upgrade did."""
+    settings = make_settings(tmp_path)
+    settings.server.data_dir.mkdir(mode=0o700)
+    shutil.copy(newest_sqlite.settings.server.data_dir / "secret.key", settings.server.data_dir)
+    upgrade_shop.sqlite_at(newest_sqlite.settings.db_path, settings.db_path, 12)
+    before = sqlite_contents(settings.db_path)
+    first = await _upgraded_answers(aiohttp_client, settings, newest_sqlite.shop)
+    upgraded = sqlite_contents(settings.db_path)
+    backup = _only_backup(settings)
+
+    done = run(
+        ["restore", str(backup), "--yes", "--data-dir", str(settings.server.data_dir)], tmp_path
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert sqlite_contents(settings.db_path) == before
+    kept = [p for p in (settings.server.data_dir / "backups").iterdir() if p != backup]
+    assert [version_in_name(p) for p in kept] == [schema_version()]
+    assert sqlite_contents(kept[0]) == upgraded
+    assert done.stdout.strip() == (
+        f"restored {backup} (schema version 12) into {settings.db_path}; the database"
+        f" replaced is kept as {kept[0]}; the next start (or `agentsvc migrate`) upgrades it"
+        f" to schema version {schema_version()}, after a backup"
+    )
+    again = await _upgraded_answers(aiohttp_client, settings, newest_sqlite.shop)
+    assert upgrade_shop.differences(first, again) == []
+
+
+async def test_a_postgresql_backup_restores_the_database_as_it_was(
+    aiohttp_client, tmp_path, newest_postgres
+):
+    """As on SQLite: pg_restore in one transaction gives back every row, column, index,
+    trigger, function and sequence position of the database from before the upgrade."""
+    url = pg.copy_of_database(newest_postgres.settings.database.url)
+    await upgrade_shop.postgres_at(url, 12)
+    before = await postgres_contents(url)
+    settings = make_settings(tmp_path, database={"url": url})
+    first = await _upgraded_answers(aiohttp_client, settings, newest_postgres.shop)
+    upgraded = await postgres_contents(url)
+    backup = _only_backup(settings)
+    data_dir = str(settings.server.data_dir)
+
+    refused = run(
+        [
+            "restore",
+            str(backup),
+            "--config",
+            str(config(tmp_path, url=url)),
+            "--data-dir",
+            data_dir,
+        ],
+        tmp_path,
+    )
+    assert (
+        refused.returncode == 2 and "add --yes to confirm (nothing was changed)" in refused.stderr
+    )
+    done = run(
+        [
+            "restore",
+            str(backup),
+            "--yes",
+            "--config",
+            str(config(tmp_path, url=url)),
+            "--data-dir",
+            data_dir,
+        ],
+        tmp_path,
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert await postgres_contents(url) == before
+    kept = [p for p in (settings.server.data_dir / "backups").iterdir() if p != backup]
+    assert [version_in_name(p) for p in kept] == [schema_version()]
+    assert f"the database replaced is kept as {kept[0]}" in done.stdout
+    # The kept copy restores the upgraded database in turn.
+    back = run(
+        [
+            "restore",
+            str(kept[0]),
+            "--yes",
+            "--config",
+            str(config(tmp_path, url=url)),
+            "--data-dir",
+            data_dir,
+        ],
+        tmp_path,
+    )
+    assert back.returncode == 0, back.stderr
+    assert await postgres_contents(url) == upgraded
+    again = await _upgraded_answers(aiohttp_client, settings, newest_postgres.shop)
+    assert upgrade_shop.differences(first, again) == []

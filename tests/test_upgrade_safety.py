@@ -22,6 +22,7 @@ from tests.support.upgrades import (
     holding_sqlite_upgrade_lock,
     old_sqlite,
     read_until,
+    sqlite_contents,
     started,
     user_version,
 )
@@ -32,16 +33,6 @@ NEWEST = schema_version()
 
 def _digest(path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def _content(path) -> tuple[int, list[str]]:
-    """The schema version and every statement that makes the database again (opening it
-    for writing may switch the file to WAL mode: bytes change, the database does not)."""
-    conn = sqlite3.connect(path)
-    try:
-        return conn.execute("PRAGMA user_version").fetchone()[0], list(conn.iterdump())
-    finally:
-        conn.close()
 
 
 def _backups(data_dir) -> list[str]:
@@ -125,12 +116,12 @@ def test_backups_are_rotated_and_other_files_left_alone(tmp_path):
 def test_no_backup_means_no_upgrade_unless_turned_off(tmp_path):
     db = old_sqlite(tmp_path / "data", 15)
     (tmp_path / "data" / "backups").write_text("a file where the directory would be")
-    before = _content(db)
+    before = sqlite_contents(db)
     message = _refusal(run(["migrate"], tmp_path))
     assert f"the database {db} (schema version 15) was not upgraded to {NEWEST}" in message
     assert "the backup into" in message and "could not be made (not a directory" in message
     assert "Nothing was changed" in message and "backup_before_migrate = false" in message
-    assert _content(db) == before
+    assert sqlite_contents(db) == before
 
     done = run(["migrate"], tmp_path, AGENTSVC_DATABASE_BACKUP_BEFORE_MIGRATE="false")
     assert done.returncode == 0, done.stderr
@@ -163,14 +154,14 @@ def test_a_half_migrated_database_refuses_naming_both_versions_and_the_backup(tm
     conn = sqlite3.connect(db)
     conn.executescript(first_statement(20))  # a migration applied in part, by hand
     conn.close()
-    before = _content(db)
+    before = sqlite_contents(db)
     for command in (["serve", "--port", "0"], ["migrate"], ["migrate", "--plan"]):
         message = _refusal(run(command, tmp_path))
         assert "is half-migrated: its schema version is 19" in message
         assert "table sources (version 20)" in message
         assert f"This agentsvc needs version {NEWEST}" in message
         assert f"`agentsvc restore {backup}`" in message
-    assert _content(db) == before and len(_backups(tmp_path / "data")) == 1
+    assert sqlite_contents(db) == before and len(_backups(tmp_path / "data")) == 1
 
 
 def test_a_migration_that_fails_leaves_the_last_whole_version_and_names_the_backup(tmp_path):
@@ -243,4 +234,61 @@ def test_backup_settings_are_checked(tmp_path):
     with pytest.raises(ConfigError, match="database.backup_before_migrate"):
         load_settings(
             None, environ={"AGENTSVC_DATABASE_BACKUP_BEFORE_MIGRATE": "perhaps"}, overrides={}
+        )
+
+
+def test_restore_refuses_what_it_cannot_do_safely(tmp_path):
+    db = old_sqlite(tmp_path / "data", 14)
+    run(["migrate"], tmp_path)
+    (name,) = _backups(tmp_path / "data")
+    backup = tmp_path / "data" / "backups" / name
+    before = sqlite_contents(db)
+
+    asked = run(["restore", str(backup)], tmp_path)  # not a terminal, and no --yes
+    assert asked.returncode == 2
+    assert asked.stderr.strip() == (
+        f"agentsvc: restore replaces the database {db} with {backup} (schema version 14); the"
+        f" database replaced is kept in {tmp_path / 'data' / 'backups'} first: add --yes to"
+        " confirm (nothing was changed)"
+    )
+    server = Server(tmp_path)
+    try:
+        message = _refusal(run(["restore", str(backup), "--yes"], tmp_path))
+        assert message == (
+            f"agentsvc: an agentsvc server (pid {server.proc.pid}) serves {tmp_path / 'data'}:"
+            " stop it before restoring; nothing was changed"
+        )
+    finally:
+        server.stop()
+
+    garbage = tmp_path / "notes.db"
+    garbage.write_bytes(b"not a database at all" * 100)
+    empty = tmp_path / "empty.db"
+    sqlite3.connect(empty).execute("CREATE TABLE t (x)").connection.close()
+    newer = tmp_path / "newer.db"
+    copy_sqlite(backup, newer)
+    conn = sqlite3.connect(newer)
+    conn.execute(f"PRAGMA user_version = {NEWEST + 1}")
+    conn.close()
+    for path, said in (
+        (garbage, f"{garbage} is not a SQLite database"),
+        (empty, f"{empty} holds no agentsvc database (no schema version)"),
+        (newer, f"{newer} holds schema version {NEWEST + 1}, newer than this agentsvc's {NEWEST}"),
+        (tmp_path / "gone.db", f"{tmp_path / 'gone.db'}: no such file"),
+        (tmp_path / "data", f"{tmp_path / 'data'} is a directory: name the backup file in it"),
+    ):
+        assert _refusal(run(["restore", str(path), "--yes"], tmp_path)).startswith(
+            f"agentsvc: {said}"
+        )
+    assert sqlite_contents(db) == before
+    assert _backups(tmp_path / "data") == [name]  # nothing kept: nothing was replaced
+
+
+def test_commands_say_when_the_database_cannot_be_reached(tmp_path):
+    settings = config(tmp_path, url="postgresql://agentsvc@127.0.0.1:1/agentsvc")
+    for command in (["migrate"], ["migrate", "--plan"], ["apikey", "create", "--email", "a@b.co"]):
+        message = _refusal(run([*command, "--config", str(settings)], tmp_path))
+        assert message == (
+            "agentsvc: cannot reach PostgreSQL 127.0.0.1:1/agentsvc: the connection was refused"
+            " (nothing answers on that port)"
         )

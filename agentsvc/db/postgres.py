@@ -375,6 +375,7 @@ class PostgresDatabase:
                         await conn.execute(
                             "INSERT INTO schema_info (version) VALUES ($1)", schema_version()
                         )
+                    self.upgrader.created()
                 elif survey.steps:
                     await self._upgrade(conn, survey)
             finally:

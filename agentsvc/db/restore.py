@@ -25,7 +25,6 @@ from pathlib import Path
 from agentsvc.db.backups import BackupFailed, Backups, copy_sqlite
 from agentsvc.db.migrations import schema_version
 from agentsvc.db.pg_tools import Archive, ToolFailed, dump, read_archive, restore
-from agentsvc.db.postgres import MIGRATION_LOCK
 from agentsvc.running import DirectoryInUse, lock_data_dir, other_server_pid
 
 
@@ -41,6 +40,13 @@ class Restored:
     kept: Path | None  # the copy of the database it replaced (None: there was none)
 
 
+def _a_file(path: Path) -> None:
+    if path.is_dir():
+        raise RestoreRefused(f"{path} is a directory: name the backup file in it")
+    if not path.is_file():
+        raise RestoreRefused(f"{path}: no such file")
+
+
 def _newer_refused(path: Path, version: int) -> RestoreRefused:
     return RestoreRefused(
         f"{path} holds schema version {version}, newer than this agentsvc's"
@@ -50,8 +56,7 @@ def _newer_refused(path: Path, version: int) -> RestoreRefused:
 
 def sqlite_backup_version(path: Path) -> int:
     """The schema version a SQLite backup holds, once it is known to be whole."""
-    if not path.is_file():
-        raise RestoreRefused(f"{path}: no such file")
+    _a_file(path)
     try:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         try:
@@ -131,8 +136,7 @@ def _write_into(backup: Path, db_path: Path) -> None:
 # ── PostgreSQL ─────────────────────────────────────────────────────────────────────────
 def postgres_archive(path: Path, bin_dir: str) -> Archive:
     """What a pg_dump file holds, once this agentsvc can run it."""
-    if not path.is_file():
-        raise RestoreRefused(f"{path}: no such file")
+    _a_file(path)
     try:
         archive = read_archive(path, bin_dir)
     except ToolFailed as exc:
@@ -157,6 +161,8 @@ async def restore_postgres(
     import asyncio
 
     import asyncpg
+
+    from agentsvc.db.postgres import MIGRATION_LOCK  # the driver, only when configured
 
     conn = await asyncpg.connect(url)
     try:

@@ -501,6 +501,7 @@ class SqliteDatabase:
                 version_sql = f"PRAGMA user_version = {schema_version()};"
                 script = f"BEGIN IMMEDIATE;\n{sqlite_schema()}\n{version_sql}\nCOMMIT;"
                 await self._run_script(script)
+                self.upgrader.created()
             elif survey.steps:
                 await self._upgrade(survey)
 

@@ -76,7 +76,7 @@ class Survey:
 class Upgrade:
     """What an upgrade did, for `agentsvc migrate` to report."""
 
-    found: int
+    found: int  # 0: a new database, created at `reached`
     reached: int
     backup: Path | None
 
@@ -290,6 +290,10 @@ class Upgrader:
             step.label,
             time.monotonic() - started,
         )
+
+    def created(self) -> None:
+        """A new database was given the newest schema."""
+        self.done = Upgrade(0, schema_version(), None)
 
     def finished(self, found: int, backup: Path | None) -> None:
         self.done = Upgrade(found, schema_version(), backup)

@@ -116,3 +116,49 @@ async def postgres_at(url: str, version: int) -> None:
         await conn.execute("UPDATE schema_info SET version = $1", version)
     finally:
         await conn.close()
+
+
+async def postgres_contents(url: str) -> dict[str, object]:
+    """Everything agentsvc's schema holds, comparable: each table's rows (as text, sorted),
+    the columns, indexes, triggers and functions, the sequences' positions, the version."""
+    import asyncpg
+
+    conn = await asyncpg.connect(url)
+    try:
+        tables = await conn.fetch(
+            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY 1"
+        )
+        rows = {
+            t: sorted(r[0] for r in await conn.fetch(f'SELECT x::text FROM "{t}" AS x'))  # noqa: S608
+            for (t,) in tables
+        }
+        catalog = {
+            name: sorted(tuple(r) for r in await conn.fetch(query))
+            for name, query in _CATALOG.items()
+        }
+    finally:
+        await conn.close()
+    return {"rows": rows, **catalog}
+
+
+_CATALOG = {
+    "columns": "SELECT table_name, column_name, data_type, is_nullable, column_default"
+    " FROM information_schema.columns WHERE table_schema = current_schema()",
+    "indexes": "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = current_schema()",
+    "triggers": "SELECT t.tgname, c.relname FROM pg_trigger AS t JOIN pg_class AS c"
+    " ON c.oid = t.tgrelid WHERE c.relnamespace = current_schema()::regnamespace"
+    " AND NOT t.tgisinternal",
+    "functions": "SELECT proname FROM pg_proc WHERE pronamespace = current_schema()::regnamespace",
+    "sequences": "SELECT sequencename, last_value FROM pg_sequences"
+    " WHERE schemaname = current_schema()",
+}
+
+
+def sqlite_contents(path: Path) -> tuple[int, list[str]]:
+    """The schema version and every statement that makes the database again (opening it
+    for writing may switch the file to WAL mode: bytes change, the database does not)."""
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute("PRAGMA user_version").fetchone()[0], list(conn.iterdump())
+    finally:
+        conn.close()
