@@ -20,7 +20,7 @@ from agentsvc.db.migrations import FIRST_POSTGRES_VERSION, schema_version
 from tests.support import pg, upgrade_shop
 from tests.support.cli import run
 from tests.support.settings import make_settings
-from tests.support.upgrades import config, postgres_contents, sqlite_contents
+from tests.support.upgrades import config, postgres_at, postgres_contents, sqlite_contents
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +77,7 @@ async def test_a_postgresql_database_of_an_earlier_version_answers_the_same(
     aiohttp_client, tmp_path, newest_postgres, version
 ):
     url = pg.copy_of_database(newest_postgres.settings.database.url)
-    await upgrade_shop.postgres_at(url, version)
+    await postgres_at(url, version)
     settings = make_settings(tmp_path, database={"url": url})
 
     after = await _upgraded_answers(aiohttp_client, settings, newest_postgres.shop)
@@ -129,7 +129,7 @@ async def test_a_postgresql_backup_restores_the_database_as_it_was(
     """As on SQLite: pg_restore in one transaction gives back every row, column, index,
     trigger, function and sequence position of the database from before the upgrade."""
     url = pg.copy_of_database(newest_postgres.settings.database.url)
-    await upgrade_shop.postgres_at(url, 12)
+    await postgres_at(url, 12)
     before = await postgres_contents(url)
     settings = make_settings(tmp_path, database={"url": url})
     first = await _upgraded_answers(aiohttp_client, settings, newest_postgres.shop)

@@ -404,7 +404,7 @@ class PostgresDatabase:
             except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
                 raise upgrader.failed(found, step, reached, backup, str(exc)) from None
             reached = step.version
-            upgrader.migrated(found, step, started)
+            upgrader.migrated(step, started)
         upgrader.finished(found, backup)
 
     async def schema_version_now(self) -> int:

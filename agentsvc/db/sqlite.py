@@ -524,7 +524,7 @@ class SqliteDatabase:
             except sqlite3.Error as exc:
                 raise upgrader.failed(found, step, reached, backup, str(exc)) from None
             reached = step.version
-            upgrader.migrated(found, step, started)
+            upgrader.migrated(step, started)
         upgrader.finished(found, backup)
 
     async def _run_script(self, script: str) -> None:

@@ -56,6 +56,7 @@ class Step:
 
     @property
     def label(self) -> str:
+        """For people: `20 (sources)`."""
         return f"{self.version} ({self.name.partition('_')[2].replace('_', ' ')})"
 
 
@@ -66,10 +67,6 @@ class Survey:
     found: int | None  # its schema version; None: a new, empty database
     steps: tuple[Step, ...]
     refusal: str | None = None  # why it would be refused
-
-    @property
-    def target(self) -> int:
-        return schema_version()
 
 
 @dataclass
@@ -283,7 +280,8 @@ class Upgrader:
             log.info("removed an older backup: %s (keeping %s)", old, self.backups.keep)
         return target
 
-    def migrated(self, found: int, step: Step, started: float) -> None:
+    def migrated(self, step: Step, started: float) -> None:
+        """Log one migration applied (and committed)."""
         log.info(
             "%s: migration %s applied in %.2f s",
             self.label,
@@ -296,6 +294,7 @@ class Upgrader:
         self.done = Upgrade(0, schema_version(), None)
 
     def finished(self, found: int, backup: Path | None) -> None:
+        """Record and log an upgrade done."""
         self.done = Upgrade(found, schema_version(), backup)
         log.info(
             "%s upgraded from schema version %s to %s%s",

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from agentsvc.db.copy import TABLES
-from agentsvc.db.migrations import UNDO_POSTGRES, schema_at
+from agentsvc.db.migrations import schema_at
 from tests.support.accounts import add_member, bearer, create_user, key_for
 from tests.support.chat import add_document, chat, user
 
@@ -331,19 +331,6 @@ def differences(before: Any, after: Any, path: str = "") -> list[str]:
 
 
 # ── taken back to an earlier version ──────────────────────────────────────────────────
-async def postgres_at(url: str, version: int) -> None:
-    """Take a PostgreSQL database of the newest version back to `version`."""
-    import asyncpg
-
-    conn = await asyncpg.connect(url)
-    try:
-        for later in sorted((n for n in UNDO_POSTGRES if n > version), reverse=True):
-            await conn.execute(UNDO_POSTGRES[later])
-        await conn.execute("UPDATE schema_info SET version = $1", version)
-    finally:
-        await conn.close()
-
-
 _INSERTED_BY_TRIGGER = re.compile(r"\bINSERT\s+(?:OR\s+\w+\s+)?INTO\s+(\w+)", re.I)
 _UPDATED_BY_TRIGGER = re.compile(r"\bUPDATE\s+(\w+)\s+SET\b", re.I)
 
