@@ -241,3 +241,26 @@ async def test_pg_bin_dir_without_the_tools_is_said(tmp_path, bad):
     message = _refusal(_cli(tmp_path, "migrate", url=url, pg_bin_dir=bad or str(tmp_path)))
     assert "pg_dump was not found in [database] pg_bin_dir" in message
     assert await _version(url) == NEWEST - 1
+
+
+async def test_a_restore_that_fails_part_way_changes_nothing(tmp_path):
+    """A backup cut short (its rows end early: pg_restore fails while psql is loading
+    them): psql's one transaction is rolled back, the database is as it was."""
+    url = await _database_at(NEWEST - 1)
+    conn = await asyncpg.connect(url)
+    await conn.execute(
+        "INSERT INTO users (id, email, created_at, updated_at)"
+        " SELECT 'usr_' || n, 'u' || n || '@b.co', md5(n::text), 't'"
+        " FROM generate_series(1, 20000) AS n"
+    )
+    await conn.close()
+    assert _cli(tmp_path, "migrate", url=url).returncode == 0
+    (backup,) = _backups(tmp_path)
+    whole = backup.read_bytes()
+    cut = tmp_path / "cut.dump"
+    cut.write_bytes(whole[: len(whole) * 2 // 3])
+    before = await postgres_contents(url)
+    message = _refusal(_cli(tmp_path, "restore", str(cut), "--yes", url=url))
+    assert message.startswith("agentsvc: pg_restore said: ")
+    assert message.endswith("; the database was not changed")
+    assert await postgres_contents(url) == before
