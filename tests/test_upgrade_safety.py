@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+import subprocess
+import sys
 
 import pytest
 
@@ -213,18 +215,31 @@ def test_two_processes_upgrading_one_sqlite_file_at_once_migrate_it_once(tmp_pat
 
 
 def test_no_upgrade_beneath_a_running_server(tmp_path):
-    server = Server(tmp_path)
+    """An older server holds the data directory's serve lock (a process taking it with the
+    function `serve` takes it with stands in for it: the older release cannot run here)."""
+    db = old_sqlite(tmp_path / "data", NEWEST - 1)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from pathlib import Path;"
+            " from agentsvc.running import lock_data_dir;"
+            f" lock_data_dir(Path({str(tmp_path / 'data')!r})); print('held', flush=True);"
+            " sys.stdin.read()",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
-        db = tmp_path / "data" / "agentsvc.db"
-        conn = sqlite3.connect(db)
-        conn.execute(f"PRAGMA user_version = {NEWEST - 1}")  # an older server's database
-        conn.close()
+        assert holder.stdout.readline().strip() == "held"
         message = _refusal(run(["migrate"], tmp_path))
         assert f"at schema version {NEWEST - 1} and this agentsvc needs {NEWEST}" in message
-        assert f"another agentsvc (pid {server.proc.pid}) serves this data directory" in message
+        assert f"another agentsvc (pid {holder.pid}) serves this data directory" in message
         assert user_version(db) == NEWEST - 1 and _backups(tmp_path / "data") == []
     finally:
-        server.stop()
+        holder.communicate("")
+    assert run(["migrate"], tmp_path).returncode == 0  # once it is stopped
 
 
 def test_backup_settings_are_checked(tmp_path):
