@@ -1,5 +1,5 @@
 """The `agentsvc` command: serve, apikey create, user create and set-password, login-link,
-team set-plan, backup, migrate, copy-data, eval run."""
+team set-plan, backup, migrate, restore, copy-data, eval run."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from typing import Any, NoReturn
 
 from agentsvc.cli_eval import add_eval_command
 from agentsvc.cli_input import UsageError, checked, checked_plan, read_password
+from agentsvc.cli_upgrade import add_upgrade_commands, unreachable
 from agentsvc.config import (
     WILDCARD_HOSTS,
     ConfigError,
@@ -28,6 +29,8 @@ from agentsvc.config import (
     log_level,
 )
 from agentsvc.db import Database, database_for
+from agentsvc.db.restore import RestoreRefused
+from agentsvc.db.upgrade import UpgradeRefused
 from agentsvc.errors import ValidationFailed
 from agentsvc.passwords import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH
 from agentsvc.process_limits import OpenFileLimit, raise_open_file_limit
@@ -202,7 +205,7 @@ def _existing(settings: Settings) -> Settings:
 async def _with_db(settings: Settings, fn: Callable[[Database], Awaitable[Any]]) -> Any:
     created = not settings.database.url and not settings.db_path.is_file()
     db = database_for(settings)
-    await db.open()
+    await _reaching(settings, db.open())
     if created:  # commands that create (apikey create, user create, migrate) say where
         log.info("created a new database: %s", settings.db_path)
     try:
@@ -412,14 +415,14 @@ def cmd_team_verify_domain(args: argparse.Namespace) -> None:
 def cmd_backup(args: argparse.Namespace) -> None:
     from pathlib import Path
 
-    from agentsvc.db.sqlite import BackupFailed, copy_database
+    from agentsvc.db.backups import BackupFailed, copy_sqlite
 
     settings = _settings(args)
+    target = Path(args.path)
     if settings.database.url:
-        _pg_dump(settings.database.url, Path(args.path))
+        _pg_dump(settings, target)
         return
     source_path = _existing(settings).db_path
-    target = Path(args.path)
     target.parent.mkdir(parents=True, exist_ok=True)
     try:
         # The copy holds every team's data: created 0600 (whatever the umask), never over
@@ -429,48 +432,60 @@ def cmd_backup(args: argparse.Namespace) -> None:
         raise CommandError(f"{target} already exists; choose a new file") from None
     os.chmod(target, 0o600)
     try:
-        copy_database(source_path, target)
+        copy_sqlite(source_path, target)
     except BackupFailed as exc:
         raise CommandError(str(exc)) from None
     print(target)
 
 
-def _pg_dump(url: str, target: Any) -> None:
-    """PostgreSQL's backup is pg_dump's (custom format; restore with pg_restore)."""
-    import shutil
-    import subprocess
+def _pg_dump(settings: Settings, target: Any) -> None:
+    """PostgreSQL's backup is pg_dump's of agentsvc's schema (custom format; `agentsvc
+    restore` reads it)."""
+    from agentsvc.db.pg_tools import ToolFailed, current_schema, dump
 
-    from agentsvc.db.copy import redacted
-
-    pg_dump = shutil.which("pg_dump")
-    if pg_dump is None:
-        raise CommandError(
-            "pg_dump is not installed; install PostgreSQL's client tools (Debian:"
-            " postgresql-client) or run pg_dump --format=custom where it is"
-        )
     if target.exists():
         raise CommandError(f"{target} already exists; choose a new file")
     target.parent.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(  # noqa: S603 - our own argument list
-        [pg_dump, "--format=custom", "--no-owner", f"--file={target}", f"--dbname={url}"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        target.unlink(missing_ok=True)
-        detail = done.stderr.strip().replace(url, redacted(url))
-        raise CommandError(f"pg_dump failed: {detail}")
-    os.chmod(target, 0o600)
+    url = settings.database.url
+    try:
+        dump(url, target, _run(lambda: current_schema(url)), settings.database.pg_bin_dir)
+    except ToolFailed as exc:
+        raise CommandError(str(exc)) from None
     print(target)
 
 
 def cmd_migrate(args: argparse.Namespace) -> None:
-    from agentsvc.db.migrations import schema_version
+    from agentsvc.cli_upgrade import migrated_line, plan_lines
 
     settings = _settings(args)
-    _run(lambda: _with_db(settings, lambda db: asyncio.sleep(0)))
-    print(f"{settings.database_label}: schema version {schema_version()}")
+    if args.plan:
+        survey = _run(lambda: _reaching(settings, database_for(settings).survey()))
+        if survey.refusal is not None:
+            raise CommandError(survey.refusal)
+        print("\n".join(plan_lines(settings, survey)))
+        return
+
+    async def open_it(db: Database) -> Any:
+        return db.upgrader.done
+
+    done = _run(lambda: _with_db(settings, open_it))
+    print(migrated_line(settings, done))
+
+
+async def _reaching(settings: Settings, work: Awaitable[Any]) -> Any:
+    """`work`, with a database that cannot be reached said in words."""
+    try:
+        return await work
+    except OSError as exc:
+        raise CommandError(unreachable(settings, exc)) from None
+
+
+def cmd_restore(args: argparse.Namespace) -> None:
+    from pathlib import Path
+
+    from agentsvc.cli_upgrade import restore_command
+
+    print(restore_command(_settings(args), Path(args.path), args.yes))
 
 
 def cmd_copy_data(args: argparse.Namespace) -> None:
@@ -765,7 +780,7 @@ def _team_commands(commands: Any) -> None:
 
 
 def _database_commands(commands: Any) -> None:
-    """`backup`, `migrate` and `copy-data`."""
+    """`backup`, `migrate`, `restore` and `copy-data`."""
     backup = _add(
         commands,
         "backup",
@@ -773,8 +788,12 @@ def _database_commands(commands: Any) -> None:
         "write a consistent copy of the database to PATH (safe while serving)",
     )
     backup.add_argument("path", metavar="PATH", help="a new file (it must not exist)")
-
-    _add(commands, "migrate", cmd_migrate, "create or upgrade the database schema")
+    add_upgrade_commands(
+        commands,
+        lambda parent, name, help: _add(
+            parent, name, cmd_migrate if name == "migrate" else cmd_restore, help
+        ),
+    )
 
     copy = _add(
         commands,
@@ -796,7 +815,7 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as exc:
         print(f"agentsvc: {exc}", file=sys.stderr)
         return 2
-    except (ConfigError, CommandError) as exc:
+    except (ConfigError, CommandError, UpgradeRefused, RestoreRefused) as exc:
         print(f"agentsvc: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

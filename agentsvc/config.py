@@ -120,6 +120,14 @@ class DatabaseSettings(_Section):
     # A write transaction holding the writer longer logs a warning with where it was
     # opened (0: never).
     slow_write_ms: int = Field(200, ge=0)
+    # Before applying migrations, `serve` and `migrate` copy the database into
+    # data_dir/backups/ (SQLite: an online copy; PostgreSQL: pg_dump) and refuse to
+    # migrate when the copy fails; false migrates without one.
+    backup_before_migrate: bool = True
+    backups_kept: int = Field(5, ge=1, le=1000)  # copies kept there; older ones removed
+    # Where pg_dump, pg_restore and psql are (empty: PATH, then the newest
+    # /usr/lib/postgresql/N/bin); their major version must be the server's or newer.
+    pg_bin_dir: str = ""
 
     @field_validator("url")
     @classmethod

@@ -55,6 +55,28 @@ def lock_data_dir(data_dir: Path) -> int:
     return fd
 
 
+def other_server_pid(data_dir: Path) -> int | None:
+    """The pid of another process holding the directory's serve lock (0 when it cannot be
+    read), or None when no other process holds it (this one may: `serve` migrates after
+    taking it)."""
+    try:
+        fd = os.open(data_dir / LOCK_FILE, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        # A lock of this process's own open of the file conflicts too: told apart by pid.
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.read(fd, 32).decode("ascii", "replace").strip()
+        pid = int(holder) if holder.isdigit() else 0
+        return None if pid == os.getpid() else pid
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
 @dataclass(frozen=True)
 class RunningNote:
     """What this process wrote to `server-url`: removed at exit only if still there."""

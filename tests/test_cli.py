@@ -552,7 +552,7 @@ def test_version_prints_the_installed_version(tmp_path):
         (
             [],
             "a command is required: serve, apikey, user, login-link, team, backup, migrate,"
-            " copy-data, eval (see --help)",
+            " restore, copy-data, eval (see --help)",
         ),
         (["migrate", "now"], "migrate: unexpected argument 'now' (see --help)"),
         (["backup", "a.db", "--fast"], "backup: unknown option --fast (see --help)"),

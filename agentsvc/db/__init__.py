@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from agentsvc.config import Settings
+    from agentsvc.db.upgrade import Survey, Upgrader
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -89,6 +90,7 @@ class Database(Protocol):
     """What the app needs from a database; `database_for` picks the implementation."""
 
     shared: bool  # whether several processes may use it at once (PostgreSQL)
+    upgrader: Upgrader  # how open() upgrades its schema; `.done` says what it did
 
     @property
     def reader(self) -> Tx:
@@ -142,6 +144,11 @@ class Database(Protocol):
         for other processes' announcements)."""
         ...
 
+    async def survey(self) -> Survey:
+        """What open() would do to the schema (create, migrate, refuse), read on a
+        connection of its own without changing anything; the database need not be open."""
+        ...
+
     async def open(self) -> None: ...
 
     async def close(self) -> None: ...
@@ -149,7 +156,9 @@ class Database(Protocol):
 
 def database_for(settings: Settings) -> Database:
     """The database the settings name: `[database] url` (PostgreSQL), else SQLite in the
-    data directory."""
+    data directory. Opening it migrates the schema, after a backup (upgrade.py)."""
+    from agentsvc.db.upgrade import upgrader_for
+
     if settings.database.url:
         from agentsvc.db.postgres import PostgresDatabase
 
@@ -158,6 +167,7 @@ def database_for(settings: Settings) -> Database:
             pool_size=settings.database.pool_size,
             statement_timeout_seconds=settings.database.statement_timeout_seconds,
             slow_write_ms=settings.database.slow_write_ms,
+            upgrader=upgrader_for(settings),
         )
     from agentsvc.db.sqlite import SqliteDatabase
 
@@ -165,4 +175,5 @@ def database_for(settings: Settings) -> Database:
         settings.db_path,
         readers=settings.database.readers,
         slow_write_ms=settings.database.slow_write_ms,
+        upgrader=upgrader_for(settings),
     )

@@ -24,6 +24,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any, TypeVar
 
 import asyncpg
@@ -38,13 +39,10 @@ from agentsvc.db import (
 )
 from agentsvc.db.batcher import BATCH_HOLD_SECONDS, Failed, WriteBatcher
 from agentsvc.db.holds import Slowest, WriteClock, awaited
-from agentsvc.db.migrations import (
-    FIRST_POSTGRES_VERSION,
-    POSTGRES_MIGRATIONS,
-    postgres_schema,
-    schema_version,
-)
+from agentsvc.db.migrations import POSTGRES_MIGRATIONS, postgres_schema, schema_version
 from agentsvc.db.pg_readers import HeldReaders
+from agentsvc.db.pg_tools import dump
+from agentsvc.db.upgrade import Survey, Upgrader, UpgradeRefused, read_version
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -134,8 +132,11 @@ class PostgresDatabase:
         pool_size: int = 10,
         statement_timeout_seconds: float = 30.0,
         slow_write_ms: float = 200,
+        upgrader: Upgrader | None = None,
     ):
         self.url = url
+        # Without one (a bare database in a test): migrations run with no backup.
+        self.upgrader = upgrader or Upgrader("PostgreSQL")
         self.clock = WriteClock(slow_write_ms)
         self.pool_size = pool_size
         self.statement_timeout_ms = int(statement_timeout_seconds * 1000)
@@ -340,15 +341,71 @@ class PostgresDatabase:
                     await conn.close()
 
     # ── schema ─────────────────────────────────────────────────────────────────────────
+    async def survey(self) -> Survey:
+        """What open() would do, read on a connection of its own that changes nothing."""
+        conn = await asyncpg.connect(self.url)
+        try:
+            return await self.upgrader.survey(PgTx(conn))
+        finally:
+            await conn.close()
+
     async def _migrate(self) -> None:
+        """Create or upgrade the schema (upgrade.py): at once when it is the newest;
+        otherwise on a connection of its own with no statement timeout (a migration of a
+        large table, or pg_dump, may take minutes), under the advisory lock that makes the
+        processes of a cluster upgrade one at a time."""
         assert self._pool is not None
         async with self._pool.acquire() as conn:
-            await conn.execute("SELECT pg_advisory_lock($1)", MIGRATION_LOCK)
+            found, _ = await read_version(PgTx(conn))
+            if found == schema_version():
+                await _warn_without_btree_gin(conn)
+                return
+        conn = await asyncpg.connect(self.url, server_settings=self._settings(0))
+        try:
+            if not await conn.fetchval("SELECT pg_try_advisory_lock($1)", MIGRATION_LOCK):
+                log.info("waiting for another process that is upgrading the database")
+                await conn.execute("SELECT pg_advisory_lock($1)", MIGRATION_LOCK)
             try:
-                await _migrate_on(conn)
+                survey = await self.upgrader.survey(PgTx(conn))  # again, under the lock
+                if survey.refusal is not None:
+                    raise UpgradeRefused(survey.refusal)
+                if survey.found is None:
+                    async with conn.transaction():
+                        await conn.execute(postgres_schema())
+                        await conn.execute(
+                            "INSERT INTO schema_info (version) VALUES ($1)", schema_version()
+                        )
+                    self.upgrader.created()
+                elif survey.steps:
+                    await self._upgrade(conn, survey)
             finally:
                 await conn.execute("SELECT pg_advisory_unlock($1)", MIGRATION_LOCK)
             await _warn_without_btree_gin(conn)
+        finally:
+            await conn.close()
+
+    async def _upgrade(self, conn: asyncpg.Connection, survey: Survey) -> None:
+        found = survey.found
+        assert found is not None
+        upgrader = self.upgrader
+        schema = await conn.fetchval("SELECT current_schema()")
+
+        async def copy(target: Path) -> None:
+            await asyncio.to_thread(dump, self.url, target, schema, upgrader.pg_bin_dir)
+
+        backup = await upgrader.back_up(found, copy)
+        reached = found
+        for step in survey.steps:
+            started = time.monotonic()
+            try:
+                async with conn.transaction():
+                    await conn.execute(POSTGRES_MIGRATIONS[step.version])
+                    await conn.execute("UPDATE schema_info SET version = $1", step.version)
+            except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
+                raise upgrader.failed(found, step, reached, backup, str(exc)) from None
+            reached = step.version
+            upgrader.migrated(step, started)
+        upgrader.finished(found, backup)
 
     async def schema_version_now(self) -> int:
         assert self._pool is not None
@@ -359,8 +416,8 @@ async def _nothing_to_reset(_conn: asyncpg.Connection) -> None:
     """What the pool runs on a connection it takes back, instead of asyncpg's default
     `SELECT pg_advisory_unlock_all(); CLOSE ALL; UNLISTEN *; RESET ALL`: a round trip on
     every release, so every single read paid two. This package leaves no session state on
-    a pooled connection (no SET: maintenance() has a connection of its own; the migration's
-    lock is released by hand; no LISTEN: the listener has its own), and asyncpg rolls back
+    a pooled connection (no SET: maintenance() and an upgrade have connections of their own;
+    no LISTEN: the listener has its own), and asyncpg rolls back
     a transaction left open before it calls this."""
 
 
@@ -378,22 +435,3 @@ async def _warn_without_btree_gin(conn: asyncpg.Connection) -> None:
             " every agent (slower searches where agents share the tables); see 'The"
             " btree_gin extension' in docs/operators/growing.md"
         )
-
-
-async def _migrate_on(conn: asyncpg.Connection) -> None:
-    exists = await conn.fetchval("SELECT to_regclass('schema_info') IS NOT NULL")
-    if not exists:
-        async with conn.transaction():
-            await conn.execute(postgres_schema())
-            await conn.execute("INSERT INTO schema_info (version) VALUES ($1)", schema_version())
-        return
-    version = int(await conn.fetchval("SELECT version FROM schema_info"))
-    if version > schema_version():
-        raise RuntimeError(
-            f"the PostgreSQL database has schema version {version}, newer than this "
-            f"agentsvc ({schema_version()}); upgrade agentsvc"
-        )
-    for number in range(max(version + 1, FIRST_POSTGRES_VERSION + 1), schema_version() + 1):
-        async with conn.transaction():
-            await conn.execute(POSTGRES_MIGRATIONS[number])
-            await conn.execute("UPDATE schema_info SET version = $1", number)

@@ -15,7 +15,9 @@ thread once a second instead.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import logging
+import os
 import sqlite3
 import sys
 import time
@@ -27,11 +29,13 @@ from typing import Any, TypeVar
 
 import aiosqlite
 
-from agentsvc.datadir import ensure_private_db_files
+from agentsvc.datadir import FILE_MODE, ensure_private_db_files
 from agentsvc.db import Params, Row, Tx, VectorSearchUnavailable, raises_constraint_violation
+from agentsvc.db.backups import copy_sqlite
 from agentsvc.db.batcher import BATCH_HOLD_SECONDS, Failed, Unit, WriteBatcher
 from agentsvc.db.holds import Slowest, WriteClock, awaited
-from agentsvc.db.migrations import schema_version, sqlite_migrations, sqlite_schema
+from agentsvc.db.migrations import VERSIONS, schema_version, sqlite_schema
+from agentsvc.db.upgrade import Survey, Upgrader, UpgradeRefused, read_version
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -234,33 +238,6 @@ def sqlite_vec_available() -> bool:
     return True
 
 
-class BackupFailed(Exception):
-    """The copy of the database is not usable (it was removed)."""
-
-
-def copy_database(source_path: Path, target: Path) -> None:
-    """Copy a consistent snapshot into `target` (an empty file) while a server may write.
-
-    SQLite's online backup, then an integrity check; a failed copy is removed, so no
-    half-written file is left to restore from.
-    """
-    source = sqlite3.connect(f"file:{source_path}?mode=ro", uri=True)
-    dest = sqlite3.connect(target)
-    try:
-        with dest:
-            source.backup(dest, pages=1024)
-        check = dest.execute("PRAGMA integrity_check").fetchone()[0]
-        if check != "ok":
-            raise BackupFailed(f"backup failed its integrity check: {check}")
-    except BaseException:
-        dest.close()
-        target.unlink(missing_ok=True)
-        raise
-    finally:
-        dest.close()
-        source.close()
-
-
 async def _connect(path: Path) -> aiosqlite.Connection:
     conn = await aiosqlite.connect(path, isolation_level=None)
     conn.row_factory = sqlite3.Row
@@ -273,8 +250,17 @@ class SqliteDatabase:
 
     shared = False  # one serving process (CLI commands may write beside it)
 
-    def __init__(self, path: Path, *, readers: int = 3, slow_write_ms: float = 200):
+    def __init__(
+        self,
+        path: Path,
+        *,
+        readers: int = 3,
+        slow_write_ms: float = 200,
+        upgrader: Upgrader | None = None,
+    ):
         self.path = path
+        # Without one (a bare database in a test): migrations run with no backup.
+        self.upgrader = upgrader or Upgrader(str(path))
         self.clock = WriteClock(slow_write_ms)
         self.reader_count = readers
         self._writer: aiosqlite.Connection | None = None
@@ -489,26 +475,94 @@ class SqliteDatabase:
                 except sqlite3.Error:  # busy or locked: the next round tries again
                     log.warning("WAL checkpoint failed", exc_info=True)
 
+    async def survey(self) -> Survey:
+        """What open() would do, read on a read-only connection (no file: a new one)."""
+        if not self.path.is_file() or not self.path.stat().st_size:
+            return Survey(None, ())
+        conn = await aiosqlite.connect(f"file:{self.path}?mode=ro", uri=True)
+        try:
+            return await self.upgrader.survey(ThreadTx(conn))
+        finally:
+            await conn.close()
+
     async def _migrate(self) -> None:
+        """Create or upgrade the schema (upgrade.py: one process at a time, each migration
+        a transaction of its own, after a backup)."""
+        tx = ThreadTx(self._writer)
+        found, _ = await read_version(tx)
+        if found == schema_version():
+            return
+        async with _upgrade_lock(self.path):
+            survey = await self.upgrader.survey(tx)  # again: another process may have done it
+            if survey.refusal is not None:
+                raise UpgradeRefused(survey.refusal)
+            if survey.found is None:
+                # A new database gets the current schema in one go.
+                version_sql = f"PRAGMA user_version = {schema_version()};"
+                script = f"BEGIN IMMEDIATE;\n{sqlite_schema()}\n{version_sql}\nCOMMIT;"
+                await self._run_script(script)
+                self.upgrader.created()
+            elif survey.steps:
+                await self._upgrade(survey)
+
+    async def _upgrade(self, survey: Survey) -> None:
+        found = survey.found
+        assert found is not None
+        upgrader = self.upgrader
+        upgrader.check_beside_servers(found)
+        backup = await upgrader.back_up(
+            found, lambda target: asyncio.to_thread(copy_sqlite, self.path, target)
+        )
+        reached = found
+        for step in survey.steps:
+            started = time.monotonic()
+            script = VERSIONS[step.version - 1].sqlite
+            try:
+                await self._run_script(
+                    f"BEGIN IMMEDIATE;\n{script}\nPRAGMA user_version = {step.version};\nCOMMIT;"
+                )
+            except sqlite3.Error as exc:
+                raise upgrader.failed(found, step, reached, backup, str(exc)) from None
+            reached = step.version
+            upgrader.migrated(step, started)
+        upgrader.finished(found, backup)
+
+    async def _run_script(self, script: str) -> None:
+        """Run a script that is one transaction; rolled back when a statement fails."""
         conn = self._writer
         assert conn is not None
-        rows = await conn.execute_fetchall("PRAGMA user_version")
-        version = rows[0][0]
-        if version == 0:
-            # A new database gets the current schema in one go.
-            version_sql = f"PRAGMA user_version = {schema_version()};"
-            await conn.executescript(f"BEGIN IMMEDIATE;\n{sqlite_schema()}\n{version_sql}\nCOMMIT;")
-            return
-        for number, migration in sqlite_migrations():
-            if version < number:
-                await conn.executescript(
-                    f"BEGIN IMMEDIATE;\n{migration}\nPRAGMA user_version = {number};\nCOMMIT;"
-                )
-        if version > schema_version():
-            raise RuntimeError(
-                f"database {self.path} has schema version {version}, newer than this "
-                f"agentsvc ({schema_version()}); upgrade agentsvc"
-            )
+        try:
+            await conn.executescript(script)
+        except BaseException:
+            if conn.in_transaction:
+                await asyncio.shield(conn.execute("ROLLBACK"))
+            raise
+
+
+UPGRADE_LOCK_POLL_SECONDS = 0.05
+
+
+@asynccontextmanager
+async def _upgrade_lock(db_path: Path) -> AsyncIterator[None]:
+    """Hold the file lock beside the database that one upgrading process holds at a time
+    (flock: released by the system however the holder ends). Waited for by polling, so a
+    cancelled start leaves no thread blocked on it."""
+    lock_path = db_path.with_name(db_path.name + "-upgrade.lock")
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, FILE_MODE)
+    try:
+        said = False
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if not said:
+                    log.info("waiting for another process that is upgrading %s", db_path)
+                    said = True
+                await asyncio.sleep(UPGRADE_LOCK_POLL_SECONDS)
+        yield
+    finally:
+        os.close(fd)
 
 
 Savepoint = Callable[[str], Awaitable[None]]

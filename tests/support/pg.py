@@ -196,6 +196,16 @@ def fresh_real_database_url() -> str:
     return _database_url(name)
 
 
+def copy_of_database(url: str) -> str:
+    """A new database made from `url`'s (a real database of fresh_real_database_url, which
+    nobody may be connected to), dropped like the others."""
+    name = f"d{os.getpid()}_{next(_counter)}"
+    source = urlsplit(url).path.lstrip("/")
+    _run(_on_server(f"CREATE DATABASE {name} TEMPLATE {source}"))
+    _created_databases.append(name)
+    return _database_url(name)
+
+
 def mark() -> tuple[int, int]:
     """How many schemas and databases exist now (see `drop_created`)."""
     return len(_created), len(_created_databases)

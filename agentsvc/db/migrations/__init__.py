@@ -75,11 +75,6 @@ def schema_version() -> int:
     return len(VERSIONS)
 
 
-def sqlite_migrations() -> list[tuple[int, str]]:
-    """(version, script) of every SQLite migration after version 1, in order."""
-    return [(m.version, m.sqlite) for m in VERSIONS[1:]]
-
-
 def sqlite_schema() -> str:
     """The newest SQLite schema: packaged in the wheel, or at the top of a checkout."""
     packaged = resources.files("agentsvc").joinpath("schema.sql")
