@@ -160,7 +160,10 @@ async def test_usage_by_day_agent_and_model_with_costs_from_the_prices(
         ("Support", 1, 0.0),
     ]
     by_model = await usage_report(client, auth, groupBy="model")
-    assert [(r["model"], r["inputTokens"]) for r in by_model["rows"]] == [(OAI, 36), (ANTH, 25)]
+    assert [(r["model"], r["inputTokens"], r["priced"]) for r in by_model["rows"]] == [
+        (OAI, 36, True),
+        (ANTH, 25, False),  # its answers cost 0: the page says it has no price
+    ]
     one = await usage_report(client, auth, groupBy="model", agentId=support["id"])
     assert [r["model"] for r in one["rows"]] == [ANTH] and one["agentId"] == support["id"]
 

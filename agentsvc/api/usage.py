@@ -111,6 +111,9 @@ class UsageRowOut(UsageFigures):
     agent_id: str | None = Field(None, description="groupBy=agent")
     agent_name: str | None = Field(None, description="groupBy=agent; null once deleted")
     model: str | None = Field(None, description="groupBy=model: the agent's model id then")
+    priced: bool | None = Field(
+        None, description="groupBy=model: whether the server has a price for it (else cost 0)"
+    )
 
 
 class UsageReport(ResponseModel):

@@ -56,7 +56,11 @@ class UsageService:
         if agent_id is not None:
             await self._agent(team_id, agent_id)
         days = date_range(date_from, date_to, datetime.now(UTC).date())
-        return await usage_report(self._db, team_id, days, group, agent_id, self.currency)
+        report = await usage_report(self._db, team_id, days, group, agent_id, self.currency)
+        if group == "model":  # an unpriced model's answers cost 0: say which those are
+            for row in report["rows"]:
+                row["priced"] = self._prices.has_price(row["model"])
+        return report
 
     async def _agent(self, team_id: str, agent_id: str) -> str:
         agent = await agents_store.get(self._db.reader, team_id, agent_id)

@@ -74,6 +74,7 @@ function scale(peak, ticks = 4, whole = true) {
     const step = Math.max(1, Math.ceil(Math.max(1, peak) / ticks));
     return { step, max: step * ticks, ticks };
   }
+  if (!(peak > 0)) return { step: 0.25, max: 1, ticks }; // nothing spent: 0 to 1
   const raw = Math.max(peak, 1e-6) / ticks;
   const p = 10 ** Math.floor(Math.log10(raw));
   const step = [1, 2, 5, 10].map((m) => m * p).find((v) => v >= raw);
@@ -84,7 +85,8 @@ function grid(svg, sc, y, x1, x2) {
   for (let i = 0; i <= sc.ticks; i++) {
     const value = Number((sc.step * i).toPrecision(6));
     svg.append(s("line", { x1, x2, y1: y(value), y2: y(value), class: "grid" }));
-    svg.append(s("text", { x: x1 - 6, y: y(value) + 4, "text-anchor": "end", class: "axis" }, value));
+    const label = value.toLocaleString(undefined, { maximumSignificantDigits: 6 }); // never 5e-7
+    svg.append(s("text", { x: x1 - 6, y: y(value) + 4, "text-anchor": "end", class: "axis" }, label));
   }
 }
 

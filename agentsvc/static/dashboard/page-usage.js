@@ -45,7 +45,7 @@ function figures(rows, first) {
     ["Answers", (r) => n(r.answers)],
     ["Input tokens", (r) => n(r.inputTokens)],
     ["Output tokens", (r) => n(r.outputTokens)],
-    ["Cost", (r) => money(r.cost, view.cur)],
+    ["Cost", (r) => (r.priced === false ? "No price set" : money(r.cost, view.cur))],
   ], rows, "No answers in this range.", first[0] === "Agent" ? "Usage per agent" : "Usage per model");
 }
 
@@ -80,6 +80,7 @@ export async function renderUsage(ctx, page) {
     h("ul.stat-cards", { "aria-label": "Totals" }, [["Answers", n(t.answers)], ["Input tokens", n(t.inputTokens)],
       ["Output tokens", n(t.outputTokens)], ["Cost", money(t.cost, cur)]].map(([label, value]) =>
       h("li.card.stat", h("span.stat-label", label), h("strong.stat-value", value)))),
+    models.rows.some((r) => r.priced === false) && h("p.muted", "Answers of a model without a price count as 0: prices are set by whoever runs the server ([prices] in its configuration)."),
     h("div.charts.wide",
       dayChart(report, "Tokens", [{ key: "inputTokens", label: "Input tokens" }, { key: "outputTokens", label: "Output tokens" }], true),
       dayChart(report, "Cost", [{ key: "cost", label: `Cost (${cur})` }], false)),
