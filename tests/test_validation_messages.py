@@ -272,6 +272,7 @@ async def resources(client) -> dict[str, Any]:
             "secrets": "CRM_TOKEN",
             "answers": answer_id,
             "channels": channel_id,
+            "approvals": "apr_missing",  # bodies are checked before the approval is looked up
         },
         "fields": {"agentId": agent_id, "toolId": tool_id, "model": "builtin"},
     }
