@@ -229,3 +229,14 @@ async def test_a_turn_that_pauses_twice_goes_on_in_its_stream(make_client, tmp_p
     assert "Only one per day" in answer["toolCalls"][1]["output"]
     sent = openai_fake.requests[2]["json"]["messages"]
     assert "Only one per day" in sent[-1]["content"]
+
+
+async def test_the_live_list_ends_like_the_inbox_streams(make_client, tmp_path):
+    """The live list lasts `[handoff] max_stream_seconds`, as the inbox's streams do (the
+    dashboard reconnects); a client that never hangs up holds no stream for longer."""
+    settings = make_settings(tmp_path, handoff={"max_stream_seconds": 0.5}, **FAST)
+    client = await make_client(settings)
+    auth = bearer(await new_api_key(client))
+    resp = await client.get("/api/v1/approvals/events", headers=auth)
+    names = [name for name, _ in await OpenStream(resp).rest(timeout=10)]  # then it closes
+    assert names == ["approvals"], names

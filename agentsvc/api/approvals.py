@@ -15,6 +15,7 @@ from agentsvc.api.cursors import MAX_CURSOR_LENGTH, decode_cursor, next_cursor
 from agentsvc.api.models import NON_BLANK, QueryModel, RequestModel, ResponseModel
 from agentsvc.api.progress_stream import progress_stream
 from agentsvc.api.routing import Call, RouteTable, envelope_response
+from agentsvc.api.streams import streaming_of
 from agentsvc.services.approvals.service import ApprovalsService, Decision
 from agentsvc.store.approvals import Approval
 
@@ -143,8 +144,8 @@ async def list_approvals(call: Call):
     extra={
         "description": "Server-Sent Events: `approvals` {approvals: [...]} with the team's"
         " pending calls (at most 100, the longest wait first) when the stream opens and each"
-        " time they change; `end` with the last list when the stream's time is up (the"
-        " client reconnects)."
+        " time they change; it closes after `[handoff] max_stream_seconds` (the client"
+        " reconnects)."
     },
 )
 async def approval_events(call: Call):
@@ -154,6 +155,8 @@ async def approval_events(call: Call):
         call,
         ({"approvals": [approval_json(a) for a in found]} async for found in updates),
         "approvals",
+        # A live list like the inbox's: it lasts as long as the inbox's streams.
+        max_seconds=streaming_of(call).handoff.max_stream_seconds,
     )
 
 

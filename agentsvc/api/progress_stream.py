@@ -22,16 +22,20 @@ WRITE_TIMEOUT_SECONDS = 10.0
 
 
 async def progress_stream(
-    call: Call, updates: AsyncIterator[dict[str, Any]], name: str = "progress"
+    call: Call,
+    updates: AsyncIterator[dict[str, Any]],
+    name: str = "progress",
+    max_seconds: float | None = None,
 ) -> EventStream:
     """Stream `updates` (the job's JSON each time it moves on, as events `name`) to the
-    client; the caller has answered 404 already when the job is not the team's."""
+    client; the caller has answered 404 already when the job is not the team's. The stream
+    ends after `max_seconds` (default `[chat] max_stream_seconds`)."""
     response = EventStream(ping_interval=PING_SECONDS, send_timeout=WRITE_TIMEOUT_SECONDS)
     finish_response(call.request, response)
     await response.prepare(call.request)
     streaming = streaming_of(call)
     pump = asyncio.ensure_future(
-        _pump(response, updates, streaming.chat.max_stream_seconds, name)
+        _pump(response, updates, max_seconds or streaming.chat.max_stream_seconds, name)
     )
     streaming.event_streams.watch(pump, call.request)
     try:
