@@ -453,7 +453,7 @@ def test_postgres_candidates_come_from_the_rarest_words():
     """PostgreSQL's retrieval: the rarest words up to the postings budget are selective (the
     rarest always, even over it); the candidates' query pairs each selective word with any
     later word, so the index starts from the selective words' postings."""
-    from agentsvc.store import documents as store
+    from agentsvc.store import pg_passage_search as store
 
     budget = store.SELECTIVE_POSTINGS
     selective, common = store.selective_words(

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from agentsvc.db import Tx
+from agentsvc.store import pg_passage_search
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,10 +136,21 @@ async def content_of(tx: Tx, document_id: str) -> tuple[str, str, str] | None:
     return (row[0], row[1], row[2]) if row else None
 
 
+# PostgreSQL: the GIN index keeps new entries in a pending list, which every search reads
+# through whole until it is merged into the index (by VACUUM, or by the insert that takes
+# it past gin_pending_list_limit, 4 MB by default): ~3.6 µs a page for each index scan, up
+# to 1.9 ms at 4 MB, and retrieval scans the index twice. A transaction writing passages
+# merges it past 1 MB instead: ~0.5 ms at most, and merging in smaller batches costs
+# indexing on the server ~45 % more time than at 4 MB (twice as much at 256 kB).
+_PENDING_LIMIT = "SET LOCAL gin_pending_list_limit = 1024"
+
+
 async def insert_passages(
     tx: Tx, document_id: str, agent_id: str, passages: Iterable[PassageRow]
 ) -> None:
     """Insert passages (the insert trigger indexes each one)."""
+    if tx.dialect == "postgresql":
+        await tx.execute(_PENDING_LIMIT)
     await tx.executemany(
         "INSERT INTO passages (document_id, agent_id, position, heading, text)"
         " VALUES (?, ?, ?, ?, ?)",
@@ -272,57 +284,6 @@ LIMIT ?
 """
 
 
-# PostgreSQL ranks a bounded set of candidates rather than every passage that matches:
-# ts_rank reads each candidate's tsvector (a few µs), and the GIN index reads every posting
-# of each word it is asked for, so a word in one passage in ten would cost tens of ms at
-# 100,000 passages either way. The candidates come from the question's selective words
-# (`selective_words`): the passages holding two of its words, one of them selective (the
-# index finds them from the selective words' postings, skipping through the others'), then
-# those holding any selective word; each set capped. ts_rank then scores them as it would
-# have scored them in a full ranking: a heading match weighs double (weights are
-# {D, C, B, A}) and the score is divided by 1 + log(length), as BM25 favours short passages.
-# When every word is selective (a small table) and the matches fit the caps, the ranking is
-# the full one. The GIN index is on (agent_id, search) (btree_gin), so only the agent's
-# postings are read past the agent's key. `{query}` is the words' query, the prefixes' or
-# both (`||`).
-PAIRS_CANDIDATES = 150  # passages holding two of the words (one selective), at most
-ANY_CANDIDATES = 50  # passages holding a selective word, at most
-SELECTIVE_POSTINGS = 3000  # the selective words' passages (in the table) add up to this, at most
-
-_PG_SEARCH = """
-SELECT p.id, p.document_id, d.title, p.heading, p.text, top.score, d.source_url
-FROM (
-    SELECT DISTINCT c.id, c.document_id, c.score
-    FROM (SELECT {query} AS query) AS q, LATERAL ({candidates}) AS c
-    ORDER BY c.score DESC, c.id
-    LIMIT ?) AS top
-JOIN passages AS p ON p.id = top.id
-JOIN documents AS d ON d.id = top.document_id
-WHERE d.status = 'ready'
-ORDER BY top.score DESC, top.id
-LIMIT ?
-"""
-# One set of candidates, each scored where it is read (no second lookup of its row).
-_PG_CANDIDATES = """
-(SELECT id, document_id, ts_rank('{0, 0, 0.5, 1}', search, q.query, 1) AS score
- FROM passages WHERE agent_id = ? AND search @@ ?::text::tsquery LIMIT ?)"""
-_PG_WORDS = "to_tsquery('english', ?)"
-_PG_PREFIXES = "to_tsquery('simple', ?)"
-# Each English lexeme of the words with its share of the passages by the table's statistics
-# (ANALYZE keeps the most common lexemes with their frequencies; any other counts 0), and
-# the table's estimated number of rows.
-_PG_SHARES = """
-SELECT w.lexeme, coalesce(s.freqs[array_position(s.elems, w.lexeme)], 0),
-       (SELECT reltuples FROM pg_class WHERE oid = 'passages'::regclass)
-FROM unnest(tsvector_to_array(to_tsvector('english', ?))) AS w(lexeme)
-LEFT JOIN (
-    SELECT most_common_elems::text::text[] AS elems, most_common_elem_freqs AS freqs
-    FROM pg_stats
-    WHERE schemaname = current_schema() AND tablename = 'passages' AND attname = 'search'
-) AS s ON true
-"""
-
-
 def match_expression(agent_id: str, words: list[str], prefixes: list[str]) -> str:
     """The FTS5 query: this agent's scope token AND any word or prefix in heading or text.
 
@@ -343,34 +304,8 @@ async def search(
         match = match_expression(agent_id, words, prefixes)
         rows = await tx.fetchall(_SEARCH, (match, k + margin, agent_id, k))
         return [Hit(*r) for r in rows]
-    if not words and not prefixes:
-        return []
-    shares = await tx.fetchall(_PG_SHARES, (" ".join(words),)) if words else []
-    passages = max(float(shares[0][2]), 1.0) if shares else 1.0  # -1: never analyzed
-    selective, common = selective_words([(r[0], float(r[1]) * passages) for r in shares])
-    # Prefixes (another language's stems) go with the selective words: they are few.
-    selective += [f"{_quoted(p)}:*" for p in prefixes]
-    common = [_quoted(w) for w in common]
-    if not selective:  # only words the english configuration ignores: nothing matches
-        return []
-    candidates, params = [], []
-    pairs = pairs_query(selective, common)
-    if pairs:
-        candidates.append(_PG_CANDIDATES)
-        params += [agent_id, pairs, PAIRS_CANDIDATES]
-    candidates.append(_PG_CANDIDATES)
-    params += [agent_id, " | ".join(selective), ANY_CANDIDATES]
-    parts = []
-    if words:
-        parts.append(_PG_WORDS)
-    if prefixes:
-        parts.append(_PG_PREFIXES)
-    sql = _PG_SEARCH.replace("{query}", " || ".join(parts)).replace(
-        "{candidates}", " UNION ALL ".join(candidates)
-    )
-    query_params = [" | ".join(words)] if words else []
-    query_params += [" | ".join(f"{p}:*" for p in prefixes)] if prefixes else []
-    rows = await tx.fetchall(sql, [*query_params, *params, k + margin, k])
+    # PostgreSQL: a bounded set of candidates, ranked by ts_rank (pg_passage_search.py).
+    rows = await pg_passage_search.search(tx, agent_id, words, prefixes, k, margin)
     return [Hit(*r) for r in rows]
 
 
@@ -393,35 +328,3 @@ async def replace_content(tx: Tx, doc: Document, content: str) -> bool:
         ),
     )
     return changed > 0
-
-
-def _quoted(lexeme: str) -> str:
-    """A lexeme as a tsquery operand (quoted: read as that lexeme, never as syntax)."""
-    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
-
-
-def selective_words(counts: list[tuple[str, float]]) -> tuple[list[str], list[str]]:
-    """(selective quoted, common) lexemes from (lexeme, passages holding it in the table):
-    the rarest first while they add up to at most SELECTIVE_POSTINGS passages (the rarest
-    always), the others common."""
-    ordered = sorted(counts, key=lambda pair: (pair[1], pair[0]))
-    selective: list[str] = []
-    total = 0.0
-    for lexeme, count in ordered:
-        if selective and total + count > SELECTIVE_POSTINGS:
-            break
-        selective.append(_quoted(lexeme))
-        total += count
-    return selective, [lexeme for lexeme, _ in ordered[len(selective) :]]
-
-
-def pairs_query(selective: list[str], common: list[str]) -> str:
-    """The tsquery of passages holding a selective word and any other word ('' if the
-    question has one word): the index reads the selective words' postings and looks the
-    others up at those only."""
-    clauses = []
-    for i, word in enumerate(selective):
-        others = selective[i + 1 :] + common
-        if others:
-            clauses.append(f"({word} & ({' | '.join(others)}))")
-    return " | ".join(clauses)
