@@ -425,3 +425,12 @@ def pairs_query(selective: list[str], common: list[str]) -> str:
         if others:
             clauses.append(f"({word} & ({' | '.join(others)}))")
     return " | ".join(clauses)
+
+
+async def existing_ids(tx: Tx, ids: list[str]) -> set[str]:
+    """Which of these document ids exist."""
+    if not ids:
+        return set()
+    marks = ", ".join("?" for _ in ids)
+    rows = await tx.fetchall(f"SELECT id FROM documents WHERE id IN ({marks})", ids)
+    return {r[0] for r in rows}
