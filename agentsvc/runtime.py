@@ -104,6 +104,8 @@ from agentsvc.services.triggers.service import TriggersService
 from agentsvc.services.widget.public import WidgetConfigCache
 from agentsvc.services.widget.service import WidgetService
 from agentsvc.storage import open_store
+from agentsvc.storage.copying import adopt_local_files
+from agentsvc.storage.local import LocalStore
 
 log = logging.getLogger(__name__)
 
@@ -186,7 +188,8 @@ async def _database(app: web.Application) -> AsyncIterator[None]:
 async def _storage(app: web.Application) -> AsyncIterator[None]:
     """The file storage `[storage]` names, checked before anything uses it: a store that
     cannot be reached, or refuses the credentials, stops the start with the reason."""
-    files = open_store(app[app_keys.settings_key], app[app_keys.db_key])
+    settings = app[app_keys.settings_key]
+    files = open_store(settings, app[app_keys.db_key])
     try:
         await files.check()
     except BaseException:
@@ -194,7 +197,18 @@ async def _storage(app: web.Application) -> AsyncIterator[None]:
         raise
     log.info("files are kept in %s", files.label)
     app[app_keys.files_key] = files
+    adopting = None
+    local = settings.server.data_dir / "files"
+    if files.kind != "local" and local.is_dir():
+        # Files an earlier version (or this instance before [storage] url) kept on disk.
+        adopting = asyncio.create_task(
+            adopt_local_files(LocalStore(local), files), name="adopt-local-files"
+        )
     yield
+    if adopting is not None:
+        adopting.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await adopting
     await files.close()
 
 

@@ -22,7 +22,7 @@ from agentsvc.api.routing import PATH_PARAM, Endpoint
 from agentsvc.app import create_app
 from agentsvc.outbound import literal_address
 from agentsvc.services.tools import secrets as secret_service
-from tests.support import agent_versions, channels, pg, scim, sources, sso
+from tests.support import agent_versions, channels, pg, scim, sources, sso, storage
 from tests.support.accounts import (
     SESSION_COOKIE,
     add_member,
@@ -128,7 +128,12 @@ ROUTES: dict[tuple[str, str], tuple[str, Any]] = {
         ("webhook", "delivery"),
         None,
     ),
-} | (channels.SECURITY_ROUTES | agent_versions.SECURITY_ROUTES | sources.SECURITY_ROUTES)
+} | (
+    channels.SECURITY_ROUTES
+    | agent_versions.SECURITY_ROUTES
+    | sources.SECURITY_ROUTES
+    | storage.SECURITY_ROUTES
+)
 
 
 def id_routes() -> list[Endpoint]:
@@ -183,6 +188,7 @@ async def furnished_team(client, email: str) -> Team:
     await channels.furnish(client, auth, ids)
     await agent_versions.furnish(client, auth, ids)
     await sources.furnish(client, auth, ids)
+    await storage.furnish(client, auth, ids)
     await json_of(
         await client.put(f"/api/v1/agents/{ids['agent']}/identity-secret", json={}, headers=auth),
         200,
