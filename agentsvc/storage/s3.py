@@ -15,6 +15,7 @@ the bucket, what the store said) and as `StorageUnavailable` to the caller.
 from __future__ import annotations
 
 import asyncio
+import io
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
@@ -53,27 +54,34 @@ class _PartWriter:
     def __init__(self, store: S3Store, key: str):
         self._store = store
         self._key = key
-        self._buffer = bytearray()
+        # The part being filled, as a file the client hashes and sends a piece at a time
+        # (bytes given whole were copied again by the client and by its HTTP layer).
+        self._buffer = io.BytesIO()
         self._upload_id: str | None = None
         self._parts: list[dict[str, Any]] = []
 
     async def write(self, chunk: bytes) -> None:
-        self._buffer += chunk
-        if len(self._buffer) >= PART_BYTES:
-            part, self._buffer = self._buffer, bytearray()
+        self._buffer.write(chunk)
+        if self._buffer.tell() >= PART_BYTES:
+            part, self._buffer = self._buffer, io.BytesIO()
             try:
                 await self._send_part(part)
             except _FAILURES as exc:
                 raise self._store.failed(exc, f"writing {self._key}") from None
 
-    async def _send_part(self, part: bytearray) -> None:
+    async def _send_part(self, part: io.BytesIO) -> None:
+        part.seek(0)
         client, bucket = self._store.client, self._store.bucket
         if self._upload_id is None:
             begun = await client.create_multipart_upload(Bucket=bucket, Key=self._key)
             self._upload_id = begun["UploadId"]
         number = len(self._parts) + 1
         sent = await client.upload_part(
-            Bucket=bucket, Key=self._key, UploadId=self._upload_id, PartNumber=number, Body=part
+            Bucket=bucket,
+            Key=self._key,
+            UploadId=self._upload_id,
+            PartNumber=number,
+            Body=part,
         )
         self._parts.append({"ETag": sent["ETag"], "PartNumber": number})
 
@@ -86,11 +94,12 @@ class _PartWriter:
     async def _finish(self) -> None:
         client, bucket = self._store.client, self._store.bucket
         if self._upload_id is None:
+            self._buffer.seek(0)
             await client.put_object(Bucket=bucket, Key=self._key, Body=self._buffer)
             return
-        if self._buffer:
+        if self._buffer.tell():
             await self._send_part(self._buffer)
-        self._buffer = bytearray()
+        self._buffer = io.BytesIO()
         await client.complete_multipart_upload(
             Bucket=bucket,
             Key=self._key,
@@ -99,7 +108,7 @@ class _PartWriter:
         )
 
     async def abort(self) -> None:
-        self._buffer = bytearray()
+        self._buffer = io.BytesIO()
         if self._upload_id is not None:
             client = self._store.client
             await client.abort_multipart_upload(
