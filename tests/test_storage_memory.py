@@ -71,9 +71,8 @@ async def upload_and_download(client, tmp_path) -> tuple[int, int]:
         tracemalloc.stop()
     assert received == size and got.hexdigest() == digest
     assert doc["sizeBytes"] == size and doc["passageCount"] >= 1
-    print(
-        f"{size / 2**20:.0f} MiB: up {uploading / 2**20:.2f} MiB, down {downloading / 2**20:.2f} MiB"
-    )
+    up, down = uploading / 2**20, downloading / 2**20
+    print(f"{size / 2**20:.0f} MiB: up {up:.2f} MiB, down {down:.2f} MiB")
     return uploading, downloading
 
 
