@@ -517,14 +517,15 @@ def _target_storage(settings: Settings, url: str | None) -> Any:
         return None
     from pydantic import ValidationError
 
-    from agentsvc.config import StorageSettings
+    from agentsvc.config import StorageSettings, storage_with_environment
     from agentsvc.validation_messages import describe_validation_error
 
     try:
-        return StorageSettings.model_validate({**settings.storage.model_dump(), "url": url})
+        chosen = StorageSettings.model_validate({**settings.storage.model_dump(), "url": url})
     except ValidationError as exc:
         reason = describe_validation_error(exc, "", StorageSettings).replace("url: ", "", 1)
         raise UsageError(f"--storage-to: {reason}") from None
+    return storage_with_environment(chosen)
 
 
 async def _file_copy(settings: Settings, target: Any) -> Any:

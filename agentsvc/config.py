@@ -839,9 +839,18 @@ _AWS_KEYS = {
 def _with_aws_environment(settings: Settings, environ: Mapping[str, str]) -> Settings:
     """With an s3:// storage url, fill the empty endpoint, region and credentials from the
     usual AWS variables (the credentials only when neither key is set)."""
-    storage = settings.storage
-    if not storage.url:
+    if not settings.storage.url:
         return settings
+    filled = storage_with_environment(settings.storage, environ)
+    return settings.model_copy(update={"storage": filled})
+
+
+def storage_with_environment(
+    storage: StorageSettings, environ: Mapping[str, str] | None = None
+) -> StorageSettings:
+    """`[storage]` with what it leaves empty taken from the AWS variables (for `copy-data
+    --storage-to` too); ConfigError naming the variable when one is not usable."""
+    environ = os.environ if environ is None else environ
     found: dict[str, str] = {}
     for name, variables in _AWS_VARIABLES.items():
         value = next((environ[v] for v in variables if environ.get(v)), "")
@@ -850,12 +859,11 @@ def _with_aws_environment(settings: Settings, environ: Mapping[str, str]) -> Set
     if not storage.access_key_id:
         found.update({k: environ[v] for k, v in _AWS_KEYS.items() if environ.get(v)})
     if not found:
-        return settings
+        return storage
     try:
-        filled = StorageSettings.model_validate({**storage.model_dump(), **found})
+        return StorageSettings.model_validate({**storage.model_dump(), **found})
     except ValidationError as exc:
         used = [(*_AWS_VARIABLES.get(k, ()), _AWS_KEYS.get(k, "")) for k in found]
         names = ", ".join(v for group in used for v in group if v in environ)
         reason = describe_validation_error(exc, "storage.", StorageSettings)
         raise ConfigError(f"invalid configuration: {reason} (from {names})") from exc
-    return settings.model_copy(update={"storage": filled})
