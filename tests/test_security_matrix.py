@@ -66,6 +66,7 @@ END_USER_ROUTES = {("DELETE", "/api/v1/end-users/{ref}"), ("GET", "/api/v1/end-u
 OWN_NAMESPACE |= END_USER_ROUTES
 VISITOR = {"id": "visitor-7", "email": "visitor@example.com", "name": "Vera"}
 
+FURNISHERS = (channels, agent_versions, sources, storage)  # each: SECURITY_ROUTES, furnish()
 # For each route with an id: which resource of the victim team fills it, and a body that
 # passes validation (so the answer is about the id, not about the body).
 ROUTES: dict[tuple[str, str], tuple[str, Any]] = {
@@ -128,12 +129,7 @@ ROUTES: dict[tuple[str, str], tuple[str, Any]] = {
         ("webhook", "delivery"),
         None,
     ),
-} | (
-    channels.SECURITY_ROUTES
-    | agent_versions.SECURITY_ROUTES
-    | sources.SECURITY_ROUTES
-    | storage.SECURITY_ROUTES
-)
+} | {key: value for module in FURNISHERS for key, value in module.SECURITY_ROUTES.items()}
 
 
 def id_routes() -> list[Endpoint]:
@@ -185,10 +181,8 @@ async def furnished_team(client, email: str) -> Team:
         await client.post("/api/v1/agents", json={"name": "Victim"}, headers=auth), 201
     )
     ids["agent"] = agent["data"]["id"]
-    await channels.furnish(client, auth, ids)
-    await agent_versions.furnish(client, auth, ids)
-    await sources.furnish(client, auth, ids)
-    await storage.furnish(client, auth, ids)
+    for module in FURNISHERS:
+        await module.furnish(client, auth, ids)
     await json_of(
         await client.put(f"/api/v1/agents/{ids['agent']}/identity-secret", json={}, headers=auth),
         200,
