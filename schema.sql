@@ -337,7 +337,7 @@ CREATE TABLE avatars (
     id           TEXT PRIMARY KEY,
     user_id      TEXT NOT NULL UNIQUE REFERENCES users(id) ON DELETE CASCADE,
     content_type TEXT NOT NULL,
-    image        BLOB NOT NULL,
+    image        BLOB,  -- a picture uploaded before version 25; later ones: file storage
     created_at   TEXT NOT NULL
 );
 
@@ -1299,4 +1299,18 @@ CREATE TABLE budget_alerts (
     limit_nanos INTEGER NOT NULL,          -- the limit then: a raised one warns again
     sent_at     TEXT NOT NULL,
     PRIMARY KEY (team_id, scope, month, percent, limit_nanos)
+-- ── files kept in the database (PostgreSQL without [storage] url; agentsvc/storage/) ────
+CREATE TABLE stored_files (
+    key        TEXT PRIMARY KEY,
+    upload_id  TEXT NOT NULL UNIQUE,
+    size       INTEGER NOT NULL,
+    chunks     INTEGER NOT NULL,
+    created_at TEXT NOT NULL
+);
+CREATE TABLE stored_file_chunks (
+    upload_id  TEXT NOT NULL,
+    seq        INTEGER NOT NULL,
+    data       BLOB NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (upload_id, seq)
 );

@@ -41,6 +41,7 @@ from agentsvc.running import (
     record_running,
     running_public_url,
 )
+from agentsvc.storage import StorageError
 
 log = logging.getLogger(__name__)
 
@@ -497,20 +498,83 @@ def cmd_copy_data(args: argparse.Namespace) -> None:
         raise UsageError("copy-data copies the SQLite database: unset [database] url first")
     if not is_postgres_url(args.to):
         raise UsageError("--to: must be a postgresql:// URL")
-
+    target_storage = _target_storage(settings, args.storage_to)
     _existing(settings)
 
     def report(table: str, rows: int) -> None:
         print(f"{table}: {rows} rows", flush=True)
 
+    async def copy() -> dict[str, int]:
+        files = await _file_copy(settings, target_storage)
+        try:
+            return await copy_data(settings.db_path, args.to, report, files)
+        finally:
+            await _close_stores(files)
+
     try:
-        copied = _run(lambda: copy_data(settings.db_path, args.to, report))
+        copied = _run(copy)
     except CopyFailed as exc:
         raise CommandError(str(exc)) from None
+    moved, size = copied.pop("files", 0), copied.pop("file_bytes", 0)
+    where = target_storage.url if target_storage is not None else "the database"
+    if target_storage is None and settings.storage.url:
+        where = f"{settings.storage.url} (left where they are)"
     print(
         f"copied {sum(copied.values())} rows of {settings.db_path} into {redacted(args.to)};"
-        " every table's count matches"
+        f" every table's count matches; {moved} files ({size} bytes) into {where}"
     )
+
+
+def _target_storage(settings: Settings, url: str | None) -> Any:
+    """The [storage] settings of the copy's files (`--storage-to`), or None: into the
+    database (or, from an S3 instance, left in its bucket)."""
+    if not url:
+        return None
+    from pydantic import ValidationError
+
+    from agentsvc.config import StorageSettings, storage_with_environment
+    from agentsvc.validation_messages import describe_validation_error
+
+    try:
+        chosen = StorageSettings.model_validate({**settings.storage.model_dump(), "url": url})
+    except ValidationError as exc:
+        reason = describe_validation_error(exc, "", StorageSettings).replace("url: ", "", 1)
+        raise UsageError(f"--storage-to: {reason}") from None
+    return storage_with_environment(chosen)
+
+
+async def _file_copy(settings: Settings, target: Any) -> Any:
+    """The stores files are copied between (their connections checked first), or None
+    when they stay where they are (an S3 instance, copied without --storage-to)."""
+    from agentsvc.db.copy import FileCopy
+    from agentsvc.storage import StorageError, open_store
+
+    if target is None and settings.storage.url:
+        return None
+    source = open_store(settings, None)
+    into = None
+    if target is not None:
+        into = open_store(settings.model_copy(update={"storage": target}), None)
+    try:
+        for store in (source, into):
+            if store is not None:
+                await store.check()
+    except StorageError:
+        await _close_stores(FileCopy(source, into))
+        raise
+
+    def files_progress(done: Any) -> None:
+        if done.files % 100 == 0:
+            print(f"files: {done.files} ({done.bytes} bytes)", flush=True)
+
+    return FileCopy(source, into, files_progress)
+
+
+async def _close_stores(files: Any) -> None:
+    if files is not None:
+        for store in (files.source, files.target):
+            if store is not None:
+                await store.close()
 
 
 class _Parser(argparse.ArgumentParser):
@@ -799,9 +863,16 @@ def _database_commands(commands: Any) -> None:
         commands,
         "copy-data",
         cmd_copy_data,
-        "copy this SQLite instance into an empty PostgreSQL database and check the counts",
+        "copy this SQLite instance and its files into an empty PostgreSQL database (the files"
+        " into it, or into S3) and check the counts",
     )
     copy.add_argument("--to", metavar="URL", required=True, help="postgresql://... (empty)")
+    copy.add_argument(
+        "--storage-to",
+        metavar="URL",
+        help="s3://bucket/prefix for the files ([storage]'s endpoint and credentials, or the"
+        " AWS variables); default: into the PostgreSQL database",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -815,7 +886,7 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as exc:
         print(f"agentsvc: {exc}", file=sys.stderr)
         return 2
-    except (ConfigError, CommandError, UpgradeRefused, RestoreRefused) as exc:
+    except (ConfigError, CommandError, UpgradeRefused, RestoreRefused, StorageError) as exc:
         print(f"agentsvc: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

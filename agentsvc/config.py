@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 import tomllib
 from collections.abc import Mapping
@@ -135,6 +136,82 @@ class DatabaseSettings(_Section):
         if value and not value.startswith(("postgresql://", "postgres://")):
             raise ValueError("must be empty (SQLite) or a postgresql:// URL")
         return value
+
+
+# S3 bucket names: 3-63 lower-case letters, digits, dots and hyphens, starting and ending
+# with a letter or digit (AWS's rules; every S3-compatible store accepts them).
+_BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
+
+
+class StorageSettings(_Section):
+    """`[storage]`: where form files, knowledge uploads, avatars and e-mails' attachments
+    are kept (agentsvc/storage/). Empty url: in data_dir, or in the database when
+    `[database] url` names PostgreSQL; `s3://bucket/prefix`: in an S3-compatible store.
+    Empty endpoint, region and credentials are taken from the usual AWS variables
+    (AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, AWS_REGION, AWS_DEFAULT_REGION,
+    AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN) when the settings are
+    loaded; credentials found nowhere are looked for as AWS's own tools do (a profile, an
+    instance or container role)."""
+
+    url: str = ""
+    endpoint_url: str = ""  # empty: AWS's endpoint for the region
+    region: str = ""  # empty: us-east-1
+    access_key_id: str = ""
+    secret_access_key: str = ""
+    session_token: str = ""
+    # "auto": path-style addresses (http://endpoint/bucket/key) with an endpoint_url, as
+    # MinIO, SeaweedFS and most S3-compatible stores want; AWS's virtual hosts without.
+    addressing_style: Literal["auto", "path", "virtual"] = "auto"
+    timeout_seconds: float = Field(30, gt=0)  # connecting, and each read of a response
+
+    @field_validator("url")
+    @classmethod
+    def _s3_only(cls, value: str) -> str:
+        if not value:
+            return value
+        parts = urlsplit(value)
+        if parts.scheme != "s3":
+            raise ValueError("must be empty (data_dir or the database) or s3://bucket/prefix")
+        if parts.query or parts.fragment or parts.username or parts.password or parts.port:
+            raise ValueError(
+                "must be s3://bucket/prefix, nothing else (credentials go in access_key_id"
+                " and secret_access_key, the address in endpoint_url)"
+            )
+        if not _BUCKET.fullmatch(parts.netloc) or ".." in parts.netloc:
+            raise ValueError(
+                f"bucket {parts.netloc!r} is not a valid S3 bucket name (3 to 63 lower-case"
+                " letters, digits, dots and hyphens)"
+            )
+        return value
+
+    @field_validator("endpoint_url")
+    @classmethod
+    def _http_endpoint(cls, value: str) -> str:
+        parts = urlsplit(value)
+        if value and (parts.scheme not in ("http", "https") or not parts.hostname):
+            raise ValueError("must be empty or an http(s):// URL, such as http://127.0.0.1:8333")
+        return value
+
+    @model_validator(mode="after")
+    def _both_keys(self) -> StorageSettings:
+        if bool(self.access_key_id) != bool(self.secret_access_key):
+            given, missing = (
+                ("access_key_id", "secret_access_key")
+                if self.access_key_id
+                else ("secret_access_key", "access_key_id")
+            )
+            raise ValueError(f"{given} is set but {missing} is not: give both, or neither")
+        return self
+
+    @property
+    def bucket(self) -> str:
+        return urlsplit(self.url).netloc
+
+    @property
+    def prefix(self) -> str:
+        """The prefix every key is under, "" or ending in "/"."""
+        path = urlsplit(self.url).path.strip("/")
+        return f"{path}/" if path else ""
 
 
 class ModelSettings(_Section):
@@ -555,6 +632,7 @@ class TelemetrySettings(_Section):
 class Settings(_Section):
     server: ServerSettings = ServerSettings()
     database: DatabaseSettings = DatabaseSettings()
+    storage: StorageSettings = StorageSettings()
     models: ModelSettings = ModelSettings()
     providers: dict[str, ProviderSettings] = Field(default_factory=dict)
     # Prices of models' tokens by model id ("openai/gpt-4o-mini", "builtin"); a price of a
@@ -798,7 +876,7 @@ def load_settings(
     _check_embedding_model(settings)
     _check_shared_secret(settings)
     _check_one_currency(settings)
-    return settings
+    return _with_aws_environment(settings, environ)
 
 
 def _check_one_currency(settings: Settings) -> None:
@@ -852,3 +930,48 @@ def _check_embedding_model(settings: Settings) -> None:
             f"knowledge.embedding_model: provider {provider!r} is {conf.kind!r}; embeddings"
             " need an 'openai'-kind provider (an OpenAI-compatible /v1/embeddings endpoint)"
         )
+
+
+# [storage] settings left empty, and the AWS variables that fill them (first found wins).
+_AWS_VARIABLES = {
+    "endpoint_url": ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"),
+    "region": ("AWS_REGION", "AWS_DEFAULT_REGION"),
+}
+_AWS_KEYS = {
+    "access_key_id": "AWS_ACCESS_KEY_ID",
+    "secret_access_key": "AWS_SECRET_ACCESS_KEY",
+    "session_token": "AWS_SESSION_TOKEN",
+}
+
+
+def _with_aws_environment(settings: Settings, environ: Mapping[str, str]) -> Settings:
+    """With an s3:// storage url, fill the empty endpoint, region and credentials from the
+    usual AWS variables (the credentials only when neither key is set)."""
+    if not settings.storage.url:
+        return settings
+    filled = storage_with_environment(settings.storage, environ)
+    return settings.model_copy(update={"storage": filled})
+
+
+def storage_with_environment(
+    storage: StorageSettings, environ: Mapping[str, str] | None = None
+) -> StorageSettings:
+    """`[storage]` with what it leaves empty taken from the AWS variables (for `copy-data
+    --storage-to` too); ConfigError naming the variable when one is not usable."""
+    environ = os.environ if environ is None else environ
+    found: dict[str, str] = {}
+    for name, variables in _AWS_VARIABLES.items():
+        value = next((environ[v] for v in variables if environ.get(v)), "")
+        if value and not getattr(storage, name):
+            found[name] = value
+    if not storage.access_key_id:
+        found.update({k: environ[v] for k, v in _AWS_KEYS.items() if environ.get(v)})
+    if not found:
+        return storage
+    try:
+        return StorageSettings.model_validate({**storage.model_dump(), **found})
+    except ValidationError as exc:
+        used = [(*_AWS_VARIABLES.get(k, ()), _AWS_KEYS.get(k, "")) for k in found]
+        names = ", ".join(v for group in used for v in group if v in environ)
+        reason = describe_validation_error(exc, "storage.", StorageSettings)
+        raise ConfigError(f"invalid configuration: {reason} (from {names})") from exc

@@ -7,13 +7,9 @@ data, sealed secrets and (by default) the secret key, so no other local user may
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
-import shutil
 import stat
-import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -71,38 +67,3 @@ def ensure_private_db_files(db_path: Path) -> None:
             log.warning("%s has mode %o and cannot be made 600 by this user", path, mode)
         else:
             log.info("%s was mode %o; now 600", path, mode)
-
-
-SWEEP_CHUNK = 500  # folder names asked about in one query
-
-
-async def sweep_folders(
-    root: Path,
-    grace: float,
-    still_used: Callable[[list[str]], Awaitable[set[str]]],
-    prefix: str = "",
-) -> list[str]:
-    """Remove the folders under `root` (named `prefix`...) left alone for `grace` seconds
-    that `still_used` does not claim; return their names. A young folder may belong to a
-    write under way, so only old ones are asked about, a chunk at a time; the disk is read
-    and written off the event loop."""
-    names = await asyncio.to_thread(_old_folders, root, grace, prefix)
-    gone: list[str] = []
-    for i in range(0, len(names), SWEEP_CHUNK):
-        chunk = names[i : i + SWEEP_CHUNK]
-        used = await still_used(chunk)
-        gone += [n for n in chunk if n not in used]
-    for name in gone:
-        await asyncio.to_thread(shutil.rmtree, root / name, True)
-    return gone
-
-
-def _old_folders(root: Path, grace: float, prefix: str) -> list[str]:
-    if not root.is_dir():
-        return []
-    cutoff = time.time() - grace
-    return [
-        p.name
-        for p in root.iterdir()
-        if p.is_dir() and p.name.startswith(prefix) and p.stat().st_mtime <= cutoff
-    ]

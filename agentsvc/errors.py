@@ -79,3 +79,11 @@ class Conflict(DomainError):
 
     code = "CONFLICT"
     default_message = "The resource is not in a state that allows this"
+
+
+class StorageUnavailable(DomainError):
+    """The file storage cannot be used right now (unreachable, or refusing the service);
+    what went wrong is in the operator's log."""
+
+    code = "STORAGE_UNAVAILABLE"
+    default_message = "Files cannot be stored or read right now; try again shortly"

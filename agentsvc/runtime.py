@@ -75,8 +75,9 @@ from agentsvc.services.events.emitter import Emitter
 from agentsvc.services.events.outbox import EventDeliveries
 from agentsvc.services.events.service import WebhooksConfig, WebhooksService
 from agentsvc.services.exports.service import ExportsService
+from agentsvc.services.files_sweep import sweep_files
 from agentsvc.services.forms.conversation import ConversationForms
-from agentsvc.services.forms.files import SWEEP_INTERVAL_SECONDS, remove_orphan_files
+from agentsvc.services.forms.files import SWEEP_INTERVAL_SECONDS
 from agentsvc.services.forms.outbox import FormDeliveries
 from agentsvc.services.forms.service import FormsConfig, FormsService
 from agentsvc.services.handoff.flow import HandoffDeps
@@ -85,7 +86,7 @@ from agentsvc.services.handoff.notify import Notifier, NotifySettings
 from agentsvc.services.handoff.service import HandoffService
 from agentsvc.services.health import HealthService
 from agentsvc.services.knowledge.indexing import Indexer
-from agentsvc.services.knowledge.service import KnowledgeService
+from agentsvc.services.knowledge.service import KnowledgeDeps, KnowledgeService
 from agentsvc.services.knowledge.sources.crawl import SyncTools
 from agentsvc.services.knowledge.sources.fetch import FetchLimits, PageFetcher
 from agentsvc.services.knowledge.sources.pages import PageWriter
@@ -111,6 +112,9 @@ from agentsvc.services.usage.prices import PriceBook
 from agentsvc.services.usage.service import UsageService
 from agentsvc.services.widget.public import WidgetConfigCache
 from agentsvc.services.widget.service import WidgetService
+from agentsvc.storage import open_store
+from agentsvc.storage.copying import adopt_local_files
+from agentsvc.storage.local import LocalStore
 
 log = logging.getLogger(__name__)
 
@@ -118,12 +122,12 @@ log = logging.getLogger(__name__)
 EXPIRE_INVITATIONS_JOB = "expire-invitations"
 PRUNE_SESSIONS_JOB = "prune-sessions"
 PRUNE_SESSIONS_SECONDS = 3600
-SWEEP_FILES_JOB = "form-files-sweep"  # each process: files live in its data_dir
+SWEEP_FILES_JOB = "files-sweep"  # files nothing names any more (forms, pictures, documents)
 DELIVERY_POLL_JOB = "delivery-poll"  # several processes only
 RETENTION_JOB = "data-retention"
 CHANNEL_RESUME_JOB = "channel-messages-resume"  # several processes only
 EMAIL_POLL_JOB = "email-channels-poll"  # e-mail channels' mailboxes read
-MAIL_FILES_JOB = "mail-files-sweep"  # each process: e-mails' attachments in its data_dir
+MAIL_FILES_JOB = "mail-files-sweep"  # e-mails' attachments no message lists
 EVAL_SWEEP_JOB = "eval-runs-sweep"  # runs queued, or left by a process that stopped
 SOURCE_SWEEP_JOB = "sources-sweep"  # syncs due, queued, or left by a process that stopped
 APPROVALS_SWEEP_JOB = "approvals-sweep"  # calls whose time ran out; decided turns taken up
@@ -136,6 +140,7 @@ def attach(app: web.Application) -> None:
             _telemetry,  # first: every step after it may record spans; flushed last
             _limits,
             _database,
+            _storage,  # after _database: PostgreSQL may keep the files
             _jobs,
             _tools,
             _event_writer,
@@ -197,6 +202,33 @@ async def _database(app: web.Application) -> AsyncIterator[None]:
     with contextlib.suppress(asyncio.CancelledError):
         await upkeep
     await db.close()  # commits queued batched writes first
+
+
+async def _storage(app: web.Application) -> AsyncIterator[None]:
+    """The file storage `[storage]` names, checked before anything uses it: a store that
+    cannot be reached, or refuses the credentials, stops the start with the reason."""
+    settings = app[app_keys.settings_key]
+    files = open_store(settings, app[app_keys.db_key])
+    try:
+        await files.check()
+    except BaseException:
+        await files.close()
+        raise
+    log.info("files are kept in %s", files.label)
+    app[app_keys.files_key] = files
+    adopting = None
+    local = settings.server.data_dir / "files"
+    if files.kind != "local" and local.is_dir():
+        # Files an earlier version (or this instance before [storage] url) kept on disk.
+        adopting = asyncio.create_task(
+            adopt_local_files(LocalStore(local), files), name="adopt-local-files"
+        )
+    yield
+    if adopting is not None:
+        adopting.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await adopting
+    await files.close()
 
 
 async def _jobs(app: web.Application) -> AsyncIterator[None]:
@@ -367,7 +399,7 @@ async def _delivery(app: web.Application) -> AsyncIterator[None]:
     metrics = app[app_keys.metrics_key]
     db = app[app_keys.db_key]
     box = app[app_keys.secret_box_key]
-    data_dir = settings.server.data_dir
+    files = app[app_keys.files_key]
     jobs = app[app_keys.jobs_key]
     deliverer = Deliverer(
         db,
@@ -376,7 +408,7 @@ async def _delivery(app: web.Application) -> AsyncIterator[None]:
         on_attempt=lambda kind, outcome: metrics.deliveries.labels(kind, outcome).inc(),
     )
     poster = Poster(app[app_keys.outbound_key], settings.webhooks.timeout_seconds)
-    forms = FormDeliveries(db, poster, box, data_dir, lambda: app.get(app_keys.mailer_key))
+    forms = FormDeliveries(db, poster, box, files, lambda: app.get(app_keys.mailer_key))
     app[app_keys.form_deliveries_key] = deliverer.serve(forms)
     deliverer.serve(EventDeliveries(db, box, poster))  # claimed after the forms' rows
     window = settings.channels.whatsapp_window_seconds
@@ -394,12 +426,11 @@ async def _delivery(app: web.Application) -> AsyncIterator[None]:
     await deliverer.start()  # drops stale leases, reschedules what is pending
     if db.shared:  # rows that came due in another process (one that stopped)
         jobs.every(DELIVERY_POLL_JOB, settings.webhooks.poll_seconds, deliverer.poll)
-    jobs.every(
-        SWEEP_FILES_JOB, SWEEP_INTERVAL_SECONDS, remove_orphan_files, db, data_dir, run_now=True
-    )
+    sweep_once = once_for_all(db, SWEEP_FILES_JOB, SWEEP_INTERVAL_SECONDS, sweep_files)
+    jobs.every(SWEEP_FILES_JOB, SWEEP_INTERVAL_SECONDS, sweep_once, db, files, run_now=True)
     sweep = settings.privacy.retention_sweep_seconds
     retention = once_for_all(db, RETENTION_JOB, sweep, purge_expired)
-    jobs.every(RETENTION_JOB, sweep, retention, db, data_dir, settings.webhooks.delivery_log_days)
+    jobs.every(RETENTION_JOB, sweep, retention, db, files, settings.webhooks.delivery_log_days)
     yield
     jobs.cancel(RETENTION_JOB)
     jobs.cancel(SWEEP_FILES_JOB)
@@ -455,7 +486,7 @@ def _chat_features(app: web.Application, meter: UsageMeter) -> None:
         handoff.request_for_turn,
     )
     _approvals(app, turns)
-    app[app_keys.conversations_key] = ConversationsService(db, emitter, settings.server.data_dir)
+    app[app_keys.conversations_key] = ConversationsService(db, emitter, app[app_keys.files_key])
     app[app_keys.desk_key] = DeskService(db)
     app[app_keys.answers_key] = AnswersService(db, curated, settings.answers.max_per_agent)
     runner = app[app_keys.eval_runner_key] = EvalRunner(
@@ -505,11 +536,11 @@ def _forms_and_webhooks(app: web.Application) -> None:
         app[app_keys.form_deliveries_key],
         emitter,
         FormsConfig(
-            data_dir=settings.server.data_dir,
             file_quota_mb=settings.forms.file_quota_mb_per_agent,
             submits_per_minute=settings.ratelimit.form_submits_per_minute,
             events_per_minute=settings.ratelimit.trigger_events_per_minute,
         ),
+        app[app_keys.files_key],
     )
     app[app_keys.webhooks_key] = WebhooksService(
         db,
@@ -547,9 +578,9 @@ async def _features(app: web.Application) -> AsyncIterator[None]:
     check = app[app_keys.settings_key].channels.email_check_seconds
     read_mail = once_for_all(app[app_keys.db_key], EMAIL_POLL_JOB, check, poller.poll)
     jobs.every(EMAIL_POLL_JOB, check, read_mail)
-    data_dir = app[app_keys.settings_key].server.data_dir
-    sweep = (SWEEP_INTERVAL_SECONDS, remove_orphan_folders, app[app_keys.db_key], data_dir)
-    jobs.every(MAIL_FILES_JOB, *sweep, run_now=True)
+    db, files = app[app_keys.db_key], app[app_keys.files_key]
+    mail_sweep = once_for_all(db, MAIL_FILES_JOB, SWEEP_INTERVAL_SECONDS, remove_orphan_folders)
+    jobs.every(MAIL_FILES_JOB, SWEEP_INTERVAL_SECONDS, mail_sweep, db, files, run_now=True)
 
     # -- evaluation runs: those queued or left by a stopped process, now and then
     runner = app[app_keys.eval_runner_key]
@@ -595,7 +626,7 @@ def _channels(app: web.Application) -> ChannelsService:
         InboxConfig(
             turn_seconds=settings.chat.max_stream_seconds,
             resume_after_seconds=settings.channels.resume_after_seconds,
-            data_dir=settings.server.data_dir,
+            files=app[app_keys.files_key],
         ),
     )
     channels = app[app_keys.channels_key] = ChannelsService(
@@ -631,7 +662,7 @@ def _channels(app: web.Application) -> ChannelsService:
             allow_private=settings.outbound.allow_private,
             per_channel=settings.ratelimit.channel_messages_per_minute,
             per_user=settings.ratelimit.channel_user_messages_per_minute,
-            data_dir=settings.server.data_dir,
+            files=app[app_keys.files_key],
         ),
     )
     return channels
@@ -642,7 +673,8 @@ def _team_services(app: web.Application) -> None:
     settings = app[app_keys.settings_key]
     db = app[app_keys.db_key]
     mailer = app[app_keys.mailer_key]
-    app[app_keys.team_key] = TeamService(db, mailer, settings, app[app_keys.secret_box_key])
+    box, files = app[app_keys.secret_box_key], app[app_keys.files_key]
+    app[app_keys.team_key] = TeamService(db, mailer, settings, box, files)
     app[app_keys.sign_in_key] = SignInService(db, settings, mailer, app[app_keys.oauth_http_key])
     app[app_keys.api_keys_key] = ApiKeysService(db)
     app[app_keys.sso_key] = SsoService(
@@ -692,7 +724,11 @@ def _catalog_services(app: web.Application) -> None:
     app[app_keys.tools_key] = ToolsService(db, box, app[app_keys.mcp_client_key], settings)
     app[app_keys.secrets_key] = SecretsService(db, box)
     app[app_keys.knowledge_key] = KnowledgeService(
-        db, app[app_keys.indexer_key], app[app_keys.outbound_key], settings.knowledge, _sources(app)
+        KnowledgeDeps(
+            db, app[app_keys.indexer_key], app[app_keys.outbound_key], app[app_keys.files_key]
+        ),
+        settings.knowledge,
+        _sources(app),
     )
     app[app_keys.triggers_key] = TriggersService(
         db, app[app_keys.event_writer_key], settings.ratelimit.trigger_events_per_minute
@@ -705,5 +741,5 @@ def _catalog_services(app: web.Application) -> None:
         db, app[app_keys.limiter_key], settings.exports, app[app_keys.usage_key].currency
     )
     app[app_keys.privacy_key] = PrivacyService(
-        db, app[app_keys.mailer_key], app[app_keys.index_scrubber_key], settings.server.data_dir
+        db, app[app_keys.mailer_key], app[app_keys.index_scrubber_key], app[app_keys.files_key]
     )

@@ -4,7 +4,9 @@
 # (SAML signatures), LibreOffice Calc (headless, for the CSV export check), Dovecot (IMAP,
 # for the e-mail channel), an emoji font and, for the PostgreSQL pass, Redis, nginx and
 # PostgreSQL (never Playwright's own browser download);
-# axe-core, esbuild and oidc-provider from the npm registry. scripts/test.sh runs it first;
+# axe-core, esbuild and oidc-provider from the npm registry. The storage tests' S3 server is
+# moto's (`moto[server]`, a test extra from PyPI): SeaweedFS's `seaweedfs-bin` is packaged
+# from Debian 13 on, not in this Debian 12. scripts/test.sh runs it first;
 # .ci/run runs it before starting the fuzzer, so nothing installs beside the tests.
 # TEST_BACKENDS as for scripts/test.sh ("sqlite" needs no database servers).
 set -euo pipefail

@@ -298,3 +298,14 @@ async def anthropic_fake():
     fake = await anthropic_server.FakeAnthropic().start()
     yield fake
     await fake.close()
+
+
+@pytest.fixture(scope="module")
+def s3_server():
+    """An S3-compatible server on 127.0.0.1 checking signatures (moto's, tests/support/s3.py),
+    for a module's tests; `s3_server.bucket()` makes each test a bucket of its own."""
+    from tests.support.s3 import S3Server
+
+    server = S3Server().start()
+    yield server
+    server.stop()

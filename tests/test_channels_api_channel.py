@@ -288,12 +288,11 @@ async def test_retention_prunes_finished_replies_and_old_message_ids(make_client
     async def rows(table: str) -> int:
         return int(await db.reader.fetchval(f"SELECT COUNT(*) FROM {table}"))  # noqa: S608
 
-    settings = client.app[app_keys.settings_key]
     while await rows("channel_deliveries WHERE status = 'pending'"):
         await asyncio.sleep(0.05)
-    await purge_expired(db, settings.server.data_dir, 30)  # nothing is old yet
+    await purge_expired(db, client.app[app_keys.files_key], 30)  # nothing is old yet
     assert (await rows("channel_deliveries"), await rows("channel_inbound")) == (1, 1)
     later = datetime.now(UTC) + timedelta(days=31)
-    await purge_expired(db, settings.server.data_dir, 30, now=later)
+    await purge_expired(db, client.app[app_keys.files_key], 30, now=later)
     assert (await rows("channel_deliveries"), await rows("channel_inbound")) == (0, 0)
     assert await rows("channel_delivery_attempts") == 0

@@ -8,25 +8,26 @@ from __future__ import annotations
 
 import email
 import email.policy
-from pathlib import Path
 
 import pytest
 
 from agentsvc.api import app_keys
 from agentsvc.services.channels.email_files import (
     MANIFEST,
-    Keep,
     folder_of,
-    mail_root,
+    parts_of,
     remove_orphan_folders,
     safe_name,
+    write_files,
 )
 from agentsvc.services.channels.email_read import read_mail
+from agentsvc.storage.local import LocalStore
 from tests.support.accounts import add_member, bearer, create_user, key_for
 from tests.support.channels import data_of
 from tests.support.dovecot import Dovecot
 from tests.support.email_channel import FAST, SHOP, mail_with_files, read_now, setup
 from tests.support.errors import assert_error
+from tests.support.storage import files_of, stored_keys
 
 PDF = b"%PDF-1.4\n1 0 obj\n<<>>\nendobj\n%%EOF\n"
 LONG = "x" * 10_000 + ".txt"
@@ -44,14 +45,9 @@ def dovecot():
     server.stop()
 
 
-def data_dir_of(client) -> Path:
-    return client.app[app_keys.settings_key].server.data_dir
-
-
-def kept_files(data_dir: Path) -> list[Path]:
-    """Every file under the e-mails' folder, relative to it."""
-    root = mail_root(data_dir)
-    return sorted(p.relative_to(root) for p in root.rglob("*") if p.is_file())
+async def kept_files(client) -> list[str]:
+    """Every stored file of the e-mails' folders, as folder/name."""
+    return [key.removeprefix("mail/") for key in await stored_keys(client, "mail/")]
 
 
 async def conversation_of(client, auth: dict, agent_id: str) -> dict:
@@ -82,10 +78,10 @@ async def test_attachments_are_kept_listed_and_served_to_the_team_only(
     assert first["content"] == f"Please see my invoice.\n\n(attached: {', '.join(names)})"
     assert all(m["attachments"] == [] for m in conv["messages"][1:])  # the agent's answer
 
-    # On disk: one folder under the data directory, named from the channel and Message-ID.
-    data_dir = data_dir_of(client)
+    # Stored: one folder, named from the channel and Message-ID (on disk under data_dir).
     folder = folder_of(channel["id"], msg_id)
-    assert kept_files(data_dir) == sorted(Path(folder) / n for n in [*names, MANIFEST])
+    assert await kept_files(client) == sorted(f"{folder}/{n}" for n in [*names, MANIFEST])
+    data_dir = client.app[app_keys.settings_key].server.data_dir
     assert not (data_dir.parent / "etc").exists() and not (data_dir / "etc").exists()
 
     base = f"/api/v1/conversations/{conv['id']}/attachments"
@@ -125,29 +121,27 @@ async def test_a_message_read_twice_keeps_one_copy_and_a_deleted_conversation_is
     raw, msg_id = mail_with_files("Two files.", FILES[:2])
     dovecot.deliver("desk@example.com", raw)
     assert await read_now(client) == 1
-    data_dir = data_dir_of(client)
-    before = kept_files(data_dir)
+    before = await kept_files(client)
     dovecot.deliver("desk@example.com", raw)  # another process, a crash before marking
     assert await read_now(client) == 1
-    assert kept_files(data_dir) == before and len(before) == 3
+    assert await kept_files(client) == before and len(before) == 3
     conv = await conversation_of(client, auth, agent["id"])
     assert len(conv["messages"][0]["attachments"]) == 2
 
-    # A message never recorded leaves a folder too; the sweep takes it with the deleted
-    # conversation's, and leaves what a conversation still lists.
+    # A message never recorded leaves a folder too; the sweep takes it (once it is old
+    # enough) and leaves what a conversation still lists.
     stray, stray_id = mail_with_files("Never recorded.", FILES[:1])
-    read_mail(stray, "desk@example.com", Keep(data_dir, channel["id"]))
+    files = files_of(client)
+    await write_files(files, channel["id"], stray_id, parts_of(parsed(stray)))
     db = client.app[app_keys.db_key]
-    assert await remove_orphan_folders(db, data_dir, grace=0) == 1
-    assert kept_files(data_dir) == before
+    assert await remove_orphan_folders(db, files, grace=3600) == 0  # too young yet
+    assert await remove_orphan_folders(db, files, grace=0) == 1
+    assert await kept_files(client) == before
+    # A deleted conversation's files go with it.
     resp = await client.delete(f"/api/v1/conversations/{conv['id']}", headers=auth)
     assert resp.status == 200
-    assert await remove_orphan_folders(db, data_dir, grace=3600) == 0  # too young yet
-    assert await remove_orphan_folders(db, data_dir, grace=0) == 1
-    assert (
-        kept_files(data_dir) == []
-        and not (mail_root(data_dir) / folder_of(channel["id"], msg_id)).exists()
-    )
+    assert await kept_files(client) == []
+    assert await remove_orphan_folders(db, files, grace=0) == 0
     assert stray_id != msg_id
 
 
@@ -162,14 +156,14 @@ async def test_a_flooding_senders_files_are_not_kept(make_client, dovecot, smtp_
         raw, _ = mail_with_files(f"Invoice {n}.", FILES[:1])
         dovecot.deliver("flood@example.com", raw)
     assert await read_now(client) == 1  # the others: past the sender's limit, not answered
-    assert len(kept_files(data_dir_of(client))) == 2  # one folder: its file and its list
+    assert len(await kept_files(client)) == 2  # one folder: its file and its list
 
 
 def parsed(raw: bytes):
     return email.message_from_bytes(raw, policy=email.policy.default)
 
 
-def test_hostile_attachments_are_bounded_and_never_a_path(tmp_path):
+async def test_hostile_attachments_are_bounded_and_never_a_path(tmp_path):
     hostile = [
         ("a.pdf", "application/pdf", b"1"),
         ("A.PDF", "application/pdf", b"2"),  # the same name on a case-blind disk
@@ -181,9 +175,11 @@ def test_hostile_attachments_are_bounded_and_never_a_path(tmp_path):
         *[(f"more-{n}.txt", "text/plain", b"m") for n in range(40)],
     ]
     raw, msg_id = mail_with_files("Many files.", hostile)
-    found = read_mail(raw, SHOP, Keep(tmp_path, "ch_x"))
-    names = [f.name for f in found.files]
-    assert len(names) == 10 and found.wrote_files
+    files = LocalStore(tmp_path / "files")
+    found = read_mail(raw, SHOP, keep=True)
+    kept, wrote = await write_files(files, "ch_x", found.message_id, found.parts)
+    names = [f.name for f in kept]
+    assert len(names) == 10 and wrote
     assert names[:7] == [
         "a.pdf",
         "A (2).PDF",
@@ -193,17 +189,17 @@ def test_hostile_attachments_are_bounded_and_never_a_path(tmp_path):
         "C:_Windows_system.ini",
         "é" * 100,
     ]
-    folder = mail_root(tmp_path) / folder_of("ch_x", msg_id)
+    folder = tmp_path / "files" / "mail" / folder_of("ch_x", msg_id)
     assert sorted(p.name for p in folder.iterdir()) == sorted([*names, MANIFEST])
     assert (folder / "a (3).pdf").read_bytes() == b"3"
     assert all(len(n.encode()) <= 210 for n in names)
     # Read again: the folder is there, nothing is written twice.
-    again = read_mail(raw, SHOP, Keep(tmp_path, "ch_x"))
-    assert again.files == found.files and not again.wrote_files
+    again = read_mail(raw, SHOP, keep=True)
+    assert await write_files(files, "ch_x", again.message_id, again.parts) == (kept, False)
     assert safe_name("", "image/png") == "attachment.png"
     assert safe_name(" . /etc/ ", "text/plain") == "_etc_"
     # An automatic message's files are never written.
     auto = parsed(raw)
     auto["Auto-Submitted"] = "auto-replied"
-    skipped = read_mail(auto.as_bytes(), SHOP, Keep(tmp_path / "auto", "ch_x"))
-    assert skipped.skipped and not (tmp_path / "auto").exists()
+    skipped = read_mail(auto.as_bytes(), SHOP, keep=True)
+    assert skipped.skipped and skipped.parts == ()

@@ -29,7 +29,7 @@ COLLABORATOR = re.compile(
     r"\b(Database|Settings|\w+Settings|SecretBox|Mailer|Emitter|OutboundClient|McpClient|"
     r"Providers|Jobs|Limiter|Metrics|AgentCache|CuratedAnswers|ToolRunner|Indexer|Semantic|"
     r"LiveEvents|Notifier|Deliverer|EventWriter|KeyResolver|WidgetConfigCache|ClientSession|"
-    r"Sender|\w+Service|\w+Deps|ChatTurns|MessageIndexScrubber|VectorIndex|BodySlots)\b"
+    r"Sender|\w+Service|\w+Deps|ChatTurns|MessageIndexScrubber|VectorIndex|BodySlots|FileStore)\b"
 )
 
 

@@ -17,6 +17,7 @@ from tests.support.forms import (
     make_form,
     submitted,
 )
+from tests.support.storage import files_of, stored, stored_keys
 
 
 async def test_list_filters_paginates_and_is_team_scoped(make_client, receiver):
@@ -127,7 +128,7 @@ async def test_submissions_outlive_their_tool_and_go_with_their_agent(make_clien
 
 async def test_files_of_deleted_submissions_are_removed(make_client, receiver):
     client, auth = await fast_client(make_client)
-    data_dir = client.app[app_keys.settings_key].server.data_dir
+    files = files_of(client)
     kept_tool = await make_form(client, auth, formWebhookUrl=receiver.url("/ok"))
     doomed_tool = await make_form(client, auth, formWebhookUrl=receiver.url("/ok"))
     kept = await submitted(client, kept_tool["id"], {"email": "a@b.co", "cv": data_url(b"1")})
@@ -136,10 +137,10 @@ async def test_files_of_deleted_submissions_are_removed(make_client, receiver):
     assert resp.status == 200
     db = client.app[app_keys.db_key]
     # Young folders are left alone (their submit may still be committing).
-    assert await remove_orphan_files(db, data_dir) == 0
-    assert await remove_orphan_files(db, data_dir, grace=0) == 1
-    assert not (data_dir / "files" / doomed["submissionId"]).exists()
-    assert (data_dir / "files" / kept["submissionId"] / "cv.pdf").read_bytes() == b"1"
+    assert await remove_orphan_files(db, files) == 0
+    assert await remove_orphan_files(db, files, grace=0) == 1
+    assert await stored_keys(client, doomed["submissionId"]) == []
+    assert await stored(client, f"{kept['submissionId']}/cv.pdf") == b"1"
 
 
 async def test_public_endpoints_answer_cors_preflights(client):

@@ -16,6 +16,7 @@ from tests.support.forms import (
     submit,
     submitted,
 )
+from tests.support.storage import stored
 
 
 async def test_public_form_by_id_and_by_name(client, auth):
@@ -147,9 +148,7 @@ async def test_valid_values_are_normalised_and_files_kept_on_disk(client, auth, 
         "size": len(pdf),
     }
     assert sub["formData"]["photo"]["contentType"] == "image/png"
-    data_dir = client.app[app_keys.settings_key].server.data_dir
-    stored = data_dir / "files" / sub["id"] / "cv.pdf"
-    assert stored.read_bytes() == pdf
+    assert await stored(client, f"{sub['id']}/cv.pdf") == pdf
     # The database holds the description, not the bytes.
     db = client.app[app_keys.db_key]
     rows = await db.reader.fetchall(

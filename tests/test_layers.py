@@ -82,6 +82,8 @@ def offending(layer: str, forbidden: tuple[str, ...]) -> dict[str, list[str]]:
         ("llm", ("agentsvc.api", "agentsvc.services", "agentsvc.store", "agentsvc.db")),
         # The database knows nothing above it.
         ("db", ("agentsvc.api", "agentsvc.services", "agentsvc.store", "aiohttp")),
+        # The file storage sits beside the database: below services, knowing no HTTP.
+        ("storage", ("agentsvc.api", "agentsvc.services", "aiohttp")),
     ],
 )
 def test_layer_imports_only_what_it_may(layer, forbidden):
@@ -137,12 +139,14 @@ def test_start_up_loads_only_what_it_needs():
     CLI and the runtime load it on the first MCP exchange only. `agentsvc --help`, a usage
     error or `apikey create` take half a second, not one: the command line checks its options
     with `input_types` and loads the web server for `serve` only. The Redis client is loaded
-    only when Redis is configured, OpenTelemetry only when traces are."""
+    only when Redis is configured, OpenTelemetry only when traces are, and AWS's S3 client
+    only when S3 keeps the files."""
     probe = (
         "import sys, agentsvc.cli;"
         "print(sorted(m for m in ('aiohttp', 'agentsvc.api', 'redis') if m in sys.modules));"
         "import agentsvc.app, agentsvc.runtime;"
-        "print(sorted(m for m in ('mcp', 'mcp_types', 'httpx2', 'redis', 'opentelemetry')"
+        "print(sorted(m for m in"
+        " ('mcp', 'mcp_types', 'httpx2', 'redis', 'opentelemetry', 'botocore')"
         " if m in sys.modules))"
     )
     found = subprocess.run(
@@ -184,6 +188,10 @@ DECLARED_LAZY_LOADS = {
     ("agentsvc.mcp_client", "agentsvc.mcp_transport"),
     # The SDK's server, on the first `POST /mcp`.
     ("agentsvc.services.agents.mcp_service", "agentsvc.services.agents.mcp_server"),
+    # Only the configured file storage is loaded (botocore, a large import, for S3 only).
+    ("agentsvc.storage", "agentsvc.storage.s3"),
+    ("agentsvc.storage", "agentsvc.storage.database"),
+    ("agentsvc.storage", "agentsvc.storage.local"),
 }
 
 

@@ -8,7 +8,6 @@ import asyncio
 import base64
 import time
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import jwt
@@ -22,6 +21,7 @@ from tests.support.chat import chat, new_agent, user
 from tests.support.errors import assert_error
 from tests.support.fakes.webhook_receiver import WebhookReceiver
 from tests.support.mail import outbox
+from tests.support.storage import files_of, stored, stored_keys
 
 ERIN_ID = "u-erin-7731"
 ERIN_EMAIL = "erin.erase@example.com"
@@ -105,15 +105,12 @@ async def where_found(app, needles: list[str]) -> set[tuple[str, str, str]]:
     return hits
 
 
-def files_holding(data_dir: Path, needles: list[str]) -> list[str]:
-    """Files under the form-files directory whose path or content holds a needle."""
-    root = data_dir / "files"
+async def files_holding(client, needles: list[str]) -> list[str]:
+    """Stored files whose key or content holds a needle (whichever storage the app uses)."""
     found = []
-    for path in root.rglob("*") if root.exists() else []:
-        text = str(path.relative_to(root)).lower()
-        if path.is_file():
-            text += path.read_bytes().decode("latin-1").lower()
-        found += [f"{path}: {n}" for n in needles if n.lower() in text]
+    for key in await stored_keys(client):
+        text = (key + ((await stored(client, key)) or b"").decode("latin-1")).lower()
+        found += [f"{key}: {n}" for n in needles if n.lower() in text]
     return found
 
 
@@ -339,7 +336,6 @@ async def test_an_erased_end_user_leaves_nothing_behind(make_client, receiver):
     client = await make_client(webhooks=FAST)
     erin = await build_erin(client, receiver)
     auth = erin["auth"]
-    data_dir = Path(client.app[app_keys.settings_key].server.data_dir)
     # Positive controls: the same search finds her (and Bob) everywhere she was written.
     before = await where_found(client.app, ERIN + BOB)
     tables = {t for t, _, n in before if n in ERIN}
@@ -351,7 +347,7 @@ async def test_an_erased_end_user_leaves_nothing_behind(make_client, receiver):
         "webhook_events",
         "mail_outbox",
     } <= tables, tables
-    assert files_holding(data_dir, [ERIN_EMAIL, ERIN_ID])
+    assert await files_holding(client, [ERIN_EMAIL, ERIN_ID])
     kept = await outbox(client)
     assert any(m.to_address.lower() == ERIN_EMAIL for m in kept)
     assert any(ERIN_NAME in m.body for m in kept if m.to_address == "owner@example.com")
@@ -371,7 +367,7 @@ async def test_an_erased_end_user_leaves_nothing_behind(make_client, receiver):
     # Nothing of her anywhere: every column of every table, and the files.
     after = await where_found(client.app, ERIN + BOB)
     assert {hit for hit in after if hit[2] in ERIN} == set()
-    assert files_holding(data_dir, ERIN) == []
+    assert await files_holding(client, ERIN) == []
     assert not any(
         m.to_address.lower() == ERIN_EMAIL or ERIN_NAME in m.body for m in await outbox(client)
     )
@@ -380,7 +376,7 @@ async def test_an_erased_end_user_leaves_nothing_behind(make_client, receiver):
         ("conversations", BOB_EMAIL),
         ("form_submissions", BOB_EMAIL),
     }
-    assert files_holding(data_dir, [BOB_ID])
+    assert await files_holding(client, [BOB_ID])
     convs = await data_of(
         await client.get(
             "/api/v1/conversations", params={"agentId": erin["agent"]["id"]}, headers=auth
@@ -620,7 +616,6 @@ async def test_the_retention_job_purges_what_is_older_than_the_agents_days(make_
     auth = bearer(await key_for(client, team.id, owner.id))
     kept_agent, kept_convs, kept_subs = await _agent_with_data(client, auth, None)
     agent, convs, subs = await _agent_with_data(client, auth, 30)
-    data_dir = Path(client.app[app_keys.settings_key].server.data_dir)
     # Old rows of both agents; only the agent with retention loses them.
     await _backdate(client, 31, [convs[0], kept_convs[0]], [subs[0], kept_subs[0]])
     await _backdate(client, 29, [convs[1]], [subs[1]])
@@ -630,7 +625,7 @@ async def test_the_retention_job_purges_what_is_older_than_the_agents_days(make_
         conv = await client.get(f"/api/v1/conversations/{convs[0]}", headers=auth)
         sub = await client.get(f"/api/v1/form-submissions/{subs[0]}", headers=auth)
         statuses = (conv.status, sub.status)
-        return statuses == (404, 404) and not (data_dir / "files" / subs[0]).exists()
+        return statuses == (404, 404) and not await stored_keys(client, f"{subs[0]}/")
 
     deadline = asyncio.get_running_loop().time() + 10
     while not await purged():
@@ -643,7 +638,7 @@ async def test_the_retention_job_purges_what_is_older_than_the_agents_days(make_
     for sub_id in (subs[1], *kept_subs):
         resp = await client.get(f"/api/v1/form-submissions/{sub_id}", headers=auth)
         assert resp.status == 200
-        assert (data_dir / "files" / sub_id).is_dir()
+        assert await stored_keys(client, f"{sub_id}/")
     resp = await client.get("/api/v1/conversations", params={"agentId": agent["id"]}, headers=auth)
     assert (await resp.json())["pagination"]["total"] == 1
 
@@ -652,8 +647,7 @@ async def test_a_conversation_still_in_use_is_kept_and_the_job_runs_directly(cli
     owner, team = await create_user(client, "owner@example.com")
     auth = bearer(await key_for(client, team.id, owner.id))
     agent, convs, subs = await _agent_with_data(client, auth, 7)
-    db = client.app[app_keys.db_key]
-    data_dir = Path(client.app[app_keys.settings_key].server.data_dir)
+    db, files = client.app[app_keys.db_key], files_of(client)
     # Started 10 days ago, written to today: idle for less than 7 days, kept.
     await _backdate(client, 10, convs)
     stream = await chat(
@@ -662,13 +656,13 @@ async def test_a_conversation_still_in_use_is_kept_and_the_job_runs_directly(cli
         auth,
     )
     assert stream.names[-1] == "message_stop"
-    done = await purge_expired(db, data_dir, 30)
+    done = await purge_expired(db, files, 30)
     assert (done.conversations, done.submissions) == (1, 0)
     assert (await client.get(f"/api/v1/conversations/{convs[0]}", headers=auth)).status == 200
     # Everything is older than 7 days a week from now.
-    later = await purge_expired(db, data_dir, 30, now=datetime.now(UTC) + timedelta(days=8))
+    later = await purge_expired(db, files, 30, now=datetime.now(UTC) + timedelta(days=8))
     assert (later.conversations, later.submissions) == (1, 2)
-    assert not any((data_dir / "files" / s).exists() for s in subs)
+    assert not any([await stored_keys(client, f"{s}/") for s in subs])
 
 
 async def test_the_delivery_log_is_kept_for_delivery_log_days(make_client, receiver):
@@ -688,10 +682,9 @@ async def test_the_delivery_log_is_kept_for_delivery_log_days(make_client, recei
     await chat(client, {"agentId": agent["id"], "messages": user("hi")}, auth)
     await receiver.wait_for(2)
     await asyncio.sleep(0.2)
-    db = client.app[app_keys.db_key]
-    data_dir = Path(client.app[app_keys.settings_key].server.data_dir)
-    assert (await purge_expired(db, data_dir, 30)).deliveries == 0
-    done = await purge_expired(db, data_dir, 30, now=datetime.now(UTC) + timedelta(days=31))
+    db, files = client.app[app_keys.db_key], files_of(client)
+    assert (await purge_expired(db, files, 30)).deliveries == 0
+    done = await purge_expired(db, files, 30, now=datetime.now(UTC) + timedelta(days=31))
     assert done.deliveries == 1  # the delivered one; the one still retrying stays
     rows = await db.reader.fetchall("SELECT status FROM webhook_deliveries")
     assert [r[0] for r in rows] == ["pending"]

@@ -1,8 +1,7 @@
 """Security matrix: another team's credentials on every id route, the member role on the
-owner's routes, SSRF on form deliveries, and no credential stored or logged in clear.
-tests/test_roles.py probes every management route with made-up ids; here every route that
-takes an id is tried against real resources of another team, so a check that only works
-when the resource is missing cannot pass."""
+owner's routes, SSRF on form deliveries, and no credential stored or logged in clear. Every
+route that takes an id is tried against real resources of another team (test_roles.py uses
+made-up ids), so a check that only works when the resource is missing cannot pass."""
 
 from __future__ import annotations
 
@@ -23,6 +22,7 @@ from agentsvc.app import create_app
 from agentsvc.outbound import literal_address
 from agentsvc.services.tools import secrets as secret_service
 from tests.support import agent_versions, approvals, channels, guardrails, pg, scim, sources, sso
+from tests.support import storage as files
 from tests.support.accounts import (
     SESSION_COOKIE,
     add_member,
@@ -65,7 +65,7 @@ OWN_NAMESPACE = {("PUT", "/api/v1/secrets/{name}")}
 END_USER_ROUTES = {("DELETE", "/api/v1/end-users/{ref}"), ("GET", "/api/v1/end-users/{ref}/export")}
 OWN_NAMESPACE |= END_USER_ROUTES
 VISITOR = {"id": "visitor-7", "email": "visitor@example.com", "name": "Vera"}
-SUPPORT_MODULES_WITH_ID_ROUTES = (channels, agent_versions, sources, guardrails, approvals)
+SUPPORT_MODULES_WITH_ID_ROUTES = (channels, agent_versions, sources, guardrails, approvals, files)
 
 # For each route with an id: which resource of the victim team fills it, and a body that
 # passes validation (so the answer is about the id, not about the body).

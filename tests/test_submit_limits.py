@@ -17,6 +17,7 @@ from tests.support.accounts import bearer, new_api_key
 from tests.support.chat import chat, new_agent, user
 from tests.support.errors import assert_error
 from tests.support.forms import data_url, detail, make_form, submit, submitted
+from tests.support.storage import stored, stored_keys
 
 # It measures the machine (timings, memory, recovery): it runs alone (tests/conftest.py).
 pytestmark = pytest.mark.needs_the_machine
@@ -67,8 +68,9 @@ async def wait_held(client, count: int) -> None:
     raise AssertionError(f"slots held: {slots.held}, expected {count}")
 
 
-def files_dir(client) -> Path:
-    return client.app[app_keys.settings_key].server.data_dir / "files"
+async def stored_folders(client) -> list[str]:
+    """The submissions that have files stored."""
+    return sorted({key.partition("/")[0] for key in await stored_keys(client, "sub_")})
 
 
 # ── the per-IP limit comes before the body ───────────────────────────────────────────────
@@ -173,8 +175,8 @@ async def test_files_are_decoded_to_disk_in_pieces(make_client):
     result = await submitted(client, tool["id"], {"email": "a@b.co", "cv": data_url(raw)})
     sub = await detail(client, auth, result["submissionId"])
     assert sub["formData"]["cv"]["size"] == len(raw)
-    [stored] = list((files_dir(client) / result["submissionId"]).iterdir())
-    assert stored.read_bytes() == raw
+    [key] = await stored_keys(client, f"{result['submissionId']}/")
+    assert await stored(client, key) == raw
 
 
 @pytest.mark.parametrize(
@@ -192,7 +194,7 @@ async def test_bad_base64_is_refused_and_nothing_is_stored(make_client, payload)
     value = "data:application/pdf;base64," + payload
     resp = await submit(client, tool["id"], {"email": "a@b.co", "cv": value})
     await assert_error(resp, 400, "VALIDATION_ERROR", "formData.cv: the data URL is not valid")
-    assert not files_dir(client).exists() or not any(files_dir(client).iterdir())
+    assert await stored_folders(client) == []
     listed = await client.get("/api/v1/form-submissions", headers=auth)
     assert (await listed.json())["pagination"]["total"] == 0
 
@@ -214,7 +216,7 @@ async def test_file_quota_per_agent_is_enforced_and_nothing_half_stored(make_cli
     resp = await submit(client, tool["id"], {"email": "a@b.co", "cv": data_url(b"y" * 6000)})
     error = await assert_error(resp, 413, "FILE_QUOTA_EXCEEDED", "file_quota_mb_per_agent")
     assert "nothing was stored" in error["message"]
-    assert [p.name for p in files_dir(client).iterdir()] == [first["submissionId"]]
+    assert await stored_folders(client) == [first["submissionId"]]
     listed = await client.get("/api/v1/form-submissions", headers=auth)
     assert (await listed.json())["pagination"]["total"] == 1
     # Submissions without files still go through, and the quota is per agent.
@@ -231,7 +233,7 @@ async def test_concurrent_submits_cannot_pass_the_quota_together(make_client):
     body = {"email": "a@b.co", "cv": data_url(b"x" * 6000)}
     answers = await asyncio.gather(*(submit(client, tool["id"], body) for _ in range(6)))
     assert sorted(r.status for r in answers) == [200] + [413] * 5
-    assert len(list(files_dir(client).iterdir())) == 1
+    assert len(await stored_folders(client)) == 1
 
 
 async def test_zero_file_quota_refuses_every_file(make_client):
@@ -410,8 +412,8 @@ async def test_long_data_urls_outside_file_fields_are_checked_as_sent(make_clien
     resp = await client.post(SUBMIT, data=raw, headers={"Content-Type": "application/json"})
     assert resp.status == 200, await resp.text()
     sub_id = (await resp.json())["submissionId"]
-    [stored] = list((files_dir(client) / sub_id).iterdir())
-    assert stored.read_bytes() == last
+    [key] = await stored_keys(client, f"{sub_id}/")
+    assert await stored(client, key) == last
 
 
 async def test_body_slots_queue_is_bounded_fifo_and_survives_cancelled_waiters():

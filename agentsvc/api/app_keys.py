@@ -69,9 +69,12 @@ if TYPE_CHECKING:
     from agentsvc.services.usage.service import UsageService
     from agentsvc.services.widget.public import WidgetConfigCache
     from agentsvc.services.widget.service import WidgetService
+    from agentsvc.storage import FileStore
 
 settings_key: web.AppKey[Settings] = web.AppKey("settings")
 db_key: web.AppKey[Database] = web.AppKey("db")
+# Where files are kept (data_dir, the database or S3: agentsvc/storage/).
+files_key: web.AppKey[FileStore] = web.AppKey("files")
 # Erased words out of the message search index (PostgreSQL: rebuilt in the background).
 index_scrubber_key: web.AppKey[MessageIndexScrubber] = web.AppKey("index_scrubber")
 key_resolver_key: web.AppKey[KeyResolver] = web.AppKey("key_resolver")

@@ -4,19 +4,17 @@ files a message came with (an e-mail's attachments)."""
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
-from urllib.parse import quote
 
-from aiohttp import web
 from pydantic import Field
 
 from agentsvc.api import app_keys
 from agentsvc.api.cursors import MAX_CURSOR_LENGTH, decode_cursor, next_cursor
+from agentsvc.api.downloads import SAFE_HEADERS, disposition, send_stored, served_type
 from agentsvc.api.list_filters import AgentId, ChannelName, ConversationFilterQuery
 from agentsvc.api.models import RequestModel, ResponseModel
 from agentsvc.api.routing import API_PREFIX, Call, RouteTable, envelope_response
 from agentsvc.api.state import request_deps
 from agentsvc.services.agents import identity as identity_service
-from agentsvc.services.channels.email_files import served_type
 from agentsvc.services.chat.conversations import Feedback, PageAt, assignee_of
 from agentsvc.services.chat.service import ConversationsService
 from agentsvc.services.usage.prices import currency_of, from_nanos
@@ -481,30 +479,20 @@ async def post_feedback(call: Call):
     return envelope_response({"messageId": body.message_id, "rating": body.rating})
 
 
-def _disposition(name: str) -> str:
-    """`attachment` with the name: an ASCII fallback, and the name itself (RFC 6266)."""
-    fallback = "".join(
-        c if c.isascii() and c.isprintable() and c not in '"\\' else "_" for c in name
-    )
-    return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(name, safe='')}"
-
-
 @routes.get(
     "/conversations/{id}/attachments/{attachmentId}",
     media_type="application/octet-stream",
     response_headers=("Content-Disposition",),
-    errors=(404,),
+    errors=(404, 503),
 )
 async def get_attachment(call: Call):
     """Download a file a message came with (an e-mail's attachment), as an attachment."""
-    row, path = await _conversations(call).attachment(
+    row, reading = await _conversations(call).attachment(
         call.team_id, call.params["id"], call.params["attachmentId"]
     )
     headers = {
         "Content-Type": served_type(row.content_type),
-        "Content-Disposition": _disposition(row.name),
-        "X-Content-Type-Options": "nosniff",
-        "Content-Security-Policy": "default-src 'none'; sandbox",
-        "Cache-Control": "private, no-store",
+        "Content-Disposition": disposition(row.name),
+        **SAFE_HEADERS,
     }
-    return web.FileResponse(path, headers=headers)
+    return await send_stored(call.request, reading.size, reading.chunks(), headers)

@@ -20,6 +20,7 @@ from agentsvc.errors import (
     FileTooLarge,
     Forbidden,
     NotFound,
+    StorageUnavailable,
     ToolLimitReached,
     Unauthorized,
     UnsupportedMediaType,
@@ -107,6 +108,7 @@ STATUS: dict[type[DomainError], int] = {
     RateLimited: 429,
     InternalError: 500,
     ServerBusy: 503,
+    StorageUnavailable: 503,
 }
 ERROR_CLASSES: tuple[type[DomainError], ...] = tuple(STATUS)
 

@@ -10,6 +10,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from agentsvc.api import app_keys
 from agentsvc.api.cursors import MAX_CURSOR_LENGTH, decode_cursor, next_cursor
+from agentsvc.api.downloads import SAFE_HEADERS, disposition, send_stored, served_type
 from agentsvc.api.form_body import parse_submit_body
 from agentsvc.api.limits import take_token
 from agentsvc.api.models import QueryModel, RequestModel, ResponseModel
@@ -451,3 +452,21 @@ async def post_redeliver(call: Call):
     """Queue the failed deliveries of a submission again and try them now."""
     detail = await _forms(call.app).redeliver(call.team_id, call.params["id"])
     return json_response(detail_json(detail))
+
+
+@routes.get(
+    f"/form-submissions/{{id:{SUBMISSION_ID}}}/files/{{field}}",
+    media_type="application/octet-stream",
+    response_headers=("Content-Disposition",),
+    errors=(404, 503),
+)
+async def get_submission_file(call: Call):
+    """Download a file a visitor submitted in a form field, as an attachment with the name
+    it was sent with."""
+    found = await _forms(call.app).open_file(call.team_id, call.params["id"], call.params["field"])
+    headers = {
+        "Content-Type": served_type(found.content_type),
+        "Content-Disposition": disposition(found.name),
+        **SAFE_HEADERS,
+    }
+    return await send_stored(call.request, found.size, found.chunks, headers)

@@ -3,13 +3,13 @@ from, for visitors' browsers) and their password."""
 
 from __future__ import annotations
 
-from aiohttp import web
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
 from agentsvc.api import app_keys
 from agentsvc.api.bodies import read_body
 from agentsvc.api.conversations import avatar_url, public_origin
+from agentsvc.api.downloads import send_stored
 from agentsvc.api.errors import PayloadTooLarge
 from agentsvc.api.models import RequestModel, ResponseModel
 from agentsvc.api.routing import Call, RouteTable, envelope_response, json_response
@@ -58,7 +58,7 @@ class PasswordChange(RequestModel):
 @routes.put(
     "/me/avatar",
     response=AvatarOut,
-    errors=(400, 413, 415),
+    errors=(400, 413, 415, 503),
     extra={
         "request_media": tuple(TYPES),
         "description": "The raw picture as the body, with its Content-Type: PNG, JPEG, WebP or"
@@ -94,12 +94,13 @@ async def delete_my_avatar(call: Call):
     auth="public",
     media_type=tuple(TYPES),
     response_headers=tuple(AVATAR_HEADERS),
-    errors=(404,),
+    errors=(404, 503),
 )
 async def get_avatar(call: Call):
     """A member's picture (public: visitors' browsers load it)."""
-    avatar = await _team(call).avatar(call.params["avatarId"])
-    return web.Response(body=avatar.image, content_type=avatar.content_type, headers=AVATAR_HEADERS)
+    picture = await _team(call).avatar(call.params["avatarId"])
+    headers = {"Content-Type": picture.content_type, **AVATAR_HEADERS}
+    return await send_stored(call.request, picture.size, picture.chunks, headers)
 
 
 @routes.post(

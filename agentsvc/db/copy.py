@@ -1,4 +1,10 @@
-"""Copy a SQLite instance into an empty PostgreSQL database (`agentsvc copy-data`).
+"""Copy a SQLite instance into an empty PostgreSQL database (`agentsvc copy-data`), its
+files with it.
+
+Files go first (`storage/copying.py`, each streamed a chunk at a time): from the instance's
+store (data_dir, or its S3 bucket) into the target's (the PostgreSQL database itself, or the
+S3 store `--storage-to` names); a file already there is replaced, so a copy that failed can
+be made again. Then the rows.
 
 Rows go table by table in foreign-key order with COPY (asyncpg's binary
 `copy_records_to_table`), in one transaction: a failure leaves the target as it was. The
@@ -15,12 +21,17 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import asyncpg
 
 from agentsvc.db.postgres import PostgresDatabase
 from agentsvc.db.sqlite import SqliteDatabase
+from agentsvc.errors import StorageUnavailable
+from agentsvc.storage import FileStore
+from agentsvc.storage.copying import Copied, copy_files
+from agentsvc.storage.database import DatabaseStore
 
 # Parents before children.
 TABLES = [
@@ -89,6 +100,8 @@ TABLES = [
     "agent_budgets",
     "budget_alerts",
 ]
+# The files' tables are filled by key from the source's storage, not copied as rows.
+FILE_TABLES = ("stored_files", "stored_file_chunks")
 # Every other table of the schema, and why it is not copied (tests/test_copy_data.py checks
 # that each table is in one list or the other).
 NOT_COPIED = {
@@ -100,6 +113,8 @@ NOT_COPIED = {
     "form_event_totals": "counted by PostgreSQL's triggers as the rows arrive",
     "agent_daily": "counted by PostgreSQL's triggers as the rows arrive",
     "message_ratings": "counted by PostgreSQL's triggers as the rows arrive",
+    "stored_files": "the files themselves are copied from the source's storage, by key",
+    "stored_file_chunks": "the files themselves are copied from the source's storage, by key",
 }
 BATCH_ROWS = 5_000
 
@@ -108,11 +123,24 @@ class CopyFailed(Exception):
     """The copy could not be made (the message says why, for the operator)."""
 
 
+@dataclass(frozen=True, slots=True)
+class FileCopy:
+    """Where the files come from, and where they go (None: into the target database)."""
+
+    source: FileStore
+    target: FileStore | None = None
+    progress: Callable[[Copied], None] | None = None
+
+
 async def copy_data(
-    sqlite_path: Path, url: str, progress: Callable[[str, int], None] | None = None
+    sqlite_path: Path,
+    url: str,
+    progress: Callable[[str, int], None] | None = None,
+    files: FileCopy | None = None,
 ) -> dict[str, int]:
     """Copy every row of the SQLite database at `sqlite_path` into the empty PostgreSQL
-    database at `url`; return the rows copied per table."""
+    database at `url`, and the files of `files`; return the rows copied per table (the
+    files under "files" and "file_bytes")."""
     source = SqliteDatabase(sqlite_path, readers=1)
     await source.open()  # migrates an older SQLite file to the current schema first
     await source.close()
@@ -129,6 +157,8 @@ async def copy_data(
                         f"the target database is not empty (table {table} has rows);"
                         " copy-data only fills an empty database"
                     )
+        moved = await _copy_files(files, target) if files is not None else None
+        async with target.acquire() as conn:
             raw = sqlite3.connect(f"file:{sqlite_path}?mode=ro", uri=True)
             try:
                 copied = await _copy_tables(raw, conn, progress)
@@ -136,7 +166,22 @@ async def copy_data(
                 raw.close()
     finally:
         await target.close()
+    if moved is not None:
+        copied.update({"files": moved.files, "file_bytes": moved.bytes})
     return copied
+
+
+async def _copy_files(files: FileCopy, target: PostgresDatabase) -> Copied:
+    """Every file of the source's store into the target's; CopyFailed when a store cannot
+    be used (the rows are not copied then)."""
+    into = files.target or DatabaseStore(target)
+    try:
+        return await copy_files(files.source, into, files.progress)
+    except StorageUnavailable:
+        raise CopyFailed(
+            f"the files could not be copied from {files.source.label} into {into.label}"
+            " (the reason is in the log above); no row was copied"
+        ) from None
 
 
 async def _copy_tables(

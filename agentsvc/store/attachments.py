@@ -77,3 +77,17 @@ async def existing_folders(tx: Tx, folders: list[str]) -> set[str]:
         f"SELECT DISTINCT folder FROM message_attachments WHERE folder IN ({marks})", folders
     )
     return {r[0] for r in rows}
+
+
+async def folders_of_conversations(tx: Tx, conversation_ids: list[str]) -> list[str]:
+    """The folders the files of these conversations' messages are in."""
+    found: set[str] = set()
+    for at in range(0, len(conversation_ids), 500):
+        part = conversation_ids[at : at + 500]
+        marks = ", ".join("?" for _ in part)
+        rows = await tx.fetchall(
+            f"SELECT DISTINCT folder FROM message_attachments WHERE conversation_id IN ({marks})",
+            part,
+        )
+        found.update(r[0] for r in rows)
+    return sorted(found)

@@ -328,3 +328,12 @@ async def replace_content(tx: Tx, doc: Document, content: str) -> bool:
         ),
     )
     return changed > 0
+
+
+async def existing_ids(tx: Tx, ids: list[str]) -> set[str]:
+    """Which of these document ids exist."""
+    if not ids:
+        return set()
+    marks = ", ".join("?" for _ in ids)
+    rows = await tx.fetchall(f"SELECT id FROM documents WHERE id IN ({marks})", ids)
+    return {r[0] for r in rows}

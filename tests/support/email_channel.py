@@ -11,7 +11,7 @@ from email.utils import make_msgid
 
 from agentsvc.api import app_keys
 from agentsvc.ids import new_id, now_iso
-from agentsvc.services.channels.email_files import Keep, named_parts, write_files
+from agentsvc.services.channels.email_files import parts_of, write_files
 from agentsvc.store import attachments as attachments_store
 from agentsvc.store.attachments import Attachment
 from tests.support.accounts import bearer, create_user, key_for
@@ -102,8 +102,8 @@ async def furnish_attachment(client, auth: dict, agent_id: str) -> tuple[str, st
     one = await data_of(await client.get(f"/api/v1/conversations/{conv_id}", headers=auth))
     raw, msg_id = mail_with_files("Here it is.", [("invoice.pdf", "application/pdf", b"%PDF")])
     parsed = email.message_from_bytes(raw, policy=email.policy.default)
-    data_dir = client.app[app_keys.settings_key].server.data_dir
-    [kept], _ = write_files(Keep(data_dir, "ch_matrix"), msg_id, named_parts(parsed))
+    files = client.app[app_keys.files_key]
+    [kept], _ = await write_files(files, "ch_matrix", msg_id, parts_of(parsed))
     row = Attachment(new_id("attachment"), conv_id, one["messages"][0]["id"], *_fields(kept))
     async with client.app[app_keys.db_key].write() as tx:
         await attachments_store.insert_many(tx, [row])

@@ -336,7 +336,7 @@ CREATE TABLE avatars (
     id           TEXT PRIMARY KEY,
     user_id      TEXT NOT NULL UNIQUE REFERENCES users(id) ON DELETE CASCADE,
     content_type TEXT NOT NULL,
-    image        BYTEA NOT NULL,
+    image        BYTEA,  -- a picture uploaded before version 25; later ones: file storage
     created_at   TEXT NOT NULL
 );
 
@@ -1294,3 +1294,20 @@ CREATE TABLE budget_alerts (
     sent_at     TEXT NOT NULL,
     PRIMARY KEY (team_id, scope, month, percent, limit_nanos)
 );
+-- ── files kept in the database (PostgreSQL without [storage] url; agentsvc/storage/) ────
+CREATE TABLE stored_files (
+    key        TEXT PRIMARY KEY,
+    upload_id  TEXT NOT NULL UNIQUE,
+    size       BIGINT NOT NULL,
+    chunks     BIGINT NOT NULL,
+    created_at TEXT NOT NULL
+);
+CREATE TABLE stored_file_chunks (
+    upload_id  TEXT NOT NULL,
+    seq        BIGINT NOT NULL,
+    data       BYTEA NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (upload_id, seq)
+);
+-- Chunks are binary and seldom compress: stored as they are, without a try.
+ALTER TABLE stored_file_chunks ALTER COLUMN data SET STORAGE EXTERNAL;

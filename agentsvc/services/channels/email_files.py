@@ -1,14 +1,15 @@
 """An e-mail's attachments kept as files, so a member can open them from the conversation.
 
-When a message is read (in the worker thread, email_read.py), its first `MAX_ATTACHMENTS`
-attachments are written under `<data_dir>/files/mail/<folder>/`, the folder named from the
-channel's id and the message's Message-ID (`folder_of`): a message read twice finds its
-folder there and writes nothing again. The folder is written whole under a temporary name
-and renamed, so a folder that exists is complete. A file's name on disk is its MIME name
-made safe (`safe_name`: no path separator, no control character, at most
-`MAX_NAME_CHARS`), an index added on a collision; the MIME name never makes a path.
+When a message is read (in a worker thread, email_read.py), its first `MAX_ATTACHMENTS`
+attachments are taken out with their names; the poller then writes them into the file
+storage under `mail/<folder>/`, the folder named from the channel's id and the message's
+Message-ID (`folder_of`): a message read twice finds its folder there and writes nothing
+again. The folder's list (`MANIFEST`) is written last, so a folder with a list is complete.
+A file's name is its MIME name made safe (`safe_name`: no path separator, no control
+character, at most `MAX_NAME_CHARS`), an index added on a collision; the MIME name never
+makes a path.
 
-The folder's list (`MANIFEST`) is what the message's turn records on the user message
+The folder's list is what the message's turn records on the user message
 (store/attachments.py). Folders no message lists and no waiting message will (a message
 never recorded, a conversation deleted, erased or purged) go with the hourly sweep
 (`remove_orphan_folders`).
@@ -19,62 +20,37 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
-import secrets
-import shutil
 import unicodedata
 from dataclasses import asdict, dataclass
 from email.message import EmailMessage
-from pathlib import Path
 
-from agentsvc.datadir import sweep_folders
 from agentsvc.db import Database
-from agentsvc.services.forms.files import FILES_DIR
+from agentsvc.storage import FileMissing, FileStore, read_all, write_all
+from agentsvc.storage.sweep import sweep_folders
 from agentsvc.store import attachments as store
 from agentsvc.store import channels as channels_store
 from agentsvc.store.attachments import KeptFile
 
 log = logging.getLogger(__name__)
 
-MAIL_DIR = "mail"  # under files/: <data_dir>/files/mail/<folder>/
+MAIL_DIR = "mail"  # the storage's mail/<folder>/
 MAX_ATTACHMENTS = 10
 MAX_NAME_CHARS = 100
 _MAX_NAME_BYTES = 200  # file systems take 255 bytes; room for a collision's index
 MANIFEST = ".attachments.json"  # safe names never start with a dot
-_TEMP = ".tmp-"
+MAX_MANIFEST_BYTES = 64 * 1024
 # A folder younger than this may belong to a message whose turn is still to record it.
 ORPHAN_GRACE_SECONDS = 3600
-# The types a download keeps (with Content-Disposition: attachment and nosniff); any
-# other is served as application/octet-stream (HTML, SVG, scripts never run on our origin).
-SAFE_TYPES = frozenset(
-    {
-        "application/pdf",
-        "application/zip",
-        "application/msword",
-        "application/vnd.ms-excel",
-        "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
-        "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-        "application/vnd.openxmlformats-officedocument.presentationml.presentation",
-        "application/vnd.oasis.opendocument.text",
-        "application/vnd.oasis.opendocument.spreadsheet",
-        "image/png",
-        "image/jpeg",
-        "image/gif",
-        "image/webp",
-        "text/plain",
-        "text/csv",
-        "audio/mpeg",
-        "video/mp4",
-    }
-)
 
 
 @dataclass(frozen=True, slots=True)
-class Keep:
-    """Where a channel's messages keep their attachments."""
+class Part:
+    """An attachment as read from its message: the name it is kept under, its type and
+    bytes (the message, at most 10 MB, is in memory already)."""
 
-    data_dir: Path
-    channel_id: str
+    name: str
+    content_type: str
+    data: bytes
 
 
 def folder_of(channel_id: str, message_id: str) -> str:
@@ -84,14 +60,8 @@ def folder_of(channel_id: str, message_id: str) -> str:
     return f"m_{digest[:40]}"
 
 
-def mail_root(data_dir: Path) -> Path:
-    """The folder every e-mail's files are under."""
-    return data_dir / FILES_DIR / MAIL_DIR
-
-
-def served_type(content_type: str) -> str:
-    """The type a download is sent with: the stored one when it is safe, else bytes."""
-    return content_type if content_type in SAFE_TYPES else "application/octet-stream"
+def _folder_key(folder: str) -> str:
+    return f"{MAIL_DIR}/{folder}"
 
 
 def _cap(name: str) -> str:
@@ -158,66 +128,71 @@ def _content_type(part: EmailMessage) -> str:
     return kind if kind.isascii() and kind.count("/") == 1 else "application/octet-stream"
 
 
-def _read_manifest(folder: Path) -> tuple[KeptFile, ...]:
+def parts_of(msg: EmailMessage) -> tuple[Part, ...]:
+    """The message's first attachments, named, typed and decoded (in the reading thread)."""
+    return tuple(Part(name, _content_type(p), _content(p)) for name, p in named_parts(msg))
+
+
+async def _read_manifest(files: FileStore, folder: str) -> tuple[KeptFile, ...]:
     try:
-        items = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
-        return tuple(KeptFile(folder=folder.name, **item) for item in items)
-    except (OSError, ValueError, TypeError):
+        raw = await read_all(files, f"{_folder_key(folder)}/{MANIFEST}", MAX_MANIFEST_BYTES)
+        items = json.loads(raw)
+        return tuple(KeptFile(folder=folder, **item) for item in items)
+    except (FileMissing, ValueError, TypeError):
         return ()
 
 
-def write_files(
-    keep: Keep, message_id: str, parts: list[tuple[str, EmailMessage]]
+async def write_files(
+    files: FileStore, channel_id: str, message_id: str, parts: tuple[Part, ...]
 ) -> tuple[tuple[KeptFile, ...], bool]:
     """Write a message's attachments to its folder, once; return them and whether this
-    call wrote them. Raises OSError (a full disk) with nothing left behind."""
+    call wrote them. Raises StorageUnavailable with nothing left behind."""
     if not parts:
         return (), False
-    name = folder_of(keep.channel_id, message_id)
-    root = mail_root(keep.data_dir)
-    final = root / name
-    if final.is_dir():
-        return _read_manifest(final), False
-    temp = root / f"{_TEMP}{name}-{secrets.token_hex(4)}"
-    temp.mkdir(parents=True)
+    folder = folder_of(channel_id, message_id)
+    found = await _read_manifest(files, folder)
+    if found:
+        return found, False
+    kept = []
     try:
-        files = []
-        for file, part in parts:
-            data = _content(part)
-            (temp / file).write_bytes(data)
-            files.append(KeptFile(name, file, file, _content_type(part), len(data)))
-        listed = [{k: v for k, v in asdict(f).items() if k != "folder"} for f in files]
-        (temp / MANIFEST).write_text(json.dumps(listed), encoding="utf-8")
-        os.rename(temp, final)
-    except OSError:
-        shutil.rmtree(temp, ignore_errors=True)
-        if final.is_dir():  # another process read the same message first
-            return _read_manifest(final), False
+        for part in parts:
+            await write_all(files, f"{_folder_key(folder)}/{part.name}", [part.data])
+            kept.append(KeptFile(folder, part.name, part.name, part.content_type, len(part.data)))
+        listed = [{k: v for k, v in asdict(f).items() if k != "folder"} for f in kept]
+        manifest = json.dumps(listed).encode()
+        await write_all(files, f"{_folder_key(folder)}/{MANIFEST}", [manifest])
+    except BaseException:
+        await remove(files, folder)
         raise
-    return tuple(files), True
+    return tuple(kept), True
 
 
-def kept(data_dir: Path, channel_id: str, message_id: str) -> tuple[KeptFile, ...]:
+async def kept(files: FileStore, channel_id: str, message_id: str) -> tuple[KeptFile, ...]:
     """The files a channel's message was read with (none when it had none)."""
-    return _read_manifest(mail_root(data_dir) / folder_of(channel_id, message_id))
+    return await _read_manifest(files, folder_of(channel_id, message_id))
 
 
-def remove(data_dir: Path, folder: str) -> None:
+async def remove(files: FileStore, folder: str) -> None:
     """Remove a message's folder (it was never recorded, or it is gone)."""
-    shutil.rmtree(mail_root(data_dir) / folder, ignore_errors=True)
+    await files.delete_folder(_folder_key(folder))
 
 
-def path_of(data_dir: Path, folder: str, file: str) -> Path | None:
-    """A kept file's path, or None when it is not (no longer) on disk."""
-    root = mail_root(data_dir).resolve()
-    path = (root / folder / file).resolve()
-    if path.parent.parent != root or not path.is_file():
-        return None
-    return path
+def key_of(folder: str, file: str) -> str:
+    """The storage key of a kept file."""
+    return f"{_folder_key(folder)}/{file}"
+
+
+async def remove_unlisted(db: Database, files: FileStore, folders: list[str]) -> None:
+    """Remove those folders no message lists any more (their conversations deleted)."""
+    if not folders:
+        return
+    listed = await store.existing_folders(db.reader, folders)
+    for folder in sorted(set(folders) - listed):
+        await remove(files, folder)
 
 
 async def remove_orphan_folders(
-    db: Database, data_dir: Path, grace: float = ORPHAN_GRACE_SECONDS
+    db: Database, files: FileStore, grace: float = ORPHAN_GRACE_SECONDS
 ) -> int:
     """Delete the folders of e-mails no message lists and no waiting message will (deleted,
     erased or purged conversations, messages never recorded); return how many went."""
@@ -231,7 +206,7 @@ async def remove_orphan_folders(
         listed = await store.existing_folders(db.reader, [n for n in names if n not in waiting])
         return waiting | set(listed)
 
-    gone = await sweep_folders(mail_root(data_dir), grace, still_used)
+    gone = await sweep_folders(files, f"{MAIL_DIR}/", grace, still_used)
     if gone:
         log.info("removed the attachments of %d deleted or unrecorded e-mails", len(gone))
     return len(gone)

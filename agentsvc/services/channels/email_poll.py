@@ -8,9 +8,10 @@ turn), and marks it read once the inbox has it. A message no one should answer (
 automatic reply, a bounce, list mail), too large, or past its sender's flood limit
 (`[ratelimit] channel_user_messages_per_minute`) is marked read and logged; past the
 channel's (`channel_messages_per_minute`), the rest wait in the mailbox for a later visit.
-A message's attachments are written to disk as it is read (email_files.py), before the inbox
-records it; they are removed again when it is not recorded. When they cannot be written (a
-full disk), the message and the rest wait in the mailbox for a later visit.
+A message's attachments are written into the file storage as it is read (email_files.py),
+before the inbox records it; they are removed again when it is not recorded. When they
+cannot be written (the storage unavailable), the message and the rest wait in the mailbox
+for a later visit.
 """
 
 from __future__ import annotations
@@ -19,17 +20,17 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 from agentsvc.db import Database
+from agentsvc.errors import StorageUnavailable
 from agentsvc.ratelimit import Limiter
 from agentsvc.secretbox import SecretBox, SecretBoxError
 from agentsvc.services.channels import email_files, email_send
-from agentsvc.services.channels.email_files import Keep
 from agentsvc.services.channels.email_read import ReadMail, read_mail
 from agentsvc.services.channels.imap import Mailbox, MailboxError, mailbox_settings
 from agentsvc.services.channels.inbound import ChannelInbox, Inbound
 from agentsvc.services.channels.settings import open_sealed
+from agentsvc.storage import FileStore
 from agentsvc.store import channels as store
 from agentsvc.store.channels import Channel
 
@@ -47,7 +48,7 @@ class PollConfig:
     # [ratelimit] channel_messages_per_minute, channel_user_messages_per_minute
     per_channel: int = 120
     per_user: int = 20
-    data_dir: Path | None = None  # where attachments are kept ([server] data_dir)
+    files: FileStore | None = None  # where attachments are kept (None: not kept)
 
 
 class EmailPoller:
@@ -136,8 +137,8 @@ class EmailPoller:
                     channel, Inbound(mail.sender, mail.text, mail.message_id, address)
                 )
             except BaseException:
-                # Not recorded: its files go too (at once: this may be a cancellation).
-                self._drop_files_now(channel, mail)
+                # Not recorded: its files go too (shielded: this may be a cancellation).
+                await asyncio.shield(self._drop_files(channel, mail))
                 raise
             await mailbox.mark_read(fetched.uid)
             taken += 1
@@ -145,26 +146,26 @@ class EmailPoller:
 
     async def _read(self, channel: Channel, raw: bytes) -> ReadMail | None:
         """Read a message in a worker thread, its attachments written; None when they
-        cannot be (a full disk)."""
-        data_dir = self._config.data_dir
-        keep = Keep(data_dir, channel.id) if data_dir is not None else None
+        cannot be (the storage unavailable)."""
+        files = self._config.files
+        mail = await asyncio.to_thread(read_mail, raw, channel.config["address"], files is not None)
+        if files is None or not mail.parts:
+            return mail
         try:
-            return await asyncio.to_thread(read_mail, raw, channel.config["address"], keep)
-        except OSError as exc:
+            kept, wrote = await email_files.write_files(
+                files, channel.id, mail.message_id, mail.parts
+            )
+        except StorageUnavailable:
             log.warning(
-                "e-mail channel %s: a message's attachments cannot be kept (%s); it waits"
-                " for the next visit",
+                "e-mail channel %s: a message's attachments cannot be kept (the file storage"
+                " is unavailable); it waits for the next visit",
                 channel.id,
-                exc,
             )
             return None
+        return replace(mail, files=kept, wrote_files=wrote, parts=())
 
     async def _drop_files(self, channel: Channel, mail: ReadMail) -> None:
         """Remove the files this read wrote for a message that is not answered."""
-        if mail.wrote_files:
-            await asyncio.to_thread(self._drop_files_now, channel, mail)
-
-    def _drop_files_now(self, channel: Channel, mail: ReadMail) -> None:
-        if mail.wrote_files and self._config.data_dir is not None:
+        if mail.wrote_files and self._config.files is not None:
             folder = email_files.folder_of(channel.id, mail.message_id)
-            email_files.remove(self._config.data_dir, folder)
+            await email_files.remove(self._config.files, folder)

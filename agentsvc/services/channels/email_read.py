@@ -7,7 +7,7 @@ its thread (the first of References, else In-Reply-To, else its own id: a reply 
 reply lands in the same conversation), its subject, and the text the agent reads: the
 plain text part (else the HTML part's text), without the quoted history and the signature
 (mail-parser-reply), at most `MAX_TEXT_CHARS`, followed by the names of its attachments
-(their files kept by email_files.py when the caller says where).
+(their files taken out to be kept by email_files.py when the caller asks).
 
 Messages no one should answer are skipped with a reason: automatic replies
 (`Auto-Submitted`, `X-Autoreply`...), bulk and list mail (`Precedence`, `List-Id`,
@@ -28,7 +28,7 @@ from html.parser import HTMLParser
 
 from mailparser_reply import EmailReplyParser
 
-from agentsvc.services.channels.email_files import Keep, named_parts, write_files
+from agentsvc.services.channels.email_files import Part, named_parts, parts_of
 from agentsvc.store.attachments import KeptFile
 
 MAX_TEXT_CHARS = 10_000  # what a channel message may hold
@@ -50,8 +50,9 @@ class ReadMail:
     references: tuple[str, ...]
     text: str
     skipped: str | None = None
-    files: tuple[KeptFile, ...] = ()  # its attachments, kept on disk
+    files: tuple[KeptFile, ...] = ()  # its attachments, once kept in the file storage
     wrote_files: bool = False  # this read wrote them (a second read finds them there)
+    parts: tuple[Part, ...] = ()  # its attachments as read, before they are kept
 
 
 def _ids(value: str | None) -> list[str]:
@@ -149,9 +150,9 @@ def latest_reply(text: str) -> str:
     return unquoted.strip() or newest
 
 
-def read_mail(raw: bytes, own_address: str, keep: Keep | None = None) -> ReadMail:
-    """The message as the channel takes it, its attachments written where `keep` says
-    (never raises on a malformed message; OSError when its files cannot be written)."""
+def read_mail(raw: bytes, own_address: str, keep: bool = False) -> ReadMail:
+    """The message as the channel takes it, with its attachments' bytes when `keep` (never
+    raises on a malformed message)."""
     msg = email.message_from_bytes(raw, policy=email.policy.default)
     assert isinstance(msg, EmailMessage)
     sender = _sender(msg)
@@ -174,6 +175,6 @@ def read_mail(raw: bytes, own_address: str, keep: Keep | None = None) -> ReadMai
         text = subject
     if not text.strip():
         return ReadMail(sender, message_id, thread, subject, references, "", "an empty message")
-    files, wrote = write_files(keep, message_id, parts) if keep is not None else ((), False)
+    kept = parts_of(msg) if keep else ()
     text = text[:MAX_TEXT_CHARS]
-    return ReadMail(sender, message_id, thread, subject, references, text, None, files, wrote)
+    return ReadMail(sender, message_id, thread, subject, references, text, None, parts=kept)

@@ -19,7 +19,6 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any, TypeVar
 
 from agentsvc.db import Database, Tx
@@ -31,6 +30,7 @@ from agentsvc.services.channels.replies import Reply, ReplyQueue
 from agentsvc.services.chat.start import ChatInput
 from agentsvc.services.chat.turn import HeldTurn
 from agentsvc.services.chat.turns import ChatTurns
+from agentsvc.storage import FileStore
 from agentsvc.store import channels as store
 from agentsvc.store.channels import Channel
 from agentsvc.store.conversations import Conversation
@@ -129,7 +129,7 @@ class InboxConfig:
     close_grace_seconds: float = 5.0  # at shutdown, how long turns under way may finish
     # With several processes: how long a message waits before another process answers it.
     resume_after_seconds: float = 60.0  # [channels] resume_after_seconds
-    data_dir: Path | None = None  # where e-mails' attachments are kept ([server] data_dir)
+    files: FileStore | None = None  # where e-mails' attachments are kept
 
 
 class ChannelInbox:
@@ -224,11 +224,9 @@ class ChannelInbox:
                 self._db.reader, channel.id, thread, writer
             )
         files = ()
-        if channel.type == "email" and self._config.data_dir is not None:
-            # What the message was read with (a process with another data_dir finds none).
-            files = await asyncio.to_thread(
-                email_files.kept, self._config.data_dir, channel.id, message.message_id
-            )
+        if channel.type == "email" and self._config.files is not None:
+            # What the message was read with (by whichever process read it).
+            files = await email_files.kept(self._config.files, channel.id, message.message_id)
         chat = ChatInput(
             agent_id=channel.agent_id,
             messages=(("user", message.text),),

@@ -3,9 +3,6 @@
 
 from __future__ import annotations
 
-import asyncio
-from pathlib import Path
-
 from agentsvc.db import Database
 from agentsvc.errors import NotFound
 from agentsvc.services.channels import email_files
@@ -13,6 +10,7 @@ from agentsvc.services.chat import conversations
 from agentsvc.services.chat.conversations import Feedback, ListFilters, Page, PageAt
 from agentsvc.services.events.emitter import Emitter
 from agentsvc.services.guardrails import flags as guardrail_flags
+from agentsvc.storage import FileMissing, FileStore, Reading
 from agentsvc.store import attachments as attachments_store
 from agentsvc.store.attachments import Attachment
 from agentsvc.store.conversations import Conversation, StoredMessage
@@ -21,10 +19,12 @@ from agentsvc.store.conversations import Conversation, StoredMessage
 class ConversationsService:
     """Reading and rating conversations (one instance for the app)."""
 
-    def __init__(self, db: Database, emitter: Emitter | None = None, data_dir: Path | None = None):
+    def __init__(
+        self, db: Database, emitter: Emitter | None = None, files: FileStore | None = None
+    ):
         self._db = db
         self._emitter = emitter
-        self._data_dir = data_dir  # where e-mails' attachments are kept
+        self._files = files  # where e-mails' attachments are kept
 
     async def page(
         self, team_id: str, agent_id: str, at: PageAt, filters: ListFilters | None = None
@@ -40,8 +40,14 @@ class ConversationsService:
         return await conversations.get_conversation(self._db, team_id, conversation_id)
 
     async def delete(self, team_id: str, conversation_id: str) -> None:
-        """Delete the team's conversation and its messages, or raise NotFound."""
+        """Delete the team's conversation and its messages (and its files), or raise
+        NotFound."""
+        folders = await attachments_store.folders_of_conversations(
+            self._db.reader, [conversation_id]
+        )
         await conversations.delete_conversation(self._db, team_id, conversation_id)
+        if self._files is not None:
+            await email_files.remove_unlisted(self._db, self._files, folders)
 
     async def clear_flag(self, team_id: str, conversation_id: str) -> None:
         """Mark the team's conversation reviewed: the flag a guardrail left cleared."""
@@ -65,14 +71,12 @@ class ConversationsService:
 
     async def attachment(
         self, team_id: str, conversation_id: str, attachment_id: str
-    ) -> tuple[Attachment, Path]:
-        """One file of the team's conversation and where it is on disk, or NotFound."""
+    ) -> tuple[Attachment, Reading]:
+        """One file of the team's conversation, opened to be read, or NotFound."""
         row = await attachments_store.get(self._db.reader, team_id, conversation_id, attachment_id)
-        path = None
-        if row is not None and self._data_dir is not None:
-            path = await asyncio.to_thread(
-                email_files.path_of, self._data_dir, row.folder, row.file
-            )
-        if row is None or path is None:
+        if row is None or self._files is None:
             raise NotFound("No such attachment in this conversation")
-        return row, path
+        try:
+            return row, await self._files.open(email_files.key_of(row.folder, row.file))
+        except FileMissing:
+            raise NotFound("No such attachment in this conversation") from None

@@ -12,7 +12,6 @@ import asyncio
 import base64
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -20,11 +19,14 @@ import aiosmtplib
 import orjson
 
 from agentsvc.db import Database, Tx
+from agentsvc.errors import StorageUnavailable
 from agentsvc.secretbox import SecretBox, SecretBoxError
 from agentsvc.services.delivery.outcome import Outcome
 from agentsvc.services.delivery.post import ERROR_CAP, Poster
 from agentsvc.services.delivery.signing import signature_headers
-from agentsvc.services.forms.values import fill_payload, fill_text, template_text
+from agentsvc.services.forms.files import key_of
+from agentsvc.services.forms.values import MAX_FILE_BYTES, fill_payload, fill_text, template_text
+from agentsvc.storage import FileMissing, FileStore, read_all
 from agentsvc.store import submissions as store
 from agentsvc.store.submissions import Delivery, Submission
 
@@ -45,18 +47,20 @@ def derive_status(mode: str, webhook: str | None, client_result: dict | None) ->
     return "client_success" if client else "pending"
 
 
-def submission_payload(sub: Submission, data_dir: Path) -> dict[str, Any]:
-    """The documented webhook body; files go back out as the data URLs that were sent."""
+async def submission_payload(sub: Submission, files: FileStore) -> dict[str, Any]:
+    """The documented webhook body; files go back out as the data URLs that were sent (the
+    JSON body holds them whole: at most 5 MB each)."""
     form_data = dict(sub.form_data)
-    for field, rel in (sub.files or {}).items():
+    for field, recorded in (sub.files or {}).items():
         described = form_data.get(field) or {}
-        raw = (data_dir / rel).read_bytes()
+        raw = await read_all(files, key_of(recorded), MAX_FILE_BYTES)
         kind = described.get("contentType", "application/octet-stream")
         name = described.get("fileName")
         # The name goes back as it came (`;name=`), percent-encoded so that no `;` or `,`
         # of a visitor's file name can change how the data URL reads.
         params = f";name={quote(name, safe='')}" if name else ""
-        form_data[field] = f"data:{kind}{params};base64,{base64.b64encode(raw).decode('ascii')}"
+        encoded = await asyncio.to_thread(base64.b64encode, raw)  # CPU work: off the loop
+        form_data[field] = f"data:{kind}{params};base64,{encoded.decode('ascii')}"
     return {
         "submissionId": sub.id,
         "toolId": sub.tool_id,
@@ -99,13 +103,13 @@ class FormDeliveries:
         db: Database,
         poster: Poster,
         box: SecretBox,
-        data_dir: Path,
+        files: FileStore,
         mailer: Callable[[], Any],
     ):
         self.db = db
         self.poster = poster
         self.box = box
-        self.data_dir = data_dir
+        self.files = files
         self._mailer = mailer
         # An e-mail may take longer than a webhook.
         self.timeout_seconds = max(poster.timeout_seconds, MAIL_TIMEOUT_SECONDS)
@@ -158,7 +162,14 @@ class FormDeliveries:
             if delivery.kind == "post_webhook" and spec.get("payload") is not None:
                 payload = fill_payload(spec["payload"], template_values(sub))
             else:
-                payload = await asyncio.to_thread(submission_payload, sub, self.data_dir)
+                try:
+                    payload = await submission_payload(sub, self.files)
+                except FileMissing:
+                    return Outcome(
+                        False, error="a file of the submission is no longer stored", stop=True
+                    )
+                except StorageUnavailable:
+                    return Outcome(False, error="the file storage is unavailable")
             body = orjson.dumps(payload)
             # The action's own headers first: the signature headers may not be overridden.
             headers.update(

@@ -3,21 +3,23 @@ events, and the team's submissions with their deliveries."""
 
 from __future__ import annotations
 
-import asyncio
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from agentsvc.db import Database
+from agentsvc.errors import NotFound
 from agentsvc.ids import iso, new_id
 from agentsvc.services.delivery.outbox import Queue
 from agentsvc.services.events.emitter import Emitter
 from agentsvc.services.forms import submissions, submit
-from agentsvc.services.forms.files import remove_folder, write_files
+from agentsvc.services.forms.files import key_of, remove_folder, write_files
 from agentsvc.services.forms.outbox import FormDelivery
 from agentsvc.services.forms.submissions import ClientReport, SubmissionDetail, SubmissionQuery
 from agentsvc.services.forms.submit import StoredSubmission, SubmitInput, SubmitResult
+from agentsvc.storage import FileMissing, FileStore
+from agentsvc.store import submissions as submissions_store
 from agentsvc.store.submissions import Submission
 from agentsvc.store.tools import Tool
 
@@ -26,7 +28,6 @@ from agentsvc.store.tools import Tool
 class FormsConfig:
     """The settings the forms feature works with."""
 
-    data_dir: Path  # submitted files live under it
     file_quota_mb: float  # [forms] file_quota_mb_per_agent
     submits_per_minute: int  # [ratelimit] form_submits_per_minute: public submits per IP
     events_per_minute: int  # [ratelimit] trigger_events_per_minute: per IP and session
@@ -36,9 +37,15 @@ class FormsService:
     """Forms and their submissions; handlers call its methods."""
 
     def __init__(
-        self, db: Database, queue: Queue[FormDelivery], emitter: Emitter, config: FormsConfig
+        self,
+        db: Database,
+        queue: Queue[FormDelivery],
+        emitter: Emitter,
+        config: FormsConfig,
+        files: FileStore,
     ):
         self._db = db
+        self._files = files  # where submitted files are kept
         self._queue = queue
         self._emitter = emitter
         self.config = config
@@ -60,8 +67,7 @@ class FormsService:
         sub_id = new_id("submission")
         now_dt = datetime.now(UTC)
         now = iso(now_dt)
-        data_dir = self.config.data_dir
-        files = await asyncio.to_thread(write_files, data_dir, sub_id, checked)
+        files = await write_files(self._files, sub_id, checked)
         values = checked.values
         del checked  # holds the submitted data URLs
         lease = self._queue.lease_until(now_dt, attempts=2)
@@ -73,7 +79,7 @@ class FormsService:
             await db.write_batched(submit.store_unit(sub, deliveries, emission, quota))
         except BaseException:
             if files:
-                remove_folder(data_dir, sub_id)
+                await remove_folder(self._files, sub_id)
             raise
         emission.sent()
         return StoredSubmission(sub, deliveries)
@@ -107,3 +113,35 @@ class FormsService:
     async def redeliver(self, team_id: str, submission_id: str) -> SubmissionDetail:
         """Queue the failed deliveries of a submission again and try them now."""
         return await submissions.redeliver(self._db, self._queue, team_id, submission_id)
+
+    async def open_file(self, team_id: str, submission_id: str, field: str) -> SubmittedFile:
+        """A file of one of the team's submissions, to send as it is read."""
+        sub = await submissions_store.get_submission(self._db.reader, submission_id, team_id)
+        if sub is None:
+            raise NotFound("Submission not found")
+        recorded = (sub.files or {}).get(field)
+        if recorded is None:
+            raise NotFound("The submission has no file in that field")
+        described = sub.form_data.get(field)
+        described = described if isinstance(described, dict) else {}
+        try:
+            reading = await self._files.open(key_of(recorded))
+        except FileMissing:
+            raise NotFound("The file is no longer stored") from None
+        return SubmittedFile(
+            name=described.get("fileName") or recorded.rpartition("/")[2],
+            content_type=described.get("contentType") or "application/octet-stream",
+            size=reading.size,
+            chunks=reading.chunks(),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SubmittedFile:
+    """A submitted file on its way out: its name and type as the visitor sent them, its
+    size, and its bytes as they are read."""
+
+    name: str
+    content_type: str
+    size: int
+    chunks: AsyncGenerator[bytes, None]

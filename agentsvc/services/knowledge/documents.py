@@ -84,7 +84,7 @@ async def create_document(
             error, rows = exc.message, []
     now = now_iso()
     doc = Document(
-        id=new_id("document"),
+        id=source.document_id or new_id("document"),
         agent_id=agent_id,
         team_id=team_id,
         title=source.title,

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import PurePosixPath
+from typing import IO
 
 log = logging.getLogger(__name__)
 
@@ -204,13 +205,14 @@ def html_text(html: str) -> Extracted:
 # ── PDF ──────────────────────────────────────────────────────────────────────────────────
 
 
-def pdf_text(raw: bytes) -> str:
-    """The text of every page of a PDF, pages separated by blank lines."""
+def pdf_text(raw: bytes | IO[bytes]) -> str:
+    """The text of every page of a PDF (its bytes, or a file pypdf reads what it needs
+    from), pages separated by blank lines."""
     from pypdf import PdfReader
     from pypdf.errors import PyPdfError
 
     try:
-        reader = PdfReader(io.BytesIO(raw))
+        reader = PdfReader(io.BytesIO(raw) if isinstance(raw, bytes | bytearray) else raw)
         if reader.is_encrypted and not reader.decrypt(""):
             raise ExtractionError("the PDF is encrypted with a password")
         pages = [page.extract_text() or "" for page in reader.pages]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 from pathlib import PurePosixPath
+from typing import IO
 
 from yarl import URL
 
@@ -26,6 +27,7 @@ class Source:
     size_bytes: int
     filename: str | None = None
     source_url: str | None = None
+    document_id: str | None = None  # chosen before (an upload is stored under it)
 
 
 def _check_size(size: int, max_bytes: int, field: str) -> None:
@@ -61,10 +63,9 @@ def text_source(title: str, content: str, max_bytes: int) -> Source:
     return Source(_title(title), "text", "markdown", text, size)
 
 
-async def file_source(
-    raw: bytes, filename: str | None, media_type: str | None, title: str | None
-) -> Source:
-    """A document uploaded as a file; the format comes from its extension or media type."""
+def upload_format(filename: str | None, media_type: str | None) -> str:
+    """The format of an uploaded file, from its extension or media type, or
+    UnsupportedMediaType (checked before the file is read)."""
     fmt = extraction.format_of(filename, media_type)
     if fmt is None:
         suffix = PurePosixPath(filename).suffix if filename else ""
@@ -72,16 +73,44 @@ async def file_source(
         raise UnsupportedMediaType(
             f"file: unsupported type {shown or 'unknown'!s}; use {extraction.SUPPORTED}"
         )
-    # PDF parsing is CPU-bound: off the event loop.
-    extracted = await asyncio.to_thread(_extract, raw, fmt, None, "file")
+    return fmt
+
+
+def _extract_file(spool: IO[bytes], fmt: str) -> extraction.Extracted:
+    """A PDF is read page by page from the file; other formats are their text, read whole."""
+    if fmt == "pdf":
+        try:
+            extracted = extraction.Extracted(extraction.pdf_text(spool), "")
+        except extraction.ExtractionError as exc:
+            raise ValidationFailed(f"file: {exc}") from exc
+        if not extracted.text.strip():
+            raise ValidationFailed("file: the document has no text to index")
+        return extracted
+    return _extract(spool.read(), fmt, None, "file")
+
+
+async def file_source(
+    spool: IO[bytes],
+    size: int,
+    upload: tuple[str | None, str | None],
+    title: str | None,
+    document_id: str | None = None,
+) -> Source:
+    """A document uploaded as a file (`upload`: its file name and media type), read from
+    its spooled copy."""
+    filename, media_type = upload
+    fmt = upload_format(filename, media_type)
+    # Reading a PDF is CPU-bound, and the spool may be on disk: off the event loop.
+    extracted = await asyncio.to_thread(_extract_file, spool, fmt)
     stem = PurePosixPath(filename).stem if filename else None
     return Source(
         _title(title, extracted.title, stem),
         "file",
         fmt,
         extracted.text,
-        len(raw),
+        size,
         filename=filename,
+        document_id=document_id,
     )
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import base64
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -31,7 +30,10 @@ from agentsvc.mail import Mailer
 from agentsvc.services import audit
 from agentsvc.services.agents.identity import BY_API_KEY, BY_HASH, BY_TOKEN, profile_verified
 from agentsvc.services.audit import Actor, end_user_label
-from agentsvc.services.forms.files import remove_folder
+from agentsvc.services.channels import email_files
+from agentsvc.services.forms.files import key_of, remove_folder
+from agentsvc.storage import FileMissing, FileStore, read_all
+from agentsvc.store import attachments as attachments_store
 from agentsvc.store import conversations as conv_store
 from agentsvc.store import end_users as store
 from agentsvc.store import purge
@@ -240,7 +242,7 @@ async def _mail_about(mailer: Mailer, tx: Tx, team_id: str, found: Found) -> lis
 
 
 async def erase(
-    db: Database, mailer: Mailer, data_dir: Path, actor: Actor, ref: EndUserRef
+    db: Database, mailer: Mailer, files: FileStore, actor: Actor, ref: EndUserRef
 ) -> tuple[dict[str, int], list[dict[str, str]]]:
     """Delete everything of the end user in the actor's team; return what went, by kind,
     and the identifiers matched (`Found.matched_json`). The words of erased messages stay
@@ -249,7 +251,8 @@ async def erase(
     found = await find(db, team_id, ref)
     conv_ids = list(found.conversations)
     sub_ids = [s.id for s in found.submissions]
-    files = sum(len(s.files or {}) for s in found.submissions)
+    file_count = sum(len(s.files or {}) for s in found.submissions)
+    folders = await attachments_store.folders_of_conversations(db.reader, conv_ids)
     # Opening every kept mail is CPU work: done before the write transaction, as `find` is.
     mail_ids = await _mail_about(mailer, db.reader, team_id, found)
     async with db.write() as tx:
@@ -260,7 +263,7 @@ async def erase(
                 tx, "conversation_events", "conversation_id", conv_ids
             ),
             "submissions": 0,
-            "files": files,
+            "files": file_count,
             "formDeliveries": await store.count_rows(
                 tx, "form_deliveries", "submission_id", sub_ids
             ),
@@ -284,7 +287,8 @@ async def erase(
         )
     for sub in found.submissions:
         if sub.files:
-            await asyncio.to_thread(remove_folder, data_dir, sub.id)
+            await remove_folder(files, sub.id)
+    await email_files.remove_unlisted(db, files, folders)
     return counts, found.matched_json()
 
 
@@ -330,9 +334,9 @@ def _conversation_json(
     }
 
 
-def _files_json(sub: Submission, data_dir: Path, budget: list[int]) -> list[dict[str, Any]]:
+async def _files_json(sub: Submission, files: FileStore, budget: list[int]) -> list[dict[str, Any]]:
     out = []
-    for name, rel in (sub.files or {}).items():
+    for name, recorded in (sub.files or {}).items():
         described = sub.form_data.get(name) or {}
         entry = {
             "field": name,
@@ -341,19 +345,24 @@ def _files_json(sub: Submission, data_dir: Path, budget: list[int]) -> list[dict
             "size": described.get("size"),
             "dataUrl": None,
         }
-        path = data_dir / rel
-        size = path.stat().st_size if path.is_file() else None
-        if size is not None and size <= budget[0]:
-            budget[0] -= size
-            kind = entry["contentType"] or "application/octet-stream"
-            params = f";name={quote(entry['fileName'], safe='')}" if entry["fileName"] else ""
-            data = base64.b64encode(path.read_bytes()).decode("ascii")
-            entry["dataUrl"] = f"data:{kind}{params};base64,{data}"
+        size = described.get("size")
+        if isinstance(size, int) and size <= budget[0]:
+            try:
+                raw = await read_all(files, key_of(recorded), budget[0])
+            except (FileMissing, ValueError):
+                raw = None
+            if raw is not None:
+                budget[0] -= len(raw)
+                kind = entry["contentType"] or "application/octet-stream"
+                file_name = entry["fileName"]
+                params = f";name={quote(file_name, safe='')}" if file_name else ""
+                data = (await asyncio.to_thread(base64.b64encode, raw)).decode("ascii")
+                entry["dataUrl"] = f"data:{kind}{params};base64,{data}"
         out.append(entry)
     return out
 
 
-def _submissions_json(subs: list[Submission], data_dir: Path) -> list[dict[str, Any]]:
+async def _submissions_json(subs: list[Submission], files: FileStore) -> list[dict[str, Any]]:
     budget = [EXPORT_FILE_BYTES]
     return [
         {
@@ -368,14 +377,14 @@ def _submissions_json(subs: list[Submission], data_dir: Path) -> list[dict[str, 
             "status": s.status,
             "clientResult": s.client_result,
             "createdAt": s.created_at,
-            "files": _files_json(s, data_dir, budget),
+            "files": await _files_json(s, files, budget),
         }
         for s in subs
     ]
 
 
 async def export(
-    db: Database, data_dir: Path, actor: Actor, ref: EndUserRef, agents: list[Agent]
+    db: Database, files: FileStore, actor: Actor, ref: EndUserRef, agents: list[Agent]
 ) -> dict[str, Any]:
     """Everything of the end user in the actor's team, as one JSON document."""
     found = await find(db, actor.team_id, ref)
@@ -390,7 +399,7 @@ async def export(
         agent = names.get(conv.agent_id, "")
         conversations.append(_conversation_json(conv, messages, agent, visitor))
     conversations.sort(key=lambda c: (c["createdAt"], c["id"]))
-    submissions = await asyncio.to_thread(_submissions_json, found.submissions, data_dir)
+    submissions = await _submissions_json(found.submissions, files)
     await audit.record(
         db,
         actor,

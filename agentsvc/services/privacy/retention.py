@@ -9,19 +9,20 @@ never holds the writer for long.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 from agentsvc.db import Database
 from agentsvc.errors import NotFound
 from agentsvc.ids import iso, now_iso
 from agentsvc.services import audit, changes
 from agentsvc.services.audit import Actor
+from agentsvc.services.channels import email_files
 from agentsvc.services.forms.files import remove_folder
+from agentsvc.storage import FileStore
 from agentsvc.store import agents as agents_store
+from agentsvc.store import attachments as attachments_store
 from agentsvc.store import channels as channels_store
 from agentsvc.store import purge, webhook_deliveries
 from agentsvc.store import submissions as sub_store
@@ -41,7 +42,7 @@ class Purged:
 
 
 async def _purge_agent(
-    db: Database, data_dir: Path, agent_id: str, team_id: str, before: str
+    db: Database, files: FileStore, agent_id: str, team_id: str, before: str
 ) -> Purged:
     """Purge the agent's conversations idle and submissions made `before`; count them."""
     done = Purged()
@@ -49,9 +50,11 @@ async def _purge_agent(
         ids = await purge.idle_conversations(db.reader, agent_id, before, BATCH)
         if not ids:
             break
+        folders = await attachments_store.folders_of_conversations(db.reader, ids)
         async with db.write() as tx:
             gone = await purge.delete_conversations(tx, team_id, ids)
         done.conversations += gone
+        await email_files.remove_unlisted(db, files, folders)
         if not gone:
             break
     while True:
@@ -63,21 +66,21 @@ async def _purge_agent(
             gone = await purge.delete_submissions(tx, team_id, ids)
         done.submissions += gone
         for sub_id in with_files:
-            await asyncio.to_thread(remove_folder, data_dir, sub_id)
+            await remove_folder(files, sub_id)
         if not gone:
             break
     return done
 
 
 async def purge_expired(
-    db: Database, data_dir: Path, delivery_log_days: float, now: datetime | None = None
+    db: Database, files: FileStore, delivery_log_days: float, now: datetime | None = None
 ) -> Purged:
     """Purge what retention no longer keeps, as of `now`; return how much went."""
     now = now or datetime.now(UTC)
     done = Purged()
     for agent_id, team_id, days in await purge.agents_with_retention(db.reader):
         before = iso(now - timedelta(days=days))
-        purged = await _purge_agent(db, data_dir, agent_id, team_id, before)
+        purged = await _purge_agent(db, files, agent_id, team_id, before)
         done.conversations += purged.conversations
         done.submissions += purged.submissions
     before = iso(now - timedelta(days=delivery_log_days))

@@ -27,6 +27,7 @@ from agentsvc.services.team.membership import (
 )
 from agentsvc.services.team.sessions import SignedIn, after, hash_token
 from agentsvc.services.team.trust import location_for
+from agentsvc.storage import FileStore
 from agentsvc.store import invitations as invitation_store
 from agentsvc.store.accounts import Team
 from agentsvc.store.api_keys import ApiKey
@@ -47,11 +48,14 @@ class Shared:
 class TeamService:
     """A team's members and invitations, and the instance's first owner."""
 
-    def __init__(self, db: Database, mailer: Mailer, settings: Settings, box: SecretBox):
+    def __init__(
+        self, db: Database, mailer: Mailer, settings: Settings, box: SecretBox, files: FileStore
+    ):
         self._db = db
         self._mailer = mailer
         self._settings = settings
         self._box = box
+        self._files = files  # members' pictures
 
     async def context(self, team_id: str) -> TeamContext:
         """The team, its owner and its members."""
@@ -164,15 +168,15 @@ class TeamService:
 
     async def set_avatar(self, user_id: str, content_type: str, data: bytes) -> Avatar:
         """Keep the user's new picture (PNG, JPEG, WebP or GIF of at most 256 KB)."""
-        return await avatars.set_avatar(self._db, user_id, content_type, data)
+        return await avatars.set_avatar(self._db, self._files, user_id, content_type, data)
 
     async def delete_avatar(self, user_id: str) -> None:
         """Remove the user's picture."""
-        await avatars.delete_avatar(self._db, user_id)
+        await avatars.delete_avatar(self._db, self._files, user_id)
 
-    async def avatar(self, avatar_id: str) -> Avatar:
-        """A picture by its id, or NotFound."""
-        return await avatars.get_avatar(self._db, avatar_id)
+    async def avatar(self, avatar_id: str) -> avatars.Picture:
+        """A picture by its id, opened to be sent, or NotFound."""
+        return await avatars.get_avatar(self._db, self._files, avatar_id)
 
     async def remove_member(
         self, team_id: str, member_id: str, actor: Actor | None = None

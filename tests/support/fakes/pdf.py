@@ -43,3 +43,32 @@ def make_pdf(pages: list[list[str]]) -> bytes:
         f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n"
     ).encode()
     return bytes(out)
+
+
+def write_big_pdf(path, filler_bytes: int, lines: list[str]) -> int:
+    """Write a PDF of one page showing `lines`, carrying `filler_bytes` of random data in an
+    object no page uses (as a large embedded file would be), a MiB at a time; its size."""
+    import os
+
+    page = make_pdf([lines])
+    head, _, _ = page.partition(b"xref\n")
+    count = int(page.split(b"/Size ")[1].split(b" ")[0]) - 1  # objects so far
+    offsets = [int(line[:10]) for line in page.split(b"xref\n")[1].splitlines()[2 : 2 + count]]
+    with open(path, "wb") as out:
+        out.write(head)
+        filler_at = len(head)
+        out.write(f"{count + 1} 0 obj\n<< /Length {filler_bytes} >>\nstream\n".encode())
+        left = filler_bytes
+        while left:
+            piece = os.urandom(min(left, 1 << 20))
+            out.write(piece)
+            left -= len(piece)
+        out.write(b"\nendstream\nendobj\n")
+        xref = out.tell()
+        out.write(f"xref\n0 {count + 2}\n0000000000 65535 f \n".encode())
+        for offset in [*offsets, filler_at]:
+            out.write(f"{offset:010d} 00000 n \n".encode())
+        out.write(
+            f"trailer\n<< /Size {count + 2} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
+        )
+        return out.tell()
