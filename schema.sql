@@ -1299,6 +1299,7 @@ CREATE TABLE budget_alerts (
     limit_nanos INTEGER NOT NULL,          -- the limit then: a raised one warns again
     sent_at     TEXT NOT NULL,
     PRIMARY KEY (team_id, scope, month, percent, limit_nanos)
+);
 -- ── files kept in the database (PostgreSQL without [storage] url; agentsvc/storage/) ────
 CREATE TABLE stored_files (
     key        TEXT PRIMARY KEY,
