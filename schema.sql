@@ -1200,6 +1200,7 @@ CREATE INDEX source_pages_document ON source_pages(document_id)
 -- ── files kept in the database (PostgreSQL without [storage] url; agentsvc/storage/) ────
 CREATE TABLE stored_files (
     key        TEXT PRIMARY KEY,
+    folder     TEXT NOT NULL,          -- the key up to its last "/": what delete_folder names
     upload_id  TEXT NOT NULL UNIQUE,
     size       INTEGER NOT NULL,
     chunks     INTEGER NOT NULL,
@@ -1212,3 +1213,4 @@ CREATE TABLE stored_file_chunks (
     created_at TEXT NOT NULL,
     PRIMARY KEY (upload_id, seq)
 );
+CREATE INDEX stored_files_folder ON stored_files(folder);
