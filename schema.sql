@@ -1303,6 +1303,7 @@ CREATE TABLE budget_alerts (
 -- ── files kept in the database (PostgreSQL without [storage] url; agentsvc/storage/) ────
 CREATE TABLE stored_files (
     key        TEXT PRIMARY KEY,
+    folder     TEXT NOT NULL,          -- the key up to its last "/": what delete_folder names
     upload_id  TEXT NOT NULL UNIQUE,
     size       INTEGER NOT NULL,
     chunks     INTEGER NOT NULL,
@@ -1315,3 +1316,4 @@ CREATE TABLE stored_file_chunks (
     created_at TEXT NOT NULL,
     PRIMARY KEY (upload_id, seq)
 );
+CREATE INDEX stored_files_folder ON stored_files(folder);

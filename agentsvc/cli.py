@@ -75,7 +75,13 @@ async def _serve(
         loop.add_signal_handler(sig, stop.set)
     app = create_app(settings)
     runner = make_runner(app, settings)
-    await runner.setup()
+    try:
+        await runner.setup()
+    except BaseException:
+        # What started before the failing step (the database, its threads) is closed, or
+        # the process could not exit.
+        await runner.cleanup()
+        raise
     for sock in sockets:
         await web.SockSite(runner, sock).start()
     host, port = sockets[0].getsockname()[:2]

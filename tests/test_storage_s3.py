@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 
 import pytest
+from aiohttp import web
 
 from agentsvc.api import app_keys
 from agentsvc.app import create_app
@@ -105,14 +106,18 @@ async def test_an_erased_end_users_files_leave_the_bucket(make_client, s3_server
     ],
 )
 async def test_a_store_that_cannot_be_used_stops_the_start_in_words(
-    aiohttp_client, tmp_path, s3_server, change, words
+    tmp_path, s3_server, change, words
 ):
     storage = s3_server.settings(s3_server.bucket(), PREFIX)
     if change.get("endpoint_url") == "unreachable":
         change = {"endpoint_url": f"http://127.0.0.1:{free_port()}", "timeout_seconds": 2}
     settings = with_new_database(make_settings(tmp_path, storage={**storage, **change}))
-    with pytest.raises(StorageError) as raised:
-        await aiohttp_client(create_app(settings))
+    runner = web.AppRunner(create_app(settings))
+    try:
+        with pytest.raises(StorageError) as raised:
+            await runner.setup()
+    finally:
+        await runner.cleanup()  # the database opened before the storage failed
     message = str(raised.value)
     assert message.startswith("cannot use s3://") and words in message, message
     assert "botocore" not in message and "ClientError" not in message

@@ -100,7 +100,8 @@ class FileStore(Protocol):
         ...
 
     async def delete_folder(self, folder: str) -> None:
-        """Remove every file whose key starts with `folder` + "/"."""
+        """Remove the files of a folder (the files keyed `folder/<name>`: the service's
+        folders hold files, never folders)."""
         ...
 
     async def exists(self, key: str) -> bool: ...

@@ -97,7 +97,8 @@ class DatabaseStore:
             yield out
             await out.finish()
             async with self._db.write() as tx:
-                file = StoredFile(key, out.upload_id, out.size, out.chunks, now_iso())
+                folder = key.rpartition("/")[0]
+                file = StoredFile(key, folder, out.upload_id, out.size, out.chunks, now_iso())
                 await store.claim(tx, file)
         except BaseException:
             with contextlib.suppress(Exception):  # else the sweep of unclaimed chunks will
@@ -117,7 +118,7 @@ class DatabaseStore:
 
     async def delete_folder(self, folder: str) -> None:
         async with self._db.write() as tx:
-            await store.delete_under(tx, check_key(folder) + "/")
+            await store.delete_folder(tx, check_key(folder))
 
     async def exists(self, key: str) -> bool:
         return await store.get(self._db.reader, check_key(key)) is not None

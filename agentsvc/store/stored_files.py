@@ -17,13 +17,14 @@ from agentsvc.db import Tx
 @dataclass(frozen=True, slots=True)
 class StoredFile:
     key: str
+    folder: str  # the key up to its last "/"
     upload_id: str
     size: int
     chunks: int
     created_at: str
 
 
-_FILE_COLUMNS = "key, upload_id, size, chunks, created_at"
+_FILE_COLUMNS = "key, folder, upload_id, size, chunks, created_at"
 
 
 async def insert_chunk(tx: Tx, upload_id: str, seq: int, data: bytes, now: str) -> None:
@@ -37,8 +38,8 @@ async def claim(tx: Tx, file: StoredFile) -> None:
     """Name the upload's chunks as the file under its key (the file it replaces goes)."""
     await delete(tx, file.key)
     await tx.execute(
-        f"INSERT INTO stored_files ({_FILE_COLUMNS}) VALUES (?, ?, ?, ?, ?)",
-        (file.key, file.upload_id, file.size, file.chunks, file.created_at),
+        f"INSERT INTO stored_files ({_FILE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
+        (file.key, file.folder, file.upload_id, file.size, file.chunks, file.created_at),
     )
 
 
@@ -68,21 +69,21 @@ async def chunk(tx: Tx, upload_id: str, seq: int) -> bytes | None:
     return bytes(data) if data is not None else None
 
 
-# Keys under a prefix: compared as text, not by a range, since PostgreSQL orders text by the
-# database's collation (where "sub_" and "sub`" need not sort as their bytes do).
+# Keys under a prefix (listings: the hourly sweep, copy-data): compared as text, not by a
+# range, since PostgreSQL orders text by the database's collation (where "sub_" and "sub`"
+# need not sort as their bytes do).
 _UNDER = "substr(key, 1, ?) = ?"
 
 
-async def delete_under(tx: Tx, prefix: str) -> int:
-    """Delete the files whose keys start with `prefix`, with their chunks; return how many
-    files went."""
-    params = (len(prefix), prefix)
+async def delete_folder(tx: Tx, folder: str) -> int:
+    """Delete the files of a folder (the service's folders hold files, never folders), with
+    their chunks; return how many files went."""
     await tx.execute(
         "DELETE FROM stored_file_chunks WHERE upload_id IN"
-        f" (SELECT upload_id FROM stored_files WHERE {_UNDER})",
-        params,
+        " (SELECT upload_id FROM stored_files WHERE folder = ?)",
+        (folder,),
     )
-    return await tx.execute(f"DELETE FROM stored_files WHERE {_UNDER}", params)
+    return await tx.execute("DELETE FROM stored_files WHERE folder = ?", (folder,))
 
 
 async def list_under(tx: Tx, prefix: str, after: str, limit: int) -> list[StoredFile]:

@@ -1297,6 +1297,7 @@ CREATE TABLE budget_alerts (
 -- ── files kept in the database (PostgreSQL without [storage] url; agentsvc/storage/) ────
 CREATE TABLE stored_files (
     key        TEXT PRIMARY KEY,
+    folder     TEXT NOT NULL,          -- the key up to its last "/": what delete_folder names
     upload_id  TEXT NOT NULL UNIQUE,
     size       BIGINT NOT NULL,
     chunks     BIGINT NOT NULL,
@@ -1309,5 +1310,6 @@ CREATE TABLE stored_file_chunks (
     created_at TEXT NOT NULL,
     PRIMARY KEY (upload_id, seq)
 );
+CREATE INDEX stored_files_folder ON stored_files(folder);
 -- Chunks are binary and seldom compress: stored as they are, without a try.
 ALTER TABLE stored_file_chunks ALTER COLUMN data SET STORAGE EXTERNAL;

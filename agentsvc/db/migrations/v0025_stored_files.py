@@ -15,6 +15,7 @@ refers to it).
 _TABLES = """
     CREATE TABLE stored_files (
         key        TEXT PRIMARY KEY,
+        folder     TEXT NOT NULL,
         upload_id  TEXT NOT NULL UNIQUE,
         size       {integer} NOT NULL,
         chunks     {integer} NOT NULL,
@@ -27,6 +28,7 @@ _TABLES = """
         created_at TEXT NOT NULL,
         PRIMARY KEY (upload_id, seq)
     );
+    CREATE INDEX stored_files_folder ON stored_files(folder);
 """
 
 # Constant text only (no value is ever formatted into these scripts).
