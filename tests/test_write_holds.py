@@ -300,7 +300,7 @@ async def test_write_transaction_holds_only_sql_a_burst_of_batched_writes_is_cut
 async def test_write_transaction_holds_only_sql_the_suite_guard_sees_every_write(client):
     db = client.app[app_keys.db_key]
     seen: list[tuple[float, float, str]] = []
-    stop = holds.watch(0.02, lambda *found: seen.append(found))
+    stop = holds.watch(0.02, lambda *found: _ours(found) and seen.append(found))
     try:
         async with db.write() as tx:
             line = _line() - 1
@@ -325,7 +325,7 @@ async def test_write_transaction_holds_only_sql_the_guard_sees_cpu_work_inside_a
     seen: list[tuple[float, float, str]] = []
     # 40 ms of work: the suite's own guard needs at least 50 (half its 100 ms), so however
     # long a busy machine stretches this hold, only the test's stricter watch sees it.
-    stop = holds.watch(0.02, lambda *found: seen.append(found))
+    stop = holds.watch(0.02, lambda *found: _ours(found) and seen.append(found))
     try:
         async with db.write() as tx:
             await tx.fetchval("SELECT 1")
@@ -346,7 +346,7 @@ async def test_write_transaction_holds_only_sql_other_tasks_work_while_it_waits_
     # streams at once: 173 ms held, 94 ms of the loop's CPU, the other streams'.)
     db = client.app[app_keys.db_key]
     seen: list[tuple[float, float, str]] = []
-    stop = holds.watch(0.02, lambda *found: seen.append(found))
+    stop = holds.watch(0.02, lambda *found: _ours(found) and seen.append(found))
 
     def another_request() -> None:
         busy_until = time.thread_time() + 0.06
@@ -362,6 +362,12 @@ async def test_write_transaction_holds_only_sql_other_tasks_work_while_it_waits_
     assert len(seen) == 1
     seconds, cpu, _ = seen[0]
     assert seconds >= 0.06 and cpu < 0.02, (seconds, cpu)
+
+
+def _ours(found: tuple[float, float, str]) -> bool:
+    """A hold of this test's own transaction: the app's scheduled jobs (a cluster job's
+    claim, say) may write at the same moment, and a busy loop lengthens theirs too."""
+    return found[2].startswith("tests/test_write_holds.py")
 
 
 def _line() -> int:
