@@ -8,6 +8,15 @@ per key with a cap; every hold pushes the key's expiry to at least the hold's li
 slots of a process killed while holding them are freed at the latest that long after its
 last hold, and a slot still held never outlives its counter.
 
+Tokens are leased in small batches (`lease_size`): one round trip takes up to a fiftieth of
+a bucket's capacity (at most MAX_LEASE tokens) for this process, which hands them out for
+at most LEASE_SECONDS; what is left then is dropped, never given back. Every token handed
+out was first taken from the shared bucket, so across N processes a limit admits at most
+N x lease_size requests more than its rate in any window (leased just before the window,
+spent in it), and never more over time; small limits (under 100 a minute) lease one token
+at a time, exactly as before. A refusal is remembered until Redis said a token would be
+free: nothing can free one earlier, so refused callers cost no round trip either.
+
 When Redis does not answer (refused, timed out, down), the request is limited by this
 process's own buckets instead, never refused with a 500 nor let through unlimited; a
 warning is logged at most every WARN_EVERY_SECONDS, and Redis is tried again after
@@ -16,15 +25,17 @@ RETRY_AFTER_SECONDS (so a dead Redis does not add a timeout to every request).
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 import math
 import time
+from dataclasses import dataclass
 
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
-from agentsvc.ratelimit import Decision, LocalLimiter, decision, wait_of
+from agentsvc.ratelimit import Decision, LocalLimiter, decision
 
 log = logging.getLogger(__name__)
 
@@ -35,25 +46,32 @@ MAX_CONNECTIONS = 16  # to Redis, per process
 RETRY_AFTER_SECONDS = 1.0
 WARN_EVERY_SECONDS = 30.0
 HOLD_TTL_SECONDS = 900  # at least [chat] max_stream_seconds (600 by default)
+LEASE_SHARE = 50  # a lease takes at most 1/50 of a bucket's capacity...
+MAX_LEASE = 20  # ...and at most this many tokens
+LEASE_SECONDS = 1.0  # leased tokens not handed out by then are dropped
+MAX_LEASED_KEYS = 100_000  # leases and remembered refusals kept (a flood of new keys)
 
-# KEYS[1]: the bucket; ARGV[1]: per minute. Returns {allowed, ahead} as in TokenBuckets._take
-# (ahead as a string: Redis turns Lua numbers into integers).
-_TAKE = """
+# KEYS[1]: the bucket; ARGV[1]: per minute; ARGV[2]: tokens wanted. Takes as many of them as
+# the bucket holds (`ratelimit.TokenBuckets._take`, `granted` times at once) and returns {granted,
+# ahead}: ahead as after the take, or minus the seconds to wait when none was granted.
+_LEASE = """
 local per_minute = tonumber(ARGV[1])
+local wanted = tonumber(ARGV[2])
 local interval = 60.0 / per_minute
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 local full_at = tonumber(redis.call('GET', KEYS[1]) or now)
 if full_at < now then full_at = now end
 local ahead = full_at - now
-local wait = ahead - (per_minute - 1) * interval
-if wait > 1e-9 then
-    return {0, tostring(-wait)}
+local free = math.floor(per_minute - ahead / interval + 1e-9)
+if free < 1 then
+    return {0, tostring(-(ahead - (per_minute - 1) * interval))}
 end
-full_at = full_at + interval
+local granted = math.min(free, wanted)
+full_at = full_at + granted * interval
 redis.call('SET', KEYS[1], string.format('%.6f', full_at),
            'PX', math.ceil((full_at - now) * 1000) + 1000)
-return {1, tostring(ahead + interval)}
+return {granted, tostring(ahead + granted * interval)}
 """
 
 # KEYS[1]: the counter; ARGV[1]: cap; ARGV[2]: expiry in ms, never shortened (a shorter
@@ -73,6 +91,31 @@ local held = tonumber(redis.call('GET', KEYS[1]) or '0')
 if held <= 1 then redis.call('DEL', KEYS[1]) else redis.call('DECR', KEYS[1]) end
 return 1
 """
+
+
+def lease_size(per_minute: int) -> int:
+    """Tokens taken from Redis in one round trip for a bucket of `per_minute`."""
+    return max(1, min(MAX_LEASE, per_minute // LEASE_SHARE))
+
+
+@dataclass(slots=True)
+class _Lease:
+    """Tokens this process took from a shared bucket and hands out until `until`."""
+
+    per_minute: int
+    tokens: int
+    remaining: int  # what the shared bucket held once they were taken
+    reset_epoch: int
+    until: float  # monotonic
+
+
+@dataclass(frozen=True, slots=True)
+class _Refusal:
+    """A bucket Redis said was empty, until `until` (monotonic)."""
+
+    per_minute: int
+    until: float
+    reset_epoch: int
 
 
 def redis_key(key: str) -> str:
@@ -97,13 +140,16 @@ class RedisLimiter:
             decode_responses=True,
         )
         self._client = aioredis.Redis(connection_pool=self._pool)
-        self._take_script = self._client.register_script(_TAKE)
+        self._lease_script = self._client.register_script(_LEASE)
         self._hold_script = self._client.register_script(_HOLD)
         self._release_script = self._client.register_script(_RELEASE)
         self.local = LocalLimiter()
         self._down_until = 0.0
         self._warned_at = -WARN_EVERY_SECONDS
         self._held_locally: dict[str, int] = {}  # holds taken while Redis was away
+        self._leases: dict[str, _Lease] = {}
+        self._refusals: dict[str, _Refusal] = {}
+        self._leasing: dict[str, asyncio.Future[None]] = {}  # one round trip per key at once
 
     def _available(self) -> bool:
         return time.monotonic() >= self._down_until
@@ -118,27 +164,77 @@ class RedisLimiter:
                 exc or type(exc).__name__,
             )
 
-    async def _ahead(self, key: str, per_minute: int) -> float | None:
-        if not self._available():
-            return None
+    def _from_lease(self, key: str, per_minute: int, now: float) -> Decision | None:
+        """A token of this process's lease, or its remembered refusal; None: ask Redis."""
+        lease = self._leases.get(key)
+        if lease is not None and lease.tokens and lease.until > now:
+            if lease.per_minute == per_minute:
+                lease.tokens -= 1
+                return Decision(
+                    True, per_minute, lease.remaining + lease.tokens, lease.reset_epoch, 0
+                )
+        refusal = self._refusals.get(key)
+        if refusal is not None and refusal.until > now and refusal.per_minute == per_minute:
+            wait = max(1, math.ceil(refusal.until - now))
+            return Decision(False, per_minute, 0, refusal.reset_epoch, wait)
+        return None
+
+    async def _lease(self, key: str, per_minute: int) -> Decision | None:
+        """One round trip for a lease of the key's tokens; None when Redis does not answer."""
+        done = asyncio.get_running_loop().create_future()
+        self._leasing[key] = done
         try:
-            _, ahead = await self._take_script(keys=[redis_key(key)], args=[per_minute])
+            granted, ahead = await self._lease_script(
+                keys=[redis_key(key)], args=[per_minute, lease_size(per_minute)]
+            )
         except (RedisError, OSError) as exc:
             self._failed(exc)
             return None
-        return float(ahead)
+        finally:
+            del self._leasing[key]
+            done.set_result(None)
+        granted, ahead = int(granted), float(ahead)
+        taken = decision(ahead, per_minute)
+        if len(self._leases) >= MAX_LEASED_KEYS or len(self._refusals) >= MAX_LEASED_KEYS:
+            self._leases.clear()
+            self._refusals.clear()
+        now = time.monotonic()
+        if granted:
+            self._refusals.pop(key, None)
+            # This request takes one; the others wait in the lease.
+            lease = _Lease(
+                per_minute, granted - 1, taken.remaining, taken.reset_epoch, now + LEASE_SECONDS
+            )
+            self._leases[key] = lease
+            return Decision(True, per_minute, taken.remaining + lease.tokens, taken.reset_epoch, 0)
+        self._refusals[key] = _Refusal(per_minute, now - ahead, taken.reset_epoch)
+        return taken
+
+    async def _grant(self, key: str, per_minute: int) -> Decision | None:
+        """Take a token (from this process's lease when it has one); None: Redis is away."""
+        while True:
+            granted = self._from_lease(key, per_minute, time.monotonic())
+            if granted is not None:
+                return granted
+            pending = self._leasing.get(key)
+            if pending is None:
+                break
+            await pending  # another request's round trip: share what it brings back
+        if not self._available():
+            return None
+        return await self._lease(key, per_minute)
 
     async def take(self, key: str, per_minute: int) -> Decision:
-        ahead = await self._ahead(key, per_minute)
-        if ahead is None:
+        granted = await self._grant(key, per_minute)
+        if granted is None:
             return await self.local.take(key, per_minute)
-        return decision(ahead, per_minute)
+        return granted
 
     async def retry_after(self, key: str, per_minute: int) -> int:
-        ahead = await self._ahead(key, per_minute)
-        if ahead is None:
+        granted = await self._grant(key, per_minute)
+        if granted is None:
             return await self.local.retry_after(key, per_minute)
-        return wait_of(ahead)
+        return granted.retry_after
 
     async def hold(self, key: str, cap: int, lifetime: float | None = None) -> bool:
         expiry_ms = math.ceil(max(HOLD_TTL_SECONDS, lifetime or 0) * 1000)

@@ -446,7 +446,7 @@ def _usage(app: web.Application) -> tuple[UsageMeter, BudgetMail]:
     prices = PriceBook(settings)
     for warning in prices.warnings():
         log.warning(warning)
-    app[app_keys.usage_key] = UsageService(db, prices)
+    app[app_keys.usage_key] = UsageService(db, prices, app[app_keys.agent_cache_key])
     mail = BudgetMail(db, app[app_keys.mailer_key], settings.server.public_url)
     return UsageMeter(prices, mail), mail
 

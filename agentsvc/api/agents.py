@@ -17,7 +17,13 @@ from agentsvc.api.guardrails import (
     TryOut,
 )
 from agentsvc.api.models import MODEL_ID_MARKER, NON_BLANK, RequestModel, ResponseModel, integral
-from agentsvc.api.routing import Call, RouteTable, envelope_response
+from agentsvc.api.routing import (
+    Call,
+    RouteTable,
+    bytes_response,
+    envelope_bytes,
+    envelope_response,
+)
 from agentsvc.api.usage import BudgetIn, BudgetStatusOut, usage_service
 from agentsvc.api.widget_look import WidgetIn, WidgetOut
 from agentsvc.errors import Forbidden
@@ -263,6 +269,15 @@ def created_json(agent: Agent) -> dict:
 async def agent_json(call: Call, agent: Agent) -> dict:
     """An agent as the team sees it, with its budget and this month's spending."""
     budget = await usage_service(call).agent_budget(agent.team_id, agent.id)
+    return {**_settings_of(agents_service(call), agent), "budget": budget}
+
+
+def _settings_of(service: AgentsService, agent: Agent) -> dict:
+    return service.view_of(agent, "settings", lambda a: _settings_json(service, a))
+
+
+def _settings_json(service: AgentsService, agent: Agent) -> dict:
+    """What of an agent's JSON follows from the agent alone (kept while it is unchanged)."""
     return {
         **created_json(agent),
         "updatedAt": agent.updated_at,
@@ -271,12 +286,11 @@ async def agent_json(call: Call, agent: Agent) -> dict:
         "draft": draft_json(agent.draft),
         "experiment": agent.experiment,
         "publishGate": agent.publish_gate,
-        "handoff": agents_service(call).handoff_json(agent),
+        "handoff": service.handoff_json(agent),
         "guardrails": guardrail_settings.settings_of(agent.guardrails),
         "widget": widget_look.settings_of(agent.widget),
         "showSources": widget_look.show_sources(agent.widget),
         "retentionDays": agent.retention_days,
-        "budget": budget,
     }
 
 
@@ -300,8 +314,18 @@ async def list_agents(call: Call):
 @routes.get("/agents/{id}", response=AgentOut, envelope=True, errors=(404,))
 async def get_agent(call: Call):
     """Get one agent."""
-    agent = await agents_service(call).get(call.team_id, call.params["id"])
-    return envelope_response(await agent_json(call, agent))
+    service = agents_service(call)
+    agent = await service.get(call.team_id, call.params["id"])
+    budget = await usage_service(call).agent_budget(agent.team_id, agent.id)
+    if budget is not None:
+        return envelope_response({**_settings_of(service, agent), "budget": budget})
+    # The answer follows from the agent alone: its bytes are kept while it is unchanged.
+    body = service.view_of(agent, "body", lambda a: _body_without_budget(service, a))
+    return bytes_response(body)
+
+
+def _body_without_budget(service: AgentsService, agent: Agent) -> bytes:
+    return envelope_bytes({**_settings_of(service, agent), "budget": None})
 
 
 @routes.post(

@@ -176,6 +176,19 @@ def envelope_response(payload: Any, status: int = 200, **extra: Any) -> web.Resp
     return json_response({"data": payload, "error": None, **extra}, status=status)
 
 
+def envelope_bytes(payload: Any) -> bytes:
+    """The body of `envelope_response(payload)`, for an answer kept as bytes."""
+    return orjson.dumps({"data": payload, "error": None})
+
+
+_JSON_HEADERS = {"Content-Type": "application/json"}
+
+
+def bytes_response(body: bytes) -> web.Response:
+    """A 200 JSON response of a body serialised before (see `envelope_bytes`)."""
+    return web.Response(body=body, headers=_JSON_HEADERS)
+
+
 def _parse_query(model: type[BaseModel], request: web.Request) -> BaseModel:
     data: dict[str, Any] = {}
     for name in request.query:

@@ -85,39 +85,66 @@ async def list_agents(db: Database, team_id: str) -> list[Agent]:
 
 
 class AgentCache:
-    """Agents by id, for reads on hot paths (one database round trip saved per read).
+    """Agents by id, for reads on hot paths (one database round trip saved per read), and
+    what is derived from an agent or kept beside it (`remembered`/`remember`: its rendered
+    settings, its budget), forgotten with it.
 
     Agents change only through `update_agent` and `delete_agent` below (the CLI never
     edits agents); both announce the change, and every process's cache drops the entry
     (`changes.follow`): at once in this process, within milliseconds in the others.
+    A read that started before a change and ends after it must not put back what it read:
+    `epoch` moves on every forget, and `put`/`remember` given an older epoch keep nothing.
     """
 
     def __init__(self, max_entries: int = 10_000):
         self._by_id: dict[str, Agent] = {}
+        self._extras: dict[str, dict[str, Any]] = {}
         self._max_entries = max_entries
+        self.epoch = 0
 
     def get(self, agent_id: str) -> Agent | None:
         return self._by_id.get(agent_id)
 
-    def put(self, agent: Agent) -> None:
+    def put(self, agent: Agent, epoch: int | None = None) -> None:
+        if epoch is not None and epoch != self.epoch:
+            return  # the agent changed while it was read
         if len(self._by_id) >= self._max_entries:
             self._by_id.clear()
+            self._extras.clear()
         self._by_id[agent.id] = agent
 
+    def remembered(self, agent_id: str, key: str, default: Any = None) -> Any:
+        """What `remember` kept for the agent under `key` (`default` when nothing)."""
+        extras = self._extras.get(agent_id)
+        return default if extras is None else extras.get(key, default)
+
+    def remember(self, agent_id: str, key: str, value: Any, epoch: int) -> None:
+        """Keep `value` for the agent until it changes; `epoch` as read before it was made."""
+        if epoch != self.epoch:
+            return
+        if len(self._extras) >= self._max_entries:
+            self._extras.clear()
+        self._extras.setdefault(agent_id, {})[key] = value
+
     def forget(self, agent_id: str) -> None:
+        self.epoch += 1
         self._by_id.pop(agent_id, None)
+        self._extras.pop(agent_id, None)
 
     def clear(self) -> None:
+        self.epoch += 1
         self._by_id.clear()
+        self._extras.clear()
 
 
 async def find_agent(db: Database, cache: AgentCache, agent_id: str) -> Agent | None:
     """The agent with this id, whatever its team, from the cache when it is there."""
     agent = cache.get(agent_id)
     if agent is None:
+        epoch = cache.epoch
         agent = await agents_store.get_public(db.reader, agent_id)
         if agent is not None:
-            cache.put(agent)
+            cache.put(agent, epoch)
     return agent
 
 

@@ -3,6 +3,7 @@ widget look, retention) and its widget identity secret."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -66,6 +67,17 @@ class AgentsService:
     def handoff_json(self, agent: Agent) -> dict[str, Any]:
         """The agent's handoff settings as the team sees them (signing secret opened)."""
         return handoff_settings.public_json(self._box, agent)
+
+    def view_of(self, agent: Agent, name: str, build: Callable[[Agent], Any]) -> Any:
+        """`build(agent)` kept under `name`, made once per state of the agent this process
+        holds (reads of an unchanged agent share it: it must not be changed)."""
+        kept = self._cache.remembered(agent.id, name)
+        if kept is not None and kept[0] is agent:
+            return kept[1]
+        epoch = self._cache.epoch
+        view = build(agent)
+        self._cache.remember(agent.id, name, (agent, view), epoch)
+        return view
 
     async def list_agents(self, team_id: str) -> list[Agent]:
         """Return the team's agents, newest first."""

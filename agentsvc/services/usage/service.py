@@ -9,8 +9,9 @@ from typing import Any
 from agentsvc.db import Database
 from agentsvc.errors import NotFound
 from agentsvc.ids import now_iso
-from agentsvc.services import audit
+from agentsvc.services import audit, changes
 from agentsvc.services.agent_analytics import date_range
+from agentsvc.services.agents.registry import AgentCache
 from agentsvc.services.audit import Actor
 from agentsvc.services.usage import budgets
 from agentsvc.services.usage.prices import PriceBook, from_nanos, to_nanos
@@ -18,6 +19,8 @@ from agentsvc.services.usage.report import usage_report
 from agentsvc.store import agents as agents_store
 from agentsvc.store import usage as store
 from agentsvc.store.usage import Budget
+
+_UNKNOWN = object()  # no budget read yet (None: the agent has none)
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,9 +38,10 @@ class BudgetChange:
 class UsageService:
     """Tokens, costs and budgets of a team (one per app)."""
 
-    def __init__(self, db: Database, prices: PriceBook):
+    def __init__(self, db: Database, prices: PriceBook, agents: AgentCache):
         self._db = db
         self._prices = prices
+        self._agents = agents  # an agent's budget is kept beside it, forgotten with it
 
     @property
     def currency(self) -> str:
@@ -135,10 +139,14 @@ class UsageService:
 
     async def agent_budget(self, team_id: str, agent_id: str) -> dict[str, Any] | None:
         """The agent's budget with this month's spending (None: it has none)."""
-        month = budgets.month_of()
-        budget = await store.agent_budget(self._db.reader, agent_id)
+        budget = self._agents.remembered(agent_id, "budget", _UNKNOWN)
+        if budget is _UNKNOWN:
+            epoch = self._agents.epoch
+            budget = await store.agent_budget(self._db.reader, agent_id)
+            self._agents.remember(agent_id, "budget", budget, epoch)
         if budget is None:
             return None
+        month = budgets.month_of()
         spending = await store.spending(self._db.reader, team_id, agent_id, month)
         return budgets.status_json(budget, spending.agent_nanos, month, self.currency)
 
@@ -165,3 +173,5 @@ class UsageService:
                     label=name,
                     details=details,
                 )
+        if changed:  # every process forgets the budget it kept beside the agent
+            await self._db.announce(changes.agent(agent_id))
