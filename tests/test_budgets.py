@@ -273,6 +273,20 @@ async def test_only_owners_set_budgets_and_another_teams_agent_is_not_found(
 
 
 @pg.postgres_only
+async def agent_of(client, auth, agent_id: str) -> dict:
+    resp = await client.get(f"/api/v1/agents/{agent_id}", headers=auth)
+    assert resp.status == 200, await resp.text()
+    return (await resp.json())["data"]
+
+
+async def budget_becomes(client, auth, agent_id: str, limit: float) -> bool:
+    for _ in range(50):  # a NOTIFY reaches the other process within milliseconds
+        if (await agent_of(client, auth, agent_id))["budget"]["monthlyLimit"] == limit:
+            return True
+        await asyncio.sleep(0.02)
+    return False
+
+
 async def test_two_processes_share_one_budget_and_warn_once(aiohttp_client, tmp_path, openai_fake):
     settings = make_settings(
         tmp_path, providers=providers(openai_fake), prices={OAI: PRICE}, webhooks=FAST_WEBHOOKS
@@ -292,9 +306,13 @@ async def test_two_processes_share_one_budget_and_warn_once(aiohttp_client, tmp_
             assert (await ask(process, agent["id"], "Hi", auth)).text == OFFLINE
         await rec.wait_for(2, "/ok")
 
-        # Raised in one process, both answer; crossing 50 % of the new limit at the same
-        # moment in both, the warning is still sent once.
+        # Raised in one process, both answer (and the first, which kept the old budget
+        # beside its cached agent, shows the new one); crossing 50 % of the new limit at the
+        # same moment in both, the warning is still sent once.
+        assert (await agent_of(first, auth, agent["id"]))["budget"]["monthlyLimit"] == 0.5
         await agent_budget(second, auth, agent["id"], {"monthlyLimit": 1.3, "warnAtPercent": 50})
+        if pg.SERVER_URL:  # one process per SQLite database: processes share no caches
+            assert await budget_becomes(first, auth, agent["id"], 1.3)
         script_answers(openai_fake, 2)
         both = await asyncio.gather(
             ask(first, agent["id"], "Hi", auth), ask(second, agent["id"], "Hi", auth)
