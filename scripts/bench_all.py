@@ -1,9 +1,10 @@
 """Run every benchmark of the project in one go and print one table of headline figures.
 
-Usage: python scripts/bench_all.py [--quick] [--database postgresql://...]
+Usage: python scripts/bench_all.py [--quick] [--database postgresql://...] [--redis redis://...]
 
 With --database every service runs on PostgreSQL (a fresh schema of that database each;
-the secret key every process needs is set for them), and the same table is printed.
+the secret key every process needs is set for them), and the same table is printed; with
+--redis too, rate limits are shared through that Redis, as in a cluster.
 
 Each benchmark starts its own servers (the service and, where it compares, a raw aiohttp
 hello-world on the same pinned core) and prints its full report; the table at the end
@@ -99,11 +100,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="shorter runs")
     parser.add_argument("--database", default="", help="postgresql://... (default: SQLite)")
+    parser.add_argument("--redis", default="", help="redis://... for shared rate limits")
     args = parser.parse_args()
     with tempfile.NamedTemporaryFile("r", suffix=".jsonl") as summary:
         env = {**os.environ, "BENCH_SUMMARY_FILE": summary.name}
         if args.database:
             env |= {"BENCH_DATABASE_URL": args.database, "AGENTSVC_SERVER_SECRET_KEY": "bench"}
+        if args.redis:
+            env["BENCH_REDIS_URL"] = args.redis
         failed = []
         for script, full, quick in BENCHMARKS:
             print(f"\n===== {script} =====", flush=True)
@@ -116,11 +120,16 @@ def main() -> None:
                 failed.append(script)
         rows = [json.loads(line) for line in Path(summary.name).read_text().splitlines()]
 
-    print(f"\n===== summary: {machine()}, {'PostgreSQL' if args.database else 'SQLite'}")
+    backend = "PostgreSQL" if args.database else "SQLite"
+    backend += " + Redis limits" if args.redis else ""
+    print(f"\n===== summary: {machine()}, {backend}")
     print(f"{'benchmark':10} {'figure':52} {'value':>16} {'target':>8}  ")
     for row in rows:
         value, unit, target = row["value"], row["unit"], row["target"]
-        shown_target = target.replace("0.5", "50%") if unit == "ratio" else target
+        shown_target = target
+        if unit == "ratio" and target:
+            op, _, number = target.partition(" ")
+            shown_target = f"{op} {float(number):.0%}"
         print(
             f"{row['benchmark']:10} {row['figure']:52} {fmt(value, unit):>16} "
             f"{shown_target:>8}  {verdict(value, target)}"

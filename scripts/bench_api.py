@@ -1,7 +1,13 @@
 """Benchmark authenticated agent reads against a raw aiohttp hello-world in the same run.
 
-Usage: python scripts/bench_api.py [--seconds 5] [--cycles 3]
-Target: GET /agents/:id reaches at least 50 % of hello-world req/s.
+Usage: python scripts/bench_api.py [--seconds 5] [--cycles 3] [--connections 32]
+
+The team's plan has a rate limit (high enough never to refuse), so every read takes a token
+as on a real plan: in this process's memory, or, with BENCH_REDIS_URL (bench_all.py
+--redis), from Redis as a cluster does. With BENCH_DATABASE_URL the service runs on
+PostgreSQL.
+Targets (issue 37): GET /agents/:id at least 75 % of hello-world req/s on SQLite, 60 % on
+PostgreSQL with Redis limits.
 """
 
 from __future__ import annotations
@@ -16,7 +22,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import benchlib  # noqa: E402
 
-UNLIMITED = '[plans]\ndefault = "bench"\n[plans.bench]\n'
+# A plan whose limit never refuses the load but is taken from on every request.
+RATE_LIMITED = '[plans]\ndefault = "bench"\n[plans.bench]\nrequests_per_minute = 100000000\n'
+TARGET = ">= 0.6" if benchlib.DATABASE_URL else ">= 0.75"
+
+
+def backend() -> str:
+    if not benchlib.DATABASE_URL:
+        return "SQLite"
+    return "PostgreSQL + Redis limits" if benchlib.REDIS_URL else "PostgreSQL"
 
 
 def create_agent(base: str, key: str, name: str) -> str:
@@ -33,11 +47,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--cycles", type=int, default=3)
-    parser.add_argument("--connections", type=int, default=64)
+    parser.add_argument("--connections", type=int, default=32)
     args = parser.parse_args()
     opts = {"seconds": args.seconds, "connections": args.connections}
 
-    with benchlib.service(UNLIMITED) as (base, _, config), benchlib.hello_world() as hello:
+    print(f"backend: {backend()}; {args.connections} connections")
+    with benchlib.service(RATE_LIMITED) as (base, _, config), benchlib.hello_world() as hello:
         key = benchlib.api_key(config)
         agent_ids = [create_agent(base, key, f"Agent {i}") for i in range(10)]
         auth = {"Authorization": f"Bearer {key}"}
@@ -66,7 +81,7 @@ def main() -> None:
     hello_m = benchlib.median_result(samples["hello"])
     ratios = [g.rps / h.rps for g, h in zip(samples["get"], samples["hello"], strict=True)]
     benchlib.record(
-        "api", "GET /agents/:id req/s vs hello-world", statistics.median(ratios), "ratio", ">= 0.5"
+        "api", "GET /agents/:id req/s vs hello-world", statistics.median(ratios), "ratio", TARGET
     )
     if cpu["hello"] and cpu["get"]:
         hello_us, get_us = statistics.median(cpu["hello"]), statistics.median(cpu["get"])
@@ -75,7 +90,7 @@ def main() -> None:
             "GET /agents/:id by CPU per request vs hello",
             hello_us / get_us,
             "ratio",
-            ">= 0.5",
+            TARGET,
         )
     benchlib.print_table(
         [
@@ -89,7 +104,7 @@ def main() -> None:
         print(
             f"\nserver CPU per request (median): hello-world {hello_us:.0f} us, "
             f"GET /agents/:id {get_us:.0f} us: the agent read can reach {hello_us / get_us:.0%} "
-            "of hello-world req/s on one core (target >= 50 %)"
+            f"of hello-world req/s on one core (target {float(TARGET.split()[1]):.0%})"
         )
 
 

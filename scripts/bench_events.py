@@ -8,8 +8,9 @@ machine's speed drifts; ratios within a cycle do not). Afterwards it checks that
 accepted event is counted in `GET /triggers/stats`, first under wrk, then exactly with a
 client that waits for every reply.
 
-Usage: python scripts/bench_events.py [--seconds 5] [--cycles 3] [--connections 64]
-Target: POST /triggers/event reaches at least 50 % of hello-world req/s.
+Usage: python scripts/bench_events.py [--seconds 5] [--cycles 3] [--connections 32]
+Target (issue 37): POST /triggers/event reaches at least 80 % of hello-world req/s on SQLite
+(on PostgreSQL, and with BENCH_REDIS_URL's shared limits, the figures are reported).
 
 Besides req/s it prints the server's CPU time per request (from /proc, all threads): on a
 shared, busy machine wall-clock req/s swings widely between runs while CPU per request
@@ -36,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import benchlib  # noqa: E402
 
 CONFIG = "[ratelimit]\ntrigger_events_per_minute = 1000000000\n"
+TARGET = "" if benchlib.DATABASE_URL else ">= 0.8"
 
 WRK_SCRIPT = """
 wrk.method = "POST"
@@ -150,7 +152,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--cycles", type=int, default=3)
-    parser.add_argument("--connections", type=int, default=64)
+    parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--exact-events", type=int, default=5000)
     args = parser.parse_args()
     use_wrk = shutil.which("wrk") is not None
@@ -240,11 +242,8 @@ def main() -> None:
         ]
     )
     ratio = statistics.median(ratios)
-    benchlib.record("events", "POST /triggers/event req/s vs hello-world", ratio, "ratio", ">= 0.5")
-    print(
-        f"\nmedian ratio of paired cycles: {ratio:.0%} (target >= 50 %): "
-        f"{'PASS' if ratio >= 0.5 else 'FAIL'}"
-    )
+    benchlib.record("events", "POST /triggers/event req/s vs hello-world", ratio, "ratio", TARGET)
+    print(f"\nmedian ratio of paired cycles: {ratio:.0%} (target {TARGET or 'none here'})")
     if cpu_hello:
         # CPU time per request is what bounds req/s on the one pinned core, and unlike
         # wall-clock req/s it hardly moves when other processes share the machine.
@@ -254,13 +253,12 @@ def main() -> None:
             "POST /triggers/event by CPU per request vs hello",
             cpu_ratio,
             "ratio",
-            ">= 0.5",
+            TARGET,
         )
         print(
             f"server CPU per request (median): hello {statistics.median(cpu_hello):.0f} us, "
             f"events {statistics.median(cpu_events):.0f} us: events can reach "
-            f"{cpu_ratio:.0%} of hello-world req/s on one core (target >= 50 %): "
-            f"{'PASS' if cpu_ratio >= 0.5 else 'FAIL'}"
+            f"{cpu_ratio:.0%} of hello-world req/s on one core"
         )
     ok_load = 0 <= in_flight <= args.connections * args.cycles
     print(

@@ -20,6 +20,18 @@ from pathlib import Path
 # `bench_all.py --database URL` (or BENCH_DATABASE_URL): services run on PostgreSQL, each
 # in a fresh schema of that database; the secret key comes from AGENTSVC_SERVER_SECRET_KEY.
 DATABASE_URL = os.environ.get("BENCH_DATABASE_URL", "")
+# `bench_all.py --redis URL` (or BENCH_REDIS_URL): rate limits shared through that Redis.
+REDIS_URL = os.environ.get("BENCH_REDIS_URL", "")
+
+
+def with_redis(config_text: str) -> str:
+    """The service's TOML with `[ratelimit] redis_url` when BENCH_REDIS_URL is set."""
+    if not REDIS_URL:
+        return config_text
+    line = f'redis_url = "{REDIS_URL}"\n'
+    if "[ratelimit]\n" in config_text:
+        return config_text.replace("[ratelimit]\n", "[ratelimit]\n" + line, 1)
+    return config_text + "\n[ratelimit]\n" + line
 
 
 def database_toml() -> str:
@@ -133,7 +145,10 @@ def service(extra_toml: str = ""):
         port = free_port()
         config = Path(tmp) / "bench.toml"
         config.write_text(
-            f'[server]\ndata_dir = "{tmp}/data"\nport = {port}\ncpu_affinity = [0]\n{extra_toml}'
+            with_redis(
+                f'[server]\ndata_dir = "{tmp}/data"\nport = {port}\ncpu_affinity = [0]\n'
+                f"{extra_toml}"
+            )
             + database_toml()
         )
         env = {**os.environ, "AGENTSVC_CONFIG": str(config), "AGENTSVC_LOG_LEVEL": "WARNING"}
