@@ -22,9 +22,11 @@ from tests.support.approvals import (
     decide,
     pending_of,
 )
+from tests.support.channel_platforms import TELEGRAM_TOKEN, bot, post_update
 from tests.support.channels import message, new_channel, send, turns_done
 from tests.support.chat import new_agent, new_tool, user
 from tests.support.fakes import openai_server as oai
+from tests.support.fakes.telegram import FakeTelegram
 from tests.support.fakes.webhook_receiver import WebhookReceiver
 from tests.support.settings import make_settings, with_new_database
 
@@ -188,8 +190,31 @@ async def test_a_channel_hears_that_it_waits_then_the_answer(make_client, hits):
     await hits.wait_for(2, "/replies")
     second = hits.at("/replies")[1].json
     assert "refunded" in second["text"] and second["conversationId"] == first["conversationId"]
+    assert second["inReplyTo"] == first["inReplyTo"] == "m-1"  # the message it answers
     answer = await answer_of(client, auth, first["conversationId"])
     assert answer["id"] == second["messageId"] == first["messageId"]
+
+
+async def test_a_telegram_groups_answer_follows_in_the_group(make_client):
+    """Asked in a group, the answer decided later goes to that group, not to the person's
+    private chat (where the bot may never have been started)."""
+    telegram = await FakeTelegram(tokens={TELEGRAM_TOKEN}).start()
+    try:
+        client = await make_client(webhooks={"retry_schedule_seconds": [0, 0.2]}, **FAST)
+        auth = bearer(await new_api_key(client))
+        agent_id = await agent_with_refund(client, auth)
+        channel = await bot(client, auth, telegram, agent_id)
+        update = telegram.text_update(42, '/tool refund {"order": "A4"}', chat_id=-100777)
+        assert (await post_update(client, telegram, channel, update)).status == 202
+        await telegram.wait_for("sendMessage", 1)
+        pending = await data_of(await client.get("/api/v1/approvals?status=pending", headers=auth))
+        await data_of(await decide(client, auth, pending[0]["id"], "approve"))
+        await telegram.wait_for("sendMessage", 2)
+        waiting, answer = telegram.sent(TELEGRAM_TOKEN)
+        assert "must approve this first" in waiting["text"] and "refunded" in answer["text"]
+        assert waiting["chat_id"] == answer["chat_id"] == "-100777"
+    finally:
+        await telegram.close()
 
 
 async def test_a_turn_that_pauses_twice_goes_on_in_its_stream(make_client, tmp_path, openai_fake):

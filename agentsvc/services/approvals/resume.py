@@ -161,14 +161,24 @@ class Resumer:
             curated=state.curated(kept),
             knowledge=kept["knowledge"],
             channel=kept["channel"],
+            reply_address=kept.get("replyAddress"),  # pauses kept before these: None
+            reply_in_reply_to=kept.get("replyInReplyTo"),
             spending=spending,
             screening=guardrails.for_answer(agent),
             resumed=await self._deps.gate.resume_of(pause),
         )
 
     async def _reply(self, turn: Turn, sink: _Collected) -> None:
-        """A channel's conversation: the answer goes out as the reply."""
-        reply = Reply(turn.message_id, sink.text, {"type": "ai"}, buttons=sink.buttons)
+        """A channel's conversation: the answer goes out as the reply, where the message it
+        answers came from (a Telegram group, a Slack thread, an e-mail's thread)."""
+        reply = Reply(
+            turn.message_id,
+            sink.text,
+            {"type": "ai"},
+            turn.reply_in_reply_to,
+            turn.reply_address,
+            sink.buttons,
+        )
         replies = self._deps.replies
         async with self._db.write() as tx:
             queued = await replies.queue(tx, turn.conversation, reply, now_iso())

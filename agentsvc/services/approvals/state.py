@@ -63,6 +63,8 @@ def encode(point: PausePoint) -> dict[str, Any]:
         "agent": {field: getattr(turn.agent, col) for field, col in versions.DRAFTED.items()},
         "question": turn.question,
         "channel": turn.channel,
+        "replyAddress": turn.reply_address,
+        "replyInReplyTo": turn.reply_in_reply_to,
         "offerHandoff": turn.offer_handoff,
         "knowledge": turn.knowledge,
         "passages": [asdict(p) for p in turn.passages],

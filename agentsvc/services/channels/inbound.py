@@ -236,6 +236,8 @@ class ChannelInbox:
             team_id=channel.team_id,
             channel=channel.type,
             channel_id=channel.id,
+            reply_address=message.address,
+            reply_in_reply_to=message.message_id,
             attachments=files,
             latest_of_user=thread is None,
         )

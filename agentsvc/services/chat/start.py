@@ -70,6 +70,11 @@ class ChatInput:
     # conversation with the channel's id.
     channel: str = "web"
     channel_id: str | None = None
+    # Where a channel's reply goes when not to the user (a Telegram group, a Slack thread,
+    # an e-mail's address) and the platform's id of the message it answers: a turn paused
+    # for an approval sends its answer there too.
+    reply_address: str | None = None
+    reply_in_reply_to: str | None = None
     # The files the message came with (an e-mail's attachments, already on disk), listed
     # on the stored message.
     attachments: tuple[KeptFile, ...] = ()
@@ -426,6 +431,8 @@ async def prepare_turn(deps: TurnDeps, chat: ChatInput) -> Turn | HeldTurn:
         curated=match,
         knowledge=knowledge,
         channel=chat.channel,
+        reply_address=chat.reply_address,
+        reply_in_reply_to=chat.reply_in_reply_to,
         spending=loaded.spending,
         budget_reached=budgets.reached(loaded.spending),
         screening=screening,

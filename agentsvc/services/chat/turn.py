@@ -174,6 +174,9 @@ class Turn:
     # The door the message came through (ChatInput.channel): off "web", no widget shows a
     # form, and the model fills it in the conversation.
     channel: str = "web"
+    # Where a channel's reply goes and what it answers (ChatInput.reply_address, ...).
+    reply_address: str | None = None
+    reply_in_reply_to: str | None = None
     # The team's and the agent's budgets and this month's spending, read with the turn;
     # at a limit the agent answers with its offline message, without its model.
     spending: Spending | None = None
