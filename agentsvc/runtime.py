@@ -490,7 +490,15 @@ def _chat_features(app: web.Application, meter: UsageMeter) -> None:
     app[app_keys.desk_key] = DeskService(db)
     app[app_keys.answers_key] = AnswersService(db, curated, settings.answers.max_per_agent)
     runner = app[app_keys.eval_runner_key] = EvalRunner(
-        Answering(db, app[app_keys.providers_key], curated, semantic, settings.knowledge.top_k),
+        Answering(
+            db,
+            app[app_keys.providers_key],
+            curated,
+            semantic,
+            settings.knowledge.top_k,
+            meter,
+            emitter,
+        ),
         settings.evals,
     )
     app[app_keys.evals_key] = EvalsService(EvalsDeps(db, agents, runner, curated, settings))

@@ -19,7 +19,7 @@ class Answered:
 
     team_id: str
     agent_id: str
-    conversation_id: str
+    conversation_id: str | None  # None: an answer outside conversations (an evaluation's)
     model: str
     day: str  # UTC, YYYY-MM-DD
     input_tokens: int
@@ -82,6 +82,8 @@ async def add_answer(tx: Tx, used: Answered) -> None:
     )
     if used.cost_nanos:
         await tx.execute(_ADD_MONTH, (used.team_id, used.day[:7], used.agent_id, used.cost_nanos))
+    if used.conversation_id is None:
+        return
     await tx.execute(
         "UPDATE conversations SET input_tokens = input_tokens + ?,"
         " output_tokens = output_tokens + ?, cost_nanos = cost_nanos + ? WHERE id = ?",

@@ -22,7 +22,7 @@ from agentsvc.ids import iso, now_iso
 from agentsvc.llm.base import ProviderError
 from agentsvc.services.agents import versions
 from agentsvc.services.evals import scoring
-from agentsvc.services.evals.answering import Answering, answer
+from agentsvc.services.evals.answering import Answering, answer, budget_reached, count
 from agentsvc.store import agents as agents_store
 from agentsvc.store import evals as store
 from agentsvc.store.agents import Agent
@@ -34,6 +34,13 @@ SWEEP_BATCH = 20
 
 def _later(seconds: float) -> str:
     return iso(datetime.now(UTC) + timedelta(seconds=seconds))
+
+
+# A case's reason when the month's budget is spent: the model was not asked.
+BUDGET_REACHED = (
+    "The monthly budget is spent: the agent's model was not asked (raise the budget on the"
+    " Usage page, or wait for next month)"
+)
 
 
 class EvalRunner:
@@ -139,19 +146,26 @@ class EvalRunner:
                 await store.add_result(tx, result)
 
     async def _score(self, run: EvalRun, agent: Agent, case: EvalCase) -> tuple[str, bool, str]:
-        timeout = self._settings.case_timeout_seconds
+        timeout, deps = self._settings.case_timeout_seconds, self._answering
+        if await budget_reached(deps, agent):
+            return "", False, BUDGET_REACHED
         try:
-            given = await asyncio.wait_for(answer(self._answering, agent, case.question), timeout)
+            completed = await asyncio.wait_for(answer(deps, agent, case.question), timeout)
         except (ProviderError, TimeoutError) as exc:
             why = "it took too long" if isinstance(exc, TimeoutError) else str(exc)
             return "", False, f"The agent could not answer: {why}"
+        await count(deps, agent, agent.model, completed)
+        given = completed.text
         problems = scoring.word_checks(given, case, agent.language)
         verdict = None
         if run.judge and case.expected:
             try:
-                verdict = await asyncio.wait_for(
-                    scoring.judge(self._answering.providers, run.judge, case, given), timeout
+                passed, why, reply = await asyncio.wait_for(
+                    scoring.judge(deps.providers, run.judge, case, given), timeout
                 )
+                verdict = (passed, why)
+                if reply is not None:
+                    await count(deps, agent, run.judge, reply)
             except TimeoutError:
                 verdict = (False, "The judge took too long to answer")
         passed = not problems and (verdict is None or verdict[0])

@@ -17,7 +17,7 @@ import orjson
 
 from agentsvc.language import stems
 from agentsvc.llm.base import Message, ModelRequest, ProviderError, Providers
-from agentsvc.services.evals.answering import complete
+from agentsvc.services.evals.answering import Completed, complete
 from agentsvc.store.evals import EvalCase
 
 EXPECTED_SHARE = 0.8
@@ -61,8 +61,8 @@ def word_checks(answer: str, case: EvalCase, language: str) -> list[str]:
 
 async def judge(
     providers: Providers, judge_model: str, case: EvalCase, answer: str
-) -> tuple[bool, str]:
-    """The judge model's verdict on the answer: (passed, reason)."""
+) -> tuple[bool, str, Completed | None]:
+    """The judge model's verdict on the answer: (passed, reason, its reply to count)."""
     text = (
         f"Question: {case.question}\n\nExpected answer: {case.expected}\n\n"
         f"Answer to grade: {answer}"
@@ -77,8 +77,8 @@ async def judge(
     try:
         reply = await complete(providers, judge_model, request)
     except ProviderError as exc:
-        return False, f"The judge could not be asked: {exc}"[:MAX_REASON_CHARS]
-    return verdict(reply)
+        return False, f"The judge could not be asked: {exc}"[:MAX_REASON_CHARS], None
+    return *verdict(reply.text), reply
 
 
 def verdict(reply: str) -> tuple[bool, str]:

@@ -108,17 +108,19 @@ class UsageMeter:
 
 def answered(
     agent: Agent,
-    conversation_id: str,
+    conversation_id: str | None,
     tokens: tuple[int | None, int | None],
     cost: int | None,
     at: str,
+    model: str | None = None,
 ) -> Answered:
-    """An answer of `agent` stored at `at` as the counters count it (on its UTC day)."""
+    """An answer of `agent` stored at `at` as the counters count it (on its UTC day); no
+    conversation: an evaluation's answer or its judge's, `model` the judge's."""
     return Answered(
         team_id=agent.team_id,
         agent_id=agent.id,
         conversation_id=conversation_id,
-        model=agent.model,
+        model=model or agent.model,
         day=at[:10],
         input_tokens=tokens[0] or 0,
         output_tokens=tokens[1] or 0,
