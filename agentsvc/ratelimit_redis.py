@@ -8,14 +8,17 @@ per key with a cap; every hold pushes the key's expiry to at least the hold's li
 slots of a process killed while holding them are freed at the latest that long after its
 last hold, and a slot still held never outlives its counter.
 
-Tokens are leased in small batches (`lease_size`): one round trip takes up to a fiftieth of
-a bucket's capacity (at most MAX_LEASE tokens) for this process, which hands them out for
+Tokens are leased in small batches (`lease_size`): one ask takes up to a fiftieth of a
+bucket's capacity (at most MAX_LEASE tokens) for this process, which hands them out for
 at most LEASE_SECONDS; what is left then is dropped, never given back. Every token handed
 out was first taken from the shared bucket, so across N processes a limit admits at most
 N x lease_size requests more than its rate in any window (leased just before the window,
 spent in it), and never more over time; small limits (under 100 a minute) lease one token
 at a time, exactly as before. A refusal is remembered until Redis said a token would be
-free: nothing can free one earlier, so refused callers cost no round trip either.
+free: nothing can free one earlier, so refused callers cost no round trip either. The asks
+of every request waiting at the same moment (each of its own bucket: new visitors' sessions)
+go to Redis in one script call, up to MAX_BATCH at a time, so a round trip's cost is shared
+too; this takes one Redis server (or a primary), not Redis Cluster.
 
 When Redis does not answer (refused, timed out, down), the request is limited by this
 process's own buckets instead, never refused with a 500 nor let through unlimited; a
@@ -50,28 +53,37 @@ LEASE_SHARE = 50  # a lease takes at most 1/50 of a bucket's capacity...
 MAX_LEASE = 20  # ...and at most this many tokens
 LEASE_SECONDS = 1.0  # leased tokens not handed out by then are dropped
 MAX_LEASED_KEYS = 100_000  # leases and remembered refusals kept (a flood of new keys)
+MAX_BATCH = 200  # buckets asked for in one round trip (bounded work inside Redis)
 
-# KEYS[1]: the bucket; ARGV[1]: per minute; ARGV[2]: tokens wanted. Takes as many of them as
-# the bucket holds (`ratelimit.TokenBuckets._take`, `granted` times at once) and returns {granted,
-# ahead}: ahead as after the take, or minus the seconds to wait when none was granted.
+# KEYS: buckets; ARGV: each one's per minute and tokens wanted, in turn. Takes as many of
+# them as each bucket holds (`ratelimit.TokenBuckets._take`, `granted` times at once) and
+# returns {granted, ahead, granted, ahead, ...}: ahead as after the take, or minus the
+# seconds to wait when none was granted. One call serves every request waiting at once.
 _LEASE = """
-local per_minute = tonumber(ARGV[1])
-local wanted = tonumber(ARGV[2])
-local interval = 60.0 / per_minute
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-local full_at = tonumber(redis.call('GET', KEYS[1]) or now)
-if full_at < now then full_at = now end
-local ahead = full_at - now
-local free = math.floor(per_minute - ahead / interval + 1e-9)
-if free < 1 then
-    return {0, tostring(-(ahead - (per_minute - 1) * interval))}
+local out = {}
+for i, key in ipairs(KEYS) do
+    local per_minute = tonumber(ARGV[2 * i - 1])
+    local wanted = tonumber(ARGV[2 * i])
+    local interval = 60.0 / per_minute
+    local full_at = tonumber(redis.call('GET', key) or now)
+    if full_at < now then full_at = now end
+    local ahead = full_at - now
+    local free = math.floor(per_minute - ahead / interval + 1e-9)
+    if free < 1 then
+        out[2 * i - 1] = 0
+        out[2 * i] = tostring(-(ahead - (per_minute - 1) * interval))
+    else
+        local granted = math.min(free, wanted)
+        full_at = full_at + granted * interval
+        redis.call('SET', key, string.format('%.6f', full_at),
+                   'PX', math.ceil((full_at - now) * 1000) + 1000)
+        out[2 * i - 1] = granted
+        out[2 * i] = tostring(ahead + granted * interval)
+    end
 end
-local granted = math.min(free, wanted)
-full_at = full_at + granted * interval
-redis.call('SET', KEYS[1], string.format('%.6f', full_at),
-           'PX', math.ceil((full_at - now) * 1000) + 1000)
-return {granted, tostring(ahead + granted * interval)}
+return out
 """
 
 # KEYS[1]: the counter; ARGV[1]: cap; ARGV[2]: expiry in ms, never shortened (a shorter
@@ -149,7 +161,9 @@ class RedisLimiter:
         self._held_locally: dict[str, int] = {}  # holds taken while Redis was away
         self._leases: dict[str, _Lease] = {}
         self._refusals: dict[str, _Refusal] = {}
-        self._leasing: dict[str, asyncio.Future[None]] = {}  # one round trip per key at once
+        self._leasing: dict[str, asyncio.Future[Decision | None]] = {}  # one ask per key at once
+        self._queued: list[tuple[str, int, asyncio.Future[Decision | None]]] = []
+        self._flusher: asyncio.Future[None] | None = None
 
     def _available(self) -> bool:
         return time.monotonic() >= self._down_until
@@ -180,28 +194,60 @@ class RedisLimiter:
         return None
 
     async def _lease(self, key: str, per_minute: int) -> Decision | None:
-        """One round trip for a lease of the key's tokens; None when Redis does not answer."""
-        done = asyncio.get_running_loop().create_future()
+        """A lease of the key's tokens, asked for with every other key waiting at the same
+        moment in one round trip; None when Redis does not answer."""
+        done: asyncio.Future[Decision | None] = asyncio.get_running_loop().create_future()
         self._leasing[key] = done
+        self._queued.append((key, per_minute, done))
+        if self._flusher is None:
+            self._flusher = asyncio.ensure_future(self._flush())
+        # Shielded: a request that goes away does not cancel what others wait for.
+        return await asyncio.shield(done)
+
+    async def _flush(self) -> None:
+        """Ask Redis for what is queued, a batch per round trip, until nothing is."""
         try:
-            granted, ahead = await self._lease_script(
-                keys=[redis_key(key)], args=[per_minute, lease_size(per_minute)]
-            )
+            while self._queued:
+                batch, self._queued = self._queued[:MAX_BATCH], self._queued[MAX_BATCH:]
+                granted: list[Decision | None] = [None] * len(batch)
+                try:
+                    answers = await self._ask(batch)
+                    if answers is not None:
+                        now = time.monotonic()
+                        granted = [
+                            self._settle(
+                                key, per_minute, int(answers[2 * i]), float(answers[2 * i + 1]), now
+                            )
+                            for i, (key, per_minute, _) in enumerate(batch)
+                        ]
+                finally:  # whatever happened, nobody is left waiting (None: limit locally)
+                    for (key, _, done), decided in zip(batch, granted, strict=True):
+                        self._leasing.pop(key, None)
+                        if not done.done():
+                            done.set_result(decided)
+        finally:
+            self._flusher = None
+
+    async def _ask(self, batch: list[tuple[str, int, asyncio.Future[Decision | None]]]):
+        keys = [redis_key(key) for key, _, _ in batch]
+        args = [n for _, per_minute, _ in batch for n in (per_minute, lease_size(per_minute))]
+        try:
+            return await self._lease_script(keys=keys, args=args)
         except (RedisError, OSError) as exc:
             self._failed(exc)
             return None
-        finally:
-            del self._leasing[key]
-            done.set_result(None)
-        granted, ahead = int(granted), float(ahead)
+
+    def _settle(
+        self, key: str, per_minute: int, granted: int, ahead: float, now: float
+    ) -> Decision:
+        """Keep what Redis granted as the key's lease (or its refusal); the asker's token."""
         taken = decision(ahead, per_minute)
         if len(self._leases) >= MAX_LEASED_KEYS or len(self._refusals) >= MAX_LEASED_KEYS:
             self._leases.clear()
             self._refusals.clear()
-        now = time.monotonic()
         if granted:
             self._refusals.pop(key, None)
-            # This request takes one; the others wait in the lease.
+            # The asker takes one; the others wait in the lease.
             lease = _Lease(
                 per_minute, granted - 1, taken.remaining, taken.reset_epoch, now + LEASE_SECONDS
             )
@@ -219,7 +265,7 @@ class RedisLimiter:
             pending = self._leasing.get(key)
             if pending is None:
                 break
-            await pending  # another request's round trip: share what it brings back
+            await asyncio.shield(pending)  # another request's ask: share what it brings back
         if not self._available():
             return None
         return await self._lease(key, per_minute)
@@ -264,5 +310,12 @@ class RedisLimiter:
             self._failed(exc)  # the key's expiry frees the slot
 
     async def close(self) -> None:
+        if self._flusher is not None:
+            self._flusher.cancel()
+            await asyncio.gather(self._flusher, return_exceptions=True)
+        for _, _, done in self._queued:  # asked for during shutdown: limited locally
+            if not done.done():
+                done.set_result(None)
+        self._queued.clear()
         await self._client.aclose()
         await self._pool.disconnect()

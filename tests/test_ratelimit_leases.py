@@ -93,3 +93,34 @@ async def test_unused_leased_tokens_are_dropped_after_a_second(redis_server):  #
         assert round_trips(redis_server.port) - before == 1
     finally:
         await limiter.close()
+
+
+async def test_new_buckets_asked_for_at_once_share_one_round_trip(redis_server):  # noqa: F811
+    """Each visitor's session has a bucket of its own, new to this process: what 50 of them
+    ask at the same moment goes to Redis in one script call, each answered as if alone."""
+    limiter = await warmed(redis_server.url)
+    try:
+        before = round_trips(redis_server.port)
+        keys = [f"trigger-events:session:agt_1:s-{n}" for n in range(50)]
+        decisions = await asyncio.gather(*(limiter.take(key, 100) for key in keys))
+        assert round_trips(redis_server.port) - before == 1
+        assert all(d.allowed and d.remaining == 99 for d in decisions)
+        assert len(redis_server.keys()) == 51  # each bucket kept on its own (and the warm-up)
+        for _ in range(99):  # lease size 2 at 100 a minute: every bucket still holds exactly
+            await limiter.take(keys[0], 100)
+        assert not (await limiter.take(keys[0], 100)).allowed
+        assert (await limiter.take(keys[1], 100)).allowed
+    finally:
+        await limiter.close()
+
+
+async def test_a_request_that_goes_away_does_not_strand_the_others(redis_server):  # noqa: F811
+    limiter = await warmed(redis_server.url)
+    try:
+        first = asyncio.ensure_future(limiter.take("team:t5", 6000))
+        others = [asyncio.ensure_future(limiter.take("team:t5", 6000)) for _ in range(5)]
+        await asyncio.sleep(0)
+        first.cancel()  # its request was cancelled while the lease was asked for
+        assert all(d.allowed for d in await asyncio.gather(*others))
+    finally:
+        await limiter.close()
