@@ -7,7 +7,7 @@ median of fresh browser contexts (cold: nothing cached) and of reloads (warm: th
 config and locale revalidated from the HTTP cache); time to open: a click until the panel is
 shown. With --baseline, an older widget.js (`git show main:agentsvc/static/widget.js`) is
 measured in the same run, served from the host page's own server (it reads no config).
-Needs Debian's Chromium (/usr/bin/chromium) and Playwright for Python.
+Needs Debian's Chromium (/usr/bin/chromium, or its headless shell) and Playwright for Python.
 """
 
 from __future__ import annotations
@@ -29,7 +29,15 @@ import benchlib  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 WIDGET = ROOT / "agentsvc" / "static" / "widget.js"
-CHROMIUM = "/usr/bin/chromium"
+# Debian's full browser, else its headless shell (what the browser tests use).
+CHROMIUM = next(
+    (
+        p
+        for p in ("/usr/bin/chromium", "/usr/lib/chromium/chromium-headless-shell")
+        if Path(p).exists()
+    ),
+    "/usr/bin/chromium",
+)
 # Records when the widget's host element lands in the page (before any script of the page).
 WATCH = """
 new MutationObserver((changes, observer) => {

@@ -24,14 +24,27 @@ DATABASE_URL = os.environ.get("BENCH_DATABASE_URL", "")
 REDIS_URL = os.environ.get("BENCH_REDIS_URL", "")
 
 
+def _in_table(config_text: str, table: str, lines: str) -> str:
+    """`lines` added to `[table]` of the TOML (the table appended when it has none)."""
+    header = f"[{table}]\n"
+    if header in config_text:
+        return config_text.replace(header, header + lines, 1)
+    return config_text + "\n" + header + lines
+
+
 def with_redis(config_text: str) -> str:
     """The service's TOML with `[ratelimit] redis_url` when BENCH_REDIS_URL is set."""
     if not REDIS_URL:
         return config_text
-    line = f'redis_url = "{REDIS_URL}"\n'
-    if "[ratelimit]\n" in config_text:
-        return config_text.replace("[ratelimit]\n", "[ratelimit]\n" + line, 1)
-    return config_text + "\n[ratelimit]\n" + line
+    return _in_table(config_text, "ratelimit", f'redis_url = "{REDIS_URL}"\n')
+
+
+def with_database(config_text: str) -> str:
+    """The service's TOML with `[database] url` (a fresh schema) when BENCH_DATABASE_URL is set."""
+    if not DATABASE_URL:
+        return config_text
+    lines = f'url = "{fresh_schema_url(DATABASE_URL)}"\npool_size = 20\n'
+    return _in_table(config_text, "database", lines)
 
 
 def database_toml() -> str:
@@ -145,11 +158,12 @@ def service(extra_toml: str = ""):
         port = free_port()
         config = Path(tmp) / "bench.toml"
         config.write_text(
-            with_redis(
-                f'[server]\ndata_dir = "{tmp}/data"\nport = {port}\ncpu_affinity = [0]\n'
-                f"{extra_toml}"
+            with_database(
+                with_redis(
+                    f'[server]\ndata_dir = "{tmp}/data"\nport = {port}\ncpu_affinity = [0]\n'
+                    f"{extra_toml}"
+                )
             )
-            + database_toml()
         )
         env = {**os.environ, "AGENTSVC_CONFIG": str(config), "AGENTSVC_LOG_LEVEL": "WARNING"}
         proc = subprocess.Popen([sys.executable, "-m", "agentsvc", "serve"], env=env)
