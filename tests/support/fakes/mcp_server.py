@@ -12,8 +12,8 @@ Tools (the list is mutable: tests change it and the service refreshes):
 With `sessions=True` it is a 2025-era server: stateful (`Mcp-Session-Id`, idle sessions
 expire after `session_idle_timeout` seconds) and refusing the 2026 protocol's
 `server/discover` probe as such servers do (400), so clients fall back to `initialize`.
-`http` lists every HTTP request as (method, session id sent); `restart()` starts it again
-on its port, with every session forgotten.
+`http` lists every HTTP request as (method, session id sent), `call_sessions` the session
+of each tool call; `restart()` starts it again on its port, with every session forgotten.
 
 Beside `/mcp`, raw routes misbehave at the HTTP level: `/redirect` (307 to /mcp, same
 origin: the SDK alone would follow it), `/status/{code}`, `/endless` (an event stream that
@@ -76,6 +76,7 @@ class FakeMcpServer:
     sessions: bool = False
     session_idle_timeout: float | None = None
     http: list[tuple[str, str | None]] = field(default_factory=list)
+    call_sessions: list[str | None] = field(default_factory=list)
 
     async def _list_tools(self, ctx, params) -> types.ListToolsResult:
         import mcp_types as types
@@ -97,6 +98,7 @@ class FakeMcpServer:
         self.calls.append((name, args, auth))
         headers = ctx.request.headers if ctx.request is not None else {}
         self.traceparents.append(headers.get("traceparent"))
+        self.call_sessions.append(headers.get("mcp-session-id"))
         if name == "echo" and self.echo:
             return _text("echoed")
         if name not in self.tools:
@@ -220,9 +222,9 @@ class FakeMcpServer:
         await self.close()
         return await self.start()
 
-    def sessions_opened(self) -> int:
-        """How many sessions the server handed out (2025 era)."""
-        return len({sid for _, sid in self.http if sid})
+    def sessions_called(self) -> int:
+        """How many sessions the tool calls came on (2025 era)."""
+        return len(set(self.call_sessions))
 
 
 def _unsupported_version(version: str) -> Response:
