@@ -281,15 +281,17 @@ class McpClient:
     ) -> Any:
         from agentsvc import mcp_transport
 
+        keepalive = self.sessions.idle_seconds or None  # 0: no reuse, yet one call's requests
         for attempt in range(2):
-            session = self.sessions.take(key)
+            # Once more only on a new session: others kept for the key may be as stale.
+            session = self.sessions.take(key) if attempt == 0 else None
             reused = session is not None
             if session is None:
                 link = mcp_transport.Link(exchange)
                 session = self.sessions.open(
                     key,
                     lambda link=link: mcp_transport.session(
-                        self, url, sent, link, keepalive_expiry=self.sessions.idle_seconds
+                        self, url, sent, link, keepalive_expiry=keepalive
                     ),
                     link,
                 )
