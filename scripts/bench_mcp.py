@@ -148,30 +148,38 @@ async def run(era: str, idle_seconds: float | None, calls: int) -> tuple[float, 
     )
     if idle_seconds is not None:
         toml += f"[tools]\nmcp_session_idle_seconds = {idle_seconds}\n"
+    service = benchlib.service(toml)
     try:
-        with benchlib.service(toml) as (base, _, config):
-            key = benchlib.api_key(config, "mcp@example.com")
-            async with aiohttp.ClientSession() as session:
-                shop = {"name": "Shop", "model": "oai/m"}
-                agent = await post(session, f"{base}/api/v1/agents", key, shop)
-                tool = {
-                    "agentId": agent["id"],
-                    "name": "shop",
-                    "description": "The shop's MCP server",
-                    "executionType": "mcp",
-                    "mcpUrl": f"{mcp_base}/mcp",
-                }
-                await post(session, f"{base}/api/v1/tools", key, tool)
-                overheads = []
-                for n in range(calls + 1):
-                    await server_ms(session, mcp_base)  # what came before is not this call's
-                    took = await turn(session, fake, base, key, agent["id"], n)
-                    overheads.append(took - await server_ms(session, mcp_base))
+        # In a thread: the service's start (a fresh PostgreSQL schema) runs a loop of its own.
+        base, _, config = await asyncio.to_thread(service.__enter__)
+        key = await asyncio.to_thread(benchlib.api_key, config, "mcp@example.com")
+        async with aiohttp.ClientSession() as session:
+            agent_id = await new_mcp_agent(session, base, key, f"{mcp_base}/mcp")
+            overheads = []
+            for n in range(calls + 1):
+                await server_ms(session, mcp_base)  # what came before is not this call's
+                took = await turn(session, fake, base, key, agent_id, n)
+                overheads.append(took - await server_ms(session, mcp_base))
     finally:
+        await asyncio.to_thread(service.__exit__, None, None, None)
         proc.terminate()
         proc.wait(10)
         await fake.close()
     return overheads[0], overheads[1:]
+
+
+async def new_mcp_agent(session, base: str, key: str, mcp_url: str) -> str:
+    """An agent with the MCP server's tools (listed as the tool is created)."""
+    agent = await post(session, f"{base}/api/v1/agents", key, {"name": "Shop", "model": "oai/m"})
+    tool = {
+        "agentId": agent["id"],
+        "name": "shop",
+        "description": "The shop's MCP server",
+        "executionType": "mcp",
+        "mcpUrl": mcp_url,
+    }
+    await post(session, f"{base}/api/v1/tools", key, tool)
+    return agent["id"]
 
 
 def main() -> None:
