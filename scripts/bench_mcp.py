@@ -138,8 +138,9 @@ async def server_ms(session, mcp_base: str) -> float:
         return sum(json.loads(await resp.read()))
 
 
-async def run(era: str, idle_seconds: float | None, calls: int) -> tuple[float, list[float]]:
-    """(first call's overhead, every later call's), in ms."""
+async def run(era: str, idle_seconds: float | None, calls: int) -> tuple[float, list[float], float]:
+    """(first call's overhead, every later call's, in ms; the service's CPU per turn, in
+    ms: the whole chat turn, of which the MCP call is a part)."""
     fake = await oai.FakeOpenAI().start()
     proc, mcp_base = mcp_process(era)
     toml = (
@@ -156,16 +157,20 @@ async def run(era: str, idle_seconds: float | None, calls: int) -> tuple[float, 
         async with aiohttp.ClientSession() as session:
             agent_id = await new_mcp_agent(session, base, key, f"{mcp_base}/mcp")
             overheads = []
+            pid = benchlib.server_pid(base)
             for n in range(calls + 1):
+                if n == 1:
+                    cpu = benchlib.cpu_seconds(pid)
                 await server_ms(session, mcp_base)  # what came before is not this call's
                 took = await turn(session, fake, base, key, agent_id, n)
                 overheads.append(took - await server_ms(session, mcp_base))
+            cpu_ms = (benchlib.cpu_seconds(pid) - cpu) * 1000 / calls
     finally:
         await asyncio.to_thread(service.__exit__, None, None, None)
         proc.terminate()
         proc.wait(10)
         await fake.close()
-    return overheads[0], overheads[1:]
+    return overheads[0], overheads[1:], cpu_ms
 
 
 async def new_mcp_agent(session, base: str, key: str, mcp_url: str) -> str:
@@ -196,18 +201,23 @@ def main() -> None:
         os.environ["PYTHONPATH"] = str(checkout)  # what `python -m agentsvc` imports, with
         os.chdir(checkout)  # the directory it starts in (first on its path)
         for era in ("2026", "2025"):
-            first, rest = asyncio.run(run(era, None, args.calls))
+            first, rest, cpu = asyncio.run(run(era, None, args.calls))
             p50, p95 = statistics.median(rest), benchlib.percentile(rest, 95)
-            print(f"{era} era, {checkout}: first {first:.1f} ms, p50 {p50:.1f}, p95 {p95:.1f}")
+            print(
+                f"{era} era, {checkout}: first {first:.1f} ms, p50 {p50:.1f}, p95 {p95:.1f},"
+                f" CPU per turn {cpu:.1f} ms"
+            )
         return
     print(f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}; {args.calls} calls")
-    print(f"{'server':12} {'sessions':22} {'first ms':>9} {'p50 ms':>8} {'p95 ms':>8}")
+    header = f"{'server':12} {'sessions':22} {'first ms':>9} {'p50 ms':>8} {'p95 ms':>8}"
+    print(f"{header} {'CPU/turn ms':>12}")
     kept: dict[str, tuple[float, float]] = {}
     for era in ("2026", "2025"):
         for idle, label in ((120.0, "kept (default)"), (0.0, "new per call (before)")):
-            first, rest = asyncio.run(run(era, idle, args.calls))
+            first, rest, cpu = asyncio.run(run(era, idle, args.calls))
             p50, p95 = statistics.median(rest), benchlib.percentile(rest, 95)
-            print(f"{era + ' era':12} {label:22} {first:9.1f} {p50:8.1f} {p95:8.1f}", flush=True)
+            row = f"{era + ' era':12} {label:22} {first:9.1f} {p50:8.1f} {p95:8.1f} {cpu:12.2f}"
+            print(row, flush=True)
             if idle:
                 kept[era] = (p50, p95)
                 benchlib.record("mcp", f"MCP call overhead, first call, {era} server", first, "ms")
