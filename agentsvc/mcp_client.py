@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp.abc import AbstractResolver
 
 from agentsvc import cpu, telemetry
-from agentsvc.mcp_sessions import Session, SessionPool
+from agentsvc.mcp_sessions import Session, SessionEnded, SessionPool
 from agentsvc.outbound import OutboundError, check_headers, check_url
 
 if TYPE_CHECKING:
@@ -212,6 +212,8 @@ class McpClient:
         for leaf in leaves:
             if isinstance(leaf, McpFailure):
                 return leaf
+            if isinstance(leaf, SessionEnded):
+                return McpFailure("the call was stopped: the service is shutting down", "failed")
         for leaf in leaves:
             failure = mcp_transport.failure_of(leaf, self.timeout, url)
             if failure is not None:

@@ -35,6 +35,10 @@ CLOSE_SECONDS = 2.0  # a polite close (the SDK tells the server) waits this long
 Job = tuple[Callable[[Any], Awaitable[Any]], asyncio.Future]
 
 
+class SessionEnded(Exception):
+    """The session was ended (the service stopping) before the call's answer came."""
+
+
 class Session:
     """One initialized session of the SDK's client, in a task of its own."""
 
@@ -85,9 +89,10 @@ class Session:
         self._cancel_waiters(job)
 
     def _cancel_waiters(self, job: Job | None) -> None:
-        self._ready.cancel()
+        # An exception, not a cancellation: the waiting call itself was not cancelled.
+        _fail(self._ready, SessionEnded())
         if job is not None:
-            job[1].cancel()
+            _fail(job[1], SessionEnded())
 
     def abort(self) -> asyncio.Task:
         """End the session now: its requests in flight are cancelled, nothing more is sent."""

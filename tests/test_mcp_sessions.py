@@ -11,6 +11,7 @@ import pytest
 
 from agentsvc.api import app_keys
 from agentsvc.config import ConfigError
+from agentsvc.mcp_client import McpFailure
 from tests.support.accounts import bearer, new_api_key
 from tests.support.fakes.hostile_mcp import HostileMcp
 from tests.support.fakes.mcp_server import FakeMcpServer
@@ -207,9 +208,15 @@ async def test_shutdown_ends_every_session(make_client, openai_fake, legacy):
     for team in "ab":
         await mcp.call_tool(legacy.url, {}, "get_order", {"id": "1"}, team=team)
     assert len(pool(client)) == 2
+    # A call in flight ends with a message, not as a cancellation of its caller.
+    hanging = asyncio.create_task(mcp.call_tool(legacy.url, {}, "hang", {}, team="c"))
+    while not any(call[0] == "hang" for call in legacy.calls):
+        await asyncio.sleep(0.01)
     await client.close()
     assert len(pool(client)) == 0
-    assert [method for method, _ in legacy.http].count("DELETE") == 2
+    assert [method for method, _ in legacy.http].count("DELETE") == 2  # the idle ones
+    with pytest.raises(McpFailure, match="stopped: the service is shutting down"):
+        await hanging
 
 
 async def test_a_timed_out_call_leaves_no_session_and_the_next_call_works(
