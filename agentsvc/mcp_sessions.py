@@ -15,6 +15,10 @@ kept; the least recently used is closed first.
 
 The SDK's client must be entered and left in one task, so each session lives in a task of
 its own and calls are handed to it; cancelling that task ends every request of the session.
+The sessions live on the app's event loop, where calls ran before: a kept session leaves
+the loop less work per call than a new one did (no handshake, no listing to validate).
+Listings, whose validation is CPU-heavy, still open a session of their own on a loop in a
+worker thread (`McpClient.list_tools`).
 """
 
 from __future__ import annotations

@@ -100,6 +100,18 @@ async def test_a_restarted_server_gets_a_new_session_and_the_call_runs_once(
     assert [call[1] for call in legacy.calls] == [{"id": "2"}]
 
 
+async def test_a_kept_connection_the_server_closed_is_replaced(make_client, openai_fake, modern):
+    client, auth = await start(make_client, openai_fake)
+    agent_id = await new_agent(client, auth)
+    await create(client, auth, mcp_body(agent_id, modern.url))
+    await order(client, auth, openai_fake, agent_id, "1")
+    await modern.restart()  # no session to forget (2026 protocol): only the connection died
+    result = await order(client, auth, openai_fake, agent_id, "2")
+    assert result["isError"] is False, result
+    assert [call[1] for call in modern.calls] == [{"id": "1"}, {"id": "2"}]
+    assert len(pool(client)) == 1
+
+
 async def test_a_stopped_server_is_a_clear_error_then_works_again(make_client, openai_fake, legacy):
     client, auth = await start(make_client, openai_fake)
     agent_id = await new_agent(client, auth)
