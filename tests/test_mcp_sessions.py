@@ -15,8 +15,8 @@ from agentsvc.mcp_client import McpFailure
 from tests.support.accounts import bearer, new_api_key
 from tests.support.fakes.hostile_mcp import HostileMcp
 from tests.support.fakes.mcp_server import FakeMcpServer
+from tests.support.mcp_tools import create, mcp_body, new_agent, run_call
 from tests.support.settings import make_settings
-from tests.test_mcp_tools import create, mcp_body, new_agent, run_call
 
 
 def provider(fake) -> dict:
