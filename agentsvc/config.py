@@ -273,6 +273,10 @@ class ToolSettings(_Section):
     mcp_max_response_bytes: int = Field(1024 * 1024, ge=1024)
     # Tools one MCP server may list (a listing beyond it is refused).
     mcp_max_listed_tools: int = Field(200, ge=1, le=10_000)
+    # Calls reuse an initialized session per (team, URL, headers): how long one is kept
+    # unused (0: a new session for every call), and how many unused ones are kept at most.
+    mcp_session_idle_seconds: float = Field(120, ge=0, le=3600)
+    mcp_max_sessions: int = Field(100, ge=1, le=10_000)
 
 
 class WebhookSettings(_Section):

@@ -9,6 +9,9 @@ SDK follows redirects within an endpoint's origin; this transport refuses every 
 the SDK sees it. Everything a server sends for one listing or call shares one byte budget,
 and the whole exchange one deadline, so a huge answer or an endless event stream ends as
 an error instead of filling memory or holding a task.
+
+Calls reuse initialized sessions (`mcp_sessions.py`); listings, rare and CPU-heavy, open
+one of their own in a worker thread.
 """
 
 from __future__ import annotations
@@ -17,12 +20,13 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from aiohttp.abc import AbstractResolver
 
-from agentsvc import cpu
+from agentsvc import cpu, telemetry
+from agentsvc.mcp_sessions import Session, SessionEnded, SessionPool
 from agentsvc.outbound import OutboundError, check_headers, check_url
 
 if TYPE_CHECKING:
@@ -76,6 +80,22 @@ class Budget:
         if self.refusal is None:
             self.refusal = failure
         return self.refusal
+
+
+@dataclass
+class Exchange:
+    """One listing or call: its byte budget, the traceparent of its span, and whether its
+    `tools/call` surely never ran (no connection was made for it, or the server answered
+    404 for a session it forgot): only then may the call be sent again."""
+
+    budget: Budget
+    trace: dict[str, str] = field(default_factory=dict)
+    undelivered: bool = False
+    session_lost: bool = False
+
+    def again(self) -> Exchange:
+        """The same exchange sent once more: a full budget, no marks."""
+        return Exchange(Budget(self.budget.cap), self.trace)
 
 
 MAX_MESSAGE_CHARS = 300  # of what a server says, in a message for people
@@ -142,6 +162,8 @@ class McpClient:
         connect_timeout: float = 5.0,
         max_response_bytes: int = 1024 * 1024,
         max_listed_tools: int = 200,
+        session_idle_seconds: float = 120.0,
+        max_sessions: int = 100,
     ):
         self.allow_private = allow_private
         self.resolver = resolver
@@ -149,17 +171,26 @@ class McpClient:
         self.connect_timeout = connect_timeout
         self.max_response_bytes = max_response_bytes
         self.max_listed_tools = max_listed_tools
+        self.sessions = SessionPool(session_idle_seconds, max_sessions)
 
-    @asynccontextmanager
-    async def _connected(self, url: str, headers: Mapping[str, str]) -> AsyncIterator[Client]:
-        budget = Budget(self.max_response_bytes)
+    async def close(self) -> None:
+        """End every open session (app shutdown)."""
+        await self.sessions.close()
+
+    def _checked(self, url: str, headers: Mapping[str, str]) -> dict[str, str]:
+        """The headers to send; McpFailure when the URL or a header is refused."""
         try:
             check_url(url, allow_private=self.allow_private)
-            sent = dict(check_headers(headers))
+            return dict(check_headers(headers))
         except (OutboundError, ValueError) as exc:
             message = exc.message if isinstance(exc, OutboundError) else str(exc)
             kind = exc.kind if isinstance(exc, OutboundError) else "invalid"
             raise McpFailure(message, kind) from exc
+
+    @asynccontextmanager
+    async def _connected(self, url: str, headers: Mapping[str, str]) -> AsyncIterator[Client]:
+        budget = Budget(self.max_response_bytes)
+        sent = self._checked(url, headers)
         await cpu.load_modules("agentsvc.mcp_transport")  # off the loop, on the first exchange
         from agentsvc import mcp_transport  # the SDK
 
@@ -181,6 +212,8 @@ class McpClient:
         for leaf in leaves:
             if isinstance(leaf, McpFailure):
                 return leaf
+            if isinstance(leaf, SessionEnded):
+                return McpFailure("the call was stopped: the service is shutting down", "failed")
         for leaf in leaves:
             failure = mcp_transport.failure_of(leaf, self.timeout, url)
             if failure is not None:
@@ -215,10 +248,76 @@ class McpClient:
             raise McpFailure(f"the server's tool list goes on past {MAX_LIST_PAGES} pages")
 
     async def call_tool(
-        self, url: str, headers: Mapping[str, str], name: str, arguments: dict[str, Any]
+        self,
+        url: str,
+        headers: Mapping[str, str],
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        team: str = "",
     ) -> CallOutcome:
-        """Call one tool; McpFailure when the call cannot be made or completed."""
-        async with self._connected(url, headers) as client:
-            result = await client.call_tool(name, arguments)
+        """Call one tool on a session kept for (team, URL, headers); McpFailure when the call
+        cannot be made or completed. Sent a second time only when it surely never ran."""
+        sent = self._checked(url, headers)
+        await cpu.load_modules("agentsvc.mcp_transport")  # off the loop, on the first exchange
+        key = (team, url, tuple(sorted((k.lower(), v) for k, v in sent.items())))
+        exchange = Exchange(Budget(self.max_response_bytes), telemetry.inject({}))
+        try:
+            async with asyncio.timeout(self.timeout):
+                result = await self._call(key, url, sent, exchange, name, arguments)
+        except McpFailure:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the deadline, as today's message
+            raise self._failure(exc, exchange.budget, url) from None
         content = [block.model_dump(mode="json", by_alias=True) for block in result.content]
         return CallOutcome(content, result.structured_content, bool(result.is_error))
+
+    async def _call(
+        self,
+        key: tuple,
+        url: str,
+        sent: dict[str, str],
+        exchange: Exchange,
+        name: str,
+        arguments: dict[str, Any],
+    ) -> Any:
+        from agentsvc import mcp_transport
+
+        keepalive = self.sessions.idle_seconds or None  # 0: no reuse, yet one call's requests
+        for attempt in range(2):
+            # Once more only on a new session: others kept for the key may be as stale.
+            session = self.sessions.take(key) if attempt == 0 else None
+            reused = session is not None
+            if session is None:
+                link = mcp_transport.Link(exchange)
+                session = self.sessions.open(
+                    key,
+                    lambda link=link: mcp_transport.session(
+                        self, url, sent, link, keepalive_expiry=keepalive
+                    ),
+                    link,
+                )
+            session.link.exchange = exchange
+            try:
+                result = await session.run(lambda client: client.call_tool(name, arguments))
+            except Exception as exc:  # noqa: BLE001 - every failure becomes one message
+                self._after_failure(session, exc, exchange, mcp_transport.answered(exc))
+                if reused and exchange.undelivered and attempt == 0:
+                    exchange = exchange.again()  # the call never ran: once more, a new session
+                    continue
+                raise self._failure(exc, exchange.budget, url) from None
+            except BaseException:
+                self.sessions.discard(session)  # cancelled mid-call (the deadline, a shutdown)
+                raise
+            self.sessions.give_back(session)
+            return result
+        raise AssertionError("unreachable")
+
+    def _after_failure(
+        self, session: Session, exc: Exception, exchange: Exchange, answered: bool
+    ) -> None:
+        """Keep a session whose server answered the call with an error; end any other."""
+        if answered and not exchange.session_lost and exchange.budget.refusal is None:
+            self.sessions.give_back(session)
+        else:
+            self.sessions.discard(session)

@@ -16,6 +16,7 @@ from typing import Any
 import httpcore2
 import httpx2
 import mcp_types
+import orjson
 from aiohttp import ThreadedResolver
 from aiohttp.abc import AbstractResolver
 from mcp import Client
@@ -24,7 +25,14 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from agentsvc import __version__, telemetry
-from agentsvc.mcp_client import Budget, McpClient, McpFailure, one_line, quiet_sdk_loggers
+from agentsvc.mcp_client import (
+    Budget,
+    Exchange,
+    McpClient,
+    McpFailure,
+    one_line,
+    quiet_sdk_loggers,
+)
 from agentsvc.outbound import (
     USER_AGENT,
     GuardedResolver,
@@ -36,6 +44,10 @@ from agentsvc.outbound import (
 
 log = logging.getLogger("agentsvc.mcp_client")
 quiet_sdk_loggers()  # what a hostile server makes the SDK log is one WARNING line
+
+# Loading the system's CA certificates takes ~20 ms of CPU: once per process (this module
+# is imported in a worker thread), not once per connection pool.
+_SSL_CONTEXT = httpx2.create_ssl_context(trust_env=False)
 
 _CORE_ERRORS: tuple[tuple[type[Exception], type[httpx2.HTTPError]], ...] = (
     (httpcore2.ConnectTimeout, httpx2.ConnectTimeout),
@@ -146,53 +158,51 @@ class _GuardedBackend(httpcore2.AsyncNetworkBackend):
 
 
 class _GuardedTransport(httpx2.AsyncBaseTransport):
-    """HTTP/1.1 over the guarded backend; refuses redirects; counts every response byte."""
+    """HTTP/1.1 over the guarded backend; refuses redirects; counts every response byte
+    against the current exchange's budget (`link.exchange`: a pooled session serves one
+    call after another) and notes whether a `tools/call` reached the server."""
 
-    def __init__(self, backend: _GuardedBackend, budget: Budget):
-        self._budget = budget
+    def __init__(self, backend: _GuardedBackend, link: Link, keepalive_expiry: float | None):
+        self._link = link
         self._pool = httpcore2.AsyncConnectionPool(
-            ssl_context=httpx2.create_ssl_context(trust_env=False),
+            ssl_context=_SSL_CONTEXT,
             max_connections=4,
+            keepalive_expiry=keepalive_expiry,
             network_backend=backend,
         )
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        if self._budget.refusal is not None:
-            raise self._budget.refusal
-        core_request = httpcore2.Request(
-            method=request.method,
-            url=httpcore2.URL(
-                scheme=request.url.raw_scheme,
-                host=request.url.raw_host,
-                port=request.url.port,
-                target=request.url.raw_path,
-            ),
-            headers=request.headers.raw,
-            content=request.stream,  # type: ignore[arg-type]
-            extensions=request.extensions,
-        )
+        exchange = self._link.exchange
+        budget = exchange.budget
+        if budget.refusal is not None:
+            raise budget.refusal
+        if self._link.ended:
+            # An ended session's goodbye (DELETE) is not sent: the server forgot it, or
+            # it failed, and its close must not wait on the server.
+            return httpx2.Response(204, request=request)
+        if request.method == "GET" and "last-event-id" not in request.headers:
+            # The stream a server may open for requests of its own (sampling, elicitation):
+            # nothing here answers them, and a pooled session would hold it open between
+            # calls, outside any call's budget. 405 is the spec's "no such stream".
+            return httpx2.Response(405, request=request)
+        calling = request.method == "POST" and _method(request) == "tools/call"
         try:
-            response = await self._pool.handle_async_request(core_request)
+            response = await self._pool.handle_async_request(_core_request(request, exchange))
         except (httpcore2.TimeoutException, httpcore2.NetworkError, httpcore2.ProtocolError) as exc:
+            if calling and isinstance(exc, httpcore2.ConnectError):
+                exchange.undelivered = True  # no connection: the server never saw the call
             raise _mapped(exc) from exc
+        if response.status == 404 and "mcp-session-id" in request.headers:
+            # The server forgot the session (restarted, expired it): it ran nothing.
+            exchange.session_lost = True
+            exchange.undelivered = exchange.undelivered or calling
         if 300 <= response.status < 400:
             await response.aclose()
-            location = next(
-                (v.decode("latin-1") for k, v in response.headers if k.lower() == b"location"),
-                "",
-            )
-            where = f" to {location[:200]}" if location else ""
-            raise self._budget.refuse(
-                McpFailure(
-                    f"the server answered {response.status} (a redirect{where}); redirects are "
-                    "not followed: use the final address as the MCP URL",
-                    "redirect",
-                )
-            )
+            raise budget.refuse(_redirect_refusal(response))
         return httpx2.Response(
             status_code=response.status,
             headers=response.headers,
-            stream=_CappedStream(response.stream, self._budget),
+            stream=_CappedStream(response.stream, budget),
             extensions=response.extensions,
         )
 
@@ -200,22 +210,85 @@ class _GuardedTransport(httpx2.AsyncBaseTransport):
         await self._pool.aclose()
 
 
+class Link:
+    """What a session's transport counts against (the exchange under way), and whether the
+    session was ended (mcp_sessions: nothing more is sent then)."""
+
+    def __init__(self, exchange: Exchange):
+        self.exchange = exchange
+        self.ended = False
+
+
+def _method(request: httpx2.Request) -> str | None:
+    """The JSON-RPC method of a request's body (the SDK sends one message per POST)."""
+    try:
+        message = orjson.loads(request.content)
+    except (orjson.JSONDecodeError, httpx2.RequestNotRead):
+        return None
+    return message.get("method") if isinstance(message, dict) else None
+
+
+def _core_request(request: httpx2.Request, exchange: Exchange) -> httpcore2.Request:
+    headers = list(request.headers.raw)
+    # The W3C traceparent of the call's span (a pooled session outlives the span it opened in).
+    headers += [(k.encode(), v.encode()) for k, v in exchange.trace.items()]
+    return httpcore2.Request(
+        method=request.method,
+        url=httpcore2.URL(
+            scheme=request.url.raw_scheme,
+            host=request.url.raw_host,
+            port=request.url.port,
+            target=request.url.raw_path,
+        ),
+        headers=headers,
+        content=request.stream,  # type: ignore[arg-type]
+        extensions=request.extensions,
+    )
+
+
+def _redirect_refusal(response: httpcore2.Response) -> McpFailure:
+    location = next(
+        (v.decode("latin-1") for k, v in response.headers if k.lower() == b"location"), ""
+    )
+    where = f" to {location[:200]}" if location else ""
+    return McpFailure(
+        f"the server answered {response.status} (a redirect{where}); redirects are "
+        "not followed: use the final address as the MCP URL",
+        "redirect",
+    )
+
+
 @asynccontextmanager
 async def connected(
     settings: McpClient, url: str, headers: Mapping[str, str], budget: Budget
 ) -> AsyncIterator[Client]:
-    """The SDK's client over the guarded transport, within the exchange's deadline."""
+    """The SDK's client over the guarded transport for one listing, within its deadline."""
+    link = Link(Exchange(budget, telemetry.inject({})))
+    async with asyncio.timeout(settings.timeout), session(settings, url, headers, link) as client:
+        yield client
+
+
+@asynccontextmanager
+async def session(
+    settings: McpClient,
+    url: str,
+    headers: Mapping[str, str],
+    link: Link,
+    keepalive_expiry: float | None = None,
+) -> AsyncIterator[Client]:
+    """An initialized session of the SDK's client over the guarded transport (no deadline of
+    its own: the caller's bounds each exchange)."""
     transport = _GuardedTransport(
-        _GuardedBackend(settings.allow_private, settings.resolver), budget
+        _GuardedBackend(settings.allow_private, settings.resolver), link, keepalive_expiry
     )
     http = httpx2.AsyncClient(
         transport=transport,
-        headers=telemetry.inject({"User-Agent": USER_AGENT, **headers}),  # the tool call's span
+        headers={"User-Agent": USER_AGENT, **headers},
         timeout=httpx2.Timeout(settings.timeout, connect=settings.connect_timeout),
         follow_redirects=False,
         trust_env=False,
     )
-    async with asyncio.timeout(settings.timeout), http:
+    async with http:
         client = Client(
             streamable_http_client(url, http_client=http),
             cache=None,
@@ -224,6 +297,11 @@ async def connected(
         )
         async with client:
             yield client
+
+
+def answered(exc: BaseException) -> bool:
+    """Whether a call's failure is the server's JSON-RPC answer (its session still fine)."""
+    return isinstance(exc, MCPError)
 
 
 NOT_MCP = "the MCP server's answer was not valid MCP"

@@ -257,12 +257,15 @@ async def _tools(app: web.Application) -> AsyncIterator[None]:
         connect_timeout=settings.tools.mcp_connect_timeout_seconds,
         max_response_bytes=settings.tools.mcp_max_response_bytes,
         max_listed_tools=settings.tools.mcp_max_listed_tools,
+        session_idle_seconds=settings.tools.mcp_session_idle_seconds,
+        max_sessions=settings.tools.mcp_max_sessions,
     )
     app[app_keys.secret_box_key] = box
     app[app_keys.outbound_key] = outbound
     app[app_keys.mcp_client_key] = mcp
     app[app_keys.tool_runner_key] = ToolRunner(app[app_keys.db_key], box, outbound, mcp)
     yield
+    await mcp.close()
     await outbound.close()
 
 

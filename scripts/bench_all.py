@@ -58,6 +58,7 @@ BENCHMARKS = [
     ("bench_sources.py", [], ["--pages", "300"]),
     ("bench_guardrails.py", [], ["--messages", "1000", "--turns", "100"]),
     ("bench_telemetry.py", [], ["--seconds", "2", "--cycles", "2"]),
+    ("bench_mcp.py", ["--calls", "200"], ["--calls", "50"]),
 ]
 
 

@@ -18,6 +18,7 @@ from tests.support.chat import chat, get_conversation, user
 from tests.support.errors import assert_error
 from tests.support.fakes import openai_server as oai
 from tests.support.fakes.mcp_server import FakeMcpServer
+from tests.support.mcp_tools import create, mcp_body, new_agent, run_call
 from tests.support.settings import make_settings
 
 ALL_TOOLS = 7  # the fake server's default list
@@ -41,31 +42,6 @@ async def mclient(make_client, openai_fake):
 @pytest.fixture
 async def mauth(mclient):
     return bearer(await new_api_key(mclient))
-
-
-async def new_agent(client, auth) -> str:
-    resp = await client.post(
-        "/api/v1/agents", json={"name": "Shop", "model": "oai/gpt-4o"}, headers=auth
-    )
-    assert resp.status == 201, await resp.text()
-    return (await resp.json())["data"]["id"]
-
-
-def mcp_body(agent_id: str, url: str, **over) -> dict:
-    return {
-        "agentId": agent_id,
-        "name": "shop",
-        "description": "The shop's MCP server",
-        "executionType": "mcp",
-        "mcpUrl": url,
-        **over,
-    }
-
-
-async def create(client, auth, body: dict, status: int = 201) -> dict:
-    resp = await client.post("/api/v1/tools", json=body, headers=auth)
-    assert resp.status == status, await resp.text()
-    return await resp.json()
 
 
 def names(tool: dict) -> list[str]:
@@ -265,16 +241,6 @@ async def test_only_mcp_tools_refresh(mclient, mauth):
 
 
 # ── calls from chat ────────────────────────────────────────────────────────────────────
-
-
-async def run_call(client, auth, fake_llm, agent_id, name, args: str) -> dict:
-    fake_llm.script(
-        oai.stream(oai.tool_events([("call_1", name, [args])])),
-        oai.stream(oai.text_events(["Done."])),
-    )
-    stream = await chat(client, {"agentId": agent_id, "messages": user("go")}, auth)
-    (result,) = stream.of("tool_result")
-    return result
 
 
 async def test_the_model_calls_an_mcp_tool(mclient, mauth, mcp_server, openai_fake):

@@ -329,7 +329,9 @@ async def call(
     except ValueError as exc:
         return f"MCP call failed: {exc}", True
     try:
-        outcome = await client.call_tool(tool.mcp_url, filled, function["serverName"], tool_input)
+        outcome = await client.call_tool(
+            tool.mcp_url, filled, function["serverName"], tool_input, team=tool.team_id
+        )
     except McpFailure as exc:
         return scrub(f"MCP call failed: {exc.message}"), True
     return scrub(result_text(outcome)), outcome.is_error

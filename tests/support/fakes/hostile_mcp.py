@@ -7,7 +7,9 @@ requires, then answers `tools/list` and `tools/call` with what `mode` says:
 - `bad_result`: a JSON-RPC result of the wrong shape (a tool whose name is a number);
 - `sse_garbage`: an event stream whose event is not JSON;
 - `too_deep`: JSON nested 3,000 levels deep;
-- `long_error`: a JSON-RPC error whose message runs over many lines.
+- `long_error`: a JSON-RPC error whose message runs over many lines;
+- `drops_calls`: answers the first `tools/call`, then closes the connection on each one
+  it has received (`calls` counts them): the call may have run, so it must not be resent.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ class HostileMcp:
     """Build with a mode; `app()` is served by the test's `aiohttp_server`."""
 
     mode: str
+    calls: int = 0
 
     async def _post(self, request: web.Request) -> web.Response:
         message = await request.json()
@@ -40,7 +43,13 @@ class HostileMcp:
             return web.json_response({"jsonrpc": "2.0", "id": rid, "result": INITIALIZED})
         if method not in ("tools/list", "tools/call"):
             return web.json_response({"jsonrpc": "2.0", "id": rid, "result": {}})
-        if method == "tools/call" or self.mode != "fine":
+        if method == "tools/call" and self.mode == "drops_calls":
+            self.calls += 1
+            if self.calls > 1 and request.transport is not None:
+                request.transport.close()  # received, and no answer will come
+            done = {"content": [{"type": "text", "text": "done"}]}
+            return web.json_response({"jsonrpc": "2.0", "id": rid, "result": done})
+        if method == "tools/call" or self.mode not in ("fine", "drops_calls"):
             return self._hostile(rid)
         tool = {"name": "lookup", "inputSchema": {"type": "object", "properties": {}}}
         return web.json_response({"jsonrpc": "2.0", "id": rid, "result": {"tools": [tool]}})

@@ -9,6 +9,12 @@ Tools (the list is mutable: tests change it and the service refreshes):
 - `hang`: never answers; `huge` {size}: that many characters of text;
 - with `echo`, one more tool repeating the Authorization header it was listed with.
 
+With `sessions=True` it is a 2025-era server: stateful (`Mcp-Session-Id`, idle sessions
+expire after `session_idle_timeout` seconds) and refusing the 2026 protocol's
+`server/discover` probe as such servers do (400), so clients fall back to `initialize`.
+`http` lists every HTTP request as (method, session id sent), `call_sessions` the session
+of each tool call; `restart()` starts it again on its port, with every session forgotten.
+
 Beside `/mcp`, raw routes misbehave at the HTTP level: `/redirect` (307 to /mcp, same
 origin: the SDK alone would follow it), `/status/{code}`, `/endless` (an event stream that
 never ends, as fast as it can) and `/trickle` (one small event a second).
@@ -67,6 +73,10 @@ class FakeMcpServer:
     # ("description", "schema", "name", "slug_name": the token part with `-` made `_`,
     # "base64": the description carries the header's token base64-encoded).
     echo: tuple[str, ...] = ()
+    sessions: bool = False
+    session_idle_timeout: float | None = None
+    http: list[tuple[str, str | None]] = field(default_factory=list)
+    call_sessions: list[str | None] = field(default_factory=list)
 
     async def _list_tools(self, ctx, params) -> types.ListToolsResult:
         import mcp_types as types
@@ -88,6 +98,7 @@ class FakeMcpServer:
         self.calls.append((name, args, auth))
         headers = ctx.request.headers if ctx.request is not None else {}
         self.traceparents.append(headers.get("traceparent"))
+        self.call_sessions.append(headers.get("mcp-session-id"))
         if name == "echo" and self.echo:
             return _text("echoed")
         if name not in self.tools:
@@ -121,7 +132,10 @@ class FakeMcpServer:
 
         server = Server("fake-shop", on_list_tools=self._list_tools, on_call_tool=self._call_tool)
         mcp_app = server.streamable_http_app(
-            json_response=self.json_response, stateless_http=True, streamable_http_path="/mcp"
+            json_response=self.json_response,
+            stateless_http=not self.sessions,
+            session_idle_timeout=self.session_idle_timeout,
+            streamable_http_path="/mcp",
         )
 
         async def redirect(request: Request) -> Response:
@@ -149,6 +163,13 @@ class FakeMcpServer:
 
         async def count(scope, receive, send):
             self.requests += 1
+            headers = dict(scope.get("headers") or [])
+            session = headers.get(b"mcp-session-id")
+            self.http.append((scope.get("method", ""), session and session.decode()))
+            version = headers.get(b"mcp-protocol-version", b"").decode()
+            if self.sessions and version and version[:4] >= "2026":
+                await _unsupported_version(version)(scope, receive, send)
+                return
             await mcp_app(scope, receive, send)
 
         return Starlette(
@@ -173,8 +194,12 @@ class FakeMcpServer:
         import uvicorn
 
         self._released = asyncio.Event()
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.bind(("127.0.0.1", 0))
+        # IPPROTO_TCP named: asyncio then sets TCP_NODELAY on each accepted connection, as
+        # on a socket uvicorn binds itself (with protocol 0 it does not, and each answer's
+        # body waits ~40 ms for the ACK of its headers: Nagle against delayed ACKs).
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a restart on its port
+        sock.bind(("127.0.0.1", self.port))
         self.port = sock.getsockname()[1]
         config = uvicorn.Config(
             self.app(), log_level="error", lifespan="on", timeout_graceful_shutdown=1
@@ -191,6 +216,23 @@ class FakeMcpServer:
         self._released.set()  # a hanging call ends, so the server can stop
         self._server.should_exit = True
         await self._task
+
+    async def restart(self) -> FakeMcpServer:
+        """Stop and start again on the same port: every session is forgotten."""
+        await self.close()
+        return await self.start()
+
+    def sessions_called(self) -> int:
+        """How many sessions the tool calls came on (2025 era)."""
+        return len(set(self.call_sessions))
+
+
+def _unsupported_version(version: str) -> Response:
+    """A 2025-era server's answer to a protocol version it does not know."""
+    from starlette.responses import JSONResponse
+
+    error = {"code": -32600, "message": f"Bad Request: Unsupported protocol version: {version}"}
+    return JSONResponse({"jsonrpc": "2.0", "id": "server-error", "error": error}, status_code=400)
 
 
 def _text(text: str, error: bool = False) -> types.CallToolResult:
