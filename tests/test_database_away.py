@@ -1,0 +1,82 @@
+"""A process whose PostgreSQL goes away (issue 37): it notices within PROBE_SECONDS +
+PROBE_TIMEOUT_SECONDS (at once when a request loses its connection), its /readyz and its
+API answer 503 meanwhile (the API's with nothing done, so a load balancer passes the
+request on), and it serves again once the database answers.
+
+The app reaches PostgreSQL through a TCP proxy the test cuts (tests/support/tcp_proxy.py);
+tests/test_hosts.py does the same to a host of a cluster with a blackhole route.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+
+from tests.support import pg
+from tests.support.accounts import bearer, new_api_key
+from tests.support.errors import assert_error
+from tests.support.tcp_proxy import TcpProxy
+
+pytestmark = pg.postgres_only
+
+
+@pytest.fixture
+async def proxy(tmp_path):
+    url = urlsplit(pg.database_url_for(tmp_path))
+    started = await TcpProxy(url.hostname, url.port).start()
+    yield started
+    await started.close()
+
+
+@pytest.fixture
+async def away_client(make_client, tmp_path, proxy, openai_fake):
+    url = urlsplit(pg.database_url_for(tmp_path))
+    proxied = urlunsplit(url._replace(netloc=f"{url.username}@127.0.0.1:{proxy.port}"))
+    return await make_client(
+        database={"url": proxied},
+        providers={"oai": {"kind": "openai", "base_url": openai_fake.base_url, "api_key": "k"}},
+    )
+
+
+async def _status(client, path: str) -> int:
+    resp = await client.get(path)
+    await resp.read()
+    return resp.status
+
+
+async def _within(seconds: float, check) -> float:
+    started = time.monotonic()
+    while not await check():
+        assert time.monotonic() - started < seconds, f"not within {seconds} s"
+        await asyncio.sleep(0.05)
+    return time.monotonic() - started
+
+
+async def test_an_unreachable_database_answers_503_then_serves_again(away_client, proxy):
+    auth = bearer(await new_api_key(away_client))
+    assert await _status(away_client, "/readyz") == 200
+    proxy.cut()
+
+    async def not_ready() -> bool:
+        return await _status(away_client, "/readyz") == 503
+
+    await _within(3, not_ready)
+    resp = await away_client.get("/api/v1/agents", headers=auth)
+    await assert_error(resp, 503, "SERVER_BUSY", "cannot reach its database")
+    assert resp.headers["Retry-After"] == "1"
+    resp = await away_client.post("/api/v1/agents", json={"name": "Lost"}, headers=auth)
+    await assert_error(resp, 503, "SERVER_BUSY", "nothing was done")
+    assert await _status(away_client, "/healthz") == 200  # alive: only not ready
+    proxy.mend()
+
+    async def ready() -> bool:
+        return await _status(away_client, "/readyz") == 200
+
+    await _within(3, ready)
+    resp = await away_client.get("/api/v1/agents", headers=auth)
+    assert resp.status == 200, await resp.text()
+    names = [a["name"] for a in (await resp.json())["data"]]
+    assert "Lost" not in names  # the refused write was not done
