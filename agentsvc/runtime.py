@@ -232,8 +232,10 @@ async def _storage(app: web.Application) -> AsyncIterator[None]:
 
 
 async def _jobs(app: web.Application) -> AsyncIterator[None]:
-    """The in-process scheduler; jobs are registered by the steps that own them."""
-    jobs = Jobs()
+    """The in-process scheduler; jobs are registered by the steps that own them. Periodic
+    jobs wait while the database is away (db/postgres.py's `reachable`)."""
+    db = app[app_keys.db_key]
+    jobs = Jobs(ready=lambda: db.reachable)
     jobs.start()
     app[app_keys.jobs_key] = jobs
     yield
