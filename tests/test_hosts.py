@@ -7,7 +7,8 @@ to a webhook receiver) and trigger events, four faults in turn:
    requests in flight on it fail; started again, it serves again;
 2. an app host is cut off the database (a blackhole route to PostgreSQL): its /readyz
    answers 503 within 3 s, its API 503 at once (nothing done), which nginx passes to
-   another process: no request fails; the route back, it serves again;
+   another process; only requests it took before it noticed may fail; the route back,
+   it serves again;
 3. PostgreSQL restarts (`pg_ctl restart -m fast`): the service answers again within 5 s
    of the restart and deliveries resume;
 4. Redis stops: every request is still served, limits are each process's own (a plan's
@@ -89,21 +90,24 @@ def bearer(key: str) -> dict[str, str]:
 
 
 class Faults:
-    """When each fault began (and PostgreSQL's restart ended), to tell which failures it
-    explains."""
+    """When each fault began (and when the cut host noticed, and PostgreSQL's restart
+    ended), to tell which failures it explains."""
 
     def __init__(self):
         self.killed_at = self.cut_at = self.restarted_at = self.back_at = float("inf")
+        self.cut_noticed_at = float("inf")
 
     def explaining(self, outcome) -> str | None:
         """The fault that explains a failed request, or None."""
 
-        def in_flight(moment: float) -> bool:
-            return outcome.started <= moment + GRACE_SECONDS and outcome.ended >= moment
+        def in_flight(moment: float, until: float) -> bool:
+            return outcome.started <= until and outcome.ended >= moment
 
-        if in_flight(self.killed_at):
+        if in_flight(self.killed_at, self.killed_at + GRACE_SECONDS):
             return "killed"
-        if in_flight(self.cut_at):
+        # The cut host could not know before it noticed: a request it took meanwhile may
+        # fail (a new connection to PostgreSQL refused, which it notices at once).
+        if in_flight(self.cut_at, self.cut_noticed_at):
             return "cut"
         if self.restarted_at <= outcome.ended and outcome.started <= self.back_at:
             return "restarting"
@@ -233,6 +237,7 @@ async def _cut_an_app_host_off_the_database(cluster, http, key, faults) -> None:
         return await asyncio.to_thread(http_status, readyz, 5) == 503
 
     noticed = await _until(not_ready, "app2's /readyz answers 503", 3, every=0.1)
+    faults.cut_noticed_at = faults.cut_at + noticed
     agents = f"{cluster.app_base('app2')}/api/v1/agents"
     assert await asyncio.to_thread(http_status, agents) == 503  # at once, nothing done
     # Requests app2 took before it noticed wait on the cut connections (until the route is
