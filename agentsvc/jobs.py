@@ -20,8 +20,11 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 class Jobs:
     """Periodic jobs and wake-ups on one AsyncIOScheduler (UTC)."""
 
-    def __init__(self) -> None:
+    def __init__(self, ready: Callable[[], bool] = lambda: True) -> None:
         self.scheduler = AsyncIOScheduler(timezone="UTC")
+        # False while the database does not answer: periodic runs are skipped (each would
+        # fail and log its traceback, every period, for as long as it is away).
+        self._ready = ready
         self._runs: set[asyncio.Task[Any]] = set()
         self._stopping = False
 
@@ -43,11 +46,16 @@ class Jobs:
             run.cancel()
         await asyncio.gather(*runs, return_exceptions=True)
 
-    def _tracked(self, fn: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
-        """`fn` as a run `stop` can end: known while it runs, quiet when stopped."""
+    def _tracked(
+        self, fn: Callable[..., Awaitable[Any]], periodic: bool = False
+    ) -> Callable[..., Awaitable[Any]]:
+        """`fn` as a run `stop` can end: known while it runs, quiet when stopped; a
+        periodic one skipped while the database is away (the next period runs it)."""
 
         @functools.wraps(fn)
         async def run(*args: Any) -> Any:
+            if periodic and not self._ready():
+                return None
             task = asyncio.current_task()
             assert task is not None
             self._runs.add(task)
@@ -73,7 +81,7 @@ class Jobs:
         """Run `fn(*args)` every `seconds` (and at once with run_now); runs never overlap."""
         extra: dict[str, Any] = {"next_run_time": datetime.now(UTC)} if run_now else {}
         self.scheduler.add_job(
-            self._tracked(fn),
+            self._tracked(fn, periodic=True),
             "interval",
             seconds=seconds,
             args=list(args),

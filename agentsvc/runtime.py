@@ -232,8 +232,10 @@ async def _storage(app: web.Application) -> AsyncIterator[None]:
 
 
 async def _jobs(app: web.Application) -> AsyncIterator[None]:
-    """The in-process scheduler; jobs are registered by the steps that own them."""
-    jobs = Jobs()
+    """The in-process scheduler; jobs are registered by the steps that own them. Periodic
+    jobs wait while the database is away (db/postgres.py's `reachable`)."""
+    db = app[app_keys.db_key]
+    jobs = Jobs(ready=lambda: db.reachable)
     jobs.start()
     app[app_keys.jobs_key] = jobs
     yield
@@ -692,13 +694,14 @@ def _team_services(app: web.Application) -> None:
         db, settings, app[app_keys.secret_box_key], app[app_keys.outbound_key]
     )
     app[app_keys.scim_key] = ScimService(db, settings)
-    app[app_keys.health_key] = HealthService(db)
+    health = app[app_keys.health_key] = HealthService(db)
     app[app_keys.request_deps_key] = RequestDeps(
         settings=settings,
         limiter=app[app_keys.limiter_key],
         keys=app[app_keys.key_resolver_key],
         metrics=app[app_keys.metrics_key],
         body_slots=app[app_keys.body_slots_key],
+        health=health,
     )
 
 

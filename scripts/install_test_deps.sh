@@ -3,7 +3,7 @@
 # (pip; tests/test_docs.py builds the site); Debian's Chromium headless shell, xmlsec1
 # (SAML signatures), LibreOffice Calc (headless, for the CSV export check), Dovecot (IMAP,
 # for the e-mail channel), an emoji font and, for the PostgreSQL pass, Redis, nginx and
-# PostgreSQL (never Playwright's own browser download);
+# PostgreSQL, and iproute2 for the cluster of hosts (never Playwright's own browser download);
 # axe-core, esbuild and oidc-provider from the npm registry. The storage tests' S3 server is
 # moto's (`moto[server]`, a test extra from PyPI): SeaweedFS's `seaweedfs-bin` is packaged
 # from Debian 13 on, not in this Debian 12. scripts/test.sh runs it first;
@@ -28,6 +28,7 @@ if [[ $backends == *postgresql* ]]; then
     [ -x /usr/bin/redis-server ] || missing+=(redis-server)
     [ -x /usr/sbin/nginx ] || missing+=(nginx)
     ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || missing+=(postgresql)
+    command -v ip >/dev/null || missing+=(iproute2)  # tests/test_hosts.py's namespaces
 fi
 if [ ${#missing[@]} -gt 0 ]; then
     $sudo apt-get update -qq && $sudo apt-get install -y -qq "${missing[@]}" >/dev/null

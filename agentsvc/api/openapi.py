@@ -80,6 +80,7 @@ _STATUS_TEXT = {
     415: "Unsupported media type",
     429: "Rate limit exceeded",
     500: "Unexpected error",
+    503: "Unavailable for now: nothing was done, try again (Retry-After)",
 }
 
 
@@ -125,6 +126,8 @@ def _statuses(endpoint: Endpoint) -> list[int]:
         statuses.add(403)
     if PATH_PARAM.search(endpoint.path):
         statuses.add(404)
+    if endpoint.below_api:  # while the process cannot reach its database (routing.py)
+        statuses.add(503)
     statuses |= set(endpoint.errors)
     return sorted(statuses)
 
@@ -255,7 +258,7 @@ def _error_response(
         "content": {media: {"schema": {"$ref": _REF.format(model=model)}}},
     }
     error_headers = dict(rate_headers)
-    if status == 429:
+    if status in (429, 503):
         error_headers["Retry-After"] = {
             "description": "Seconds to wait before retrying",
             "schema": {"type": "integer"},

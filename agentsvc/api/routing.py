@@ -20,7 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from agentsvc.api import app_keys, auth
 from agentsvc.api.bodies import BodySlot, is_large, read_body
-from agentsvc.api.errors import PayloadTooLarge, error_response
+from agentsvc.api.errors import PayloadTooLarge, ServerBusy, error_response
 from agentsvc.api.pipeline import finish_response, from_http_exception, unexpected_error
 from agentsvc.api.proxies import TrustedProxies
 from agentsvc.api.state import RequestDeps, RequestState, request_deps
@@ -36,6 +36,19 @@ from agentsvc.services.team.access import Principal
 from agentsvc.validation_messages import describe_validation_error
 
 API_PREFIX = "/api/v1"
+# What the API answers while this process cannot reach its database (services/health.py).
+DATABASE_AWAY_RETRY_SECONDS = 1
+
+
+def database_away() -> ServerBusy:
+    """The 503 of a request refused, untouched, while the database does not answer."""
+    return ServerBusy(
+        "This server cannot reach its database at the moment; nothing was done. Try again"
+        " in a moment",
+        headers={"Retry-After": str(DATABASE_AWAY_RETRY_SECONDS)},
+    )
+
+
 # A path parameter, `{name}` or `{name:regex}` (a regex without braces).
 PATH_PARAM = re.compile(r"{([^}:]+)(?::([^}]*))?}")
 
@@ -343,6 +356,8 @@ def make_handler(endpoint: Endpoint) -> Callable[[web.Request], Awaitable[web.St
         slot: BodySlot | None = None
         try:
             principal = None
+            if not deps.health.serving and endpoint.below_api:
+                raise database_away()  # nothing done: a load balancer may try another process
             if endpoint.auth != "public":
                 principal = await _authorize(endpoint, request)
             if endpoint.precheck is not None:

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from agentsvc.config import Settings
     from agentsvc.observability import Metrics, RequestStats
     from agentsvc.ratelimit import Decision, Limiter
+    from agentsvc.services.health import HealthService
     from agentsvc.services.team.access import KeyResolver, Principal
 
 
@@ -28,6 +29,7 @@ class RequestDeps:
     keys: KeyResolver  # API keys and session tokens to principals
     metrics: Metrics
     body_slots: BodySlots  # the few large bodies held at once (see `api.bodies`)
+    health: HealthService  # whether the database answers (`serving`)
     # Each endpoint's wrapper's values of this application, computed on its first request
     # (the wrappers are shared by every application of the process: `routing.make_handler`).
     bound: dict[Any, Any] = field(default_factory=dict)

@@ -90,6 +90,9 @@ class Database(Protocol):
     """What the app needs from a database; `database_for` picks the implementation."""
 
     shared: bool  # whether several processes may use it at once (PostgreSQL)
+    # False while the database server does not answer this process (PostgreSQL: a ping
+    # every PROBE_SECONDS on the listening connection fails or times out); SQLite: True.
+    reachable: bool
     upgrader: Upgrader  # how open() upgrades its schema; `.done` says what it did
 
     @property

@@ -9,7 +9,8 @@ per statement text).
 Changes other processes must hear of (`announce`) travel as `NOTIFY agentsvc_changes`; one
 connection per process LISTENs and hands them to the subscribers. When that connection is
 lost, subscribers are told everything may have changed (`RESYNC`) once it is back, since
-notifications sent in between are gone.
+notifications sent in between are gone. That connection is also the probe of the server:
+pinged every PROBE_SECONDS, it sets `reachable` (services/health.py).
 """
 
 from __future__ import annotations
@@ -31,11 +32,11 @@ import asyncpg
 
 from agentsvc.db import (
     RESYNC,
+    ConstraintViolation,
     Params,
     Row,
     Tx,
     VectorSearchUnavailable,
-    raises_constraint_violation,
 )
 from agentsvc.db.batcher import BATCH_HOLD_SECONDS, Failed, WriteBatcher
 from agentsvc.db.holds import Slowest, WriteClock, awaited
@@ -49,10 +50,25 @@ T = TypeVar("T")
 
 CHANNEL = "agentsvc_changes"
 MIGRATION_LOCK = 0x61677376  # pg_advisory_lock key: one process migrates at a time
-LISTEN_RETRY_SECONDS = 1.0
+# The listening connection is pinged this often; a ping (or a connection) that takes longer
+# than the timeout makes the database unreachable until one succeeds: /readyz and the API
+# answer 503 meanwhile, so a load balancer sends requests to the other processes (and a
+# cut network is noticed in at most PROBE_SECONDS + PROBE_TIMEOUT_SECONDS).
+PROBE_SECONDS = 0.5
+PROBE_TIMEOUT_SECONDS = 1.0
 
 _STRING_OR_MARK = re.compile(r"'(?:[^']|'')*'|\?")
 
+
+# Errors that say the server or the network is gone, not that a statement failed: any of
+# them makes the database unreachable until the upkeep's next ping succeeds, at once.
+CONNECTION_LOST = (
+    OSError,
+    asyncpg.PostgresConnectionError,
+    asyncpg.AdminShutdownError,
+    asyncpg.CrashShutdownError,
+    asyncpg.CannotConnectNowError,
+)
 
 # A unit that ended a deadlock is run again alone, at most this many times in all.
 DEADLOCK = asyncpg.DeadlockDetectedError
@@ -80,13 +96,29 @@ def _numbered(sql: str) -> str:
     return _STRING_OR_MARK.sub(number, sql)
 
 
-_constraints = raises_constraint_violation(asyncpg.IntegrityConstraintViolationError)
-
-
 def _rowcount(status: str) -> int:
     """Rows changed, from a command tag such as 'UPDATE 3' or 'INSERT 0 1'."""
     last = status.rpartition(" ")[2]
     return int(last) if last.isdigit() else 0
+
+
+def _statement(method):
+    """A PgTx statement: the driver's integrity error raised as ConstraintViolation (as
+    `raises_constraint_violation` does), and a lost connection told to the PgTx's
+    `on_lost` before it is raised. One wrapper: each layer costs every statement."""
+
+    @functools.wraps(method)
+    async def run(self: PgTx, sql: str, params: Any = ()) -> Any:
+        try:
+            return await method(self, sql, params)
+        except asyncpg.IntegrityConstraintViolationError as exc:
+            raise ConstraintViolation(str(exc)) from exc
+        except CONNECTION_LOST as exc:
+            if self._on_lost is not None:
+                self._on_lost(exc)
+            raise
+
+    return run
 
 
 class PgTx:
@@ -94,28 +126,33 @@ class PgTx:
 
     dialect = "postgresql"
 
-    def __init__(self, conn: asyncpg.Connection | asyncpg.Pool | HeldReaders):
+    def __init__(
+        self,
+        conn: asyncpg.Connection | asyncpg.Pool | HeldReaders,
+        on_lost: Callable[[BaseException], None] | None = None,
+    ):
         self._on = conn
+        self._on_lost = on_lost  # told of a lost connection (the reader's: the database's)
 
     # Each statement waits on the server while the loop runs other tasks: `awaited` keeps
     # their CPU out of a timed transaction's (holds.py).
-    @_constraints
+    @_statement
     async def execute(self, sql: str, params: Params = ()) -> int:
         return _rowcount(await awaited(self._on.execute(_numbered(sql), *params)))
 
-    @_constraints
+    @_statement
     async def executemany(self, sql: str, rows: Iterable[Params]) -> None:
         await awaited(self._on.executemany(_numbered(sql), [tuple(r) for r in rows]))
 
-    @_constraints
+    @_statement
     async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
         return await awaited(self._on.fetch(_numbered(sql), *params))
 
-    @_constraints
+    @_statement
     async def fetchone(self, sql: str, params: Params = ()) -> Row | None:
         return await awaited(self._on.fetchrow(_numbered(sql), *params))
 
-    @_constraints
+    @_statement
     async def fetchval(self, sql: str, params: Params = ()) -> Any:
         return await awaited(self._on.fetchval(_numbered(sql), *params))
 
@@ -146,6 +183,8 @@ class PostgresDatabase:
         self._batcher = WriteBatcher(self._write_batch)
         self._subscribers: list[Callable[[str], None]] = []
         self._origin = uuid.uuid4().hex[:12]  # this process, to skip its own notifications
+        self.reachable = True  # until the upkeep's pings say otherwise (run_upkeep)
+        self._ping_now = asyncio.Event()  # a request lost its connection: ping at once
 
     async def open(self) -> None:
         """Connect, create or migrate the schema (one process at a time)."""
@@ -166,7 +205,7 @@ class PostgresDatabase:
         # write transactions. A pool of one reads through the pool.
         held = self.pool_size // 2
         self._held = HeldReaders(self._pool, held) if held else None
-        self._reader = PgTx(self._held or self._pool)
+        self._reader = PgTx(self._held or self._pool, self._connection_lost)
 
     async def close(self) -> None:
         await self._batcher.close()
@@ -188,26 +227,42 @@ class PostgresDatabase:
         """One transaction (READ COMMITTED) on a connection of its own, timed (holds.py)."""
         opener = sys._getframe(2)  # the `async with`: named only if the transaction is slow
         async with self._transaction(opener, opener.f_lasti) as conn:
-            yield PgTx(conn)
+            yield PgTx(conn, self._connection_lost)
 
     @asynccontextmanager
     async def _transaction(self, opener: Any, lasti: int = -1) -> AsyncIterator[Any]:
         """A transaction on a pooled connection, timed from BEGIN to the end of COMMIT."""
         assert self._pool is not None, "database is not open"
-        async with self._pool.acquire() as conn:
+        try:
+            conn = await self._pool.acquire()
+        except CONNECTION_LOST as exc:
+            self._connection_lost(exc)
+            raise
+        try:
             started = self.clock.start()
             try:
                 transaction = conn.transaction()
-                await awaited(transaction.start())
+                await self._watched(transaction.start())
                 try:
                     yield conn
                 except BaseException:
                     await awaited(transaction.rollback())
                     raise
                 else:
-                    await awaited(transaction.commit())
+                    await self._watched(transaction.commit())
             finally:
                 self.clock.stopped(started, opener, lasti)
+        finally:
+            await self._pool.release(conn)
+
+    async def _watched(self, awaitable: Awaitable[T]) -> T:
+        """Await a statement outside PgTx (BEGIN, COMMIT); tell the upkeep of a lost
+        connection at once."""
+        try:
+            return await awaited(awaitable)
+        except CONNECTION_LOST as exc:
+            self._connection_lost(exc)
+            raise
 
     async def write_batched(self, fn: Callable[[Tx], Awaitable[T]]) -> T:
         return await self._batcher.submit(fn)
@@ -235,7 +290,7 @@ class PostgresDatabase:
         for _ in range(DEADLOCK_TRIES):
             try:
                 async with self._transaction(unit) as conn:
-                    return await unit(PgTx(conn))
+                    return await unit(PgTx(conn, self._connection_lost))
             except DEADLOCK as exc:
                 failed = Failed(exc)
                 log.info("a write ended a deadlock with another transaction")
@@ -248,7 +303,7 @@ class PostgresDatabase:
         results: list[Any] = []
         slowest = Slowest(units[0])
         async with self._transaction(slowest) as conn:
-            tx = PgTx(conn)
+            tx = PgTx(conn, self._connection_lost)
             stop_at = time.perf_counter() + BATCH_HOLD_SECONDS
             for unit in units:
                 began = time.perf_counter()
@@ -316,29 +371,58 @@ class PostgresDatabase:
             self._deliver(topic)
 
     async def run_upkeep(self) -> None:
-        """Keep one connection listening for changes (runs until cancelled); after a
-        reconnect, subscribers hear RESYNC: notifications sent meanwhile are lost."""
+        """Keep one connection listening for changes (runs until cancelled), pinged every
+        PROBE_SECONDS: `reachable` says whether the server answers. After a reconnect,
+        subscribers hear RESYNC: notifications sent meanwhile are lost."""
         lost = False
         while True:
             try:
-                conn = await asyncpg.connect(self.url)
-            except (OSError, asyncpg.PostgresError) as exc:
-                log.warning("listening for changes: cannot connect (%s); retrying", exc)
+                conn = await asyncpg.connect(self.url, timeout=PROBE_TIMEOUT_SECONDS)
+            except (OSError, TimeoutError, asyncpg.PostgresError) as exc:
+                self._unreachable(f"cannot connect ({exc or type(exc).__name__})")
                 lost = True
-                await asyncio.sleep(LISTEN_RETRY_SECONDS)
+                await asyncio.sleep(PROBE_SECONDS)
                 continue
             closed = asyncio.Event()
             conn.add_termination_listener(functools.partial(_set, closed))
             try:
-                await conn.add_listener(CHANNEL, self._on_notification)
+                await asyncio.wait_for(
+                    conn.add_listener(CHANNEL, self._on_notification), PROBE_TIMEOUT_SECONDS
+                )
+                self._reached()
                 if lost:
                     self._deliver(RESYNC)
-                await closed.wait()
-                log.warning("listening for changes: connection lost; reconnecting")
+                failed = await _watch(conn, closed, self._ping_now, self._reached)
+                if failed is not None:  # else the server ended it: connecting again tells
+                    self._unreachable(failed)
                 lost = True
+            except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+                self._unreachable(f"listening failed ({exc or type(exc).__name__})")
+                lost = True
+            except Exception:  # never end the upkeep: `reachable` would be stuck
+                log.exception("listening for changes failed; starting again")
+                self._unreachable("listening failed")
+                lost = True
+                await asyncio.sleep(PROBE_SECONDS)
             finally:
-                if not conn.is_closed():
-                    await conn.close()
+                # terminate(), not close(): a polite close waits on a network that may be gone.
+                conn.terminate()
+
+    def _reached(self) -> None:
+        if not self.reachable:
+            log.warning("PostgreSQL answers again; serving")
+        self.reachable = True
+
+    def _connection_lost(self, exc: BaseException) -> None:
+        """A statement lost its connection: unreachable until a ping says otherwise, and
+        the ping now (a connection the server alone ended costs a round trip of 503s)."""
+        self._unreachable(f"a connection was lost ({exc or type(exc).__name__})")
+        self._ping_now.set()
+
+    def _unreachable(self, why: str) -> None:
+        if self.reachable:
+            log.warning("PostgreSQL does not answer: %s; answering 503 until it does", why)
+        self.reachable = False
 
     # ── schema ─────────────────────────────────────────────────────────────────────────
     async def survey(self) -> Survey:
@@ -423,6 +507,42 @@ async def _nothing_to_reset(_conn: asyncpg.Connection) -> None:
 
 def _set(event: asyncio.Event, _conn: Any) -> None:
     event.set()
+
+
+async def _watch(
+    conn: asyncpg.Connection,
+    closed: asyncio.Event,
+    ping_now: asyncio.Event,
+    answered: Callable[[], None],
+) -> str | None:
+    """Ping `conn` every PROBE_SECONDS (at once when `ping_now` is set), calling `answered`
+    after each answer, until a ping fails or times out (return why) or the server ends the
+    connection (return None)."""
+    while True:
+        try:
+            await asyncio.wait_for(_first(closed, ping_now), PROBE_SECONDS)
+        except TimeoutError:
+            pass
+        if closed.is_set():
+            return None
+        ping_now.clear()
+        try:
+            await asyncio.wait_for(conn.fetchval("SELECT 1"), PROBE_TIMEOUT_SECONDS)
+        except TimeoutError:
+            return f"no answer within {PROBE_TIMEOUT_SECONDS:g} s"
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            return f"a ping failed ({exc or type(exc).__name__})"
+        answered()
+
+
+async def _first(*events: asyncio.Event) -> None:
+    """Return when any of `events` is set."""
+    waits = [asyncio.ensure_future(event.wait()) for event in events]
+    try:
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for wait in waits:
+            wait.cancel()
 
 
 async def _warn_without_btree_gin(conn: asyncpg.Connection) -> None:

@@ -249,6 +249,7 @@ class SqliteDatabase:
     """The app's SQLite database (see the module's docstring)."""
 
     shared = False  # one serving process (CLI commands may write beside it)
+    reachable = True  # a file of this machine
 
     def __init__(
         self,

@@ -29,6 +29,17 @@ class HealthService:
     def __init__(self, db: Database):
         self._db = db
 
+    @property
+    def serving(self) -> bool:
+        """False while the database does not answer this process's pings (PostgreSQL's
+        upkeep, db/postgres.py): the API then answers 503 at once rather than hang, so a
+        load balancer passes the request to another process."""
+        return self._db.reachable
+
     async def ready(self) -> bool:
-        """True when the database answers within READY_TIMEOUT_SECONDS."""
+        """True when the database answers: PostgreSQL's last ping (at most PROBE_SECONDS
+        old, never waiting on a saturated pool); SQLite's reader within
+        READY_TIMEOUT_SECONDS."""
+        if self._db.shared:
+            return self._db.reachable
         return await database_reachable(self._db)

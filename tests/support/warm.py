@@ -63,7 +63,9 @@ class WarmProcess:
     """`agentsvc ARGS` as `subprocess.Popen([python, -m, agentsvc, *ARGS], ...)` would run it
     (the arguments this suite uses: cwd, env, text, and each stream PIPE, DEVNULL or None)."""
 
-    def __init__(self, args, *, cwd, env, stdin=None, stdout=None, stderr=None, text=False):
+    def __init__(
+        self, args, *, cwd, env, stdin=None, stdout=None, stderr=None, text=False, netns=None
+    ):
         self.args = list(args)
         self.returncode: int | None = None
         ours, theirs = [], []
@@ -84,6 +86,8 @@ class WarmProcess:
                 theirs.append(number)  # inherited, as Popen's None
         # The child is as niced as this process (scripts/test.sh nices the workers' phase).
         asked = {"args": self.args, "cwd": str(cwd), "env": dict(env), "nice": os.nice(0)}
+        if netns:  # a network namespace to run in (tests/support/netns.py)
+            asked["netns"] = netns
         request = json.dumps(asked) + "\n"
         self._conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._conn.connect(_socket_path())

@@ -2,12 +2,12 @@
 
 Started by scripts/test.sh for a whole run (or by tests/support/warm.py for one test
 process) with the path of a Unix socket; it exits when its stdin ends. Each request is a line
-of JSON (`args`, `cwd`, `env`) with the child's stdin, stdout and stderr passed as file
-descriptors; the answer is the child's pid, then, when it ends, its exit status as
-`subprocess` gives it (negative: the signal that ended it). The child runs `main(args)`,
-as `python -m agentsvc` does, in a process of its own: its signals, listening sockets,
-locks and exit are real; only the interpreter's start and the imports (about 1.5 s of
-CPU a command) are shared.
+of JSON (`args`, `cwd`, `env`; `netns`, a network namespace to run in) with the child's
+stdin, stdout and stderr passed as file descriptors; the answer is the child's pid, then,
+when it ends, its exit status as `subprocess` gives it (negative: the signal that ended
+it). The child runs `main(args)`, as `python -m agentsvc` does, in a process of its own:
+its signals, listening sockets, locks and exit are real; only the interpreter's start and
+the imports (about 1.5 s of CPU a command) are shared.
 """
 
 from __future__ import annotations
@@ -28,7 +28,24 @@ from agentsvc.api import all_endpoints
 all_endpoints()
 
 
+def _enter_netns(name: str) -> None:
+    """Join the named network namespace (`ip netns add NAME`), as `ip netns exec` does:
+    the process sees only that namespace's interfaces, addresses and routes."""
+    import ctypes
+
+    clone_newnet = 0x40000000
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = os.open(f"/run/netns/{name}", os.O_RDONLY)
+    try:
+        if libc.setns(fd, clone_newnet) != 0:
+            raise OSError(ctypes.get_errno(), f"setns into {name}")
+    finally:
+        os.close(fd)
+
+
 def _child(request: dict, fds: list[int]) -> None:
+    if request.get("netns"):  # tests/support/netns.py: a host of its own
+        _enter_netns(request["netns"])
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
     for fd in fds:

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 import orjson
 
 from agentsvc import telemetry
-from agentsvc.db import Tx
+from agentsvc.db import ConstraintViolation, Tx
 from agentsvc.ids import now_iso
 from agentsvc.llm.base import (
     BUILTIN,
@@ -60,6 +60,7 @@ log = logging.getLogger(__name__)
 
 MAX_MODEL_CALLS = 8
 QUESTION_CHARS = 300  # of an unanswered question, kept for the analytics
+UNSTORED_REPLY = "The reply could not be saved; please send your message again"
 
 # The reserved tool offered when the agent hands conversations to people.
 REQUEST_HUMAN = "request_human"
@@ -304,7 +305,9 @@ class TurnRunner:
             log.exception("chat turn failed for agent %s", turn.agent.id)
             status = "failed"
             error = {"code": "INTERNAL_ERROR", "message": "The reply failed unexpectedly"}
-        await self._store_to_the_end(status)
+        if not await self._store_to_the_end(status) and error is None:
+            # The visitor must not take an answer the conversation lacks for a kept one.
+            error = {"code": "INTERNAL_ERROR", "message": UNSTORED_REPLY}
         if self._guard.replaced:  # the visitor's answer ends as the stored one: the fallback
             text = self._guard.fallback
             await self._sink.event("answer_replaced", {"type": "answer_replaced", "text": text})
@@ -582,10 +585,11 @@ class TurnRunner:
             None,
         )
 
-    async def _store_to_the_end(self, status: str) -> None:
+    async def _store_to_the_end(self, status: str) -> bool:
         """Store the message even when cancelled meanwhile, and only then end: the turn's task
         outlives its write, so shutdown (which waits for the turns) never closes the database
-        under it. A cancellation that came during the write is raised after it."""
+        under it. A cancellation that came during the write is raised after it. False when
+        the database could not store it."""
         store = asyncio.ensure_future(self._store(status))
         cancelled = False
         while not store.done():
@@ -595,15 +599,21 @@ class TurnRunner:
                 cancelled = True
         if cancelled:
             raise asyncio.CancelledError
+        return store.result()
 
-    async def _store(self, status: str) -> None:
+    async def _store(self, status: str) -> bool:
         turn = self._turn
         now = now_iso()
         try:
             await self._write(status, now)
+        except ConstraintViolation:
+            # The conversation was deleted meanwhile: the stream still ends cleanly.
+            log.info("assistant message %s: its conversation is gone", turn.message_id)
         except Exception:
-            # The conversation may have been deleted meanwhile; the stream still ends cleanly.
+            # The database is away (a lost connection, a restart): the reply is not kept.
             log.exception("could not store assistant message %s", turn.message_id)
+            return False
+        return True
 
     def _unanswered(self, content: str) -> bool:
         """Whether the answer found nothing: no curated answer, no tool, and the builtin

@@ -37,12 +37,13 @@ class WebhookReceiver:
     retry_after: str | None = None  # the Retry-After header of /flaky's 503s
     hooks: list[Hook] = field(default_factory=list)
     port: int = 0
+    host: str = "127.0.0.1"  # another address (a test bridge's) for receivers on other hosts
     _runner: web.AppRunner | None = None
     _arrived: asyncio.Condition = field(default_factory=asyncio.Condition)
     _closing: asyncio.Event = field(default_factory=asyncio.Event)
 
     def url(self, path: str) -> str:
-        return f"http://127.0.0.1:{self.port}{path}"
+        return f"http://{self.host}:{self.port}{path}"
 
     def at(self, path: str) -> list[Hook]:
         return [h for h in self.hooks if h.path == path]
@@ -73,7 +74,7 @@ class WebhookReceiver:
         app.router.add_post("/{name}", self._handle)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", port)
+        site = web.TCPSite(self._runner, self.host, port)
         await site.start()
         self.port = self._runner.addresses[0][1]
         return self
