@@ -23,18 +23,13 @@ def create_app(settings: Settings) -> web.Application:
     server = settings.server
     # aiohttp's own cap is the largest body any endpoint takes; endpoints check their own.
     max_mb = max(server.max_body_mb, server.submit_max_body_mb, knowledge_body_mb(settings))
-    # No middleware (unless traces are on) and no response hook: see api/pipeline.py.
+    # No middleware and no response hook: see api/pipeline.py.
     app = web.Application(client_max_size=int(max_mb * 1024 * 1024))
     app[app_keys.settings_key] = settings
     app[app_keys.body_slots_key] = BodySlots(
         server.max_large_bodies, server.large_body_wait_seconds
     )
     app[app_keys.metrics_key] = Metrics()
-    if settings.telemetry.otlp_endpoint:
-        # Only with traces on: unset, a request goes through no middleware at all.
-        from agentsvc.api.tracing import trace_requests
-
-        app.middlewares.append(trace_requests)
     runtime.attach(app)
 
     for resource in _routes():

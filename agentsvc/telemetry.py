@@ -49,6 +49,9 @@ class _NoSpan:
     def fail(self, error_type: str) -> None:
         """Mark the span as failed with a short error type (nothing, here)."""
 
+    def answered(self, status: int) -> None:
+        """Record an HTTP response's status (nothing, here)."""
+
 
 NO_SPAN = _NoSpan()
 
@@ -73,7 +76,8 @@ async def stop() -> None:
 
 
 def server_span(method: str, route: str | None, headers: Mapping[str, str]) -> Any:
-    """The span of one HTTP request (its route's template as the name)."""
+    """The span of one HTTP request (its route's template as the name), to end with
+    `answered(status)`; the endpoint wrapper and the catch-all route run in it."""
     tracing = _tracing
     return NO_SPAN if tracing is None else tracing.server_span(method, route, headers)
 

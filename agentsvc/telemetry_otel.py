@@ -15,10 +15,9 @@ spans are dropped, told in words once per `warning_interval_seconds` (telemetry_
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
 import threading
-from collections.abc import AsyncIterator, Awaitable, Iterator, Mapping, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Mapping, MutableMapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -86,6 +85,54 @@ class Handle:
         self.span.set_attribute(ERROR_TYPE, kind)
         self.span.set_status(StatusCode.ERROR)
 
+    def answered(self, status: int) -> None:
+        """An HTTP server span's response status; a 5xx marks it failed."""
+        self.span.set_attribute("http.response.status_code", status)
+        if status >= 500:
+            self.fail(str(status))
+
+
+class Scope(Handle):
+    """A started span, current for a `with` block; an exception marks it failed with its
+    type. A plain class rather than `contextlib.contextmanager`: its generator and wrapper
+    cost about 1.5 µs of CPU a span more."""
+
+    __slots__ = ("_parent", "_conversation", "_token", "_marked")
+
+    def __init__(self, span: Span, parent: otel_context.Context | None, conversation: Any):
+        super().__init__(span)
+        self._parent = parent
+        self._conversation = conversation
+        self._token: object = None
+        self._marked: contextvars.Token[str | None] | None = None
+
+    def __enter__(self) -> Scope:
+        self._token = otel_context.attach(trace.set_span_in_context(self.span, self._parent))
+        if self._conversation:
+            self._marked = _conversation.set(self._conversation)
+        return self
+
+    def __exit__(self, kind: object, exc: BaseException | None, traceback: object) -> None:
+        if exc is not None and not getattr(exc, "not_a_failure", False):
+            self.fail(error_type(exc))
+        if self._marked is not None:
+            _conversation.reset(self._marked)
+        otel_context.detach(self._token)  # type: ignore[arg-type]
+        self.span.end()
+
+
+class _Resource(Resource):
+    """The service's resource, hashed once: the exporter looks every span's resource up
+    in a dict, and the SDK's hash writes the attributes out as JSON each time (about 2 µs
+    of the export thread's CPU a span). A resource never changes after it is made."""
+
+    def __init__(self, attributes: dict[str, str]):
+        super().__init__(attributes)
+        self._hash = super().__hash__()
+
+    def __hash__(self) -> int:
+        return self._hash
+
 
 class Tracing:
     """The tracer provider, its batch processor and exporter, and the span helpers."""
@@ -97,7 +144,7 @@ class Tracing:
         # Every setting is given: nothing is read from OTEL_* variables behind the
         # configuration's back (sampling, limits, resource).
         self.provider = TracerProvider(
-            resource=Resource(
+            resource=_Resource(
                 {"service.name": settings.service_name, "service.version": __version__}
             ),
             sampler=ALWAYS_ON
@@ -127,15 +174,14 @@ class Tracing:
 
     # -- spans ---------------------------------------------------------------------------
 
-    @contextlib.contextmanager
     def span(
         self,
         name: str,
         attributes: dict[str, Any] | None = None,
         kind: SpanKind = SpanKind.INTERNAL,
         parent: otel_context.Context | None = None,
-    ) -> Iterator[Handle]:
-        """A span, current for the block; an exception marks it failed with its type."""
+    ) -> Scope:
+        """A span, current for the `with` block; an exception marks it failed with its type."""
         span = self.tracer.start_span(
             name,
             context=parent,
@@ -144,25 +190,9 @@ class Tracing:
             record_exception=False,
             set_status_on_exception=False,
         )
-        token = otel_context.attach(trace.set_span_in_context(span, parent))
-        conversation = attributes.get(CONVERSATION) if attributes else None
-        marked = _conversation.set(conversation) if conversation else None
-        handle = Handle(span)
-        try:
-            yield handle
-        except BaseException as exc:
-            if not getattr(exc, "not_a_failure", False):
-                handle.fail(error_type(exc))
-            raise
-        finally:
-            if marked is not None:
-                _conversation.reset(marked)
-            otel_context.detach(token)
-            span.end()
+        return Scope(span, parent, attributes.get(CONVERSATION) if attributes else None)
 
-    def server_span(
-        self, method: str, route: str | None, headers: Mapping[str, str]
-    ) -> contextlib.AbstractContextManager[Handle]:
+    def server_span(self, method: str, route: str | None, headers: Mapping[str, str]) -> Scope:
         """An HTTP server span named `METHOD /route/{template}`, continuing the caller's
         trace when it sent a `traceparent`. The path, query and headers are not recorded."""
         attributes: dict[str, Any] = {"http.request.method": method}
@@ -338,12 +368,13 @@ class _Seen:
             )
 
     def record(self, span: Span, capture: bool) -> None:
+        attributes: dict[str, Any] = {}
         if self.input_tokens is not None:
-            span.set_attribute("gen_ai.usage.input_tokens", self.input_tokens)
+            attributes["gen_ai.usage.input_tokens"] = self.input_tokens
         if self.output_tokens is not None:
-            span.set_attribute("gen_ai.usage.output_tokens", self.output_tokens)
+            attributes["gen_ai.usage.output_tokens"] = self.output_tokens
         if self.reasons:
-            span.set_attribute("gen_ai.response.finish_reasons", self.reasons)
+            attributes["gen_ai.response.finish_reasons"] = self.reasons
         if capture:
             parts: list[dict[str, Any]] = []
             if self.texts:
@@ -352,7 +383,8 @@ class _Seen:
             message = {"role": "assistant", "parts": parts}
             if self.reasons:
                 message["finish_reason"] = self.reasons[-1]
-            span.set_attribute("gen_ai.output.messages", content_json([message]))
+            attributes["gen_ai.output.messages"] = content_json([message])
+        span.set_attributes(attributes)  # one call: the SDK takes its lock once
 
 
 def _message_json(message: Any) -> dict[str, Any]:

@@ -8,8 +8,9 @@ exists), about 8 µs of the ~55 µs a small POST took. Instead the endpoint wrap
 catch-all route (`fallback`) answers what no endpoint matched: 404, 405 with `Allow`, and
 CORS preflights.
 
-The one exception: with `[telemetry] otlp_endpoint` set, app.py adds `api/tracing.py`'s
-middleware, the span of each request; unset, there is none.
+With `[telemetry] otlp_endpoint` set, the same wrapper (and `fallback`) runs the request in
+its span (`telemetry.server_span`): no middleware then either, which would cost its two
+layers on every traced request; unset, the span is one shared object that does nothing.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import time
 
 from aiohttp import web
 
+from agentsvc import telemetry
 from agentsvc.api import app_keys, auth
 from agentsvc.api.errors import (
     ApiError,
@@ -115,27 +117,30 @@ async def _count_against_team(request: web.Request) -> None:
 
 async def fallback(request: web.Request) -> web.Response:
     """The catch-all route: CORS preflights, then 405 for a known path, else 404."""
-    request[app_keys.request_state_key] = RequestState(time.perf_counter())
-    if request.method == "OPTIONS" and request.headers.get("Access-Control-Request-Method"):
-        response = web.Response(status=204, headers=PREFLIGHT_HEADERS)
-    else:
-        try:
-            await _count_against_team(request)
-            allowed = await _allowed_methods(request)
-            if allowed:
-                allow = ",".join(sorted(allowed))
-                raise MethodNotAllowed(
-                    f"Method not allowed; allowed: {allow}", headers={"Allow": allow}
-                )
-            raise NotFound("No such endpoint")
-        except DomainError as exc:
-            response = error_response(exc)
-        except (asyncio.CancelledError, ConnectionResetError):
-            raise
-        except Exception:
-            response = unexpected_error(request)
-    finish_response(request, response)
-    return response
+    # With traces on, a span named by the method alone (the path may be anything).
+    with telemetry.server_span(request.method, None, request.headers) as span:
+        request[app_keys.request_state_key] = RequestState(time.perf_counter())
+        if request.method == "OPTIONS" and request.headers.get("Access-Control-Request-Method"):
+            response = web.Response(status=204, headers=PREFLIGHT_HEADERS)
+        else:
+            try:
+                await _count_against_team(request)
+                allowed = await _allowed_methods(request)
+                if allowed:
+                    allow = ",".join(sorted(allowed))
+                    raise MethodNotAllowed(
+                        f"Method not allowed; allowed: {allow}", headers={"Allow": allow}
+                    )
+                raise NotFound("No such endpoint")
+            except DomainError as exc:
+                response = error_response(exc)
+            except (asyncio.CancelledError, ConnectionResetError):
+                raise
+            except Exception:
+                response = unexpected_error(request)
+        finish_response(request, response)
+        span.answered(response.status)
+        return response
 
 
 def add_fallback(app: web.Application) -> None:

@@ -18,6 +18,7 @@ import orjson
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
+from agentsvc import telemetry
 from agentsvc.api import app_keys, auth
 from agentsvc.api.bodies import BodySlot, is_large, read_body
 from agentsvc.api.errors import PayloadTooLarge, ServerBusy, error_response
@@ -345,47 +346,50 @@ def make_handler(endpoint: Endpoint) -> Callable[[web.Request], Awaitable[web.St
 
     async def handle(request: web.Request) -> web.StreamResponse:
         # One coroutine for the whole request: every extra layer costs on every request.
-        deps = request_deps(request)
-        bound = deps.bound.get(handle)
-        if bound is None:
-            bound = deps.bound[handle] = _bind(endpoint, deps)
-        if bound.proxies:
-            request = bound.proxies.client_of(request)
-        state = RequestState(time.perf_counter(), endpoint.cors, route, bound.stats)
-        request[app_keys.request_state_key] = state
-        slot: BodySlot | None = None
-        try:
-            principal = None
-            if not deps.health.serving and endpoint.below_api:
-                raise database_away()  # nothing done: a load balancer may try another process
-            if endpoint.auth != "public":
-                principal = await _authorize(endpoint, request)
-            if endpoint.precheck is not None:
-                await endpoint.precheck(request, principal)
-            query = _parse_query(endpoint.query, request) if endpoint.query else None
-            body = None
-            streamed = endpoint.form is not None and _streamed_form(endpoint, request, bound)
-            if endpoint.body is not None and not streamed:
-                body, slot = await _read_json(endpoint, request, bound)
-            call = Call(request, principal, body, query, request.match_info, slot)
-            body = None  # the handler may drop it (`Call.release_body`)
-            response = await endpoint.handler(call)
-        except DomainError as exc:
-            response = (endpoint.render_error or error_response)(exc)
-        except web.HTTPException as exc:
-            if exc.status < 400:
+        # Its span, with traces on; off, `server_span` hands back a shared do-nothing one.
+        with telemetry.server_span(request.method, route, request.headers) as span:
+            deps = request_deps(request)
+            bound = deps.bound.get(handle)
+            if bound is None:
+                bound = deps.bound[handle] = _bind(endpoint, deps)
+            if bound.proxies:
+                request = bound.proxies.client_of(request)
+            state = RequestState(time.perf_counter(), endpoint.cors, route, bound.stats)
+            request[app_keys.request_state_key] = state
+            slot: BodySlot | None = None
+            try:
+                principal = None
+                if not deps.health.serving and endpoint.below_api:
+                    raise database_away()  # nothing done: a load balancer may try another process
+                if endpoint.auth != "public":
+                    principal = await _authorize(endpoint, request)
+                if endpoint.precheck is not None:
+                    await endpoint.precheck(request, principal)
+                query = _parse_query(endpoint.query, request) if endpoint.query else None
+                body = None
+                streamed = endpoint.form is not None and _streamed_form(endpoint, request, bound)
+                if endpoint.body is not None and not streamed:
+                    body, slot = await _read_json(endpoint, request, bound)
+                call = Call(request, principal, body, query, request.match_info, slot)
+                body = None  # the handler may drop it (`Call.release_body`)
+                response = await endpoint.handler(call)
+            except DomainError as exc:
+                response = (endpoint.render_error or error_response)(exc)
+            except web.HTTPException as exc:
+                if exc.status < 400:
+                    raise
+                response = (endpoint.render_error or error_response)(from_http_exception(exc))
+            except (asyncio.CancelledError, ConnectionResetError):
                 raise
-            response = (endpoint.render_error or error_response)(from_http_exception(exc))
-        except (asyncio.CancelledError, ConnectionResetError):
-            raise
-        except Exception:
-            response = unexpected_error(request)
-        finally:
-            if slot is not None:
-                slot.release()
-        if not response.prepared:  # a stream finishes its own, before its first byte
-            finish_response(request, response, state)
-        return response
+            except Exception:
+                response = unexpected_error(request)
+            finally:
+                if slot is not None:
+                    slot.release()
+            if not response.prepared:  # a stream finishes its own, before its first byte
+                finish_response(request, response, state)
+            span.answered(response.status)
+            return response
 
     handle.endpoint = endpoint  # type: ignore[attr-defined]
     return handle

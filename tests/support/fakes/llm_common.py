@@ -46,6 +46,8 @@ class FakeProvider:
     def __init__(self) -> None:
         self.replies: list[Reply] = []
         self.requests: list[dict[str, Any]] = []
+        # A benchmark's server: this reply to every request, and no request kept.
+        self.always: Reply | None = None
         self.server: TestServer | None = None
         app = web.Application()
         app.router.add_post(self.path, self._handle)
@@ -70,12 +72,20 @@ class FakeProvider:
             await self.server.close()
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
-        self.requests.append(
-            {"headers": dict(request.headers), "json": await request.json(), "path": request.path}
-        )
-        if not self.replies:
-            return web.json_response({"error": {"message": "no scripted reply"}}, status=500)
-        reply = self.replies.pop(0)
+        if self.always is not None:
+            await request.read()
+            reply = self.always
+        else:
+            self.requests.append(
+                {
+                    "headers": dict(request.headers),
+                    "json": await request.json(),
+                    "path": request.path,
+                }
+            )
+            if not self.replies:
+                return web.json_response({"error": {"message": "no scripted reply"}}, status=500)
+            reply = self.replies.pop(0)
         if reply.delay:
             await asyncio.sleep(reply.delay)
         if reply.status != 200:

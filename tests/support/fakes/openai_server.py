@@ -161,3 +161,15 @@ class FakeOpenAI(FakeProvider):
     @property
     def base_url(self) -> str:
         return self.url + "/v1"
+
+
+if __name__ == "__main__":
+    # A separate process for the benchmarks, giving every request the same short streamed
+    # answer with its usage: python -m tests.support.fakes.openai_server PORT
+    import sys
+
+    from aiohttp import web
+
+    fake = FakeOpenAI()
+    fake.always = stream(text_events(["We open at nine ", "on Saturdays."], usage=(42, 8)))
+    web.run_app(fake.app, host="127.0.0.1", port=int(sys.argv[1]), print=None, access_log=None)
