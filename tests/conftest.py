@@ -291,6 +291,16 @@ async def openai_fake():
 
 
 @pytest.fixture
+def redis_server(tmp_path):
+    """A real redis-server on 127.0.0.1 (tests/support/redis_server.py)."""
+    from tests.support.redis_server import started
+
+    server = started(tmp_path)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
 async def anthropic_fake():
     """A fake Anthropic Messages server on 127.0.0.1 (tests/support/fakes/anthropic_server.py)."""
     from tests.support.fakes import anthropic_server

@@ -4,40 +4,15 @@ a refusal, garbage), plan limits and bad input, other teams kept out."""
 
 from __future__ import annotations
 
-import asyncio
-import time
-
 from agentsvc.llm.sse import SseParser
 from tests.support.accounts import bearer, new_api_key
 from tests.support.chat import chat, new_agent, user
 from tests.support.errors import assert_error
+from tests.support.evals import finished, post, set_with_cases
 from tests.support.fakes import openai_server as oai
 
 PROMPT = "We open at nine on Saturdays. Parcels ship within a day."
 OPEN = "When do you open on Saturdays?"
-
-
-async def _post(client, auth, path: str, body: dict, status: int = 201) -> dict:
-    resp = await client.post(f"/api/v1{path}", json=body, headers=auth)
-    assert resp.status == status, await resp.text()
-    return await resp.json()
-
-
-async def _set_with_cases(client, auth, agent_id: str, cases: list[dict]) -> str:
-    found = (await _post(client, auth, f"/agents/{agent_id}/evalsets", {"name": "Hours"}))["data"]
-    for case in cases:
-        await _post(client, auth, f"/evalsets/{found['id']}/cases", case)
-    return found["id"]
-
-
-async def _finished(client, auth, run_id: str, seconds: float = 20) -> dict:
-    deadline = time.monotonic() + seconds
-    while True:
-        resp = await client.get(f"/api/v1/eval-runs/{run_id}", headers=auth)
-        run = (await resp.json())["data"]
-        if run["status"] in ("done", "failed") or time.monotonic() > deadline:
-            return run
-        await asyncio.sleep(0.05)
 
 
 FOUR_CASES = [
@@ -50,12 +25,12 @@ FOUR_CASES = [
 
 async def test_a_run_of_the_builtin_model_scores_each_case_with_a_reason(client, auth):
     agent = await new_agent(client, auth, systemPrompt=PROMPT)
-    set_id = await _set_with_cases(client, auth, agent["id"], FOUR_CASES)
+    set_id = await set_with_cases(client, auth, agent["id"], FOUR_CASES)
     cases = await (await client.get(f"/api/v1/evalsets/{set_id}/cases", headers=auth)).json()
     assert [c["tags"] for c in cases["data"]] == [[], [], ["tone"], []]
-    started = await _post(client, auth, f"/evalsets/{set_id}/runs", {}, status=202)
+    started = await post(client, auth, f"/evalsets/{set_id}/runs", {}, status=202)
     assert started["data"]["status"] in ("queued", "running") and started["data"]["version"] == "1"
-    run = await _finished(client, auth, started["data"]["id"])
+    run = await finished(client, auth, started["data"]["id"])
     assert (run["status"], run["total"], run["done"], run["passed"]) == ("done", 4, 4, 2)
     assert run["passRate"] == 50.0 and run["finishedAt"]
     results = run["results"]
@@ -73,29 +48,29 @@ async def test_a_run_of_the_builtin_model_scores_each_case_with_a_reason(client,
 
 async def test_runs_name_a_version_or_the_draft(client, auth):
     agent = await new_agent(client, auth, systemPrompt=PROMPT)
-    set_id = await _set_with_cases(client, auth, agent["id"], FOUR_CASES[:1])
+    set_id = await set_with_cases(client, auth, agent["id"], FOUR_CASES[:1])
     await client.patch(
         f"/api/v1/agents/{agent['id']}",
         json={"versioning": "draft", "systemPrompt": "We open at ten on Saturdays."},
         headers=auth,
     )
-    draft = await _post(client, auth, f"/evalsets/{set_id}/runs", {"version": "draft"}, 202)
-    first = await _post(client, auth, f"/evalsets/{set_id}/runs", {"version": 1}, 202)
-    draft_run = await _finished(client, auth, draft["data"]["id"])
-    first_run = await _finished(client, auth, first["data"]["id"])
+    draft = await post(client, auth, f"/evalsets/{set_id}/runs", {"version": "draft"}, 202)
+    first = await post(client, auth, f"/evalsets/{set_id}/runs", {"version": 1}, 202)
+    draft_run = await finished(client, auth, draft["data"]["id"])
+    first_run = await finished(client, auth, first["data"]["id"])
     assert (draft_run["version"], draft_run["passed"]) == ("draft", 0)
     assert (first_run["version"], first_run["passed"]) == ("1", 1)
-    body = await _post(client, auth, f"/evalsets/{set_id}/runs", {"version": 5}, 404)
+    body = await post(client, auth, f"/evalsets/{set_id}/runs", {"version": 5}, 404)
     assert body["error"]["message"] == "This agent has no version 5"
     await client.delete(f"/api/v1/agents/{agent['id']}/draft", headers=auth)
-    body = await _post(client, auth, f"/evalsets/{set_id}/runs", {"version": "draft"}, 404)
+    body = await post(client, auth, f"/evalsets/{set_id}/runs", {"version": "draft"}, 404)
     assert "no draft" in body["error"]["message"]
 
 
 async def test_progress_streams_as_events_until_the_end(client, auth):
     agent = await new_agent(client, auth, systemPrompt=PROMPT)
-    set_id = await _set_with_cases(client, auth, agent["id"], FOUR_CASES)
-    started = await _post(client, auth, f"/evalsets/{set_id}/runs", {}, status=202)
+    set_id = await set_with_cases(client, auth, agent["id"], FOUR_CASES)
+    started = await post(client, auth, f"/evalsets/{set_id}/runs", {}, status=202)
     resp = await client.get(f"/api/v1/eval-runs/{started['data']['id']}/events", headers=auth)
     assert resp.status == 200 and resp.content_type == "text/event-stream"
     events = [(e.event, e.data) for e in SseParser().feed(await resp.read())]
@@ -108,9 +83,9 @@ async def test_progress_streams_as_events_until_the_end(client, auth):
 
 async def test_cases_are_imported_from_curated_and_thumbs_down_answers_once(client, auth):
     agent = await new_agent(client, auth, systemPrompt=PROMPT)
-    set_id = await _set_with_cases(client, auth, agent["id"], [])
+    set_id = await set_with_cases(client, auth, agent["id"], [])
     hats = {"question": "Do you sell hats?", "answer": "We sell caps and beanies, not hats."}
-    await _post(client, auth, f"/agents/{agent['id']}/answers", hats)
+    await post(client, auth, f"/agents/{agent['id']}/answers", hats)
     stream = await chat(
         client, {"agentId": agent["id"], "messages": user("Do you sell gloves?")}, auth
     )
@@ -120,22 +95,22 @@ async def test_cases_are_imported_from_curated_and_thumbs_down_answers_once(clie
         headers=auth,
     )
     gloves = {"question": "Do you sell gloves?", "answer": "Gloves come in winter."}
-    await _post(client, auth, f"/agents/{agent['id']}/answers", gloves)
+    await post(client, auth, f"/agents/{agent['id']}/answers", gloves)
 
-    curated = await _post(client, auth, f"/evalsets/{set_id}/import", {"from": "curated"}, 200)
+    curated = await post(client, auth, f"/evalsets/{set_id}/import", {"from": "curated"}, 200)
     assert curated["data"]["imported"] == 2
     assert {c["expected"] for c in curated["data"]["cases"]} == {hats["answer"], gloves["answer"]}
-    again = await _post(client, auth, f"/evalsets/{set_id}/import", {"from": "curated"}, 200)
+    again = await post(client, auth, f"/evalsets/{set_id}/import", {"from": "curated"}, 200)
     assert again["data"]["imported"] == 0
     other = await new_agent(client, auth, systemPrompt=PROMPT)
-    await _post(client, auth, f"/agents/{other['id']}/answers", gloves)
-    rated = await _set_with_cases(client, auth, agent["id"], [])
-    found = await _post(client, auth, f"/evalsets/{rated}/import", {"from": "feedback"}, 200)
+    await post(client, auth, f"/agents/{other['id']}/answers", gloves)
+    rated = await set_with_cases(client, auth, agent["id"], [])
+    found = await post(client, auth, f"/evalsets/{rated}/import", {"from": "feedback"}, 200)
     assert [(c["question"], c["expected"], c["tags"]) for c in found["data"]["cases"]] == [
         ("Do you sell gloves?", "Gloves come in winter.", ["feedback"])
     ]
-    run = await _post(client, auth, f"/evalsets/{set_id}/runs", {}, status=202)
-    assert (await _finished(client, auth, run["data"]["id"]))["passed"] == 2
+    run = await post(client, auth, f"/evalsets/{set_id}/runs", {}, status=202)
+    assert (await finished(client, auth, run["data"]["id"]))["passed"] == 2
 
 
 async def test_a_judge_model_decides_and_garbage_fails_the_case_not_the_run(
@@ -148,15 +123,15 @@ async def test_a_judge_model_decides_and_garbage_fails_the_case_not_the_run(
     auth = bearer(await new_api_key(client))
     agent = await new_agent(client, auth, systemPrompt=PROMPT)
     expected = {"question": OPEN, "expected": "We open at nine on Saturdays."}
-    set_id = await _set_with_cases(client, auth, agent["id"], [expected] * 3)
+    set_id = await set_with_cases(client, auth, agent["id"], [expected] * 3)
     openai_fake.script(
         oai.stream(oai.text_events(['{"pass": true, "reason": "Same hours."}'])),
         oai.stream(oai.text_events(['Sure! {"pass": false, "reason": "Wrong day."}'])),
         oai.stream(oai.text_events(["I think it is fine"])),
     )
     body = {"judge": "oai/gpt-judge"}
-    run = await _post(client, auth, f"/evalsets/{set_id}/runs", body, status=202)
-    done = await _finished(client, auth, run["data"]["id"])
+    run = await post(client, auth, f"/evalsets/{set_id}/runs", body, status=202)
+    done = await finished(client, auth, run["data"]["id"])
     assert done["status"] == "done" and done["judge"] == "oai/gpt-judge"
     assert [(r["passed"], r["reason"]) for r in done["results"]] == [
         (True, "The judge: Same hours."),
@@ -175,7 +150,7 @@ async def test_a_judge_model_decides_and_garbage_fails_the_case_not_the_run(
 
 async def test_bad_cases_plan_limits_and_other_teams(client, auth):
     agent = await new_agent(client, auth, systemPrompt=PROMPT)
-    set_id = await _set_with_cases(client, auth, agent["id"], [])
+    set_id = await set_with_cases(client, auth, agent["id"], [])
     bad = [
         {"question": OPEN},
         {"question": OPEN, "expected": "   "},
@@ -187,11 +162,11 @@ async def test_bad_cases_plan_limits_and_other_teams(client, auth):
         {"question": OPEN, "mustInclude": ["nine"], "tags": ["t"] * 11},
     ]
     for case in bad:
-        body = await _post(client, auth, f"/evalsets/{set_id}/cases", case, status=400)
+        body = await post(client, auth, f"/evalsets/{set_id}/cases", case, status=400)
         assert body["error"]["code"] == "VALIDATION_ERROR"
-    body = await _post(client, auth, f"/evalsets/{set_id}/runs", {}, status=400)
+    body = await post(client, auth, f"/evalsets/{set_id}/runs", {}, status=400)
     assert "no cases" in body["error"]["message"]
-    await _post(client, auth, f"/evalsets/{set_id}/import", {"from": "elsewhere"}, status=400)
+    await post(client, auth, f"/evalsets/{set_id}/import", {"from": "elsewhere"}, status=400)
     free = bearer(await new_api_key(client, "free@example.com", plan="free"))
     for method, path in (
         ("get", f"/evalsets/{set_id}"),
@@ -215,25 +190,25 @@ async def test_a_team_runs_a_bounded_number_at_once(make_client, openai_fake):
     )
     auth = bearer(await new_api_key(client))
     agent = await new_agent(client, auth, systemPrompt=PROMPT)
-    set_id = await _set_with_cases(client, auth, agent["id"], [{"question": OPEN, "expected": "x"}])
+    set_id = await set_with_cases(client, auth, agent["id"], [{"question": OPEN, "expected": "x"}])
     verdict = oai.text_events(['{"pass": true, "reason": "ok"}'])
     openai_fake.script(oai.stream(verdict, delay=1.0), oai.stream(verdict))
-    first = await _post(client, auth, f"/evalsets/{set_id}/runs", {"judge": "oai/j"}, 202)
-    body = await _post(client, auth, f"/evalsets/{set_id}/runs", {}, status=409)
+    first = await post(client, auth, f"/evalsets/{set_id}/runs", {"judge": "oai/j"}, 202)
+    body = await post(client, auth, f"/evalsets/{set_id}/runs", {}, status=409)
     assert "under way" in body["error"]["message"]
-    await _finished(client, auth, first["data"]["id"])
-    await _post(client, auth, f"/evalsets/{set_id}/runs", {}, status=202)
+    await finished(client, auth, first["data"]["id"])
+    await post(client, auth, f"/evalsets/{set_id}/runs", {}, status=202)
 
 
 async def test_a_set_holds_as_many_cases_as_the_plan_allows(make_client):
     client = await make_client(plans={"tiny": {"eval_cases": 3}})
     auth = bearer(await new_api_key(client, plan="tiny"))
     agent = await new_agent(client, auth, systemPrompt=PROMPT)
-    set_id = await _set_with_cases(client, auth, agent["id"], [FOUR_CASES[0]] * 3)
-    body = await _post(client, auth, f"/evalsets/{set_id}/cases", FOUR_CASES[0], 400)
+    set_id = await set_with_cases(client, auth, agent["id"], [FOUR_CASES[0]] * 3)
+    body = await post(client, auth, f"/evalsets/{set_id}/cases", FOUR_CASES[0], 400)
     assert body["error"]["message"] == "This set holds 3 cases; your plan allows 3 in a set"
-    await _post(
+    await post(
         client, auth, f"/agents/{agent['id']}/answers", {"question": "Hats?", "answer": "No."}
     )
-    imported = await _post(client, auth, f"/evalsets/{set_id}/import", {"from": "curated"}, 200)
+    imported = await post(client, auth, f"/evalsets/{set_id}/import", {"from": "curated"}, 200)
     assert imported["data"]["imported"] == 0  # no room: nothing added, no error

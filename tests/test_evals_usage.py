@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from tests.support.accounts import bearer, new_api_key
 from tests.support.chat import new_agent
+from tests.support.evals import finished, post, set_with_cases
 from tests.support.fakes import openai_server as oai
 from tests.support.usage import OAI, PRICE, agent_budget, priced_client, usage_report
-from tests.test_evals import _finished, _post, _set_with_cases
 
 JUDGE = "oai/gpt-judge"
 CASE = {"question": "When do you open?", "expected": "We open at nine."}
@@ -19,13 +19,13 @@ async def test_a_runs_answers_and_verdicts_are_counted_as_the_agents(make_client
     client = await priced_client(make_client, openai_fake, prices=prices, evals={"concurrency": 1})
     auth = bearer(await new_api_key(client))
     agent = await new_agent(client, auth, model=OAI)
-    set_id = await _set_with_cases(client, auth, agent["id"], [CASE, CASE])
+    set_id = await set_with_cases(client, auth, agent["id"], [CASE, CASE])
     for _ in range(2):  # each case: the agent's answer (12 + 7 tokens), the judge's (30 + 5)
         openai_fake.script(oai.stream(oai.text_events(["We open at nine."], usage=(12, 7))))
         verdict = '{"pass": true, "reason": "Same."}'
         openai_fake.script(oai.stream(oai.text_events([verdict], usage=(30, 5))))
-    run = await _post(client, auth, f"/evalsets/{set_id}/runs", {"judge": JUDGE}, status=202)
-    done = await _finished(client, auth, run["data"]["id"])
+    run = await post(client, auth, f"/evalsets/{set_id}/runs", {"judge": JUDGE}, status=202)
+    done = await finished(client, auth, run["data"]["id"])
     assert [r["passed"] for r in done["results"]] == [True, True]
 
     by_model = {r["model"]: r for r in (await usage_report(client, auth, groupBy="model"))["rows"]}
@@ -41,10 +41,10 @@ async def test_a_spent_budget_fails_the_cases_without_asking_the_model(make_clie
     auth = bearer(await new_api_key(client))
     agent = await new_agent(client, auth, model=OAI)
     await agent_budget(client, auth, agent["id"], {"monthlyLimit": 0.1})
-    set_id = await _set_with_cases(client, auth, agent["id"], [CASE, CASE])
+    set_id = await set_with_cases(client, auth, agent["id"], [CASE, CASE])
     openai_fake.script(oai.stream(oai.text_events(["We open at nine."], usage=(12, 7))))
-    run = await _post(client, auth, f"/evalsets/{set_id}/runs", {}, status=202)
-    done = await _finished(client, auth, run["data"]["id"])
+    run = await post(client, auth, f"/evalsets/{set_id}/runs", {}, status=202)
+    done = await finished(client, auth, run["data"]["id"])
     first, second = done["results"]
     assert first["answer"] == "We open at nine."  # 0.19 spent: over the 0.10 limit
     assert second["passed"] is False and "monthly budget is spent" in second["reason"]

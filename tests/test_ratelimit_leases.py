@@ -1,7 +1,7 @@
 """Shared limits lease their tokens from Redis in small batches (issue 37): one round trip
 serves several requests, a limit never admits more than its tokens plus one lease per
 process, and a bucket Redis called empty is refused without asking again until a token is
-due. Real `redis-server` (see test_ratelimit_redis.py), two limiters for two processes."""
+due. Real `redis-server` (tests/support/redis_server.py), two limiters for two processes."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import asyncio
 import redis
 
 from agentsvc.ratelimit_redis import LEASE_SECONDS, RedisLimiter, lease_size
-from tests.test_ratelimit_redis import redis_server  # noqa: F401 - the fixture
 
 
 def round_trips(port: int) -> int:
@@ -36,7 +35,7 @@ def test_lease_sizes_follow_the_limit():
     assert lease_size(1_000_000) == 20  # capped
 
 
-async def test_one_round_trip_serves_a_lease_of_requests(redis_server):  # noqa: F811
+async def test_one_round_trip_serves_a_lease_of_requests(redis_server):
     limiter = await warmed(redis_server.url)
     try:
         before = round_trips(redis_server.port)
@@ -49,7 +48,7 @@ async def test_one_round_trip_serves_a_lease_of_requests(redis_server):  # noqa:
         await limiter.close()
 
 
-async def test_concurrent_requests_share_one_round_trip(redis_server):  # noqa: F811
+async def test_concurrent_requests_share_one_round_trip(redis_server):
     limiter = await warmed(redis_server.url)
     try:
         before = round_trips(redis_server.port)
@@ -60,7 +59,7 @@ async def test_concurrent_requests_share_one_round_trip(redis_server):  # noqa: 
         await limiter.close()
 
 
-async def test_two_processes_never_admit_more_than_the_limit(redis_server):  # noqa: F811
+async def test_two_processes_never_admit_more_than_the_limit(redis_server):
     """600 a minute, leases of 12: alternate two processes until both are refused; the
     admitted count is the bucket's 600 (plus what refilled meanwhile), never a lease more."""
     one, two = RedisLimiter(redis_server.url), RedisLimiter(redis_server.url)
@@ -83,7 +82,7 @@ async def test_two_processes_never_admit_more_than_the_limit(redis_server):  # n
         await two.close()
 
 
-async def test_unused_leased_tokens_are_dropped_after_a_second(redis_server):  # noqa: F811
+async def test_unused_leased_tokens_are_dropped_after_a_second(redis_server):
     limiter = await warmed(redis_server.url)
     try:
         assert (await limiter.take("team:t4", 6000)).allowed
@@ -95,7 +94,7 @@ async def test_unused_leased_tokens_are_dropped_after_a_second(redis_server):  #
         await limiter.close()
 
 
-async def test_new_buckets_asked_for_at_once_share_one_round_trip(redis_server):  # noqa: F811
+async def test_new_buckets_asked_for_at_once_share_one_round_trip(redis_server):
     """Each visitor's session has a bucket of its own, new to this process: what 50 of them
     ask at the same moment goes to Redis in one script call, each answered as if alone."""
     limiter = await warmed(redis_server.url)
@@ -114,7 +113,7 @@ async def test_new_buckets_asked_for_at_once_share_one_round_trip(redis_server):
         await limiter.close()
 
 
-async def test_a_request_that_goes_away_does_not_strand_the_others(redis_server):  # noqa: F811
+async def test_a_request_that_goes_away_does_not_strand_the_others(redis_server):
     limiter = await warmed(redis_server.url)
     try:
         first = asyncio.ensure_future(limiter.take("team:t5", 6000))

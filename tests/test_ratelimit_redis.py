@@ -7,89 +7,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import shutil
-import socket
-import subprocess
 import time
 
-import pytest
 import redis
 
 from agentsvc.ratelimit_redis import PREFIX, RedisLimiter
 from tests.support.accounts import bearer, new_api_key
 from tests.support.chat import chat, new_agent, user
 from tests.support.errors import assert_error
+from tests.support.redis_server import free_port
 from tests.support.settings import make_settings
-
-REDIS_SERVER = shutil.which("redis-server") or ""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class RedisServer:
-    def __init__(self, tmp_path):
-        self.port = free_port()
-        self.dir = tmp_path
-        self.proc: subprocess.Popen | None = None
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> RedisServer:
-        self.proc = subprocess.Popen(
-            [
-                REDIS_SERVER,
-                "--port",
-                str(self.port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--dir",
-                str(self.dir),
-            ],
-            stdout=subprocess.DEVNULL,
-        )
-        client = redis.Redis(port=self.port)
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                client.ping()
-                break
-            except redis.ConnectionError:
-                assert time.monotonic() < deadline, "redis-server did not start"
-                time.sleep(0.05)
-        client.close()
-        return self
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            self.proc.terminate()
-            self.proc.wait(10)
-            self.proc = None
-
-    def keys(self) -> list[bytes]:
-        client = redis.Redis(port=self.port)
-        try:
-            return client.keys("*")
-        finally:
-            client.close()
-
-
-@pytest.fixture
-def redis_server(tmp_path):
-    if not REDIS_SERVER:
-        if os.environ.get("TEST_REQUIRE_REDIS"):
-            pytest.fail("redis-server is not installed (apt-get install redis-server)")
-        pytest.skip("redis-server is not installed")
-    server = RedisServer(tmp_path).start()
-    yield server
-    server.stop()
 
 
 async def two_apps(make_client, tmp_path, url: str, **limits):

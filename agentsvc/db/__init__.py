@@ -43,9 +43,13 @@ class VectorSearchUnavailable(Exception):
     """The database cannot rank vectors itself (`vector_reader`); the message says why."""
 
 
-def raises_constraint_violation(driver_error: type[Exception]) -> Callable[[F], F]:
+def raises_constraint_violation(
+    driver_error: type[Exception], lost: tuple[type[BaseException], ...] = ()
+) -> Callable[[F], F]:
     """Wrap a Tx method `(self, sql, params)` so the driver's integrity error (sqlite3's
-    IntegrityError, asyncpg's IntegrityConstraintViolationError) is a ConstraintViolation."""
+    IntegrityError, asyncpg's IntegrityConstraintViolationError) is a ConstraintViolation,
+    and a `lost` connection's error is told to the Tx's `_on_lost` before it is raised (the
+    database is then pinged at once). One wrapper: each layer costs every statement."""
 
     def wrap(method: F) -> F:
         @functools.wraps(method)
@@ -54,6 +58,11 @@ def raises_constraint_violation(driver_error: type[Exception]) -> Callable[[F], 
                 return await method(self, sql, params)
             except driver_error as exc:
                 raise ConstraintViolation(str(exc)) from exc
+            except lost as exc:
+                on_lost = self._on_lost
+                if on_lost is not None:
+                    on_lost(exc)
+                raise
 
         return run  # type: ignore[return-value]
 

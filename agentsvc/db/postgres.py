@@ -32,11 +32,11 @@ import asyncpg
 
 from agentsvc.db import (
     RESYNC,
-    ConstraintViolation,
     Params,
     Row,
     Tx,
     VectorSearchUnavailable,
+    raises_constraint_violation,
 )
 from agentsvc.db.batcher import BATCH_HOLD_SECONDS, Failed, WriteBatcher
 from agentsvc.db.holds import Slowest, WriteClock, awaited
@@ -102,23 +102,11 @@ def _rowcount(status: str) -> int:
     return int(last) if last.isdigit() else 0
 
 
-def _statement(method):
-    """A PgTx statement: the driver's integrity error raised as ConstraintViolation (as
-    `raises_constraint_violation` does), and a lost connection told to the PgTx's
-    `on_lost` before it is raised. One wrapper: each layer costs every statement."""
-
-    @functools.wraps(method)
-    async def run(self: PgTx, sql: str, params: Any = ()) -> Any:
-        try:
-            return await method(self, sql, params)
-        except asyncpg.IntegrityConstraintViolationError as exc:
-            raise ConstraintViolation(str(exc)) from exc
-        except CONNECTION_LOST as exc:
-            if self._on_lost is not None:
-                self._on_lost(exc)
-            raise
-
-    return run
+# A PgTx statement: ConstraintViolation for the driver's integrity error, and a lost
+# connection told to the PgTx's `on_lost` before it is raised.
+_statement = raises_constraint_violation(
+    asyncpg.IntegrityConstraintViolationError, lost=CONNECTION_LOST
+)
 
 
 class PgTx:
