@@ -241,6 +241,11 @@ class PostgresDatabase:
             finally:
                 self.clock.stopped(started, opener, lasti)
         finally:
+            if conn.is_in_transaction():
+                # Cancelled inside BEGIN, COMMIT or ROLLBACK (a job stopped at shutdown): the
+                # connection's state is unknown. Closed, the server ends its transaction as
+                # for a crash, and the pool replaces it (released open, asyncpg logs an error).
+                conn.terminate()
             await self._pool.release(conn)
 
     async def _watched(self, awaitable: Awaitable[T]) -> T:
