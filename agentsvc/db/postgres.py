@@ -369,6 +369,7 @@ class PostgresDatabase:
         subscribers hear RESYNC: notifications sent meanwhile are lost."""
         lost = False
         while True:
+            _stop_if_cancelled()
             try:
                 conn = await asyncpg.connect(self.url, timeout=PROBE_TIMEOUT_SECONDS)
             except (OSError, TimeoutError, asyncpg.PostgresError) as exc:
@@ -377,11 +378,13 @@ class PostgresDatabase:
                 await asyncio.sleep(PROBE_SECONDS)
                 continue
             closed = asyncio.Event()
-            conn.add_termination_listener(functools.partial(_set, closed))
+            # The server ending the connection wakes the watch as a ping request does.
+            conn.add_termination_listener(functools.partial(_set, closed, self._ping_now))
             try:
-                await asyncio.wait_for(
-                    conn.add_listener(CHANNEL, self._on_notification), PROBE_TIMEOUT_SECONDS
-                )
+                # asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow the
+                # cancellation that stops the upkeep at shutdown, which then never ends.
+                async with asyncio.timeout(PROBE_TIMEOUT_SECONDS):
+                    await conn.add_listener(CHANNEL, self._on_notification)
                 self._reached()
                 if lost:
                     self._deliver(RESYNC)
@@ -498,8 +501,18 @@ async def _nothing_to_reset(_conn: asyncpg.Connection) -> None:
     a transaction left open before it calls this."""
 
 
-def _set(event: asyncio.Event, _conn: Any) -> None:
-    event.set()
+def _stop_if_cancelled() -> None:
+    """End a loop whose task was asked to stop even if a library swallowed the
+    CancelledError (Python 3.11's wait_for can, when its inner call ends at that moment):
+    the upkeep must end at shutdown, or closing the app waits for it forever."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
+
+
+def _set(closed: asyncio.Event, wake: asyncio.Event, _conn: Any) -> None:
+    closed.set()
+    wake.set()
 
 
 async def _watch(
@@ -512,30 +525,23 @@ async def _watch(
     after each answer, until a ping fails or times out (return why) or the server ends the
     connection (return None)."""
     while True:
+        _stop_if_cancelled()
         try:
-            await asyncio.wait_for(_first(closed, ping_now), PROBE_SECONDS)
+            async with asyncio.timeout(PROBE_SECONDS):
+                await ping_now.wait()  # set too when the server ends the connection
         except TimeoutError:
             pass
         if closed.is_set():
             return None
         ping_now.clear()
         try:
-            await asyncio.wait_for(conn.fetchval("SELECT 1"), PROBE_TIMEOUT_SECONDS)
+            async with asyncio.timeout(PROBE_TIMEOUT_SECONDS):
+                await conn.fetchval("SELECT 1")
         except TimeoutError:
             return f"no answer within {PROBE_TIMEOUT_SECONDS:g} s"
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
             return f"a ping failed ({exc or type(exc).__name__})"
         answered()
-
-
-async def _first(*events: asyncio.Event) -> None:
-    """Return when any of `events` is set."""
-    waits = [asyncio.ensure_future(event.wait()) for event in events]
-    try:
-        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for wait in waits:
-            wait.cancel()
 
 
 async def _warn_without_btree_gin(conn: asyncpg.Connection) -> None:
