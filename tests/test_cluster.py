@@ -3,7 +3,8 @@ service: limits are shared, every accepted submission is delivered (one process 
 with SIGKILL mid-delivery), a revoked key is refused by every process within 1 s, and so
 are a SCIM deactivation and a role given by a SCIM group (issue 35); a channel's message
 arriving at several processes makes one turn and one reply, and a killed process's replies
-and waiting messages are taken over (issue 32).
+and waiting messages are taken over (issue 32); a tool call's approval given through one
+process lets the visitor's stream in another go on (issue 36).
 
 Runs on the PostgreSQL side of the suite (scripts/test.sh starts the servers); nginx is
 Debian's, with scripts/nginx_cluster.conf as docs/operators/growing.md shows it, on free ports.
@@ -24,6 +25,7 @@ import aiohttp
 import orjson
 import pytest
 
+from agentsvc.llm.sse import SseParser
 from tests.support import pg
 from tests.support.channel_platforms import TELEGRAM_TOKEN
 from tests.support.channels import message, signed
@@ -43,6 +45,7 @@ REDIS_URL = pg.REDIS_URL  # this test process's Redis database
 NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else "")
 NGINX_CONF = Path(__file__).resolve().parents[1] / "scripts" / "nginx_cluster.conf"
 PLAN_PER_MINUTE = 30
+REFUND_A1 = '/tool refund {"order": "A1"}'  # the builtin model calls the tool
 LEASE_SECONDS = 4
 POLL_SECONDS = 0.5
 
@@ -145,11 +148,69 @@ async def test_three_processes_act_as_one(cluster, idp):
     cluster.cli("team", "set-plan", "--email", "limited@example.com", "--plan", "limited")
     revoked, admin = cluster.key("keys@example.com"), cluster.key("keys@example.com")
     forms = cluster.key("forms@example.com")
+    approver = cluster.key("approvals@example.com")
     async with aiohttp.ClientSession() as http:
+        await an_approval_in_one_process_reaches_a_stream_in_another(cluster, http, approver)
         await plan_limit_holds_across_processes(cluster, http, limited)
         await revoked_key_is_refused_everywhere_within_a_second(cluster, http, revoked, admin)
         await scim_changes_reach_every_process_within_a_second(cluster, idp)
         await deliveries_survive_a_killed_process(cluster, http, forms)
+
+
+async def an_approval_in_one_process_reaches_a_stream_in_another(cluster, http, key) -> None:
+    """Issue 36: a visitor's stream waits in process 0 for a tool call's approval; a member
+    approves it through process 2; the stream goes on with the tool's result and the
+    answer, and nginx's view of the approval says it was decided."""
+    auth = bearer(key)
+    first, third = (f"http://127.0.0.1:{port}/api/v1" for port in cluster.ports[::2])
+    async with http.post(
+        f"{cluster.base}/api/v1/agents", json={"name": "Refunds"}, headers=auth
+    ) as resp:
+        agent_id = (await resp.json())["data"]["id"]
+    tool = {
+        "agentId": agent_id,
+        "name": "refund",
+        "description": "Refund an order",
+        "executionType": "mock",
+        "mockResponse": '{"refunded": true}',
+        "inputSchema": {"type": "object", "properties": {"order": {"type": "string"}}},
+        "requiresApproval": True,
+    }
+    async with http.post(f"{cluster.base}/api/v1/tools", json=tool, headers=auth) as resp:
+        assert resp.status == 201, await resp.text()
+    ask = {"agentId": agent_id, "messages": [{"role": "user", "content": REFUND_A1}]}
+    async with http.post(f"{first}/chat", json=ask, headers=auth) as stream:
+        events = SseEvents(stream)
+        pending = await events.until("approval_pending")
+        approve = f"{third}/approvals/{pending['approvalId']}/approve"
+        async with http.post(approve, json={}, headers=auth) as decided:
+            assert decided.status == 200, await decided.text()
+        await events.until("message_stop")
+    names = [name for name, _ in events.seen]
+    assert names.index("approval_pending") < names.index("approval_decided")
+    assert "error" not in names
+    [result] = [data for name, data in events.seen if name == "tool_result"]
+    assert "refunded" in orjson.dumps(result).decode()
+    url = f"{cluster.base}/api/v1/approvals/{pending['approvalId']}"
+    async with http.get(url, headers=auth) as resp:
+        assert (await resp.json())["data"]["status"] == "approved"
+
+
+class SseEvents:
+    """The events of an open aiohttp response, read as far as asked."""
+
+    def __init__(self, resp) -> None:
+        self.resp, self.parser, self.seen = resp, SseParser(), []
+
+    async def until(self, name: str) -> dict:
+        async with asyncio.timeout(20):
+            while True:
+                for seen_name, data in self.seen:
+                    if seen_name == name:
+                        return data
+                chunk = await self.resp.content.readany()
+                assert chunk, self.seen
+                self.seen += [(e.event, orjson.loads(e.data)) for e in self.parser.feed(chunk)]
 
 
 async def plan_limit_holds_across_processes(cluster, http, key: str) -> None:
