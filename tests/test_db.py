@@ -100,6 +100,29 @@ async def test_a_cancelled_write_rolls_back_and_frees_the_writer(db):
     assert await numbers(db) == [2]
 
 
+async def test_a_write_cancelled_while_it_begins_leaves_no_transaction_open(db):
+    """BEGIN runs on in the writer's thread when its caller is cancelled: what it began must
+    end before the next writer's turn, or every later write fails ("cannot start a
+    transaction within a transaction") until the process restarts."""
+    for _ in range(20):  # cancelled at once, and after a few turns of the event loop
+        for turns in (0, 1, 2):
+            task = asyncio.ensure_future(_write_one(db, 1))
+            for _ in range(turns):
+                await asyncio.sleep(0)
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            async with db.write() as tx:
+                await tx.execute("DELETE FROM t")
+    async with db.write() as tx:
+        await tx.execute("INSERT INTO t (n) VALUES (2)")
+    assert await numbers(db) == [2]
+
+
+async def _write_one(db, n: int) -> None:
+    async with db.write() as tx:
+        await tx.execute("INSERT INTO t (n) VALUES (?)", (n,))
+
+
 async def test_batched_writes_share_transactions_and_fail_alone(db):
     results = await asyncio.gather(
         *(db.write_batched(insert(n)) for n in (1, 2, 2, 3)), return_exceptions=True

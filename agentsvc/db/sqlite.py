@@ -15,6 +15,7 @@ thread once a second instead.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fcntl
 import logging
 import os
@@ -245,6 +246,13 @@ async def _connect(path: Path) -> aiosqlite.Connection:
     return conn
 
 
+async def _rollback_if_begun(conn: aiosqlite.Connection) -> None:
+    try:
+        await conn.execute("ROLLBACK")
+    except sqlite3.OperationalError:
+        pass  # nothing was begun
+
+
 class SqliteDatabase:
     """The app's SQLite database (see the module's docstring)."""
 
@@ -356,7 +364,15 @@ class SqliteDatabase:
             started = self.clock.start()
             conn = self._writer
             try:
-                await awaited(conn.execute("BEGIN IMMEDIATE"))
+                try:
+                    await awaited(conn.execute("BEGIN IMMEDIATE"))
+                except BaseException:
+                    # Cancelled while BEGIN runs on in the writer's thread (or BEGIN failed):
+                    # what it began ends before the next writer's turn (the ROLLBACK is
+                    # queued behind it), or every later BEGIN would fail.
+                    with contextlib.suppress(BaseException):
+                        await asyncio.shield(_rollback_if_begun(conn))
+                    raise
                 try:
                     yield ThreadTx(conn)
                 except BaseException:
