@@ -443,3 +443,35 @@ async def test_a_one_statement_write_is_committed_alone_outside_any_transaction(
         assert await db.reader.fetchval("SELECT count(*) FROM schema_info") == 2
     finally:
         await db.close()
+
+
+@postgres_only
+async def test_a_write_cancelled_while_it_begins_or_commits_leaves_nothing_open(caplog):
+    """A write cancelled while its BEGIN or COMMIT is in flight (a job stopped at shutdown)
+    leaves no transaction open on a pooled connection: the next writes work and asyncpg
+    never finds a connection handed back mid-transaction (which it logs as an error)."""
+    import logging
+
+    from agentsvc.db.postgres import PostgresDatabase
+
+    db = PostgresDatabase(pg.fresh_database_url(), pool_size=4)
+    await db.open()
+
+    async def write_one() -> None:
+        async with db.write() as tx:
+            await tx.fetchval("SELECT 1")
+
+    try:
+        with caplog.at_level(logging.WARNING):
+            for _ in range(10):
+                for turns in range(6):  # cancelled at BEGIN, in the body, at COMMIT
+                    task = asyncio.ensure_future(write_one())
+                    for _ in range(turns):
+                        await asyncio.sleep(0)
+                    task.cancel()
+                    await asyncio.gather(task, return_exceptions=True)
+            async with db.write() as tx:
+                assert await tx.fetchval("SELECT 2") == 2
+        assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+    finally:
+        await db.close()

@@ -229,23 +229,22 @@ class PostgresDatabase:
         try:
             started = self.clock.start()
             try:
+                # Entered as `async with` would (asyncpg's managed transaction), its steps
+                # awaited one by one to time them: a BEGIN cancelled in flight (a job stopped
+                # at shutdown) opens its transaction afterwards, and the pool, taking the
+                # connection back, rolls it back quietly; unmanaged, asyncpg logs an error.
                 transaction = conn.transaction()
-                await self._watched(transaction.start())
+                await self._watched(transaction.__aenter__())
                 try:
                     yield conn
-                except BaseException:
-                    await awaited(transaction.rollback())
+                except BaseException as exc:
+                    await awaited(transaction.__aexit__(type(exc), exc, exc.__traceback__))
                     raise
                 else:
-                    await self._watched(transaction.commit())
+                    await self._watched(transaction.__aexit__(None, None, None))
             finally:
                 self.clock.stopped(started, opener, lasti)
         finally:
-            if conn.is_in_transaction():
-                # Cancelled inside BEGIN, COMMIT or ROLLBACK (a job stopped at shutdown): the
-                # connection's state is unknown. Closed, the server ends its transaction as
-                # for a crash, and the pool replaces it (released open, asyncpg logs an error).
-                conn.terminate()
             await self._pool.release(conn)
 
     async def _watched(self, awaitable: Awaitable[T]) -> T:
