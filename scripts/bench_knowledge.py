@@ -30,10 +30,8 @@ import argparse
 import asyncio
 import os
 import random
-import socket
 import sqlite3
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -107,42 +105,6 @@ class Words:
 
 def document(words: Words, sections: int) -> str:
     return "\n\n".join(words.section(n) for n in range(sections))
-
-
-class LoopbackEmbeddings:
-    """The tests' fake embeddings server in a process of its own on loopback."""
-
-    def __init__(self, dims: int):
-        self.dims = dims
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def __enter__(self) -> str:
-        port = benchlib.free_port()
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "tests.support.fakes.embeddings_server",
-                str(port),
-                str(self.dims),
-            ],
-            cwd=Path(__file__).resolve().parent.parent,
-        )
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or self.proc.poll() is not None:
-                    raise RuntimeError("the fake embeddings server did not start") from None
-                time.sleep(0.05)
-        return f"http://127.0.0.1:{port}/v1"
-
-    def __exit__(self, *exc: object) -> None:
-        assert self.proc is not None
-        self.proc.terminate()
-        self.proc.wait(10)
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -327,7 +289,12 @@ async def embeddings_run(args: argparse.Namespace) -> None:
 
     rng = random.Random(7)
     words = Words(rng)
-    with LoopbackEmbeddings(args.dims) as base_url, tempfile.TemporaryDirectory() as tmp:
+    with (
+        benchlib.loopback_fake(
+            "embeddings_server", str(args.dims), what="the fake embeddings server"
+        ) as base_url,
+        tempfile.TemporaryDirectory() as tmp,
+    ):
         session = aiohttp.ClientSession()
         conf = ProviderSettings(kind="openai", base_url=base_url, api_key="sk-embed")
         embedder = Embedder(session, conf, "text-embedding-3-small", 64, "emb/bench")

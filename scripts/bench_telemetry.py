@@ -25,11 +25,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import socket
 import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import aiohttp
@@ -81,34 +78,6 @@ class Collector:
     async def close(self) -> None:
         if self.runner is not None:
             await self.runner.cleanup()
-
-
-class LoopbackOpenAI:
-    """The tests' fake OpenAI-compatible server in a process of its own on loopback."""
-
-    def __init__(self) -> None:
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def __enter__(self) -> str:
-        port = benchlib.free_port()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.support.fakes.openai_server", str(port)], cwd=ROOT
-        )
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or self.proc.poll() is not None:
-                    raise RuntimeError("the fake OpenAI server did not start") from None
-                time.sleep(0.05)
-        return f"http://127.0.0.1:{port}/v1"
-
-    def __exit__(self, *exc: object) -> None:
-        assert self.proc is not None
-        self.proc.terminate()
-        self.proc.wait(10)
 
 
 async def setup_team(base: str, config: Path, email: str, models: list[str]):
@@ -197,7 +166,7 @@ def main() -> None:
         f'[telemetry]\notlp_endpoint = "{collector.endpoint}"\nsample_ratio = {args.sample_ratio}\n'
     )
     try:
-        with LoopbackOpenAI() as model_url:
+        with benchlib.loopback_fake("openai_server", what="the fake OpenAI server") as model_url:
             provider = (
                 f'[providers.oai]\nkind = "openai"\nbase_url = "{model_url}"\napi_key = "b"\n'
             )

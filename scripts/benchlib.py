@@ -138,6 +138,31 @@ def _pin(core: int) -> list[str]:
 
 
 @contextmanager
+def loopback_fake(module: str, *args: str, what: str = "the fake server"):
+    """One of the tests' fake servers (`python -m tests.support.fakes.MODULE PORT ARGS...`)
+    in a process of its own on loopback; yields its base URL (`http://127.0.0.1:PORT/v1`)."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", f"tests.support.fakes.{module}", str(port), *args],
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise RuntimeError(f"{what} did not start") from None
+                time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+@contextmanager
 def hello_world(pin: bool = True):
     """A minimal aiohttp + uvloop JSON server, pinned like the service (unless not `pin`)."""
     port = free_port()

@@ -29,6 +29,7 @@ from agentsvc.llm.sse import SseParser
 from tests.support import pg
 from tests.support.channel_platforms import TELEGRAM_TOKEN
 from tests.support.channels import message, signed
+from tests.support.cluster_http import bearer, contact_form, created
 from tests.support.fakes import openai_server as oai
 from tests.support.fakes.telegram import FakeTelegram
 from tests.support.fakes.webhook_receiver import WebhookReceiver
@@ -139,10 +140,6 @@ def cluster(tmp_path):
     yield from _running(Cluster(tmp_path))
 
 
-def bearer(key: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {key}"}
-
-
 async def test_three_processes_act_as_one(cluster, idp):
     limited = cluster.key("limited@example.com")
     cluster.cli("team", "set-plan", "--email", "limited@example.com", "--plan", "limited")
@@ -163,10 +160,8 @@ async def an_approval_in_one_process_reaches_a_stream_in_another(cluster, http, 
     answer, and nginx's view of the approval says it was decided."""
     auth = bearer(key)
     first, third = (f"http://127.0.0.1:{port}/api/v1" for port in cluster.ports[::2])
-    async with http.post(
-        f"{cluster.base}/api/v1/agents", json={"name": "Refunds"}, headers=auth
-    ) as resp:
-        agent_id = (await resp.json())["data"]["id"]
+    agents = f"{cluster.base}/api/v1/agents"
+    agent_id = (await created(http, agents, {"name": "Refunds"}, key))["data"]["id"]
     tool = {
         "agentId": agent_id,
         "name": "refund",
@@ -176,8 +171,7 @@ async def an_approval_in_one_process_reaches_a_stream_in_another(cluster, http, 
         "inputSchema": {"type": "object", "properties": {"order": {"type": "string"}}},
         "requiresApproval": True,
     }
-    async with http.post(f"{cluster.base}/api/v1/tools", json=tool, headers=auth) as resp:
-        assert resp.status == 201, await resp.text()
+    await created(http, f"{cluster.base}/api/v1/tools", tool, key)
     ask = {"agentId": agent_id, "messages": [{"role": "user", "content": REFUND_A1}]}
     async with http.post(f"{first}/chat", json=ask, headers=auth) as stream:
         events = SseEvents(stream)
@@ -255,25 +249,10 @@ async def revoked_key_is_refused_everywhere_within_a_second(cluster, http, key, 
 async def deliveries_survive_a_killed_process(cluster, http, key: str) -> None:
     receiver = await WebhookReceiver(slow_seconds=2.0).start()
     try:
-        async with http.post(
-            f"{cluster.base}/api/v1/agents", json={"name": "Shop"}, headers=bearer(key)
-        ) as resp:
-            agent_id = (await resp.json())["data"]["id"]
-        tool_body = {
-            "agentId": agent_id,
-            "name": "contact",
-            "description": "Collect contact details",
-            "executionType": "form",
-            "inputSchema": {"type": "object", "properties": {}},
-            "formSchema": {"fields": [{"name": "email", "label": "E-mail", "type": "email"}]},
-            "formExecutionMode": "webhook",
-            "formWebhookUrl": receiver.url("/slow"),
-        }
-        async with http.post(
-            f"{cluster.base}/api/v1/tools", json=tool_body, headers=bearer(key)
-        ) as r:
-            assert r.status == 201, await r.text()
-            tool_id = (await r.json())["id"]
+        agents = f"{cluster.base}/api/v1/agents"
+        agent_id = (await created(http, agents, {"name": "Shop"}, key))["data"]["id"]
+        tool_body = contact_form(agent_id, receiver.url("/slow"))
+        tool_id = (await created(http, f"{cluster.base}/api/v1/tools", tool_body, key))["id"]
 
         async def submit(n: int) -> str | None:
             body = {

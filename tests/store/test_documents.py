@@ -5,28 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from agentsvc.store import documents as store
-from agentsvc.store.documents import Document, PassageRow
-from tests.support.store_builders import LATER, NOW, owner
-
-
-def document(who, n: int, status: str = "ready") -> Document:
-    return Document(
-        id=f"document_{n}",
-        agent_id=who.agent_id,
-        team_id=who.team_id,
-        title=f"Doc {n}",
-        source_type="text",
-        format="text",
-        filename=None,
-        source_url=None,
-        size_bytes=10,
-        status=status,
-        error=None,
-        passage_count=2,
-        created_at=NOW,
-        updated_at=NOW,
-    )
-
+from agentsvc.store.documents import PassageRow
+from tests.support.store_builders import LATER, document, owner
 
 PASSAGES = [
     PassageRow(0, "Shipping", "We ship parcels within two days."),

@@ -6,37 +6,18 @@ from __future__ import annotations
 from agentsvc.db.postgres import PostgresDatabase
 from agentsvc.store import documents as store
 from agentsvc.store import pg_passage_search as pg_search
-from agentsvc.store.documents import Document, PassageRow
+from agentsvc.store.documents import PassageRow
 from tests.support.pg import postgres_only
-from tests.support.store_builders import NOW, owner
+from tests.support.store_builders import document, owner
 
 pytestmark = postgres_only
 
 COMMON = pg_search.SELECTIVE_POSTINGS + 200  # passages holding "parcel": over the budget
 
 
-def document(who, n: int) -> Document:
-    return Document(
-        id=f"document_{n}",
-        agent_id=who.agent_id,
-        team_id=who.team_id,
-        title=f"Doc {n}",
-        source_type="text",
-        format="text",
-        filename=None,
-        source_url=None,
-        size_bytes=10,
-        status="ready",
-        error=None,
-        passage_count=0,
-        created_at=NOW,
-        updated_at=NOW,
-    )
-
-
 async def stored(db, who, n: int, passages: list[PassageRow]) -> None:
     async with db.write() as tx:
-        await store.insert(tx, document(who, n), "content")
+        await store.insert(tx, document(who, n, passage_count=0), "content")
         await store.insert_passages(tx, f"document_{n}", who.agent_id, passages)
         # The index's pending list is merged past 1 MB, not the default 4 MB.
         assert await tx.fetchval("SHOW gin_pending_list_limit") == "1MB"

@@ -10,6 +10,7 @@ from agentsvc.ids import new_id
 from agentsvc.store import accounts, agents, tools
 from agentsvc.store.agents import Agent
 from agentsvc.store.conversations import Conversation
+from agentsvc.store.documents import Document
 from agentsvc.store.submissions import Submission
 from agentsvc.store.tools import Tool
 
@@ -127,4 +128,24 @@ def conversation(who, n: int, created_at: str = NOW) -> Conversation:
         user_verified_by=None,
         created_at=created_at,
         updated_at=created_at,
+    )
+
+
+def document(who, n: int, status: str = "ready", passage_count: int = 2) -> Document:
+    """A text document of `who`'s agent (`document_{n}`), to insert with its content."""
+    return Document(
+        id=f"document_{n}",
+        agent_id=who.agent_id,
+        team_id=who.team_id,
+        title=f"Doc {n}",
+        source_type="text",
+        format="text",
+        filename=None,
+        source_url=None,
+        size_bytes=10,
+        status=status,
+        error=None,
+        passage_count=passage_count,
+        created_at=NOW,
+        updated_at=NOW,
     )
